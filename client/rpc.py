@@ -1,0 +1,165 @@
+"""A minimal JSON-RPC 2.0 client over a raw HTTP/1.1 socket, plus runner discovery.
+
+Hot path of every `plugkit` call: standard library only (socket, json, os).
+http.client, urllib and asyncio each cost tens of milliseconds to import here.
+"""
+
+import json
+import os
+import socket
+
+from plugkit import SERVICE, paths
+
+
+class ClientError(Exception):
+    """Something the user must act on; `str()` is the one-or-two-line message."""
+
+    exit_code = 1
+
+
+class RunnerUnavailable(ClientError):
+    exit_code = 69  # EX_UNAVAILABLE
+
+
+class RpcFailure(ClientError):
+    def __init__(self, code: int, message: str, data: object = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection to the runner."""
+
+    def __init__(self, port: int, timeout: float = 5.0) -> None:
+        self.port = port
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._buf = b""
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def request(self, method: str, path: str, body: bytes = b"", headers: str = "",
+                timeout: float | None = None) -> tuple[int, bytes]:
+        if timeout is not None:
+            self.sock.settimeout(timeout)
+        head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n{headers}"
+                f"Content-Length: {len(body)}\r\n\r\n")
+        self.sock.sendall(head.encode() + body)
+        while b"\r\n\r\n" not in self._buf:
+            self._recv()
+        raw_head, self._buf = self._buf.split(b"\r\n\r\n", 1)
+        lines = raw_head.split(b"\r\n")
+        status = int(lines[0].split(b" ", 2)[1])
+        length = 0
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value.strip())
+        while len(self._buf) < length:
+            self._recv()
+        payload, self._buf = self._buf[:length], self._buf[length:]
+        return status, payload
+
+    def _recv(self) -> None:
+        chunk = self.sock.recv(262144)
+        if not chunk:
+            raise ConnectionError("runner closed the connection")
+        self._buf += chunk
+
+
+def read_discovery() -> tuple[int, int] | None:
+    """(port, pid) from the port file, or None when there is none or it is unreadable."""
+    try:
+        with open(paths.port_file()) as fh:
+            info = json.load(fh)
+        return int(info["port"]), int(info["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def read_token() -> str:
+    path = paths.token_file()
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise RunnerUnavailable(f"cannot read the runner token ({exc.strerror}); try `plugkit runner restart`") from None
+    try:
+        st = os.fstat(fd)
+        # Someone else's token, or one others can read, may be a trap or already leaked.
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise ClientError(
+                f"refusing token file {path}: it must be owned by you with mode 0600 "
+                f"(it is uid {st.st_uid}, mode {oct(st.st_mode & 0o777)}); "
+                "remove it and run `plugkit runner restart`")
+        return os.read(fd, 4096).decode().strip()
+    finally:
+        os.close(fd)
+
+
+def _pid_is_ours(pid: int) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == os.getuid()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+
+
+def connect_verified() -> Connection | None:
+    """A connection to our live runner, or None. The token is never sent before /health
+    on the same connection confirms a plugkit runner whose pid matches the port file."""
+    found = read_discovery()
+    if found is None:
+        return None
+    port, pid = found
+    if not _pid_is_ours(pid):
+        return None
+    try:
+        conn = Connection(port)
+    except OSError:
+        return None
+    try:
+        status, body = conn.request("GET", "/health")
+        info = json.loads(body) if status == 200 else {}
+        if info.get("service") == SERVICE and info.get("pid") == pid:
+            return conn
+    except (OSError, ValueError, AttributeError):
+        pass
+    conn.close()
+    return None
+
+
+class Client:
+    """JSON-RPC calls over one verified connection."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.token = read_token()
+        self._next_id = 0
+
+    def call(self, method: str, params: dict | None = None, timeout: float = 30.0) -> dict:
+        self._next_id += 1
+        body = json.dumps({"jsonrpc": "2.0", "id": self._next_id, "method": method,
+                           "params": params or {}}).encode()
+        headers = f"Authorization: Bearer {self.token}\r\nContent-Type: application/json\r\n"
+        try:
+            status, payload = self.conn.request("POST", "/rpc", body, headers, timeout=timeout)
+        except (OSError, ValueError) as exc:
+            raise RunnerUnavailable(
+                f"lost the runner during {method} ({exc.__class__.__name__}); "
+                "check `plugkit runner status`") from None
+        if status != 200:
+            raise RunnerUnavailable(f"runner refused {method} (HTTP {status}); try `plugkit runner restart`")
+        reply = json.loads(payload)
+        if "error" in reply:
+            err = reply["error"]
+            raise RpcFailure(err.get("code", 0), err.get("message", "error"), err.get("data"))
+        return reply["result"]
+
+    def close(self) -> None:
+        self.conn.close()

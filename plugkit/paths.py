@@ -1,0 +1,87 @@
+"""Where the runner keeps its state, and the environment that configures it.
+
+Standard library only (`os`): the client imports this on every call.
+"""
+
+import os
+
+DEFAULT_PORT = 32882
+
+
+def home(env=None) -> str:
+    """$PLUGKIT_HOME, else ${XDG_STATE_HOME:-~/.local/state}/plugkit (of `env`, default ours)."""
+    env = os.environ if env is None else env
+    explicit = env.get("PLUGKIT_HOME")
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    user_home = env.get("HOME") or os.path.expanduser("~")
+    state = env.get("XDG_STATE_HOME") or os.path.join(user_home, ".local", "state")
+    return os.path.join(state, "plugkit")
+
+
+def ensure_home() -> str:
+    """Create the state dir 0700 (and tighten it if someone loosened it)."""
+    path = home()
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if os.stat(path).st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def port() -> int:
+    raw = os.environ.get("PLUGKIT_PORT", "")
+    if not raw:
+        return DEFAULT_PORT
+    value = int(raw)
+    if not 0 < value < 65536:
+        raise ValueError(f"PLUGKIT_PORT={raw} is not a TCP port (1-65535)")
+    return value
+
+
+def _in_home(name: str) -> str:
+    return os.path.join(home(), name)
+
+
+def port_file() -> str:
+    return _in_home("port")
+
+
+def token_file() -> str:
+    return _in_home("token")
+
+
+def instance_lock() -> str:
+    return _in_home("runner.lock")
+
+
+def pid_file() -> str:
+    return _in_home("runner.pid")
+
+
+def start_lock() -> str:
+    return _in_home("start.lock")
+
+
+def log_file() -> str:
+    return _in_home("runner.log")
+
+
+def stdio_file() -> str:
+    """Where a detached runner's stdout/stderr go (crash output before logging is up)."""
+    return _in_home("runner.out")
+
+
+def ledger_file() -> str:
+    return _in_home("ledger.sqlite3")
+
+
+def write_private(path: str, text: str) -> None:
+    """Write atomically (temp + rename) with mode 0600."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)

@@ -1,0 +1,31 @@
+"""The explicit methods table: every namespace module contributes its METHODS dict."""
+
+import time
+from typing import Any, Callable
+
+from runner.rpc import runner as runner_ns
+
+NAMESPACES = (runner_ns,)
+
+
+def build_methods(extra: tuple = ()) -> dict[str, Callable[..., Any]]:
+    methods: dict[str, Callable[..., Any]] = {}
+    for module in NAMESPACES + tuple(extra):
+        for name, fn in module.METHODS.items():
+            if name in methods:
+                raise ValueError(f"RPC method {name} defined twice")
+            methods[name] = _counted(name, fn)
+    return methods
+
+
+def _counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    async def method(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        ctx.runtime.requests[name] += 1
+        started = time.perf_counter()
+        try:
+            return await fn(ctx, *args, **kwargs)
+        finally:
+            ctx.runtime.latency.record(name, time.perf_counter() - started)
+
+    method.__doc__ = fn.__doc__
+    return method

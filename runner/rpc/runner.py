@@ -1,0 +1,41 @@
+"""runner.* — about the daemon itself."""
+
+import asyncio
+
+from plugkit import SERVICE
+from plugkit.protocol import NoParams, RunnerInfo, ShutdownResult
+from runner.rpc.base import Context, rpc
+
+
+@rpc(NoParams)
+async def info(ctx: Context, params: NoParams) -> RunnerInfo:
+    """runner.info {} -> {service, pid, version, port, home, started_at, uptime_s,
+    sessions, tasks, running_tasks, requests}
+
+    Errors: none beyond the standard ones.
+    Example: {"jsonrpc":"2.0","id":1,"method":"runner.info","params":{}}
+    """
+    rt = ctx.runtime
+    tasks = ctx.services.get("tasks")
+    counts = tasks.counts() if tasks else {"sessions": 0, "tasks": 0, "running": 0}
+    return RunnerInfo(
+        service=SERVICE, pid=rt.pid, version=rt.version, port=rt.port, home=rt.home,
+        started_at=rt.started_at, uptime_s=round(rt.uptime(), 3),
+        sessions=counts["sessions"], tasks=counts["tasks"], running_tasks=counts["running"],
+        requests=sum(rt.requests.values()),
+    )
+
+
+@rpc(NoParams)
+async def shutdown(ctx: Context, params: NoParams) -> ShutdownResult:
+    """runner.shutdown {} -> {stopping: true}
+
+    Answers first, then stops: in-flight responses finish, every task tree is
+    killed, the port and token files are removed, the process exits 0.
+    """
+    # Let this response leave before the server starts closing connections.
+    asyncio.get_running_loop().call_later(0.05, ctx.runtime.shutdown.set)
+    return ShutdownResult(stopping=True)
+
+
+METHODS = {"runner.info": info, "runner.shutdown": shutdown}

@@ -1,0 +1,54 @@
+"""Boot and shutdown: lock, bind, serve, write the discovery files, clean up on signal."""
+
+import asyncio
+import json
+import os
+import secrets
+import signal
+import socket
+import time
+
+from aiohttp import web
+
+from plugkit import paths
+from runner import logs
+from runner.app import make_app
+from runner.state import Runtime
+
+log = logs.get("plugkit.server")
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+async def serve(sock: socket.socket, home: str, port: int) -> None:
+    token = secrets.token_urlsafe(32)
+    logs.add_secret(token)
+    runtime = Runtime(home=home, port=port, token=token, runner_id=secrets.token_hex(6))
+    app = make_app(runtime)
+    # shutdown_timeout bounds how long in-flight requests may finish: the whole
+    # stop must stay under 2 s, whatever is running.
+    app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.75, access_log=None)
+    await app_runner.setup()
+    await web.SockSite(app_runner, sock).start()
+    # Token first, port last: a client that sees the port file can read the token.
+    paths.write_private(paths.token_file(), token)
+    paths.write_private(paths.port_file(), json.dumps({"port": port, "pid": runtime.pid}))
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, runtime.shutdown.set)
+    log.info("runner_started", pid=runtime.pid, port=port, home=home,
+             runner_id=runtime.runner_id, boot_ms=round((time.time() - runtime.started_at) * 1000, 1))
+    try:
+        await runtime.shutdown.wait()
+    finally:
+        # Discovery files go first so no new client dials a closing runner.
+        _remove(paths.port_file())
+        _remove(paths.token_file())
+        log.info("runner_stopping")
+        await app_runner.cleanup()
+        log.info("runner_stopped")

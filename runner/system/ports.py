@@ -1,0 +1,127 @@
+"""Who holds a TCP port, evicting a stale runner of ours, and kill-port."""
+
+import errno
+import json
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass
+
+import psutil
+
+from plugkit import SERVICE, paths
+
+
+@dataclass(frozen=True)
+class Holder:
+    pid: int | None
+    command: str
+    user: str | None
+
+
+class PortTaken(Exception):
+    def __init__(self, port: int, holder: Holder, why: str = "") -> None:
+        self.port, self.holder = port, holder
+        who = f"pid {holder.pid} ({holder.command})" if holder.pid else "a process we cannot see (another user?)"
+        super().__init__(
+            f"port {port} is taken by {who}{why}; free it with `plugkit kill-port {port}` "
+            "or set PLUGKIT_PORT to another port"
+        )
+
+
+def listeners(port: int) -> list[Holder]:
+    """Processes listening on 127.0.0.1/any address at `port` (pid None if not ours to see)."""
+    found = []
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            found.append(describe(conn.pid))
+    return found
+
+
+def describe(pid: int | None) -> Holder:
+    if pid is None:
+        return Holder(None, "?", None)
+    try:
+        proc = psutil.Process(pid)
+        return Holder(pid, " ".join(proc.cmdline())[:200] or proc.name(), proc.username())
+    except psutil.Error:
+        return Holder(pid, "?", None)
+
+
+def health(port: int, timeout: float = 1.0) -> dict | None:
+    """GET /health on loopback; the parsed JSON if a plugkit runner answers, else None."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            sock.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+            raw = b""
+            while chunk := sock.recv(65536):
+                raw += chunk
+        body = json.loads(raw.split(b"\r\n\r\n", 1)[1])
+        return body if body.get("service") == SERVICE else None
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def is_stale_runner(port: int, holder: Holder) -> bool:
+    """A plugkit runner of this user whose own state dir no longer names it as its instance."""
+    if holder.pid is None:
+        return False
+    try:
+        proc = psutil.Process(holder.pid)
+        if proc.uids().real != os.getuid() or "runner" not in proc.cmdline():
+            return False
+        their_home = paths.home(proc.environ())
+    except psutil.Error:
+        return False
+    answer = health(port)
+    if not answer or answer.get("pid") != holder.pid:
+        return False
+    try:
+        with open(os.path.join(their_home, "runner.pid")) as fh:
+            return int(fh.read().strip()) != holder.pid
+    except (OSError, ValueError):
+        return True  # its state dir is gone: nobody can reach it any more
+
+
+def terminate(pid: int, grace_s: float = 1.0) -> None:
+    """TERM, wait, KILL: for one process whose identity the caller has checked."""
+    try:
+        proc = psutil.Process(pid)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(grace_s)
+    except psutil.TimeoutExpired:
+        proc.kill()
+        proc.wait(grace_s)
+    except psutil.Error:
+        pass
+
+
+def bind(port: int) -> socket.socket:
+    """Bind 127.0.0.1:port, evicting a stale runner of ours; PortTaken for anything else."""
+    for attempt in range(2):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # REUSEADDR only skips TIME_WAIT leftovers of a previous runner; Linux still
+        # refuses to bind while another socket listens there.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+            sock.listen(512)
+            sock.setblocking(False)
+            return sock
+        except OSError as exc:
+            sock.close()
+            if exc.errno != errno.EADDRINUSE:
+                raise
+        holders = listeners(port) or [Holder(None, "?", None)]
+        stale = [h for h in holders if is_stale_runner(port, h)]
+        if attempt == 0 and stale and len(stale) == len(holders):
+            for holder in stale:
+                terminate(holder.pid)  # type: ignore[arg-type]
+            time.sleep(0.05)
+            continue
+        holder = holders[0]
+        why = " (a plugkit runner of another PLUGKIT_HOME that is still live)" if (
+            holder.pid and "runner" in holder.command and health(port)) else ""
+        raise PortTaken(port, holder, why)
+    raise AssertionError("unreachable")

@@ -1,0 +1,69 @@
+"""Shared fixtures. The autouse leak check fails any test that leaves a process behind."""
+
+import os
+import time
+
+import psutil
+import pytest
+
+# Every process a test starts (runners, tasks, CLIs) inherits this marker, so
+# the leak check can find them even after they were reparented away from us.
+LEAK_MARK = "PLUGKIT_TEST_MARK"
+
+
+def _marked(mark: str) -> list[psutil.Process]:
+    found = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid == me:
+            continue
+        try:
+            if proc.environ().get(LEAK_MARK) == mark and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def _describe(procs: list[psutil.Process]) -> str:
+    out = []
+    for p in procs:
+        try:
+            out.append(f"{p.pid}: {' '.join(p.cmdline())[:120]}")
+        except psutil.Error:
+            out.append(f"{p.pid}: <gone>")
+    return "; ".join(out)
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes(request, monkeypatch):
+    """Tag everything the test spawns; after it, nothing tagged (or a child of ours) may live."""
+    mark = f"{os.getpid()}-{request.node.nodeid}"
+    monkeypatch.setenv(LEAK_MARK, mark)
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    yield
+    deadline = time.monotonic() + 5.0
+    while True:
+        children = [
+            p for p in psutil.Process().children(recursive=True)
+            if p.pid not in before and _alive(p)
+        ]
+        leaked = {p.pid: p for p in _marked(mark) + children}
+        if not leaked or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if leaked:
+        desc = _describe(list(leaked.values()))
+        for p in leaked.values():
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        pytest.fail(f"test left processes running: {desc}")
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
