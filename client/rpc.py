@@ -137,9 +137,9 @@ def connect_verified() -> Connection | None:
 class Client:
     """JSON-RPC calls over one verified connection."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, token: str | None = None) -> None:
         self.conn = conn
-        self.token = read_token()
+        self.token = token if token is not None else read_token()
         self._next_id = 0
 
     def call(self, method: str, params: dict | None = None, timeout: float = 30.0) -> dict:

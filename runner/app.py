@@ -8,7 +8,7 @@ from plugkit import SERVICE
 from plugkit.config import Limits
 from runner import rpc as rpc_pkg
 from runner.guards import make_guard
-from runner.rpc.base import Context, dispatch, make_validator
+from runner.rpc.base import Context, dispatch
 from runner.state import Runtime
 
 RUNTIME = web.AppKey("runtime", Runtime)
@@ -20,7 +20,9 @@ ServiceFactory = Callable[[web.Application], AsyncIterator[None]]
 
 
 def make_app(runtime: Runtime, limits: Limits | None = None,
-             services: tuple[ServiceFactory, ...] | None = None) -> web.Application:
+             services: tuple[ServiceFactory, ...] | None = None,
+             namespaces: tuple = ()) -> web.Application:
+    """`namespaces` adds RPC modules beyond the built-in ones (tests use it)."""
     limits = limits or Limits.from_env()
     app = web.Application(
         middlewares=[make_guard(port=runtime.port, token=runtime.token, max_body=limits.max_body_bytes)],
@@ -29,8 +31,7 @@ def make_app(runtime: Runtime, limits: Limits | None = None,
     ctx = Context(runtime=runtime, services={"limits": limits})
     app[RUNTIME] = runtime
     app[CONTEXT] = ctx
-    methods = rpc_pkg.build_methods()
-    validator = make_validator(limits.max_batch)
+    methods = rpc_pkg.build_methods(namespaces)
 
     async def health(request: web.Request) -> web.Response:
         return web.json_response(
@@ -44,7 +45,7 @@ def make_app(runtime: Runtime, limits: Limits | None = None,
             return web.json_response({"error": "body too large"}, status=413)
         except UnicodeDecodeError:
             body = "\0"  # not JSON: reported as a parse error below
-        response = await dispatch(body, methods, ctx, validator)
+        response = await dispatch(body, methods, ctx, limits.max_batch)
         if response is None:  # notifications only: nothing to say
             return web.Response(status=204)
         return web.json_response(response)

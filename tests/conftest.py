@@ -67,3 +67,15 @@ def _alive(p: psutil.Process) -> bool:
         return p.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """An isolated PLUGKIT_HOME on a free port, also set in this process's environment."""
+    from tests.helpers import Home, free_port
+
+    h = Home(path=tmp_path / "home", port=free_port())
+    monkeypatch.setenv("PLUGKIT_HOME", str(h.path))
+    monkeypatch.setenv("PLUGKIT_PORT", str(h.port))
+    yield h
+    h.stop_all()

@@ -6,6 +6,7 @@ anything unexpected into a generic internal error with a correlation id that is
 in the log, so no exception text, traceback or path ever reaches a caller.
 """
 
+import asyncio
 import json
 import secrets
 from dataclasses import dataclass
@@ -103,26 +104,42 @@ def _serialize(response: Any) -> dict:
     return {"jsonrpc": "2.0", "result": ok.result, "id": ok.id}
 
 
-def make_validator(max_batch: int) -> Callable[[Any], Any]:
-    def validate(request: Any) -> Any:
-        # Cap batches before anything runs: one POST must not start 10,000 tasks.
-        if isinstance(request, list) and len(request) > max_batch:
-            raise ValueError("batch too large")
-        return default_validator(request)
-
-    return validate
+_MESSAGES = {errors.PARSE_ERROR: "Parse error", errors.INVALID_REQUEST: "Invalid request"}
 
 
-async def dispatch(body: str, methods: dict, ctx: Context, validator: Callable[[Any], Any]) -> Any:
-    """Returns a JSON-able dict, a list of them (batch), or None (notifications only)."""
-    response = await dispatch_to_response_pure(
-        deserializer=json.loads,
-        validator=validator,
+def _error(code: int, data: str) -> dict:
+    return {"jsonrpc": "2.0", "error": {"code": code, "message": _MESSAGES[code], "data": data},
+            "id": None}
+
+
+async def _dispatch_one(request: Any, methods: dict, ctx: Context) -> Any:
+    return await dispatch_to_response_pure(
+        deserializer=lambda already_parsed: already_parsed,
+        validator=default_validator,
         post_process=_serialize,
         context=ctx,
         methods=methods,
-        request=body,
+        request=request,
     )
-    if isinstance(response, list) and not response:
-        return None
-    return response
+
+
+async def dispatch(body: str, methods: dict, ctx: Context, max_batch: int) -> Any:
+    """Returns a JSON-able dict, a list of them (batch), or None (notifications only).
+
+    Batches are split here rather than in the library so that one malformed member
+    gets its own Invalid Request reply instead of failing the whole batch (JSON-RPC 2.0 §6).
+    """
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return _error(errors.PARSE_ERROR, _GENERIC_DATA[errors.PARSE_ERROR])
+    if not isinstance(request, list):
+        return await _dispatch_one(request, methods, ctx)
+    if not request:
+        return _error(errors.INVALID_REQUEST, "empty batch")
+    # Cap batches before anything runs: one POST must not start 10,000 tasks.
+    if len(request) > max_batch:
+        return _error(errors.INVALID_REQUEST, f"batch over {max_batch} calls; split it")
+    replies = await asyncio.gather(*(_dispatch_one(r, methods, ctx) for r in request))
+    replies = [r for r in replies if r is not None]
+    return replies or None

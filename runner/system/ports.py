@@ -84,17 +84,31 @@ def is_stale_runner(port: int, holder: Holder) -> bool:
         return True  # its state dir is gone: nobody can reach it any more
 
 
-def terminate(pid: int, grace_s: float = 1.0) -> None:
-    """TERM, wait, KILL: for one process whose identity the caller has checked."""
+def _gone(proc: psutil.Process) -> bool:
+    try:
+        # A zombie has released its sockets; reaping it is its parent's business.
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def terminate(pid: int, grace_s: float = 1.0) -> bool:
+    """TERM, wait, KILL, wait: for one process whose identity the caller has checked."""
     try:
         proc = psutil.Process(pid)
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(grace_s)
-    except psutil.TimeoutExpired:
-        proc.kill()
-        proc.wait(grace_s)
-    except psutil.Error:
-        pass
+    except psutil.NoSuchProcess:
+        return True
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            proc.send_signal(sig)
+        except psutil.NoSuchProcess:
+            return True
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if _gone(proc):
+                return True
+            time.sleep(0.01)
+    return _gone(proc)
 
 
 def bind(port: int) -> socket.socket:

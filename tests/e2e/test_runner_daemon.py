@@ -1,0 +1,203 @@
+"""The real daemon and the real CLI, in an isolated PLUGKIT_HOME on a free port."""
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.helpers import Home, cli_argv, free_port, rpc
+
+pytestmark = pytest.mark.e2e
+
+
+def test_cli_auto_starts_and_reports_status(home):
+    assert home.cli("runner", "status").returncode == 3
+    started = home.cli("runner", "start")
+    assert started.returncode == 0, started.stderr
+    status = home.cli("runner", "status", "--json")
+    info = json.loads(status.stdout)
+    assert info["running"] and info["port"] == home.port and info["service"] == "plugkit-runner"
+    assert home.runner_pids() == [info["pid"]]
+    human = home.cli("runner", "status").stdout
+    assert f"pid {info['pid']}" in human and f"port {home.port}" in human
+
+
+def test_state_files_are_private(home):
+    assert home.cli("runner", "start").returncode == 0
+    assert stat.S_IMODE(os.stat(home.path).st_mode) == 0o700
+    for name in ("token", "port", "runner.log"):
+        assert stat.S_IMODE(os.stat(home.path / name).st_mode) == 0o600, name
+    assert len(home.token()) >= 40
+
+
+def test_concurrent_auto_starts_make_exactly_one_runner(home):
+    procs = [subprocess.Popen(cli_argv() + ["runner", "start"], env=home.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(16)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    pids = home.runner_pids()
+    assert len(pids) == 1
+    assert all(f"pid {pids[0]}" in out for out, _ in outs)
+
+
+def test_second_runner_exits_naming_the_first(home):
+    first = home.start_runner()
+    try:
+        second = subprocess.run([sys.executable, "-m", "runner"], env=home.env,
+                                capture_output=True, text=True, timeout=30)
+        assert second.returncode == 3
+        assert f"pid {first.pid}" in second.stderr and "already" in second.stderr
+    finally:
+        first.terminate()
+        first.communicate(timeout=10)
+
+
+def test_sigterm_exits_zero_quickly_and_removes_discovery_files(home):
+    proc = home.start_runner()
+    assert (home.path / "token").exists()
+    began = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=10)
+    assert proc.returncode == 0
+    assert time.monotonic() - began < 2.0
+    assert not (home.path / "port").exists() and not (home.path / "token").exists()
+
+
+def test_shutdown_rpc_and_stop_verb(home):
+    assert home.cli("runner", "start").returncode == 0
+    pid = home.runner_pids()[0]
+    stopped = home.cli("runner", "stop")
+    assert stopped.returncode == 0 and f"stopped (pid {pid})" in stopped.stdout
+    assert home.runner_pids() == []
+    assert not (home.path / "port").exists()
+
+
+def test_restart_gives_a_new_runner_and_a_new_token(home):
+    assert home.cli("runner", "start").returncode == 0
+    old_pid, old_token = home.runner_pids()[0], home.token()
+    assert home.cli("runner", "restart").returncode == 0
+    assert home.runner_pids() != [old_pid] and home.token() != old_token
+
+
+def test_foreign_listener_on_the_port_is_a_clear_error(home):
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", home.port))
+        squatter.listen()
+        result = subprocess.run([sys.executable, "-m", "runner"], env=home.env,
+                                capture_output=True, text=True, timeout=30)
+        assert result.returncode == 4
+        assert f"pid {os.getpid()}" in result.stderr
+        assert f"plugkit kill-port {home.port}" in result.stderr
+        via_cli = home.cli("runner", "start")
+        assert via_cli.returncode == 69 and f"kill-port {home.port}" in via_cli.stderr
+
+
+def test_stale_runner_of_a_deleted_home_is_evicted(tmp_path):
+    port = free_port()
+    old = Home(tmp_path / "old", port)
+    new = Home(tmp_path / "new", port)
+    stale = old.start_runner()
+    try:
+        # The old state dir vanishes (rm -rf, reinstall): nobody can reach that runner now.
+        for name in os.listdir(old.path):
+            os.unlink(old.path / name)
+        os.rmdir(old.path)
+        result = new.cli("runner", "start")
+        assert result.returncode == 0, result.stderr
+        stale.communicate(timeout=10)
+        assert stale.returncode is not None
+        assert rpc(new, "runner.info")["home"] == str(new.path)
+    finally:
+        if stale.poll() is None:
+            stale.kill()
+            stale.communicate()
+        new.stop_all()
+
+
+def test_live_runner_of_another_home_is_not_evicted(tmp_path):
+    port = free_port()
+    first, second = Home(tmp_path / "a", port), Home(tmp_path / "b", port)
+    live = first.start_runner()
+    try:
+        result = second.cli("runner", "start")
+        assert result.returncode == 69 and "another PLUGKIT_HOME" in result.stderr
+        assert live.poll() is None
+    finally:
+        live.terminate()
+        live.communicate(timeout=10)
+
+
+def test_client_refuses_a_token_file_others_can_read(home):
+    assert home.cli("runner", "start").returncode == 0
+    os.chmod(home.path / "token", 0o644)
+    result = home.cli("runner", "status")
+    assert result.returncode == 1 and "mode 0600" in result.stderr and "Traceback" not in result.stderr
+
+
+class FakeRunner(threading.Thread):
+    """Claims to be a plugkit runner with a pid that is not the port file's; records requests."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.port = self.sock.getsockname()[1]
+        self.pid = pid
+        self.seen = b""
+
+    def run(self) -> None:
+        try:
+            while True:
+                conn, _ = self.sock.accept()
+                with conn:
+                    self.seen += conn.recv(65536)
+                    body = json.dumps({"ok": True, "pid": self.pid, "service": "plugkit-runner"}).encode()
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        except OSError:
+            return
+
+
+def test_stale_port_file_never_receives_the_token(home):
+    fake = FakeRunner(pid=1)
+    fake.start()
+    try:
+        home.path.mkdir(mode=0o700)
+        (home.path / "port").write_text(json.dumps({"port": fake.port, "pid": os.getpid()}))
+        (home.path / "token").write_text("not-a-secret")
+        os.chmod(home.path / "token", 0o600)
+        result = home.cli("runner", "status", "--json")
+        assert b"Authorization" not in fake.seen
+        assert result.returncode == 3  # not ours: treated as no runner
+        started = home.cli("runner", "start")
+        assert started.returncode == 0, started.stderr
+        assert b"Authorization" not in fake.seen
+        assert rpc(home, "runner.info")["port"] == home.port
+    finally:
+        fake.sock.close()
+
+
+def test_logs_show_the_start_and_never_the_token(home):
+    assert home.cli("runner", "start").returncode == 0
+    rpc(home, "runner.info")
+    token = home.token()
+    logs = home.cli("runner", "logs")
+    assert "runner_started" in logs.stdout
+    raw = home.cli("runner", "logs", "--json").stdout.splitlines()
+    assert json.loads(raw[0])["event"] == "runner_started"
+    assert token not in (home.path / "runner.log").read_text()
+
+
+def test_bad_port_setting_is_a_clear_error(home):
+    result = home.cli("runner", "start", env={"PLUGKIT_PORT": "99999"})
+    assert result.returncode != 0 and "PLUGKIT_PORT" in result.stderr
+    assert "Traceback" not in result.stderr

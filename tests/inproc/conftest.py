@@ -1,0 +1,35 @@
+"""In-process fixtures: the real app from make_app(), served by aiohttp's test server."""
+
+import pytest
+
+from plugkit.config import Limits
+from runner.app import make_app
+from runner.state import Runtime
+from tests.helpers import free_port
+
+TOKEN = "test-token-0123456789"
+
+
+@pytest.fixture
+def make_client(aiohttp_client, tmp_path):
+    async def build(limits: Limits | None = None, namespaces: tuple = (), services=None):
+        port = free_port()
+        runtime = Runtime(home=str(tmp_path), port=port, token=TOKEN, runner_id="testrunner")
+        app = make_app(runtime, limits=limits, namespaces=namespaces, services=services)
+        client = await aiohttp_client(app, server_kwargs={"port": port})
+        client.runtime = runtime
+        return client
+
+    return build
+
+
+def auth(**extra: str) -> dict:
+    return {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json", **extra}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def structured_logging(tmp_path_factory):
+    """Route structlog through stdlib logging, as the daemon does, so caplog sees it."""
+    from runner import logs
+
+    logs.configure(str(tmp_path_factory.mktemp("logs") / "runner.log"), to_stderr=False)
