@@ -13,12 +13,14 @@ from plugkit.config import Limits
 _LIMITS = Limits.from_env()
 
 
+# defer_build: a model's validator is built on first use, not at import, so the
+# runner answers its first request sooner (most models are not needed at boot).
 class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Result(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 # --- runner.* ---------------------------------------------------------------
@@ -73,6 +75,10 @@ class TaskExecParams(Params):
 
 class TaskRef(SessionParams):
     task_id: int = Field(ge=0)
+
+
+class TaskKillParams(TaskRef):
+    forget: bool = False
 
 
 class TaskOutputParams(TaskRef):

@@ -58,6 +58,8 @@ def make_app(runtime: Runtime, limits: Limits | None = None,
 
 
 def default_services() -> tuple[ServiceFactory, ...]:
-    return ()
+    from runner.services import tasks_service
+
+    return (tasks_service,)
 
 

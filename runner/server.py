@@ -14,6 +14,7 @@ from plugkit import paths
 from runner import logs
 from runner.app import make_app
 from runner.state import Runtime
+from runner.system import subreaper
 
 log = logs.get("plugkit.server")
 
@@ -26,6 +27,9 @@ def _remove(path: str) -> None:
 
 
 async def serve(sock: socket.socket, home: str, port: int) -> None:
+    # Orphaned grandchildren of tasks are re-parented to us, not to init, so the
+    # sweeper can reap them and nothing a task starts escapes our accounting.
+    subreaper.become_subreaper()
     token = secrets.token_urlsafe(32)
     logs.add_secret(token)
     runtime = Runtime(home=home, port=port, token=token, runner_id=secrets.token_hex(6))

@@ -1,0 +1,255 @@
+"""TaskManager: creates, supervises, waits on, feeds and kills tasks, per session.
+
+Never imports aiohttp: the RPC layer calls these methods and shapes nothing.
+"""
+
+import asyncio
+import itertools
+import os
+import re
+from typing import Optional
+
+from plugkit import errors, languages
+from plugkit.config import Limits
+from plugkit.protocol import (Chunk, Output, SessionEnded, TaskExecParams, TaskInfo,
+                              TaskList, TaskResult, WaitResult)
+from runner import logs
+from runner.core.output import OutputBuffer
+from runner.core.sessions import SessionRegistry, session_key
+from runner.core.task import SessionKey, Task
+from runner.executors.process import ProcessExecutor, ProcessRun
+
+log = logs.get("plugkit.tasks")
+
+# Finished tasks kept per session for status/output; older ones are forgotten first.
+KEEP_FINISHED = 256
+
+
+class TaskManager:
+    def __init__(self, executor: ProcessExecutor, limits: Limits, first_id: int = 1) -> None:
+        self.executor = executor
+        self.limits = limits
+        self.registry = SessionRegistry()
+        self._ids = itertools.count(first_id)
+        self._supervisors: set[asyncio.Task] = set()
+        self._pending_end: dict[int, tuple[str, str]] = {}
+        self.finished_counts: dict[str, int] = {}
+
+    # --- queries -------------------------------------------------------------
+
+    def running(self) -> list[Task]:
+        return [t for t in self.registry.all_tasks() if not t.finished]
+
+    def managed_pids(self) -> set[int]:
+        return {t.pid for t in self.running() if t.pid}
+
+    def counts(self) -> dict[str, int]:
+        return {"sessions": len(self.registry), "tasks": len(self.registry.all_tasks()),
+                "running": len(self.running())}
+
+    def task(self, session_id: str, cwd: str, task_id: int) -> Task:
+        return self.registry.task(session_key(session_id, cwd), task_id)
+
+    # --- exec ------------------------------------------------------------------
+
+    async def exec(self, p: TaskExecParams) -> TaskResult:
+        key = _checked_session(p.session_id, p.cwd)
+        if not p.code.strip():
+            raise errors.RpcError(errors.INVALID_PARAMS, "code is empty; pass the code to run")
+        try:
+            plan = await asyncio.to_thread(self.executor.plan, p.lang)
+        except languages.UnknownLanguage as exc:
+            raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None
+        except languages.LanguageError as exc:
+            raise errors.RpcError(errors.UNAVAILABLE, str(exc)) from None
+        self._check_limits(key)
+        session = self.registry.open(key)
+        task = Task(id=next(self._ids), session=key, lang=plan.language.name,
+                    buffer=OutputBuffer(self.limits.output_cap_bytes))
+        session.tasks[task.id] = task
+        self._trim_finished(session.tasks)
+        supervisor = asyncio.create_task(self._supervise(task, plan, p), name=f"task_{task.id}")
+        self._supervisors.add(supervisor)
+        supervisor.add_done_callback(self._supervisors.discard)
+        log.info("task_started", task_id=task.id, session_id=key.session_id, cwd=key.cwd, lang=task.lang)
+        if p.wait_ms:
+            try:
+                await asyncio.wait_for(task.done.wait(), p.wait_ms / 1000)
+            except asyncio.TimeoutError:
+                pass
+        output = self._read(task, None, p.max_bytes)
+        return TaskResult(task=task.info(), output=output)
+
+    def _check_limits(self, key: SessionKey) -> None:
+        running = self.running()
+        mine = sum(1 for t in running if t.session == key)
+        if mine >= self.limits.tasks_per_session:
+            raise errors.RpcError(errors.LIMIT, f"this session already runs {mine} tasks (limit "
+                                  f"{self.limits.tasks_per_session}); close some with plugkit exec:close")
+        if len(running) >= self.limits.running_tasks:
+            raise errors.RpcError(errors.LIMIT, f"the runner already runs {len(running)} tasks (limit "
+                                  f"{self.limits.running_tasks}); wait for some to finish")
+
+    def _trim_finished(self, tasks: dict[int, Task]) -> None:
+        finished = [t for t in tasks.values() if t.finished]
+        for old in finished[:max(0, len(finished) - KEEP_FINISHED)]:
+            tasks.pop(old.id, None)
+
+    async def _supervise(self, task: Task, plan: languages.ResolvedPlan, p: TaskExecParams) -> None:
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(p.timeout_ms / 1000, self._request_end, task, "timed_out", "timeout")
+
+        def started(run: ProcessRun) -> None:
+            task.execution, task.pid = run, run.pid
+            if task.state == "pending":
+                task.state = "running"
+                task.notify()
+            if task.id in self._pending_end:  # killed while a step was starting
+                asyncio.ensure_future(run.kill())
+
+        try:
+            rc, compiled = await self.executor.run(task, plan, p.code, p.stdin, p.env, started)
+            self._finish_from_exit(task, rc, compiled)
+        except asyncio.CancelledError:
+            task.finish("killed", "runner_shutdown")
+            raise
+        except OSError as exc:
+            task.finish("failed", "spawn_failed", message=f"task_{task.id} could not start: {exc.strerror or exc}")
+        except Exception:
+            log.exception("task_supervisor_error", task_id=task.id)
+            task.finish("failed", "spawn_failed")
+        finally:
+            timer.cancel()
+            self._pending_end.pop(task.id, None)
+            task.buffer.flush("stdout")
+            task.buffer.flush("stderr")
+            self.finished_counts[task.state] = self.finished_counts.get(task.state, 0) + 1
+            log.info("task_ended", task_id=task.id, session_id=task.session.session_id, state=task.state,
+                     reason=task.reason, exit_code=task.exit_code, signal=task.signal)
+
+    def _finish_from_exit(self, task: Task, rc: int, compiled: bool) -> None:
+        intent = self._pending_end.get(task.id)
+        sig = -rc if rc < 0 else None
+        exit_code = rc if rc >= 0 else None
+        if intent:
+            state, reason = intent
+            task.finish(state, reason, exit_code=exit_code, signal=sig)
+        elif not compiled:
+            task.finish("failed", "compile_error", exit_code=exit_code, signal=sig)
+        elif rc == 0:
+            task.finish("completed", "exit_zero", exit_code=0)
+        elif sig:
+            task.finish("failed", "signal", signal=sig,
+                        message=f"task_{task.id} was ended by signal {sig}")
+        else:
+            task.finish("failed", "exit_nonzero", exit_code=rc,
+                        message=f"task_{task.id} exited with code {rc}")
+
+    def _request_end(self, task: Task, state: str, reason: str) -> Optional[asyncio.Future]:
+        """Kill a task's tree and record why; the supervisor finishes it when the root is gone."""
+        if task.finished or task.id in self._pending_end:
+            return None
+        self._pending_end[task.id] = (state, reason)
+        if reason == "timeout":
+            task.buffer.write_text("info", f"\n[plugkit] task_{task.id} timed out; killing its process tree\n")
+            task.notify()
+        if task.execution is None:
+            return None
+        return asyncio.ensure_future(task.execution.kill())
+
+    async def end(self, task: Task, state: str = "killed", reason: str = "killed") -> None:
+        kill = self._request_end(task, state, reason)
+        if kill is not None:
+            await kill
+        await task.done.wait()
+
+    # --- reading and waiting -------------------------------------------------
+
+    def _read(self, task: Task, cursor: Optional[int], max_bytes: int) -> Output:
+        keep = cursor is None
+        res = task.buffer.read(task.read_cursor if keep else cursor, max_bytes)
+        if keep:
+            task.read_cursor = res.cursor
+        return Output(chunks=[Chunk(stream=s, text=t) for s, t in res.chunks],
+                      cursor=res.cursor, dropped=res.dropped, more=res.more)
+
+    def output(self, task: Task, cursor: Optional[int], max_bytes: int) -> Output:
+        return self._read(task, cursor, max_bytes)
+
+    async def wait(self, task: Task, timeout_ms: int, until_text: Optional[str],
+                   until_regex: Optional[str], cursor: Optional[int]) -> WaitResult:
+        if until_text and until_regex:
+            raise errors.RpcError(errors.INVALID_PARAMS, "give until_text or until_regex, not both")
+        try:
+            pattern = re.compile(until_regex) if until_regex else None
+        except re.error as exc:
+            raise errors.RpcError(errors.INVALID_PARAMS, f"until_regex does not compile: {exc}") from None
+        start = task.read_cursor if cursor is None else cursor
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while True:
+            wake = task.changed()
+            hit = None
+            if until_text:
+                hit = task.buffer.find(until_text, start)
+            elif pattern is not None:
+                hit = task.buffer.find_regex(pattern, start)
+            if hit is not None or task.finished:
+                return WaitResult(task=task.info(), matched=hit is not None, match_cursor=hit, timed_out=False)
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return WaitResult(task=task.info(), matched=False, timed_out=True)
+            try:
+                await asyncio.wait_for(wake.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+
+    def write_input(self, task: Task, data: str, eof: bool) -> TaskInfo:
+        run = task.execution
+        if task.finished or run is None:
+            raise errors.RpcError(errors.CONFLICT, f"task_{task.id} is {task.state}; it takes no more input")
+        if not run.input_open():
+            raise errors.RpcError(errors.CONFLICT, f"task_{task.id}'s stdin is already closed (eof was sent)")
+        if data:
+            run.write(data.encode())
+        if eof:
+            run.close_input()
+        return task.info()
+
+    # --- ending ------------------------------------------------------------------
+
+    async def kill(self, task: Task, forget: bool) -> TaskInfo:
+        await self.end(task)
+        if forget:
+            self.registry.forget_task(task)
+        return task.info()
+
+    def list_tasks(self, session_id: str, cwd: str) -> TaskList:
+        session = self.registry.find(session_key(session_id, cwd)) if session_id else None
+        return TaskList(tasks=[t.info() for t in (session.tasks.values() if session else ())])
+
+    async def end_session(self, session_id: str, cwd: str) -> SessionEnded:
+        key = session_key(session_id, cwd)
+        session = self.registry.find(key) if session_id else None
+        if session is None:
+            return SessionEnded(killed=[])
+        live = [t for t in session.tasks.values() if not t.finished]
+        await asyncio.gather(*(self.end(t, "killed", "session_end") for t in live))
+        self.registry.close(key)
+        log.info("session_ended", session_id=session_id, cwd=key.cwd, killed=[t.id for t in live])
+        return SessionEnded(killed=[t.id for t in live])
+
+    async def shutdown(self) -> None:
+        live = self.running()
+        await asyncio.gather(*(self.end(t, "killed", "runner_shutdown") for t in live),
+                             return_exceptions=True)
+        for sup in list(self._supervisors):
+            sup.cancel()
+        await asyncio.gather(*self._supervisors, return_exceptions=True)
+
+
+def _checked_session(session_id: str, cwd: str) -> SessionKey:
+    key = session_key(session_id, cwd)
+    if not os.path.isdir(key.cwd):
+        raise errors.RpcError(errors.INVALID_PARAMS, f"cwd {cwd!r} does not exist or is not a directory")
+    return key

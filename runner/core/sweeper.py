@@ -1,0 +1,71 @@
+"""The periodic sweep: reap adopted zombies, kill strays of finished tasks.
+
+A task's root can exit while a setsid'd grandchild it left behind keeps running
+outside the task's process group; only its environment tag still names the task.
+One /proc scan per interval covers every task that ended since the last one.
+"""
+
+import asyncio
+from dataclasses import dataclass, field
+
+from runner import logs
+from runner.core.manager import TaskManager
+from runner.system import kill as kill_mod
+from runner.system import subreaper, tags
+
+log = logs.get("plugkit.sweeper")
+
+
+@dataclass
+class SweepStats:
+    sweeps: int = 0
+    strays_killed: int = 0
+    zombies_reaped: int = 0
+    last_error: str | None = None
+    recent: list[dict] = field(default_factory=list)
+
+
+def _strays(runner_id: str, live_ids: set[str]) -> list[tuple[str, int]]:
+    found = []
+    for proc in kill_mod.find_tagged(runner_id):
+        task_tags = tags.read_tags(proc.pid) or {}
+        task_id = task_tags.get(tags.TASK_ID)
+        if task_id and task_id not in live_ids:
+            found.append((task_id, proc.pid))
+    return found
+
+
+def sweep_once(manager: TaskManager, runner_id: str, grace_s: float) -> tuple[list[int], list[tuple[str, int]]]:
+    """Blocking; run in a thread. Returns (reaped zombie pids, (task id, pid) strays killed)."""
+    reaped = subreaper.reap_adopted(manager.managed_pids())
+    live = {str(t.id) for t in manager.running()}
+    strays = _strays(runner_id, live)
+    for task_id in sorted({t for t, _ in strays}):
+        kill_mod.kill_tree(pgid=None, root=None, runner_id=runner_id, task_id=task_id, grace_s=grace_s)
+    return reaped, strays
+
+
+async def sweep_loop(manager: TaskManager, runner_id: str, stats: SweepStats, interval_s: float = 1.0,
+                     grace_s: float = 0.2) -> None:
+    seen_finished = -1
+    idle_rounds = 0
+    while True:
+        await asyncio.sleep(interval_s)
+        finished = sum(manager.finished_counts.values())
+        idle_rounds += 1
+        # Scan when a task ended since the last pass, and every 10th pass regardless
+        # (a stray can outlive the sweep that followed its task's end).
+        if finished == seen_finished and idle_rounds < 10:
+            continue
+        seen_finished, idle_rounds = finished, 0
+        try:
+            reaped, strays = await asyncio.to_thread(sweep_once, manager, runner_id, grace_s)
+        except Exception as exc:  # the loop must survive a bad /proc read
+            stats.last_error = exc.__class__.__name__
+            log.exception("sweep_failed")
+            continue
+        stats.sweeps += 1
+        stats.zombies_reaped += len(reaped)
+        stats.strays_killed += len(strays)
+        for task_id, pid in strays:
+            log.info("stray_killed", task_id=int(task_id), pid=pid)

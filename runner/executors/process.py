@@ -1,0 +1,157 @@
+"""Run code as a local process: temp file, optional compile step, tagged spawn, live output.
+
+Every task root starts in its own session (start_new_session): one killpg then
+reaches the whole tree, and a Ctrl-C in the runner's terminal never reaches it.
+"""
+
+import asyncio
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Callable, Mapping, Optional
+
+import psutil
+
+from plugkit import languages
+from runner.core.task import Task
+from runner.system import kill as kill_mod
+from runner.system import tags
+
+STREAMS = {1: "stdout", 2: "stderr"}
+# How long a finished root's pipes may stay open (held by a grandchild) before we stop reading.
+DRAIN_S = 0.25
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    runner_id: str
+    home: str
+    kill_grace_s: float
+    tmp_root: str
+
+
+class _Pipes(asyncio.SubprocessProtocol):
+    """Feeds both output pipes into the task buffer as bytes arrive (no deadlock: asyncio
+    reads stdout and stderr independently, so a child filling stderr first never blocks)."""
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        self.exited = asyncio.get_running_loop().create_future()
+        self.drained = asyncio.Event()
+        self._open = {1, 2}
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self.task.buffer.feed(STREAMS[fd], data)
+        self.task.notify()
+
+    def pipe_connection_lost(self, fd: int, exc: Optional[Exception]) -> None:
+        if fd in self._open:
+            self._open.discard(fd)
+            self.task.buffer.flush(STREAMS[fd])
+            if not self._open:
+                self.drained.set()
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+class ProcessRun:
+    """The Execution for one running step: input, kill."""
+
+    def __init__(self, task: Task, spec: ProcessSpec, transport: asyncio.SubprocessTransport,
+                 pipes: _Pipes) -> None:
+        self.task, self.spec, self.transport, self.pipes = task, spec, transport, pipes
+        self.pid = transport.get_pid()
+        try:
+            self.create_time = psutil.Process(self.pid).create_time()
+        except psutil.Error:
+            self.create_time = 0.0
+
+    def input_open(self) -> bool:
+        stdin = self.transport.get_pipe_transport(0)
+        return stdin is not None and not stdin.is_closing()
+
+    def write(self, data: bytes) -> None:
+        stdin = self.transport.get_pipe_transport(0)
+        if stdin is not None and not stdin.is_closing():
+            stdin.write(data)
+
+    def close_input(self) -> None:
+        stdin = self.transport.get_pipe_transport(0)
+        if stdin is not None:
+            stdin.close()
+
+    async def kill(self) -> None:
+        # psutil scans and sleeps: off the event loop, so other sessions keep being served.
+        await asyncio.to_thread(
+            kill_mod.kill_tree, pgid=self.pid, root=(self.pid, self.create_time),
+            runner_id=self.spec.runner_id, task_id=str(self.task.id), grace_s=self.spec.kill_grace_s)
+
+
+class ProcessExecutor:
+    def __init__(self, spec: ProcessSpec) -> None:
+        self.spec = spec
+        os.makedirs(spec.tmp_root, mode=0o700, exist_ok=True)
+
+    def plan(self, lang: str) -> languages.ResolvedPlan:
+        """Raises languages.LanguageError (unknown language, missing program) before any task exists."""
+        return languages.resolve(languages.lookup(lang))
+
+    async def run(self, task: Task, plan: languages.ResolvedPlan, code: str, stdin: Optional[str],
+                  env: Optional[Mapping[str, str]], on_start: Callable[[ProcessRun], None]) -> tuple[int, bool]:
+        """Compile (if the language has a step) and run; returns (returncode, compiled_ok).
+        The temp dir holding the code is removed on every exit path."""
+        workdir = tempfile.mkdtemp(prefix=f"task_{task.id}-", dir=self.spec.tmp_root)
+        try:
+            file = os.path.join(workdir, "main" + plan.language.suffix)
+            with open(file, "w", encoding="utf-8") as fh:
+                fh.write(code)
+            names = dict(file=file, out=os.path.join(workdir, "main.out"), dir=workdir)
+            child_env = tags.child_env(os.environ, env, {
+                tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(task.id),
+                tags.SESSION_ID: task.session.session_id, tags.HOME: self.spec.home})
+            if plan.compile:
+                code_rc = await self._step(task, languages.render(plan.compile, **names), child_env,
+                                           None, on_start)
+                if code_rc != 0:
+                    return code_rc, False
+            return await self._step(task, languages.render(plan.run, **names), child_env,
+                                    stdin, on_start), True
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    async def _step(self, task: Task, argv: list[str], env: dict[str, str], stdin: Optional[str],
+                    on_start: Callable[[ProcessRun], None]) -> int:
+        loop = asyncio.get_running_loop()
+        transport, pipes = await loop.subprocess_exec(
+            lambda: _Pipes(task), *argv, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            cwd=task.session.cwd, env=env, start_new_session=True)
+        run = ProcessRun(task, self.spec, transport, pipes)
+        try:
+            on_start(run)
+            if stdin is not None:
+                run.write(stdin.encode())
+                run.close_input()
+            await pipes.exited
+            # Output written just before exit may still be in the pipes; a grandchild
+            # holding them open must not keep the task "running" forever.
+            try:
+                await asyncio.wait_for(pipes.drained.wait(), DRAIN_S)
+            except asyncio.TimeoutError:
+                pass
+            _end_group(run.pid)
+            return transport.get_returncode()  # type: ignore[return-value]
+        finally:
+            transport.close()
+
+
+def _end_group(pgid: int) -> None:
+    """The root is gone; whatever it left in its group goes too (no leaked background jobs).
+    Escapees that left the group are caught by the manager's periodic tagged sweep."""
+    try:
+        os.killpg(pgid, 9)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,17 @@
+"""session.* — a session is (session_id, realpath(cwd))."""
+
+from plugkit.protocol import SessionEnded, SessionParams
+from runner.rpc.base import Context, rpc
+
+
+@rpc(SessionParams)
+async def end(ctx: Context, p: SessionParams) -> SessionEnded:
+    """session.end {session_id, cwd} -> {killed: [task ids]}
+
+    Kills every running task of the session (whole trees) and forgets all its tasks.
+    Ending an unknown session is not an error: there is simply nothing to kill.
+    """
+    return await ctx.services["tasks"].end_session(p.session_id, p.cwd)
+
+
+METHODS = {"session.end": end}

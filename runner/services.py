@@ -1,0 +1,37 @@
+"""The runner's subsystems as aiohttp cleanup_ctx entries: each starts, registers its
+manager in the RPC context, and on shutdown stops what it owns (in reverse order)."""
+
+import asyncio
+import os
+from typing import AsyncIterator
+
+from aiohttp import web
+
+from runner.core.manager import TaskManager
+from runner.core.sweeper import SweepStats, sweep_loop
+from runner.executors.process import ProcessExecutor, ProcessSpec
+from runner.system import kill as kill_mod
+
+
+async def tasks_service(app: web.Application) -> AsyncIterator[None]:
+    from runner.app import CONTEXT, RUNTIME
+
+    rt, ctx = app[RUNTIME], app[CONTEXT]
+    limits = ctx.services["limits"]
+    executor = ProcessExecutor(ProcessSpec(
+        runner_id=rt.runner_id, home=rt.home, kill_grace_s=limits.kill_grace_s,
+        tmp_root=os.path.join(rt.home, "tmp")))
+    manager = TaskManager(executor, limits)
+    stats = SweepStats()
+    ctx.services["tasks"] = manager
+    ctx.services["sweeper"] = stats
+    sweeper = asyncio.create_task(sweep_loop(manager, rt.runner_id, stats), name="sweeper")
+    try:
+        yield
+    finally:
+        sweeper.cancel()
+        await asyncio.gather(sweeper, return_exceptions=True)
+        await manager.shutdown()
+        # Anything tagged by this runner that escaped its task's kill goes now.
+        await asyncio.to_thread(kill_mod.kill_runner_tasks, rt.runner_id, grace_s=0.2)
+        ctx.services.pop("tasks", None)
