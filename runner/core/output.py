@@ -55,6 +55,10 @@ class OutputBuffer:
         # the segment table (9 bytes per switch) outweigh the data it describes.
         self._max_segments = max(4096, cap_bytes // 16)
         self._decoders = [_Decoder(errors="replace") for _ in STREAMS]
+        # (needle, cursor) -> offset scanned up to without a match. Waiters
+        # re-ask the same question after every feed; stored bytes never
+        # change, so only the new tail (plus a needle-length overlap) needs a look.
+        self._misses: dict[tuple[bytes, int], int] = {}
         self._pending = [False] * len(STREAMS)
 
     @property
@@ -142,8 +146,11 @@ class OutputBuffer:
             return
         cut = target - self._start
         data = self._data
-        while _is_continuation(data[cut]):
+        while cut < len(data) and _is_continuation(data[cut]):
             cut += 1
+        if cut == len(data):
+            self._evict_to(self._end)
+            return
         # CPython deletes from the front of a bytearray by moving its start
         # pointer, so this is not a memmove of the whole window.
         del data[:cut]
@@ -161,7 +168,7 @@ class OutputBuffer:
         if cursor < 0 or max_bytes < 0:
             raise ValueError("cursor and max_bytes must not be negative")
         missed = max(0, self._start - cursor)
-        pos = min(max(cursor, self._start), self._end)
+        pos = self._clamp(cursor)
         stop = min(self._end, pos + max_bytes)
         if max_bytes and stop < self._end:
             stop = self._boundary_at_or_before(stop)
@@ -192,14 +199,21 @@ class OutputBuffer:
         """
         pos = min(max(cursor, self._start), self._end)
         encoded = needle.encode("utf-8")
+        key = (encoded, cursor)
+        scanned = self._misses.pop(key, None)
+        if scanned is not None:
+            pos = max(pos, scanned - len(encoded) + 1)
         found = self._data.find(encoded, pos - self._start)
-        if found < 0:
-            return None
-        return self._start + found + len(encoded)
+        if found >= 0:
+            return self._start + found + len(encoded)
+        if len(self._misses) >= 16:
+            del self._misses[next(iter(self._misses))]
+        self._misses[key] = self._end
+        return None
 
     def find_regex(self, pattern: re.Pattern[str], cursor: int) -> int | None:
         """Like find, for a compiled str pattern; `^` without MULTILINE anchors at the cursor."""
-        pos = min(max(cursor, self._start), self._end)
+        pos = self._clamp(cursor)
         raw = self._data[pos - self._start :]
         text = raw.decode("utf-8", "replace")
         match = pattern.search(text)
@@ -217,6 +231,13 @@ class OutputBuffer:
         while cut < len(self._data) and _is_continuation(self._data[cut]):
             cut += 1
         return self._data[cut:].decode("utf-8", "replace")
+
+    def _clamp(self, cursor: int) -> int:
+        """Into the window, and forward to a character boundary should a caller invent a cursor."""
+        index = min(max(cursor - self._start, 0), len(self._data))
+        while index < len(self._data) and _is_continuation(self._data[index]):
+            index += 1
+        return self._start + index
 
     def _boundary_at_or_before(self, offset: int) -> int:
         index = offset - self._start

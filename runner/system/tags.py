@@ -58,7 +58,7 @@ def child_env(
 def read_environ(pid: int) -> bytes | None:
     """Raw /proc/<pid>/environ (NUL-separated), or None when the process is gone or not ours to read."""
     try:
-        fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY)
     except OSError:
         return None
     try:
@@ -77,7 +77,10 @@ def read_environ(pid: int) -> bytes | None:
 
 
 def read_tags(pid: int) -> dict[str, str] | None:
-    """The PLUGKIT_* entries of a process's environment (as it was at exec); None when unreadable or gone."""
+    """The PLUGKIT_* entries of a process's environment (as it was at exec); None when unreadable or gone.
+
+    A zombie has released its memory, so its environment reads as empty ({}).
+    """
     raw = read_environ(pid)
     if raw is None:
         return None

@@ -1,0 +1,138 @@
+"""The runner as a child subreaper: adopting a task's orphans and reaping them without stealing asyncio's children."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import time
+from collections.abc import Container, Iterator
+
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
+# A zombie this young may be a child the runner has just spawned but not yet
+# registered with asyncio's watcher (Popen returns, the watcher is told a moment
+# later). Reaping it would hand asyncio ECHILD and the task exit code 255.
+# An orphan that dies younger than this is simply reaped on a later pass.
+MIN_AGE_S = 1.0
+
+
+def _prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants re-parent to this process instead of init. False if unsupported."""
+    prctl = _prctl()
+    if prctl is None:
+        return False
+    zero = ctypes.c_ulong(0)
+    try:
+        return prctl(ctypes.c_int(_PR_SET_CHILD_SUBREAPER), ctypes.c_ulong(1), zero, zero, zero) == 0
+    except (OSError, ctypes.ArgumentError):
+        return False
+
+
+def is_subreaper() -> bool:
+    prctl = _prctl()
+    if prctl is None:
+        return False
+    flag = ctypes.c_int(0)
+    zero = ctypes.c_ulong(0)
+    try:
+        ok = prctl(ctypes.c_int(_PR_GET_CHILD_SUBREAPER), ctypes.byref(flag), zero, zero, zero) == 0
+    except (OSError, ctypes.ArgumentError):
+        return False
+    return ok and flag.value != 0
+
+
+def reap_adopted(managed: Container[int], *, min_age_s: float = MIN_AGE_S) -> list[int]:
+    """Reap zombie children not in managed (and at least min_age_s old); return their pids.
+
+    Each zombie is waited for by pid. waitpid(-1) is never used: it would take
+    the exit status of a child asyncio's watcher is about to wait for.
+    """
+    reaped = []
+    for pid, age in _zombie_children():
+        if pid in managed or age < min_age_s:
+            continue
+        try:
+            got, _status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            # Someone else (asyncio, a Popen.wait) reaped it between scan and wait.
+            continue
+        if got == pid:
+            reaped.append(pid)
+    return reaped
+
+
+def _zombie_children() -> Iterator[tuple[int, float]]:
+    """(pid, seconds since start) for each zombie child of this process."""
+    pids = _linux_children()
+    if pids is None:
+        yield from _psutil_zombie_children()
+        return
+    now = _uptime()
+    for pid in pids:
+        start = _zombie_start(pid)
+        if start is not None:
+            yield pid, now - start
+
+
+def _linux_children() -> list[int] | None:
+    """Children from /proc/self/task/*/children; None when the kernel lacks CONFIG_PROC_CHILDREN."""
+    if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):
+        return None
+    pids: list[int] = []
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    # Every thread has its own list: a child's parent is the thread that forked
+    # it, and an adopted orphan goes to whichever of our threads is alive. The
+    # lists are not a snapshot; a child missed now is found on the next call.
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/children", "rb") as f:
+                pids.extend(int(x) for x in f.read().split())
+        except OSError:
+            continue
+    return pids
+
+
+def _zombie_start(pid: int) -> float | None:
+    """Start time in seconds since boot if pid is a zombie, else None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # comm (field 2) may contain spaces and parentheses; fields resume after the last ')'.
+    fields = data[data.rfind(b")") + 2:].split()
+    if len(fields) < 20 or fields[0] != b"Z":
+        return None
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def _uptime() -> float:
+    with open("/proc/uptime", "rb") as f:
+        return float(f.read().split()[0])
+
+
+def _psutil_zombie_children() -> Iterator[tuple[int, float]]:
+    import psutil  # only where /proc/<pid>/task/*/children is missing
+
+    now = time.time()
+    for child in psutil.Process().children():
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                yield child.pid, now - child.create_time()
+        except psutil.Error:
+            continue

@@ -1,0 +1,94 @@
+"""become_subreaper + reap_adopted, exercised in a child interpreter so pytest itself never adopts orphans."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# One managed child (asyncio's, in the runner) that has exited, one live child
+# nobody manages, and a grandchild orphaned by a double fork that outlives its
+# parent and dies after adoption. Only the grandchild may be reaped.
+PROGRAM = r"""
+import json, os, sys, time
+from runner.system import subreaper
+from runner.system.subreaper import become_subreaper, is_subreaper, reap_adopted
+
+if sys.argv[1:] == ["no-proc-children"]:
+    # As on a kernel built without CONFIG_PROC_CHILDREN: the psutil scan path.
+    subreaper._linux_children = lambda: None
+
+def state(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None, None
+    return fields[0].decode(), int(fields[1])
+
+def wait_for(pid, want):
+    deadline = time.monotonic() + 10
+    while state(pid) != want and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return state(pid) == want
+
+me = os.getpid()
+out = {"before": is_subreaper(), "became": become_subreaper(), "after": is_subreaper()}
+managed = os.fork()
+if managed == 0:
+    os._exit(3)
+sleeper = os.fork()
+if sleeper == 0:
+    time.sleep(60)
+    os._exit(0)
+read_end, write_end = os.pipe()
+middle = os.fork()
+if middle == 0:
+    grandchild = os.fork()
+    if grandchild == 0:
+        time.sleep(0.3)
+        os._exit(0)
+    os.write(write_end, b"%d" % grandchild)
+    os._exit(0)
+os.waitpid(middle, 0)
+grandchild = int(os.read(read_end, 32))
+
+out["adopted_zombie"] = wait_for(grandchild, ("Z", me))
+out["managed_zombie"] = wait_for(managed, ("Z", me))
+out["too_young"] = reap_adopted({managed}, min_age_s=30)
+out["reaped"] = reap_adopted({managed}, min_age_s=0)
+out["again"] = reap_adopted({managed}, min_age_s=0)
+out["grandchild_after"] = state(grandchild)[0]
+out["managed_after"] = state(managed)[0]
+out["sleeper_after"] = state(sleeper)[0]
+out["grandchild"] = grandchild
+os.kill(sleeper, 9)
+os.waitpid(sleeper, 0)
+out["managed_exit"] = os.waitstatus_to_exitcode(os.waitpid(managed, 0)[1])
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux-only")
+@pytest.mark.parametrize("children_from", ["proc-children", "no-proc-children"])
+def test_reap_adopted_reaps_orphans_but_never_managed_or_live_children(children_from):
+    done = subprocess.run([sys.executable, "-c", PROGRAM, children_from], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+
+    assert (out["before"], out["became"], out["after"]) == (False, True, True)
+    assert out["adopted_zombie"] and out["managed_zombie"]
+    assert out["too_young"] == []  # a fresh zombie may be a spawn not yet registered
+    assert out["reaped"] == [out["grandchild"]]
+    assert out["again"] == []
+    assert out["grandchild_after"] is None
+    assert out["managed_after"] == "Z"  # left for its owner, exit code intact
+    assert out["managed_exit"] == 3
+    assert out["sleeper_after"] in ("S", "R")
+
