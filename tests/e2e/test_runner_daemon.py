@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -108,9 +109,7 @@ def test_stale_runner_of_a_deleted_home_is_evicted(tmp_path):
     stale = old.start_runner()
     try:
         # The old state dir vanishes (rm -rf, reinstall): nobody can reach that runner now.
-        for name in os.listdir(old.path):
-            os.unlink(old.path / name)
-        os.rmdir(old.path)
+        shutil.rmtree(old.path)
         result = new.cli("runner", "start")
         assert result.returncode == 0, result.stderr
         stale.communicate(timeout=10)

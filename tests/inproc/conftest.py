@@ -1,5 +1,7 @@
 """In-process fixtures: the real app from make_app(), served by aiohttp's test server."""
 
+import secrets
+
 import pytest
 
 from plugkit.config import Limits
@@ -14,7 +16,7 @@ TOKEN = "test-token-0123456789"
 def make_client(aiohttp_client, tmp_path):
     async def build(limits: Limits | None = None, namespaces: tuple = (), services=None):
         port = free_port()
-        runtime = Runtime(home=str(tmp_path), port=port, token=TOKEN, runner_id="testrunner")
+        runtime = Runtime(home=str(tmp_path), port=port, token=TOKEN, runner_id=f"test{secrets.token_hex(4)}")
         app = make_app(runtime, limits=limits, namespaces=namespaces, services=services)
         client = await aiohttp_client(app, server_kwargs={"port": port})
         client.runtime = runtime
@@ -33,3 +35,21 @@ def structured_logging(tmp_path_factory):
     from runner import logs
 
     logs.configure(str(tmp_path_factory.mktemp("logs") / "runner.log"), to_stderr=False)
+
+
+class RpcError(Exception):
+    def __init__(self, error: dict) -> None:
+        super().__init__(error.get("message"))
+        self.code, self.data = error["code"], error.get("data")
+
+
+async def call(client, method: str, **params):
+    """One JSON-RPC call through the real app; returns the result or raises RpcError."""
+    import json
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    resp = await client.post("/rpc", data=json.dumps(body), headers=auth())
+    reply = await resp.json()
+    if "error" in reply:
+        raise RpcError(reply["error"])
+    return reply["result"]
