@@ -80,7 +80,7 @@ def ensure_runner() -> Connection:
                 reason = detail[-1] if detail else f"exit code {proc.returncode}"
                 raise RunnerUnavailable(f"the runner did not start: {reason}")
             time.sleep(delay)
-            delay = min(delay * 1.5, 0.05)
+            delay = min(delay * 1.5, 0.01)
         raise RunnerUnavailable(
             f"the runner did not answer within {START_TIMEOUT_S:g}s; see `plugkit runner logs`")
     finally:

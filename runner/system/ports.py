@@ -8,8 +8,6 @@ import socket
 import time
 from dataclasses import dataclass
 
-import psutil
-
 from plugkit import SERVICE, paths
 
 
@@ -32,6 +30,8 @@ class PortTaken(Exception):
 
 def listeners(port: int) -> list[Holder]:
     """Processes listening on 127.0.0.1/any address at `port` (pid None if not ours to see)."""
+    import psutil  # only on the conflict path: keeps it off the runner's boot time
+
     found = []
     for conn in psutil.net_connections(kind="tcp"):
         if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
@@ -40,6 +40,8 @@ def listeners(port: int) -> list[Holder]:
 
 
 def describe(pid: int | None) -> Holder:
+    import psutil
+
     if pid is None:
         return Holder(None, "?", None)
     try:
@@ -65,6 +67,8 @@ def health(port: int, timeout: float = 1.0) -> dict | None:
 
 def is_stale_runner(port: int, holder: Holder) -> bool:
     """A plugkit runner of this user whose own state dir no longer names it as its instance."""
+    import psutil
+
     if holder.pid is None:
         return False
     try:
@@ -84,7 +88,9 @@ def is_stale_runner(port: int, holder: Holder) -> bool:
         return True  # its state dir is gone: nobody can reach it any more
 
 
-def _gone(proc: psutil.Process) -> bool:
+def _gone(proc) -> bool:
+    import psutil
+
     try:
         # A zombie has released its sockets; reaping it is its parent's business.
         return proc.status() == psutil.STATUS_ZOMBIE
@@ -94,6 +100,8 @@ def _gone(proc: psutil.Process) -> bool:
 
 def terminate(pid: int, grace_s: float = 1.0) -> bool:
     """TERM, wait, KILL, wait: for one process whose identity the caller has checked."""
+    import psutil
+
     try:
         proc = psutil.Process(pid)
     except psutil.NoSuchProcess:
