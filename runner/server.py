@@ -6,6 +6,7 @@ import os
 import secrets
 import signal
 import socket
+import sys
 import time
 
 from aiohttp import web
@@ -30,6 +31,13 @@ async def serve(sock: socket.socket, home: str, port: int) -> None:
     # Orphaned grandchildren of tasks are re-parented to us, not to init, so the
     # sweeper can reap them and nothing a task starts escapes our accounting.
     subreaper.become_subreaper()
+    loop = asyncio.get_running_loop()
+    if sys.version_info < (3, 12) and hasattr(os, "pidfd_open"):
+        # 3.11's default watcher starts a thread per child; pidfds cost one fd and
+        # no thread (3.12+ picks pidfds by itself).
+        watcher = asyncio.PidfdChildWatcher()
+        watcher.attach_loop(loop)
+        asyncio.set_child_watcher(watcher)
     token = secrets.token_urlsafe(32)
     logs.add_secret(token)
     runtime = Runtime(home=home, port=port, token=token, runner_id=secrets.token_hex(6))
@@ -42,7 +50,6 @@ async def serve(sock: socket.socket, home: str, port: int) -> None:
     # Token first, port last: a client that sees the port file can read the token.
     paths.write_private(paths.token_file(), token)
     paths.write_private(paths.port_file(), json.dumps({"port": port, "pid": runtime.pid}))
-    loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, runtime.shutdown.set)
     log.info("runner_started", pid=runtime.pid, port=port, home=home,

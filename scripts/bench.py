@@ -159,10 +159,170 @@ def case_warm_status(n: int) -> list[Row]:
                 f"{o / b:.2f}x", "(reported)", True)]
 
 
+def _client(box: Sandbox):
+    sys.path.insert(0, str(ROOT))
+    from client.rpc import Client, Connection
+
+    port = int(box.env["PLUGKIT_PORT"])
+    token = Path(box.env["PLUGKIT_HOME"], "token").read_text().strip()
+    return Client(Connection(port, timeout=120), token=token)
+
+
+def _runner_rss(box: Sandbox) -> int:
+    pid = json.loads(Path(box.env["PLUGKIT_HOME"], "port").read_text())["pid"]
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _exec(client, session: str, code: str, cwd: str, wait_ms: int = 60_000, lang: str = "bash") -> dict:
+    return client.call("task.exec", {"session_id": session, "cwd": cwd, "lang": lang, "code": code,
+                                     "wait_ms": wait_ms, "max_bytes": 0}, timeout=120)
+
+
+def case_exec_overhead(n: int) -> list[Row]:
+    box = Sandbox()
+    try:
+        box.cli("runner", "start")
+        client = _client(box)
+        for _ in range(5):
+            _exec(client, "bench", "true", box.dir)
+        ours = []
+        for _ in range(n):
+            began = time.perf_counter()
+            _exec(client, "bench", "true", box.dir)
+            ours.append(time.perf_counter() - began)
+        bare = []
+        for _ in range(n):
+            began = time.perf_counter()
+            subprocess.run(["true"])
+            bare.append(time.perf_counter() - began)
+        bash = []
+        for _ in range(n):
+            began = time.perf_counter()
+            subprocess.run(["bash", "-c", "true"])
+            bash.append(time.perf_counter() - began)
+        client.close()
+    finally:
+        box.close()
+    o50, b50, h50 = pct(ours, 50), pct(bare, 50), pct(bash, 50)
+    return [
+        Row("task.exec `true` (bash) round trip p50", ms(o50), f"spawn true {ms(b50)}",
+            f"+{ms(o50 - b50)}", "<= +3 ms over spawn", o50 - b50 <= 0.003),
+        Row("task.exec `true` (bash) round trip p99", ms(pct(ours, 99)), f"spawn bash -c true {ms(h50)} p50",
+            f"+{ms(o50 - h50)} over bash p50", "(reported)", True),
+    ]
+
+
+def _info_latency(client, n: int) -> list[float]:
+    samples = []
+    for _ in range(n):
+        began = time.perf_counter()
+        client.call("runner.info")
+        samples.append(time.perf_counter() - began)
+    return samples
+
+
+def case_info_latency(n: int) -> list[Row]:
+    box = Sandbox()
+    try:
+        box.cli("runner", "start")
+        client = _client(box)
+        idle = _info_latency(client, n)
+        for i in range(50):
+            _exec(client, f"load{i % 5}", "import time\nwhile True:\n    print('tick', flush=True)\n"
+                  "    time.sleep(0.1)", box.dir, wait_ms=0, lang="python")
+        busy = _info_latency(client, n)
+        for i in range(5):
+            client.call("session.end", {"session_id": f"load{i}", "cwd": box.dir})
+        client.close()
+    finally:
+        box.close()
+    i99, b99 = pct(idle, 99), pct(busy, 99)
+    return [
+        Row("runner.info p99 idle", ms(i99), f"p50 {ms(pct(idle, 50))}", "-", "<= 2 ms", i99 <= 0.002),
+        Row("runner.info p99 with 50 tasks running", ms(b99), f"idle p99 {ms(i99)}", f"{b99 / i99:.2f}x",
+            "<= 5 ms", b99 <= 0.005),
+    ]
+
+
+def case_streaming(quick: bool) -> list[Row]:
+    megabytes = 100
+    spew = ROOT / "tests" / "fixtures" / "spew.py"
+    box = Sandbox()
+    try:
+        box.cli("runner", "start")
+        client = _client(box)
+        _exec(client, "bench", "true", box.dir)
+        rss_before = _runner_rss(box)
+        began = time.perf_counter()
+        res = _exec(client, "bench", f"exec {PY} {spew} {megabytes}", box.dir, wait_ms=120_000)
+        wall = time.perf_counter() - began
+        growth = _runner_rss(box) - rss_before
+        client.close()
+    finally:
+        box.close()
+    direct = time.perf_counter()
+    subprocess.run([PY, str(spew), str(megabytes)], stdout=subprocess.DEVNULL)
+    direct = time.perf_counter() - direct
+    ours_rate = res["task"]["bytes_out"] / wall / 1e6
+    return [
+        Row(f"stream {megabytes} MB stdout through a task", f"{ours_rate:.0f} MB/s",
+            f"to /dev/null {megabytes * 1.048576 / direct:.0f} MB/s", f"{wall / direct:.2f}x time",
+            ">= 300 MB/s", ours_rate >= 300),
+        Row("runner RSS growth while streaming", f"{growth / 2**20:.1f} MiB", "SWE-ReX: 570 MiB on 200 MB",
+            "-", "<= 32 MiB", growth <= 32 << 20),
+    ]
+
+
+def _concurrent(box: Sandbox, count: int, sessions: int, code: str) -> float:
+    from concurrent.futures import ThreadPoolExecutor
+
+    clients = [_client(box) for _ in range(count)]
+    try:
+        began = time.perf_counter()
+        with ThreadPoolExecutor(count) as pool:
+            results = list(pool.map(lambda i: _exec(clients[i], f"s{i % sessions}", code, box.dir),
+                                    range(count)))
+        wall = time.perf_counter() - began
+    finally:
+        for c in clients:
+            c.close()
+    bad = [r for r in results if r["task"]["state"] != "completed"]
+    if bad:
+        raise SystemExit(f"{len(bad)} tasks did not complete: {bad[0]['task']}")
+    return wall
+
+
+def case_concurrent_tasks(quick: bool) -> list[Row]:
+    box = Sandbox()
+    try:
+        box.cli("runner", "start")
+        rss0 = _runner_rss(box)
+        w50 = _concurrent(box, 50, 5, "sleep 0.2")
+        w200 = _concurrent(box, 200, 20, "sleep 1")
+        rss = _runner_rss(box) - rss0
+    finally:
+        box.close()
+    return [
+        Row("50 concurrent `sleep 0.2` tasks", ms(w50), "ideal 200 ms; SWE-ReX 10.2 s", f"{w50 / 0.2:.2f}x ideal",
+            "<= 0.5 s wall", w50 <= 0.5),
+        Row("200 concurrent `sleep 1` tasks, 20 sessions", ms(w200), "ideal 1000 ms", f"{w200:.2f}x ideal",
+            "<= 2 s wall", w200 <= 2.0),
+        Row("runner RSS growth after 250 tasks", f"{rss / 2**20:.1f} MiB", "-", "-", "(reported)", True),
+    ]
+
+
 CASES = {
     "cold_start": lambda q: case_cold_start(5 if q else 15),
     "concurrent_cold": lambda q: case_concurrent_cold(16),
     "warm_status": lambda q: case_warm_status(20 if q else 200),
+    "exec_overhead": lambda q: case_exec_overhead(30 if q else 300),
+    "info_latency": lambda q: case_info_latency(100 if q else 1000),
+    "streaming": case_streaming,
+    "concurrent_tasks": case_concurrent_tasks,
 }
 
 

@@ -14,7 +14,6 @@ from typing import Any, Awaitable, Callable, Type
 
 from jsonrpcserver import Error, Success
 from jsonrpcserver.async_dispatcher import dispatch_to_response_pure
-from jsonrpcserver.main import default_validator
 from jsonrpcserver.response import ErrorResponse
 from oslash.either import Left
 from pydantic import BaseModel, ValidationError
@@ -112,10 +111,28 @@ def _error(code: int, data: str) -> dict:
             "id": None}
 
 
+_REQUEST_KEYS = frozenset({"jsonrpc", "method", "params", "id"})
+
+
+def validate_request(request: Any) -> Any:
+    """The library's request schema as plain checks: its jsonschema validation cost
+    about a third of a millisecond per call, on every call."""
+    if not (isinstance(request, dict) and request.get("jsonrpc") == "2.0"
+            and isinstance(request.get("method"), str) and request.keys() <= _REQUEST_KEYS):
+        raise ValueError("invalid request")
+    if "params" in request and not isinstance(request["params"], (list, dict)):
+        raise ValueError("invalid params container")
+    if "id" in request:
+        rid = request["id"]
+        if isinstance(rid, bool) or not isinstance(rid, (str, int, float, type(None))):
+            raise ValueError("invalid id")
+    return request
+
+
 async def _dispatch_one(request: Any, methods: dict, ctx: Context) -> Any:
     return await dispatch_to_response_pure(
         deserializer=lambda already_parsed: already_parsed,
-        validator=default_validator,
+        validator=validate_request,
         post_process=_serialize,
         context=ctx,
         methods=methods,
