@@ -33,19 +33,20 @@ class TaskManager:
         self._ids = itertools.count(first_id)
         self._supervisors: set[asyncio.Task] = set()
         self._pending_end: dict[int, tuple[str, str]] = {}
+        self._live: set[Task] = set()  # not yet finished: kept apart so counting is O(1)
         self.finished_counts: dict[str, int] = {}
 
     # --- queries -------------------------------------------------------------
 
     def running(self) -> list[Task]:
-        return [t for t in self.registry.all_tasks() if not t.finished]
+        return list(self._live)
 
     def managed_pids(self) -> set[int]:
         return {t.pid for t in self.running() if t.pid}
 
     def counts(self) -> dict[str, int]:
-        return {"sessions": len(self.registry), "tasks": len(self.registry.all_tasks()),
-                "running": len(self.running())}
+        return {"sessions": len(self.registry), "tasks": sum(len(s.tasks) for s in self.registry.sessions()),
+                "running": len(self._live)}
 
     def task(self, session_id: str, cwd: str, task_id: int) -> Task:
         return self.registry.task(session_key(session_id, cwd), task_id)
@@ -57,7 +58,12 @@ class TaskManager:
         if not p.code.strip():
             raise errors.RpcError(errors.INVALID_PARAMS, "code is empty; pass the code to run")
         try:
-            plan = await asyncio.to_thread(self.executor.plan, p.lang)
+            language = languages.lookup(p.lang)
+            if any(r.min_version for r in language.runners):
+                # Version probes spawn `prog --version` (once per binary): off the loop.
+                plan = await asyncio.to_thread(languages.resolve, language)
+            else:
+                plan = languages.resolve(language)  # a PATH lookup: cheaper than a thread hop
         except languages.UnknownLanguage as exc:
             raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None
         except languages.LanguageError as exc:
@@ -67,6 +73,7 @@ class TaskManager:
         task = Task(id=next(self._ids), session=key, lang=plan.language.name,
                     buffer=OutputBuffer(self.limits.output_cap_bytes))
         session.tasks[task.id] = task
+        self._live.add(task)
         self._trim_finished(session.tasks)
         supervisor = asyncio.create_task(self._supervise(task, plan, p), name=f"task_{task.id}")
         self._supervisors.add(supervisor)
@@ -81,7 +88,7 @@ class TaskManager:
         return TaskResult(task=task.info(), output=output)
 
     def _check_limits(self, key: SessionKey) -> None:
-        running = self.running()
+        running = self._live
         mine = sum(1 for t in running if t.session == key)
         if mine >= self.limits.tasks_per_session:
             raise errors.RpcError(errors.LIMIT, f"this session already runs {mine} tasks (limit "
@@ -120,6 +127,7 @@ class TaskManager:
             task.finish("failed", "spawn_failed")
         finally:
             timer.cancel()
+            self._live.discard(task)
             self._pending_end.pop(task.id, None)
             task.buffer.flush("stdout")
             task.buffer.flush("stderr")

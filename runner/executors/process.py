@@ -8,10 +8,9 @@ import asyncio
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
-
-import psutil
 
 from plugkit import languages
 from runner.core.task import Task
@@ -64,10 +63,10 @@ class ProcessRun:
                  pipes: _Pipes) -> None:
         self.task, self.spec, self.transport, self.pipes = task, spec, transport, pipes
         self.pid = transport.get_pid()
-        try:
-            self.create_time = psutil.Process(self.pid).create_time()
-        except psutil.Error:
-            self.create_time = 0.0
+        # The pid-reuse guard compares against the kernel's start time with a
+        # tolerance far above the microseconds since fork; asking psutil here
+        # would cost a /proc read on every spawn.
+        self.create_time = time.time()
 
     def input_open(self) -> bool:
         stdin = self.transport.get_pipe_transport(0)
@@ -94,22 +93,24 @@ class ProcessExecutor:
     def __init__(self, spec: ProcessSpec) -> None:
         self.spec = spec
         os.makedirs(spec.tmp_root, mode=0o700, exist_ok=True)
-
-    def plan(self, lang: str) -> languages.ResolvedPlan:
-        """Raises languages.LanguageError (unknown language, missing program) before any task exists."""
-        return languages.resolve(languages.lookup(lang))
+        # The runner's environment does not change while it runs: filter it once.
+        self._base_env = tags.child_env(os.environ, None, {})
 
     async def run(self, task: Task, plan: languages.ResolvedPlan, code: str, stdin: Optional[str],
                   env: Optional[Mapping[str, str]], on_start: Callable[[ProcessRun], None]) -> tuple[int, bool]:
         """Compile (if the language has a step) and run; returns (returncode, compiled_ok).
-        The temp dir holding the code is removed on every exit path."""
-        workdir = tempfile.mkdtemp(prefix=f"task_{task.id}-", dir=self.spec.tmp_root)
+        The temp file (or dir, for compiled languages) is removed on every exit path."""
+        # Interpreted code needs one file, not a dir: a mkstemp + unlink is a
+        # fraction of mkdtemp + rmtree on the hot path of every exec.
+        workdir = tempfile.mkdtemp(prefix=f"task_{task.id}-", dir=self.spec.tmp_root) if plan.compile else None
+        fd, file = tempfile.mkstemp(prefix=f"task_{task.id}-", suffix=plan.language.suffix,
+                                    dir=workdir or self.spec.tmp_root)
         try:
-            file = os.path.join(workdir, "main" + plan.language.suffix)
-            with open(file, "w", encoding="utf-8") as fh:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(code)
-            names = dict(file=file, out=os.path.join(workdir, "main.out"), dir=workdir)
-            child_env = tags.child_env(os.environ, env, {
+            out_dir = workdir or self.spec.tmp_root
+            names = dict(file=file, out=os.path.join(out_dir, f"task_{task.id}.out"), dir=out_dir)
+            child_env = tags.child_env(self._base_env, env, {
                 tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(task.id),
                 tags.SESSION_ID: task.session.session_id, tags.HOME: self.spec.home})
             if plan.compile:
@@ -120,7 +121,10 @@ class ProcessExecutor:
             return await self._step(task, languages.render(plan.run, **names), child_env,
                                     stdin, on_start), True
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            if workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+            else:
+                os.unlink(file)
 
     async def _step(self, task: Task, argv: list[str], env: dict[str, str], stdin: Optional[str],
                     on_start: Callable[[ProcessRun], None]) -> int:
