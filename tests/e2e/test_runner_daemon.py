@@ -142,6 +142,14 @@ def test_client_refuses_a_token_file_others_can_read(home):
     assert result.returncode == 1 and "mode 0600" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="only root can hand a file to another user")
+def test_client_refuses_a_token_file_owned_by_someone_else(home):
+    assert home.cli("runner", "start").returncode == 0
+    os.chown(home.path / "token", 65534, 65534)
+    result = home.cli("runner", "status")
+    assert result.returncode == 1 and "owned by you" in result.stderr
+
+
 class FakeRunner(threading.Thread):
     """Claims to be a plugkit runner with a pid that is not the port file's; records requests."""
 
