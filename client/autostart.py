@@ -43,7 +43,11 @@ def _tail(path: str, limit: int = 600) -> str:
 
 def spawn_runner() -> subprocess.Popen:
     home = paths.ensure_home()
-    env = dict(os.environ, PLUGKIT_HOME=home)
+    # A runner started from inside a task must not carry that task's tags, or the
+    # task's kill (and the boot reaper) would take the new runner down with it.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PLUGKIT_RUNNER_ID", "PLUGKIT_TASK_ID", "PLUGKIT_SESSION_ID")}
+    env["PLUGKIT_HOME"] = home
     out = os.open(paths.stdio_file(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         # A new session: the runner must outlive this client, its terminal and its

@@ -28,6 +28,8 @@ class Limits:
     max_timeout_ms: int = 24 * 3600 * 1000
     max_wait_ms: int = 10 * 60 * 1000
     kill_grace_s: float = 0.5
+    session_idle_s: float = 1800.0
+    sweep_interval_s: float = 1.0
 
     @classmethod
     def from_env(cls) -> "Limits":

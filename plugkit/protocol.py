@@ -41,6 +41,7 @@ class RunnerInfo(Result):
     tasks: int
     running_tasks: int
     requests: int
+    reaper: dict[str, int | float] = {}
 
 
 class ShutdownResult(Result):
@@ -150,3 +151,24 @@ class Ack(Result):
 
 class SessionEnded(Result):
     killed: list[int]
+
+
+# --- port.* ------------------------------------------------------------------
+
+class PortKillParams(Params):
+    port: int = Field(ge=1, le=65535)
+    # The plugkit command asking: a listener whose tree holds it is refused,
+    # so `kill-port` never kills the agent (or shell) that typed it.
+    caller_pid: Optional[int] = Field(default=None, ge=1)
+
+
+class KilledProcess(Result):
+    pid: int
+    command: str
+    processes: int  # the listener and its descendants that were signalled
+
+
+class PortKillResult(Result):
+    port: int
+    killed: list[KilledProcess]  # empty: nothing was listening
+    survivors: list[int] = []  # pids still alive after TERM, grace and KILL

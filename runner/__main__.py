@@ -2,6 +2,7 @@
 
 import asyncio
 import os
+import secrets
 import sys
 
 from plugkit import paths
@@ -17,7 +18,7 @@ def main(argv: list[str]) -> int:
         return 2
     # Heavy imports after the cheap checks: a misconfigured start fails fast.
     from runner import logs
-    from runner.system import instance, ports
+    from runner.system import instance, ports, reaper
 
     try:
         lock = instance.acquire()
@@ -26,6 +27,14 @@ def main(argv: list[str]) -> int:
         return 3
     try:
         logs.configure(paths.log_file(), to_stderr=not detached)
+        runner_id = reaper.make_runner_id(os.getpid(), secrets.token_hex(4))
+        # Before binding: what a crashed runner left behind must not race our own tasks.
+        report = reaper.reap_orphans(home, runner_id)
+        for dead in report.runners:
+            logs.get().warning("orphans_reaped", dead_runner_id=dead)
+        if report.runners:
+            logs.get().warning("boot_reap_done", runners=len(report.runners), killed=report.killed,
+                               survivors=list(report.survivors), ms=round(report.elapsed_s * 1000, 1))
         try:
             sock = ports.bind(port)
         except ports.PortTaken as exc:
@@ -34,7 +43,7 @@ def main(argv: list[str]) -> int:
             return 4
         from runner.server import serve
 
-        asyncio.run(serve(sock, home, port))
+        asyncio.run(serve(sock, home, port, runner_id, report))
         return 0
     finally:
         try:

@@ -16,6 +16,7 @@ from runner import logs
 from runner.app import make_app
 from runner.state import Runtime
 from runner.system import subreaper
+from runner.system.reaper import ReapReport
 
 log = logs.get("plugkit.server")
 
@@ -27,7 +28,8 @@ def _remove(path: str) -> None:
         pass
 
 
-async def serve(sock: socket.socket, home: str, port: int) -> None:
+async def serve(sock: socket.socket, home: str, port: int, runner_id: str,
+                boot_reap: "ReapReport | None" = None) -> None:
     # Orphaned grandchildren of tasks are re-parented to us, not to init, so the
     # sweeper can reap them and nothing a task starts escapes our accounting.
     subreaper.become_subreaper()
@@ -40,7 +42,11 @@ async def serve(sock: socket.socket, home: str, port: int) -> None:
         asyncio.set_child_watcher(watcher)
     token = secrets.token_urlsafe(32)
     logs.add_secret(token)
-    runtime = Runtime(home=home, port=port, token=token, runner_id=secrets.token_hex(6))
+    runtime = Runtime(home=home, port=port, token=token, runner_id=runner_id)
+    if boot_reap is not None:
+        runtime.boot_reap = {"dead_runners": len(boot_reap.runners), "killed": boot_reap.killed,
+                             "survivors": len(boot_reap.survivors),
+                             "ms": round(boot_reap.elapsed_s * 1000, 1)}
     app = make_app(runtime)
     # shutdown_timeout bounds how long in-flight requests may finish: the whole
     # stop must stay under 2 s, whatever is running.

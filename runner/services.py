@@ -25,7 +25,7 @@ async def tasks_service(app: web.Application) -> AsyncIterator[None]:
     stats = SweepStats()
     ctx.services["tasks"] = manager
     ctx.services["sweeper"] = stats
-    sweeper = asyncio.create_task(sweep_loop(manager, rt.runner_id, stats), name="sweeper")
+    sweeper = asyncio.create_task(sweep_loop(manager, rt.runner_id, stats, limits.sweep_interval_s), name="sweeper")
     try:
         yield
     finally:

@@ -47,6 +47,7 @@ class Runtime:
     requests: Counter = field(default_factory=Counter)
     errors: Counter = field(default_factory=Counter)
     latency: Latency = field(default_factory=Latency)
+    boot_reap: dict = field(default_factory=dict)
 
     def uptime(self) -> float:
         return max(0.0, time.time() - self.started_at)

@@ -26,10 +26,11 @@ KEEP_FINISHED = 256
 
 
 class TaskManager:
-    def __init__(self, executor: ProcessExecutor, limits: Limits, first_id: int = 1) -> None:
+    def __init__(self, executor: ProcessExecutor, limits: Limits, first_id: int = 1,
+                 registry: SessionRegistry | None = None) -> None:
         self.executor = executor
         self.limits = limits
-        self.registry = SessionRegistry()
+        self.registry = registry if registry is not None else SessionRegistry()
         self._ids = itertools.count(first_id)
         self._supervisors: set[asyncio.Task] = set()
         self._pending_end: dict[int, tuple[str, str]] = {}
@@ -246,6 +247,14 @@ class TaskManager:
         self.registry.close(key)
         log.info("session_ended", session_id=session_id, cwd=key.cwd, killed=[t.id for t in live])
         return SessionEnded(killed=[t.id for t in live])
+
+    def expire_idle(self) -> list[SessionKey]:
+        """End sessions idle past the limit that run nothing (their records go with them)."""
+        ended = [s.key for s in self.registry.idle(self.limits.session_idle_s)]
+        for key in ended:
+            self.registry.close(key)
+            log.info("session_expired", session_id=key.session_id, cwd=key.cwd)
+        return ended
 
     async def shutdown(self) -> None:
         live = self.running()

@@ -7,6 +7,7 @@ session id — raise the same NotFound, so no caller can probe for other session
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from plugkit import errors
 from runner.core.task import SessionKey, Task
@@ -29,8 +30,9 @@ class Session:
 
 
 class SessionRegistry:
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._sessions: dict[SessionKey, Session] = {}
+        self.clock = clock
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -41,13 +43,13 @@ class SessionRegistry:
     def find(self, key: SessionKey) -> Session | None:
         session = self._sessions.get(key)
         if session is not None:
-            session.last_activity = time.monotonic()
+            session.last_activity = self.clock()
         return session
 
     def open(self, key: SessionKey) -> Session:
         session = self.find(key)
         if session is None:
-            session = self._sessions[key] = Session(key)
+            session = self._sessions[key] = Session(key, last_activity=self.clock())
         return session
 
     def task(self, key: SessionKey, task_id: int) -> Task:
@@ -64,6 +66,12 @@ class SessionRegistry:
 
     def close(self, key: SessionKey) -> Session | None:
         return self._sessions.pop(key, None)
+
+    def idle(self, idle_s: float) -> list[Session]:
+        """Sessions untouched for idle_s with no unfinished task (polling counts as a touch)."""
+        cutoff = self.clock() - idle_s
+        return [s for s in self._sessions.values()
+                if s.last_activity < cutoff and all(t.finished for t in s.tasks.values())]
 
     def all_tasks(self) -> list[Task]:
         return [t for s in self._sessions.values() for t in s.tasks.values()]

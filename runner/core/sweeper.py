@@ -21,6 +21,7 @@ class SweepStats:
     sweeps: int = 0
     strays_killed: int = 0
     zombies_reaped: int = 0
+    idle_sessions_ended: int = 0
     last_error: str | None = None
     recent: list[dict] = field(default_factory=list)
 
@@ -51,6 +52,7 @@ async def sweep_loop(manager: TaskManager, runner_id: str, stats: SweepStats, in
     idle_rounds = 0
     while True:
         await asyncio.sleep(interval_s)
+        stats.idle_sessions_ended += len(manager.expire_idle())
         finished = sum(manager.finished_counts.values())
         idle_rounds += 1
         # Scan when a task ended since the last pass, and every 10th pass regardless

@@ -23,7 +23,17 @@ async def info(ctx: Context, params: NoParams) -> RunnerInfo:
         started_at=rt.started_at, uptime_s=round(rt.uptime(), 3),
         sessions=counts["sessions"], tasks=counts["tasks"], running_tasks=counts["running"],
         requests=sum(rt.requests.values()),
+        reaper=_reaper_counts(ctx),
     )
+
+
+def _reaper_counts(ctx: Context) -> dict:
+    sweep = ctx.services.get("sweeper")
+    counts = {f"boot_{k}": v for k, v in ctx.runtime.boot_reap.items()}
+    if sweep is not None:
+        counts.update(sweeps=sweep.sweeps, strays_killed=sweep.strays_killed,
+                      zombies_reaped=sweep.zombies_reaped, idle_sessions_ended=sweep.idle_sessions_ended)
+    return counts
 
 
 @rpc(NoParams)

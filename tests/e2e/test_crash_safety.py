@@ -1,0 +1,115 @@
+"""A runner killed with -9 loses nothing: orphans are reaped at the next boot, other homes untouched."""
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.helpers import Home, free_port, rpc
+
+pytestmark = pytest.mark.e2e
+FIX = Path(__file__).resolve().parent.parent / "fixtures"
+PROGRAMS = [
+    f"exec {sys.executable} {FIX / 'ignores_term.py'}",
+    f"exec {sys.executable} {FIX / 'setsid_escape.py'}",
+    f"exec {sys.executable} {FIX / 'forks_children.py'} 3",
+    "sleep 300",
+]
+
+
+def tagged(home: Home) -> set[int]:
+    found = set()
+    for p in psutil.process_iter():
+        try:
+            env = p.environ()
+            if env.get("PLUGKIT_HOME") == str(home.path) and env.get("PLUGKIT_TASK_ID") \
+                    and p.status() != psutil.STATUS_ZOMBIE:
+                found.add(p.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+def start_tasks(home: Home, cwd: str, sessions=("a", "b", "c")) -> list[tuple[str, int]]:
+    started = []
+    for i in range(10):
+        session = sessions[i % len(sessions)]
+        res = rpc(home, "task.exec", {"session_id": session, "cwd": cwd, "lang": "bash",
+                                      "code": PROGRAMS[i % len(PROGRAMS)]})
+        started.append((session, res["task"]["task_id"]))
+    # A double fork that exits at once leaves only its setsid daemon behind.
+    rpc(home, "task.exec", {"session_id": "a", "cwd": cwd, "lang": "bash", "wait_ms": 10_000,
+                            "code": f"exec {sys.executable} {FIX / 'double_fork.py'}"})
+    for session, task_id in started:
+        rpc(home, "task.wait", {"session_id": session, "cwd": cwd, "task_id": task_id,
+                                "until_regex": r"ready|child \d+", "timeout_ms": 3000})
+    return started
+
+
+def wait_until(predicate, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def runner_pid(home: Home) -> int:
+    return home.discovery()["pid"]
+
+
+def test_kill_9_then_restart_reaps_every_orphan(home, tmp_path):
+    assert home.cli("runner", "start").returncode == 0
+    start_tasks(home, str(tmp_path))
+    old = tagged(home)
+    assert len(old) >= 14
+    os.kill(runner_pid(home), signal.SIGKILL)
+    wait_until(lambda: not home.runner_pids(), 5)
+    assert old <= tagged(home)  # nobody cleaned up: the orphans are really there
+    assert home.cli("runner", "start").returncode == 0
+    assert wait_until(lambda: not (old & tagged(home)), 5), old & tagged(home)
+    info = rpc(home, "runner.info")
+    assert info["reaper"]["boot_dead_runners"] == 1 and info["reaper"]["boot_killed"] >= len(old) - 4
+    fresh = rpc(home, "task.exec", {"session_id": "a", "cwd": str(tmp_path), "lang": "bash",
+                                    "code": "echo alive; sleep 30"})
+    time.sleep(1.5)  # a sweep passes
+    status = rpc(home, "task.status", {"session_id": "a", "cwd": str(tmp_path),
+                                       "task_id": fresh["task"]["task_id"]})
+    assert status["state"] == "running"
+    assert "orphans_reaped" in (home.path / "runner.log").read_text()
+
+
+def test_other_homes_tasks_are_never_touched(tmp_path):
+    one = Home(tmp_path / "one", free_port())
+    two = Home(tmp_path / "two", free_port())
+    try:
+        assert one.cli("runner", "start").returncode == 0
+        assert two.cli("runner", "start").returncode == 0
+        start_tasks(one, str(tmp_path), sessions=("x",))
+        start_tasks(two, str(tmp_path), sessions=("y",))
+        theirs = tagged(two)
+        os.kill(runner_pid(one), signal.SIGKILL)
+        wait_until(lambda: not one.runner_pids(), 5)
+        assert one.cli("runner", "start").returncode == 0
+        assert wait_until(lambda: not tagged(one) or tagged(one) == set(), 5)
+        assert theirs <= tagged(two)
+        assert rpc(two, "runner.info")["running_tasks"] == 10
+    finally:
+        one.stop_all()
+        two.stop_all()
+
+
+def test_idle_session_expires_but_busy_one_stays(home, tmp_path):
+    env = {"PLUGKIT_SESSION_IDLE_S": "1", "PLUGKIT_SWEEP_INTERVAL_S": "0.2"}
+    assert home.cli("runner", "start", env=env).returncode == 0
+    rpc(home, "task.exec", {"session_id": "idle", "cwd": str(tmp_path), "lang": "bash", "code": "true",
+                            "wait_ms": 5000})
+    rpc(home, "task.exec", {"session_id": "busy", "cwd": str(tmp_path), "lang": "bash", "code": "sleep 30"})
+    assert wait_until(lambda: rpc(home, "runner.info")["sessions"] == 1, 10)
+    assert len(rpc(home, "task.list", {"session_id": "busy", "cwd": str(tmp_path)})["tasks"]) == 1
+    assert rpc(home, "task.list", {"session_id": "idle", "cwd": str(tmp_path)})["tasks"] == []

@@ -1,0 +1,59 @@
+"""Idle session expiry with a fake clock: idle + nothing running -> ended; polling or running -> kept."""
+
+from plugkit.config import Limits
+from runner.core.manager import TaskManager
+from runner.core.output import OutputBuffer
+from runner.core.sessions import SessionRegistry, session_key
+from runner.core.task import Task
+from runner.executors.process import ProcessExecutor, ProcessSpec
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def manager(tmp_path, clock: Clock) -> TaskManager:
+    spec = ProcessSpec(runner_id="unit", home=str(tmp_path), kill_grace_s=0.1, tmp_root=str(tmp_path / "tmp"))
+    return TaskManager(ProcessExecutor(spec), Limits(session_idle_s=60), registry=SessionRegistry(clock))
+
+
+def add_task(mgr: TaskManager, name: str, tmp_path, state: str) -> Task:
+    key = session_key(name, str(tmp_path))
+    task = Task(id=len(mgr.registry.all_tasks()) + 1, session=key, lang="bash", buffer=OutputBuffer(1024), state=state)
+    mgr.registry.open(key).tasks[task.id] = task
+    return task
+
+
+def test_idle_session_without_running_tasks_is_ended(tmp_path):
+    clock = Clock()
+    mgr = manager(tmp_path, clock)
+    add_task(mgr, "quiet", tmp_path, "completed")
+    clock.now += 59
+    assert mgr.expire_idle() == []
+    clock.now += 2
+    assert [k.session_id for k in mgr.expire_idle()] == ["quiet"]
+    assert len(mgr.registry) == 0
+
+
+def test_session_with_a_running_task_is_kept(tmp_path):
+    clock = Clock()
+    mgr = manager(tmp_path, clock)
+    add_task(mgr, "busy", tmp_path, "running")
+    clock.now += 3600
+    assert mgr.expire_idle() == []
+
+
+def test_polling_counts_as_activity(tmp_path):
+    clock = Clock()
+    mgr = manager(tmp_path, clock)
+    task = add_task(mgr, "polled", tmp_path, "completed")
+    for _ in range(5):
+        clock.now += 50
+        mgr.task("polled", str(tmp_path), task.id)  # a status/output poll
+        assert mgr.expire_idle() == []
+    clock.now += 61
+    assert len(mgr.expire_idle()) == 1
