@@ -2,14 +2,13 @@
 manager in the RPC context, and on shutdown stops what it owns (in reverse order)."""
 
 import asyncio
-import os
 from typing import AsyncIterator
 
 from aiohttp import web
 
 from runner.core.manager import TaskManager
 from runner.core.sweeper import SweepStats, sweep_loop
-from runner.executors.process import ProcessExecutor, ProcessSpec
+from runner.executors import registry
 from runner.system import kill as kill_mod
 
 
@@ -18,10 +17,8 @@ async def tasks_service(app: web.Application) -> AsyncIterator[None]:
 
     rt, ctx = app[RUNTIME], app[CONTEXT]
     limits = ctx.services["limits"]
-    executor = ProcessExecutor(ProcessSpec(
-        runner_id=rt.runner_id, home=rt.home, kill_grace_s=limits.kill_grace_s,
-        tmp_root=os.path.join(rt.home, "tmp")))
-    manager = TaskManager(executor, limits)
+    executors = registry.build(registry.ExecutorContext(runner_id=rt.runner_id, home=rt.home, limits=limits))
+    manager = TaskManager(executors, limits)
     stats = SweepStats()
     ctx.services["tasks"] = manager
     ctx.services["sweeper"] = stats

@@ -9,15 +9,15 @@ import os
 import re
 from typing import Optional
 
-from plugkit import errors, languages
+from plugkit import errors
 from plugkit.config import Limits
 from plugkit.protocol import (Chunk, Output, SessionEnded, TaskExecParams, TaskInfo,
                               TaskList, TaskResult, WaitResult)
 from runner import logs
 from runner.core.output import OutputBuffer
 from runner.core.sessions import SessionRegistry, session_key
-from runner.core.task import SessionKey, Task
-from runner.executors.process import ProcessExecutor, ProcessRun
+from runner.core.task import Execution, SessionKey, Task
+from runner.executors.base import Executor, Outcome, Prepared
 
 log = logs.get("plugkit.tasks")
 
@@ -26,9 +26,9 @@ KEEP_FINISHED = 256
 
 
 class TaskManager:
-    def __init__(self, executor: ProcessExecutor, limits: Limits, first_id: int = 1,
+    def __init__(self, executors: list[Executor], limits: Limits, first_id: int = 1,
                  registry: SessionRegistry | None = None) -> None:
-        self.executor = executor
+        self.executors = executors  # first claimant wins; the process executor claims the rest
         self.limits = limits
         self.registry = registry if registry is not None else SessionRegistry()
         self._ids = itertools.count(first_id)
@@ -58,25 +58,16 @@ class TaskManager:
         key = _checked_session(p.session_id, p.cwd)
         if not p.code.strip():
             raise errors.RpcError(errors.INVALID_PARAMS, "code is empty; pass the code to run")
-        try:
-            language = languages.lookup(p.lang)
-            if any(r.min_version for r in language.runners):
-                # Version probes spawn `prog --version` (once per binary): off the loop.
-                plan = await asyncio.to_thread(languages.resolve, language)
-            else:
-                plan = languages.resolve(language)  # a PATH lookup: cheaper than a thread hop
-        except languages.UnknownLanguage as exc:
-            raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None
-        except languages.LanguageError as exc:
-            raise errors.RpcError(errors.UNAVAILABLE, str(exc)) from None
+        executor = next(e for e in self.executors if e.claims(p.lang))
+        prepared = await executor.prepare(p)
         self._check_limits(key)
         session = self.registry.open(key)
-        task = Task(id=next(self._ids), session=key, lang=plan.language.name,
+        task = Task(id=next(self._ids), session=key, lang=prepared.lang,
                     buffer=OutputBuffer(self.limits.output_cap_bytes))
         session.tasks[task.id] = task
         self._live.add(task)
         self._trim_finished(session.tasks)
-        supervisor = asyncio.create_task(self._supervise(task, plan, p), name=f"task_{task.id}")
+        supervisor = asyncio.create_task(self._supervise(task, executor, prepared, p), name=f"task_{task.id}")
         self._supervisors.add(supervisor)
         supervisor.add_done_callback(self._supervisors.discard)
         log.info("task_started", task_id=task.id, session_id=key.session_id, cwd=key.cwd, lang=task.lang)
@@ -103,12 +94,12 @@ class TaskManager:
         for old in finished[:max(0, len(finished) - KEEP_FINISHED)]:
             tasks.pop(old.id, None)
 
-    async def _supervise(self, task: Task, plan: languages.ResolvedPlan, p: TaskExecParams) -> None:
+    async def _supervise(self, task: Task, executor: Executor, prepared: Prepared, p: TaskExecParams) -> None:
         loop = asyncio.get_running_loop()
         timer = loop.call_later(p.timeout_ms / 1000, self._request_end, task, "timed_out", "timeout")
 
-        def started(run: ProcessRun) -> None:
-            task.execution, task.pid = run, run.pid
+        def started(run: Execution) -> None:
+            task.execution, task.pid = run, getattr(run, "pid", None)
             if task.state == "pending":
                 task.state = "running"
                 task.notify()
@@ -116,8 +107,7 @@ class TaskManager:
                 asyncio.ensure_future(run.kill())
 
         try:
-            rc, compiled = await self.executor.run(task, plan, p.code, p.stdin, p.env, started)
-            self._finish_from_exit(task, rc, compiled)
+            self._finish(task, await executor.run(task, prepared, p, started))
         except asyncio.CancelledError:
             task.finish("killed", "runner_shutdown")
             raise
@@ -136,23 +126,14 @@ class TaskManager:
             log.info("task_ended", task_id=task.id, session_id=task.session.session_id, state=task.state,
                      reason=task.reason, exit_code=task.exit_code, signal=task.signal)
 
-    def _finish_from_exit(self, task: Task, rc: int, compiled: bool) -> None:
+    def _finish(self, task: Task, outcome: Outcome) -> None:
         intent = self._pending_end.get(task.id)
-        sig = -rc if rc < 0 else None
-        exit_code = rc if rc >= 0 else None
-        if intent:
+        if intent:  # a kill or timeout we asked for wins over how the process happened to end
             state, reason = intent
-            task.finish(state, reason, exit_code=exit_code, signal=sig)
-        elif not compiled:
-            task.finish("failed", "compile_error", exit_code=exit_code, signal=sig)
-        elif rc == 0:
-            task.finish("completed", "exit_zero", exit_code=0)
-        elif sig:
-            task.finish("failed", "signal", signal=sig,
-                        message=f"task_{task.id} was ended by signal {sig}")
+            task.finish(state, reason, exit_code=outcome.exit_code, signal=outcome.signal)
         else:
-            task.finish("failed", "exit_nonzero", exit_code=rc,
-                        message=f"task_{task.id} exited with code {rc}")
+            task.finish(outcome.state, outcome.reason, exit_code=outcome.exit_code,
+                        signal=outcome.signal, message=outcome.message)
 
     def _request_end(self, task: Task, state: str, reason: str) -> Optional[asyncio.Future]:
         """Kill a task's tree and record why; the supervisor finishes it when the root is gone."""
@@ -244,6 +225,8 @@ class TaskManager:
             return SessionEnded(killed=[])
         live = [t for t in session.tasks.values() if not t.finished]
         await asyncio.gather(*(self.end(t, "killed", "session_end") for t in live))
+        for executor in self.executors:
+            await executor.end_session(key)
         self.registry.close(key)
         log.info("session_ended", session_id=session_id, cwd=key.cwd, killed=[t.id for t in live])
         return SessionEnded(killed=[t.id for t in live])
@@ -263,6 +246,11 @@ class TaskManager:
         for sup in list(self._supervisors):
             sup.cancel()
         await asyncio.gather(*self._supervisors, return_exceptions=True)
+        for executor in self.executors:
+            try:
+                await executor.close()
+            except Exception:  # one executor's failure must not keep the others open
+                log.exception("executor_close_failed", executor=executor.name)
 
 
 def _checked_session(session_id: str, cwd: str) -> SessionKey:

@@ -12,8 +12,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 
-from plugkit import languages
-from runner.core.task import Task
+from plugkit import errors, languages
+from plugkit.protocol import TaskExecParams
+from runner.core.task import Execution, SessionKey, Task
+from runner.executors.base import Outcome, Prepared
 from runner.system import kill as kill_mod
 from runner.system import tags
 
@@ -90,14 +92,49 @@ class ProcessRun:
 
 
 class ProcessExecutor:
+    """Every language row of plugkit/languages.py; the fallback executor."""
+
+    name = "process"
+
     def __init__(self, spec: ProcessSpec) -> None:
         self.spec = spec
         os.makedirs(spec.tmp_root, mode=0o700, exist_ok=True)
         # The runner's environment does not change while it runs: filter it once.
         self._base_env = tags.child_env(os.environ, None, {})
 
-    async def run(self, task: Task, plan: languages.ResolvedPlan, code: str, stdin: Optional[str],
-                  env: Optional[Mapping[str, str]], on_start: Callable[[ProcessRun], None]) -> tuple[int, bool]:
+    def claims(self, lang: str) -> bool:
+        return True
+
+    async def prepare(self, p: TaskExecParams) -> Prepared:
+        try:
+            language = languages.lookup(p.lang)
+            if any(r.min_version for r in language.runners):
+                # Version probes spawn `prog --version` (once per binary): off the loop.
+                plan = await asyncio.to_thread(languages.resolve, language)
+            else:
+                plan = languages.resolve(language)  # a PATH lookup: cheaper than a thread hop
+            return Prepared(language.name, plan)
+        except languages.UnknownLanguage as exc:
+            raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None
+        except languages.LanguageError as exc:
+            raise errors.RpcError(errors.UNAVAILABLE, str(exc)) from None
+
+    async def run(self, task: Task, prepared: Prepared, p: TaskExecParams,
+                  on_start: Callable[[Execution], None]) -> Outcome:
+        rc, compiled = await self.run_steps(task, prepared.payload, p.code, p.stdin, p.env, on_start)
+        return outcome_of(task.id, rc, compiled)
+
+    async def end_session(self, key: SessionKey) -> None:
+        return None  # a process task holds nothing beyond its tree, which the manager kills
+
+    async def close(self) -> None:
+        return None
+
+    def snapshot(self) -> dict:
+        return {"tmp_root": self.spec.tmp_root}
+
+    async def run_steps(self, task: Task, plan: languages.ResolvedPlan, code: str, stdin: Optional[str],
+                        env: Optional[Mapping[str, str]], on_start: Callable[[ProcessRun], None]) -> tuple[int, bool]:
         """Compile (if the language has a step) and run; returns (returncode, compiled_ok).
         The temp file (or dir, for compiled languages) is removed on every exit path."""
         # Interpreted code needs one file, not a dir: a mkstemp + unlink is a
@@ -150,6 +187,25 @@ class ProcessExecutor:
             return transport.get_returncode()  # type: ignore[return-value]
         finally:
             transport.close()
+
+
+def outcome_of(task_id: int, rc: int, compiled: bool) -> Outcome:
+    """A process's return code as an Outcome (negative codes are signals, as asyncio reports them)."""
+    sig = -rc if rc < 0 else None
+    code = rc if rc >= 0 else None
+    if not compiled:
+        return Outcome("failed", "compile_error", exit_code=code, signal=sig)
+    if rc == 0:
+        return Outcome("completed", "exit_zero", exit_code=0)
+    if sig:
+        return Outcome("failed", "signal", signal=sig, message=f"task_{task_id} was ended by signal {sig}")
+    return Outcome("failed", "exit_nonzero", exit_code=rc, message=f"task_{task_id} exited with code {rc}")
+
+
+def make(ctx) -> ProcessExecutor:
+    return ProcessExecutor(ProcessSpec(runner_id=ctx.runner_id, home=ctx.home,
+                                       kill_grace_s=ctx.limits.kill_grace_s,
+                                       tmp_root=os.path.join(ctx.home, "tmp")))
 
 
 def _end_group(pgid: int) -> None:

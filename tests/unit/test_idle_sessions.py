@@ -18,7 +18,7 @@ class Clock:
 
 def manager(tmp_path, clock: Clock) -> TaskManager:
     spec = ProcessSpec(runner_id="unit", home=str(tmp_path), kill_grace_s=0.1, tmp_root=str(tmp_path / "tmp"))
-    return TaskManager(ProcessExecutor(spec), Limits(session_idle_s=60), registry=SessionRegistry(clock))
+    return TaskManager([ProcessExecutor(spec)], Limits(session_idle_s=60), registry=SessionRegistry(clock))
 
 
 def add_task(mgr: TaskManager, name: str, tmp_path, state: str) -> Task:
