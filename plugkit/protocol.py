@@ -44,6 +44,10 @@ class RunnerInfo(Result):
     reaper: dict[str, int | float] = {}
 
 
+class DebugSnapshot(Result):
+    snapshot: dict
+
+
 class ShutdownResult(Result):
     stopping: bool
 

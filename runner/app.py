@@ -50,7 +50,13 @@ def make_app(runtime: Runtime, limits: Limits | None = None,
             return web.Response(status=204)
         return web.json_response(response)
 
+    async def debug(request: web.Request) -> web.Response:
+        from runner.rpc.debug import build_snapshot
+
+        return web.json_response(build_snapshot(ctx))
+
     app.router.add_get("/health", health)
+    app.router.add_get("/debug", debug)
     app.router.add_post("/rpc", rpc)
     for factory in services or default_services():
         app.cleanup_ctx.append(factory)

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from plugkit import paths
 from runner import logs
-from runner.app import make_app
+from runner.app import CONTEXT, make_app
 from runner.state import Runtime
 from runner.system import subreaper
 from runner.system.reaper import ReapReport
@@ -48,6 +48,9 @@ async def serve(sock: socket.socket, home: str, port: int, runner_id: str,
                              "survivors": len(boot_reap.survivors),
                              "ms": round(boot_reap.elapsed_s * 1000, 1)}
     app = make_app(runtime)
+    app[CONTEXT].snapshots["locks"] = lambda: {
+        "instance": {"path": paths.instance_lock(), "held_by": runtime.pid},
+        "start": {"path": paths.start_lock(), "held_by_clients_only": True}}
     # shutdown_timeout bounds how long in-flight requests may finish: the whole
     # stop must stay under 2 s, whatever is running.
     app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.75, access_log=None)

@@ -2,6 +2,8 @@
 manager in the RPC context, and on shutdown stops what it owns (in reverse order)."""
 
 import asyncio
+import time
+from dataclasses import asdict
 from typing import AsyncIterator
 
 from aiohttp import web
@@ -22,6 +24,14 @@ async def tasks_service(app: web.Application) -> AsyncIterator[None]:
     stats = SweepStats()
     ctx.services["tasks"] = manager
     ctx.services["sweeper"] = stats
+    providers = {
+        "sessions": lambda: _sessions(manager),
+        "tasks": lambda: [_task_row(t) for t in manager.registry.all_tasks()],
+        "executors": lambda: {e.name: e.snapshot() for e in manager.executors},
+        "reaper": lambda: dict(asdict(stats), boot=rt.boot_reap),
+        "tasks_by_end_state": lambda: dict(manager.finished_counts),
+    }
+    ctx.snapshots.update(providers)
     sweeper = asyncio.create_task(sweep_loop(manager, rt.runner_id, stats, limits.sweep_interval_s), name="sweeper")
     try:
         yield
@@ -32,3 +42,18 @@ async def tasks_service(app: web.Application) -> AsyncIterator[None]:
         # Anything tagged by this runner that escaped its task's kill goes now.
         await asyncio.to_thread(kill_mod.kill_runner_tasks, rt.runner_id, grace_s=0.2)
         ctx.services.pop("tasks", None)
+        for name in providers:
+            ctx.snapshots.pop(name, None)
+
+
+def _sessions(manager: TaskManager) -> list[dict]:
+    now = manager.registry.clock()
+    return [{"session_id": s.key.session_id, "cwd": s.key.cwd,
+             "idle_s": round(now - s.last_activity, 3), "tasks": sorted(s.tasks)}
+            for s in manager.registry.sessions()]
+
+
+def _task_row(t) -> dict:
+    return {"task_id": t.id, "session_id": t.session.session_id, "lang": t.lang, "state": t.state,
+            "pid": t.pid, "age_s": round(time.time() - t.started_at, 3),
+            "bytes_out": t.buffer.end, "dropped": t.buffer.dropped}

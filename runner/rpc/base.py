@@ -9,7 +9,7 @@ in the log, so no exception text, traceback or path ever reaches a caller.
 import asyncio
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Type
 
 from jsonrpcserver import Error, Success
@@ -32,6 +32,7 @@ class Context:
 
     runtime: Runtime
     services: dict  # namespace name -> its manager (filled by app.py)
+    snapshots: dict = field(default_factory=dict)  # name -> () -> dict, for debug.snapshot
 
 
 Handler = Callable[[Context, Any], Awaitable[BaseModel]]
