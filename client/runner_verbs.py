@@ -17,7 +17,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("stop", help="stop the runner cleanly")
     sub.add_parser("restart", help="stop, then start")
     st = sub.add_parser("status", help="pid, port, version, uptime")
-    st.add_argument("--json", action="store_true", help="print runner.info as JSON")
+    st.add_argument("--json", action="store_true", help="print runner.info and the debug snapshot as JSON")
+    st.add_argument("--watch", action="store_true", help="refresh every second until Ctrl-C")
     lg = sub.add_parser("logs", help="show the runner's log")
     lg.add_argument("-n", "--lines", type=int, default=50, help="how many lines (default 50)")
     lg.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
@@ -52,6 +53,8 @@ def _format_uptime(seconds: float) -> str:
 
 
 def status(args: argparse.Namespace) -> int:
+    if args.watch:
+        return _watch(args)
     conn = connect_verified()
     if conn is None:
         if args.json:
@@ -62,16 +65,62 @@ def status(args: argparse.Namespace) -> int:
     client = Client(conn)
     try:
         info = client.call("runner.info")
+        snap = client.call("debug.snapshot")["snapshot"]
     finally:
         client.close()
     if args.json:
-        print(json.dumps(dict(info, running=True)))
-        return 0
-    print(f"plugkit runner: running, pid {info['pid']}, port {info['port']}, version {info['version']}, "
-          f"up {_format_uptime(info['uptime_s'])}\n"
-          f"  sessions {info['sessions']}, tasks {info['tasks']} ({info['running_tasks']} running), "
-          f"home {info['home']}")
+        print(json.dumps(dict(info, running=True, debug=snap)))
+    else:
+        print(render_status(info, snap, color=sys.stdout.isatty()))
     return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    args.watch = False
+    try:
+        while True:
+            if sys.stdout.isatty():
+                sys.stdout.write("\x1b[H\x1b[2J")
+            status(args)
+            sys.stdout.flush()
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        return 0
+
+
+MAX_ROWS = 10
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def render_status(info: dict, snap: dict, color: bool = False) -> str:
+    """A few lines for a person: the runner, then a compact table of tasks (bounded)."""
+    bold, dim, reset = ("\x1b[1m", "\x1b[2m", "\x1b[0m") if color else ("", "", "")
+    reaper = info.get("reaper", {})
+    lines = [
+        f"{bold}plugkit runner: running{reset}, pid {info['pid']}, port {info['port']}, "
+        f"version {info['version']}, up {_format_uptime(info['uptime_s'])}",
+        f"  sessions {info['sessions']}, tasks {info['tasks']} ({info['running_tasks']} running), "
+        f"home {info['home']}",
+        f"  {dim}reaper: boot killed {reaper.get('boot_killed', 0)}, strays killed "
+        f"{reaper.get('strays_killed', 0)}, zombies reaped {reaper.get('zombies_reaped', 0)}; "
+        f"requests {info['requests']}{reset}",
+    ]
+    tasks = sorted(snap.get("tasks", []), key=lambda t: (t["state"] != "running", -t["task_id"]))
+    if tasks:
+        lines.append(f"  {'TASK':<9} {'SESSION':<16} {'LANG':<10} {'STATE':<10} {'AGE':>8} {'OUT':>10}")
+        for t in tasks[:MAX_ROWS]:
+            lines.append(f"  {'task_' + str(t['task_id']):<9} {t['session_id'][:16]:<16} {t['lang'][:10]:<10} "
+                         f"{t['state']:<10} {t['age_s']:>7.1f}s {_size(t['bytes_out']):>10}")
+        if len(tasks) > MAX_ROWS:
+            lines.append(f"  ... {len(tasks) - MAX_ROWS} more; `plugkit runner status --json` lists all")
+    return "\n".join(lines)
 
 
 def _wait_gone(pid: int, timeout: float) -> bool:

@@ -208,3 +208,36 @@ def test_bad_port_setting_is_a_clear_error(home):
     result = home.cli("runner", "start", env={"PLUGKIT_PORT": "99999"})
     assert result.returncode != 0 and "PLUGKIT_PORT" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_status_renders_tasks_and_json_has_the_snapshot(home, tmp_path):
+    assert home.cli("runner", "start").returncode == 0
+    res = rpc(home, "task.exec", {"session_id": "viewer", "cwd": str(tmp_path), "lang": "bash",
+                                  "code": "echo hi; sleep 30"})
+    human = home.cli("runner", "status").stdout
+    assert f"task_{res['task']['task_id']}" in human and "viewer" in human and "running" in human
+    assert "\x1b[" not in human  # no colours when not a terminal
+    data = json.loads(home.cli("runner", "status", "--json").stdout)
+    assert [t["task_id"] for t in data["debug"]["tasks"]] == [res["task"]["task_id"]]
+    rpc(home, "session.end", {"session_id": "viewer", "cwd": str(tmp_path)})
+
+
+def test_logs_filter_by_task_and_session(home, tmp_path):
+    assert home.cli("runner", "start").returncode == 0
+    ids = [rpc(home, "task.exec", {"session_id": s, "cwd": str(tmp_path), "lang": "bash", "code": "true",
+                                   "wait_ms": 5000})["task"]["task_id"] for s in ("one", "two")]
+    by_task = home.cli("runner", "logs", "--task", f"task_{ids[0]}", "--json").stdout.splitlines()
+    assert by_task and all(json.loads(line)["task_id"] == ids[0] for line in by_task)
+    by_session = home.cli("runner", "logs", "--session", "two", "--json").stdout.splitlines()
+    assert by_session and all(json.loads(line)["session_id"] == "two" for line in by_session)
+
+
+def test_status_watch_refreshes_until_interrupted(home):
+    assert home.cli("runner", "start").returncode == 0
+    watcher = subprocess.Popen(cli_argv() + ["runner", "status", "--watch"], env=home.env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)
+    watcher.send_signal(signal.SIGINT)
+    out, err = watcher.communicate(timeout=10)
+    assert watcher.returncode == 0 and "Traceback" not in err
+    assert out.count("plugkit runner: running") >= 2
