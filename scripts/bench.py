@@ -315,6 +315,75 @@ def case_concurrent_tasks(quick: bool) -> list[Row]:
     ]
 
 
+def case_info_throughput(quick: bool) -> list[Row]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    seconds = 0.5 if quick else 2.0
+    box = Sandbox()
+    rows = []
+    try:
+        box.cli("runner", "start")
+        for clients in (1, 8, 64):
+            conns = [_client(box) for _ in range(clients)]
+
+            def hammer(c) -> int:
+                n, end = 0, time.perf_counter() + seconds
+                while time.perf_counter() < end:
+                    c.call("runner.info")
+                    n += 1
+                return n
+
+            began = time.perf_counter()
+            with ThreadPoolExecutor(clients) as pool:
+                total = sum(pool.map(hammer, conns))
+            rate = total / (time.perf_counter() - began)
+            for c in conns:
+                c.close()
+            rows.append(Row(f"runner.info throughput, {clients} client(s)", f"{rate:.0f} req/s",
+                            "-", "-", "(reported)", True))
+    finally:
+        box.close()
+    return rows
+
+
+def _pid_count() -> int:
+    return sum(1 for name in os.listdir("/proc") if name.isdigit())
+
+
+def _boot_ms(box: Sandbox) -> float:
+    began = time.perf_counter()
+    result = box.cli("runner", "start")
+    if result.returncode != 0:
+        raise SystemExit(f"runner did not start: {result.stderr}")
+    elapsed = time.perf_counter() - began
+    box.stop()
+    return elapsed
+
+
+def case_boot_with_reaping(quick: bool) -> list[Row]:
+    runs = 3 if quick else 7
+    box = Sandbox()
+    try:
+        plain = [_boot_ms(box) for _ in range(runs)]
+        before = _pid_count()
+        crowd = subprocess.Popen(["bash", "-c", "for i in $(seq 2000); do sleep 300 & done; wait"],
+                                 start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while _pid_count() < before + 2000 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)  # let the spawning shell go quiet before timing
+            crowded = [_boot_ms(box) for _ in range(runs)]
+        finally:
+            os.killpg(crowd.pid, signal.SIGKILL)
+            crowd.wait()
+    finally:
+        box.close()
+    p, c = statistics.median(plain), statistics.median(crowded)
+    return [Row("boot (auto-start) with ~2000 processes to scan", ms(c), f"no extra processes {ms(p)}",
+                f"+{ms(c - p)}", "<= +300 ms", c - p <= 0.3)]
+
+
 CASES = {
     "cold_start": lambda q: case_cold_start(5 if q else 15),
     "concurrent_cold": lambda q: case_concurrent_cold(16),
@@ -323,6 +392,8 @@ CASES = {
     "info_latency": lambda q: case_info_latency(100 if q else 1000),
     "streaming": case_streaming,
     "concurrent_tasks": case_concurrent_tasks,
+    "info_throughput": case_info_throughput,
+    "boot_reaping": case_boot_with_reaping,
 }
 
 
