@@ -30,6 +30,10 @@ class Limits:
     kill_grace_s: float = 0.5
     session_idle_s: float = 1800.0
     sweep_interval_s: float = 1.0
+    ledger_retention_s: float = 24 * 3600.0
+    # 64 KiB of output tail per record at most: 2000 rows keep the file (and the
+    # integrity check at every boot) around 128 MiB in the worst case.
+    ledger_max_rows: int = 2000
 
     @classmethod
     def from_env(cls) -> "Limits":

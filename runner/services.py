@@ -2,6 +2,7 @@
 manager in the RPC context, and on shutdown stops what it owns (in reverse order)."""
 
 import asyncio
+import os
 import time
 from dataclasses import asdict
 from typing import AsyncIterator
@@ -10,8 +11,13 @@ from aiohttp import web
 
 from runner.core.manager import TaskManager
 from runner.core.sweeper import SweepStats, sweep_loop
+from runner import logs
 from runner.executors import registry
+from runner.store import Ledger, LedgerWorker
 from runner.system import kill as kill_mod
+
+
+log = logs.get("plugkit.services")
 
 
 async def tasks_service(app: web.Application) -> AsyncIterator[None]:
@@ -19,8 +25,18 @@ async def tasks_service(app: web.Application) -> AsyncIterator[None]:
 
     rt, ctx = app[RUNTIME], app[CONTEXT]
     limits = ctx.services["limits"]
+    ledger = LedgerWorker(lambda: Ledger(os.path.join(rt.home, "ledger.sqlite3"),
+                                         retention_s=limits.ledger_retention_s,
+                                         max_rows=limits.ledger_max_rows))
+    moved = await ledger.start()
+    if moved:
+        log.error("ledger_corrupt_moved_aside", moved_to=moved)
+    lost = await ledger.call("mark_lost", time.time())
+    if lost:
+        log.warning("tasks_lost_with_previous_runner", task_ids=lost)
+    await ledger.call("evict", time.time())
     executors = registry.build(registry.ExecutorContext(runner_id=rt.runner_id, home=rt.home, limits=limits))
-    manager = TaskManager(executors, limits)
+    manager = TaskManager(executors, limits, ledger=ledger)
     stats = SweepStats()
     ctx.services["tasks"] = manager
     ctx.services["sweeper"] = stats
@@ -41,6 +57,7 @@ async def tasks_service(app: web.Application) -> AsyncIterator[None]:
         await manager.shutdown()
         # Anything tagged by this runner that escaped its task's kill goes now.
         await asyncio.to_thread(kill_mod.kill_runner_tasks, rt.runner_id, grace_s=0.2)
+        await ledger.close()
         ctx.services.pop("tasks", None)
         for name in providers:
             ctx.snapshots.pop(name, None)
@@ -56,4 +73,4 @@ def _sessions(manager: TaskManager) -> list[dict]:
 def _task_row(t) -> dict:
     return {"task_id": t.id, "session_id": t.session.session_id, "lang": t.lang, "state": t.state,
             "pid": t.pid, "age_s": round(time.time() - t.started_at, 3),
-            "bytes_out": t.buffer.end, "dropped": t.buffer.dropped}
+            "bytes_out": t.bytes_out, "dropped": t.buffer.dropped}

@@ -4,7 +4,6 @@ Never imports aiohttp: the RPC layer calls these methods and shapes nothing.
 """
 
 import asyncio
-import itertools
 import os
 import re
 from typing import Optional
@@ -15,9 +14,11 @@ from plugkit.protocol import (Chunk, Output, SessionEnded, TaskExecParams, TaskI
                               TaskList, TaskResult, WaitResult)
 from runner import logs
 from runner.core.output import OutputBuffer
-from runner.core.sessions import SessionRegistry, session_key
+from runner.core.records import IdSource, code_hash, rehydrate, to_record
+from runner.core.sessions import SessionRegistry, not_found, session_key
 from runner.core.task import Execution, SessionKey, Task
 from runner.executors.base import Executor, Outcome, Prepared
+from runner.store import LedgerWorker
 
 log = logs.get("plugkit.tasks")
 
@@ -27,11 +28,12 @@ KEEP_FINISHED = 256
 
 class TaskManager:
     def __init__(self, executors: list[Executor], limits: Limits, first_id: int = 1,
-                 registry: SessionRegistry | None = None) -> None:
+                 registry: SessionRegistry | None = None, ledger: LedgerWorker | None = None) -> None:
         self.executors = executors  # first claimant wins; the process executor claims the rest
         self.limits = limits
         self.registry = registry if registry is not None else SessionRegistry()
-        self._ids = itertools.count(first_id)
+        self.ledger = ledger
+        self._ids = IdSource(ledger, first_id)
         self._supervisors: set[asyncio.Task] = set()
         self._pending_end: dict[int, tuple[str, str]] = {}
         self._live: set[Task] = set()  # not yet finished: kept apart so counting is O(1)
@@ -52,6 +54,22 @@ class TaskManager:
     def task(self, session_id: str, cwd: str, task_id: int) -> Task:
         return self.registry.task(session_key(session_id, cwd), task_id)
 
+    async def lookup(self, session_id: str, cwd: str, task_id: int) -> Task:
+        """A task of this session from memory, else from the ledger (after a restart, or
+        trimmed from memory); the same not-found either way for anyone else's id."""
+        key = session_key(session_id, cwd)
+        try:
+            return self.registry.task(key, task_id)
+        except errors.RpcError:
+            if self.ledger is None or not session_id:
+                raise
+        rec = await self.ledger.call("get", task_id)
+        if rec is None or (rec.session_id, rec.cwd) != (key.session_id, key.cwd):
+            raise not_found(task_id)
+        task = rehydrate(rec)
+        self.registry.open(key).tasks.setdefault(task.id, task)
+        return self.registry.task(key, task_id)
+
     # --- exec ------------------------------------------------------------------
 
     async def exec(self, p: TaskExecParams) -> TaskResult:
@@ -62,12 +80,15 @@ class TaskManager:
         prepared = await executor.prepare(p)
         self._check_limits(key)
         session = self.registry.open(key)
-        task = Task(id=next(self._ids), session=key, lang=prepared.lang,
+        task = Task(id=await self._ids.next(), session=key, lang=prepared.lang,
                     buffer=OutputBuffer(self.limits.output_cap_bytes))
         session.tasks[task.id] = task
         self._live.add(task)
+        digest = code_hash(p.code)
+        if self.ledger is not None:
+            self.ledger.submit("record_start", to_record(task, digest))
         self._trim_finished(session.tasks)
-        supervisor = asyncio.create_task(self._supervise(task, executor, prepared, p), name=f"task_{task.id}")
+        supervisor = asyncio.create_task(self._supervise(task, executor, prepared, p, digest), name=f"task_{task.id}")
         self._supervisors.add(supervisor)
         supervisor.add_done_callback(self._supervisors.discard)
         log.info("task_started", task_id=task.id, session_id=key.session_id, cwd=key.cwd, lang=task.lang)
@@ -94,7 +115,8 @@ class TaskManager:
         for old in finished[:max(0, len(finished) - KEEP_FINISHED)]:
             tasks.pop(old.id, None)
 
-    async def _supervise(self, task: Task, executor: Executor, prepared: Prepared, p: TaskExecParams) -> None:
+    async def _supervise(self, task: Task, executor: Executor, prepared: Prepared, p: TaskExecParams,
+                         digest: str) -> None:
         loop = asyncio.get_running_loop()
         timer = loop.call_later(p.timeout_ms / 1000, self._request_end, task, "timed_out", "timeout")
 
@@ -123,6 +145,8 @@ class TaskManager:
             task.buffer.flush("stdout")
             task.buffer.flush("stderr")
             self.finished_counts[task.state] = self.finished_counts.get(task.state, 0) + 1
+            if self.ledger is not None:
+                self.ledger.submit("record_end", to_record(task, digest))
             log.info("task_ended", task_id=task.id, session_id=task.session.session_id, state=task.state,
                      reason=task.reason, exit_code=task.exit_code, signal=task.signal)
 
@@ -209,9 +233,13 @@ class TaskManager:
     # --- ending ------------------------------------------------------------------
 
     async def kill(self, task: Task, forget: bool) -> TaskInfo:
-        await self.end(task)
+        # An execution whose kill is its normal ending (closing a serial port) says how
+        # that ends, e.g. ("completed", "closed"); timeouts and session ends stay kills.
+        await self.end(task, *getattr(task.execution, "kill_ends_as", ("killed", "killed")))
         if forget:
             self.registry.forget_task(task)
+            if self.ledger is not None:
+                self.ledger.submit("forget", [task.id])
         return task.info()
 
     def list_tasks(self, session_id: str, cwd: str) -> TaskList:
@@ -228,6 +256,8 @@ class TaskManager:
         for executor in self.executors:
             await executor.end_session(key)
         self.registry.close(key)
+        if self.ledger is not None:
+            self.ledger.submit("forget", sorted(session.tasks))
         log.info("session_ended", session_id=session_id, cwd=key.cwd, killed=[t.id for t in live])
         return SessionEnded(killed=[t.id for t in live])
 

@@ -22,6 +22,8 @@ REASONS = {
     "runner_lost": "was lost when the runner stopped unexpectedly",
     "spawn_failed": "could not be started",
     "compile_error": "failed to compile",
+    "device_lost": "lost its serial device (unplugged, or the other end of the line closed)",
+    "closed": "was closed on request and its port released",
 }
 
 
@@ -56,8 +58,13 @@ class Task:
     message: Optional[str] = None
     execution: Optional[Execution] = None
     read_cursor: int = 0  # where this session's next "what's new" read starts
+    bytes_out_before: int = 0  # output a rehydrated task produced beyond the tail it kept
     done: asyncio.Event = field(default_factory=asyncio.Event)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def bytes_out(self) -> int:
+        return self.bytes_out_before + self.buffer.end
 
     @property
     def finished(self) -> bool:
@@ -93,5 +100,5 @@ class Task:
             signal=self.signal, reason=self.reason, message=self.message,
             started_at=self.started_at, ended_at=self.ended_at,
             duration_ms=int((end - self.started_at) * 1000),
-            bytes_out=self.buffer.end, dropped=self.buffer.dropped,
+            bytes_out=self.bytes_out, dropped=self.bytes_out_before + self.buffer.dropped,
         )

@@ -32,7 +32,7 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
 @rpc(TaskRef)
 async def status(ctx: Context, p: TaskRef) -> TaskInfo:
     """task.status {session_id, cwd, task_id} -> TaskInfo (state, exit_code, signal, reason, ...)"""
-    return _tasks(ctx).task(p.session_id, p.cwd, p.task_id).info()
+    return (await _tasks(ctx).lookup(p.session_id, p.cwd, p.task_id)).info()
 
 
 @rpc(TaskOutputParams)
@@ -43,7 +43,7 @@ async def output(ctx: Context, p: TaskOutputParams) -> Output:
     With cursor: from that absolute offset; `dropped` counts bytes evicted before it.
     """
     tasks = _tasks(ctx)
-    return tasks.output(tasks.task(p.session_id, p.cwd, p.task_id), p.cursor, p.max_bytes)
+    return tasks.output(await tasks.lookup(p.session_id, p.cwd, p.task_id), p.cursor, p.max_bytes)
 
 
 @rpc(TaskWaitParams)
@@ -55,7 +55,7 @@ async def wait(ctx: Context, p: TaskWaitParams) -> WaitResult:
     session's read cursor), or timeout_ms passes.
     """
     tasks = _tasks(ctx)
-    task = tasks.task(p.session_id, p.cwd, p.task_id)
+    task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
     return await tasks.wait(task, p.timeout_ms, p.until_text, p.until_regex, p.cursor)
 
 
@@ -67,7 +67,7 @@ async def input_(ctx: Context, p: TaskInputParams) -> TaskInfo:
     or its stdin is closed.
     """
     tasks = _tasks(ctx)
-    return tasks.write_input(tasks.task(p.session_id, p.cwd, p.task_id), p.data, p.eof)
+    return tasks.write_input(await tasks.lookup(p.session_id, p.cwd, p.task_id), p.data, p.eof)
 
 
 @rpc(TaskKillParams)
@@ -78,7 +78,7 @@ async def kill(ctx: Context, p: TaskKillParams) -> TaskInfo:
     carrying the task's tag. With forget, the task is dropped from the session.
     """
     tasks = _tasks(ctx)
-    return await tasks.kill(tasks.task(p.session_id, p.cwd, p.task_id), p.forget)
+    return await tasks.kill(await tasks.lookup(p.session_id, p.cwd, p.task_id), p.forget)
 
 
 @rpc(SessionParams)

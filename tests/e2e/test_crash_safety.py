@@ -65,7 +65,10 @@ def runner_pid(home: Home) -> int:
 
 def test_kill_9_then_restart_reaps_every_orphan(home, tmp_path):
     assert home.cli("runner", "start").returncode == 0
-    start_tasks(home, str(tmp_path))
+    cwd = str(tmp_path)
+    done = rpc(home, "task.exec", {"session_id": "a", "cwd": cwd, "lang": "bash", "wait_ms": 10_000,
+                                   "code": "for i in $(seq 3); do echo line $i; done"})["task"]
+    started = start_tasks(home, cwd)
     old = tagged(home)
     assert len(old) >= 14
     os.kill(runner_pid(home), signal.SIGKILL)
@@ -75,8 +78,20 @@ def test_kill_9_then_restart_reaps_every_orphan(home, tmp_path):
     assert wait_until(lambda: not (old & tagged(home)), 5), old & tagged(home)
     info = rpc(home, "runner.info")
     assert info["reaper"]["boot_dead_runners"] == 1 and info["reaper"]["boot_killed"] >= len(old) - 4
+    # The ledger tells the truth about every old task after the crash.
+    for session, task_id in started:
+        status = rpc(home, "task.status", {"session_id": session, "cwd": cwd, "task_id": task_id})
+        assert (status["state"], status["reason"]) == ("killed", "runner_lost"), status
+    old_done = rpc(home, "task.status", {"session_id": "a", "cwd": cwd, "task_id": done["task_id"]})
+    assert old_done["state"] == "completed" and old_done["exit_code"] == 0
+    tail = rpc(home, "task.output", {"session_id": "a", "cwd": cwd, "task_id": done["task_id"], "cursor": 0})
+    assert "".join(c["text"] for c in tail["chunks"]) == "line 1\nline 2\nline 3\n"
+    # Another session still cannot see them.
+    with pytest.raises(Exception):
+        rpc(home, "task.status", {"session_id": "zzz", "cwd": cwd, "task_id": done["task_id"]})
     fresh = rpc(home, "task.exec", {"session_id": "a", "cwd": str(tmp_path), "lang": "bash",
                                     "code": "echo alive; sleep 30"})
+    assert fresh["task"]["task_id"] > max(task_id for _, task_id in started)  # ids continue
     time.sleep(1.5)  # a sweep passes
     status = rpc(home, "task.status", {"session_id": "a", "cwd": str(tmp_path),
                                        "task_id": fresh["task"]["task_id"]})
@@ -113,3 +128,26 @@ def test_idle_session_expires_but_busy_one_stays(home, tmp_path):
     assert wait_until(lambda: rpc(home, "runner.info")["sessions"] == 1, 10)
     assert len(rpc(home, "task.list", {"session_id": "busy", "cwd": str(tmp_path)})["tasks"]) == 1
     assert rpc(home, "task.list", {"session_id": "idle", "cwd": str(tmp_path)})["tasks"] == []
+
+
+def test_task_ids_continue_across_clean_restarts(home, tmp_path):
+    assert home.cli("runner", "start").returncode == 0
+    first = rpc(home, "task.exec", {"session_id": "s", "cwd": str(tmp_path), "lang": "bash", "code": "true",
+                                    "wait_ms": 5000})["task"]["task_id"]
+    assert home.cli("runner", "restart").returncode == 0
+    second = rpc(home, "task.exec", {"session_id": "s", "cwd": str(tmp_path), "lang": "bash", "code": "true",
+                                     "wait_ms": 5000})["task"]["task_id"]
+    assert second > first
+    assert rpc(home, "task.status", {"session_id": "s", "cwd": str(tmp_path), "task_id": first})["state"] == "completed"
+
+
+def test_corrupt_ledger_is_moved_aside_and_the_runner_starts(home, tmp_path):
+    home.path.mkdir(mode=0o700)
+    (home.path / "ledger.sqlite3").write_bytes(b"this is not a database" * 100)
+    result = home.cli("runner", "start")
+    assert result.returncode == 0, result.stderr
+    assert [p.name for p in home.path.iterdir() if ".corrupt-" in p.name]
+    assert "ledger_corrupt_moved_aside" in (home.path / "runner.log").read_text()
+    res = rpc(home, "task.exec", {"session_id": "s", "cwd": str(tmp_path), "lang": "bash", "code": "echo ok",
+                                  "wait_ms": 5000})
+    assert res["task"]["state"] == "completed"
