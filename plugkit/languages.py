@@ -1,6 +1,8 @@
 """The language table: how to run code in each language, as rows of data. Standard library only.
 
 Adding a language is adding a row; executor code never branches on a name.
+A workspace may add or override rows with .plugkit/lang/*.toml files (see
+plugkit/lang_plugins.py); lookup() consults them first when given the workspace.
 """
 
 from __future__ import annotations
@@ -9,75 +11,18 @@ import functools
 import os
 import re
 import sys
-from dataclasses import dataclass
+
+# Re-exported: callers have always taken these from here.
+from plugkit.lang_model import (PLACEHOLDERS, Language, LanguageError, MissingProgram, PluginError,  # noqa: F401
+                                ProjectError, ResolvedPlan, Runner, UnknownLanguage, render)
 
 # "{python}" as a program means the interpreter the runner itself uses, so
 # `python` works on machines with no python3 on PATH (a venv, pyenv, a zipapp).
 PYTHON = "{python}"
-PLACEHOLDERS = frozenset({"program", "file", "out", "dir"})
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _VERSION = re.compile(r"(\d+(?:\.\d+)+)")
-
-
-class LanguageError(ValueError):
-    """Base for errors whose message is written for the agent that asked."""
-
-
-class UnknownLanguage(LanguageError):
-    pass
-
-
-class MissingProgram(LanguageError):
-    pass
-
-
-@dataclass(frozen=True)
-class Runner:
-    """One way to run a language; a Language tries its runners in order.
-
-    Templates may use {program} (the resolved executable), {file} (the code
-    file), {out} (the compile step's output) and {dir} (the task's temp dir).
-    """
-
-    program: str
-    run: tuple[str, ...]
-    compile: tuple[str, ...] | None = None
-    min_version: tuple[int, ...] | None = None
-
-    def __post_init__(self) -> None:
-        if not self.run:
-            raise ValueError(f"{self.program}: empty run template")
-        for template in (self.run, self.compile or ()):
-            for arg in template:
-                unknown = set(_PLACEHOLDER.findall(arg)) - PLACEHOLDERS
-                if unknown:
-                    raise ValueError(f"{self.program}: unknown placeholder(s) {sorted(unknown)} in {arg!r}")
-        if self.compile is None and any("{out}" in arg for arg in self.run):
-            raise ValueError(f"{self.program}: run uses {{out}} but there is no compile step")
-
-    def describe(self) -> str:
-        if self.min_version:
-            return f"{self.program} >= {'.'.join(map(str, self.min_version))}"
-        return self.program
-
-
-@dataclass(frozen=True)
-class Language:
-    name: str
-    aliases: tuple[str, ...]
-    suffix: str
-    runners: tuple[Runner, ...]
-    install_hint: str
-
-
-@dataclass(frozen=True)
-class ResolvedPlan:
-    """Argv templates with {program} filled in; {file}/{out}/{dir} are left for render()."""
-
-    language: Language
-    compile: tuple[str, ...] | None
-    run: tuple[str, ...]
-
+# rustup installs here and only login shells add it to PATH; a daemon started
+# from an agent's hook often has the plain system PATH.
+CARGO_BIN = "~/.cargo/bin"
 
 LANGUAGES: tuple[Language, ...] = (
     Language(
@@ -138,6 +83,70 @@ LANGUAGES: tuple[Language, ...] = (
         runners=(Runner("bun", ("{program}", "run", "{file}")),),
         install_hint="curl -fsSL https://bun.sh/install | bash (bun is not packaged by Debian)",
     ),
+    Language(
+        name="go",
+        aliases=("golang",),
+        suffix=".go",
+        # build + run rather than `go run`: a compile failure is then told apart
+        # (reason compile_error), and the task's root is the program itself, so
+        # its exit code and signals are its own (`go run` reports any failure as 1).
+        # A lone main.go outside any module builds as command-line-arguments.
+        runners=(Runner("go", ("{out}",), compile=("{program}", "build", "-o", "{out}", "{file}")),),
+        install_hint="apt-get install golang",
+        filename="main.go",
+    ),
+    Language(
+        name="c",
+        aliases=(),
+        suffix=".c",
+        # -lm after the file: snippets reach for math.h, and the linker only
+        # resolves libraries named after the objects that need them.
+        runners=tuple(Runner(cc, ("{out}",), compile=("{program}", "-o", "{out}", "{file}", "-lm"))
+                      for cc in ("gcc", "clang", "cc")),
+        install_hint="apt-get install gcc",
+    ),
+    Language(
+        name="cpp",
+        aliases=("c++", "cxx"),
+        suffix=".cpp",
+        runners=tuple(Runner(cxx, ("{out}",), compile=("{program}", "-o", "{out}", "{file}"))
+                      for cxx in ("g++", "clang++", "c++")),
+        install_hint="apt-get install g++",
+    ),
+    Language(
+        name="java",
+        aliases=(),
+        suffix=".java",
+        runners=(Runner(
+            "javac",
+            ("java", "-cp", "{dir}", "{main}"),
+            # javac is itself a JVM program: for a snippet, C1 only and the serial GC
+            # start it ~30% faster. The program's own JVM keeps the full JIT.
+            compile=("{program}", "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", "-d", "{dir}", "{file}"),
+            needs=("java",),
+        ),),
+        install_hint="apt-get install default-jdk",
+        project="java",  # wraps a bare body in a Main class; picks the entry class
+    ),
+    Language(
+        name="rust",
+        aliases=("rs",),
+        suffix=".rs",
+        runners=(Runner("rustc", ("{out}",), compile=("{program}", "--edition", "2021", "-o", "{out}", "{file}"),
+                        search=(CARGO_BIN,)),),
+        install_hint="apt-get install rustc cargo, or rustup (https://rustup.rs)",
+        filename="main.rs",
+        project="rust",  # `// cargo-dep:` / `// cargo-path:` lines switch to a cargo project
+    ),
+    Language(
+        name="powershell",
+        aliases=("pwsh", "ps1"),
+        suffix=".ps1",
+        runners=(Runner("pwsh", ("{program}", "-NoLogo", "-NoProfile", "-NonInteractive", "-File", "{file}")),),
+        install_hint=("pwsh is not packaged by Debian: add Microsoft's apt repository "
+                      "(https://learn.microsoft.com/powershell/scripting/install/install-debian) "
+                      "and apt-get install powershell"),
+    ),
 )
 
 
@@ -159,33 +168,58 @@ def names() -> list[str]:
     return sorted(lang.name for lang in LANGUAGES)
 
 
-def lookup(name: str) -> Language:
-    lang = _BY_NAME.get(name.strip().lower())
-    if lang is None:
-        known = ", ".join(
-            f"{row.name} ({', '.join(row.aliases)})" if row.aliases else row.name
-            for row in sorted(LANGUAGES, key=lambda row: row.name)
-        )
-        raise UnknownLanguage(f"unknown language {name!r}; known: {known}")
-    return lang
+def lookup(name: str, workspace: str | None = None) -> Language:
+    """The row for `name` (or an alias), any case.
+
+    With `workspace` (a session cwd), the .plugkit/lang plugins of its nearest
+    ancestor holding .plugkit/ come first, name by name: a plugin named python
+    overrides `python` but not `py` unless it lists that alias too. A broken
+    plugin file fails only the names it claims, with the file and the problem.
+    """
+    key = name.strip().lower()
+    plugins = None
+    if workspace is not None:
+        # Imported here: the client's hot path only needs names().
+        from plugkit import lang_plugins
+
+        plugins = lang_plugins.plugins_for(workspace)
+        if plugins is not None:
+            row = plugins.index.get(key)
+            if row is not None:
+                return row
+            problem = plugins.problem_for(key)
+            if problem is not None:
+                raise PluginError(f"cannot use {key!r}: {problem}")
+    lang = _BY_NAME.get(key)
+    if lang is not None:
+        return lang
+    rows = sorted(LANGUAGES + (plugins.rows if plugins else ()), key=lambda row: row.name)
+    known = ", ".join(
+        f"{row.name} ({', '.join(row.aliases)})" if row.aliases else row.name for row in rows)
+    message = f"unknown language {name!r}; known: {known}"
+    if plugins is not None and plugins.problems:
+        message += "; invalid plugin files: " + "; ".join(map(str, plugins.problems))
+    raise UnknownLanguage(message)
 
 
 def resolve(lang: Language, path: str | None = None) -> ResolvedPlan:
-    """Pick the first runner whose program is on `path` (default $PATH) and new enough.
+    """Pick the first runner whose programs are on `path` (default $PATH, then the
+    runner's `search` dirs) and new enough.
 
     May spawn `<program> --version` once per binary (cached by path and mtime)
     for runners with a min_version, so async callers should use a thread.
     """
-    # Imported here: the client imports this table for lookup() and names()
-    # on its hot path and should not pay for subprocess/shutil.
+    # Imported here: the client imports this table for names() on its hot
+    # path and should not pay for subprocess/shutil.
     import shutil
 
     tried: list[str] = []
     for runner in lang.runners:
+        search = path if path is not None else search_path(runner.search)
         wanted = _python() if runner.program == PYTHON else runner.program
         # Never the interpreter's path: this message goes back over the wire.
         label = _python_label() if runner.program == PYTHON else runner.describe()
-        exe = shutil.which(wanted, path=path)
+        exe = shutil.which(wanted, path=search)
         if exe is None:
             tried.append(f"{label} (not found)")
             continue
@@ -195,31 +229,61 @@ def resolve(lang: Language, path: str | None = None) -> ResolvedPlan:
                 have = ".".join(map(str, found)) if found else "an unknown version"
                 tried.append(f"{label} (found {have})")
                 continue
+        tools = {need: shutil.which(need, path=search) for need in runner.needs}
+        missing = [need for need, where in tools.items() if where is None]
+        if missing:
+            tried.append(f"{label} (found, but {', '.join(missing)} not found)")
+            continue
         return ResolvedPlan(
             language=lang,
-            compile=_fill_program(runner.compile, exe) if runner.compile else None,
-            run=_fill_program(runner.run, exe),
+            compile=_fill_programs(runner.compile, exe, tools) if runner.compile else None,
+            run=_fill_programs(runner.run, exe, tools),
+            path=search,
         )
     raise MissingProgram(
         f"cannot run {lang.name}: tried {', '.join(tried)}\nto fix: {lang.install_hint}"
     )
 
 
-def render(argv: tuple[str, ...], *, file: str, out: str, dir: str) -> list[str]:
-    values = {"file": file, "out": out, "dir": dir}
-
-    def fill(match: re.Match[str]) -> str:
-        key = match.group(1)
-        if key not in values:
-            raise ValueError(f"placeholder {{{key}}} cannot be rendered here")
-        return values[key]
-
-    # One pass per argument, so a path that itself contains "{out}" is never re-expanded.
-    return [_PLACEHOLDER.sub(fill, arg) for arg in argv]
+def search_path(extra: tuple[str, ...] = ()) -> str | None:
+    """$PATH followed by `extra` dirs (~ expanded); None (meaning plain $PATH) when there are none."""
+    if not extra:
+        return None
+    dirs = [os.environ.get("PATH", os.defpath)] + [os.path.expanduser(d) for d in extra]
+    return os.pathsep.join(dirs)
 
 
-def _fill_program(template: tuple[str, ...], exe: str) -> tuple[str, ...]:
-    return tuple(arg.replace("{program}", exe) for arg in template)
+def availability(workspace: str | None = None) -> list[tuple[str, bool, str]]:
+    """For `plugkit doctor`: (name, usable, detail) per language, plugins included when
+    `workspace` is given. detail is the program(s) found, or why not and how to fix it."""
+    from plugkit import lang_projects
+
+    rows = {lang.name: lang for lang in LANGUAGES}
+    if workspace is not None:
+        from plugkit import lang_plugins
+
+        plugins = lang_plugins.plugins_for(workspace)
+        rows.update({row.name: row for row in (plugins.rows if plugins else ())})
+    report = []
+    for name in sorted(rows):
+        try:
+            lang = lookup(name, workspace)
+            plan = resolve(lang)
+        except LanguageError as exc:
+            report.append((name, False, "; ".join(str(exc).split("\n"))))
+            continue
+        programs = dict.fromkeys(arg for arg in (*(plan.compile or ())[:1], plan.run[0]) if "{" not in arg)
+        detail = ", ".join(programs) or "ready"
+        if lang.origin:
+            detail += f" (from {lang.origin})"
+        notes = lang_projects.notes(plan)
+        report.append((name, True, "; ".join([detail, *notes])))
+    return report
+
+
+def _fill_programs(template: tuple[str, ...], exe: str, tools: dict[str, str]) -> tuple[str, ...]:
+    # {program} anywhere; a `needs` name only as a whole argument (java, not "-Djava=x").
+    return tuple(tools[arg] if arg in tools else arg.replace("{program}", exe) for arg in template)
 
 
 def _python() -> str:

@@ -1,10 +1,14 @@
-"""Run code as a local process: temp file, optional compile step, tagged spawn, live output.
+"""Run code as a local process: temp file (or a project dir), optional compile step, tagged spawn, live output.
+
+What lands in the temp dir and which argv each step runs comes from the row's
+project builder (plugkit/lang_projects.py) as a Layout; nothing here knows a language.
 
 Every task root starts in its own session (start_new_session): one killpg then
 reaches the whole tree, and a Ctrl-C in the runner's terminal never reaches it.
 """
 
 import asyncio
+import glob
 import os
 import shutil
 import tempfile
@@ -12,7 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 
-from plugkit import errors, languages
+from plugkit import errors, lang_projects, languages
+from plugkit.lang_model import Layout
 from plugkit.protocol import TaskExecParams
 from runner.core.task import Execution, SessionKey, Task
 from runner.executors.base import Outcome, Prepared
@@ -107,22 +112,26 @@ class ProcessExecutor:
 
     async def prepare(self, p: TaskExecParams) -> Prepared:
         try:
-            language = languages.lookup(p.lang)
+            # The session cwd finds the workspace's .plugkit/lang plugins (read fresh on every exec).
+            language = languages.lookup(p.lang, workspace=p.cwd)
             if any(r.min_version for r in language.runners):
                 # Version probes spawn `prog --version` (once per binary): off the loop.
                 plan = await asyncio.to_thread(languages.resolve, language)
             else:
                 plan = languages.resolve(language)  # a PATH lookup: cheaper than a thread hop
-            return Prepared(language.name, plan)
-        except languages.UnknownLanguage as exc:
+            # Before any task exists, so code the builder refuses (a bad cargo-dep line) starts nothing.
+            layout = lang_projects.layout(plan, p.code, lang_projects.ProjectContext(self.spec.home, p.cwd))
+            return Prepared(language.name, layout)
+        except (languages.UnknownLanguage, languages.PluginError, languages.ProjectError) as exc:
             raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None
         except languages.LanguageError as exc:
             raise errors.RpcError(errors.UNAVAILABLE, str(exc)) from None
 
     async def run(self, task: Task, prepared: Prepared, p: TaskExecParams,
                   on_start: Callable[[Execution], None]) -> Outcome:
-        rc, compiled = await self.run_steps(task, prepared.payload, p.code, p.stdin, p.env, on_start)
-        return outcome_of(task.id, rc, compiled)
+        layout: Layout = prepared.payload
+        rc, compiled = await self.run_steps(task, layout, p.stdin, p.env, on_start)
+        return outcome_of(task.id, rc, compiled, layout.compile_hint)
 
     async def end_session(self, key: SessionKey) -> None:
         return None  # a process task holds nothing beyond its tree, which the manager kills
@@ -133,35 +142,42 @@ class ProcessExecutor:
     def snapshot(self) -> dict:
         return {"tmp_root": self.spec.tmp_root}
 
-    async def run_steps(self, task: Task, plan: languages.ResolvedPlan, code: str, stdin: Optional[str],
+    async def run_steps(self, task: Task, layout: Layout, stdin: Optional[str],
                         env: Optional[Mapping[str, str]], on_start: Callable[[ProcessRun], None]) -> tuple[int, bool]:
-        """Compile (if the language has a step) and run; returns (returncode, compiled_ok).
-        The temp file (or dir, for compiled languages) is removed on every exit path."""
-        # Interpreted code needs one file, not a dir: a mkstemp + unlink is a
-        # fraction of mkdtemp + rmtree on the hot path of every exec.
-        workdir = tempfile.mkdtemp(prefix=f"task_{task.id}-", dir=self.spec.tmp_root) if plan.compile else None
-        fd, file = tempfile.mkstemp(prefix=f"task_{task.id}-", suffix=plan.language.suffix,
-                                    dir=workdir or self.spec.tmp_root)
+        """Compile (if the layout has a step) and run; returns (returncode, compiled_ok).
+        Both steps are tagged with the task id, so a kill or timeout reaches whichever
+        runs. The temp file or dir, and the layout's leftovers, go on every exit path."""
+        workdir = file = None
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(code)
+            if layout.in_dir:
+                workdir = tempfile.mkdtemp(prefix=f"task_{task.id}-", dir=self.spec.tmp_root)
+                file = _write_tree(workdir, layout, f"task_{task.id}{layout.suffix}")
+            else:
+                fd, file = tempfile.mkstemp(prefix=f"task_{task.id}-", suffix=layout.suffix, dir=self.spec.tmp_root)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(layout.source)
             out_dir = workdir or self.spec.tmp_root
-            names = dict(file=file, out=os.path.join(out_dir, f"task_{task.id}.out"), dir=out_dir)
-            child_env = tags.child_env(self._base_env, env, {
+            names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{task.id}.out"), dir=out_dir)
+            base = {**self._base_env, **dict(layout.env)} if layout.env else self._base_env
+            child_env = tags.child_env(base, env, {
                 tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(task.id),
                 tags.SESSION_ID: task.session.session_id, tags.HOME: self.spec.home})
-            if plan.compile:
-                code_rc = await self._step(task, languages.render(plan.compile, **names), child_env,
+            if layout.compile:
+                code_rc = await self._step(task, languages.render(layout.compile, **names), child_env,
                                            None, on_start)
                 if code_rc != 0:
+                    if code_rc > 0 and layout.compile_hint:  # not for a kill: the hint would mislead
+                        task.buffer.write_text("info", f"[plugkit] {layout.compile_hint}\n")
+                        task.notify()
                     return code_rc, False
-            return await self._step(task, languages.render(plan.run, **names), child_env,
+            return await self._step(task, languages.render(layout.run, **names), child_env,
                                     stdin, on_start), True
         finally:
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
-            else:
+            elif file:
                 os.unlink(file)
+            _remove_leftovers(layout.leftovers)
 
     async def _step(self, task: Task, argv: list[str], env: dict[str, str], stdin: Optional[str],
                     on_start: Callable[[ProcessRun], None]) -> int:
@@ -189,12 +205,14 @@ class ProcessExecutor:
             transport.close()
 
 
-def outcome_of(task_id: int, rc: int, compiled: bool) -> Outcome:
+def outcome_of(task_id: int, rc: int, compiled: bool, compile_hint: Optional[str] = None) -> Outcome:
     """A process's return code as an Outcome (negative codes are signals, as asyncio reports them)."""
     sig = -rc if rc < 0 else None
     code = rc if rc >= 0 else None
     if not compiled:
-        return Outcome("failed", "compile_error", exit_code=code, signal=sig)
+        message = f"task_{task_id} failed to compile; the compiler's output is in stderr"
+        return Outcome("failed", "compile_error", exit_code=code, signal=sig,
+                       message=f"{message}. {compile_hint}" if compile_hint else message)
     if rc == 0:
         return Outcome("completed", "exit_zero", exit_code=0)
     if sig:
@@ -206,6 +224,29 @@ def make(ctx) -> ProcessExecutor:
     return ProcessExecutor(ProcessSpec(runner_id=ctx.runner_id, home=ctx.home,
                                        kill_grace_s=ctx.limits.kill_grace_s,
                                        tmp_root=os.path.join(ctx.home, "tmp")))
+
+
+def _write_tree(workdir: str, layout: Layout, default_name: str) -> str:
+    """Write the layout's files into the task dir; returns the code file's path."""
+    file = os.path.join(workdir, layout.filename or default_name)
+    for rel, text in ((layout.filename or default_name, layout.source), *layout.files):
+        path = os.path.join(workdir, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return file
+
+
+def _remove_leftovers(patterns: tuple[str, ...]) -> None:
+    for pattern in patterns:
+        for path in glob.glob(pattern):
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
 
 
 def _end_group(pgid: int) -> None:

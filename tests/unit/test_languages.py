@@ -188,7 +188,10 @@ def test_every_row_is_well_formed(lang):
     assert lang.install_hint and "\n" not in lang.install_hint
     for runner in lang.runners:
         assert runner.program
-        assert runner.run[0] == "{program}"
+        # Each step starts with a program resolve() checked: the row's, one it needs, or the compiled {out}.
+        starts = {"{program}", *runner.needs} | ({"{out}"} if runner.compile else set())
+        assert runner.run[0] in starts
+        assert runner.compile is None or runner.compile[0] == "{program}"
         assert any("{file}" in arg for arg in runner.run + (runner.compile or ()))
         for arg in runner.run + (runner.compile or ()):
             assert set(re.findall(r"\{(\w+)\}", arg)) <= PLACEHOLDERS
