@@ -77,10 +77,13 @@ class TaskManager:
         if not p.code.strip():
             raise errors.RpcError(errors.INVALID_PARAMS, "code is empty; pass the code to run")
         executor = next(e for e in self.executors if e.claims(p.lang))
-        prepared = await executor.prepare(p)
         self._check_limits(key)
+        task_id = await self._ids.next()
+        # No await between prepare returning and the task existing: what prepare opened
+        # (a serial port, a browser page) is always owned by a task at once.
+        prepared = await executor.prepare(p)
         session = self.registry.open(key)
-        task = Task(id=await self._ids.next(), session=key, lang=prepared.lang,
+        task = Task(id=task_id, session=key, lang=prepared.lang,
                     buffer=OutputBuffer(self.limits.output_cap_bytes))
         session.tasks[task.id] = task
         self._live.add(task)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from plugkit.config import Limits
 
 FACTORIES = (
+    "runner.executors.serial",
     "runner.executors.process",
 )
 
