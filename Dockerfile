@@ -1,20 +1,26 @@
-# plugkit runner in a container. The runner binds loopback only, so run it with
-# the host network (docker run --network host) or exec into the container to use it.
+# plugkit in a container, for an agent that runs inside the same container.
+#
+#   docker build -t plugkit .
+#   docker run --rm -it plugkit                     # the runner, in the foreground
+#   docker exec -it <container> plugkit exec:python 'print(1)'
+#
+# The runner binds 127.0.0.1 only, so clients must run in the same container
+# (or share its network namespace). Install steps live in scripts/setup, the
+# same script the README and CI use, so the image cannot drift from them.
 FROM python:3.11-slim-bookworm
 
-RUN apt-get update \
- && apt-get install -y --no-install-recommends chromium socat gcc g++ nodejs npm procps \
- && rm -rf /var/lib/apt/lists/*
-
-RUN useradd --create-home --uid 1000 agent
 WORKDIR /opt/plugkit
-COPY pyproject.toml README.md ./
-COPY plugkit ./plugkit
-COPY runner ./runner
-COPY client ./client
-RUN pip install --no-cache-dir .
+COPY . /opt/plugkit
+RUN apt-get update -qq \
+ && scripts/setup \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --create-home --uid 1000 agent
 
+ENV PATH="/opt/plugkit/.venv/bin:${PATH}" \
+    PLUGKIT_HOME="/home/agent/.local/state/plugkit"
 USER agent
-ENV PLUGKIT_HOME=/home/agent/.local/state/plugkit
-HEALTHCHECK --interval=30s --timeout=3s CMD plugkit runner status >/dev/null || exit 1
+WORKDIR /home/agent
+EXPOSE 32882
+HEALTHCHECK --interval=30s --timeout=3s --start-period=10s \
+  CMD ["python", "-c", "import json, urllib.request; r = urllib.request.urlopen('http://127.0.0.1:32882/health', timeout=2); assert json.load(r)['service'] == 'plugkit-runner'"]
 CMD ["python", "-m", "runner"]
