@@ -5,12 +5,13 @@ from typing import Any, Callable
 
 from runner.rpc import debug as debug_ns
 from runner.rpc import memory as memory_ns
+from runner.rpc import port as port_ns
 from runner.rpc import runner as runner_ns
 from runner.rpc import serial as serial_ns
 from runner.rpc import session as session_ns
 from runner.rpc import task as task_ns
 
-NAMESPACES = (runner_ns, debug_ns, task_ns, session_ns, serial_ns, memory_ns)
+NAMESPACES = (runner_ns, debug_ns, task_ns, session_ns, port_ns, serial_ns, memory_ns)
 
 
 def build_methods(extra: tuple = ()) -> dict[str, Callable[..., Any]]:

@@ -147,3 +147,80 @@ def bind(port: int) -> socket.socket:
             holder.pid and "runner" in holder.command and health(port)) else ""
         raise PortTaken(port, holder, why)
     raise AssertionError("unreachable")
+
+
+# --- kill-port -----------------------------------------------------------------------
+
+class KillRefused(Exception):
+    """The port's holder is not ours to kill; str() says whose it is, `pid` names the spared one."""
+
+    def __init__(self, message: str, pid: int | None = None) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
+@dataclass(frozen=True)
+class Freed:
+    pid: int
+    command: str
+    processes: int  # the listener plus the descendants signalled with it
+
+
+def kill_port(port: int, spare: dict[int, str], grace_s: float = 1.0) -> tuple[list[Freed], list[int]]:
+    """Kill every process listening on `port`, each with its descendants: TERM, grace, KILL.
+
+    `spare` maps pids that must survive to what they are ("the plugkit runner
+    itself"); a listener that is one of them or an ancestor of one is refused.
+    Every listener is checked before anything is signalled, so a refusal kills
+    nothing. Returns (what was freed, pids still alive after KILL).
+    """
+    import psutil
+
+    plans: list[tuple[Holder, list]] = []
+    seen: set[int | None] = set()
+    for holder in listeners(port):
+        if holder.pid in seen:  # one process listening on both 0.0.0.0 and ::
+            continue
+        seen.add(holder.pid)
+        if holder.pid is None:
+            raise KillRefused(f"port {port} is held by a process plugkit cannot see (another user's?); "
+                              "plugkit only kills your own processes")
+        try:
+            proc = psutil.Process(holder.pid)
+            if proc.uids().real != os.getuid():
+                raise KillRefused(f"port {port} is held by pid {holder.pid} ({holder.command}) of user "
+                                  f"{holder.user or '?'}; plugkit only kills your own processes")
+            tree = [proc, *proc.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue  # it went away by itself
+        members = {p.pid for p in tree}
+        for pid, what in spare.items():
+            if pid == holder.pid:
+                raise KillRefused(f"port {port} is held by {what} (pid {pid})", pid)
+            if pid in members:
+                raise KillRefused(f"port {port} is held by pid {holder.pid} ({holder.command}), "
+                                  f"an ancestor of {what} (pid {pid})", pid)
+        plans.append((holder, tree))
+    survivors = end_processes([p for _, tree in plans for p in tree], grace_s)
+    return [Freed(h.pid, h.command, len(tree)) for h, tree in plans], survivors  # type: ignore[arg-type]
+
+
+def end_processes(procs: list, grace_s: float) -> list[int]:
+    """TERM all, wait up to grace_s, KILL the rest, wait again; the pids still alive."""
+    import psutil
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for proc in procs:
+            try:
+                proc.send_signal(sig)  # psutil checks the pid still names the same process
+            except psutil.Error:
+                pass
+        deadline = time.monotonic() + grace_s
+        while True:
+            procs = [p for p in procs if not _gone(p)]
+            if not procs or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        if not procs:
+            return []
+    return [p.pid for p in procs]

@@ -1,0 +1,254 @@
+"""kill-port, session-cleanup, doctor, help, and what the shim's hot path imports."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from client.rpc import RpcFailure
+from tests.helpers import ROOT, free_port, rpc
+
+pytestmark = pytest.mark.e2e
+
+HEAVY = ("asyncio", "http.client", "urllib", "pydantic", "aiohttp", "structlog", "psutil")
+
+# Listens on a free port, starts a child (its tree), prints "port child_pid", then waits.
+LISTENER = """
+import socket, subprocess, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print(s.getsockname()[1], child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+class Listener:
+    def __init__(self, python: str = sys.executable, **popen) -> None:
+        self.proc = subprocess.Popen([python, "-c", LISTENER], stdout=subprocess.PIPE, text=True, **popen)
+        self.port, self.child = map(int, self.proc.stdout.readline().split())
+
+    def gone(self, timeout: float = 5.0) -> bool:
+        self.proc.wait(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if psutil.Process(self.child).status() == psutil.STATUS_ZOMBIE:
+                    return True
+            except psutil.NoSuchProcess:
+                return True
+            time.sleep(0.02)
+        return False
+
+    def stop(self) -> None:
+        for pid in (self.child, self.proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait(timeout=5)
+        self.proc.stdout.close()
+
+
+@pytest.fixture
+def listener():
+    found = Listener()
+    yield found
+    found.stop()
+
+
+def modules_after(code: str, *flags: str, env: dict | None = None) -> set[str]:
+    """Modules loaded after running `code` (less those it put in `startup`, if it did)."""
+    out = subprocess.run([sys.executable, *flags, "-c", code + "\nimport sys, json\n"
+                          "print(json.dumps(sorted(set(sys.modules) - globals().get('startup', set()))))"],
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m in HEAVY or m.split(".")[0] in HEAVY)
+
+
+# --- the hot path ------------------------------------------------------------------------------
+
+def test_importing_the_shim_loads_no_heavy_module():
+    # -S: no site-packages at all, so nothing (not even the editable-install finder,
+    # which itself pulls in urllib) can hide a heavy import.
+    shim = "import client.cli, client.exec_verbs, client.task_verbs, client.killport, client.doctor"
+    assert heavy(modules_after(shim, "-S")) == []
+
+
+def test_a_warm_exec_and_status_load_no_heavy_module_nor_argparse(home):
+    assert home.cli("runner", "start").returncode == 0
+    # Measured from interpreter start-up, so whatever site itself loaded does not count.
+    code = ("import sys\nstartup = set(sys.modules)\nfrom client.cli import run\n"
+            "assert run(['exec:bash', 'true']) == 0\nassert run(['exec:status', 'task_1']) == 0\n")
+    loaded = modules_after(code, env=home.env)
+    assert {"client.exec_verbs", "client.task_verbs"} <= loaded and heavy(loaded) == []
+    assert not {"argparse", "subprocess", "plugkit.protocol", "plugkit.languages"} & loaded
+
+
+# --- kill-port ---------------------------------------------------------------------------------
+
+def test_kill_port_through_the_runner_kills_the_listener_and_its_child(home, listener):
+    assert home.cli("runner", "start").returncode == 0
+    result = home.cli("kill-port", str(listener.port))
+    assert result.returncode == 0, result.stderr
+    assert f"killed pid {listener.proc.pid}" in result.stdout and "and 1 child process" in result.stdout
+    assert f"port {listener.port} is free" in result.stdout
+    assert listener.gone()
+    assert listener.proc.returncode == -signal.SIGTERM
+
+
+def test_kill_port_without_a_runner_works_locally_and_starts_none(home, listener):
+    result = home.cli("kill-port", str(listener.port), "--json")
+    doc = json.loads(result.stdout)
+    assert doc["local"] is True and [k["pid"] for k in doc["killed"]] == [listener.proc.pid]
+    assert doc["killed"][0]["processes"] == 2 and doc["survivors"] == []
+    assert listener.gone() and home.runner_pids() == []
+
+
+def test_kill_port_when_nothing_listens(home):
+    assert home.cli("runner", "start").returncode == 0
+    port = free_port()
+    result = home.cli("kill-port", str(port))
+    assert result.returncode == 0 and result.stdout.strip() == f"nothing listens on port {port}; it is free"
+
+
+@pytest.mark.parametrize("word", ["0", "65536", "http", "-1"])
+def test_kill_port_rejects_what_is_not_a_port(home, word):
+    result = home.cli("kill-port", "--", word)
+    assert result.returncode == 2 and "not a TCP port" in result.stderr
+
+
+def test_runner_refuses_to_kill_itself_when_asked_over_rpc(home):
+    assert home.cli("runner", "start").returncode == 0
+    with pytest.raises(RpcFailure) as refused:
+        rpc(home, "port.kill", {"port": home.port})
+    assert refused.value.code == -32002 and "the plugkit runner itself" in refused.value.message
+    assert "kill-port" in refused.value.data["next"]
+    assert len(home.runner_pids()) == 1
+
+
+def test_runner_refuses_a_tree_holding_the_caller_and_kills_nothing(home, listener):
+    assert home.cli("runner", "start").returncode == 0
+    with pytest.raises(RpcFailure) as refused:
+        rpc(home, "port.kill", {"port": listener.port, "caller_pid": listener.child})
+    assert refused.value.code == -32002 and f"pid {listener.proc.pid}" in refused.value.message
+    assert listener.proc.poll() is None and psutil.pid_exists(listener.child)
+
+
+def test_kill_port_on_the_runners_own_port_is_done_locally(home):
+    assert home.cli("runner", "start").returncode == 0
+    pid = home.runner_pids()[0]
+    result = home.cli("kill-port", str(home.port))
+    assert result.returncode == 0, result.stderr
+    assert f"killed pid {pid}" in result.stdout and "that was the plugkit runner" in result.stdout
+    assert home.runner_pids() == [] and home.cli("runner", "status").returncode == 3
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not os.access("/usr/bin/python3", os.X_OK),
+                    reason="needs root to start a process as another user")
+def test_kill_port_refuses_another_users_process(home):
+    other = Listener(python="/usr/bin/python3", user=65534, cwd="/")
+    try:
+        assert home.cli("runner", "start").returncode == 0
+        remote = home.cli("kill-port", str(other.port))
+        assert remote.returncode == 1 and "only kills your own processes" in remote.stderr
+        home.stop_all()
+        local = home.cli("kill-port", str(other.port))
+        assert local.returncode == 1 and "only kills your own processes" in local.stderr
+        assert other.proc.poll() is None
+    finally:
+        other.stop()
+
+
+# --- session-cleanup ---------------------------------------------------------------------------
+
+def test_session_cleanup_kills_and_forgets_only_this_sessions_tasks(home):
+    for session in ("s", "s", "other"):
+        assert home.cli("exec:bash", "--session", session, "--wait", "0", "sleep 30").returncode == 0
+    result = home.cli("session-cleanup", "--session", "s")
+    assert result.returncode == 0 and "killed task_1, task_2" in result.stdout
+    assert home.cli("exec:tasks", "--session", "s").stdout.startswith("no tasks")
+    assert "task_3" in home.cli("exec:tasks", "--session", "other").stdout
+    assert json.loads(home.cli("session-cleanup", "--session", "other", "--json").stdout)["killed"] == [3]
+
+
+def test_session_cleanup_without_a_runner_starts_none(home):
+    result = home.cli("session-cleanup")
+    assert result.returncode == 0 and "no runner is running" in result.stdout
+    assert home.runner_pids() == []
+
+
+# --- doctor ------------------------------------------------------------------------------------
+
+def test_doctor_passes_on_a_fresh_home_and_names_each_check(home):
+    result = home.cli("doctor")
+    assert result.returncode == 0, result.stdout
+    for name in ("bash", "python", "chromium", "socat", "serial", f"port {home.port}", "state dir"):
+        assert name in result.stdout
+    checks = {c["check"]: c for c in json.loads(home.cli("doctor", "--json").stdout)}
+    assert checks["python"]["level"] == "ok" and checks["state dir"]["level"] == "ok"
+
+
+def test_doctor_fails_on_a_foreign_port_holder_and_a_loose_state_dir(home):
+    home.path.mkdir(mode=0o700)
+    os.chmod(home.path, 0o755)
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", home.port))
+        squatter.listen()
+        result = home.cli("doctor")
+    assert result.returncode == 1
+    lines = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
+    assert any(f"plugkit kill-port {home.port}" in line for line in lines), result.stdout
+    assert any(f"chmod 700 {home.path}" in line for line in lines), result.stdout
+
+
+def test_doctor_reports_our_running_runner(home):
+    assert home.cli("runner", "start").returncode == 0
+    result = home.cli("doctor", "--json")
+    port = next(c for c in json.loads(result.stdout) if c["check"] == f"port {home.port}")
+    assert port["level"] == "ok" and "our runner" in port["detail"]
+
+
+# --- help and usage ----------------------------------------------------------------------------
+
+def test_help_lists_every_verb_and_each_verb_has_its_own(home):
+    text = home.cli("help").stdout
+    for verb in ("exec:<lang>", "exec:status", "exec:sleep", "exec:type", "exec:close", "exec:tasks",
+                 "session-cleanup", "kill-port", "doctor", "runner"):
+        assert verb in text
+    assert "python" in text  # the language list comes from the table
+    for verb in ("exec:bash", "exec", "exec:status", "exec:sleep", "exec:close", "exec:type",
+                 "exec:tasks", "session-cleanup", "kill-port", "doctor"):
+        shown = home.cli(verb, "--help")
+        assert shown.returncode == 0 and shown.stdout.startswith("usage: plugkit"), verb
+    assert home.runner_pids() == []
+
+
+@pytest.mark.parametrize("argv", [["exec:"], ["nope"], ["exec:status"], ["exec:sleep", "1", "2", "3"]])
+def test_usage_errors_exit_2_without_a_traceback(home, argv):
+    result = home.cli(*argv)
+    assert result.returncode == 2 and "Traceback" not in result.stderr and result.stderr.strip()
+
+
+def test_console_script_runs_the_venv_interpreter_directly():
+    script = os.path.join(os.path.dirname(sys.executable), "plugkit")
+    if not os.path.exists(script):
+        pytest.skip("no console script installed")
+    with open(script) as fh:
+        shebang = fh.readline()
+    # A shell shim (pyenv, a wrapper script) would add ~100 ms to every call.
+    assert shebang.startswith("#!") and "python" in shebang and shutil.which("sh") not in shebang
