@@ -32,6 +32,8 @@ The machine:
   kill-port PORT                       kill what listens on PORT, with its children
   doctor                               check interpreters, Chromium, serial, port, state dir
   runner start|stop|status|restart|logs   manage the runner daemon
+Memory kept across sessions (all take --json):
+  memory add|list|show|forget|search|index
   --version                            print the version
 
 Session: --session ID, else $PLUGKIT_SESSION, else one per directory.
@@ -72,6 +74,7 @@ VERBS = {
     "session-cleanup": _verb("task_verbs", "session_cleanup"),
     "kill-port": _verb("killport", "main"),
     "doctor": _verb("doctor", "main"),
+    "memory": _verb("memory_verbs", "main"),
 }
 
 # verb prefix -> handler(verb, argv): `exec:python` is exec with lang "python".
