@@ -397,15 +397,33 @@ CASES = {
 }
 
 
+# Each issue's benchmarks live beside this file and plug their CASES in here.
+EXTRA_MODULES = ("bench_cli", "bench_serial")
+
+
+def all_cases() -> dict:
+    import importlib
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    cases = dict(CASES)
+    for name in EXTRA_MODULES:
+        cases.update(importlib.import_module(name).CASES)
+    return cases
+
+
 def main() -> int:
+    cases = all_cases()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples")
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
-    parser.add_argument("cases", nargs="*", help=f"subset of: {', '.join(CASES)}")
+    parser.add_argument("cases", nargs="*", help=f"subset of: {', '.join(cases)}")
     args = parser.parse_args()
+    unknown = [c for c in args.cases if c not in cases]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(cases)}")
     rows: list[Row] = []
-    for name in args.cases or CASES:
-        rows.extend(CASES[name](args.quick))
+    for name in args.cases or cases:
+        rows.extend(cases[name](args.quick))
     if args.json:
         print(json.dumps([asdict(r) for r in rows], indent=1))
     else:
