@@ -32,6 +32,12 @@ The machine:
   kill-port PORT                       kill what listens on PORT, with its children
   doctor                               check interpreters, Chromium, serial, port, state dir
   runner start|stop|status|restart|logs   manage the runner daemon
+Lifecycle gates, per workspace (all take --json):
+  gate status|advance [TO]|retreat TRIGGER REASON|emit PATH...|verify|context
+  mutable add|resolve|list      named unknowns, resolved only by witnessed tasks
+  prd add|update|list|ready     work items in .prd
+  evidence add|list|show|verify receipts under .plugkit/evidence
+  approve ID | --list           a person approves a critical-risk item
 Memory kept across sessions (all take --json):
   memory add|list|show|forget|search|index
   --version                            print the version
@@ -75,6 +81,11 @@ VERBS = {
     "kill-port": _verb("killport", "main"),
     "doctor": _verb("doctor", "main"),
     "memory": _verb("memory_verbs", "main"),
+    "gate": _verb("gate_verbs", "gate_main"),
+    "mutable": _verb("gate_verbs", "mutable_main"),
+    "prd": _verb("gate_verbs", "prd_main"),
+    "evidence": _verb("gate_verbs", "evidence_main"),
+    "approve": _verb("gate_verbs", "approve_main"),
 }
 
 # verb prefix -> handler(verb, argv): `exec:python` is exec with lang "python".

@@ -64,8 +64,9 @@ def make_app(runtime: Runtime, limits: Limits | None = None,
 
 
 def default_services() -> tuple[ServiceFactory, ...]:
+    from runner.gates_service import gates_service
     from runner.services import tasks_service
 
-    return (tasks_service,)
+    return (tasks_service, gates_service)
 
 

@@ -3,15 +3,23 @@
 import time
 from typing import Any, Callable
 
+from runner.rpc import approval as approval_ns
 from runner.rpc import debug as debug_ns
+from runner.rpc import evidence as evidence_ns
+from runner.rpc import gate as gate_ns
 from runner.rpc import memory as memory_ns
+from runner.rpc import mutable as mutable_ns
 from runner.rpc import port as port_ns
+from runner.rpc import prd as prd_ns
 from runner.rpc import runner as runner_ns
 from runner.rpc import serial as serial_ns
 from runner.rpc import session as session_ns
 from runner.rpc import task as task_ns
 
-NAMESPACES = (runner_ns, debug_ns, task_ns, session_ns, port_ns, serial_ns, memory_ns)
+NAMESPACES = (
+    runner_ns, debug_ns, task_ns, session_ns, port_ns, serial_ns, memory_ns,
+    gate_ns, mutable_ns, prd_ns, evidence_ns, approval_ns,
+)
 
 
 def build_methods(extra: tuple = ()) -> dict[str, Callable[..., Any]]:

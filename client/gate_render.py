@@ -1,0 +1,124 @@
+"""A few plain lines per lifecycle result, for people and agents reading a terminal."""
+
+import time
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+def _value(v: object) -> str:
+    if isinstance(v, list):
+        return ", ".join(map(str, v)) or "none"
+    return str(v)
+
+
+def condition(c: dict) -> str:
+    return f"  {'ok ' if c['holds'] else 'NO '} {c['name']}: {_value(c['value'])}"
+
+
+def transition(t: dict) -> str:
+    why = f" ({t['reason']})" if t.get("reason") else ""
+    return f"{_when(t['at'])}  {t['from_phase']} -> {t['to_phase']}  [{t['trigger']}]{why}"
+
+
+def status(r: dict) -> list[str]:
+    lines = [f"phase {r['phase']} since {_when(r['entered_at'])} (gates {r['mode']}), workspace {r['workspace']}",
+             f"to {r['next_phase']}:"] + [condition(c) for c in r["conditions"]]
+    if r["unknown_mutables"]:
+        lines.append(f"unknown mutables: {', '.join(r['unknown_mutables'])}")
+    if r["history"]:
+        lines.append("recent transitions:")
+        lines += ["  " + transition(t) for t in r["history"][-3:]]
+    lines += [f"notice: {n}" for n in r["notices"]]
+    return lines
+
+
+def advance(r: dict) -> list[str]:
+    if r["ok"]:
+        return [transition(r["transition"])]
+    return [f"still {r['phase']}: not every condition for {r['to']} holds"] + [condition(c) for c in r["unmet"]]
+
+
+def verify(r: dict) -> list[str]:
+    v, t = r["verify"], r["task"]
+    outcome = v["outcome"] or f"still {t['state']} (plugkit exec:sleep task_{t['task_id']}, then plugkit gate status)"
+    lines = [f"verify task_{t['task_id']}: {outcome}"]
+    if v.get("detail"):
+        lines.append(f"  {v['detail']}")
+    if v.get("receipt"):
+        lines.append(f"  receipt {v['receipt']}")
+    return lines
+
+
+def mutable(m: dict) -> str:
+    value = f" = {m['value']!r}" if m["status"] == "KNOWN" else ""
+    expected = f" (expected {m['expected']!r})" if m.get("expected") is not None else ""
+    failed = f"; last failure: {m['last_failure']}" if m.get("last_failure") and m["status"] != "KNOWN" else ""
+    return f"{m['name']}: {m['status']}{value}{expected}, attempts {m['attempts']}{failed}"
+
+
+def mutable_added(r: dict) -> list[str]:
+    lines = [f"added {mutable(r['mutable'])}; phase {r['phase']}"]
+    if r.get("transition"):
+        lines.append("  " + transition(r["transition"]))
+    return lines
+
+
+def resolved(r: dict) -> list[str]:
+    head = f"{mutable(r['mutable'])}  (receipt {r['receipt']})"
+    lines = [head if r["known"] else f"not resolved: {r['reason']}", f"  phase {r['phase']}"]
+    if not r["known"]:
+        lines.insert(1, "  " + head)
+    if r.get("transition"):
+        lines.append("  " + transition(r["transition"]))
+    return lines
+
+
+def item(i: dict) -> str:
+    deps = f" blocked by {', '.join(i['blocked_by'])}" if i["blocked_by"] else ""
+    approved = " (approved)" if i.get("approved") else ""
+    return f"{i['id']:<6} {i['status']:<11} {i['risk']:<8}{approved} {i['subject']}{deps}"
+
+
+def item_added(r: dict) -> list[str]:
+    lines = [f"added {item(r['item'])}"]
+    if r.get("transition"):
+        lines.append("  " + transition(r["transition"]))
+    return lines
+
+
+def items(r: dict) -> list[str]:
+    lines = [item(i) for i in r["items"]] or ["no work items"]
+    if r["waves"]:
+        lines.append("waves: " + "  |  ".join(" ".join(w) for w in r["waves"]))
+    return lines
+
+
+def receipt(r: dict) -> str:
+    what = r["path"] if r["kind"] == "file" else f"task_{(r.get('task') or {}).get('task_id')}"
+    subject = f" for {r['subject']}" if r.get("subject") else ""
+    return f"{r['id']}  {_when(r['created_at'])}  {r['kind']:<11} {what}{subject}"
+
+
+def receipt_detail(r: dict) -> list[str]:
+    lines = [receipt(r), f"  sha256 {r['sha256']} ({r['size']} bytes)"]
+    if r.get("task"):
+        t = r["task"]
+        lines.append(f"  task_{t['task_id']} of session {t['session_id']} ({t['lang']}): {t['state']}, "
+                     f"exit code {t['exit_code']}, code sha256 {t['code_sha256']}")
+    if r.get("note"):
+        lines.append(f"  note: {r['note']}")
+    return lines
+
+
+def verified(r: dict) -> list[str]:
+    lines = [f"{x['id']}  {'ok' if x['ok'] else 'MISMATCH: ' + '; '.join(x['problems'])}" for x in r["results"]]
+    return lines + [f"{r['checked']} receipt(s) checked: {'all ok' if r['ok'] else 'mismatches found'}"]
+
+
+def approvals(r: dict) -> list[str]:
+    lines = [f"{a['item_id']}: approved by {a['user']} via {a['via']} at {_when(a['at'])}" for a in r["approvals"]]
+    if r["waiting"]:
+        lines.append(f"waiting for a person's approval: {', '.join(r['waiting'])}")
+    return lines or ["no approvals, and no critical items waiting"]

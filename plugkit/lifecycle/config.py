@@ -1,0 +1,88 @@
+"""`.plugkit/config.toml`: how strictly the gates apply, and the command that witnesses "done".
+
+    gates = "advisory"          # "off" | "advisory" (default: denials become warnings) | "enforce"
+    verify = "pytest -q"        # the project's check, run by the runner as a witnessed task
+    verify_lang = "bash"        # the language row that runs it
+    verify_timeout_s = 600
+    ready_limit = 3             # how many items prd.ready offers at once
+
+A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
+key keeps its default and the problem is reported (gate.status `notices`), so a typo in
+`gates = "enforse"` is visible instead of silently weakening or strengthening the gates.
+"""
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Optional
+
+MODES = ("off", "advisory", "enforce")
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    mode: str = "advisory"
+    verify: Optional[str] = None
+    verify_lang: str = "bash"
+    verify_timeout_s: float = 600.0
+    ready_limit: int = 3
+    problems: tuple[str, ...] = field(default=())
+
+
+def _mode(v: Any) -> str:
+    if v not in MODES:
+        raise ValueError(f"must be one of {', '.join(MODES)}")
+    return v
+
+
+def _text(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise ValueError("must be a non-empty string")
+    return v
+
+
+def _seconds(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 24 * 3600:
+        raise ValueError("must be a number of seconds between 1 and 86400")
+    return float(v)
+
+
+def _count(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 100:
+        raise ValueError("must be an integer between 1 and 100")
+    return v
+
+
+# toml key -> (dataclass field, validator). Adding a setting is adding a row.
+KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "gates": ("mode", _mode),
+    "verify": ("verify", _text),
+    "verify_lang": ("verify_lang", _text),
+    "verify_timeout_s": ("verify_timeout_s", _seconds),
+    "ready_limit": ("ready_limit", _count),
+}
+
+
+def load(path: str) -> GateConfig:
+    try:
+        with open(path, "rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        return GateConfig()
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return GateConfig(problems=(f".plugkit/config.toml is unreadable ({exc}); using defaults",))
+    return parse(raw)
+
+
+def parse(raw: dict) -> GateConfig:
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, value in raw.items():
+        if key not in KEYS:
+            problems.append(f".plugkit/config.toml: unknown key {key!r} ignored")
+            continue
+        name, check = KEYS[key]
+        try:
+            values[name] = check(value)
+        except ValueError as exc:
+            problems.append(f".plugkit/config.toml: {key} {exc}; using the default")
+    return replace(GateConfig(), **values, problems=tuple(problems))

@@ -1,0 +1,179 @@
+"""Evidence receipts: content-addressed JSON under `.plugkit/evidence/`, verifiable later.
+
+A receipt names its artifact by sha256: a task's witnessed output (a copy kept under
+`evidence/blobs/<sha256>`, written by the runner, never by the agent) or a file of the
+workspace (hashed where it is). The receipt's id is the hash of its own canonical
+JSON, so editing a receipt breaks its id, editing a blob breaks its hash, and editing a
+file named by a receipt shows as "changed since". `verify` re-hashes all three.
+"""
+
+import hashlib
+import json
+import os
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from plugkit.lifecycle.errors import Invalid, NotFound
+from plugkit.lifecycle.workspace import Workspace, atomic_write
+
+ID_CHARS = 20  # 80 bits of the body hash: unique within a workspace, short enough to type
+MIN_PREFIX = 6
+Kind = Literal["task_output", "verify", "file"]
+
+
+class TaskWitness(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: int
+    session_id: str
+    lang: str
+    code_sha256: Optional[str]  # None only when the runner keeps no ledger (unit tests)
+    state: str
+    exit_code: Optional[int]
+    truncated: bool
+
+
+class Receipt(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = ""
+    kind: Kind
+    created_at: float
+    sha256: str  # of the artifact
+    size: int
+    path: Optional[str] = None  # file artifacts: relative to the workspace root
+    task: Optional[TaskWitness] = None
+    subject: str = ""  # what it witnesses: "mutable:NAME", "verify", an item id, ...
+    note: str = ""
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def body_id(receipt: Receipt) -> str:
+    body = receipt.model_dump(mode="json", exclude={"id"})
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return sha256_bytes(canonical.encode())[:ID_CHARS]
+
+
+def _blob_dir(ws: Workspace) -> str:
+    return os.path.join(ws.evidence_dir, "blobs")
+
+
+def _store(ws: Workspace, receipt: Receipt) -> Receipt:
+    receipt.id = body_id(receipt)
+    os.makedirs(ws.evidence_dir, exist_ok=True)
+    atomic_write(os.path.join(ws.evidence_dir, receipt.id + ".json"),
+                 receipt.model_dump_json(indent=1).encode())
+    return receipt
+
+
+def record_output(ws: Workspace, kind: Kind, output: bytes, task: TaskWitness, subject: str,
+                  note: str, now: float) -> Receipt:
+    """Call with the workspace lock held. The blob is content-addressed: the same output
+    twice is stored once."""
+    digest = sha256_bytes(output)
+    os.makedirs(_blob_dir(ws), exist_ok=True)
+    blob = os.path.join(_blob_dir(ws), digest)
+    if not os.path.exists(blob) or sha256_file(blob) != digest:
+        atomic_write(blob, output)
+    return _store(ws, Receipt(kind=kind, created_at=now, sha256=digest, size=len(output),
+                              task=task, subject=subject, note=note))
+
+
+def record_file(ws: Workspace, path: str, subject: str, note: str, now: float) -> Receipt:
+    rel = ws.inside(path)
+    full = os.path.join(ws.root, rel)
+    if not os.path.isfile(full):
+        raise Invalid(f"{rel} is not a file in the workspace")
+    return _store(ws, Receipt(kind="file", created_at=now, sha256=sha256_file(full),
+                              size=os.path.getsize(full), path=rel, subject=subject, note=note))
+
+
+def _read(path: str) -> Optional[Receipt]:
+    try:
+        with open(path, "rb") as fh:
+            return Receipt.model_validate_json(fh.read())
+    except (OSError, ValidationError, ValueError):
+        return None
+
+
+def list_receipts(ws: Workspace) -> list[Receipt]:
+    try:
+        names = [n for n in os.listdir(ws.evidence_dir) if n.endswith(".json")]
+    except FileNotFoundError:
+        return []
+    found = [r for n in names if (r := _read(os.path.join(ws.evidence_dir, n))) is not None]
+    return sorted(found, key=lambda r: (r.created_at, r.id))
+
+
+def find(ws: Workspace, ref: str) -> Receipt:
+    """By id or unique prefix (at least MIN_PREFIX characters), as git names commits."""
+    ref = ref.strip().lower()
+    if len(ref) < MIN_PREFIX or not all(c in "0123456789abcdef" for c in ref):
+        raise Invalid(f"receipt id {ref!r}: give at least {MIN_PREFIX} hex characters of it")
+    exact = os.path.join(ws.evidence_dir, ref + ".json")
+    if len(ref) == ID_CHARS and os.path.exists(exact):
+        receipt = _read(exact)
+        if receipt is not None:
+            return receipt
+    try:
+        names = [n[:-5] for n in os.listdir(ws.evidence_dir) if n.endswith(".json") and n.startswith(ref)]
+    except FileNotFoundError:
+        names = []
+    if len(names) > 1:
+        raise Invalid(f"receipt prefix {ref} is ambiguous ({', '.join(sorted(names)[:5])}); give more of it")
+    receipt = _read(os.path.join(ws.evidence_dir, names[0] + ".json")) if names else None
+    if receipt is None:
+        raise NotFound(f"no evidence receipt {ref} in this workspace; `plugkit evidence list` shows them")
+    return receipt
+
+
+def verify(ws: Workspace, receipt: Receipt, file_name: Optional[str] = None) -> list[str]:
+    """Every mismatch found, as sentences; empty when the receipt still holds."""
+    problems = []
+    if body_id(receipt) != receipt.id or (file_name is not None and file_name != receipt.id):
+        problems.append("the receipt was edited after it was written (its content no longer hashes to its id)")
+    if receipt.kind == "file":
+        full = os.path.join(ws.root, receipt.path or "")
+        try:
+            now = sha256_file(full)
+        except OSError:
+            return problems + [f"{receipt.path} is gone"]
+        if now != receipt.sha256:
+            problems.append(f"{receipt.path} changed since it was recorded")
+    else:
+        blob = os.path.join(_blob_dir(ws), receipt.sha256)
+        try:
+            now = sha256_file(blob)
+        except OSError:
+            return problems + ["the witnessed output copy is missing"]
+        if now != receipt.sha256:
+            problems.append("the witnessed output copy was altered")
+    return problems
+
+
+def verify_all(ws: Workspace, refs: list[str]) -> list[tuple[str, list[str]]]:
+    """(id, problems) per receipt: the named ones, or every file in evidence/ (even unreadable)."""
+    if refs:
+        return [(r.id, verify(ws, r, r.id)) for r in (find(ws, ref) for ref in refs)]
+    try:
+        names = sorted(n[:-5] for n in os.listdir(ws.evidence_dir) if n.endswith(".json"))
+    except FileNotFoundError:
+        return []
+    out = []
+    for name in names:
+        receipt = _read(os.path.join(ws.evidence_dir, name + ".json"))
+        out.append((name, ["the receipt is not valid JSON of a receipt"] if receipt is None
+                    else verify(ws, receipt, name)))
+    return out

@@ -1,0 +1,231 @@
+"""Phase operations on one workspace: status, advance, retreat, emission, verify, stop.
+
+Synchronous and file-based (the runner calls them in a worker thread). What only the
+runner can witness — running tasks, git, a finished task's output — arrives as an
+`External` or a `Witness`; everything else is read from the workspace's files at the
+moment of the call.
+"""
+
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from plugkit.lifecycle import evidence, mutables, prd, state as state_mod
+from plugkit.lifecycle.config import GateConfig
+from plugkit.lifecycle.errors import Conflict, Forbidden, Invalid
+from plugkit.lifecycle.phases import (BACKWARD, FORWARD_FROM, ROW, Check, Facts, GitFacts, enter,
+                                      evaluate)
+from plugkit.lifecycle.state import EmitDecl, State, Transition, VerifyRun
+from plugkit.lifecycle.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class External:
+    running_tasks: tuple[int, ...] = ()
+    git: GitFacts = field(default_factory=GitFacts)
+
+
+@dataclass(frozen=True)
+class Witnessed:
+    """One finished task as the runner saw it: for the value, and for the receipt."""
+
+    seen: mutables.Witness
+    task: evidence.TaskWitness
+
+
+@dataclass(frozen=True)
+class Advance:
+    ok: bool
+    state: State
+    target: Optional[str]
+    checks: list[Check]
+    transition: Optional[Transition]
+
+
+def load_items(ws: Workspace) -> list[prd.Item]:
+    try:
+        with open(ws.prd_path, "rb") as fh:
+            return prd.parse(fh.read())
+    except FileNotFoundError:
+        return []
+
+
+def _open_items(ws: Workspace) -> tuple[str, ...]:
+    try:
+        return tuple(i.id for i in prd.open_items(load_items(ws)))
+    except Conflict as exc:  # an unreadable .prd cannot prove there is no open work
+        return (f"(.prd unreadable: {exc.message})",)
+
+
+def _mismatches(ws: Workspace, decls: list[EmitDecl]) -> tuple[str, ...]:
+    out = []
+    for d in decls:
+        full = os.path.join(ws.root, d.path)
+        try:
+            digest = evidence.sha256_file(full)
+        except OSError:
+            out.append(f"{d.path}: missing")
+            continue
+        if digest != d.sha256:
+            out.append(f"{d.path}: content differs from what was declared")
+    return tuple(out)
+
+
+def verify_status(st: State, cfg: GateConfig, git: GitFacts) -> tuple[bool, str]:
+    if not cfg.verify:
+        return False, 'no verify command: set verify = "..." in .plugkit/config.toml'
+    v = st.verify
+    if v is None:
+        return False, "not run in this VERIFY phase: plugkit gate verify"
+    if v.outcome is None:
+        return False, f"running: task_{v.task_id}"
+    if v.outcome != "green":
+        return False, f"{v.outcome}: {v.detail}"
+    if git.repo and v.head != git.head:
+        return False, f"stale: HEAD moved since task_{v.task_id} ran; run it again"
+    return True, f"green: task_{v.task_id}, receipt {v.receipt}"
+
+
+def facts(ws: Workspace, st: State, cfg: GateConfig, ext: External) -> Facts:
+    green, note = verify_status(st, cfg, ext.git)
+    return Facts(
+        plan_passes=st.plan_passes, last_pass_added=tuple(st.last_pass_added),
+        unknown_mutables=tuple(st.unknown()),
+        emission=None if st.emission is None else tuple(d.path for d in st.emission),
+        emission_mismatches=_mismatches(ws, st.emission or []),
+        open_items=_open_items(ws), running_tasks=ext.running_tasks, git=ext.git,
+        verify_green=green, verify_note=note, new_work=tuple(st.new_work))
+
+
+def next_checks(ws: Workspace, st: State, cfg: GateConfig, ext: External) -> list[Check]:
+    return evaluate(FORWARD_FROM[st.phase], facts(ws, st, cfg, ext))
+
+
+def advance(ws: Workspace, cfg: GateConfig, ext: External, to: Optional[str], now: float) -> Advance:
+    with state_mod.transaction(ws) as st:
+        row = FORWARD_FROM[st.phase]
+        if to is not None and to != row.target:
+            raise Conflict(f"no forward transition from {st.phase} to {to}; the next phase is {row.target}")
+        if st.phase == "PLAN":
+            # Asking to leave PLAN is the declaration that a planning pass is complete.
+            st.plan_passes += 1
+            st.last_pass_added, st.plan_added = st.plan_added, []
+        checks = evaluate(row, facts(ws, st, cfg, ext))
+        moved = enter(st, row.target, row.name, checks, now) if all(c.holds for c in checks) else None
+        return Advance(moved is not None, st.model_copy(deep=True), row.target, checks, moved)
+
+
+def retreat(ws: Workspace, trigger: str, reason: str, now: float, by_agent: bool = True) -> Transition:
+    rule = BACKWARD.get(trigger)
+    if rule is None:
+        raise Invalid(f"unknown trigger {trigger!r}; one of {', '.join(t for t, r in BACKWARD.items() if r.agent_may)}")
+    if by_agent and not rule.agent_may:
+        raise Forbidden(f"{trigger} is recorded by the runner from what it witnessed, not named by an agent")
+    with state_mod.transaction(ws) as st:
+        if st.phase not in rule.sources:
+            raise Conflict(f"{trigger} does not apply in {st.phase} (it applies in {', '.join(sorted(rule.sources))})")
+        return enter(st, rule.target, trigger, [], now, reason)
+
+
+def _new_work(st: State, label: str, now: float) -> Optional[Transition]:
+    """Something was added: it counts toward the planning pass, or reopens a finished workspace."""
+    if st.phase == "PLAN":
+        st.plan_added.append(label)
+        return None
+    if st.phase == "COMPLETE":
+        st.new_work.append(label)
+        row = ROW["new_work"]
+        return enter(st, row.target, row.name, [Check("new_work_arrived", True, list(st.new_work))], now)
+    return None
+
+
+def note_item_added(st: State, item_id: str, now: float) -> Optional[Transition]:
+    return _new_work(st, f"item {item_id}", now)
+
+
+def add_mutable(ws: Workspace, name: str, expected: Optional[str], description: str,
+                now: float) -> tuple[mutables.Mutable, State, Optional[Transition]]:
+    with state_mod.transaction(ws) as st:
+        m = mutables.new(name, expected, description, st.mutables)
+        st.mutables[name] = m
+        moved = None
+        if st.phase == "PLAN":
+            st.plan_added.append(f"mutable {name}")
+        else:
+            moved = enter(st, "PLAN", "new_unknown", [Check("unknown_mutables", False, st.unknown())], now,
+                          f"mutable {name} added")
+            st.plan_added.append(f"mutable {name}")  # the new unknown is part of the next planning pass
+        return m.model_copy(), st.model_copy(deep=True), moved
+
+
+@dataclass(frozen=True)
+class Resolution:
+    mutable: mutables.Mutable
+    outcome: mutables.Outcome
+    attempt: mutables.Attempt
+    receipt: evidence.Receipt
+    state: State
+    transition: Optional[Transition]
+
+
+def resolve_mutable(ws: Workspace, name: str, w: Witnessed, line: Optional[int], regex: Optional[str],
+                    now: float) -> Resolution:
+    with state_mod.transaction(ws) as st:
+        m = st.mutables.get(name)
+        if m is None:
+            raise Invalid(f"no mutable {name}; `plugkit mutable list` shows them")
+        attempt = mutables.judge(m, w.seen, line, regex)
+        receipt = evidence.record_output(ws, "task_output", w.seen.output.encode(), w.task,
+                                         f"mutable:{name}", attempt.reason, now)
+        outcome = mutables.apply(m, attempt, receipt.id)
+        moved = None
+        if outcome.retreat:
+            rule = BACKWARD["unresolved_after_two_attempts"]
+            moved = enter(st, rule.target, rule.trigger, [Check("attempts", False, outcome.attempts)], now,
+                          f"mutable {name}: {attempt.reason}")
+        return Resolution(m.model_copy(), outcome, attempt, receipt, st.model_copy(deep=True), moved)
+
+
+def declare_emission(ws: Workspace, files: list[tuple[str, str]]) -> State:
+    with state_mod.transaction(ws) as st:
+        if st.phase not in ("EXECUTE", "EMIT"):
+            raise Conflict(f"emission is declared in EXECUTE or EMIT; the phase is {st.phase}")
+        decls = {}
+        for path, digest in files:
+            rel = ws.inside(path)
+            decls[rel] = EmitDecl(path=rel, sha256=digest)
+        st.emission = list(decls.values())
+        return st.model_copy(deep=True)
+
+
+def check_verify_start(ws: Workspace, cfg: GateConfig) -> State:
+    st = state_mod.load(ws)
+    if st.phase != "VERIFY":
+        raise Conflict(f"the verify command runs in VERIFY; the phase is {st.phase}")
+    if not cfg.verify:
+        raise Conflict('no verify command: set verify = "..." in .plugkit/config.toml')
+    if st.verify is not None and st.verify.outcome is None:
+        raise Conflict(f"verify is already running as task_{st.verify.task_id}")
+    return st
+
+
+def record_verify_start(ws: Workspace, run: VerifyRun) -> None:
+    with state_mod.transaction(ws) as st:
+        if st.phase == "VERIFY":  # it left VERIFY meanwhile: the run no longer counts for anything
+            st.verify = run
+
+
+def settle_verify(ws: Workspace, w: Optional[Witnessed], now: float) -> None:
+    """Record how the pending verify run ended (w None: the runner no longer knows the task)."""
+    with state_mod.transaction(ws) as st:
+        v = st.verify
+        if v is None or v.outcome is not None or (w is not None and w.task.task_id != v.task_id):
+            return
+        if w is None:
+            v.outcome, v.detail = "lost", f"task_{v.task_id} is no longer known to the runner"
+            return
+        green = w.seen.state == "completed" and w.seen.exit_code == 0
+        v.outcome = "green" if green else "red"
+        v.detail = f"task_{v.task_id} ended {w.seen.state} (exit code {w.seen.exit_code})"
+        v.receipt = evidence.record_output(ws, "verify", w.seen.output.encode(), w.task, "verify",
+                                           v.detail, now).id

@@ -1,0 +1,143 @@
+"""What the hooks ask: may this tool call run (PreToolUse), may the agent stop (Stop).
+
+Tool names are rows of tables, one row per platform spelling, so supporting another
+agent is adding a row. Rules are tried in order; the first that matches decides. The
+mode then softens the decision: "advisory" turns a deny into an allow that carries the
+reason as a warning, "off" allows everything silently.
+
+Known gaps, by design of a hook that sees only a tool call: a shell command that writes
+files (`echo > f`) is not a file-writing tool; and `exec:` commands are allowed whatever
+they contain, because running code through the runner is how unknowns get resolved.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+WRITE_TOOLS = frozenset({
+    "Write", "Edit", "MultiEdit", "NotebookEdit",  # Claude Code
+    "write_file", "replace",  # Gemini CLI, Qwen Code
+    "apply_patch",  # Codex CLI
+})
+# tool name -> the key of tool_input holding the command line
+SHELL_TOOLS = {"Bash": "command", "run_shell_command": "command", "shell": "command",
+               "local_shell": "command", "exec_command": "cmd"}
+PRE_TOOL_EVENTS = frozenset({"PreToolUse", "pre_tool_use", "BeforeTool"})
+PATH_KEYS = ("file_path", "path", "notebook_path", "absolute_path")
+
+ALWAYS_ALLOWED = re.compile(r"^\s*(?:exec:|plugkit\s+exec)")
+# git, then global options (only these take a separate argument), then the subcommand.
+# Each option token has exactly one parse (the lookahead keeps the alternatives disjoint), so
+# a long crafted command costs linear time, not exponential backtracking.
+_WITH_ARG = r"(?:-[Cc]|--(?:git-dir|work-tree|namespace|exec-path|config-env))"
+_GIT_OPTS = rf"(?:\s+(?:{_WITH_ARG}\s+\S+|(?!{_WITH_ARG}\s)-\S+))*"
+GIT_COMMIT_PUSH = re.compile(r"(?:^|[\s;&|(`])git" + _GIT_OPTS + r"\s+(commit|push)\b")
+APPROVE = re.compile(r"(?:^|[\s;&|(`])plugkit\s+approve\b")
+PATCH_FILES = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class View:
+    """What a decision may look at: the workspace's phase and unknowns, and the call."""
+
+    phase: str
+    unknown: tuple[str, ...]
+    tool_name: str
+    command: Optional[str]  # shell tools only
+    paths: tuple[str, ...]  # file-writing tools only: the paths it names (as given)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: str  # allow | deny | ask
+    reason: str
+
+
+def view(phase: str, unknown: list[str], tool_name: str, tool_input: dict[str, Any]) -> View:
+    command = None
+    if tool_name in SHELL_TOOLS:
+        raw = tool_input.get(SHELL_TOOLS[tool_name], "")
+        command = " ".join(map(str, raw)) if isinstance(raw, list) else str(raw)
+    paths: list[str] = []
+    if tool_name in WRITE_TOOLS:
+        paths += [str(tool_input[k]) for k in PATH_KEYS if isinstance(tool_input.get(k), str)]
+        patch = tool_input.get("input") or tool_input.get("patch")
+        if isinstance(patch, str):
+            paths += [p.strip() for p in PATCH_FILES.findall(patch)]
+    return View(phase, tuple(unknown), tool_name, command, tuple(paths))
+
+
+def _names(unknown: tuple[str, ...]) -> str:
+    shown = ", ".join(unknown[:8])
+    return shown + (f" (+{len(unknown) - 8} more)" if len(unknown) > 8 else "")
+
+
+def _protected(v: View) -> bool:
+    for p in v.paths:
+        parts = p.replace("\\", "/").split("/")
+        if parts[-1] == ".prd" or ".plugkit" in parts[:-1]:
+            return True
+    return False
+
+
+def _write_before_emit(v: View) -> str:
+    if v.unknown:
+        return (f"phase {v.phase}: files are written from EMIT on; unknown mutables: {_names(v.unknown)} "
+                "(resolve each with an exec: run, then `plugkit mutable resolve NAME TASK`)")
+    return f"phase {v.phase}: files are written from EMIT on; `plugkit gate advance` when the phase's work is done"
+
+
+Rule = tuple[str, Callable[[View], bool], str, Callable[[View], str]]
+# (name, matches, decision, reason). Order matters: the first match decides.
+RULES: tuple[Rule, ...] = (
+    ("exec_always_allowed", lambda v: v.command is not None and bool(ALWAYS_ALLOWED.match(v.command)),
+     "allow", lambda v: ""),
+    ("approval_is_for_humans", lambda v: v.command is not None and bool(APPROVE.search(v.command)),
+     "ask", lambda v: "approving a critical work item is a person's decision: `plugkit approve` must be typed by "
+                      "the user, not run by the agent"),
+    ("no_commit_with_unknowns",
+     lambda v: v.command is not None and bool(v.unknown) and bool(GIT_COMMIT_PUSH.search(v.command)),
+     "deny", lambda v: f"git commit/push while mutables are unknown: {_names(v.unknown)}"),
+    ("lifecycle_files_via_plugkit", lambda v: v.tool_name in WRITE_TOOLS and _protected(v),
+     "deny", lambda v: ".prd and .plugkit/ are changed through plugkit (prd add|update, mutable ...), "
+                       "not written directly"),
+    ("no_write_before_emit", lambda v: v.tool_name in WRITE_TOOLS and v.phase in ("PLAN", "EXECUTE"),
+     "deny", _write_before_emit),
+    ("no_write_when_complete", lambda v: v.tool_name in WRITE_TOOLS and v.phase == "COMPLETE",
+     "deny", lambda v: "phase COMPLETE: nothing is left to write; `plugkit prd add` new work to reopen (back to PLAN)"),
+)
+
+
+def decide(v: View) -> Verdict:
+    for _name, matches, decision, reason in RULES:
+        if matches(v):
+            return Verdict(decision, reason(v))
+    return Verdict("allow", "")
+
+
+def soften(mode: str, verdict: Verdict) -> Verdict:
+    if mode == "off":
+        return Verdict("allow", "")
+    if mode == "advisory" and verdict.decision == "deny":
+        return Verdict("allow", f"plugkit gates (advisory; would deny): {verdict.reason}")
+    return verdict
+
+
+# condition name -> the sentence Stop shows when it does not hold (value as reported)
+SAY: dict[str, Callable[[Any], str]] = {
+    "no_open_work_items": lambda v: f"open work items: {', '.join(v)}",
+    "no_unknown_mutables": lambda v: f"unknown mutables: {', '.join(v)}",
+    "no_running_tasks": lambda v: f"tasks still running: {', '.join(v)}",
+    "git_clean": lambda v: (f"uncommitted changes: {', '.join(v[:5])}" + (" ..." if len(v) > 5 else ""))
+    if isinstance(v, list) else f"git: {v}",
+    "nothing_unpushed": lambda v: f"unpushed: {v}",
+    "verify_green": lambda v: f"verify: {v}",
+}
+
+
+def stop_reasons(phase: str, failing: list[tuple[str, Any]]) -> list[str]:
+    """What is missing, shortest sentence first: the quick wins lead and the list stays scannable."""
+    lines = [SAY.get(name, lambda v, n=name: f"{n}: {v}")(value) for name, value in failing]
+    if phase != "COMPLETE":
+        lines.append(f"phase is {phase}, not COMPLETE")
+    return sorted(lines, key=lambda s: (len(s), s))

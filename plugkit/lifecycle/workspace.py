@@ -1,0 +1,124 @@
+"""Which directory a cwd's gates belong to, where its lifecycle files live, the one lock
+that serialises writes to them, and atomic file replacement.
+
+The workspace of a cwd is the nearest directory at or above realpath(cwd) holding a
+marker: `.git` (a repository root), `.prd`, `.plugkit/config.toml` or `.plugkit/state.json`;
+with none, realpath(cwd) itself. So an agent working in `repo/src` and one in `repo/`
+share one phase, one set of mutables and one `.prd`, which is what "the project" means
+to a person; a sub-project of a monorepo opts out with its own `.plugkit/config.toml`.
+A bare `.plugkit/` directory is not a marker: the browser executor creates
+`.plugkit/evidence/screenshots` in whatever cwd a session has, and that must not move
+a workspace.
+"""
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Iterator
+
+from plugkit.lifecycle.errors import Invalid
+
+STATE_DIR = ".plugkit"
+PRD_FILE = ".prd"
+MARKERS = (".git", PRD_FILE, os.path.join(STATE_DIR, "config.toml"), os.path.join(STATE_DIR, "state.json"))
+# Everything plugkit itself writes under .plugkit/ is ignored by git through a .gitignore of its
+# own: state.json changes on every transition, and a worktree made dirty by the gate's own
+# bookkeeping could never pass the "git worktree clean" condition. config.toml and lang/ are
+# not listed: they are the user's, to commit.
+OWNED_IGNORES = ("state.json", "state.json.corrupt-*", "state.lock", "evidence/", "*.tmp", ".gitignore")
+
+
+def find_root(cwd: str) -> str:
+    real = os.path.realpath(cwd)
+    probe = real
+    while True:
+        if any(os.path.lexists(os.path.join(probe, m)) for m in MARKERS):
+            return probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return real
+        probe = parent
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: str  # a realpath
+
+    @property
+    def dir(self) -> str:
+        return os.path.join(self.root, STATE_DIR)
+
+    @property
+    def state_path(self) -> str:
+        return os.path.join(self.dir, "state.json")
+
+    @property
+    def lock_path(self) -> str:
+        return os.path.join(self.dir, "state.lock")
+
+    @property
+    def evidence_dir(self) -> str:
+        return os.path.join(self.dir, "evidence")
+
+    @property
+    def config_path(self) -> str:
+        return os.path.join(self.dir, "config.toml")
+
+    @property
+    def prd_path(self) -> str:
+        return os.path.join(self.root, PRD_FILE)
+
+    def ensure_dir(self) -> None:
+        """Created on the first write only: reads (hooks on every tool call) never litter a cwd."""
+        os.makedirs(self.dir, exist_ok=True)
+        ignore = os.path.join(self.dir, ".gitignore")
+        if not os.path.exists(ignore):
+            atomic_write(ignore, ("# written by plugkit: its own state, never committed\n"
+                                  + "\n".join(OWNED_IGNORES) + "\n").encode())
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Exclusive across threads and processes: flock locks belong to the open file
+        description, and every holder opens the lock file anew. Held only around a
+        read-modify-write of small files, never while a task runs."""
+        self.ensure_dir()
+        fd = os.open(self.lock_path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def inside(self, path: str) -> str:
+        """`path` (absolute, or relative to the root) as a root-relative path; refused
+        when it resolves outside the workspace (`..`, or a symlink pointing out)."""
+        full = os.path.realpath(os.path.join(self.root, path))
+        if full != self.root and not full.startswith(self.root + os.sep):
+            raise Invalid(f"{path!r} is outside the workspace {self.root}")
+        rel = os.path.relpath(full, self.root)
+        if rel == ".":
+            raise Invalid(f"{path!r} names the workspace itself, not a file in it")
+        return rel
+
+
+def workspace_of(cwd: str) -> Workspace:
+    return Workspace(find_root(cwd))
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Temp file in the same directory + fsync + rename: a reader (or a crash) sees the
+    old file or the new one, never half of one."""
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

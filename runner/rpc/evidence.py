@@ -1,0 +1,63 @@
+"""evidence.* — content-addressed receipts under `.plugkit/evidence/`, and their verification.
+
+A receipt's id is the hash of its own content (give at least 6 hex characters of it).
+Errors: -32001 no such receipt / no such task in this workspace, -32602 ambiguous prefix,
+a path outside the workspace, -32005 the task is still running.
+"""
+
+from plugkit.lifecycle import evidence as ev, work
+from plugkit.protocol import (EvidenceAddParams, EvidenceList, EvidenceRef, EvidenceVerifyParams,
+                              EvidenceVerifyResult, ReceiptCheck, ReceiptInfo, WorkspaceParams)
+from runner.gates import GateManager
+from runner.rpc import lifecycle_shapes as shapes
+from runner.rpc.base import Context, rpc
+
+
+def _gates(ctx: Context) -> GateManager:
+    return ctx.services["gates"]
+
+
+@rpc(EvidenceAddParams)
+async def add(ctx: Context, p: EvidenceAddParams) -> ReceiptInfo:
+    """evidence.add {session_id, cwd, task_id? | path?, subject?, note?} -> ReceiptInfo
+
+    Records a finished task's witnessed output (a task of any session in this workspace;
+    the runner keeps a copy) or a workspace file's hash, as a receipt that work items can
+    name when they are completed.
+    """
+    gates = _gates(ctx)
+    ws = gates.workspace(p.session_id, p.cwd)
+    seen = await gates.witnessed(ws, p.task_id) if p.task_id is not None else None
+    receipt = await gates.call(ws, work.evidence_add, seen, p.path, p.subject, p.note, gates.clock())
+    return shapes.receipt(receipt)
+
+
+@rpc(WorkspaceParams)
+async def list_(ctx: Context, p: WorkspaceParams) -> EvidenceList:
+    """evidence.list {session_id, cwd} -> {receipts: [ReceiptInfo]} (oldest first)"""
+    gates = _gates(ctx)
+    receipts = await gates.read(gates.workspace(p.session_id, p.cwd), ev.list_receipts)
+    return EvidenceList(receipts=[shapes.receipt(r) for r in receipts])
+
+
+@rpc(EvidenceRef)
+async def show(ctx: Context, p: EvidenceRef) -> ReceiptInfo:
+    """evidence.show {session_id, cwd, receipt_id} -> ReceiptInfo"""
+    gates = _gates(ctx)
+    return shapes.receipt(await gates.read(gates.workspace(p.session_id, p.cwd), ev.find, p.receipt_id))
+
+
+@rpc(EvidenceVerifyParams)
+async def verify(ctx: Context, p: EvidenceVerifyParams) -> EvidenceVerifyResult:
+    """evidence.verify {session_id, cwd, receipt_ids?} -> {ok, checked, results: [{id, ok, problems}]}
+
+    Re-hashes each receipt (an edited receipt no longer matches its id), its kept output
+    copy, or the file it names (changed since, or gone). No ids: every receipt.
+    """
+    gates = _gates(ctx)
+    found = await gates.read(gates.workspace(p.session_id, p.cwd), ev.verify_all, list(p.receipt_ids))
+    results = [ReceiptCheck(id=rid, ok=not problems, problems=problems) for rid, problems in found]
+    return EvidenceVerifyResult(ok=all(r.ok for r in results), checked=len(results), results=results)
+
+
+METHODS = {"evidence.add": add, "evidence.list": list_, "evidence.show": show, "evidence.verify": verify}

@@ -1,0 +1,74 @@
+"""prd.* — work items in `.prd` at the workspace root (a JSON array), and their ready waves.
+
+blocked_by/blocking stay bidirectional whichever side is edited; a change closing a cycle
+is refused (-32602, data.cycle names it). Completing an item requires naming evidence
+receipts that still verify; a critical-risk item starts only once a person approved it
+(-32002). Errors: -32001 no such item, -32005 blocked by unfinished items, .prd unreadable.
+"""
+
+from plugkit.lifecycle import work
+from plugkit.protocol import PrdAdded, PrdAddParams, PrdItem, PrdList, PrdReadyParams, PrdUpdateParams, WorkspaceParams
+from runner.gates import GateManager
+from runner.rpc import lifecycle_shapes as shapes
+from runner.rpc.base import Context, rpc
+
+_LINK_AND_TEXT = ("subject", "acceptance", "edge_cases", "blocked_by", "blocking", "effort", "risk")
+
+
+def _gates(ctx: Context) -> GateManager:
+    return ctx.services["gates"]
+
+
+@rpc(PrdAddParams)
+async def add(ctx: Context, p: PrdAddParams) -> PrdAdded:
+    """prd.add {session_id, cwd, subject, id?, status?, acceptance?, edge_cases?, blocked_by?,
+    blocking?, effort?, risk?} -> {item, transition?}
+
+    id defaults to the next wN. In PLAN the item counts toward the planning pass; in
+    COMPLETE it reopens the workspace (COMPLETE -> PLAN, row new_work).
+    Example: {"method":"prd.add","params":{"session_id":"s","cwd":"/w","subject":"Login form",
+              "acceptance":["rejects a bad password"],"blocked_by":["w1"]}}
+    """
+    gates = _gates(ctx)
+    fields = p.model_dump(exclude={"session_id", "cwd"})
+    item, moved = await gates.call(gates.workspace(p.session_id, p.cwd), work.prd_add, fields, gates.clock())
+    return PrdAdded(item=shapes.item(item, {}), transition=shapes.transition(moved))
+
+
+@rpc(PrdUpdateParams)
+async def update(ctx: Context, p: PrdUpdateParams) -> PrdItem:
+    """prd.update {session_id, cwd, id, subject?, status?, acceptance?, edge_cases?, blocked_by?,
+    blocking?, effort?, risk?, evidence?: [receipt ids]} -> PrdItem
+
+    Only the fields given change (a list given replaces the list). status "completed"
+    requires `evidence`.
+    """
+    gates = _gates(ctx)
+    changes = {k: getattr(p, k) for k in _LINK_AND_TEXT if getattr(p, k) is not None}
+    item = await gates.call(gates.workspace(p.session_id, p.cwd), work.prd_update, p.id, changes,
+                            p.status, list(p.evidence))
+    return shapes.item(item, {})
+
+
+@rpc(WorkspaceParams)
+async def list_(ctx: Context, p: WorkspaceParams) -> PrdList:
+    """prd.list {session_id, cwd} -> {items: [PrdItem], waves: [[id]]} (waves: open items by dependency depth)"""
+    gates = _gates(ctx)
+    listing = await gates.read(gates.workspace(p.session_id, p.cwd), work.prd_list)
+    return PrdList(items=[shapes.item(i, listing.approvals) for i in listing.items], waves=listing.waves)
+
+
+@rpc(PrdReadyParams)
+async def ready(ctx: Context, p: PrdReadyParams) -> PrdList:
+    """prd.ready {session_id, cwd, limit?} -> {items, waves}
+
+    The next wave: pending items whose blockers are all completed, in file order, at most
+    `limit` (default: ready_limit in .plugkit/config.toml, else 3).
+    """
+    gates = _gates(ctx)
+    ws = gates.workspace(p.session_id, p.cwd)
+    listing = await gates.read(ws, work.prd_ready, p.limit or gates.config(ws).ready_limit)
+    return PrdList(items=[shapes.item(i, listing.approvals) for i in listing.items], waves=listing.waves)
+
+
+METHODS = {"prd.add": add, "prd.update": update, "prd.list": list_, "prd.ready": ready}
