@@ -40,6 +40,9 @@ Lifecycle gates, per workspace (all take --json):
   approve ID | --list           a person approves a critical-risk item
 Memory kept across sessions (all take --json):
   memory add|list|show|forget|search|index
+Agent platforms (P: claude-code, qwen, gemini, codex):
+  install --platform P [--project|--user] [--print] [--uninstall]   write P's hook configuration
+  hook EVENT [--platform P]     what P's hooks run (event JSON on stdin; fails open)
   --version                            print the version
 
 Session: --session ID, else $PLUGKIT_SESSION, else one per directory.
@@ -81,6 +84,8 @@ VERBS = {
     "kill-port": _verb("killport", "main"),
     "doctor": _verb("doctor", "main"),
     "memory": _verb("memory_verbs", "main"),
+    "hook": _verb("hooks.core", "main"),
+    "install": _verb("install", "main"),
     "gate": _verb("gate_verbs", "gate_main"),
     "mutable": _verb("gate_verbs", "mutable_main"),
     "prd": _verb("gate_verbs", "prd_main"),

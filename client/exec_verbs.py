@@ -71,18 +71,26 @@ def _exec(argv: list[str], lang: str | None) -> int:
     client = connect()
     try:
         follower = follow.Follower(client, {}, sink, limit)
-        params = me.params(lang=lang, code=code, wait_ms=int(min(wait_s, FIRST_WAIT_S) * 1000),
-                           max_bytes=follower.read_size())
-        if timeout_s is not None:
-            params["timeout_ms"] = max(1, round(timeout_s * 1000))
-        result = client.call("task.exec", params, timeout=FIRST_WAIT_S + 30)
-        info = result["task"]
-        tid = info["task_id"]
-        follower.ref = me.ref(tid)
-        follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
-        return _follow(client, follower, info, result["output"], me, opts, wait_s, deadline)
+        info, first_output = start(client, me, follower, lang, code, wait_s, timeout_s)
+        return _follow(client, follower, info, first_output, me, opts, wait_s, deadline)
     finally:
         client.close()
+
+
+def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, wait_s: float,
+          timeout_s: float | None) -> tuple[dict, dict]:
+    """task.exec, waiting at most FIRST_WAIT_S; points `follower` at the new task.
+    Returns (TaskInfo, the first output). Shared with the hooks' exec: interception."""
+    params = me.params(lang=lang, code=code, wait_ms=int(min(wait_s, FIRST_WAIT_S) * 1000),
+                       max_bytes=follower.read_size())
+    if timeout_s is not None:
+        params["timeout_ms"] = max(1, round(timeout_s * 1000))
+    result = client.call("task.exec", params, timeout=FIRST_WAIT_S + 30)
+    info = result["task"]
+    tid = info["task_id"]
+    follower.ref = me.ref(tid)
+    follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
+    return info, result["output"]
 
 
 def _follow(client, follower: follow.Follower, info: dict, first_output: dict, me: Caller, opts: dict,

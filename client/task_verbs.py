@@ -1,6 +1,9 @@
 """The verbs that follow tasks already started: exec:status, exec:sleep, exec:close,
 exec:type, exec:tasks, and session-cleanup. Each names its task as task_N or N
-and reaches it through the caller's session (--session / $PLUGKIT_SESSION / cwd)."""
+and reaches it through the caller's session (--session / $PLUGKIT_SESSION / cwd).
+
+The five exec: verbs also take `sink` and `caller`: the platform hooks run them for a
+session named on their stdin and hand what they would print to the model instead."""
 
 import json
 import time
@@ -15,13 +18,24 @@ COMMON = {"--session": VALUE, "--cwd": VALUE, "--json": FLAG}
 SESSION_FLAGS = "[--json] [--session ID] [--cwd D]"
 
 
-def _task_verb(argv: list[str], extra: dict, usage: str, **kw) -> tuple[dict, list[str], int, Caller]:
+def _task_verb(argv: list[str], extra: dict, usage: str, caller: Caller | None = None,
+               **kw) -> tuple[dict, list[str], int, Caller]:
     opts, words = parse_or_help(argv, {**COMMON, **extra}, usage, **kw)
-    return opts, words, task_id(words[0]), Caller(opts)
+    return opts, words, task_id(words[0]), caller or Caller(opts)
 
 
-def _sink(opts: dict):
+def _sink(opts: dict, sink=None):
+    if sink is not None:
+        return sink
     return follow.Collector() if opts.get("json") else follow.Printer()
+
+
+def _say(sink, text: str) -> None:
+    """A line for our stdout, or for the sink when someone else shows the output."""
+    if sink is None:
+        print(text)
+    else:
+        sink.write("stdout", text + "\n")
 
 
 STATUS_USAGE = f"""usage: plugkit exec:status TASK [--full] {SESSION_FLAGS}
@@ -31,9 +45,9 @@ the rest to stderr), then its state. Output over PLUGKIT_MAX_OUTPUT (64 KiB) sho
 as its first and last halves; --full shows all of it."""
 
 
-def status(argv: list[str]) -> int:
-    opts, _, tid, me = _task_verb(argv, {"--full": FLAG}, STATUS_USAGE, min_pos=1, max_pos=1)
-    sink = _sink(opts)
+def status(argv: list[str], sink=None, caller: Caller | None = None) -> int:
+    opts, _, tid, me = _task_verb(argv, {"--full": FLAG}, STATUS_USAGE, caller, min_pos=1, max_pos=1)
+    sink = _sink(opts, sink)
     client = connect()
     try:
         # State first, output second: a task seen finished has all its output in
@@ -63,14 +77,14 @@ Streams TASK's new output until it ends, TEXT appears, or S seconds (default 30)
 pass. Exits with the task's exit code if it ended, else 0."""
 
 
-def sleep(argv: list[str]) -> int:
-    opts, words, tid, me = _task_verb(argv, {"--until": VALUE, "--full": FLAG}, SLEEP_USAGE,
+def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
+    opts, words, tid, me = _task_verb(argv, {"--until": VALUE, "--full": FLAG}, SLEEP_USAGE, caller,
                                       min_pos=1, max_pos=2)
     secs: float = number({"s": words[1]} if len(words) > 1 else {}, "s", "S", DEFAULT_SLEEP_S)  # type: ignore[assignment]
     until = opts.get("until")
     if until == "":
         raise UsageError("--until needs some text to wait for")
-    sink = _sink(opts)
+    sink = _sink(opts, sink)
     client = connect()
     follower = follow.Follower(client, me.ref(tid), sink, follow.output_limit(bool(opts.get("full"))),
                                until=until)  # type: ignore[arg-type]
@@ -104,10 +118,10 @@ CLOSE_USAGE = f"""usage: plugkit exec:close TASK {SESSION_FLAGS}
 Kills TASK with its whole process tree (if it still runs) and forgets it."""
 
 
-def close(argv: list[str]) -> int:
-    opts, _, tid, me = _task_verb(argv, {}, CLOSE_USAGE, min_pos=1, max_pos=1)
+def close(argv: list[str], sink=None, caller: Caller | None = None) -> int:
+    opts, _, tid, me = _task_verb(argv, {}, CLOSE_USAGE, caller, min_pos=1, max_pos=1)
     info = _call(me, "task.kill", me.ref(tid, forget=True))
-    print(json.dumps(info) if opts.get("json") else f"closed {render.state_line(info)}")
+    _say(sink, json.dumps(info) if opts.get("json") else f"closed {render.state_line(info)}")
     return 0
 
 
@@ -117,8 +131,8 @@ Writes TEXT and a newline to TASK's stdin. --no-newline: no newline; --eof: clos
 its stdin afterwards (TEXT may then be left out). Read the answer with exec:sleep."""
 
 
-def type_(argv: list[str]) -> int:
-    opts, words, tid, me = _task_verb(argv, {"--no-newline": FLAG, "--eof": FLAG}, TYPE_USAGE,
+def type_(argv: list[str], sink=None, caller: Caller | None = None) -> int:
+    opts, words, tid, me = _task_verb(argv, {"--no-newline": FLAG, "--eof": FLAG}, TYPE_USAGE, caller,
                                       loose=True, min_pos=1)
     eof = bool(opts.get("eof"))
     if len(words) == 1 and not eof:
@@ -128,9 +142,9 @@ def type_(argv: list[str]) -> int:
         data += "\n"
     info = _call(me, "task.input", me.ref(tid, data=data, eof=eof))
     if opts.get("json"):
-        print(json.dumps(info))
+        _say(sink, json.dumps(info))
     else:
-        print(f"sent {len(data.encode())} bytes to task_{tid}" + ("; its stdin is now closed" if eof else ""))
+        _say(sink, f"sent {len(data.encode())} bytes to task_{tid}" + ("; its stdin is now closed" if eof else ""))
     return 0
 
 
@@ -139,16 +153,16 @@ TASKS_USAGE = f"""usage: plugkit exec:tasks {SESSION_FLAGS}
 Lists this session's tasks."""
 
 
-def tasks(argv: list[str]) -> int:
+def tasks(argv: list[str], sink=None, caller: Caller | None = None) -> int:
     opts, _ = parse_or_help(argv, COMMON, TASKS_USAGE, max_pos=0)
-    me = Caller(opts)
+    me = caller or Caller(opts)
     listed = _call(me, "task.list", me.params())["tasks"]
     if opts.get("json"):
-        print(json.dumps({"session_id": me.session_id, "cwd": me.cwd, "tasks": listed}))
+        _say(sink, json.dumps({"session_id": me.session_id, "cwd": me.cwd, "tasks": listed}))
     elif not listed:
-        print(f"no tasks in {me.describe()}")
+        _say(sink, f"no tasks in {me.describe()}")
     else:
-        print(render.task_table(listed))
+        _say(sink, render.task_table(listed))
     return 0
 
 

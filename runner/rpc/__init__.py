@@ -7,6 +7,7 @@ from runner.rpc import approval as approval_ns
 from runner.rpc import debug as debug_ns
 from runner.rpc import evidence as evidence_ns
 from runner.rpc import gate as gate_ns
+from runner.rpc import hook as hook_ns
 from runner.rpc import memory as memory_ns
 from runner.rpc import mutable as mutable_ns
 from runner.rpc import port as port_ns
@@ -18,7 +19,7 @@ from runner.rpc import task as task_ns
 
 NAMESPACES = (
     runner_ns, debug_ns, task_ns, session_ns, port_ns, serial_ns, memory_ns,
-    gate_ns, mutable_ns, prd_ns, evidence_ns, approval_ns,
+    gate_ns, mutable_ns, prd_ns, evidence_ns, approval_ns, hook_ns,
 )
 
 

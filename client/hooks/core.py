@@ -1,0 +1,250 @@
+"""`plugkit hook <Event> [--platform P]`: read the platform's event, ask the runner, answer.
+
+Flow: stdin (read with a time budget) -> the platform adapter's event table -> a
+canonical Event -> one handler per kind (a hook.* call to the runner, or the exec:
+interception) -> a canonical Answer -> the adapter renders the exact bytes and exit code.
+
+Fail-safe: a hook must never wedge the agent. If stdin is late, not JSON, or lacks a
+session; if no runner answers; if anything in here fails: one line on stderr and a
+no-op answer (allow, no context, no block). With PLUGKIT_HOOKS_FAIL=closed those same
+failures deny a tool call (and block a Stop once, never while stop_hook_active). Only
+SessionStart and exec: commands start a runner; every other event, finding none, fails
+open at once. Exit code 2 is never used: platforms ignore stdout on 2.
+
+Hot path (a plain tool call): this module, one adapter, client.rpc; stdlib json/os/sys/
+time/select only. The exec: machinery is imported only for exec: commands.
+"""
+
+import json
+import os
+import sys
+import time
+
+from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_event, shell_command, slim
+from client.rpc import ClientError
+
+# platform -> adapter module under client/hooks/ (Qwen Code speaks Claude Code's protocol)
+PLATFORMS = {"claude-code": "claude_code", "qwen": "claude_code", "gemini": "gemini", "codex": "codex"}
+DEFAULT_PLATFORM = "claude-code"
+STDIN_BUDGET_S = float(os.environ.get("PLUGKIT_HOOK_STDIN_TIMEOUT") or 2.0)
+STDIN_CAP = 16 << 20
+RPC_TIMEOUT_S = 5.0  # a gate check reads two small files; a stuck runner must not hold the agent
+SLOW_RPC_TIMEOUT_S = 20.0  # Stop may ask git about the tree; SessionStart builds the memory index
+USAGE = """usage: plugkit hook <Event> [--platform claude-code|qwen|gemini|codex]
+
+Called by an agent platform's hooks with the event JSON on stdin; prints that
+platform's answer. Installed by `plugkit install --platform P`. Fails open (allow,
+no-op) when anything goes wrong, unless PLUGKIT_HOOKS_FAIL=closed."""
+
+
+class RunnerDown(ClientError):
+    pass
+
+
+def note(text: str) -> None:
+    sys.stderr.write(f"plugkit hook: {text}\n")
+
+
+def adapter(platform: str):
+    return __import__(f"client.hooks.{PLATFORMS[platform]}", fromlist=["EVENTS"])
+
+
+def main(argv: list[str]) -> int:
+    from client.args import VALUE, Help, UsageError, parse
+
+    try:
+        opts, words = parse(argv, {"--platform": VALUE}, min_pos=1, max_pos=1, usage=USAGE)
+        platform = str(opts.get("platform") or DEFAULT_PLATFORM)
+        if platform not in PLATFORMS:
+            raise UsageError(f"unknown platform {platform!r}; one of {', '.join(PLATFORMS)}")
+    except Help:
+        print(USAGE)
+        return 0
+    except UsageError as exc:
+        note(str(exc))
+        return 1  # a non-blocking error for every platform; 2 would block the agent
+    return respond(adapter(platform), words[0], platform)
+
+
+def respond(module, event_name: str, platform: str) -> int:
+    row = module.EVENTS.get(event_name)
+    if row is None:
+        read_stdin()  # drained, so the platform's write does not fail
+        note(f"{platform} has no event {event_name!r} that plugkit handles; doing nothing")
+        return emit(module.NOOP_OUTPUT, 0)
+    kind, render = row
+    # Anything printed by accident (a stray print deep in a verb) goes to stderr: Gemini CLI
+    # reads stdout as one JSON document and every platform parses it.
+    real_stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        answer = handle(kind, platform)
+    except Exception as exc:  # a bug of ours must still leave the agent unblocked
+        answer = failed(kind, internal_error(exc))
+    finally:
+        sys.stdout = real_stdout
+    try:
+        out, code = render(answer)
+    except Exception as exc:
+        note(f"could not render the answer ({exc.__class__.__name__}); doing nothing")
+        out, code = module.NOOP_OUTPUT, 0
+    return emit(out, code)
+
+
+def emit(out: bytes, code: int) -> int:
+    sys.stdout.buffer.write(out)
+    sys.stdout.flush()
+    return code
+
+
+def handle(kind: str, platform: str) -> Answer:
+    raw = read_stdin()
+    if raw is None:
+        return failed(kind, f"no event JSON arrived on stdin within {STDIN_BUDGET_S:g}s")
+    try:
+        event = parse_event(kind, platform, json.loads(raw))
+    except (ValueError, BadEvent) as exc:
+        why = str(exc) if isinstance(exc, BadEvent) else "stdin is not valid JSON"
+        return failed(kind, f"malformed event: {why}")
+    try:
+        return HANDLERS[kind](event)
+    except ClientError as exc:
+        return failed(kind, str(exc).splitlines()[0], event)
+    except Exception as exc:
+        return failed(kind, internal_error(exc), event)
+
+
+def internal_error(exc: Exception) -> str:
+    if os.environ.get("PLUGKIT_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+    return f"internal error ({exc.__class__.__name__}: {exc}); rerun with PLUGKIT_DEBUG=1 for the traceback"
+
+
+def failed(kind: str, why: str, event: Event | None = None) -> Answer:
+    """The fail-safe answer: open by default; closed denies tool calls and blocks a Stop, but
+    only one known not to be a continuation (stop_hook_active false): never a loop."""
+    closed = os.environ.get("PLUGKIT_HOOKS_FAIL", "").strip().lower() == "closed"
+    if closed and kind == "pre_tool":
+        note(f"{why}; denying (PLUGKIT_HOOKS_FAIL=closed)")
+        return Answer("deny", f"plugkit hooks fail closed (PLUGKIT_HOOKS_FAIL=closed) and could not check "
+                              f"this call: {why}. Ask the user to check `plugkit runner status`.")
+    if closed and kind == "stop" and event is not None and not event.stop_hook_active:
+        note(f"{why}; blocking this stop once (PLUGKIT_HOOKS_FAIL=closed)")
+        return Answer(block=True, reason=f"plugkit hooks fail closed and could not check whether the work "
+                                         f"is done: {why}")
+    note(f"{why}; {'allowing' if kind == 'pre_tool' else 'doing nothing'} (fail-open)")
+    return NOOP
+
+
+def read_stdin(budget_s: float | None = None) -> bytes | None:
+    """All of stdin, or None if it does not reach EOF within the budget (or is unreadable).
+    select(), so a platform that never closes our stdin costs 2 s, not the hook's timeout."""
+    import select
+
+    deadline = time.monotonic() + (STDIN_BUDGET_S if budget_s is None else budget_s)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            if left <= 0 or not select.select([0], [], [], left)[0]:
+                return None
+            chunk = os.read(0, 1 << 16)
+        except (OSError, ValueError):
+            return None
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > STDIN_CAP:
+            return None
+        chunks.append(chunk)
+
+
+def call(method: str, params: dict, start: bool = False, timeout: float = RPC_TIMEOUT_S) -> dict:
+    """One runner call. Without start, a missing runner is RunnerDown at once (fail open)."""
+    from client.rpc import Client, connect_verified
+
+    conn = connect_verified()
+    if conn is None:
+        if not start:
+            raise RunnerDown("no plugkit runner is running")
+        from client.autostart import ensure_runner
+
+        conn = ensure_runner()
+    client = Client(conn)
+    try:
+        return client.call(method, params, timeout=timeout)
+    finally:
+        client.close()
+
+
+def _session(event: Event, **more: object) -> dict:
+    return {"session_id": event.session_id, "cwd": event.cwd, **more}
+
+
+def write_env_file(session_id: str) -> None:
+    """Claude Code sources $CLAUDE_ENV_FILE before each Bash call: PLUGKIT_SESSION set there
+    lets a `plugkit ...` typed into the shell reach this session. Appended, once."""
+    path = os.environ.get("CLAUDE_ENV_FILE")
+    if not path:
+        return
+    from client.session import _quote
+
+    line = f"export PLUGKIT_SESSION={_quote(session_id)}"
+    try:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                existing = fh.read()
+        except FileNotFoundError:
+            existing = ""
+        if line in existing.splitlines():
+            return
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(("\n" if existing and not existing.endswith("\n") else "") + line + "\n")
+    except OSError as exc:
+        note(f"could not write $CLAUDE_ENV_FILE ({exc.strerror or exc})")
+
+
+def on_session_start(event: Event) -> Answer:
+    write_env_file(event.session_id)
+    result = call("hook.session_start", _session(event, platform=event.platform, source=event.source[:64]),
+                  start=True, timeout=SLOW_RPC_TIMEOUT_S)
+    return Answer(context=result["context"])
+
+
+def on_prompt(event: Event) -> Answer:
+    result = call("hook.prompt", _session(event))
+    return Answer(context=result["context"] if result["changed"] else "")
+
+
+def on_pre_tool(event: Event) -> Answer:
+    command = shell_command(event)
+    if command is not None and is_exec(command):
+        from client.hooks import exec_hook
+
+        return exec_hook.run(event, command)
+    result = call("hook.pre_tool", _session(event, tool_name=event.tool_name, tool_input=slim(event.tool_input)))
+    return Answer(result["decision"], result["reason"])
+
+
+def on_stop(event: Event) -> Answer:
+    result = call("hook.stop", _session(event, stop_hook_active=event.stop_hook_active),
+                  timeout=SLOW_RPC_TIMEOUT_S)
+    return Answer(block=result["block"], reason=result["reason"])
+
+
+def on_session_end(event: Event) -> Answer:
+    call("hook.session_end", _session(event), timeout=SLOW_RPC_TIMEOUT_S)
+    return NOOP
+
+
+# kind -> handler(event) -> Answer. PostToolUse does nothing yet: kept for the gates.
+HANDLERS = {
+    "session_start": on_session_start,
+    "prompt": on_prompt,
+    "pre_tool": on_pre_tool,
+    "post_tool": lambda event: NOOP,
+    "stop": on_stop,
+    "session_end": on_session_end,
+}

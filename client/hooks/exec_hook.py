@@ -1,0 +1,216 @@
+"""exec: commands caught in PreToolUse: run through the runner, answered as a deny.
+
+A shell tool call whose command is `exec:<lang>` (code on the lines below, or after it on
+the first line, or in a `<<EOF` heredoc), `exec:<verb> args` (status, sleep, close, type,
+tasks, kill-port), or either of those after `plugkit`, is run by the runner in the
+session named on the hook's stdin (never an environment variable). The result goes
+back as the reason of a deny: the one channel every platform hands to the model, and
+the one that keeps the shell from also running the command. Output is bounded (head and
+tail, with the task id and `exec:status` for the rest); a task still running after the
+hook's wait (PLUGKIT_HOOK_WAIT, default 10 s) comes back backgrounded with its id.
+"""
+
+import contextlib
+import io
+import os
+import shlex
+import time
+
+from client import exec_verbs, follow, render, task_verbs
+from client.hooks.events import Answer, Event
+from client.rpc import ClientError
+from client.session import Caller, connect
+
+DEFAULT_WAIT_S = 10.0
+MAX_WAIT_S = 45.0  # installed PreToolUse hooks get 60 s from the platform
+DEFAULT_LIMIT = 12000  # bytes of output per answer: about 3000 tokens for the model
+VERBS = {"status": task_verbs.status, "sleep": task_verbs.sleep, "close": task_verbs.close,
+         "type": task_verbs.type_, "tasks": task_verbs.tasks, "kill-port": None}
+CODE_FLAGS = ("--timeout", "--wait")
+DELIVERY = "this denial only delivers the result: do not run it again in the shell"
+
+
+class HookCaller(Caller):
+    """The hook's session, from stdin. Follow-up commands are given in the intercepted
+    form (`exec:status task_7`), which reaches this same session through the hook."""
+
+    def __init__(self, session_id: str, cwd: str) -> None:
+        self.session_flag = self.session_id = session_id
+        self.cwd_flag = cwd
+        self.cwd = os.path.abspath(cwd)
+
+    def command(self, verb: str, *words: str) -> str:
+        return " ".join([verb, *words])
+
+
+class Transcript:
+    """A follow sink that keeps everything in order as one text, for the model."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, stream: str, text: str) -> int:
+        self.parts.append(text)
+        return len(text.encode("utf-8", "replace"))
+
+    def note(self, text: str) -> None:
+        lead = "\n" if self.parts and not self.parts[-1].endswith("\n") else ""
+        self.parts.append(f"{lead}[plugkit] {text}\n")
+
+    def check_reader(self) -> None:
+        pass
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+class Request:
+    __slots__ = ("verb", "args", "code", "timeout_s", "wait_s")
+
+    def __init__(self, verb: str, args: list[str], code: str = "", timeout_s: float | None = None,
+                 wait_s: float | None = None) -> None:
+        self.verb, self.args, self.code, self.timeout_s, self.wait_s = verb, args, code, timeout_s, wait_s
+
+
+def parse(command: str) -> Request:
+    """The command line -> what to run. ValueError says, in one line, what is wrong."""
+    first, _, body = command.strip().partition("\n")
+    head, rest = _split(first)
+    prefixed = head == "plugkit" or head.endswith("/plugkit")
+    if prefixed:
+        head, rest = _split(rest)
+    name = "kill-port" if prefixed and head == "kill-port" else head[5:]
+    if not name:
+        raise ValueError("name the language or verb: exec:python, exec:bash, exec:status task_N, ...")
+    if name in VERBS:
+        if body.strip():
+            raise ValueError(f"exec:{name} takes its arguments on one line")
+        return Request(name, _words(rest))
+    flags: dict[str, float] = {}
+    while rest.startswith(CODE_FLAGS):
+        flag, rest = _split(rest)
+        option, eq, value = flag.partition("=")
+        if option not in CODE_FLAGS:
+            raise ValueError(f"unknown option {option}; before the code only --timeout S and --wait S")
+        if not eq:
+            value, rest = _split(rest)
+        try:
+            flags[option] = float(value)
+        except ValueError:
+            raise ValueError(f"{option} needs a number of seconds, not {value!r}") from None
+    if rest.startswith("<<"):
+        code = _heredoc(rest, body)
+    else:
+        line = " ".join(_words(rest)) if prefixed else rest  # a shell would have split those words
+        code = "\n".join(part for part in (line, body) if part)
+    if not code.strip():
+        raise ValueError(f"no code: put it on the lines after exec:{name}")
+    return Request(name, [], code, flags.get("--timeout"), flags.get("--wait"))
+
+
+def _split(text: str) -> tuple[str, str]:
+    parts = text.strip().split(None, 1)
+    return (parts[0], parts[1] if len(parts) > 1 else "") if parts else ("", "")
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"cannot split the arguments: {exc}") from None
+
+
+def _heredoc(rest: str, body: str) -> str:
+    strip_tabs = rest.startswith("<<-")
+    delimiter = rest[3 if strip_tabs else 2:].strip().strip("'\"")
+    lines = []
+    for line in body.split("\n"):
+        if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+            break
+        lines.append(line.lstrip("\t") if strip_tabs else line)
+    return "\n".join(lines)
+
+
+def _seconds(env: str, default: float, given: float | None = None) -> float:
+    try:
+        value = given if given is not None else float(os.environ.get(env) or default)
+    except ValueError:
+        value = default
+    return min(max(value, 0.2), MAX_WAIT_S)
+
+
+def _limit() -> int:
+    try:
+        return max(1024, int(os.environ.get("PLUGKIT_HOOK_MAX_OUTPUT") or DEFAULT_LIMIT))
+    except ValueError:
+        return DEFAULT_LIMIT
+
+
+def run(event: Event, command: str) -> Answer:
+    try:
+        request = parse(command)
+    except ValueError as exc:
+        return Answer("deny", f"[plugkit] this exec: command was not run: {exc}")
+    me = HookCaller(event.session_id, event.cwd)
+    sink = Transcript()
+    label = f"exec:{request.verb}" if request.verb != "kill-port" else "kill-port"
+    printed = io.StringIO()  # what a verb print()s (kill-port's report, a --help) is output too
+    try:
+        with contextlib.redirect_stdout(printed):
+            head = (_run_verb if request.verb in VERBS else _run_code)(request, me, sink)
+    except ClientError as exc:  # a usage error, a task not found, no runner: said as it is
+        return Answer("deny", f"[plugkit] `{label}` was not run: {exc}")
+    except SystemExit:  # --help prints the usage and ends the verb
+        head = f"[plugkit] `{label} --help`:"
+    body = sink.text() + printed.getvalue()
+    return Answer("deny", _bound(head + ("\n" + body if body else "\n(no output)"), 4 * _limit()))
+
+
+def _run_verb(request: Request, me: HookCaller, sink: Transcript) -> str:
+    # The verbs read their output cap from the environment; this process is the hook's own.
+    os.environ["PLUGKIT_MAX_OUTPUT"] = str(_limit())
+    args = list(request.args)
+    if request.verb == "sleep" and len(args) > 1 and args[1].replace(".", "", 1).isdigit():
+        args[1] = str(min(float(args[1]), MAX_WAIT_S))  # the platform would kill a longer hook
+    if request.verb == "kill-port":
+        from client import killport
+
+        killport.main(args)  # prints its report: run() collects it
+        return f"[plugkit] `kill-port` ran outside the shell ({DELIVERY}):"
+    VERBS[request.verb](args, sink=sink, caller=me)
+    return f"[plugkit] `exec:{request.verb}` ran in the plugkit runner ({DELIVERY}):"
+
+
+def _run_code(request: Request, me: HookCaller, sink: Transcript) -> str:
+    lang = request.verb
+    wait_s = _seconds("PLUGKIT_HOOK_WAIT", DEFAULT_WAIT_S, request.wait_s)
+    deadline = time.monotonic() + wait_s
+    client = connect()  # an exec: call is worth starting the runner for
+    try:
+        follower = follow.Follower(client, {}, sink, _limit())
+        info, first = exec_verbs.start(client, me, follower, lang, request.code, wait_s, request.timeout_s)
+        follower.take(first)
+        info = follower.follow(info, deadline)
+        done = render.finished(info)
+        if done:
+            follower.finish(info["bytes_out"])
+    finally:
+        client.close()
+    tid = info["task_id"]
+    if not done:
+        render.print_followups(sink, me, tid, f"task_{tid} is still running after {wait_s:g}s", follower)
+        return (f"[plugkit] `exec:{lang}` started as task_{tid} in the plugkit runner instead of the shell "
+                f"({DELIVERY}); it is still running, in the background. Output so far:")
+    if info["state"] not in ("completed", "timed_out") and info.get("reason") != "exit_nonzero":
+        sink.note(info.get("message") or render.state_line(info))
+    return (f"[plugkit] `exec:{lang}` ran as task_{tid} in the plugkit runner instead of the shell "
+            f"({DELIVERY}): {render.state_line(info)}. Output:")
+
+
+def _bound(text: str, cap: int) -> str:
+    """A last guard on the answer's size (with --full the verbs are not capped)."""
+    if len(text) <= cap:
+        return text
+    half = cap // 2
+    return (text[:half] + f"\n[plugkit] ... {len(text) - 2 * half} characters left out here ...\n"
+            + text[-half:])

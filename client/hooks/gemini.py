@@ -1,0 +1,80 @@
+"""Gemini CLI's hook protocol: canonical answers -> stdout bytes.
+
+Contract (HOOK-PROTOCOLS.md "Gemini CLI", and its hooks reference):
+- Events: SessionStart, BeforeAgent (a prompt was submitted), BeforeTool, AfterTool,
+  AfterAgent (the turn's answer is ready: Gemini's stop point, with `stop_hook_active`),
+  SessionEnd. stdin carries Claude Code's field names (`session_id`, `cwd`, `tool_name`,
+  `tool_input`, `source`, `stop_hook_active`) plus `timestamp`; the shell tool is
+  `run_shell_command` with `tool_input.command`.
+- Exit 0 and stdout holding ONLY one JSON document, always: `{}` when there is nothing
+  to say. Exit 2 (stderr as reason) is never used.
+- SessionStart / BeforeAgent: `hookSpecificOutput.additionalContext` for the model.
+- BeforeTool: `{"decision": "deny", "reason": ...}`; the reason reaches the agent as
+  the tool's error. A plain allow is `{}` (no opinion: Gemini's own confirmation rules
+  apply). "ask" does not exist here: it becomes a deny whose reason says a person must
+  confirm, since allowing would skip the confirmation the gates asked for. An allow
+  with a warning is a `systemMessage` (shown to the user; BeforeTool has no
+  model-visible field besides a deny reason).
+- AfterAgent: `{"decision": "deny", "reason": ...}` rejects the turn's answer and sends
+  the reason back as a new prompt (Claude Code's Stop block); a non-blocking reason is a
+  `systemMessage`.
+The Claude Code event names are accepted as aliases, so `plugkit hook PreToolUse
+--platform gemini` answers in Gemini's format.
+"""
+
+import json
+
+EMPTY = (b"{}\n", 0)
+NOOP_OUTPUT = b"{}\n"
+ASK = ("plugkit: this call needs a person's confirmation, which Gemini CLI hooks cannot ask for, "
+       "so it was not run; ask the user to do it themselves. ")
+
+
+def answer(obj: dict) -> tuple[bytes, int]:
+    return (json.dumps(obj) + "\n").encode(), 0
+
+
+def context(event_name: str):
+    def render(a) -> tuple[bytes, int]:
+        if not a.context:
+            return EMPTY
+        return answer({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": a.context}})
+
+    return render
+
+
+def before_tool(a) -> tuple[bytes, int]:
+    if a.decision == "deny":
+        return answer({"decision": "deny", "reason": a.reason})
+    if a.decision == "ask":
+        return answer({"decision": "deny", "reason": ASK + a.reason})
+    if a.reason:
+        return answer({"systemMessage": a.reason})
+    return EMPTY
+
+
+def after_agent(a) -> tuple[bytes, int]:
+    if a.block:
+        return answer({"decision": "deny", "reason": a.reason or "plugkit: the work is not done yet"})
+    if a.reason:
+        return answer({"systemMessage": a.reason})
+    return EMPTY
+
+
+def nothing(a) -> tuple[bytes, int]:
+    return EMPTY
+
+
+# platform event -> (canonical kind, renderer); the last four rows are Claude Code aliases.
+EVENTS = {
+    "SessionStart": ("session_start", context("SessionStart")),
+    "BeforeAgent": ("prompt", context("BeforeAgent")),
+    "BeforeTool": ("pre_tool", before_tool),
+    "AfterTool": ("post_tool", nothing),
+    "AfterAgent": ("stop", after_agent),
+    "SessionEnd": ("session_end", nothing),
+    "UserPromptSubmit": ("prompt", context("BeforeAgent")),
+    "PreToolUse": ("pre_tool", before_tool),
+    "PostToolUse": ("post_tool", nothing),
+    "Stop": ("stop", after_agent),
+}

@@ -1,0 +1,253 @@
+"""hook.* — the platform hooks' canonical events: session start and end, prompt, pre-tool, stop.
+
+The client adapters (client/hooks/) turn each platform's stdin into these calls and
+render the answers in that platform's own format; here the answers are decided. The
+lifecycle gates decide pre_tool and stop, and add context lines, when their manager is
+registered (ctx.services["gates"]); without it every call is allowed and nothing blocks.
+What each session was last told (the status injected, the last Stop block reason) is
+kept in a bounded HookMemory under ctx.services["hooks"] and dropped at session end.
+
+Errors: -32602 bad params. A gate that cannot answer (its files unreadable, say) never
+turns into an error here: pre_tool allows with a warning, stop does not block.
+"""
+
+import asyncio
+import os
+from collections import OrderedDict
+from typing import Any, Optional
+
+from plugkit import errors
+from plugkit.memory import index_for_context
+from plugkit.protocol import (HookContext, HookDecision, HookPreToolParams, HookPromptResult,
+                              HookSessionEnded, HookSessionParams, HookSessionStartParams,
+                              HookStopParams, HookStopResult)
+from runner import logs
+from runner.core.sessions import session_key
+from runner.core.task import SessionKey
+from runner.rpc.base import Context, rpc
+
+log = logs.get("plugkit.hooks")
+
+MAX_TASK_LINES = 8
+MAX_MEMORY_LINES = 15
+MAX_MEMORY_BYTES = 2048
+MAX_CONTEXT_LINES = 40
+LIVE = ("pending", "running")
+USAGE_LINE = ("plugkit: to run code, make a Bash call whose first line is `exec:<lang>` (python, bash, "
+              "node, ...) and the code below it; it runs in the plugkit runner and its output comes back "
+              "as the call's result. `exec:tasks`, `exec:status task_N`, `exec:sleep task_N [S]`, "
+              "`exec:close task_N` follow tasks up.")
+
+
+class HookMemory:
+    """Per session: the status last injected (UserPromptSubmit sends only changes) and the
+    reason of the last Stop block (the loop guard). Least recently used sessions go first,
+    so a runner serving thousands of short sessions stays small."""
+
+    def __init__(self, cap: int = 2048) -> None:
+        self.cap = cap
+        self._sent: "OrderedDict[SessionKey, str]" = OrderedDict()
+        self._blocked: "OrderedDict[SessionKey, str]" = OrderedDict()
+
+    def sent(self, key: SessionKey) -> str:
+        return self._sent.get(key, "")
+
+    def remember_sent(self, key: SessionKey, status: str) -> None:
+        self._put(self._sent, key, status)
+
+    def last_block(self, key: SessionKey) -> Optional[str]:
+        return self._blocked.get(key)
+
+    def remember_block(self, key: SessionKey, reason: Optional[str]) -> None:
+        if reason is None:
+            self._blocked.pop(key, None)
+        else:
+            self._put(self._blocked, key, reason)
+
+    def forget(self, key: SessionKey) -> None:
+        self._sent.pop(key, None)
+        self._blocked.pop(key, None)
+
+    def _put(self, table: "OrderedDict[SessionKey, str]", key: SessionKey, value: str) -> None:
+        table[key] = value
+        table.move_to_end(key)
+        while len(table) > self.cap:
+            table.popitem(last=False)
+
+    def snapshot(self) -> dict:
+        return {"sessions_with_status": len(self._sent), "sessions_blocked": len(self._blocked)}
+
+
+def _memory(ctx: Context) -> HookMemory:
+    memory = ctx.services.get("hooks")
+    if memory is None:
+        # Created on first use rather than by a service factory: it owns no background
+        # work and no OS resource, so it needs no start or stop, only a home per app.
+        memory = ctx.services["hooks"] = HookMemory()
+        ctx.snapshots["hooks"] = memory.snapshot
+    return memory
+
+
+def _key(p: HookSessionParams) -> SessionKey:
+    return session_key(p.session_id, p.cwd)
+
+
+# --- the gates, through three adapter functions --------------------------------------------
+# Only GateManager's public methods are used: workspace(session_id, cwd), check(ws, event,
+# tool_name, tool_input) -> (Verdict{decision, reason}, mode), stop(ws, stop_hook_active) ->
+# (StopVerdict{block, reason, missing}, mode), context(ws) -> [str].
+
+async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
+    gates = ctx.services.get("gates")
+    if gates is None:
+        return "allow", ""
+    try:
+        verdict, _mode = await gates.check(gates.workspace(p.session_id, p.cwd), "PreToolUse",
+                                           p.tool_name, dict(p.tool_input))
+    except errors.RpcError as exc:
+        # A gate that cannot read its workspace must not stop every tool call of the agent.
+        return "allow", f"plugkit gates could not check this call ({exc.message}); it was allowed"
+    return verdict.decision, verdict.reason
+
+
+async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
+    gates = ctx.services.get("gates")
+    if gates is None:
+        return False, ""
+    try:
+        verdict, _mode = await gates.stop(gates.workspace(p.session_id, p.cwd), p.stop_hook_active)
+    except errors.RpcError as exc:
+        return False, f"plugkit gates could not check whether the work is done ({exc.message})"
+    return verdict.block, verdict.reason
+
+
+async def gate_lines(ctx: Context, p: HookSessionParams) -> list[str]:
+    gates = ctx.services.get("gates")
+    if gates is None:
+        return []
+    try:
+        return list(await gates.context(gates.workspace(p.session_id, p.cwd)))
+    except errors.RpcError:
+        return []
+
+
+# --- the status a session is shown ----------------------------------------------------------
+
+def _task_lines(ctx: Context, p: HookSessionParams) -> list[str]:
+    """This session's unfinished tasks. No durations: the text must only change when the
+    state does, or UserPromptSubmit would re-inject it on every prompt."""
+    tasks = ctx.services.get("tasks")
+    if tasks is None:
+        return []
+    live = [t for t in tasks.list_tasks(p.session_id, p.cwd).tasks if t.state in LIVE]
+    if not live:
+        return []
+    lines = [f"plugkit: {len(live)} task(s) of this session still running (exec:status task_N shows "
+             "their output):"]
+    for t in live[:MAX_TASK_LINES]:
+        lines.append(f"  task_{t.task_id} {t.state} ({t.lang}{f', pid {t.pid}' if t.pid else ''})")
+    if len(live) > MAX_TASK_LINES:
+        lines.append(f"  ... and {len(live) - MAX_TASK_LINES} more (exec:tasks lists them)")
+    return lines
+
+
+async def _status(ctx: Context, p: HookSessionParams) -> list[str]:
+    return _task_lines(ctx, p) + await gate_lines(ctx, p)
+
+
+async def _memory_index(ctx: Context, p: HookSessionParams) -> list[str]:
+    if not os.path.isdir(p.cwd):
+        return []
+    try:
+        text = await asyncio.to_thread(index_for_context, p.cwd, ctx.runtime.home, MAX_MEMORY_LINES,
+                                       MAX_MEMORY_BYTES)
+    except (OSError, ValueError) as exc:
+        log.warning("hook_memory_index_failed", error=exc.__class__.__name__)
+        return []
+    return text.splitlines()
+
+
+# --- the methods ------------------------------------------------------------------------------
+
+@rpc(HookSessionStartParams)
+async def session_start(ctx: Context, p: HookSessionStartParams) -> HookContext:
+    """hook.session_start {session_id, cwd, platform?, source?} -> {context}
+
+    Registers the session and returns the short context for the model: how to run code,
+    this session's running tasks, the gates' lines (phase, unknowns, next step) and the
+    memory index; at most 40 lines. Example: {"method":"hook.session_start","params":
+    {"session_id":"5f1c","cwd":"/w","platform":"claude-code","source":"startup"}}
+    """
+    key = _key(p)
+    tasks = ctx.services.get("tasks")
+    if tasks is not None and os.path.isdir(key.cwd):
+        tasks.registry.open(key)
+    status = await _status(ctx, p)
+    _memory(ctx).remember_sent(key, "\n".join(status))
+    lines = [USAGE_LINE, *status, *await _memory_index(ctx, p)]
+    log.info("hook_session_start", session_id=p.session_id, cwd=key.cwd, platform=p.platform, source=p.source)
+    return HookContext(context="\n".join(lines[:MAX_CONTEXT_LINES]))
+
+
+@rpc(HookSessionParams)
+async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
+    """hook.prompt {session_id, cwd} -> {context, changed}
+
+    The same status as session_start (running tasks, gate lines), but only when it differs
+    from the last one this session was given; else context "" and changed false.
+    """
+    key, memory = _key(p), _memory(ctx)
+    status = "\n".join(await _status(ctx, p))
+    if status == memory.sent(key):
+        return HookPromptResult(context="", changed=False)
+    memory.remember_sent(key, status)
+    return HookPromptResult(context=status or "plugkit: no task of this session is running now.", changed=True)
+
+
+@rpc(HookPreToolParams)
+async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
+    """hook.pre_tool {session_id, cwd, tool_name, tool_input} -> {decision: allow|deny|ask, reason}
+
+    The gates' answer for this tool call (allow with an empty reason when no gates are
+    registered). An allow may carry a reason: a warning for the model (advisory gates).
+    `exec:` commands never reach this method: the client runs them itself.
+    """
+    decision, reason = await gate_decision(ctx, p)
+    return HookDecision(decision=decision, reason=reason)  # type: ignore[arg-type]
+
+
+@rpc(HookStopParams)
+async def stop(ctx: Context, p: HookStopParams) -> HookStopResult:
+    """hook.stop {session_id, cwd, stop_hook_active?} -> {block, reason}
+
+    Whether the agent may stop (the gates decide). Loop guard: when stop_hook_active is true
+    (the agent is already continuing because of a block) and the reason is the one this
+    session was last blocked with, it is not blocked again; reason then says why it stops
+    anyway. A non-blocking answer may carry a reason for the person (advisory gates).
+    """
+    key, memory = _key(p), _memory(ctx)
+    block, reason = await gate_stop(ctx, p)
+    if block and p.stop_hook_active and memory.last_block(key) == reason:
+        block, reason = False, "plugkit: letting the agent stop (it was already told once): " + reason
+    memory.remember_block(key, reason if block else None)
+    return HookStopResult(block=block, reason=reason)
+
+
+@rpc(HookSessionParams)
+async def session_end(ctx: Context, p: HookSessionParams) -> HookSessionEnded:
+    """hook.session_end {session_id, cwd} -> {killed: [task ids]}
+
+    Ends the session: its running tasks are killed (whole trees), its browser page and
+    serial ports released, its tasks forgotten. An unknown session ends with nothing killed.
+    """
+    _memory(ctx).forget(_key(p))
+    tasks: Any = ctx.services.get("tasks")
+    if tasks is None:
+        return HookSessionEnded(killed=[])
+    return HookSessionEnded(killed=(await tasks.end_session(p.session_id, p.cwd)).killed)
+
+
+METHODS = {
+    "hook.session_start": session_start, "hook.prompt": prompt, "hook.pre_tool": pre_tool,
+    "hook.stop": stop, "hook.session_end": session_end,
+}

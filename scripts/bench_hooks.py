@@ -1,0 +1,85 @@
+"""Platform hook benchmark: `plugkit hook PreToolUse --platform claude-code` on a plain,
+non-exec Bash call (the allow path every tool call of an agent pays), against a warm
+runner, sampled interleaved with `python -S -c pass` in the same run.
+
+CASES plugs into scripts/bench.py's table; `python scripts/bench_hooks.py [--quick]` runs it alone.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench import PLUGKIT, PY, ROOT, Row, Sandbox, ms, pct, timed  # noqa: E402
+
+TARGET_X = 4.0  # hook p50 over `python -S -c pass` p50 (the floor for a Python client is ~3.2x)
+
+
+def _precompile() -> None:
+    # As in bench_cli: without .pyc files (PYTHONDONTWRITEBYTECODE) we would time the compiler.
+    subprocess.run([PY, "-m", "compileall", "-q", str(ROOT / "client"), str(ROOT / "plugkit")],
+                   stdout=subprocess.DEVNULL, check=False)
+
+
+def _hook(env: dict, stdin: bytes) -> tuple[float, subprocess.CompletedProcess]:
+    began = time.perf_counter()
+    result = subprocess.run([PLUGKIT, "hook", "PreToolUse", "--platform", "claude-code"], input=stdin, env=env,
+                            capture_output=True, check=False)
+    return time.perf_counter() - began, result
+
+
+def case_pre_tool(n: int) -> list[Row]:
+    _precompile()
+    box = Sandbox()
+    work = tempfile.mkdtemp(prefix="plugkit-bench-work-")
+    stdin = json.dumps({"session_id": "bench", "cwd": work, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                        "tool_input": {"command": "ls -la", "description": "List"}}).encode()
+    ours, py = [], []
+    try:
+        if box.cli("runner", "start").returncode != 0:
+            raise SystemExit("runner did not start")
+        for _ in range(5):  # warm: the runner's first gate check builds its validators
+            _hook(box.env, stdin)
+        for _ in range(n):
+            elapsed, result = _hook(box.env, stdin)
+            if result.returncode != 0 or result.stdout or b"fail-open" in result.stderr:
+                raise SystemExit(f"the hook did not take the allow path: {result.stdout!r} {result.stderr!r}")
+            ours.append(elapsed)
+            py.append(timed([PY, "-S", "-c", "pass"]))
+    finally:
+        box.close()
+        os.rmdir(work)
+    o50, p50 = pct(ours, 50), pct(py, 50)
+    return [
+        Row("warm `plugkit hook PreToolUse` (allow) p50", ms(o50), f"python -S -c pass {ms(p50)}",
+            f"{o50 / p50:.2f}x", f"<= {TARGET_X:g}x", o50 / p50 <= TARGET_X),
+        Row("warm `plugkit hook PreToolUse` (allow) p99", ms(pct(ours, 99)),
+            f"python -S -c pass p99 {ms(pct(py, 99))}", f"{pct(ours, 99) / pct(py, 99):.2f}x", "(reported)", True),
+    ]
+
+
+CASES = {
+    "hook_pre_tool": lambda quick: case_pre_tool(30 if quick else 200),
+}
+
+
+def main() -> int:
+    quick = "--quick" in sys.argv[1:]
+    rows = [row for case in CASES.values() for row in case(quick)]
+    header = ("case", "ours", "baseline", "ratio", "target")
+    cells = [header] + [(r.case, r.ours, r.baseline, r.ratio, r.target) for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+    for i, c in enumerate(cells):
+        verdict = "result" if i == 0 else ("pass" if rows[i - 1].ok else "FAIL")
+        print("  ".join(x.ljust(w) for x, w in zip(c, widths)) + "  " + verdict)
+    return 0 if all(r.ok for r in rows) else 1
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""runner/rpc/hook.py with hand-written fakes for the gates and the task manager: what the
+runner answers for each canonical event, the UserPromptSubmit change detection, the Stop
+loop guard, and the "no gates registered: allow" fallback."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from plugkit import errors
+from plugkit.protocol import SessionEnded, TaskInfo, TaskList
+from runner.rpc import hook
+from runner.rpc.base import Context
+from runner.state import Runtime
+
+
+class FakeRegistry:
+    def __init__(self) -> None:
+        self.opened: list = []
+
+    def open(self, key) -> None:
+        self.opened.append(key)
+
+
+class FakeTasks:
+    def __init__(self) -> None:
+        self.live: list[TaskInfo] = []
+        self.registry = FakeRegistry()
+        self.ended: list = []
+
+    def list_tasks(self, session_id: str, cwd: str) -> TaskList:
+        return TaskList(tasks=self.live)
+
+    async def end_session(self, session_id: str, cwd: str) -> SessionEnded:
+        self.ended.append((session_id, cwd))
+        return SessionEnded(killed=[t.task_id for t in self.live])
+
+
+class FakeGates:
+    """GateManager's public surface: workspace, check, stop, context."""
+
+    def __init__(self) -> None:
+        self.decision = ("allow", "")
+        self.stop_reason: str | None = "open work items: 2"
+        self.lines = ["plugkit gates (enforce): phase PLAN"]
+        self.broken = False
+
+    def workspace(self, session_id: str, cwd: str) -> str:
+        if self.broken:
+            raise errors.RpcError(errors.CONFLICT, "state.json is unreadable")
+        return cwd
+
+    async def check(self, ws, event, tool_name, tool_input):
+        assert event == "PreToolUse"
+        return SimpleNamespace(decision=self.decision[0], reason=self.decision[1]), "enforce"
+
+    async def stop(self, ws, stop_hook_active):
+        block = self.stop_reason is not None
+        return SimpleNamespace(block=block, reason=self.stop_reason or "", missing=[]), "enforce"
+
+    async def context(self, ws) -> list[str]:
+        return list(self.lines)
+
+
+def task(tid: int, state: str = "running") -> TaskInfo:
+    return TaskInfo(task_id=tid, session_id="s", cwd="/w", lang="python", state=state, pid=100 + tid,
+                    started_at=0.0)
+
+
+@pytest.fixture
+def ctx(tmp_path, monkeypatch):
+    monkeypatch.setattr(hook, "index_for_context", lambda cwd, home, lines, size: "")
+    runtime = Runtime(home=str(tmp_path), port=1, token="t", runner_id="r")
+    return Context(runtime=runtime, services={"tasks": FakeTasks(), "gates": FakeGates()})
+
+
+async def call(method, ctx, **params) -> dict:
+    reply = await method(ctx, **params)
+    assert not hasattr(reply, "_error"), reply._error
+    return reply._value.result
+
+
+def ids(tmp_path) -> dict:
+    return {"session_id": "s1", "cwd": str(tmp_path)}
+
+
+async def test_without_gates_everything_is_allowed_and_nothing_blocks(ctx, tmp_path):
+    del ctx.services["gates"]
+    assert await call(hook.pre_tool, ctx, **ids(tmp_path), tool_name="Write",
+                      tool_input={"file_path": "/w/a"}) == {"decision": "allow", "reason": ""}
+    assert await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=False) == {"block": False, "reason": ""}
+    start = await call(hook.session_start, ctx, **ids(tmp_path), platform="claude-code", source="startup")
+    assert start["context"] == hook.USAGE_LINE
+
+
+async def test_pre_tool_answers_with_the_gates_decision(ctx, tmp_path):
+    ctx.services["gates"].decision = ("deny", "no writes in PLAN")
+    assert await call(hook.pre_tool, ctx, **ids(tmp_path), tool_name="Write", tool_input={}) == {
+        "decision": "deny", "reason": "no writes in PLAN"}
+
+
+async def test_a_gate_that_cannot_answer_allows_with_a_warning(ctx, tmp_path):
+    ctx.services["gates"].broken = True
+    answer = await call(hook.pre_tool, ctx, **ids(tmp_path), tool_name="Write", tool_input={})
+    assert answer["decision"] == "allow" and "state.json is unreadable" in answer["reason"]
+    stop = await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=False)
+    assert stop["block"] is False and "could not check" in stop["reason"]
+
+
+async def test_stop_never_blocks_twice_in_a_row_for_one_reason_while_active(ctx, tmp_path):
+    gates = ctx.services["gates"]
+    first = await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=False)
+    assert first == {"block": True, "reason": "open work items: 2"}
+    looped = await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=True)
+    assert looped["block"] is False and looped["reason"].endswith("open work items: 2")
+    assert (await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=False))["block"] is True
+    gates.stop_reason = "open work items: 1"  # something changed: a new reason may block again
+    assert (await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=True))["block"] is True
+    gates.stop_reason = None
+    assert await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=True) == {"block": False, "reason": ""}
+
+
+async def test_prompt_injects_the_status_only_when_it_changed(ctx, tmp_path):
+    tasks = ctx.services["tasks"]
+    start = await call(hook.session_start, ctx, **ids(tmp_path), platform="gemini", source="resume")
+    assert "phase PLAN" in start["context"] and tasks.registry.opened
+    assert await call(hook.prompt, ctx, **ids(tmp_path)) == {"context": "", "changed": False}
+    tasks.live = [task(3)]
+    changed = await call(hook.prompt, ctx, **ids(tmp_path))
+    assert changed["changed"] and "task_3 running (python, pid 103)" in changed["context"]
+    assert await call(hook.prompt, ctx, **ids(tmp_path)) == {"context": "", "changed": False}
+    tasks.live = []
+    ctx.services["gates"].lines = []
+    ended = await call(hook.prompt, ctx, **ids(tmp_path))
+    assert ended == {"context": "plugkit: no task of this session is running now.", "changed": True}
+
+
+async def test_session_start_context_is_bounded(ctx, tmp_path, monkeypatch):
+    ctx.services["tasks"].live = [task(i) for i in range(1, 30)]
+    ctx.services["gates"].lines = [f"gate line {i}" for i in range(15)]
+    monkeypatch.setattr(hook, "index_for_context", lambda cwd, home, lines, size: "\n".join(
+        ["Memories:"] + [f"- m{i}" for i in range(lines - 1)]))
+    lines = (await call(hook.session_start, ctx, **ids(tmp_path)))["context"].splitlines()
+    assert len(lines) == hook.MAX_CONTEXT_LINES
+    assert "... and 21 more (exec:tasks lists them)" in "\n".join(lines)
+
+
+async def test_session_start_includes_the_memory_index(ctx, tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(hook, "index_for_context",
+                        lambda cwd, home, lines, size: seen.append((cwd, home, lines, size)) or "Memories:\n- x")
+    context = (await call(hook.session_start, ctx, **ids(tmp_path)))["context"]
+    assert context.endswith("Memories:\n- x") and seen == [(str(tmp_path), str(tmp_path), 15, 2048)]
+
+
+async def test_session_end_ends_the_tasks_and_forgets_the_session(ctx, tmp_path):
+    ctx.services["tasks"].live = [task(4)]
+    await call(hook.session_start, ctx, **ids(tmp_path))
+    assert await call(hook.session_end, ctx, **ids(tmp_path)) == {"killed": [4]}
+    assert ctx.services["tasks"].ended == [("s1", str(tmp_path))]
+    assert ctx.services["hooks"].snapshot() == {"sessions_with_status": 0, "sessions_blocked": 0}
+
+
+async def test_params_are_validated(ctx):
+    reply = await hook.pre_tool(ctx, session_id="", cwd="/w")
+    assert reply._error.code == errors.INVALID_PARAMS
+    reply = await hook.stop(ctx, session_id="s", cwd="/w", stop_hook_active=False, extra=1)
+    assert reply._error.code == errors.INVALID_PARAMS
+
+
+def test_hook_memory_is_bounded():
+    memory = hook.HookMemory(cap=2)
+    for name in "abc":
+        memory.remember_sent(name, name)
+        memory.remember_block(name, name)
+    assert memory.sent("a") == "" and memory.sent("c") == "c" and memory.last_block("a") is None
+    memory.remember_block("c", None)
+    assert memory.last_block("c") is None
