@@ -31,7 +31,9 @@ def _strays(runner_id: str, live_ids: set[str]) -> list[tuple[str, int]]:
     for proc in kill_mod.find_tagged(runner_id):
         task_tags = tags.read_tags(proc.pid) or {}
         task_id = task_tags.get(tags.TASK_ID)
-        if task_id and task_id not in live_ids:
+        # Only task ids are numbers: a non-numeric tag is a runner-wide helper such as the
+        # browser ("browser"), which outlives every task and is stopped by its executor.
+        if task_id and task_id.isdecimal() and task_id not in live_ids:
             found.append((task_id, proc.pid))
     return found
 

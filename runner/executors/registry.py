@@ -9,6 +9,7 @@ from plugkit.config import Limits
 
 FACTORIES = (
     "runner.executors.serial",
+    "runner.executors.browser",
     "runner.executors.process",
 )
 
