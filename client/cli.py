@@ -24,10 +24,13 @@ Run code (its stdout/stderr stream through; the exit code is the task's):
 Follow this session's tasks (TASK is task_N or N; all take --json):
   exec:status TASK [--full]            its state and the output not read yet
   exec:sleep TASK [S] [--until TEXT]   stream output until it ends, TEXT appears or S s pass
-  exec:type TASK TEXT [--no-newline] [--eof]   write a line to its stdin
-  exec:close TASK                      kill it and forget it
+  exec:type TASK TEXT [--eol lf|crlf|cr|none] [--eof]   write a line to its stdin (or port)
+  exec:close TASK                      kill it (a serial task: close its port) and forget it
   exec:tasks                           list this session's tasks
   session-cleanup                      kill and forget every task of this session
+Serial devices (a port is a background task: follow it with the verbs above):
+  exec:serial PORT [BAUD] [--parity N|E|O|M|S --stopbits 1|1.5|2 --hex ...]   open it
+  serial list [--json]                 the ports the system sees
 The machine:
   kill-port PORT                       kill what listens on PORT, with its children
   doctor                               check interpreters, Chromium, serial, port, state dir
@@ -75,12 +78,15 @@ def _exec_lang(verb: str, argv: list[str]) -> int:
 VERBS = {
     "runner": _runner,
     "exec": _verb("exec_verbs", "exec_generic"),
+    # Found here before PREFIXES is consulted, so it is not taken for a language.
+    "exec:serial": _verb("serial_verbs", "exec_serial"),
     "exec:status": _verb("task_verbs", "status"),
     "exec:sleep": _verb("task_verbs", "sleep"),
     "exec:close": _verb("task_verbs", "close"),
     "exec:type": _verb("task_verbs", "type_"),
     "exec:tasks": _verb("task_verbs", "tasks"),
     "session-cleanup": _verb("task_verbs", "session_cleanup"),
+    "serial": _verb("serial_verbs", "serial_main"),
     "kill-port": _verb("killport", "main"),
     "doctor": _verb("doctor", "main"),
     "memory": _verb("memory_verbs", "main"),

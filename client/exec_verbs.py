@@ -72,7 +72,7 @@ def _exec(argv: list[str], lang: str | None) -> int:
     try:
         follower = follow.Follower(client, {}, sink, limit)
         info, first_output = start(client, me, follower, lang, code, wait_s, timeout_s)
-        return _follow(client, follower, info, first_output, me, opts, wait_s, deadline)
+        return follow_started(client, follower, info, first_output, me, opts, wait_s, deadline)
     finally:
         client.close()
 
@@ -93,8 +93,11 @@ def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, w
     return info, result["output"]
 
 
-def _follow(client, follower: follow.Follower, info: dict, first_output: dict, me: Caller, opts: dict,
-            wait_s: float, deadline: float) -> int:
+def follow_started(client, follower: follow.Follower, info: dict, first_output: dict, me: Caller, opts: dict,
+                   wait_s: float, deadline: float, rows: list[tuple[str, str]] | None = None) -> int:
+    """Show a just-started task's output until it ends or the deadline, then its exit
+    code, or the follow-up commands (`rows`, default render.followups) if it runs on.
+    Shared with exec:serial, whose follower may also stop at an --until text."""
     tid = info["task_id"]
     sink = follower.sink
     try:
@@ -103,7 +106,7 @@ def _follow(client, follower: follow.Follower, info: dict, first_output: dict, m
         if render.finished(info):
             follower.finish(info["bytes_out"])
     except KeyboardInterrupt:
-        return _interrupted(me, tid, bool(opts.get("kill_on_interrupt")))
+        return _interrupted(me, tid, bool(opts.get("kill_on_interrupt")), rows)
     except BrokenPipeError:
         try:
             client.call("task.kill", me.ref(tid), timeout=10)
@@ -115,11 +118,15 @@ def _follow(client, follower: follow.Follower, info: dict, first_output: dict, m
             f"lost the runner while following task_{tid}; check `plugkit runner status` "
             f"(if the runner died, task_{tid} ended with it)") from None
     running = not render.finished(info)
+    rows = rows or render.followups(me, tid)
+    extra = {"matched": follower.matched} if follower.until else {}
     if isinstance(sink, follow.Collector):
-        nxt = [cmd for cmd, _ in render.followups(me, tid)] if running else None
-        render.print_json(info, sink, follower, nxt)
+        nxt = [cmd for cmd, _ in rows] if running else None
+        render.print_json(info, sink, follower, nxt, **extra)
     elif running:
-        render.print_followups(sink, me, tid, f"task_{tid} is still running after {wait_s:g}s", follower)
+        headline = (f"saw {follower.until!r}; task_{tid} is still running" if follower.matched
+                    else f"task_{tid} is still running after {wait_s:g}s")
+        render.print_followups(sink, me, tid, headline, follower, rows)
     elif _unusual_end(info):
         sink.note(info.get("message") or render.state_line(info))
     return 0 if running else render.exit_code(info)
@@ -131,10 +138,10 @@ def _unusual_end(info: dict) -> bool:
     return info["state"] not in ("completed", "timed_out") and info.get("reason") != "exit_nonzero"
 
 
-def _interrupted(me: Caller, tid: int, kill: bool) -> int:
+def _interrupted(me: Caller, tid: int, kill: bool, rows: list[tuple[str, str]] | None) -> int:
     sink = follow.Printer()
     if not kill:
-        render.print_followups(sink, me, tid, f"interrupted; task_{tid} was not stopped")
+        render.print_followups(sink, me, tid, f"interrupted; task_{tid} was not stopped", rows=rows)
         return 130
     # The interrupted call left its connection mid-request: use a fresh one.
     client = connect(start=False)

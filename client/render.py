@@ -76,11 +76,12 @@ def followups(me, tid: int) -> list[tuple[str, str]]:
             (me.command("exec:close", name), "kill it and forget it")]
 
 
-def print_followups(sink, me, tid: int, headline: str, follower=None) -> None:
+def print_followups(sink, me, tid: int, headline: str, follower=None, rows=None) -> None:
+    """`rows`: (command, what it does) pairs; default followups(me, tid)."""
     if follower is not None and follower.skipping:
         sink.note(f"output past the first {size(follower.cursor)} is not shown here; "
                   f"`{me.command('exec:status', f'task_{tid}', '--full')}` prints the rest")
-    rows = followups(me, tid)
+    rows = rows or followups(me, tid)
     width = max(len(cmd) for cmd, _ in rows)
     lines = "\n".join(f"  {cmd.ljust(width)}   {what}" for cmd, what in rows)
     sink.note(f"{headline}; it keeps running in the runner. Follow up with:\n{lines}")

@@ -91,6 +91,10 @@ def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
     follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
     try:
         info = follower.follow(None, time.monotonic() + secs)
+        if info is None:
+            # --until matched in output that was already waiting: follow() returned
+            # from its first read, before any task.wait told it the task's state.
+            info = client.call("task.status", me.ref(tid))
         if render.finished(info):
             follower.finish(info["bytes_out"])  # type: ignore[index]
     except RpcFailure as exc:
@@ -100,7 +104,6 @@ def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         return 130
     finally:
         client.close()
-    assert info is not None  # follow() always asks the runner at least once when given no info
     done = render.finished(info)
     if isinstance(sink, follow.Collector):
         render.print_json(info, sink, follower, matched=follower.matched)
@@ -115,7 +118,8 @@ def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
 
 CLOSE_USAGE = f"""usage: plugkit exec:close TASK {SESSION_FLAGS}
 
-Kills TASK with its whole process tree (if it still runs) and forgets it."""
+Kills TASK with its whole process tree (if it still runs) and forgets it. For an
+exec:serial task it closes the port instead, and the task ends completed."""
 
 
 def close(argv: list[str], sink=None, caller: Caller | None = None) -> int:
@@ -125,27 +129,45 @@ def close(argv: list[str], sink=None, caller: Caller | None = None) -> int:
     return 0
 
 
-TYPE_USAGE = f"""usage: plugkit exec:type TASK TEXT... [--no-newline] [--eof] {SESSION_FLAGS}
+# The line ending exec:type appends. "cr" is there because many device consoles (modems,
+# MicroPython's raw REPL, bootloaders) act on a carriage return alone.
+EOLS = {"lf": "\n", "crlf": "\r\n", "cr": "\r", "none": ""}
 
-Writes TEXT and a newline to TASK's stdin. --no-newline: no newline; --eof: close
-its stdin afterwards (TEXT may then be left out). Read the answer with exec:sleep."""
+TYPE_USAGE = f"""usage: plugkit exec:type TASK TEXT... [--eol lf|crlf|cr|none] [--eof] {SESSION_FLAGS}
+
+Writes TEXT and a line ending (--eol, default lf) to TASK's stdin, or to the port of an
+exec:serial task. --no-newline is --eol none. --eof: close its stdin afterwards (TEXT
+may then be left out; a serial port takes no more input after it). Read the answer
+with exec:sleep. A serial task opened with --hex takes TEXT as hex digits
+('41 54 0d 0a'), sent exactly: --eol has no effect there (line-ending characters are
+whitespace to the hex reader), so include 0d 0a yourself."""
 
 
 def type_(argv: list[str], sink=None, caller: Caller | None = None) -> int:
-    opts, words, tid, me = _task_verb(argv, {"--no-newline": FLAG, "--eof": FLAG}, TYPE_USAGE, caller,
-                                      loose=True, min_pos=1)
+    opts, words, tid, me = _task_verb(argv, {"--eol": VALUE, "--no-newline": FLAG, "--eof": FLAG}, TYPE_USAGE,
+                                      caller, loose=True, min_pos=1)
     eof = bool(opts.get("eof"))
+    eol = _eol(opts)  # checked even when unused, so a typo is never silently ignored
     if len(words) == 1 and not eof:
         raise UsageError("give the TEXT to send (or --eof to close its stdin)\n" + TYPE_USAGE)
     data = " ".join(words[1:])
-    if len(words) > 1 and not opts.get("no_newline"):
-        data += "\n"
+    if len(words) > 1:
+        data += eol
     info = _call(me, "task.input", me.ref(tid, data=data, eof=eof))
     if opts.get("json"):
         _say(sink, json.dumps(info))
     else:
         _say(sink, f"sent {len(data.encode())} bytes to task_{tid}" + ("; its stdin is now closed" if eof else ""))
     return 0
+
+
+def _eol(opts: dict) -> str:
+    name = str(opts.get("eol", "none" if opts.get("no_newline") else "lf")).lower()
+    if name not in EOLS:
+        raise UsageError(f"--eol must be one of {', '.join(EOLS)}, not {name!r}")
+    if opts.get("no_newline") and name != "none":
+        raise UsageError(f"--no-newline and --eol {name} disagree; give one of them")
+    return EOLS[name]
 
 
 TASKS_USAGE = f"""usage: plugkit exec:tasks {SESSION_FLAGS}
