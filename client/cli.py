@@ -68,6 +68,15 @@ def _verb(module: str, name: str):
     return handler
 
 
+def _exec_browser(argv: list[str]) -> int:
+    if "-h" in argv or "--help" in argv:  # the command table, without a runner
+        from plugkit.browser_help import USAGE as BROWSER_USAGE
+
+        print(BROWSER_USAGE)
+        return 0
+    return _exec_lang("exec:browser", argv)
+
+
 def _exec_lang(verb: str, argv: list[str]) -> int:
     from client import exec_verbs
 
@@ -78,6 +87,7 @@ def _exec_lang(verb: str, argv: list[str]) -> int:
 VERBS = {
     "runner": _runner,
     "exec": _verb("exec_verbs", "exec_generic"),
+    "exec:browser": _exec_browser,
     # Found here before PREFIXES is consulted, so it is not taken for a language.
     "exec:serial": _verb("serial_verbs", "exec_serial"),
     "exec:status": _verb("task_verbs", "status"),

@@ -9,6 +9,7 @@ which is what an auto-started runner inherits.
 import json
 import os
 import shutil
+import subprocess
 import socket
 
 from client.args import FLAG, Help, parse
@@ -27,24 +28,42 @@ PRIVATE_FILES = ("token", "port", "runner.log", "runner.out", "ledger.sqlite3")
 
 
 def check_languages():
-    for lang in languages.LANGUAGES:
-        try:
-            plan = languages.resolve(lang)
-        except languages.MissingProgram as exc:
-            level = "FAIL" if lang.name in REQUIRED_LANGUAGES else "warn"
-            detail = str(exc).splitlines()[0]
-            yield level, lang.name, detail, lang.install_hint
-            continue
-        yield "ok", lang.name, " ".join(plan.run[:1]), ""
+    workspace = os.getcwd()
+    for name, usable, detail in languages.availability(workspace):
+        if usable:
+            yield "ok", name, detail, ""
+        else:
+            yield ("FAIL" if name in REQUIRED_LANGUAGES else "warn"), name, detail, ""
+    from plugkit import lang_plugins
+
+    for problem in lang_plugins.check_plugins(workspace):
+        yield "warn", "lang plugin", problem, "fix or remove the file; other languages are unaffected"
 
 
 def check_chromium():
     exe = os.environ.get("PLUGKIT_CHROMIUM") or next(filter(None, map(shutil.which, CHROMIUMS)), None)
     if exe and os.access(exe, os.X_OK):
-        yield "ok", "chromium", exe, ""
+        # Found is not enough: a broken install (missing libraries) fails only when started.
+        started, detail = _starts(exe)
+        if started:
+            yield "ok", "chromium", f"{exe} ({detail})", ""
+        else:
+            yield ("warn", "chromium", f"{exe} does not start: {detail}",
+                   "reinstall it (apt-get install --reinstall chromium) or set PLUGKIT_CHROMIUM")
     else:
         yield ("warn", "chromium", "not found (exec:browser needs it)",
                "apt-get install chromium, or set PLUGKIT_CHROMIUM to a Chrome/Chromium binary")
+
+
+def _starts(exe: str) -> tuple[bool, str]:
+    try:
+        probe = subprocess.run([exe, "--headless", "--no-sandbox", "--version"], capture_output=True,
+                               text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    if probe.returncode == 0 and probe.stdout.strip():
+        return True, probe.stdout.strip()
+    return False, (probe.stderr.strip().splitlines() or [f"exit code {probe.returncode}"])[-1][:200]
 
 
 def check_socat():

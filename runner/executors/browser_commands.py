@@ -17,10 +17,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Optional
 
+from plugkit.browser_help import COMMANDS as SUMMARY
+from plugkit.browser_help import SCREENSHOT_DIR, WAIT_DEFAULT_MS, commands_text
+
 NAV_TIMEOUT_MS = 30_000
-WAIT_DEFAULT_MS = 30_000
 MAX_VIEWPORT = 10_000
-SCREENSHOT_DIR = os.path.join(".plugkit", "evidence", "screenshots")
 
 _LINE = re.compile(r"^([a-z]+)(?:[ \t]+(.*?))?[ \t]*$")
 # Words that can start a JavaScript statement followed by a space and another word.
@@ -224,20 +225,16 @@ def _first_line(exc: BaseException) -> str:
 
 
 COMMANDS: dict[str, Command] = {
-    "goto": Command("goto URL", "open URL and wait for its load event; prints the HTTP status and final URL",
-                    _parse_url, _goto),
-    "reload": Command("reload", "reload the page and wait for its load event", _no_args("reload"), _reload),
-    "screenshot": Command("screenshot [PATH]", "PNG of the viewport, written inside the session's directory "
-                          f"(default {SCREENSHOT_DIR}/task_N.png); prints the path",
-                          _parse_screenshot, _screenshot),
-    "viewport": Command("viewport W H", "resize the page's viewport to W x H pixels", _parse_viewport, _viewport),
-    "wait": Command("wait SELECTOR [MS]", f"wait until SELECTOR matches an element (default {WAIT_DEFAULT_MS} ms)",
-                    _parse_wait, _wait),
-    "click": Command("click SELECTOR", "click the first element matching SELECTOR", _parse_selector, _click),
-    "type": Command("type SELECTOR TEXT", "focus SELECTOR and type TEXT ('quote' a selector with spaces)",
-                    _parse_type, _type),
-    "close": Command("close", "close this session's page (must be the last line)", _no_args("close"), _close,
-                     guarded=False),
+    name: Command(*SUMMARY[name], parse, run, **extra) for name, parse, run, extra in (
+        ("goto", _parse_url, _goto, {}),
+        ("reload", _no_args("reload"), _reload, {}),
+        ("screenshot", _parse_screenshot, _screenshot, {}),
+        ("viewport", _parse_viewport, _viewport, {}),
+        ("wait", _parse_wait, _wait, {}),
+        ("click", _parse_selector, _click, {}),
+        ("type", _parse_type, _type, {}),
+        ("close", _no_args("close"), _close, {"guarded": False}),
+    )
 }
 
 
@@ -270,6 +267,4 @@ def parse(code: str, cwd: str) -> Script:
 
 def help_text() -> str:
     """The command table as `plugkit exec:browser --help` prints it."""
-    width = max(len(c.usage) for c in COMMANDS.values())
-    rows = "\n".join(f"  {c.usage.ljust(width)}  {c.summary}" for c in COMMANDS.values())
-    return f"Commands (one per line, before the JavaScript):\n{rows}"
+    return commands_text()

@@ -252,3 +252,22 @@ def test_console_script_runs_the_venv_interpreter_directly():
         shebang = fh.readline()
     # A shell shim (pyenv, a wrapper script) would add ~100 ms to every call.
     assert shebang.startswith("#!") and "python" in shebang and shutil.which("sh") not in shebang
+
+
+def test_doctor_reports_broken_language_plugins_and_chromium(home, tmp_path):
+    lang_dir = tmp_path / ".plugkit" / "lang"
+    lang_dir.mkdir(parents=True)
+    (lang_dir / "broken.toml").write_text("run = [unclosed\n")
+    result = home.cli("doctor", cwd=tmp_path)
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("warn") and "broken.toml" in line for line in lines), result.stdout
+    assert any(" chromium " in f" {line} " for line in lines)
+    assert any(line.split()[:2] == ["ok", "bash"] for line in lines)
+
+
+def test_exec_browser_help_needs_no_runner(home):
+    result = home.cli("exec:browser", "--help")
+    assert result.returncode == 0
+    for command in ("goto URL", "screenshot [PATH]", "wait SELECTOR [MS]", "close"):
+        assert command in result.stdout
+    assert not (home.path / "port").exists()
