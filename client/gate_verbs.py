@@ -9,6 +9,7 @@ Exit codes: 0 done; 1 refused or unmet (the lines say why); 2 usage.
 import argparse
 import json
 import os
+import sys
 from typing import Callable
 
 from client import gate_render as show
@@ -40,16 +41,24 @@ def _call(args: argparse.Namespace, method: str, render: Render, ok: Callable[[d
     return 0 if ok(result) else 1
 
 
-def _emit_file(word: str) -> dict:
-    """PATH=SHA256 declares a hash; a bare PATH pins the file's content as it is now."""
+def _base(args: argparse.Namespace) -> str:
+    """Where a relative PATH argument starts: --cwd when given (as `git -C` does), since that
+    is the directory the caller named; the shell's own directory may be anywhere else."""
+    return Caller({"cwd": args.cwd, "session": args.session}).cwd
+
+
+def _emit_file(word: str, base: str) -> dict:
+    """PATH=SHA256 declares a hash; a bare PATH pins the file's content as it is now.
+    Sent absolute either way, so both forms name the same file."""
     path, sep, digest = word.partition("=")
+    full = os.path.join(base, path)
     if sep:
-        return {"path": path, "sha256": digest.lower()}
+        return {"path": full, "sha256": digest.lower()}
     try:
-        with open(path, "rb") as fh:
-            return {"path": os.path.abspath(path), "content": fh.read().decode()}
+        with open(full, "rb") as fh:
+            return {"path": full, "content": fh.read().decode()}
     except (OSError, UnicodeDecodeError) as exc:
-        raise argparse.ArgumentTypeError(f"{path}: {exc}; give PATH=SHA256 instead") from None
+        raise ValueError(f"{path}: {exc}; give PATH=SHA256 instead") from None
 
 
 def gate_main(argv: list[str]) -> int:
@@ -61,7 +70,7 @@ def gate_main(argv: list[str]) -> int:
     ret.add_argument("trigger", choices=["new_unknown", "verify_failed_code", "verify_failed_emit", "replan"])
     ret.add_argument("reason", nargs="+")
     emit = sub.add_parser("emit", parents=[common], help="declare the files the emission writes")
-    emit.add_argument("files", nargs="+", type=_emit_file, metavar="PATH[=SHA256]")
+    emit.add_argument("files", nargs="+", metavar="PATH[=SHA256]")
     ver = sub.add_parser("verify", parents=[common], help="run the configured verify command, witnessed")
     ver.add_argument("--wait", type=float, default=60.0, help="seconds to wait for it (default 60)")
     sub.add_parser("context", parents=[common], help="the lines a SessionStart hook shows the agent")
@@ -73,8 +82,12 @@ def gate_main(argv: list[str]) -> int:
     if a.action == "retreat":
         return _call(a, "gate.retreat", lambda r: [show.transition(r)], trigger=a.trigger, reason=" ".join(a.reason))
     if a.action == "emit":
+        try:
+            files = [_emit_file(word, _base(a)) for word in a.files]
+        except ValueError as exc:
+            emit.error(str(exc))
         return _call(a, "gate.emit", lambda r: [f"declared for emission ({r['phase']}): {', '.join(r['declared'])}"],
-                     files=a.files)
+                     files=files)
     if a.action == "verify":
         return _call(a, "gate.verify", show.verify, lambda r: r["verify"]["outcome"] in (None, "green"),
                      wait_ms=int(max(0.0, min(a.wait, 600.0)) * 1000))
@@ -165,7 +178,7 @@ def evidence_main(argv: list[str]) -> int:
     ver.add_argument("receipts", nargs="*", metavar="RECEIPT")
     a = p.parse_args(argv)
     if a.action == "add":
-        target = {"task_id": a.task} if a.task is not None else {"path": os.path.abspath(a.file)}
+        target = {"task_id": a.task} if a.task is not None else {"path": os.path.join(_base(a), a.file)}
         return _call(a, "evidence.add", lambda r: [show.receipt(r)], subject=a.subject, note=a.note, **target)
     if a.action == "show":
         return _call(a, "evidence.show", show.receipt_detail, receipt_id=a.receipt)
@@ -195,5 +208,14 @@ def approve_main(argv: list[str]) -> int:
     a = p.parse_args(argv)
     if a.list or a.id is None:
         return _call(a, "approval.list", show.approvals)
+    # The runner tags every task's environment with PLUGKIT_TASK_ID. A task is the agent's code
+    # (an `exec:` call is run from its own PreToolUse hook), so without this `exec:bash` +
+    # `plugkit approve ID` would be the agent approving its own item. A deliberate unset gets
+    # past it: like the via "hook" refusal, it stops the agent's easy path, not a local user.
+    task = os.environ.get("PLUGKIT_TASK_ID")
+    if task:
+        print(f"plugkit approve: refused inside runner task_{task}: approving is a person's step, "
+              f"typed in their own terminal (`plugkit approve {a.id}`)", file=sys.stderr)
+        return 1
     return _call(a, "approval.grant", lambda r: [f"approved {r['item_id']} as {r['user']}"],
                  item_id=a.id, via="cli", user=_os_user())

@@ -98,6 +98,11 @@ def facts(ws: Workspace, st: State, cfg: GateConfig, ext: External) -> Facts:
 
 
 def next_checks(ws: Workspace, st: State, cfg: GateConfig, ext: External) -> list[Check]:
+    """The next row's conditions as an advance now would find them. In PLAN that advance is
+    itself the declaration of the pass under way, so it is counted in: otherwise status
+    shows "last_pass_added_nothing: ok" while the advance it invites is refused for it."""
+    if st.phase == "PLAN":
+        st = st.model_copy(update={"plan_passes": st.plan_passes + 1, "last_pass_added": list(st.plan_added)})
     return evaluate(FORWARD_FROM[st.phase], facts(ws, st, cfg, ext))
 
 

@@ -26,13 +26,21 @@ PRE_TOOL_EVENTS = frozenset({"PreToolUse", "pre_tool_use", "BeforeTool"})
 PATH_KEYS = ("file_path", "path", "notebook_path", "absolute_path")
 
 ALWAYS_ALLOWED = re.compile(r"^\s*(?:exec:|plugkit\s+exec)")
+# A program may be named by a path (`/usr/bin/git`, `.venv/bin/plugkit`): without this, a
+# path is a way around the rule. The path excludes the separators, so the scans from two
+# start positions never overlap and a long command stays linear.
+_START = r"(?:^|[\s;&|(`])(?:[^\s;&|(`]*/)?"
+_APPROVE_WORD = re.compile(_START + r"plugkit\s+approve\b")
+_COMMAND_END = re.compile(r"[;&|`)\n]")
+_LIST_FLAG = re.compile(r"\s--list\b")
 # git, then global options (only these take a separate argument), then the subcommand.
-# Each option token has exactly one parse (the lookahead keeps the alternatives disjoint), so
-# a long crafted command costs linear time, not exponential backtracking.
+# Each option token has exactly one parse (the lookahead keeps the alternatives disjoint)
+# and the scan never backtracks (*+), so one scan is linear; see commits_or_pushes for
+# why scanning from every `git` stays linear too.
 _WITH_ARG = r"(?:-[Cc]|--(?:git-dir|work-tree|namespace|exec-path|config-env))"
-_GIT_OPTS = rf"(?:\s+(?:{_WITH_ARG}\s+\S+|(?!{_WITH_ARG}\s)-\S+))*"
-GIT_COMMIT_PUSH = re.compile(r"(?:^|[\s;&|(`])git" + _GIT_OPTS + r"\s+(commit|push)\b")
-APPROVE = re.compile(r"(?:^|[\s;&|(`])plugkit\s+approve\b")
+_GIT_WORD = re.compile(_START + r"git(?=\s)")
+_GIT_OPTIONS = re.compile(rf"(?:\s+(?:{_WITH_ARG}\s+\S+|(?!{_WITH_ARG}\s)-\S+))*+")
+_COMMIT_PUSH = re.compile(r"\s+(?:commit|push)\b")
 PATCH_FILES = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 
 
@@ -67,6 +75,37 @@ def view(phase: str, unknown: list[str], tool_name: str, tool_input: dict[str, A
     return View(phase, tuple(unknown), tool_name, command, tuple(paths))
 
 
+def commits_or_pushes(command: str) -> bool:
+    """`git [global options] commit|push` anywhere in the command line. A `git` lying inside
+    the options scanned for an earlier one (`git -c git -c git ...`) is skipped: its scan
+    would read the same tokens to the same end, and rescanning from each such `git` is
+    what made one crafted command cost quadratic time (long enough to time the hook out)."""
+    scanned = 0
+    for word in _GIT_WORD.finditer(command):
+        if word.end() <= scanned:
+            continue
+        scanned = _GIT_OPTIONS.match(command, word.end()).end()
+        if _COMMIT_PUSH.match(command, scanned):
+            return True
+    return False
+
+
+def approves(command: str) -> bool:
+    """`plugkit approve ...` anywhere in the command line, unless `--list` follows it within
+    the same command: listing only reads, and an agent checking what waits for the person
+    must not be sent to ask the person for that. Each command is searched for `--list`
+    once, however many `plugkit approve` it repeats, so the cost stays linear."""
+    command_end = last_list = -1
+    for word in _APPROVE_WORD.finditer(command):
+        if word.end() > command_end:
+            end = _COMMAND_END.search(command, word.end())
+            command_end = end.start() if end else len(command)
+            last_list = max((m.start() for m in _LIST_FLAG.finditer(command, word.end(), command_end)), default=-1)
+        if last_list < word.end():
+            return True
+    return False
+
+
 def _names(unknown: tuple[str, ...]) -> str:
     shown = ", ".join(unknown[:8])
     return shown + (f" (+{len(unknown) - 8} more)" if len(unknown) > 8 else "")
@@ -92,11 +131,11 @@ Rule = tuple[str, Callable[[View], bool], str, Callable[[View], str]]
 RULES: tuple[Rule, ...] = (
     ("exec_always_allowed", lambda v: v.command is not None and bool(ALWAYS_ALLOWED.match(v.command)),
      "allow", lambda v: ""),
-    ("approval_is_for_humans", lambda v: v.command is not None and bool(APPROVE.search(v.command)),
+    ("approval_is_for_humans", lambda v: v.command is not None and approves(v.command),
      "ask", lambda v: "approving a critical work item is a person's decision: `plugkit approve` must be typed by "
                       "the user, not run by the agent"),
     ("no_commit_with_unknowns",
-     lambda v: v.command is not None and bool(v.unknown) and bool(GIT_COMMIT_PUSH.search(v.command)),
+     lambda v: v.command is not None and bool(v.unknown) and commits_or_pushes(v.command),
      "deny", lambda v: f"git commit/push while mutables are unknown: {_names(v.unknown)}"),
     ("lifecycle_files_via_plugkit", lambda v: v.tool_name in WRITE_TOOLS and _protected(v),
      "deny", lambda v: ".prd and .plugkit/ are changed through plugkit (prd add|update, mutable ...), "

@@ -25,8 +25,8 @@ def _gates(ctx: Context) -> GateManager:
 @rpc(WorkspaceParams)
 async def status(ctx: Context, p: WorkspaceParams) -> GateStatus:
     """gate.status {session_id, cwd} -> {workspace, mode, phase, entered_at, next_phase,
-    conditions: [{name, holds, value}] (the next row's, now), unknown_mutables, emission,
-    verify, history (newest 10), notices}
+    conditions: [{name, holds, value}] (the next row's, as an advance now would find them),
+    unknown_mutables, emission, verify, history (newest 10), notices}
     Example: {"method":"gate.status","params":{"session_id":"s","cwd":"/w"}}
     """
     gates = _gates(ctx)
@@ -108,7 +108,7 @@ async def check(ctx: Context, p: GateCheckParams) -> CheckResult:
     NotebookEdit, write_file, replace, apply_patch) are denied in PLAN and EXECUTE (the
     reason names the unknown mutables, else the phase) and in COMPLETE, and always for
     .prd and .plugkit/; shell `git commit`/`git push` is denied while mutables are
-    unknown; `plugkit approve` in a shell asks the person; commands starting with
+    unknown; `plugkit approve` in a shell asks the person (`--list` only reads); commands starting with
     `exec:` or `plugkit exec` are always allowed. Advisory mode (the default): a deny
     becomes allow with the reason as a warning. Off: allow. Other events: allow.
     Example: {"method":"gate.check","params":{"session_id":"s","cwd":"/w","event":"PreToolUse",

@@ -63,6 +63,17 @@ def test_plan_to_execute_needs_a_declared_pass_that_added_nothing(ws):
     assert entry.conditions == {"plan_pass_declared": 2, "last_pass_added_nothing": []}
 
 
+def test_status_in_plan_previews_what_the_advance_would_find(ws):
+    def preview():
+        return {c.name: (c.holds, c.value) for c in gating.next_checks(ws, state_mod.load(ws), CFG, CLEAN)}
+
+    gating.add_mutable(ws, "db_port", None, "", NOW)
+    assert preview() == {"plan_pass_declared": (True, 1), "last_pass_added_nothing": (False, ["mutable db_port"])}
+    gating.advance(ws, CFG, CLEAN, None, NOW)
+    assert preview() == {"plan_pass_declared": (True, 2), "last_pass_added_nothing": (True, [])}
+    assert state_mod.load(ws).plan_passes == 1  # a preview declares nothing
+
+
 def test_advance_refuses_skipping_a_phase(ws):
     with pytest.raises(errors.Conflict, match="next phase is EXECUTE"):
         gating.advance(ws, CFG, CLEAN, "EMIT", NOW)

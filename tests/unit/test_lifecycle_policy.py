@@ -1,6 +1,7 @@
 """The hooks' answers: PreToolUse decisions per tool, phase and mode; Stop; session context."""
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -42,9 +43,22 @@ def test_write_denials_name_the_unknowns_or_the_phase():
     ("git --no-pager log --grep commit", "allow"), ("git status", "allow"), ("echo digit push", "allow"),
     ("exec:bash git commit -m x", "allow"), ("plugkit exec:python 'print(1)'", "allow"),
     ("plugkit approve w7", "ask"), ("ls; plugkit approve w7", "ask"),
+    ("/usr/bin/git commit -m x", "deny"), ("./.venv/bin/plugkit approve w7", "ask"),
+    ("plugkit approve --json --list", "allow"), ("plugkit approve --list; plugkit approve w7", "ask"),
+    ("git -c git -c x=y commit", "deny"), ("git -C commit status", "allow"),
 ])
 def test_shell_commands(command, decision):
     assert decide("EMIT", "Bash", {"command": command}).decision == decision
+
+
+@pytest.mark.parametrize("command", [
+    "git -c " * 20000 + "status", "plugkit approve " * 20000 + "--list", "a/" * 50000 + "git commit",
+])
+def test_crafted_commands_are_decided_in_linear_time(command):
+    # A check that outlived the hook's 5 s budget would fail open: the call would be allowed.
+    began = time.perf_counter()
+    decide("EMIT", "Bash", {"command": command})
+    assert time.perf_counter() - began < 0.5
 
 
 def test_commits_are_allowed_once_nothing_is_unknown():
