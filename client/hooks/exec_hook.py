@@ -17,6 +17,7 @@ import shlex
 import time
 
 from client import exec_verbs, follow, render, task_verbs
+from client.args import number
 from client.hooks.events import Answer, Event
 from client.rpc import ClientError
 from client.session import Caller, connect
@@ -25,7 +26,7 @@ DEFAULT_WAIT_S = 10.0
 MAX_WAIT_S = 45.0  # installed PreToolUse hooks get 60 s from the platform
 DEFAULT_LIMIT = 12000  # bytes of output per answer: about 3000 tokens for the model
 VERBS = {"status": task_verbs.status, "sleep": task_verbs.sleep, "close": task_verbs.close,
-         "type": task_verbs.type_, "tasks": task_verbs.tasks, "kill-port": None}
+         "type": task_verbs.type_, "tasks": task_verbs.tasks, "kill-port": None, "serial": None}
 CODE_FLAGS = ("--timeout", "--wait")
 DELIVERY = "this denial only delivers the result: do not run it again in the shell"
 
@@ -177,6 +178,17 @@ def _run_verb(request: Request, me: HookCaller, sink: Transcript) -> str:
 
         killport.main(args)  # prints its report: run() collects it
         return f"[plugkit] `kill-port` ran outside the shell ({DELIVERY}):"
+    if request.verb == "serial":
+        # A port is not code: `exec:serial PORT [BAUD] [--flags]` becomes the same JSON spec
+        # and long timeout the CLI verb sends, then runs like any task of the hook's session.
+        from client import serial_verbs
+        from client.args import parse_or_help
+
+        opts, words = parse_or_help(args, serial_verbs.OPTIONS, serial_verbs.USAGE, min_pos=1, max_pos=2)
+        code, _spec = serial_verbs.build_code(opts, words)
+        timeout = number(opts, "timeout", "--timeout", None, minimum=0.001) or serial_verbs.max_timeout_s()
+        wait = number(opts, "wait", "--wait", 2.0)
+        return _run_code(Request("serial", [], code, timeout, wait), me, sink)
     VERBS[request.verb](args, sink=sink, caller=me)
     return f"[plugkit] `exec:{request.verb}` ran in the plugkit runner ({DELIVERY}):"
 

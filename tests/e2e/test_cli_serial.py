@@ -223,3 +223,19 @@ def test_help_documents_the_verbs_without_a_runner(home):
     assert "exec:serial PORT [BAUD]" in overview and "serial list" in overview
     assert home.cli("serial", "--help").returncode == 0
     assert home.runner_pids() == []
+
+
+def test_exec_serial_through_a_claude_code_hook_opens_the_port_in_the_hooks_session(home, pty_pair, tmp_path):
+    import json
+
+    event = {"session_id": "hooked", "cwd": str(tmp_path), "hook_event_name": "PreToolUse",
+             "tool_name": "Bash", "tool_input": {"command": f"exec:serial {pty_pair.near} 9600"}}
+    result = home.cli("hook", "PreToolUse", "--platform", "claude-code", input=json.dumps(event))
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"  # delivered, never run in the shell
+    tid = int(re.search(r"task_(\d+)", answer["permissionDecisionReason"]).group(1))
+    listed = home.cli("exec:tasks", "--json", "--session", "hooked", "--cwd", str(tmp_path))
+    task = [t for t in json.loads(listed.stdout)["tasks"] if t["task_id"] == tid][0]
+    assert task["lang"] == "serial" and task["state"] == "running"
+    assert home.cli("exec:close", str(tid), "--session", "hooked", "--cwd", str(tmp_path)).returncode == 0
