@@ -15,7 +15,8 @@ from client.hooks.events import NOOP, SLIM_AT, Answer, Event, is_exec, shell_com
     ("plugkit exec:python <<'EOF'\nprint(42)\nEOF", "python", [], "print(42)", None, None),
     ("exec:python <<-END\n\tprint(1)\n\tEND\n", "python", [], "print(1)", None, None),
     ("exec:python --timeout 5 --wait=2\nimport time", "python", [], "import time", 5.0, 2.0),
-    ("exec:serial /dev/ttyUSB0", "serial", [], "/dev/ttyUSB0", None, None),
+    # a port is not code: its words are the verb's arguments, as on the command line
+    ("exec:serial /dev/ttyUSB0 9600 --hex", "serial", ["/dev/ttyUSB0", "9600", "--hex"], "", None, None),
     ("exec:status task_3 --full", "status", ["task_3", "--full"], "", None, None),
     ("exec:type 3 'hello world'", "type", ["3", "hello world"], "", None, None),
     ("exec:tasks", "tasks", [], "", None, None),
