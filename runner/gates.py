@@ -24,7 +24,8 @@ from plugkit.lifecycle.phases import GitFacts
 from plugkit.lifecycle.policy import Verdict
 from plugkit.lifecycle.state import State, VerifyRun
 from plugkit.lifecycle.workspace import Workspace, find_root
-from plugkit.protocol import EmitFile, TaskExecParams, TaskInfo
+from plugkit.protocol import TaskExecParams, TaskInfo
+from plugkit.protocol.lifecycle import EmitFile
 from runner import logs
 from runner.core.manager import TaskManager
 from runner.gate_witness import find_task, git_facts, witness

@@ -35,7 +35,8 @@ import serial_asyncio
 from serial import SerialBase, SerialException
 
 from plugkit import errors
-from plugkit.protocol import SerialOpenSpec, TaskExecParams
+from plugkit.protocol import TaskExecParams
+from plugkit.protocol.serial import SerialOpenSpec
 from runner import logs
 from runner.core.sessions import session_key
 from runner.core.task import Execution, SessionKey, Task

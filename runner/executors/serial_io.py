@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from serial import SerialBase
 
 from plugkit import errors
-from plugkit.protocol import SerialOpenSpec
+from plugkit.protocol.serial import SerialOpenSpec
 from runner.core.task import Task
 
 # pyserial-asyncio reads 1 KiB per wake-up; a pty hands over ~4 KiB and a fast USB

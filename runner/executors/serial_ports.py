@@ -19,7 +19,7 @@ from serial.serialutil import iterbytes
 from serial.urlhandler import protocol_loop
 
 from plugkit import errors
-from plugkit.protocol import SerialOpenSpec
+from plugkit.protocol.serial import SerialOpenSpec
 
 LOOP_URL = "loop://"
 # pyserial URL handlers that reach past the path checks: socket:// and rfc2217://

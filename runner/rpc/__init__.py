@@ -1,36 +1,75 @@
-"""The explicit methods table: every namespace module contributes its METHODS dict."""
+"""The explicit methods table: namespace -> the module that defines it.
 
+A namespace's module (and the domain code behind it: the lifecycle model, memory,
+serial, ...) is imported on the first call of one of its methods, not at boot: a
+runner that only runs code never pays for the rest, and the first answer comes sooner.
+"""
+
+import importlib
 import time
-from typing import Any, Callable
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator
 
-from runner.rpc import approval as approval_ns
-from runner.rpc import debug as debug_ns
-from runner.rpc import evidence as evidence_ns
-from runner.rpc import gate as gate_ns
-from runner.rpc import hook as hook_ns
-from runner.rpc import memory as memory_ns
-from runner.rpc import mutable as mutable_ns
-from runner.rpc import port as port_ns
-from runner.rpc import prd as prd_ns
-from runner.rpc import runner as runner_ns
-from runner.rpc import serial as serial_ns
-from runner.rpc import session as session_ns
-from runner.rpc import task as task_ns
-
-NAMESPACES = (
-    runner_ns, debug_ns, task_ns, session_ns, port_ns, serial_ns, memory_ns,
-    gate_ns, mutable_ns, prd_ns, evidence_ns, approval_ns, hook_ns,
-)
+NAMESPACES = {
+    "runner": "runner.rpc.runner",
+    "debug": "runner.rpc.debug",
+    "task": "runner.rpc.task",
+    "session": "runner.rpc.session",
+    "port": "runner.rpc.port",
+    "serial": "runner.rpc.serial",
+    "memory": "runner.rpc.memory",
+    "gate": "runner.rpc.gate",
+    "mutable": "runner.rpc.mutable",
+    "prd": "runner.rpc.prd",
+    "evidence": "runner.rpc.evidence",
+    "approval": "runner.rpc.approval",
+    "hook": "runner.rpc.hook",
+}
 
 
-def build_methods(extra: tuple = ()) -> dict[str, Callable[..., Any]]:
-    methods: dict[str, Callable[..., Any]] = {}
-    for module in NAMESPACES + tuple(extra):
+class Methods(Mapping):
+    """What jsonrpcserver dispatches through: `methods[name]`, a KeyError meaning not found."""
+
+    def __init__(self, namespaces: dict[str, str], extra: tuple = ()) -> None:
+        self._namespaces = namespaces
+        self._methods: dict[str, Callable[..., Any]] = {}
+        self._loaded: set[str] = set()
+        for module in extra:  # tests add modules whose names need no table row
+            self._add(module, prefix=None)
+
+    def _add(self, module: Any, prefix: str | None) -> None:
         for name, fn in module.METHODS.items():
-            if name in methods:
+            if prefix is not None and not name.startswith(prefix + "."):
+                raise ValueError(f"{module.__name__} defines {name}, outside its namespace {prefix}")
+            if name in self._methods:
                 raise ValueError(f"RPC method {name} defined twice")
-            methods[name] = _counted(name, fn)
-    return methods
+            self._methods[name] = _counted(name, fn)
+
+    def load(self, prefix: str) -> None:
+        if prefix not in self._loaded:
+            self._add(importlib.import_module(self._namespaces[prefix]), prefix)
+            self._loaded.add(prefix)
+
+    def load_all(self) -> None:
+        for prefix in self._namespaces:
+            self.load(prefix)
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        if name not in self._methods:
+            prefix = name.partition(".")[0]
+            if prefix in self._namespaces:
+                self.load(prefix)
+        return self._methods[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._methods)
+
+    def __len__(self) -> int:
+        return len(self._methods)
+
+
+def build_methods(extra: tuple = ()) -> Methods:
+    return Methods(NAMESPACES, extra)
 
 
 def _counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -9,7 +9,7 @@ local user, who owns the workspace's files anyway.
 """
 
 from plugkit.lifecycle import work
-from plugkit.protocol import ApprovalGrantParams, ApprovalInfo, ApprovalList, WorkspaceParams
+from plugkit.protocol.lifecycle import ApprovalGrantParams, ApprovalInfo, ApprovalList, WorkspaceParams
 from runner.gates import GateManager
 from runner.rpc import lifecycle_shapes as shapes
 from runner.rpc.base import Context, rpc

@@ -6,8 +6,10 @@ a path outside the workspace, -32005 the task is still running.
 """
 
 from plugkit.lifecycle import evidence as ev, work
-from plugkit.protocol import (EvidenceAddParams, EvidenceList, EvidenceRef, EvidenceVerifyParams,
-                              EvidenceVerifyResult, ReceiptCheck, ReceiptInfo, WorkspaceParams)
+from plugkit.protocol.lifecycle import (
+    EvidenceAddParams, EvidenceList, EvidenceRef, EvidenceVerifyParams, EvidenceVerifyResult, ReceiptCheck,
+    ReceiptInfo, WorkspaceParams,
+)
 from runner.gates import GateManager
 from runner.rpc import lifecycle_shapes as shapes
 from runner.rpc.base import Context, rpc

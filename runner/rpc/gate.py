@@ -9,10 +9,11 @@ cwd, -32005 the phase does not allow it.
 """
 
 from plugkit.lifecycle.phases import FORWARD_FROM
-from plugkit.protocol import (AdvanceResult, CheckResult, ContextLines, EmitResult, GateAdvanceParams,
-                              GateCheckParams, GateEmitParams, GateRetreatParams, GateStatus,
-                              GateStopParams, GateVerifyParams, StopResult, TransitionInfo, VerifyInfo,
-                              VerifyStarted, WorkspaceParams)
+from plugkit.protocol.lifecycle import (
+    AdvanceResult, CheckResult, ContextLines, EmitResult, GateAdvanceParams, GateCheckParams, GateEmitParams,
+    GateRetreatParams, GateStatus, GateStopParams, GateVerifyParams, StopResult, TransitionInfo, VerifyInfo,
+    VerifyStarted, WorkspaceParams,
+)
 from runner.gates import GateManager
 from runner.rpc import lifecycle_shapes as shapes
 from runner.rpc.base import Context, rpc

@@ -18,9 +18,10 @@ from typing import Any, Optional
 
 from plugkit import errors
 from plugkit.memory import index_for_context
-from plugkit.protocol import (HookContext, HookDecision, HookPreToolParams, HookPromptResult,
-                              HookSessionEnded, HookSessionParams, HookSessionStartParams,
-                              HookStopParams, HookStopResult)
+from plugkit.protocol.hook import (
+    HookContext, HookDecision, HookPreToolParams, HookPromptResult, HookSessionEnded, HookSessionParams,
+    HookSessionStartParams, HookStopParams, HookStopResult,
+)
 from runner import logs
 from runner.core.sessions import session_key
 from runner.core.task import SessionKey

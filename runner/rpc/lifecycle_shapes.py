@@ -6,7 +6,7 @@ from pydantic import BaseModel
 
 from plugkit.lifecycle.phases import Check
 from plugkit.lifecycle.state import Transition
-from plugkit.protocol import ConditionInfo, PrdItem, ReceiptInfo, TransitionInfo
+from plugkit.protocol.lifecycle import ConditionInfo, PrdItem, ReceiptInfo, TransitionInfo
 
 R = TypeVar("R", bound=BaseModel)
 

@@ -16,8 +16,11 @@ from typing import Callable, TypeVar
 from plugkit import errors
 from plugkit.memory import recall, rules
 from plugkit.memory.store import Memory, MemoryStore, NotFound
-from plugkit.protocol import (MemoryAddParams, MemoryIndex, MemoryIndexParams, MemoryInfo, MemoryList,
-                              MemoryNameParams, MemorySearchParams, SessionParams)
+from plugkit.protocol import SessionParams
+from plugkit.protocol.memory import (
+    MemoryAddParams, MemoryIndex, MemoryIndexParams, MemoryInfo, MemoryList, MemoryNameParams,
+    MemorySearchParams,
+)
 from runner.rpc.base import Context, rpc
 
 # The hook code's entry point, importable from here too.

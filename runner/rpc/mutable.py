@@ -7,8 +7,10 @@ already known, or its output truncated (name a regex then).
 
 from plugkit.lifecycle import state as state_mod
 from plugkit.lifecycle.gating import add_mutable
-from plugkit.protocol import (MutableAdded, MutableAddParams, MutableInfo, MutableList,
-                              MutableResolveParams, ResolveResult, WorkspaceParams)
+from plugkit.protocol.lifecycle import (
+    MutableAddParams, MutableAdded, MutableInfo, MutableList, MutableResolveParams, ResolveResult,
+    WorkspaceParams,
+)
 from runner.gates import GateManager
 from runner.rpc import lifecycle_shapes as shapes
 from runner.rpc.base import Context, rpc

@@ -4,7 +4,7 @@ import asyncio
 import os
 
 from plugkit import errors
-from plugkit.protocol import KilledProcess, PortKillParams, PortKillResult
+from plugkit.protocol.port import KilledProcess, PortKillParams, PortKillResult
 from runner.rpc.base import Context, rpc
 from runner.system import ports
 

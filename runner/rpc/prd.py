@@ -7,7 +7,9 @@ receipts that still verify; a critical-risk item starts only once a person appro
 """
 
 from plugkit.lifecycle import work
-from plugkit.protocol import PrdAdded, PrdAddParams, PrdItem, PrdList, PrdReadyParams, PrdUpdateParams, WorkspaceParams
+from plugkit.protocol.lifecycle import (
+    PrdAddParams, PrdAdded, PrdItem, PrdList, PrdReadyParams, PrdUpdateParams, WorkspaceParams,
+)
 from runner.gates import GateManager
 from runner.rpc import lifecycle_shapes as shapes
 from runner.rpc.base import Context, rpc

@@ -6,7 +6,8 @@ what `code` carries); closing it is task.kill.
 
 import asyncio
 
-from plugkit.protocol import NoParams, SerialListResult, SerialPortInfo
+from plugkit.protocol import NoParams
+from plugkit.protocol.serial import SerialListResult, SerialPortInfo
 from runner.executors import serial_ports
 from runner.rpc.base import Context, rpc
 

@@ -1,0 +1,56 @@
+"""hook.* — platform hooks as canonical events. Params and results as pydantic models (the wire contract)."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from plugkit.protocol import Params, Result, SessionId
+
+
+# --- hook.* (platform hooks, as canonical events; client/hooks/ speaks each platform) ---
+# The client adapters turn Claude Code / Qwen Code / Gemini CLI / Codex CLI stdin into these;
+# session_id and cwd always come from the platform's stdin, never from an environment variable.
+
+HookDecisionKind = Literal["allow", "deny", "ask"]
+
+
+class HookSessionParams(Params):
+    session_id: str = SessionId
+    cwd: str = Field(min_length=1, max_length=4096)
+
+
+class HookSessionStartParams(HookSessionParams):
+    platform: str = Field(default="", max_length=32)
+    source: str = Field(default="", max_length=64)  # startup | resume | clear | compact
+
+
+class HookPreToolParams(HookSessionParams):
+    tool_name: str = Field(default="", max_length=128)
+    tool_input: dict = {}
+
+
+class HookStopParams(HookSessionParams):
+    stop_hook_active: bool = False
+
+
+class HookContext(Result):
+    context: str
+
+
+class HookPromptResult(Result):
+    context: str
+    changed: bool
+
+
+class HookDecision(Result):
+    decision: HookDecisionKind
+    reason: str
+
+
+class HookStopResult(Result):
+    block: bool
+    reason: str
+
+
+class HookSessionEnded(Result):
+    killed: list[int]

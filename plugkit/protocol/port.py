@@ -1,0 +1,28 @@
+"""port.* — freeing a TCP port. Params and results as pydantic models (the wire contract)."""
+
+from typing import Optional
+
+from pydantic import Field
+
+from plugkit.protocol import Params, Result
+
+
+# --- port.* ------------------------------------------------------------------
+
+class PortKillParams(Params):
+    port: int = Field(ge=1, le=65535)
+    # The plugkit command asking: a listener whose tree holds it is refused,
+    # so `kill-port` never kills the agent (or shell) that typed it.
+    caller_pid: Optional[int] = Field(default=None, ge=1)
+
+
+class KilledProcess(Result):
+    pid: int
+    command: str
+    processes: int  # the listener and its descendants that were signalled
+
+
+class PortKillResult(Result):
+    port: int
+    killed: list[KilledProcess]  # empty: nothing was listening
+    survivors: list[int] = []  # pids still alive after TERM, grace and KILL
