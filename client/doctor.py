@@ -150,7 +150,7 @@ def check_state_dir():
         yield "ok", "state dir", f"{home} (not created yet; made 0700 on first use)", ""
         return
     if not os.path.isdir(home):
-        yield "FAIL", "state dir", f"{home} is not a directory", f"remove it, or set PLUGKIT_HOME elsewhere"
+        yield "FAIL", "state dir", f"{home} is not a directory", "remove it, or set PLUGKIT_HOME elsewhere"
         return
     if st.st_uid != os.getuid():
         yield "FAIL", "state dir", f"{home} belongs to uid {st.st_uid}", "set PLUGKIT_HOME to a directory of yours"

@@ -1,10 +1,9 @@
 """exec:browser benchmarks, each beside a bare in-process pyppeteer baseline from the same run.
 
 CASES follows scripts/bench.py: name -> fn(quick) -> list[Row]. Run alone with
-`.venv/bin/python scripts/bench_browser.py [--quick] [case ...]`.
+`scripts/bench browser_cold browser_warm`.
 """
 
-import argparse
 import asyncio
 import os
 import sys
@@ -122,18 +121,3 @@ CASES = {
     "browser_cold": case_cold,
     "browser_warm": case_warm,
 }
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer samples")
-    parser.add_argument("cases", nargs="*", help=f"subset of: {', '.join(CASES)}")
-    args = parser.parse_args()
-    rows = [row for name in args.cases or CASES for row in CASES[name](args.quick)]
-    for r in rows:
-        print(f"{r.case:48}  {r.ours:>10}  {r.baseline:48}  {r.ratio:>10}  {r.target:24}  {'pass' if r.ok else 'FAIL'}")
-    return 0 if all(r.ok for r in rows) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,10 @@
 """Client shim benchmarks: `plugkit exec:bash true` and `plugkit exec:status` against a warm
 runner, each sampled interleaved with its baselines in the same run.
 
-CASES plugs into scripts/bench.py; `python scripts/bench_cli.py [--quick]` runs them alone.
+CASES plugs into scripts/bench.py; `scripts/bench cli_exec cli_status` runs them alone.
 """
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -80,20 +79,3 @@ CASES = {
     "cli_exec": lambda quick: case_exec(30 if quick else 200),
     "cli_status": lambda quick: case_status(30 if quick else 200),
 }
-
-
-def main() -> int:
-    quick = "--quick" in sys.argv[1:]
-    rows = [row for case in CASES.values() for row in case(quick)]
-    header = ("case", "ours", "baseline", "ratio", "target")
-    cells = [header] + [(r.case, r.ours, r.baseline, r.ratio, r.target) for r in rows]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
-    for i, c in enumerate(cells):
-        verdict = "result" if i == 0 else ("pass" if rows[i - 1].ok else "FAIL")
-        print("  ".join(x.ljust(w) for x, w in zip(c, widths)) + "  " + verdict)
-    return 0 if all(r.ok for r in rows) else 1
-
-
-if __name__ == "__main__":
-    os.chdir(ROOT)
-    sys.exit(main())

@@ -2,7 +2,7 @@
 non-exec Bash call (the allow path every tool call of an agent pays), against a warm
 runner, sampled interleaved with `python -S -c pass` in the same run.
 
-CASES plugs into scripts/bench.py's table; `python scripts/bench_hooks.py [--quick]` runs it alone.
+CASES plugs into scripts/bench.py's table; `scripts/bench hook_pre_tool` runs it alone.
 """
 
 import json
@@ -66,20 +66,3 @@ def case_pre_tool(n: int) -> list[Row]:
 CASES = {
     "hook_pre_tool": lambda quick: case_pre_tool(30 if quick else 200),
 }
-
-
-def main() -> int:
-    quick = "--quick" in sys.argv[1:]
-    rows = [row for case in CASES.values() for row in case(quick)]
-    header = ("case", "ours", "baseline", "ratio", "target")
-    cells = [header] + [(r.case, r.ours, r.baseline, r.ratio, r.target) for r in rows]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
-    for i, c in enumerate(cells):
-        verdict = "result" if i == 0 else ("pass" if rows[i - 1].ok else "FAIL")
-        print("  ".join(x.ljust(w) for x, w in zip(c, widths)) + "  " + verdict)
-    return 0 if all(r.ok for r in rows) else 1
-
-
-if __name__ == "__main__":
-    os.chdir(ROOT)
-    sys.exit(main())

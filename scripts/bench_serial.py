@@ -5,10 +5,9 @@ is in the task's output (MB/s). Latency: a short line written at the far end unt
 task.output returns it (p50/p99). The baseline opens the same near pty with plain
 pyserial in this process, after the task has closed it. Not a test: timings are noisy.
 
-  .venv/bin/python scripts/bench_serial.py [--quick] [case ...]
+  scripts/bench serial_throughput serial_latency
 """
 
-import argparse
 import http.client
 import json
 import os
@@ -219,19 +218,3 @@ CASES = {
     "serial_throughput": case_throughput,
     "serial_latency": case_latency,
 }
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller bursts, fewer samples")
-    parser.add_argument("cases", nargs="*", help=f"subset of: {', '.join(CASES)}")
-    args = parser.parse_args()
-    rows = [row for name in args.cases or CASES for row in CASES[name](args.quick)]
-    for r in rows:
-        print(f"{r.case:48} {r.ours:>12}  {r.baseline:36} {r.ratio:>14}  {r.target:20} "
-              f"{'pass' if r.ok else 'FAIL'}")
-    return 0 if all(r.ok for r in rows) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -21,23 +21,10 @@ Contract (HOOK-PROTOCOLS.md, "Claude Code"):
 - PostToolUse, SessionEnd: nothing.
 """
 
-import json
+from client.hooks.output import answer, constant, context
 
 NOTHING = (b"", 0)
 NOOP_OUTPUT = b""
-
-
-def answer(obj: dict) -> tuple[bytes, int]:
-    return (json.dumps(obj) + "\n").encode(), 0
-
-
-def context(event_name: str):
-    def render(a) -> tuple[bytes, int]:
-        if not a.context:
-            return NOTHING
-        return answer({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": a.context}})
-
-    return render
 
 
 def pre_tool(a) -> tuple[bytes, int]:
@@ -57,17 +44,13 @@ def stop(a) -> tuple[bytes, int]:
     return NOTHING
 
 
-def nothing(a) -> tuple[bytes, int]:
-    return NOTHING
-
-
 # platform event -> (canonical kind, renderer). Adding an event is adding a row.
 EVENTS = {
-    "SessionStart": ("session_start", context("SessionStart")),
-    "UserPromptSubmit": ("prompt", context("UserPromptSubmit")),
+    "SessionStart": ("session_start", context("SessionStart", NOTHING)),
+    "UserPromptSubmit": ("prompt", context("UserPromptSubmit", NOTHING)),
     "PreToolUse": ("pre_tool", pre_tool),
-    "PostToolUse": ("post_tool", nothing),
+    "PostToolUse": ("post_tool", constant(NOTHING)),
     "Stop": ("stop", stop),
     "SubagentStop": ("stop", stop),
-    "SessionEnd": ("session_end", nothing),
+    "SessionEnd": ("session_end", constant(NOTHING)),
 }

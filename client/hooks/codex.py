@@ -17,26 +17,14 @@ and `turn_id` on stdin, with these differences:
 - A failing hook fails open in Codex itself; plugkit fails open before that anyway.
 """
 
-import json
 import sys
+
+from client.hooks.output import answer, constant, context
 
 NOTHING = (b"", 0)
 NOOP_OUTPUT = b""
 ASK = ("plugkit: this call needs a person's confirmation, which Codex hooks cannot ask for, "
        "so it was not run; ask the user to do it themselves. ")
-
-
-def answer(obj: dict) -> tuple[bytes, int]:
-    return (json.dumps(obj) + "\n").encode(), 0
-
-
-def context(event_name: str):
-    def render(a) -> tuple[bytes, int]:
-        if not a.context:
-            return NOTHING
-        return answer({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": a.context}})
-
-    return render
 
 
 def _deny(reason: str) -> tuple[bytes, int]:
@@ -62,15 +50,11 @@ def stop(a) -> tuple[bytes, int]:
     return NOTHING
 
 
-def nothing(a) -> tuple[bytes, int]:
-    return NOTHING
-
-
 # platform event -> (canonical kind, renderer)
 EVENTS = {
-    "SessionStart": ("session_start", context("SessionStart")),
-    "UserPromptSubmit": ("prompt", context("UserPromptSubmit")),
+    "SessionStart": ("session_start", context("SessionStart", NOTHING)),
+    "UserPromptSubmit": ("prompt", context("UserPromptSubmit", NOTHING)),
     "PreToolUse": ("pre_tool", pre_tool),
-    "PostToolUse": ("post_tool", nothing),
+    "PostToolUse": ("post_tool", constant(NOTHING)),
     "Stop": ("stop", stop),
 }

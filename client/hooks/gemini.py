@@ -22,25 +22,12 @@ The Claude Code event names are accepted as aliases, so `plugkit hook PreToolUse
 --platform gemini` answers in Gemini's format.
 """
 
-import json
+from client.hooks.output import answer, constant, context
 
 EMPTY = (b"{}\n", 0)
 NOOP_OUTPUT = b"{}\n"
 ASK = ("plugkit: this call needs a person's confirmation, which Gemini CLI hooks cannot ask for, "
        "so it was not run; ask the user to do it themselves. ")
-
-
-def answer(obj: dict) -> tuple[bytes, int]:
-    return (json.dumps(obj) + "\n").encode(), 0
-
-
-def context(event_name: str):
-    def render(a) -> tuple[bytes, int]:
-        if not a.context:
-            return EMPTY
-        return answer({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": a.context}})
-
-    return render
 
 
 def before_tool(a) -> tuple[bytes, int]:
@@ -61,20 +48,16 @@ def after_agent(a) -> tuple[bytes, int]:
     return EMPTY
 
 
-def nothing(a) -> tuple[bytes, int]:
-    return EMPTY
-
-
 # platform event -> (canonical kind, renderer); the last four rows are Claude Code aliases.
 EVENTS = {
-    "SessionStart": ("session_start", context("SessionStart")),
-    "BeforeAgent": ("prompt", context("BeforeAgent")),
+    "SessionStart": ("session_start", context("SessionStart", EMPTY)),
+    "BeforeAgent": ("prompt", context("BeforeAgent", EMPTY)),
     "BeforeTool": ("pre_tool", before_tool),
-    "AfterTool": ("post_tool", nothing),
+    "AfterTool": ("post_tool", constant(EMPTY)),
     "AfterAgent": ("stop", after_agent),
-    "SessionEnd": ("session_end", nothing),
-    "UserPromptSubmit": ("prompt", context("BeforeAgent")),
+    "SessionEnd": ("session_end", constant(EMPTY)),
+    "UserPromptSubmit": ("prompt", context("BeforeAgent", EMPTY)),
     "PreToolUse": ("pre_tool", before_tool),
-    "PostToolUse": ("post_tool", nothing),
+    "PostToolUse": ("post_tool", constant(EMPTY)),
     "Stop": ("stop", after_agent),
 }
