@@ -119,23 +119,3 @@ RENDER = {
     "search": render_search,
     "index": lambda r: r["text"] or "no memories",
 }
-
-
-def _standalone() -> int:
-    """`python -m client.memory_verbs ...` until cli.py routes `plugkit memory` here:
-    the same one-line errors and exit codes as the plugkit command."""
-    from client.cli import RPC_EXIT, _data_hint
-    from client.rpc import ClientError, RpcFailure
-
-    try:
-        return main(sys.argv[1:])
-    except RpcFailure as exc:
-        print(f"plugkit: {exc.message}{_data_hint(exc.data)}", file=sys.stderr)
-        return RPC_EXIT.get(exc.code, 1)
-    except ClientError as exc:
-        print(f"plugkit: {exc}", file=sys.stderr)
-        return exc.exit_code
-
-
-if __name__ == "__main__":
-    sys.exit(_standalone())

@@ -1,8 +1,7 @@
-"""`plugkit memory ...` end to end: the verb module as a process, against a real (auto-started) runner."""
+"""`plugkit memory ...` end to end: the real CLI against a real (auto-started) runner."""
 
 import json
 import subprocess
-import sys
 
 import pytest
 
@@ -10,9 +9,7 @@ pytestmark = pytest.mark.e2e
 
 
 def memory(home, cwd, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
-    # Until cli.py routes `plugkit memory`, the module's own __main__ stands in for it.
-    return subprocess.run([sys.executable, "-m", "client.memory_verbs", *args], env=home.env, cwd=cwd,
-                          capture_output=True, text=True, input=input, timeout=60)
+    return home.cli("memory", *args, input=input, cwd=cwd)
 
 
 def test_memory_cli_round_trip_against_a_real_runner(home, tmp_path):
