@@ -209,17 +209,13 @@ def resolve(lang: Language, path: str | None = None) -> ResolvedPlan:
     May spawn `<program> --version` once per binary (cached by path and mtime)
     for runners with a min_version, so async callers should use a thread.
     """
-    # Imported here: the client imports this table for names() on its hot
-    # path and should not pay for subprocess/shutil.
-    import shutil
-
     tried: list[str] = []
     for runner in lang.runners:
         search = path if path is not None else search_path(runner.search)
         wanted = _python() if runner.program == PYTHON else runner.program
         # Never the interpreter's path: this message goes back over the wire.
         label = _python_label() if runner.program == PYTHON else runner.describe()
-        exe = shutil.which(wanted, path=search)
+        exe = _which(wanted, search)
         if exe is None:
             tried.append(f"{label} (not found)")
             continue
@@ -229,7 +225,7 @@ def resolve(lang: Language, path: str | None = None) -> ResolvedPlan:
                 have = ".".join(map(str, found)) if found else "an unknown version"
                 tried.append(f"{label} (found {have})")
                 continue
-        tools = {need: shutil.which(need, path=search) for need in runner.needs}
+        tools = {need: _which(need, search) for need in runner.needs}
         missing = [need for need, where in tools.items() if where is None]
         if missing:
             tried.append(f"{label} (found, but {', '.join(missing)} not found)")
@@ -243,6 +239,29 @@ def resolve(lang: Language, path: str | None = None) -> ResolvedPlan:
     raise MissingProgram(
         f"cannot run {lang.name}: tried {', '.join(tried)}\nto fix: {lang.install_hint}"
     )
+
+
+# (program, search path) -> (where it was found, when that stops being trusted)
+_FOUND: dict[tuple[str, str], tuple[str, float]] = {}
+FOUND_TTL_S = 5.0
+
+
+def _which(program: str, search: str | None) -> str | None:
+    """shutil.which, remembered for a few seconds: a PATH walk is ~20 stat calls on
+    every exec. A program installed meanwhile is seen within FOUND_TTL_S; one removed
+    is noticed at once (the cached file is checked)."""
+    import shutil  # not at module level: the client's hot path imports this table
+    import time
+
+    key = (program, search if search is not None else os.environ.get("PATH", os.defpath))
+    hit = _FOUND.get(key)
+    now = time.monotonic()
+    if hit is not None and hit[1] > now and os.access(hit[0], os.X_OK):
+        return hit[0]
+    exe = shutil.which(program, path=search)
+    if exe is not None:
+        _FOUND[key] = (exe, now + FOUND_TTL_S)
+    return exe
 
 
 def search_path(extra: tuple[str, ...] = ()) -> str | None:
