@@ -30,8 +30,9 @@ def main(argv: list[str]) -> int:
         runner_id = reaper.make_runner_id(os.getpid(), secrets.token_hex(4))
         # Before binding: what a crashed runner left behind must not race our own tasks.
         report = reaper.reap_orphans(home, runner_id)
-        for dead in report.runners:
-            logs.get().warning("orphans_reaped", dead_runner_id=dead)
+        for dead, task_id, pids in report.trees:
+            logs.get().warning("orphans_reaped", dead_runner_id=dead,
+                               task_id=int(task_id) if task_id.isdecimal() else task_id, pids=list(pids))
         if report.runners:
             logs.get().warning("boot_reap_done", runners=len(report.runners), killed=report.killed,
                                survivors=list(report.survivors), ms=round(report.elapsed_s * 1000, 1))

@@ -21,6 +21,7 @@ from runner.system import tags
 @dataclass(frozen=True)
 class ReapReport:
     runners: tuple[str, ...]   # dead runner ids whose processes were found
+    trees: tuple[tuple[str, str, tuple[int, ...]], ...]  # (runner id, task id, pids seen) per tree
     killed: int                # processes signalled
     survivors: tuple[int, ...]
     elapsed_s: float
@@ -42,8 +43,8 @@ def _runner_alive(runner_id: str) -> bool:
         return False
 
 
-def tagged_runner_ids(home: str) -> dict[str, list[int]]:
-    """runner id -> pids of processes of this user tagged with our home and that runner id."""
+def tagged_runner_ids(home: str) -> dict[str, dict[str, list[int]]]:
+    """runner id -> task id -> pids of this user's processes tagged with our home."""
     needle = f"\0{tags.HOME}={home}\0".encode()
     found: dict[str, list[int]] = {}
     me, uid = os.getpid(), os.getuid()
@@ -59,20 +60,25 @@ def tagged_runner_ids(home: str) -> dict[str, list[int]]:
                 continue
         except OSError:
             continue
-        runner_id = (tags.read_tags(pid) or {}).get(tags.RUNNER_ID)
+        found_tags = tags.read_tags(pid) or {}
+        runner_id = found_tags.get(tags.RUNNER_ID)
         if runner_id:
-            found.setdefault(runner_id, []).append(pid)
+            task_id = found_tags.get(tags.TASK_ID, "?")
+            found.setdefault(runner_id, {}).setdefault(task_id, []).append(pid)
     return found
 
 
 def reap_orphans(home: str, live_runner_id: str, grace_s: float = 0.5) -> ReapReport:
     """Blocking: kill every tagged tree of our home whose runner is dead."""
     began = time.monotonic()
-    dead = [rid for rid in tagged_runner_ids(home)
-            if rid != live_runner_id and not _runner_alive(rid)]
+    tagged = tagged_runner_ids(home)
+    dead = [rid for rid in tagged if rid != live_runner_id and not _runner_alive(rid)]
     killed, survivors = 0, []
     for runner_id in dead:
+        # One kill per dead runner: its sweep re-scans until every tagged process is gone.
         report = kill_mod.kill_runner_tasks(runner_id, grace_s=grace_s)
         killed += len(set(report.terminated) | set(report.killed))
         survivors.extend(report.survivors)
-    return ReapReport(tuple(dead), killed, tuple(survivors), time.monotonic() - began)
+    trees = tuple((rid, task_id, tuple(sorted(pids)))
+                  for rid in dead for task_id, pids in sorted(tagged[rid].items()))
+    return ReapReport(tuple(dead), trees, killed, tuple(survivors), time.monotonic() - began)

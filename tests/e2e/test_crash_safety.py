@@ -1,5 +1,6 @@
 """A runner killed with -9 loses nothing: orphans are reaped at the next boot, other homes untouched."""
 
+import json
 import os
 import signal
 import sys
@@ -96,7 +97,12 @@ def test_kill_9_then_restart_reaps_every_orphan(home, tmp_path):
     status = rpc(home, "task.status", {"session_id": "a", "cwd": str(tmp_path),
                                        "task_id": fresh["task"]["task_id"]})
     assert status["state"] == "running"
-    assert "orphans_reaped" in (home.path / "runner.log").read_text()
+    reaped = [json.loads(line) for line in (home.path / "runner.log").read_text().splitlines()
+              if '"orphans_reaped"' in line]
+    # One line per tree: every old task that still had processes is named, once.
+    named = [r["task_id"] for r in reaped]
+    assert len(named) == len(set(named)) and {tid for _, tid in started} <= set(named)
+    assert all(r["pids"] for r in reaped)
 
 
 def test_other_homes_tasks_are_never_touched(tmp_path):
