@@ -38,9 +38,13 @@ def _strays(runner_id: str, live_ids: set[str]) -> list[tuple[str, int]]:
     return found
 
 
-def sweep_once(manager: TaskManager, runner_id: str, grace_s: float) -> tuple[list[int], list[tuple[str, int]]]:
-    """Blocking; run in a thread. Returns (reaped zombie pids, (task id, pid) strays killed)."""
+def sweep_once(manager: TaskManager, runner_id: str, grace_s: float,
+               scan: bool = True) -> tuple[list[int], list[tuple[str, int]]]:
+    """Blocking; run in a thread. Returns (reaped zombie pids, (task id, pid) strays killed).
+    Reaping reads only our own children; the stray scan reads every process's environment."""
     reaped = subreaper.reap_adopted(manager.managed_pids())
+    if not scan:
+        return reaped, []
     live = {str(t.id) for t in manager.running()}
     strays = _strays(runner_id, live)
     for task_id in sorted({t for t, _ in strays}):
@@ -48,27 +52,33 @@ def sweep_once(manager: TaskManager, runner_id: str, grace_s: float) -> tuple[li
     return reaped, strays
 
 
+# A scan of every process's environment holds the GIL for milliseconds: it runs when a
+# task has ended (its strays are what it looks for), again while it keeps finding some,
+# and otherwise only as a once-a-minute backstop, so an idle runner answers without jitter.
+BACKSTOP_PASSES = 60
+
+
 async def sweep_loop(manager: TaskManager, runner_id: str, stats: SweepStats, interval_s: float = 1.0,
                      grace_s: float = 0.2) -> None:
     seen_finished = -1
-    idle_rounds = 0
+    quiet_passes = 0
+    found_last = False
     while True:
         await asyncio.sleep(interval_s)
         stats.idle_sessions_ended += len(manager.expire_idle())
         finished = sum(manager.finished_counts.values())
-        idle_rounds += 1
-        # Scan when a task ended since the last pass, and every 10th pass regardless
-        # (a stray can outlive the sweep that followed its task's end).
-        if finished == seen_finished and idle_rounds < 10:
-            continue
-        seen_finished, idle_rounds = finished, 0
+        quiet_passes += 1
+        scan = finished != seen_finished or found_last or quiet_passes >= BACKSTOP_PASSES
+        if scan:
+            seen_finished, quiet_passes = finished, 0
         try:
-            reaped, strays = await asyncio.to_thread(sweep_once, manager, runner_id, grace_s)
+            reaped, strays = await asyncio.to_thread(sweep_once, manager, runner_id, grace_s, scan)
         except Exception as exc:  # the loop must survive a bad /proc read
             stats.last_error = exc.__class__.__name__
             log.exception("sweep_failed")
             continue
-        stats.sweeps += 1
+        found_last = bool(strays)
+        stats.sweeps += 1 if scan else 0
         stats.zombies_reaped += len(reaped)
         stats.strays_killed += len(strays)
         for task_id, pid in strays:
