@@ -58,11 +58,15 @@ def mutable(m: dict) -> str:
     return f"{m['name']}: {m['status']}{value}{expected}, attempts {m['attempts']}{failed}"
 
 
-def mutable_added(r: dict) -> list[str]:
-    lines = [f"added {mutable(r['mutable'])}; phase {r['phase']}"]
+
+def with_transition(lines: list[str], r: dict) -> list[str]:
+    """A result that moved the phase says so on an indented last line."""
     if r.get("transition"):
         lines.append("  " + transition(r["transition"]))
     return lines
+
+def mutable_added(r: dict) -> list[str]:
+    return with_transition([f"added {mutable(r['mutable'])}; phase {r['phase']}"], r)
 
 
 def resolved(r: dict) -> list[str]:
@@ -70,9 +74,7 @@ def resolved(r: dict) -> list[str]:
     lines = [head if r["known"] else f"not resolved: {r['reason']}", f"  phase {r['phase']}"]
     if not r["known"]:
         lines.insert(1, "  " + head)
-    if r.get("transition"):
-        lines.append("  " + transition(r["transition"]))
-    return lines
+    return with_transition(lines, r)
 
 
 def item(i: dict) -> str:
@@ -82,10 +84,7 @@ def item(i: dict) -> str:
 
 
 def item_added(r: dict) -> list[str]:
-    lines = [f"added {item(r['item'])}"]
-    if r.get("transition"):
-        lines.append("  " + transition(r["transition"]))
-    return lines
+    return with_transition([f"added {item(r['item'])}"], r)
 
 
 def items(r: dict) -> list[str]:
