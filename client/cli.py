@@ -10,7 +10,7 @@ reader of our output went away.
 import os
 import sys
 
-from client.rpc import ClientError, RpcFailure
+from client.wire.rpc import ClientError, RpcFailure
 from plugkit import errors
 
 USAGE = """usage: plugkit <verb> [args]
@@ -55,7 +55,7 @@ Run `plugkit <verb> --help` for a verb's options."""
 
 
 def _runner(argv: list[str]) -> int:
-    from client import runner_verbs
+    from client.verbs import runner as runner_verbs
 
     return runner_verbs.main(argv)
 
@@ -78,7 +78,7 @@ def _exec_browser(argv: list[str]) -> int:
 
 
 def _exec_lang(verb: str, argv: list[str]) -> int:
-    from client import exec_verbs
+    from client.verbs import exec as exec_verbs
 
     return exec_verbs.exec_lang(verb.partition(":")[2], argv)
 
@@ -86,27 +86,27 @@ def _exec_lang(verb: str, argv: list[str]) -> int:
 # verb -> handler(argv) -> exit code. Adding a verb is adding a row.
 VERBS = {
     "runner": _runner,
-    "exec": _verb("exec_verbs", "exec_generic"),
+    "exec": _verb("verbs.exec", "exec_generic"),
     "exec:browser": _exec_browser,
     # Found here before PREFIXES is consulted, so it is not taken for a language.
-    "exec:serial": _verb("serial_verbs", "exec_serial"),
-    "exec:status": _verb("task_verbs", "status"),
-    "exec:sleep": _verb("task_verbs", "sleep"),
-    "exec:close": _verb("task_verbs", "close"),
-    "exec:type": _verb("task_verbs", "type_"),
-    "exec:tasks": _verb("task_verbs", "tasks"),
-    "session-cleanup": _verb("task_verbs", "session_cleanup"),
-    "serial": _verb("serial_verbs", "serial_main"),
-    "kill-port": _verb("killport", "main"),
-    "doctor": _verb("doctor", "main"),
-    "memory": _verb("memory_verbs", "main"),
+    "exec:serial": _verb("verbs.serial", "exec_serial"),
+    "exec:status": _verb("verbs.task", "status"),
+    "exec:sleep": _verb("verbs.task", "sleep"),
+    "exec:close": _verb("verbs.task", "close"),
+    "exec:type": _verb("verbs.task", "type_"),
+    "exec:tasks": _verb("verbs.task", "tasks"),
+    "session-cleanup": _verb("verbs.task", "session_cleanup"),
+    "serial": _verb("verbs.serial", "serial_main"),
+    "kill-port": _verb("verbs.killport", "main"),
+    "doctor": _verb("verbs.doctor", "main"),
+    "memory": _verb("verbs.memory", "main"),
     "hook": _verb("hooks.core", "main"),
-    "install": _verb("install", "main"),
-    "gate": _verb("gate_verbs", "gate_main"),
-    "mutable": _verb("gate_verbs", "mutable_main"),
-    "prd": _verb("gate_verbs", "prd_main"),
-    "evidence": _verb("gate_verbs", "evidence_main"),
-    "approve": _verb("gate_verbs", "approve_main"),
+    "install": _verb("hooks.install", "main"),
+    "gate": _verb("verbs.gate", "gate_main"),
+    "mutable": _verb("verbs.gate", "mutable_main"),
+    "prd": _verb("verbs.gate", "prd_main"),
+    "evidence": _verb("verbs.gate", "evidence_main"),
+    "approve": _verb("verbs.gate", "approve_main"),
 }
 
 # verb prefix -> handler(verb, argv): `exec:python` is exec with lang "python".

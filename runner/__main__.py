@@ -1,58 +1,8 @@
 """`python -m runner [--detached]`: run the plugkit runner in the foreground."""
 
-import asyncio
-import os
-import secrets
 import sys
 
-from plugkit import paths
-
-
-def main(argv: list[str]) -> int:
-    detached = "--detached" in argv
-    try:
-        home = paths.ensure_home()
-        port = paths.port()
-    except (OSError, ValueError) as exc:
-        print(f"plugkit runner: {exc}", file=sys.stderr)
-        return 2
-    # Heavy imports after the cheap checks: a misconfigured start fails fast.
-    from runner import logs
-    from runner.system import instance, ports, reaper
-
-    try:
-        lock = instance.acquire()
-    except instance.AlreadyRunning as exc:
-        print(f"plugkit runner: {exc}", file=sys.stderr)
-        return 3
-    try:
-        logs.configure(paths.log_file(), to_stderr=not detached)
-        runner_id = reaper.make_runner_id(os.getpid(), secrets.token_hex(4))
-        # Before binding: what a crashed runner left behind must not race our own tasks.
-        report = reaper.reap_orphans(home, runner_id)
-        for dead, task_id, pids in report.trees:
-            logs.get().warning("orphans_reaped", dead_runner_id=dead,
-                               task_id=int(task_id) if task_id.isdecimal() else task_id, pids=list(pids))
-        if report.runners:
-            logs.get().warning("boot_reap_done", runners=len(report.runners), killed=report.killed,
-                               survivors=list(report.survivors), ms=round(report.elapsed_s * 1000, 1))
-        try:
-            sock = ports.bind(port)
-        except ports.PortTaken as exc:
-            logs.get().error("port_taken", port=port, pid=exc.holder.pid, command=exc.holder.command)
-            print(f"plugkit runner: {exc}", file=sys.stderr)
-            return 4
-        from runner.server import serve
-
-        asyncio.run(serve(sock, home, port, runner_id, report))
-        return 0
-    finally:
-        try:
-            os.unlink(paths.pid_file())
-        except OSError:
-            pass
-        lock.release()
-
+from runner.boot.main import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -161,7 +161,7 @@ def case_warm_status(n: int) -> list[Row]:
 
 def _client(box: Sandbox):
     sys.path.insert(0, str(ROOT))
-    from client.rpc import Client, Connection
+    from client.wire.rpc import Client, Connection
 
     port = int(box.env["PLUGKIT_PORT"])
     token = Path(box.env["PLUGKIT_HOME"], "token").read_text().strip()

@@ -23,7 +23,7 @@ warnings.filterwarnings("ignore", "remove loop argument", DeprecationWarning)
 
 
 def _client(box: Sandbox):
-    from client.rpc import Client, Connection
+    from client.wire.rpc import Client, Connection
 
     token = Path(box.env["PLUGKIT_HOME"], "token").read_text().strip()
     return Client(Connection(int(box.env["PLUGKIT_PORT"]), timeout=120), token=token)

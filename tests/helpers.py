@@ -98,7 +98,7 @@ class Home:
 
 def rpc(home: Home, method: str, params: dict | None = None, timeout: float = 30) -> dict:
     """One JSON-RPC call with the real token, through the project's own client."""
-    from client.rpc import Client, Connection
+    from client.wire.rpc import Client, Connection
 
     client = Client(Connection(home.port, timeout=timeout), token=home.token())
     try:

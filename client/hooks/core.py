@@ -11,7 +11,7 @@ failures deny a tool call (and block a Stop once, never while stop_hook_active).
 SessionStart and exec: commands start a runner; every other event, finding none, fails
 open at once. Exit code 2 is never used: platforms ignore stdout on 2.
 
-Hot path (a plain tool call): this module, one adapter, client.rpc; stdlib json/os/sys/
+Hot path (a plain tool call): this module, one adapter, client.wire.rpc; stdlib json/os/sys/
 time/select only. The exec: machinery is imported only for exec: commands.
 """
 
@@ -21,7 +21,7 @@ import sys
 import time
 
 from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_event, shell_command, slim
-from client.rpc import ClientError
+from client.wire.rpc import ClientError
 
 # platform -> adapter module under client/hooks/ (Qwen Code speaks Claude Code's protocol)
 PLATFORMS = {"claude-code": "claude_code", "qwen": "claude_code", "gemini": "gemini", "codex": "codex"}
@@ -163,13 +163,13 @@ def read_stdin(budget_s: float | None = None) -> bytes | None:
 
 def call(method: str, params: dict, start: bool = False, timeout: float = RPC_TIMEOUT_S) -> dict:
     """One runner call. Without start, a missing runner is RunnerDown at once (fail open)."""
-    from client.rpc import Client, connect_verified
+    from client.wire.rpc import Client, connect_verified
 
     conn = connect_verified()
     if conn is None:
         if not start:
             raise RunnerDown("no plugkit runner is running")
-        from client.autostart import ensure_runner
+        from client.wire.autostart import ensure_runner
 
         conn = ensure_runner()
     client = Client(conn)
@@ -189,7 +189,7 @@ def write_env_file(session_id: str) -> None:
     path = os.environ.get("CLAUDE_ENV_FILE")
     if not path:
         return
-    from client.session import _quote
+    from client.wire.session import _quote
 
     line = f"export PLUGKIT_SESSION={_quote(session_id)}"
     try:

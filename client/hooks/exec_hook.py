@@ -16,11 +16,14 @@ import os
 import shlex
 import time
 
-from client import exec_verbs, follow, render, task_verbs
+from client.verbs import exec as exec_verbs
+from client.show import follow
+from client.show import render
+from client.verbs import task as task_verbs
 from client.args import number
 from client.hooks.events import Answer, Event
-from client.rpc import ClientError
-from client.session import Caller, connect
+from client.wire.rpc import ClientError
+from client.wire.session import Caller, connect
 
 DEFAULT_WAIT_S = 10.0
 MAX_WAIT_S = 45.0  # installed PreToolUse hooks get 60 s from the platform
@@ -174,14 +177,14 @@ def _run_verb(request: Request, me: HookCaller, sink: Transcript) -> str:
     if request.verb == "sleep" and len(args) > 1 and args[1].replace(".", "", 1).isdigit():
         args[1] = str(min(float(args[1]), MAX_WAIT_S))  # the platform would kill a longer hook
     if request.verb == "kill-port":
-        from client import killport
+        from client.verbs import killport
 
         killport.main(args)  # prints its report: run() collects it
         return f"[plugkit] `kill-port` ran outside the shell ({DELIVERY}):"
     if request.verb == "serial":
         # A port is not code: `exec:serial PORT [BAUD] [--flags]` becomes the same JSON spec
         # and long timeout the CLI verb sends, then runs like any task of the hook's session.
-        from client import serial_verbs
+        from client.verbs import serial as serial_verbs
         from client.args import parse_or_help
 
         opts, words = parse_or_help(args, serial_verbs.OPTIONS, serial_verbs.USAGE, min_pos=1, max_pos=2)

@@ -1,7 +1,7 @@
 """Run code as a local process: temp file (or a project dir), optional compile step, tagged spawn, live output.
 
 What lands in the temp dir and which argv each step runs comes from the row's
-project builder (plugkit/lang_projects.py) as a Layout; nothing here knows a language.
+project builder (plugkit/languages/projects.py) as a Layout; nothing here knows a language.
 
 Every task root starts in its own session (start_new_session): one killpg then
 reaches the whole tree, and a Ctrl-C in the runner's terminal never reaches it.
@@ -17,10 +17,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 
-from plugkit import errors, lang_projects, languages
-from plugkit.lang_model import Layout
+from plugkit import errors, languages
+from plugkit.languages import projects as lang_projects
+from plugkit.languages.model import Layout
 from plugkit.protocol import TaskExecParams
-from runner.core.task import Execution, SessionKey, Task
+from runner.core.tasks.task import Execution, SessionKey, Task
 from runner.executors.base import Outcome, Prepared
 from runner.system import kill as kill_mod
 from runner.system import tags

@@ -12,10 +12,11 @@ from typing import Any, Optional
 
 from plugkit.config import Limits
 
-FACTORIES: tuple[tuple[str, Optional[frozenset[str]]], ...] = (
-    ("runner.executors.serial", frozenset({"serial"})),
-    ("runner.executors.browser", frozenset({"browser"})),
-    ("runner.executors.process", None),
+FACTORIES: tuple[tuple[str, str, Optional[frozenset[str]]], ...] = (
+    # (name, module, langs)
+    ("serial", "runner.executors.serial.executor", frozenset({"serial"})),
+    ("browser", "runner.executors.browser.executor", frozenset({"browser"})),
+    ("process", "runner.executors.process", None),
 )
 
 
@@ -30,8 +31,8 @@ class Deferred:
     """An executor built on first use. Until then it holds nothing: session end and
     shutdown have nothing to release, and its snapshot says so."""
 
-    def __init__(self, module: str, langs: frozenset[str], ctx: ExecutorContext) -> None:
-        self.name = module.rsplit(".", 1)[-1]
+    def __init__(self, name: str, module: str, langs: frozenset[str], ctx: ExecutorContext) -> None:
+        self.name = name
         self._module, self._langs, self._ctx = module, langs, ctx
         self._executor: Any = None
 
@@ -68,5 +69,5 @@ class Deferred:
 
 
 def build(ctx: ExecutorContext) -> list:
-    return [Deferred(module, langs, ctx) if langs else importlib.import_module(module).make(ctx)
-            for module, langs in FACTORIES]
+    return [Deferred(name, module, langs, ctx) if langs else importlib.import_module(module).make(ctx)
+            for name, module, langs in FACTORIES]

@@ -10,9 +10,9 @@ local user, who owns the workspace's files anyway.
 
 from plugkit.lifecycle import work
 from plugkit.protocol.lifecycle import ApprovalGrantParams, ApprovalInfo, ApprovalList, WorkspaceParams
-from runner.gates import GateManager
-from runner.rpc import lifecycle_shapes as shapes
-from runner.rpc.base import Context, rpc
+from runner.core.gates.manager import GateManager
+from runner.rpc import shapes
+from runner.rpc.dispatch import Context, rpc
 
 
 def _gates(ctx: Context) -> GateManager:

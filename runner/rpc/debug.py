@@ -8,7 +8,7 @@ is listed. The same JSON is served at GET /debug (token required).
 import time
 
 from plugkit.protocol import DebugSnapshot, NoParams
-from runner.rpc.base import Context, rpc
+from runner.rpc.dispatch import Context, rpc
 
 
 def build_snapshot(ctx: Context) -> dict:

@@ -14,9 +14,9 @@ from plugkit.protocol.lifecycle import (
     GateRetreatParams, GateStatus, GateStopParams, GateVerifyParams, StopResult, TransitionInfo, VerifyInfo,
     VerifyStarted, WorkspaceParams,
 )
-from runner.gates import GateManager
-from runner.rpc import lifecycle_shapes as shapes
-from runner.rpc.base import Context, rpc
+from runner.core.gates.manager import GateManager
+from runner.rpc import shapes
+from runner.rpc.dispatch import Context, rpc
 
 
 def _gates(ctx: Context) -> GateManager:

@@ -22,10 +22,10 @@ from plugkit.protocol.hook import (
     HookContext, HookDecision, HookPreToolParams, HookPromptResult, HookSessionEnded, HookSessionParams,
     HookSessionStartParams, HookStopParams, HookStopResult,
 )
-from runner import logs
-from runner.core.sessions import session_key
-from runner.core.task import SessionKey
-from runner.rpc.base import Context, rpc
+from runner.system import logs
+from runner.core.tasks.sessions import session_key
+from runner.core.tasks.task import SessionKey
+from runner.rpc.dispatch import Context, rpc
 
 log = logs.get("plugkit.hooks")
 

@@ -21,7 +21,7 @@ from plugkit.protocol.memory import (
     MemoryAddParams, MemoryIndex, MemoryIndexParams, MemoryInfo, MemoryList, MemoryNameParams,
     MemorySearchParams,
 )
-from runner.rpc.base import Context, rpc
+from runner.rpc.dispatch import Context, rpc
 
 # The hook code's entry point, importable from here too.
 index_for_context = recall.index_for_context

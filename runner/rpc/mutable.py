@@ -11,9 +11,9 @@ from plugkit.protocol.lifecycle import (
     MutableAddParams, MutableAdded, MutableInfo, MutableList, MutableResolveParams, ResolveResult,
     WorkspaceParams,
 )
-from runner.gates import GateManager
-from runner.rpc import lifecycle_shapes as shapes
-from runner.rpc.base import Context, rpc
+from runner.core.gates.manager import GateManager
+from runner.rpc import shapes
+from runner.rpc.dispatch import Context, rpc
 
 
 def _gates(ctx: Context) -> GateManager:

@@ -5,7 +5,7 @@ import os
 
 from plugkit import errors
 from plugkit.protocol.port import KilledProcess, PortKillParams, PortKillResult
-from runner.rpc.base import Context, rpc
+from runner.rpc.dispatch import Context, rpc
 from runner.system import ports
 
 

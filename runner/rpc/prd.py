@@ -10,9 +10,9 @@ from plugkit.lifecycle import work
 from plugkit.protocol.lifecycle import (
     PrdAddParams, PrdAdded, PrdItem, PrdList, PrdReadyParams, PrdUpdateParams, WorkspaceParams,
 )
-from runner.gates import GateManager
-from runner.rpc import lifecycle_shapes as shapes
-from runner.rpc.base import Context, rpc
+from runner.core.gates.manager import GateManager
+from runner.rpc import shapes
+from runner.rpc.dispatch import Context, rpc
 
 _LINK_AND_TEXT = ("subject", "acceptance", "edge_cases", "blocked_by", "blocking", "effort", "risk")
 

@@ -4,7 +4,7 @@ import asyncio
 
 from plugkit import SERVICE
 from plugkit.protocol import NoParams, RunnerInfo, ShutdownResult
-from runner.rpc.base import Context, rpc
+from runner.rpc.dispatch import Context, rpc
 
 
 @rpc(NoParams)

@@ -1,6 +1,6 @@
 """serial.* — the serial ports this machine has (`plugkit serial list`).
 
-Opening one is task.exec with lang "serial" (see runner/executors/serial.py for
+Opening one is task.exec with lang "serial" (see runner/executors/serial/executor.py for
 what `code` carries); closing it is task.kill.
 """
 
@@ -8,8 +8,8 @@ import asyncio
 
 from plugkit.protocol import NoParams
 from plugkit.protocol.serial import SerialListResult, SerialPortInfo
-from runner.executors import serial_ports
-from runner.rpc.base import Context, rpc
+from runner.system import serial_devices as serial_ports
+from runner.rpc.dispatch import Context, rpc
 
 
 @rpc(NoParams)

@@ -1,7 +1,7 @@
 """session.* — a session is (session_id, realpath(cwd))."""
 
 from plugkit.protocol import SessionEnded, SessionParams
-from runner.rpc.base import Context, rpc
+from runner.rpc.dispatch import Context, rpc
 
 
 @rpc(SessionParams)

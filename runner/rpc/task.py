@@ -5,8 +5,8 @@ empty session id, so no caller can learn what other sessions run."""
 from plugkit.protocol import (Output, SessionParams, TaskExecParams, TaskInfo, TaskInputParams,
                               TaskKillParams, TaskList, TaskOutputParams, TaskRef, TaskResult,
                               TaskWaitParams, WaitResult)
-from runner.core.manager import TaskManager
-from runner.rpc.base import Context, rpc
+from runner.core.tasks.manager import TaskManager
+from runner.rpc.dispatch import Context, rpc
 
 
 def _tasks(ctx: Context) -> TaskManager:

@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from client.rpc import RpcFailure
+from client.wire.rpc import RpcFailure
 from tests.helpers import ROOT, free_port, rpc
 
 pytestmark = pytest.mark.e2e
@@ -84,7 +84,7 @@ def heavy(modules: set[str]) -> list[str]:
 def test_importing_the_shim_loads_no_heavy_module():
     # -S: no site-packages at all, so nothing (not even the editable-install finder,
     # which itself pulls in urllib) can hide a heavy import.
-    shim = "import client.cli, client.exec_verbs, client.task_verbs, client.killport, client.doctor"
+    shim = "import client.cli, client.verbs.exec, client.verbs.task, client.verbs.killport, client.verbs.doctor"
     assert heavy(modules_after(shim, "-S")) == []
 
 
@@ -94,7 +94,7 @@ def test_a_warm_exec_and_status_load_no_heavy_module_nor_argparse(home):
     code = ("import sys\nstartup = set(sys.modules)\nfrom client.cli import run\n"
             "assert run(['exec:bash', 'true']) == 0\nassert run(['exec:status', 'task_1']) == 0\n")
     loaded = modules_after(code, env=home.env)
-    assert {"client.exec_verbs", "client.task_verbs"} <= loaded and heavy(loaded) == []
+    assert {"client.verbs.exec", "client.verbs.task"} <= loaded and heavy(loaded) == []
     assert not {"argparse", "subprocess", "plugkit.protocol", "plugkit.languages"} & loaded
 
 

@@ -12,7 +12,7 @@ from typing import Optional
 
 import pytest
 
-from client.rpc import RpcFailure
+from client.wire.rpc import RpcFailure
 from plugkit import errors
 from tests.helpers import cli_argv, rpc
 

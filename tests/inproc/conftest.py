@@ -5,8 +5,8 @@ import secrets
 import pytest
 
 from plugkit.config import Limits
-from runner.app import make_app
-from runner.state import Runtime
+from runner.http.app import make_app
+from runner.rpc.runtime import Runtime
 from tests.helpers import free_port
 
 TOKEN = "test-token-0123456789"
@@ -32,7 +32,7 @@ def auth(**extra: str) -> dict:
 @pytest.fixture(scope="session", autouse=True)
 def structured_logging(tmp_path_factory):
     """Route structlog through stdlib logging, as the daemon does, so caplog sees it."""
-    from runner import logs
+    from runner.system import logs
 
     logs.configure(str(tmp_path_factory.mktemp("logs") / "runner.log"), to_stderr=False)
 

@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import psutil
 import pytest
 
-from runner.app import CONTEXT
-from runner.executors.browser_chromium import BROWSER_TAG, LaunchError, find_executable
+from runner.http.app import CONTEXT
+from runner.system.chromium import BROWSER_TAG, LaunchError, find_executable
 from runner.system import kill as kill_mod
 from tests.inproc.conftest import RpcError, call
 

@@ -5,7 +5,7 @@ import logging
 
 from plugkit.errors import NOT_FOUND, RpcError
 from plugkit.protocol import NoParams, RunnerInfo
-from runner.rpc.base import rpc
+from runner.rpc.dispatch import rpc
 from tests.inproc.conftest import auth
 
 

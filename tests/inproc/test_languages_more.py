@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from plugkit import lang_plugins
+from plugkit.languages import plugins as lang_plugins
 from tests.inproc.conftest import RpcError, call
 
 HELLO = [

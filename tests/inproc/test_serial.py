@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.app import CONTEXT
-from runner.executors import serial_ports
+from runner.http.app import CONTEXT
+from runner.system import serial_devices as serial_ports
 from tests.inproc.conftest import RpcError, call
 
 SOCAT_MISSING = ("socat is missing; the serial tests need real pseudo-terminals: "
@@ -345,7 +345,7 @@ async def test_a_port_the_manager_never_claims_is_closed(monkeypatch, tmp_path):
     """prepare() opens before the task exists; if no run() follows (a limit, a ledger
     error), the executor closes the port by itself."""
     from plugkit.protocol import TaskExecParams
-    from runner.executors import serial as serial_ex
+    from runner.executors.serial import executor as serial_ex
 
     monkeypatch.setattr(serial_ex, "ADOPT_S", 0.05)
     executor = serial_ex.make(None)

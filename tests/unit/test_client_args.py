@@ -5,7 +5,7 @@ import os
 import pytest
 
 from client.args import FLAG, VALUE, Help, UsageError, number, parse, task_id
-from client.session import Caller, _quote, default_session
+from client.wire.session import Caller, _quote, default_session
 
 EXEC = {"--cwd": VALUE, "--json": FLAG, "--timeout": VALUE}
 

@@ -9,7 +9,7 @@ import tomllib
 
 import pytest
 
-from client import install
+from client.hooks import install
 from tests.helpers import ROOT, cli_argv
 
 FIXTURES = ROOT / "tests" / "fixtures" / "hooks"

@@ -9,8 +9,8 @@ import pytest
 from plugkit import errors
 from plugkit.protocol import SessionEnded, TaskInfo, TaskList
 from runner.rpc import hook
-from runner.rpc.base import Context
-from runner.state import Runtime
+from runner.rpc.dispatch import Context
+from runner.rpc.runtime import Runtime
 
 
 class FakeRegistry:

@@ -1,10 +1,10 @@
 """Idle session expiry with a fake clock: idle + nothing running -> ended; polling or running -> kept."""
 
 from plugkit.config import Limits
-from runner.core.manager import TaskManager
-from runner.core.output import OutputBuffer
-from runner.core.sessions import SessionRegistry, session_key
-from runner.core.task import Task
+from runner.core.tasks.manager import TaskManager
+from runner.core.tasks.output import OutputBuffer
+from runner.core.tasks.sessions import SessionRegistry, session_key
+from runner.core.tasks.task import Task
 from runner.executors.process import ProcessExecutor, ProcessSpec
 
 

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from plugkit import lang_cargo, lang_projects, languages
-from plugkit.lang_model import Layout, MissingProgram, ProjectContext, ProjectError, render
+from plugkit import languages
+from plugkit.languages import cargo as lang_cargo
+from plugkit.languages import projects as lang_projects
+from plugkit.languages.model import Layout, MissingProgram, ProjectContext, ProjectError, render
 from plugkit.languages import lookup, resolve
 
 

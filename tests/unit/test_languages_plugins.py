@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from plugkit import lang_plugins, languages
-from plugkit.lang_model import PluginError, UnknownLanguage
+from plugkit import languages
+from plugkit.languages import plugins as lang_plugins
+from plugkit.languages.model import PluginError, UnknownLanguage
 from plugkit.languages import lookup, resolve
 
 

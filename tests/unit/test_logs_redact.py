@@ -1,6 +1,6 @@
 """The log redaction processor drops token-like keys and registered secrets anywhere in values."""
 
-from runner import logs
+from runner.system import logs
 
 
 def test_redacts_registered_secret_and_token_keys():

@@ -166,7 +166,7 @@ def test_feedback_and_project_need_why_and_how(store, kind):
     store.add(Draft(type="reference", name="r", body="No reasons needed for a pointer to the wiki."))
 
 
-@pytest.mark.parametrize("body", ["src/app.py", "  `runner/rpc/base.py:42`  ", "setup.py", "/etc/hosts"])
+@pytest.mark.parametrize("body", ["src/app.py", "  `runner/rpc/dispatch.py:42`  ", "setup.py", "/etc/hosts"])
 def test_refuses_a_body_that_is_only_a_path(store, body):
     r = refusal(store, Draft(type="reference", name="p", body=body))
     assert r.rule == "derived" and "only a file path" in r.reason

@@ -8,7 +8,7 @@ from itertools import groupby
 
 import pytest
 
-from runner.core.output import OutputBuffer, ReadResult
+from runner.core.tasks.output import OutputBuffer, ReadResult
 
 STREAMS = ("stdout", "stderr", "info")
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from runner import store
-from runner.core.task import REASONS
-from runner.store import Ledger, LedgerWorker, TaskRecord
+from runner.system import ledger as store
+from runner.core.tasks.task import REASONS
+from runner.system.ledger import Ledger, LedgerWorker, TaskRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = 1_700_000_000.0
@@ -39,7 +39,7 @@ def run_and_crash(path: str, block: int) -> int:
     """Reserve a block and record a task in another process that dies without closing anything."""
     script = (
         "import os, sys\n"
-        "from runner.store import Ledger, TaskRecord\n"
+        "from runner.system.ledger import Ledger, TaskRecord\n"
         "led = Ledger(sys.argv[1])\n"
         "first = led.reserve_ids(int(sys.argv[2]))\n"
         "led.record_start(TaskRecord(first, 's', '/w', 'python', 'x', 'running', 1.0))\n"

@@ -1,0 +1,254 @@
+"""`plugkit install --platform P [--project | --user] [--print] [--uninstall]`: write an agent
+platform's hook configuration so that its hooks call `plugkit hook <Event> --platform P`.
+
+One row per platform (file, format, events with matchers and timeouts). Merging keeps
+every setting that is not ours; ours are recognised by their command (`<...>plugkit hook
+...`), so a second install replaces them (idempotent) and --uninstall removes exactly
+those, plus any group or key left empty by their removal. Codex's TOML cannot be
+rewritten without a TOML writer, so there plugkit owns one marked block at the end of the
+file; the result is parsed back with tomllib before anything is written.
+
+Commands name the installed console script by its absolute path: a bare `python3` or
+`plugkit` may resolve, per PATH, to another interpreter or a slow shim.
+"""
+
+import json
+import os
+import shlex
+import sys
+
+from client.args import FLAG, VALUE, UsageError, parse_or_help
+from client.wire.rpc import ClientError
+from client.wire.session import _quote
+
+USAGE = """usage: plugkit install --platform claude-code|qwen|gemini|codex [--project | --user]
+                       [--print] [--uninstall]
+
+Writes the platform's hook configuration (merged: your other settings stay):
+  claude-code  .claude/settings.json    qwen   .qwen/settings.json
+  gemini       .gemini/settings.json    codex  .codex/config.toml
+under the current directory (--project, the default) or your home directory (--user).
+  --print      show the file as it would be written; change nothing
+  --uninstall  remove the hooks plugkit added, and only those"""
+
+# Timeouts in seconds. PreToolUse runs exec: commands (up to PLUGKIT_HOOK_WAIT, default 10 s,
+# at most 45 s); SessionStart may start the runner; Stop may ask git about the tree.
+CLAUDE_TOOLS = "Bash|Write|Edit|MultiEdit|NotebookEdit"
+CLAUDE_EVENTS = (("SessionStart", None, 30), ("UserPromptSubmit", None, 10),
+                 ("PreToolUse", CLAUDE_TOOLS, 60), ("Stop", None, 30), ("SessionEnd", None, 15))
+# Qwen Code speaks Claude Code's protocol but names its tools as Gemini CLI does.
+QWEN_EVENTS = tuple((e, CLAUDE_TOOLS + "|run_shell_command|write_file|replace|edit" if m else None, t)
+                    for e, m, t in CLAUDE_EVENTS)
+GEMINI_EVENTS = (("SessionStart", None, 30), ("BeforeAgent", None, 10),
+                 ("BeforeTool", "run_shell_command|write_file|replace", 60), ("AfterAgent", None, 30),
+                 ("SessionEnd", None, 15))
+CODEX_EVENTS = (("SessionStart", None, 30), ("UserPromptSubmit", None, 10),
+                ("PreToolUse", "Bash|apply_patch", 60), ("Stop", None, 30))
+
+
+class Target:
+    __slots__ = ("fmt", "path", "events", "timeout_scale", "unit", "named")
+
+    def __init__(self, fmt: str, path: str, events: tuple, timeout_scale: int = 1, unit: str = "seconds",
+                 named: bool = False) -> None:
+        self.fmt, self.path, self.events = fmt, path, events
+        self.timeout_scale, self.unit, self.named = timeout_scale, unit, named
+
+
+TARGETS = {
+    "claude-code": Target("json", ".claude/settings.json", CLAUDE_EVENTS),
+    "qwen": Target("json", ".qwen/settings.json", QWEN_EVENTS),
+    # Gemini CLI's hook timeouts are milliseconds (its hooks reference: default 60000).
+    "gemini": Target("json", ".gemini/settings.json", GEMINI_EVENTS, 1000, "milliseconds", named=True),
+    "codex": Target("toml", ".codex/config.toml", CODEX_EVENTS),
+}
+OPTIONS = {"--platform": VALUE, "--project": FLAG, "--user": FLAG, "--print": FLAG, "--uninstall": FLAG}
+BEGIN = "# >>> plugkit hooks (written by `plugkit install --platform codex`; --uninstall removes this block)"
+END = "# <<< plugkit hooks"
+
+
+def main(argv: list[str]) -> int:
+    opts, _ = parse_or_help(argv, OPTIONS, USAGE, max_pos=0)
+    platform = opts.get("platform")
+    if platform not in TARGETS:
+        raise UsageError(f"name the platform: --platform {'|'.join(TARGETS)}")
+    if opts.get("project") and opts.get("user"):
+        raise UsageError("give --project or --user, not both")
+    target = TARGETS[str(platform)]
+    base = os.path.expanduser("~") if opts.get("user") else os.getcwd()
+    path = os.path.join(base, target.path)
+    old = _read(path)
+    command = script_command()
+    uninstall = bool(opts.get("uninstall"))
+    if target.fmt == "json":
+        new, removed = _merge_json(path, old, target, str(platform), command, uninstall)
+    else:
+        new, removed = _merge_toml(path, old, target, str(platform), command, uninstall)
+    if opts.get("print"):
+        print(f"# {path}" + (" (unchanged)" if new == old else ""))
+        print(new, end="" if new.endswith("\n") else "\n")
+        return 0
+    if new != old:
+        _write(path, new)
+    if uninstall:
+        print(f"plugkit: removed {removed} plugkit hook(s) from {path}" if removed
+              else f"plugkit: no plugkit hooks in {path}; nothing to remove")
+    else:
+        state = "already up to date" if new == old else "installed"
+        print(f"plugkit: {len(target.events)} {platform} hooks {state} in {path} "
+              f"(timeouts in {target.unit}); they run {command} hook <Event> --platform {platform}")
+    return 0
+
+
+def script_command() -> str:
+    """The absolute path of the plugkit console script running now (else of this venv's)."""
+    argv0 = sys.argv[0]
+    if os.path.basename(argv0) == "plugkit" and os.path.isfile(argv0):
+        return _quote(os.path.abspath(argv0))
+    beside = os.path.join(os.path.dirname(sys.executable), "plugkit")
+    if os.path.isfile(beside):
+        return _quote(beside)
+    # No console script (run as a module): the interpreter itself, by absolute path.
+    return f"{_quote(os.path.abspath(sys.executable))} -m client.cli"
+
+
+def is_ours(command: object) -> bool:
+    """`<dir>/plugkit hook ...` or `<python> -m client.cli hook ...`: what install writes."""
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if len(words) >= 2 and os.path.basename(words[0]) == "plugkit" and words[1] == "hook":
+        return True
+    return len(words) >= 4 and words[1:4] == ["-m", "client.cli", "hook"]
+
+
+def _entry(target: Target, platform: str, command: str, event: str, timeout: int) -> dict:
+    hook = {"type": "command", "command": f"{command} hook {event} --platform {platform}",
+            "timeout": timeout * target.timeout_scale}
+    if target.named:
+        hook = {"name": f"plugkit-{event}", **hook, "description": "plugkit: exec: routing and lifecycle gates"}
+    return hook
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClientError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _write(path: str, text: str) -> None:
+    """Atomically, keeping the file's mode: a crash mid-write must not leave half a settings file."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    tmp = f"{path}.plugkit-{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise ClientError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _merge_json(path: str, old: str, target: Target, platform: str, command: str,
+                uninstall: bool) -> tuple[str, int]:
+    try:
+        settings = json.loads(old) if old.strip() else {}
+    except ValueError as exc:
+        raise ClientError(f"{path} is not valid JSON ({exc}); fix it first, plugkit will not overwrite it") from None
+    if not isinstance(settings, dict) or not isinstance(settings.get("hooks", {}), dict):
+        raise ClientError(f"{path}: expected a JSON object with a \"hooks\" object; plugkit will not overwrite it")
+    hooks = settings.get("hooks", {})
+    removed = 0
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):  # e.g. Gemini's "enabled": true
+            continue
+        kept = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                rest = [h for h in group["hooks"] if not (isinstance(h, dict) and is_ours(h.get("command")))]
+                removed += len(group["hooks"]) - len(rest)
+                if not rest and group["hooks"]:
+                    continue  # a group holding only our hooks was ours
+                group = {**group, "hooks": rest}
+            kept.append(group)
+        if kept:
+            hooks[event] = kept
+        elif groups:
+            del hooks[event]
+    if not uninstall:
+        for event, matcher, timeout in target.events:
+            group = {"matcher": matcher} if matcher else {}
+            group["hooks"] = [_entry(target, platform, command, event, timeout)]
+            hooks.setdefault(event, []).append(group)
+    if hooks:
+        settings["hooks"] = hooks
+    else:
+        settings.pop("hooks", None)
+    new = json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+    # An unchanged configuration is left byte for byte as it was (formatting included).
+    if old.strip() and settings == json.loads(old):
+        return old, removed
+    return (new if settings or old.strip() else ""), removed
+
+
+def _toml_block(target: Target, platform: str, command: str) -> str:
+    lines = [BEGIN]
+    for event, matcher, timeout in target.events:
+        lines += ["", f"[[hooks.{event}]]"]
+        if matcher:
+            lines.append(f"matcher = {json.dumps(matcher)}")
+        hook = _entry(target, platform, command, event, timeout)
+        # json.dumps yields valid TOML basic strings: the same escapes (\" \\ \uXXXX).
+        lines += ["", f"[[hooks.{event}.hooks]]", 'type = "command"', f"command = {json.dumps(hook['command'])}",
+                  f"timeout = {hook['timeout']}"]
+    return "\n".join(lines + [END]) + "\n"
+
+
+def _without_block(text: str) -> tuple[str, int]:
+    start = text.find(BEGIN)
+    if start < 0:
+        return text, 0
+    end = text.find(END, start)
+    after = "" if end < 0 else text[end + len(END):].removeprefix("\n")
+    before = text[:start]
+    if before.endswith("\n\n"):
+        before = before[:-1]  # the blank line install put in front of the block
+    return before + after, text[start:end].count("[[hooks.") // 2 or 1
+
+
+def _merge_toml(path: str, old: str, target: Target, platform: str, command: str,
+                uninstall: bool) -> tuple[str, int]:
+    import tomllib
+
+    try:
+        tomllib.loads(old)
+    except tomllib.TOMLDecodeError as exc:
+        raise ClientError(f"{path} is not valid TOML ({exc}); fix it first, plugkit will not rewrite it") from None
+    base, removed = _without_block(old)
+    if uninstall:
+        return base, removed
+    if base and not base.endswith("\n"):
+        base += "\n"
+    new = base + ("\n" if base else "") + _toml_block(target, platform, command)
+    try:
+        tomllib.loads(new)
+    except tomllib.TOMLDecodeError as exc:
+        raise ClientError(f"{path} already defines hooks in a form plugkit cannot add to ({exc}); "
+                          "use [[hooks.<Event>]] tables, or run with --print and merge by hand") from None
+    return new, removed

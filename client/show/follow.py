@@ -1,0 +1,217 @@
+"""Following a task's output for one call, bounded.
+
+Output shown per call is capped (PLUGKIT_MAX_OUTPUT bytes, default 64 KiB; 0 or
+--full means no cap): the first half streams as it arrives, the rest is skipped
+while the task runs, and once it ends the last half is shown after a note naming
+how many bytes were left out. The skipped bytes stay unread in the runner, so
+`plugkit exec:status task_N --full` prints them later.
+"""
+
+import os
+import sys
+import time
+
+from client.show.render import finished, size
+
+DEFAULT_LIMIT = 64 << 10
+READ_BYTES = 256 << 10
+ANY_TEXT = r"[\s\S]"  # task.wait's until_regex for "as soon as anything unread exists"
+# Waits are sliced into short runner calls. A Ctrl-C that lands between
+# CPython's last signal check and the poll() inside socket.recv is only acted on
+# once recv returns (a lost wake-up, seen in ~5% of tries here), so a long wait
+# could ignore Ctrl-C for its whole length; one second bounds that.
+MAX_SLICE_S = 1.0
+# While output is being skipped nothing is written, so a reader that left
+# (`| head -1`) would go unnoticed; this is how often we look for it instead.
+READER_CHECK_S = 0.25
+
+
+def output_limit(full: bool) -> int | None:
+    if full:
+        return None
+    raw = os.environ.get("PLUGKIT_MAX_OUTPUT")
+    try:
+        value = int(raw) if raw else DEFAULT_LIMIT
+    except ValueError:
+        from client.args import UsageError
+
+        raise UsageError(f"PLUGKIT_MAX_OUTPUT must be a whole number of bytes, not {raw!r}") from None
+    return value if value > 0 else None
+
+
+class Printer:
+    """Task stdout to our stdout, everything else (stderr, runner notes, ours) to our stderr."""
+
+    def __init__(self) -> None:
+        self.out = sys.stdout.buffer
+        self.err = sys.stderr.buffer
+        self._mid_line = False
+        try:
+            import stat
+
+            self._fifo = stat.S_ISFIFO(os.fstat(1).st_mode)
+        except OSError:
+            self._fifo = False
+
+    def write(self, stream: str, text: str) -> int:
+        data = text.encode("utf-8", "replace")
+        target = self.out if stream == "stdout" else self.err
+        target.write(data)
+        # Flushed per chunk so stdout and stderr interleave as the task wrote them.
+        target.flush()
+        if data:
+            self._mid_line = not data.endswith(b"\n")
+        return len(data)
+
+    def note(self, text: str) -> None:
+        sys.stdout.flush()
+        # On a terminal our note would otherwise be glued to the task's unfinished line.
+        lead = "\n" if self._mid_line else ""
+        self._mid_line = False
+        self.err.write(f"{lead}[plugkit] {text}\n".encode("utf-8", "replace"))
+        self.err.flush()
+
+    def check_reader(self) -> None:
+        """Raise BrokenPipeError if our stdout is a pipe whose reader has gone."""
+        if not self._fifo:
+            return
+        import select
+
+        poller = select.poll()
+        poller.register(1, select.POLLOUT)
+        for _, events in poller.poll(0):
+            if events & select.POLLERR:
+                raise BrokenPipeError(32, "stdout reader closed")
+
+
+class Collector:
+    """For --json: keeps chunks (adjacent same-stream ones merged) and notes."""
+
+    def __init__(self) -> None:
+        self.chunks: list[dict] = []
+        self.notes: list[str] = []
+
+    def write(self, stream: str, text: str) -> int:
+        if self.chunks and self.chunks[-1]["stream"] == stream:
+            self.chunks[-1]["text"] += text
+        else:
+            self.chunks.append({"stream": stream, "text": text})
+        return len(text.encode("utf-8", "replace"))
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def check_reader(self) -> None:
+        pass
+
+
+class Follower:
+    """Reads one task's unread output through the session's cursor in the runner and shows it."""
+
+    def __init__(self, client, ref: dict, sink, limit: int | None, until: str | None = None) -> None:
+        self.client, self.ref, self.sink = client, ref, sink
+        self.head_left = None if limit is None else limit - limit // 2
+        self.tail = None if limit is None else limit // 2
+        self.until = until
+        self.cursor = 0  # the session's read cursor after our last read
+        self.more = True  # unread output may exist; reset by every read
+        self.matched = False
+        self.rest_hint = ""  # the command that prints what a cap left out
+        self.omitted = 0
+        self.dropped = 0
+        self._carry = ""
+
+    @property
+    def skipping(self) -> bool:
+        return self.head_left is not None and self.head_left <= 0
+
+    def read_size(self) -> int:
+        return READ_BYTES if self.head_left is None else max(1, min(READ_BYTES, self.head_left))
+
+    def take(self, out: dict) -> None:
+        if out.get("dropped"):
+            self.dropped += out["dropped"]
+            self.sink.note(f"{size(out['dropped'])} of output were dropped before they could be read "
+                           "(the runner keeps only the newest part of a task's output)")
+        shown = 0
+        for chunk in out["chunks"]:
+            shown += self.sink.write(chunk["stream"], chunk["text"])
+            if self.until and not self.matched:
+                window = self._carry + chunk["text"]
+                self.matched = self.until in window
+                self._carry = window[-len(self.until):]
+        self.cursor, self.more = out["cursor"], out["more"]
+        if self.head_left is not None:
+            self.head_left -= shown
+
+    def read(self) -> None:
+        self.take(self.client.call("task.output", dict(self.ref, max_bytes=self.read_size())))
+
+    def drain(self) -> None:
+        while self.more and not self.skipping:
+            self.read()
+
+    def follow(self, info: dict | None, deadline: float) -> dict | None:
+        """Show output until the task ends, `until` is seen, or the deadline passes.
+        Returns the newest TaskInfo seen (None only if no runner call was needed)."""
+        while True:
+            if self.more and not self.skipping:
+                # A task that never stops printing (with --full) must still be left
+                # at the deadline; a finished one is drained whatever the time.
+                if info is not None and not finished(info) and time.monotonic() >= deadline:
+                    return info
+                self.read()
+                continue
+            if self.matched or finished(info):
+                return info
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 and info is not None:
+                return info
+            wait_s = max(0.0, min(remaining, MAX_SLICE_S))
+            params = dict(self.ref)
+            if self.skipping:
+                self.sink.check_reader()
+                wait_s = min(wait_s, READER_CHECK_S)
+                if self.until:
+                    # Start far enough back to catch the text straddling what was shown.
+                    params.update(until_text=self.until,
+                                  cursor=max(0, self.cursor - len(self.until.encode()) + 1))
+            else:
+                params["until_regex"] = ANY_TEXT
+            params["timeout_ms"] = int(wait_s * 1000)
+            result = self.client.call("task.wait", params, timeout=wait_s + 30)
+            info = result["task"]
+            if self.skipping:
+                self.matched = self.matched or (bool(self.until) and result["matched"])
+            elif result["matched"]:
+                self.more = True
+
+    def finish(self, end: int) -> None:
+        """After skipping: show the last part of the output up to offset `end`, after a note."""
+        if not self.skipping or self.tail is None:
+            return
+        start = max(self.cursor, end - self.tail)
+        if start > self.cursor:
+            self.omitted += start - self.cursor
+            how = f"; `{self.rest_hint}` prints them" if self.rest_hint else ""
+            self.sink.note(f"... {size(start - self.cursor)} of output not shown (offsets "
+                           f"{self.cursor}-{start}){how}; the last {size(end - start)} follow")
+        # With nothing left out, read through the session's cursor so the next
+        # exec:status does not repeat this; past a gap, an explicit cursor leaves
+        # the session's in place, at the start of what was not shown.
+        through_session = start == self.cursor
+        cursor = start
+        while cursor < end:
+            params = dict(self.ref, max_bytes=min(READ_BYTES, end - cursor))
+            if not through_session:
+                params["cursor"] = cursor
+            out = self.client.call("task.output", params)
+            for chunk in out["chunks"]:
+                self.sink.write(chunk["stream"], chunk["text"])
+            if out["cursor"] <= cursor:
+                break
+            cursor = out["cursor"]
+            if through_session:
+                self.cursor = cursor
+            if not out["more"]:
+                break

@@ -1,0 +1,210 @@
+"""`plugkit doctor`: one line per check, each problem with what to do about it.
+
+Levels: ok, warn (an optional feature will not work), FAIL (plugkit itself will
+not work). Exit 1 if anything FAILs. Checks are rows of CHECKS; each yields
+(level, name, detail, fix). Interpreters are looked up on this shell's PATH,
+which is what an auto-started runner inherits.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import socket
+
+from client.args import FLAG, Help, parse
+from client.wire.rpc import Connection, read_discovery
+from plugkit import SERVICE, languages, paths
+
+USAGE = """usage: plugkit doctor [--json]
+
+Checks the interpreters of every language, Chromium, socat, serial port access,
+the runner's TCP port and the state directory's permissions; says what to fix.
+Exit 1 if anything plugkit needs is broken."""
+
+REQUIRED_LANGUAGES = frozenset({"bash", "python"})
+CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+PRIVATE_FILES = ("token", "port", "runner.log", "runner.out", "ledger.sqlite3")
+
+
+def check_languages():
+    workspace = os.getcwd()
+    for name, usable, detail in languages.availability(workspace):
+        if usable:
+            yield "ok", name, detail, ""
+        else:
+            yield ("FAIL" if name in REQUIRED_LANGUAGES else "warn"), name, detail, ""
+    from plugkit.languages import plugins as lang_plugins
+
+    for problem in lang_plugins.check_plugins(workspace):
+        yield "warn", "lang plugin", problem, "fix or remove the file; other languages are unaffected"
+
+
+def check_chromium():
+    exe = os.environ.get("PLUGKIT_CHROMIUM") or next(filter(None, map(shutil.which, CHROMIUMS)), None)
+    if exe and os.access(exe, os.X_OK):
+        # Found is not enough: a broken install (missing libraries) fails only when started.
+        started, detail = _starts(exe)
+        if started:
+            yield "ok", "chromium", f"{exe} ({detail})", ""
+        else:
+            yield ("warn", "chromium", f"{exe} does not start: {detail}",
+                   "reinstall it (apt-get install --reinstall chromium) or set PLUGKIT_CHROMIUM")
+    else:
+        yield ("warn", "chromium", "not found (exec:browser needs it)",
+               "apt-get install chromium, or set PLUGKIT_CHROMIUM to a Chrome/Chromium binary")
+
+
+def _starts(exe: str) -> tuple[bool, str]:
+    try:
+        probe = subprocess.run([exe, "--headless", "--no-sandbox", "--version"], capture_output=True,
+                               text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    if probe.returncode == 0 and probe.stdout.strip():
+        return True, probe.stdout.strip()
+    return False, (probe.stderr.strip().splitlines() or [f"exit code {probe.returncode}"])[-1][:200]
+
+
+def check_socat():
+    exe = shutil.which("socat")
+    if exe:
+        yield "ok", "socat", exe, ""
+    else:
+        yield "warn", "socat", "not found (virtual serial port pairs for testing need it)", "apt-get install socat"
+
+
+def check_serial():
+    import glob
+    import grp
+
+    devices = sorted(glob.glob("/dev/ttyUSB*") + glob.glob("/dev/ttyACM*"))
+    if os.getuid() == 0:
+        yield "ok", "serial", "running as root: every serial device can be opened", ""
+        return
+    try:
+        member = grp.getgrnam("dialout").gr_gid in os.getgroups()
+    except KeyError:
+        member = None
+    fix = "sudo usermod -aG dialout $USER, then log out and in again"
+    blocked = [d for d in devices if not os.access(d, os.R_OK | os.W_OK)]
+    if blocked:
+        yield "warn", "serial", f"cannot open {', '.join(blocked)}", fix
+    elif member is False:
+        yield "warn", "serial", "you are not in the dialout group (serial devices will be refused)", fix
+    else:
+        yield "ok", "serial", f"{len(devices)} device(s), all usable" if devices else "access ok", ""
+
+
+def check_port():
+    try:
+        port = paths.port()
+    except ValueError as exc:
+        yield "FAIL", "port", str(exc), "unset PLUGKIT_PORT or set it to a free port"
+        return
+    name = f"port {port}"
+    try:
+        conn = Connection(port, timeout=1.0)
+    except OSError:
+        yield "ok", name, "free (the runner takes it when it starts)", ""
+        return
+    try:
+        status, body = conn.request("GET", "/health")
+        health = json.loads(body) if status == 200 else {}
+        if not isinstance(health, dict):
+            health = {}
+    except (OSError, ValueError):
+        health = None
+    finally:
+        conn.close()
+    discovery = read_discovery()
+    if health and health.get("service") == SERVICE:
+        if discovery == (port, health.get("pid")):
+            yield "ok", name, f"our runner (pid {health.get('pid')})", ""
+        else:
+            yield ("FAIL", name, f"a plugkit runner of another PLUGKIT_HOME (pid {health.get('pid')})",
+                   f"stop it (`kill {health.get('pid')}`) or set PLUGKIT_PORT to another port")
+        return
+    holder = _holder(port)
+    what = "something that does not answer /health (a wedged runner?)" if health is None else "another program"
+    yield "FAIL", name, f"held by {holder or what}", f"plugkit kill-port {port}, or set PLUGKIT_PORT to another port"
+
+
+def _holder(port: int) -> str:
+    try:
+        import psutil
+
+        for c in psutil.net_connections(kind="tcp"):
+            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
+                return f"pid {c.pid} ({' '.join(psutil.Process(c.pid).cmdline())[:80]})"
+    except Exception:  # naming the holder is a courtesy; the check stands without it
+        pass
+    return ""
+
+
+def check_state_dir():
+    home = paths.home()
+    try:
+        st = os.stat(home)
+    except FileNotFoundError:
+        yield "ok", "state dir", f"{home} (not created yet; made 0700 on first use)", ""
+        return
+    if not os.path.isdir(home):
+        yield "FAIL", "state dir", f"{home} is not a directory", "remove it, or set PLUGKIT_HOME elsewhere"
+        return
+    if st.st_uid != os.getuid():
+        yield "FAIL", "state dir", f"{home} belongs to uid {st.st_uid}", "set PLUGKIT_HOME to a directory of yours"
+        return
+    problems = []
+    if st.st_mode & 0o077:
+        problems.append((f"{home} is mode {st.st_mode & 0o777:04o}", f"chmod 700 {home}"))
+    for name in PRIVATE_FILES:
+        path = os.path.join(home, name)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue
+        if mode & 0o077:
+            problems.append((f"{path} is mode {mode & 0o777:04o}", f"chmod 600 {path}"))
+    for detail, fix in problems:
+        yield "FAIL", "state dir", detail, fix
+    if not problems:
+        yield "ok", "state dir", f"{home} (private)", ""
+
+
+def check_runner():
+    from client.wire.rpc import connect_verified
+
+    conn = connect_verified()
+    if conn is None:
+        yield "ok", "runner", "not running (the first plugkit command starts it)", ""
+        return
+    conn.close()
+    found = read_discovery()
+    yield "ok", "runner", f"running, pid {found[1] if found else '?'}", ""
+
+
+CHECKS = (check_languages, check_chromium, check_socat, check_serial, check_port, check_state_dir,
+          check_runner)
+
+
+def main(argv: list[str]) -> int:
+    try:
+        opts, _ = parse(argv, {"--json": FLAG}, max_pos=0, usage=USAGE)
+    except Help:
+        print(USAGE)
+        return 0
+    rows = []
+    for check in CHECKS:
+        try:
+            rows.extend(check())
+        except (OSError, socket.error) as exc:
+            rows.append(("FAIL", check.__name__.removeprefix("check_"), f"the check itself failed: {exc}",
+                         "see `plugkit runner logs`"))
+    if opts.get("json"):
+        print(json.dumps([{"level": lv, "check": n, "detail": d, "fix": f} for lv, n, d, f in rows]))
+    else:
+        width = max(len(n) for _, n, _, _ in rows)
+        for level, name, detail, fix in rows:
+            print(f"{level:4}  {name.ljust(width)}  {detail}" + (f"; to fix: {fix}" if fix else ""))
+    return 1 if any(lv == "FAIL" for lv, _, _, _ in rows) else 0

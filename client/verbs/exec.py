@@ -1,0 +1,185 @@
+"""`plugkit exec:<lang>` / `plugkit exec --lang L`: run code through the runner and follow it.
+
+Hot path: `plugkit exec:bash true` imports this, client.args, client.wire.session,
+client.show.follow, client.show.render and client.wire.rpc; none of them may import more than
+cheap stdlib at module level.
+
+Flow: one task.exec that waits up to FIRST_WAIT_S (a short command finishes
+inside it: two requests in all, with the /health check), then task.wait/
+task.output pairs that stream output as it arrives, until the task ends or the
+wait ceiling passes. Past the ceiling the task is left running and the follow-up
+commands are printed. Ctrl-C leaves it running too (unless --kill-on-interrupt);
+a reader that goes away (`| head -1`) kills it, as `yes | head -1` would.
+"""
+
+import sys
+import time
+
+from client.show import follow
+from client.show import render
+from client.args import FLAG, VALUE, UsageError, number, parse_or_help
+from client.wire.rpc import ClientError, RunnerUnavailable
+from client.wire.session import Caller, connect
+
+# Long enough that short commands finish within the first request, short enough
+# that a long one's first lines show up promptly.
+FIRST_WAIT_S = 0.2
+DEFAULT_WAIT_S = 15.0
+
+OPTIONS = {"--session": VALUE, "--cwd": VALUE, "--json": FLAG, "--timeout": VALUE, "--wait": VALUE,
+           "--file": VALUE, "--full": FLAG, "--kill-on-interrupt": FLAG}
+
+USAGE = """usage: plugkit exec:<lang> [options] [CODE... | --file F | -]
+       plugkit exec --lang L [options] [CODE... | --file F | -]
+
+Runs CODE through the runner, streaming its stdout/stderr; exits with its exit code
+(124 timed out, 128+N killed by signal N, 69 runner unavailable). Without CODE,
+the code is read from stdin when stdin is not a terminal (or with `-`).
+
+  --timeout S          kill the task and its children after S seconds
+  --wait S             stop waiting after S seconds (default 15, $PLUGKIT_WAIT); the task
+                       keeps running and the follow-up commands are printed
+  --cwd D              run in D (default: the current directory)
+  --session ID         the session (default: $PLUGKIT_SESSION, else one per directory)
+  --json               one JSON object at the end instead of streaming
+  --full               no output cap (default: first+last 64 KiB, $PLUGKIT_MAX_OUTPUT)
+  --kill-on-interrupt  Ctrl-C kills the task (default: it keeps running)
+Put CODE after `--` if it contains words that look like these options.
+If the reader of our output goes away (`| head -1`), the task is killed, as
+`yes | head -1` would end `yes`, and plugkit exits 141 without a word."""
+
+
+def exec_lang(lang: str, argv: list[str]) -> int:
+    return _exec(argv, lang)
+
+
+def exec_generic(argv: list[str]) -> int:
+    return _exec(argv, None)
+
+
+def _exec(argv: list[str], lang: str | None) -> int:
+    opts, words = parse_or_help(argv, OPTIONS if lang else {**OPTIONS, "--lang": VALUE}, USAGE, loose=True)
+    lang = lang or opts.get("lang")  # type: ignore[assignment]
+    if not lang:
+        raise UsageError("name the language: plugkit exec:<lang> CODE, or plugkit exec --lang L CODE")
+    wait_s: float = number(opts, "wait", "--wait", DEFAULT_WAIT_S, env="PLUGKIT_WAIT")  # type: ignore[assignment]
+    timeout_s = number(opts, "timeout", "--timeout", None, minimum=0.001)
+    limit = follow.output_limit(bool(opts.get("full")))
+    code = read_code(opts, words)
+    me = Caller(opts)
+    sink = follow.Collector() if opts.get("json") else follow.Printer()
+    deadline = time.monotonic() + wait_s
+    client = connect()
+    try:
+        follower = follow.Follower(client, {}, sink, limit)
+        info, first_output = start(client, me, follower, lang, code, wait_s, timeout_s)
+        return follow_started(client, follower, info, first_output, me, opts, wait_s, deadline)
+    finally:
+        client.close()
+
+
+def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, wait_s: float,
+          timeout_s: float | None) -> tuple[dict, dict]:
+    """task.exec, waiting at most FIRST_WAIT_S; points `follower` at the new task.
+    Returns (TaskInfo, the first output). Shared with the hooks' exec: interception."""
+    params = me.params(lang=lang, code=code, wait_ms=int(min(wait_s, FIRST_WAIT_S) * 1000),
+                       max_bytes=follower.read_size())
+    if timeout_s is not None:
+        params["timeout_ms"] = max(1, round(timeout_s * 1000))
+    result = client.call("task.exec", params, timeout=FIRST_WAIT_S + 30)
+    info = result["task"]
+    tid = info["task_id"]
+    follower.ref = me.ref(tid)
+    follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
+    return info, result["output"]
+
+
+def follow_started(client, follower: follow.Follower, info: dict, first_output: dict, me: Caller, opts: dict,
+                   wait_s: float, deadline: float, rows: list[tuple[str, str]] | None = None) -> int:
+    """Show a just-started task's output until it ends or the deadline, then its exit
+    code, or the follow-up commands (`rows`, default render.followups) if it runs on.
+    Shared with exec:serial, whose follower may also stop at an --until text."""
+    tid = info["task_id"]
+    sink = follower.sink
+    try:
+        follower.take(first_output)
+        info = follower.follow(info, deadline)  # type: ignore[assignment]
+        if render.finished(info):
+            follower.finish(info["bytes_out"])
+    except KeyboardInterrupt:
+        return _interrupted(me, tid, bool(opts.get("kill_on_interrupt")), rows)
+    except BrokenPipeError:
+        try:
+            client.call("task.kill", me.ref(tid), timeout=10)
+        except ClientError:
+            pass
+        raise
+    except RunnerUnavailable:
+        raise RunnerUnavailable(
+            f"lost the runner while following task_{tid}; check `plugkit runner status` "
+            f"(if the runner died, task_{tid} ended with it)") from None
+    running = not render.finished(info)
+    rows = rows or render.followups(me, tid)
+    extra = {"matched": follower.matched} if follower.until else {}
+    if isinstance(sink, follow.Collector):
+        nxt = [cmd for cmd, _ in rows] if running else None
+        render.print_json(info, sink, follower, nxt, **extra)
+    elif running:
+        headline = (f"saw {follower.until!r}; task_{tid} is still running" if follower.matched
+                    else f"task_{tid} is still running after {wait_s:g}s")
+        render.print_followups(sink, me, tid, headline, follower, rows)
+    elif _unusual_end(info):
+        sink.note(info.get("message") or render.state_line(info))
+    return 0 if running else render.exit_code(info)
+
+
+def _unusual_end(info: dict) -> bool:
+    # A plain non-zero exit speaks through the exit code, and a timeout already
+    # has the runner's own note in the output.
+    return info["state"] not in ("completed", "timed_out") and info.get("reason") != "exit_nonzero"
+
+
+def _interrupted(me: Caller, tid: int, kill: bool, rows: list[tuple[str, str]] | None) -> int:
+    sink = follow.Printer()
+    if not kill:
+        render.print_followups(sink, me, tid, f"interrupted; task_{tid} was not stopped", rows=rows)
+        return 130
+    # The interrupted call left its connection mid-request: use a fresh one.
+    client = connect(start=False)
+    if client is not None:
+        try:
+            info = client.call("task.kill", me.ref(tid), timeout=10)
+            sink.note(f"interrupted; {render.state_line(info)}")
+        finally:
+            client.close()
+    return 130
+
+
+def read_code(opts: dict, words: list[str]) -> str:
+    path = opts.get("file")
+    if path is not None and words:
+        raise UsageError("give either --file F or CODE, not both")
+    if path is not None:
+        try:
+            with open(str(path), "rb") as fh:
+                code = _decode(fh.read(), str(path))
+        except OSError as exc:
+            raise UsageError(f"cannot read --file {path}: {exc.strerror or exc}") from None
+    elif words == ["-"] or (not words and sys.stdin is not None and not sys.stdin.isatty()):
+        code = _decode(sys.stdin.buffer.read(), "stdin")
+    elif not words:
+        raise UsageError("no code given: pass CODE, --file F, or pipe it on stdin; see `plugkit exec:bash --help`")
+    else:
+        code = " ".join(words)
+    # Editors on Windows save UTF-8 with a BOM; bash would run it as part of the first word.
+    code = code.removeprefix("\ufeff")
+    if not code.strip():
+        raise UsageError("the code is empty; pass the code to run as CODE, --file F or on stdin")
+    return code
+
+
+def _decode(raw: bytes, source: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{source} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None

@@ -1,0 +1,207 @@
+"""`plugkit runner start|stop|status|restart|logs`."""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from client.wire.rpc import Client, ClientError, connect_verified, read_discovery
+from plugkit import paths
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="plugkit runner", description="Manage the plugkit runner daemon.")
+    sub = p.add_subparsers(dest="action", required=True)
+    sub.add_parser("start", help="start the runner (detached) and wait until it is healthy")
+    sub.add_parser("stop", help="stop the runner cleanly")
+    sub.add_parser("restart", help="stop, then start")
+    st = sub.add_parser("status", help="pid, port, version, uptime")
+    st.add_argument("--json", action="store_true", help="print runner.info and the debug snapshot as JSON")
+    st.add_argument("--watch", action="store_true", help="refresh every second until Ctrl-C")
+    lg = sub.add_parser("logs", help="show the runner's log")
+    lg.add_argument("-n", "--lines", type=int, default=50, help="how many lines (default 50)")
+    lg.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    lg.add_argument("--json", action="store_true", help="raw JSON lines")
+    lg.add_argument("--task", help="only lines about this task (task_N or N)")
+    lg.add_argument("--session", help="only lines about this session id")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    return ACTIONS[args.action](args)
+
+
+def start(args: argparse.Namespace) -> int:
+    from client.wire.autostart import ensure_runner
+
+    client = Client(ensure_runner())
+    try:
+        info = client.call("runner.info")
+    finally:
+        client.close()
+    print(f"plugkit runner: running, pid {info['pid']}, port {info['port']}")
+    return 0
+
+
+def _format_uptime(seconds: float) -> str:
+    s = int(seconds)
+    h, rem = divmod(s, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h {m}m {s}s" if h else (f"{m}m {s}s" if m else f"{s}s")
+
+
+def status(args: argparse.Namespace) -> int:
+    if args.watch:
+        return _watch(args)
+    conn = connect_verified()
+    if conn is None:
+        if args.json:
+            print(json.dumps({"running": False, "home": paths.home()}))
+        else:
+            print(f"plugkit runner: not running (PLUGKIT_HOME={paths.home()}); start it with `plugkit runner start`")
+        return 3
+    client = Client(conn)
+    try:
+        info = client.call("runner.info")
+        snap = client.call("debug.snapshot")["snapshot"]
+    finally:
+        client.close()
+    if args.json:
+        print(json.dumps(dict(info, running=True, debug=snap)))
+    else:
+        print(render_status(info, snap, color=sys.stdout.isatty()))
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    args.watch = False
+    try:
+        while True:
+            if sys.stdout.isatty():
+                sys.stdout.write("\x1b[H\x1b[2J")
+            status(args)
+            sys.stdout.flush()
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        return 0
+
+
+MAX_ROWS = 10
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def render_status(info: dict, snap: dict, color: bool = False) -> str:
+    """A few lines for a person: the runner, then a compact table of tasks (bounded)."""
+    bold, dim, reset = ("\x1b[1m", "\x1b[2m", "\x1b[0m") if color else ("", "", "")
+    reaper = info.get("reaper", {})
+    lines = [
+        f"{bold}plugkit runner: running{reset}, pid {info['pid']}, port {info['port']}, "
+        f"version {info['version']}, up {_format_uptime(info['uptime_s'])}",
+        f"  sessions {info['sessions']}, tasks {info['tasks']} ({info['running_tasks']} running), "
+        f"home {info['home']}",
+        f"  {dim}reaper: boot killed {reaper.get('boot_killed', 0)}, strays killed "
+        f"{reaper.get('strays_killed', 0)}, zombies reaped {reaper.get('zombies_reaped', 0)}; "
+        f"requests {info['requests']}{reset}",
+    ]
+    tasks = sorted(snap.get("tasks", []), key=lambda t: (t["state"] != "running", -t["task_id"]))
+    if tasks:
+        lines.append(f"  {'TASK':<9} {'SESSION':<16} {'LANG':<10} {'STATE':<10} {'AGE':>8} {'OUT':>10}")
+        for t in tasks[:MAX_ROWS]:
+            lines.append(f"  {'task_' + str(t['task_id']):<9} {t['session_id'][:16]:<16} {t['lang'][:10]:<10} "
+                         f"{t['state']:<10} {t['age_s']:>7.1f}s {_size(t['bytes_out']):>10}")
+        if len(tasks) > MAX_ROWS:
+            lines.append(f"  ... {len(tasks) - MAX_ROWS} more; `plugkit runner status --json` lists all")
+    return "\n".join(lines)
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not os.path.exists(f"/proc/{pid}"):
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def stop(args: argparse.Namespace) -> int:
+    conn = connect_verified()
+    if conn is None:
+        print("plugkit runner: not running")
+        return 0
+    pid = read_discovery()[1]  # type: ignore[index]
+    client = Client(conn)
+    try:
+        client.call("runner.shutdown")
+    finally:
+        client.close()
+    if not _wait_gone(pid, 5.0):
+        raise ClientError(f"runner pid {pid} did not stop within 5s; `kill {pid}` ends it")
+    print(f"plugkit runner: stopped (pid {pid})")
+    return 0
+
+
+def restart(args: argparse.Namespace) -> int:
+    stop(args)
+    return start(args)
+
+
+def _matches(record: dict, args: argparse.Namespace) -> bool:
+    if args.task is not None and str(record.get("task_id")) != args.task.removeprefix("task_"):
+        return False
+    if args.session is not None and record.get("session_id") != args.session:
+        return False
+    return True
+
+
+def _render(line: str, args: argparse.Namespace) -> str | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None if (args.task or args.session) else line.rstrip("\n")
+    if not _matches(record, args):
+        return None
+    if args.json:
+        return line.rstrip("\n")
+    head = f"{record.pop('timestamp', '')} {record.pop('level', ''):7} {record.pop('event', '')}"
+    return head + "".join(f" {k}={v}" for k, v in record.items())
+
+
+def logs(args: argparse.Namespace) -> int:
+    path = paths.log_file()
+    try:
+        fh = open(path, encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        print(f"plugkit runner: no log yet at {path}")
+        return 0
+    with fh:
+        shown = [r for r in (_render(line, args) for line in fh) if r is not None]
+        for line in shown[-args.lines:] if args.lines > 0 else []:
+            print(line)
+        sys.stdout.flush()
+        while args.follow:
+            line = fh.readline()
+            if not line:
+                time.sleep(0.2)
+                continue
+            rendered = _render(line, args)
+            if rendered is not None:
+                print(rendered, flush=True)
+    return 0
+
+
+ACTIONS = {"start": start, "stop": stop, "restart": restart, "status": status, "logs": logs}

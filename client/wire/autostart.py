@@ -1,0 +1,92 @@
+"""Start the runner on demand: start lock, re-check, spawn detached, wait for /health.
+
+Only imported when no healthy runner answered, so its imports (subprocess, fcntl,
+time) stay off the hot path.
+"""
+
+import fcntl
+import os
+import subprocess
+import sys
+import time
+
+from client.wire.rpc import Connection, RunnerUnavailable, connect_verified
+from plugkit import paths
+
+START_TIMEOUT_S = float(os.environ.get("PLUGKIT_START_TIMEOUT", "20"))
+
+
+def _lock(path: str, deadline: float) -> int:
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise RunnerUnavailable(
+                    f"timed out waiting for another client to start the runner ({path} is locked); "
+                    "check `plugkit runner status`") from None
+            time.sleep(0.01)
+
+
+def _tail(path: str, limit: int = 600) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - limit))
+            return fh.read().decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def spawn_runner() -> subprocess.Popen:
+    home = paths.ensure_home()
+    # A runner started from inside a task must not carry that task's tags, or the
+    # task's kill (and the boot reaper) would take the new runner down with it.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PLUGKIT_RUNNER_ID", "PLUGKIT_TASK_ID", "PLUGKIT_SESSION_ID")}
+    env["PLUGKIT_HOME"] = home
+    out = os.open(paths.stdio_file(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        # A new session: the runner must outlive this client, its terminal and its
+        # process group (a hook's Ctrl-C must not reach it).
+        return subprocess.Popen(
+            [sys.executable, "-m", "runner", "--detached"],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
+            start_new_session=True, close_fds=True, cwd=home,
+        )
+    finally:
+        os.close(out)
+
+
+def ensure_runner() -> Connection:
+    """A verified connection to a runner of this PLUGKIT_HOME, starting one if needed."""
+    conn = connect_verified()
+    if conn is not None:
+        return conn
+    deadline = time.monotonic() + START_TIMEOUT_S
+    paths.ensure_home()
+    fd = _lock(paths.start_lock(), deadline)
+    try:
+        conn = connect_verified()  # somebody else may have started it while we waited
+        if conn is not None:
+            return conn
+        proc = spawn_runner()
+        delay = 0.005
+        while time.monotonic() < deadline:
+            conn = connect_verified()
+            if conn is not None:
+                return conn
+            if proc.poll() is not None:
+                detail = _tail(paths.stdio_file()).splitlines()
+                reason = detail[-1] if detail else f"exit code {proc.returncode}"
+                raise RunnerUnavailable(f"the runner did not start: {reason}")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.01)
+        raise RunnerUnavailable(
+            f"the runner did not answer within {START_TIMEOUT_S:g}s; see `plugkit runner logs`")
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

@@ -1,0 +1,74 @@
+"""Boot and shutdown: lock, bind, serve, write the discovery files, clean up on signal."""
+
+import asyncio
+import json
+import os
+import secrets
+import signal
+import socket
+import sys
+import time
+
+from aiohttp import web
+
+from plugkit import paths
+from runner.system import logs
+from runner.http.app import CONTEXT, make_app
+from runner.rpc.runtime import Runtime
+from runner.system import subreaper
+from runner.system.reaper import ReapReport
+
+log = logs.get("plugkit.server")
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+async def serve(sock: socket.socket, home: str, port: int, runner_id: str,
+                boot_reap: "ReapReport | None" = None) -> None:
+    # Orphaned grandchildren of tasks are re-parented to us, not to init, so the
+    # sweeper can reap them and nothing a task starts escapes our accounting.
+    subreaper.become_subreaper()
+    loop = asyncio.get_running_loop()
+    if sys.version_info < (3, 12) and hasattr(os, "pidfd_open"):
+        # 3.11's default watcher starts a thread per child; pidfds cost one fd and
+        # no thread (3.12+ picks pidfds by itself).
+        watcher = asyncio.PidfdChildWatcher()
+        watcher.attach_loop(loop)
+        asyncio.set_child_watcher(watcher)
+    token = secrets.token_urlsafe(32)
+    logs.add_secret(token)
+    runtime = Runtime(home=home, port=port, token=token, runner_id=runner_id)
+    if boot_reap is not None:
+        runtime.boot_reap = {"dead_runners": len(boot_reap.runners), "killed": boot_reap.killed,
+                             "survivors": len(boot_reap.survivors),
+                             "ms": round(boot_reap.elapsed_s * 1000, 1)}
+    app = make_app(runtime)
+    app[CONTEXT].snapshots["locks"] = lambda: {
+        "instance": {"path": paths.instance_lock(), "held_by": runtime.pid},
+        "start": {"path": paths.start_lock(), "held_by_clients_only": True}}
+    # shutdown_timeout bounds how long in-flight requests may finish: the whole
+    # stop must stay under 2 s, whatever is running.
+    app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.75, access_log=None)
+    await app_runner.setup()
+    await web.SockSite(app_runner, sock).start()
+    # Token first, port last: a client that sees the port file can read the token.
+    paths.write_private(paths.token_file(), token)
+    paths.write_private(paths.port_file(), json.dumps({"port": port, "pid": runtime.pid}))
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, runtime.shutdown.set)
+    log.info("runner_started", pid=runtime.pid, port=port, home=home,
+             runner_id=runtime.runner_id, boot_ms=round((time.time() - runtime.started_at) * 1000, 1))
+    try:
+        await runtime.shutdown.wait()
+    finally:
+        # Discovery files go first so no new client dials a closing runner.
+        _remove(paths.port_file())
+        _remove(paths.token_file())
+        log.info("runner_stopping")
+        await app_runner.cleanup()
+        log.info("runner_stopped")

@@ -1,0 +1,110 @@
+"""What the gates take from the runner's own eyes: a task's witnessed output and git's view.
+
+Tasks are found by id across sessions (the gates accept a task of any session working in
+the same workspace), in memory first, then in the ledger. git runs as a subprocess off
+the event loop with optional locks off, so a status check never takes `index.lock`
+from under the agent's own git command.
+"""
+
+import asyncio
+import os
+from typing import Optional
+
+from plugkit import errors
+from plugkit.lifecycle.evidence import TaskWitness
+from plugkit.lifecycle.gating import Witnessed
+from plugkit.lifecycle.mutables import Witness
+from plugkit.lifecycle.phases import GitFacts
+from runner.core.tasks.manager import TaskManager
+from runner.core.tasks.task import Task
+
+GIT_TIMEOUT_S = 15.0
+# Never prompt (no terminal), never write the index, stable messages.
+GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+
+
+async def find_task(tasks: TaskManager, task_id: int) -> Optional[Task]:
+    for task in tasks.registry.all_tasks():
+        if task.id == task_id:
+            return task
+    if tasks.ledger is None:
+        return None
+    rec = await tasks.ledger.call("get", task_id)
+    if rec is None or not rec.session_id:
+        return None
+    try:
+        return await tasks.lookup(rec.session_id, rec.cwd, task_id)
+    except errors.RpcError:
+        return None
+
+
+async def witness(tasks: TaskManager, task: Task) -> Witnessed:
+    """The finished task's output (stdout and stderr as captured; the runner's own [plugkit]
+    notes left out) and the facts a receipt records."""
+    buf = task.buffer
+    res = buf.read(buf.start, buf.end - buf.start)
+    output = "".join(text for stream, text in res.chunks if stream != "info")
+    truncated = buf.dropped > 0 or task.bytes_out_before > 0
+    code_sha = None
+    if tasks.ledger is not None:  # the code's hash lives in the ledger record, written at start
+        rec = await tasks.ledger.call("get", task.id)
+        code_sha = rec.code_sha256 if rec is not None else None
+    seen = Witness(task_id=task.id, state=task.state, exit_code=task.exit_code, output=output, truncated=truncated)
+    receipt = TaskWitness(task_id=task.id, session_id=task.session.session_id, lang=task.lang,
+                          code_sha256=code_sha, state=task.state, exit_code=task.exit_code, truncated=truncated)
+    return Witnessed(seen=seen, task=receipt)
+
+
+async def git_facts(root: str) -> GitFacts:
+    """One `git status --porcelain=v2 --branch` tells HEAD, upstream, ahead count and dirt."""
+    argv = ["git", "-C", root, "status", "--porcelain=v2", "--branch", "-z", "--", "."]
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env={**os.environ, **GIT_ENV})
+    except FileNotFoundError:
+        if os.path.exists(os.path.join(root, ".git")):
+            return GitFacts(repo=True, error="git is not installed, so the worktree cannot be checked")
+        return GitFacts(repo=False)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), GIT_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return GitFacts(repo=True, error=f"git status took over {GIT_TIMEOUT_S:.0f} s")
+    except asyncio.CancelledError:
+        proc.kill()
+        await proc.wait()
+        raise
+    if proc.returncode != 0:
+        message = err.decode(errors="replace").strip().splitlines()
+        if message and "not a git repository" in message[0]:
+            return GitFacts(repo=False)
+        return GitFacts(repo=True, error=f"git status failed: {message[0] if message else proc.returncode}")
+    return parse_status(out.decode(errors="surrogateescape"))
+
+
+def parse_status(text: str) -> GitFacts:
+    head = upstream = None
+    ahead: Optional[int] = None
+    dirty: list[str] = []
+    records = iter(text.split("\0"))
+    for rec in records:
+        if rec.startswith("# branch.oid "):
+            oid = rec[len("# branch.oid "):]
+            head = None if oid == "(initial)" else oid
+        elif rec.startswith("# branch.upstream "):
+            upstream = rec[len("# branch.upstream "):]
+        elif rec.startswith("# branch.ab "):
+            ahead = int(rec.split()[2].lstrip("+"))
+        elif rec.startswith("1 "):
+            dirty.append(rec.split(" ", 8)[8])
+        elif rec.startswith("2 "):
+            dirty.append(rec.split(" ", 9)[9])
+            next(records, None)  # a rename's original path travels as its own record
+        elif rec.startswith("u "):
+            dirty.append(rec.split(" ", 10)[10])
+        elif rec.startswith("? "):
+            dirty.append(rec[2:])
+    return GitFacts(repo=True, dirty=tuple(dirty), upstream=upstream,
+                    ahead=(ahead if upstream is not None else 0), head=head)

@@ -1,0 +1,62 @@
+"""Between live tasks and the durable ledger: ids from reserved blocks, records out, tasks back in.
+
+A task the ledger knows but memory does not (the runner restarted, or the session's
+in-memory history was trimmed) is rebuilt as a finished Task holding its output tail,
+so status and output answer the same way for it as for a live one.
+"""
+
+import hashlib
+import itertools
+from typing import Optional
+
+from runner.core.tasks.output import OutputBuffer
+from runner.core.tasks.task import SessionKey, Task
+from runner.system.ledger import LedgerWorker, TaskRecord
+
+ID_BLOCK = 256
+TAIL_BYTES = 64 << 10
+
+
+class IdSource:
+    """Task ids that never repeat across restarts: blocks reserved durably in the ledger.
+    Without a ledger (unit tests) a plain counter."""
+
+    def __init__(self, ledger: Optional[LedgerWorker], first: int = 1) -> None:
+        self.ledger = ledger
+        self._counter = itertools.count(first)
+        self._next, self._end = 1, 0
+
+    async def next(self) -> int:
+        if self.ledger is None:
+            return next(self._counter)
+        if self._next > self._end:
+            start = await self.ledger.call("reserve_ids", ID_BLOCK)
+            self._next, self._end = start, start + ID_BLOCK - 1
+        value, self._next = self._next, self._next + 1
+        return value
+
+
+def code_hash(code: str) -> str:
+    return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def to_record(task: Task, code_sha256: str) -> TaskRecord:
+    return TaskRecord(
+        task_id=task.id, session_id=task.session.session_id, cwd=task.session.cwd, lang=task.lang,
+        code_sha256=code_sha256, state=task.state, started_at=task.started_at, ended_at=task.ended_at,
+        exit_code=task.exit_code, signal=task.signal, reason=task.reason, message=task.message,
+        bytes_out=task.bytes_out, dropped=task.buffer.dropped,
+        output_tail=task.buffer.tail_text(TAIL_BYTES) if task.finished else "",
+    )
+
+
+def rehydrate(rec: TaskRecord) -> Task:
+    buffer = OutputBuffer(max(4, len(rec.output_tail.encode()) + 4))
+    if rec.output_tail:
+        buffer.write_text("stdout", rec.output_tail)
+    task = Task(id=rec.task_id, session=SessionKey(rec.session_id, rec.cwd), lang=rec.lang, buffer=buffer,
+                state=rec.state, started_at=rec.started_at, ended_at=rec.ended_at, exit_code=rec.exit_code,
+                signal=rec.signal, reason=rec.reason, message=rec.message)
+    task.bytes_out_before = rec.bytes_out - buffer.end  # what the ledger no longer holds
+    task.done.set()
+    return task

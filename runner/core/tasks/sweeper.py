@@ -1,0 +1,85 @@
+"""The periodic sweep: reap adopted zombies, kill strays of finished tasks.
+
+A task's root can exit while a setsid'd grandchild it left behind keeps running
+outside the task's process group; only its environment tag still names the task.
+One /proc scan per interval covers every task that ended since the last one.
+"""
+
+import asyncio
+from dataclasses import dataclass, field
+
+from runner.system import logs
+from runner.core.tasks.manager import TaskManager
+from runner.system import kill as kill_mod
+from runner.system import subreaper, tags
+
+log = logs.get("plugkit.sweeper")
+
+
+@dataclass
+class SweepStats:
+    sweeps: int = 0
+    strays_killed: int = 0
+    zombies_reaped: int = 0
+    idle_sessions_ended: int = 0
+    last_error: str | None = None
+    recent: list[dict] = field(default_factory=list)
+
+
+def _strays(runner_id: str, live_ids: set[str]) -> list[tuple[str, int]]:
+    found = []
+    for proc in kill_mod.find_tagged(runner_id):
+        task_tags = tags.read_tags(proc.pid) or {}
+        task_id = task_tags.get(tags.TASK_ID)
+        # Only task ids are numbers: a non-numeric tag is a runner-wide helper such as the
+        # browser ("browser"), which outlives every task and is stopped by its executor.
+        if task_id and task_id.isdecimal() and task_id not in live_ids:
+            found.append((task_id, proc.pid))
+    return found
+
+
+def sweep_once(manager: TaskManager, runner_id: str, grace_s: float,
+               scan: bool = True) -> tuple[list[int], list[tuple[str, int]]]:
+    """Blocking; run in a thread. Returns (reaped zombie pids, (task id, pid) strays killed).
+    Reaping reads only our own children; the stray scan reads every process's environment."""
+    reaped = subreaper.reap_adopted(manager.managed_pids())
+    if not scan:
+        return reaped, []
+    live = {str(t.id) for t in manager.running()}
+    strays = _strays(runner_id, live)
+    for task_id in sorted({t for t, _ in strays}):
+        kill_mod.kill_tree(pgid=None, root=None, runner_id=runner_id, task_id=task_id, grace_s=grace_s)
+    return reaped, strays
+
+
+# A scan of every process's environment holds the GIL for milliseconds: it runs when a
+# task has ended (its strays are what it looks for), again while it keeps finding some,
+# and otherwise only as a once-a-minute backstop, so an idle runner answers without jitter.
+BACKSTOP_PASSES = 60
+
+
+async def sweep_loop(manager: TaskManager, runner_id: str, stats: SweepStats, interval_s: float = 1.0,
+                     grace_s: float = 0.2) -> None:
+    seen_finished = -1
+    quiet_passes = 0
+    found_last = False
+    while True:
+        await asyncio.sleep(interval_s)
+        stats.idle_sessions_ended += len(manager.expire_idle())
+        finished = sum(manager.finished_counts.values())
+        quiet_passes += 1
+        scan = finished != seen_finished or found_last or quiet_passes >= BACKSTOP_PASSES
+        if scan:
+            seen_finished, quiet_passes = finished, 0
+        try:
+            reaped, strays = await asyncio.to_thread(sweep_once, manager, runner_id, grace_s, scan)
+        except Exception as exc:  # the loop must survive a bad /proc read
+            stats.last_error = exc.__class__.__name__
+            log.exception("sweep_failed")
+            continue
+        found_last = bool(strays)
+        stats.sweeps += 1 if scan else 0
+        stats.zombies_reaped += len(reaped)
+        stats.strays_killed += len(strays)
+        for task_id, pid in strays:
+            log.info("stray_killed", task_id=int(task_id), pid=pid)

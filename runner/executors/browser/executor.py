@@ -1,0 +1,198 @@
+"""exec:browser — one managed Chromium per runner, one private page per session, driven by pyppeteer.
+
+The Executor: validates a browser script (browser_commands), then runs its line commands and
+its JavaScript (browser_session) in the session's page, which BrowserManager (browser_manager)
+provides from the one Chromium it keeps (browser_chromium).
+
+Output of a browser task:
+  stdout  one line per command (`goto 200 http://...`, `screenshot /abs/path.png`), then the
+          JSON of the JavaScript's return value (nothing when it returns undefined)
+  stderr  `[console.log] ...`, `[console.error] ...`, `[pageerror] ...`, `[dialog.alert] ...`
+          lines the page produced while the task ran, and a thrown error's stack
+  info    plugkit's notes (Chromium relaunched, the session's page was replaced)
+Reasons: completed, js_error, command_failed, page_lost, browser_unavailable (plus the
+manager's timeout / killed / session_end / runner_shutdown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Callable, Optional
+
+from plugkit import errors
+from plugkit.protocol import TaskExecParams
+from runner.core.tasks.task import Execution, SessionKey, Task
+from runner.executors.browser import commands
+from runner.executors.base import Outcome, Prepared
+from runner.system.chromium import DEFAULT_CHROMIUM, ChromiumSpec, LaunchError
+from runner.executors.browser.manager import BrowserManager, BrowserSpec
+from runner.executors.browser.session import NOTE_STREAM, PageGone, SessionPage
+
+IDLE_ENV = "PLUGKIT_BROWSER_IDLE_S"
+DEFAULT_IDLE_S = 300.0
+
+
+class BrowserRun:
+    """The Execution of one browser task: no stdin; kill closes the session's context, so a
+    page stuck in a loop dies with it while the browser and other sessions' pages live on."""
+
+    pid = None
+
+    def __init__(self, browsers: BrowserManager, key: SessionKey) -> None:
+        self.browsers, self.key = browsers, key
+        self.work: Optional[asyncio.Task] = None
+        self.holding = False  # owns the session's page now (not still queued behind another task)
+        self.killed = False
+
+    def input_open(self) -> bool:
+        return False
+
+    def write(self, data: bytes) -> None:
+        return None
+
+    def close_input(self) -> None:
+        return None
+
+    async def kill(self) -> None:
+        self.killed = True
+        if self.holding:
+            await self.browsers.drop_page(self.key, "its task was killed")
+        if self.work is not None and not self.work.done():
+            self.work.cancel()
+
+
+class BrowserExecutor:
+    name = "browser"
+
+    def __init__(self, spec: BrowserSpec) -> None:
+        self.browsers = BrowserManager(spec)
+
+    def claims(self, lang: str) -> bool:
+        return lang == "browser"
+
+    async def prepare(self, p: TaskExecParams) -> Prepared:
+        if p.stdin:
+            raise errors.RpcError(errors.INVALID_PARAMS, "browser tasks read no stdin; "
+                                  "type into the page with a `type SELECTOR TEXT` line")
+        if p.env:
+            raise errors.RpcError(errors.INVALID_PARAMS, "browser tasks take no env: the page runs in "
+                                  "the runner's shared Chromium, not in a process of its own")
+        try:
+            self.browsers.check_installed()
+        except LaunchError as exc:
+            raise errors.RpcError(errors.UNAVAILABLE, str(exc)) from None
+        try:
+            script = commands.parse(p.code, os.path.realpath(p.cwd))
+        except commands.ScriptError as exc:
+            raise errors.RpcError(errors.INVALID_PARAMS, str(exc), {"help": commands.help_text()}) from None
+        return Prepared("browser", script)
+
+    async def run(self, task: Task, prepared: Prepared, p: TaskExecParams,
+                  on_start: Callable[[Execution], None]) -> Outcome:
+        execution = BrowserRun(self.browsers, task.session)
+        on_start(execution)
+        execution.work = asyncio.ensure_future(self._work(task, prepared.payload, execution))
+        try:
+            return await execution.work
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if execution.killed and not (me and me.cancelling()):
+                # Our kill cancelled the work; the manager records why (timeout, kill, session end).
+                return Outcome("failed", "killed")
+            raise
+
+    async def end_session(self, key: SessionKey) -> None:
+        await self.browsers.end_session(key)
+
+    async def close(self) -> None:
+        await self.browsers.close()
+
+    def snapshot(self) -> dict:
+        return self.browsers.snapshot()
+
+    # --- one task ---------------------------------------------------------------
+
+    async def _work(self, task: Task, script: commands.Script, run: BrowserRun) -> Outcome:
+        async with self.browsers.turn(task.session):
+            run.holding = True
+            try:
+                page = await self.browsers.page_for(task.session, lambda text: _write(task, NOTE_STREAM, text))
+            except LaunchError as exc:
+                return _fail(task, "browser_unavailable", f"task_{task.id}: {exc}")
+            except Exception as exc:  # the browser broke while we opened the page
+                return _fail(task, "browser_unavailable", f"task_{task.id} could not open a page: "
+                             f"{str(exc) or 'Chromium did not answer'}")
+            page.sink = task
+            try:
+                return await self._script(task, page, script, run)
+            finally:
+                page.sink = None
+                run.holding = False
+
+    async def _script(self, task: Task, page: SessionPage, script: commands.Script, run: BrowserRun) -> Outcome:
+        env = commands.Env(page.page, task.session.cwd, task.id,
+                           lambda: self.browsers.drop_page(task.session, "closed by the `close` command"))
+        try:
+            for step in script.steps:
+                command = commands.COMMANDS[step.name]
+                try:
+                    pending = command.run(env, step.args)
+                    line = await (page.run(pending) if command.guarded else pending)
+                except PageGone:
+                    raise
+                except Exception as exc:  # CommandFailed, or a pyppeteer error we did not word
+                    why = f"line {step.line}: {exc if isinstance(exc, commands.CommandFailed) else _oneline(exc)}"
+                    _write(task, "stderr", why)
+                    return Outcome("failed", "command_failed", message=f"task_{task.id}: {why}")
+                _write(task, "stdout", line)
+            if not script.js.strip():
+                return Outcome("completed", "completed")
+            result = await page.evaluate(script.js, script.js_line)
+        except PageGone as exc:
+            if run.killed:  # our kill closed the page under the script: the manager says why
+                return Outcome("failed", "killed")
+            return _fail(task, "page_lost", f"task_{task.id} lost its page: {exc}")
+        except Exception as exc:  # pyppeteer's evaluation errors: syntax errors, navigation mid-call
+            text = page.rename(str(exc).removeprefix("Evaluation failed: "))
+            _write(task, "stderr", text)
+            return Outcome("failed", "js_error", message=f"task_{task.id}: {_oneline(text) if text else exc}")
+        if result.get("error"):
+            headline = f"{result['name']}: {result['message']}"
+            _write(task, "stderr", page.rename(result["stack"] or headline))
+            return Outcome("failed", "js_error", message=f"task_{task.id} threw {headline[:300]}")
+        if "json" in result:
+            _write(task, "stdout", result["json"])
+        elif "text" in result:
+            _write(task, "stdout", result["text"])
+            if result.get("note"):
+                _write(task, NOTE_STREAM, f"[plugkit] the return value is not JSON ({result['note']}); "
+                                          "printed String(value) instead")
+        return Outcome("completed", "completed")
+
+
+def _oneline(exc: object) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else exc.__class__.__name__
+
+
+def _write(task: Task, stream: str, text: str) -> None:
+    task.buffer.write_text(stream, text if text.endswith("\n") else text + "\n")
+    task.notify()
+
+
+def _fail(task: Task, reason: str, message: str) -> Outcome:
+    _write(task, "stderr", message)
+    return Outcome("failed", reason, message=message)
+
+
+def make(ctx) -> BrowserExecutor:
+    raw = os.environ.get(IDLE_ENV, "")
+    try:
+        idle_s = float(raw) if raw else DEFAULT_IDLE_S
+    except ValueError:
+        raise ValueError(f"{IDLE_ENV}={raw!r} is not a number of seconds") from None
+    return BrowserExecutor(BrowserSpec(
+        chromium=ChromiumSpec(runner_id=ctx.runner_id, home=ctx.home, kill_grace_s=ctx.limits.kill_grace_s),
+        executable=os.environ.get("PLUGKIT_CHROMIUM") or DEFAULT_CHROMIUM,
+        idle_s=max(0.0, idle_s), session_idle_s=ctx.limits.session_idle_s))

@@ -1,0 +1,323 @@
+"""The durable task ledger: the task id sequence and every task's record, in sqlite under $PLUGKIT_HOME."""
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Iterator, Optional
+
+log = logging.getLogger("plugkit.store")
+
+SCHEMA_VERSION = 1
+LIVE = ("pending", "running")
+LOST_STATE, LOST_REASON = "killed", "runner_lost"
+# The sentence of runner.core.tasks.task.REASONS["runner_lost"]. Not imported: the store sits below the
+# domain layer; a unit test keeps the two equal.
+LOST_MESSAGE = "was lost when the runner stopped unexpectedly"
+SIBLINGS = ("", "-wal", "-shm")
+# Only these mean "the bytes are bad". Busy, locked, permission or I/O errors say nothing about the
+# file, and moving a healthy ledger aside for them would throw its history away.
+CORRUPTION_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+# After a checkpoint the WAL is cut back to this, instead of staying as large as its biggest burst.
+WAL_KEEP_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    task_id: int
+    session_id: str
+    cwd: str
+    lang: str
+    code_sha256: str
+    state: str
+    started_at: float
+    ended_at: Optional[float] = None
+    exit_code: Optional[int] = None
+    signal: Optional[int] = None
+    reason: Optional[str] = None
+    message: Optional[str] = None
+    bytes_out: int = 0
+    dropped: int = 0
+    output_tail: str = ""  # bounded tail of the output (all streams as one text)
+
+
+# SQL is assembled from these constant column names only; values always travel as parameters.
+_COLS = [f.name for f in fields(TaskRecord)]
+_SELECT = f"SELECT {', '.join(_COLS)} FROM tasks WHERE task_id = ?"
+_INSERT = f"INSERT INTO tasks ({', '.join(_COLS)}) VALUES ({', '.join(':' + c for c in _COLS)})"
+_UPSERT = _INSERT + " ON CONFLICT (task_id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _COLS[1:])
+_LIVE_SET = f"({', '.join('?' * len(LIVE))})"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS tasks (
+        task_id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, cwd TEXT NOT NULL, lang TEXT NOT NULL,
+        code_sha256 TEXT NOT NULL, state TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL,
+        exit_code INTEGER, signal INTEGER, reason TEXT, message TEXT, bytes_out INTEGER NOT NULL,
+        dropped INTEGER NOT NULL, output_tail TEXT NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS tasks_by_end ON tasks (ended_at)",
+)
+
+
+class Ledger:
+    """Synchronous and single-connection: call every method from one thread (LedgerWorker's)."""
+
+    def __init__(self, path: str, *, retention_s: float = 24 * 3600, max_rows: int = 20_000,
+                 tail_bytes: int = 64 << 10) -> None:
+        self.path = path
+        self.retention_s, self.max_rows, self.tail_bytes = retention_s, max_rows, tail_bytes
+        self.recovered_from: Optional[str] = None
+        self._conn = _connect(path)
+        try:
+            why = _problem(self._conn)
+            if why is not None:
+                self._recover(why)
+        except BaseException:
+            self._conn.close()
+            raise
+        for suffix in SIBLINGS[1:]:  # siblings left by an older runner may predate the 0600 file
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(path + suffix, 0o600)
+
+    def _recover(self, why: str) -> None:
+        """The runner must start anyway: keep the bad file for a post-mortem and begin afresh."""
+        last_id = _last_id_floor(self._conn)
+        # Renamed while still open: the last connection's close deletes the -wal by name (after
+        # checkpointing it into the file), so under the new name the evidence stays whole.
+        self.recovered_from = _move_aside(self.path)
+        self._conn.close()
+        self._conn = _connect(self.path)
+        again = _problem(self._conn)
+        if again is not None:
+            raise RuntimeError(f"a fresh ledger at {self.path} is unusable too: {again}")
+        self._conn.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'last_id'", (last_id,))
+        log.error("ledger %s was unusable (%s); moved it to %s and started a fresh one; "
+                  "task ids continue after %d", self.path, why, self.recovered_from, last_id)
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            if self._conn.in_transaction:  # sqlite may already have rolled back (e.g. disk full)
+                self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def reserve_ids(self, count: int) -> int:
+        if count < 1:
+            raise ValueError(f"count must be at least 1, not {count}")
+        # An id shown to an agent must survive power loss, not only a crash: NORMAL syncs the WAL at
+        # checkpoints only, so this one commit is FULL. Reserving blocks keeps the fsync rare.
+        self._conn.execute("PRAGMA synchronous = FULL")
+        try:
+            with self._tx() as db:
+                (last,) = db.execute("UPDATE meta SET value = value + ? WHERE key = 'last_id' RETURNING value",
+                                     (count,)).fetchall()[0]
+        finally:
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        return last - count + 1
+
+    def record_start(self, rec: TaskRecord) -> None:
+        self._conn.execute(_INSERT, self._params(rec))
+
+    def record_end(self, rec: TaskRecord) -> None:
+        self._conn.execute(_UPSERT, self._params(rec))
+
+    def _params(self, rec: TaskRecord) -> dict[str, Any]:
+        # Not dataclasses.asdict: its deep copy was a third of the cost of a whole write.
+        return {**{c: getattr(rec, c) for c in _COLS}, "output_tail": _tail(rec.output_tail, self.tail_bytes)}
+
+    def get(self, task_id: int) -> Optional[TaskRecord]:
+        row = self._conn.execute(_SELECT, (task_id,)).fetchone()
+        return TaskRecord(*row) if row else None
+
+    def mark_lost(self, now: float) -> list[int]:
+        with self._tx() as db:
+            rows = db.execute(
+                "UPDATE tasks SET state = ?, reason = ?, message = 'task_' || task_id || ' ' || ?, ended_at = ?"
+                f" WHERE state IN {_LIVE_SET} RETURNING task_id",
+                (LOST_STATE, LOST_REASON, LOST_MESSAGE, now, *LIVE)).fetchall()
+        return sorted(task_id for (task_id,) in rows)
+
+    def evict(self, now: float) -> int:
+        with self._tx() as db:
+            deleted = db.execute(f"DELETE FROM tasks WHERE state NOT IN {_LIVE_SET} AND ended_at < ?",
+                                 (*LIVE, now - self.retention_s)).rowcount
+            (rows,) = db.execute("SELECT count(*) FROM tasks").fetchone()
+            if rows > self.max_rows:
+                # Live tasks are never evicted, so the table may stay above max_rows while they run.
+                deleted += db.execute(
+                    f"DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks WHERE state NOT IN {_LIVE_SET}"
+                    " ORDER BY ended_at, task_id LIMIT ?)", (*LIVE, rows - self.max_rows)).rowcount
+        return deleted
+
+    def forget(self, task_ids: list[int]) -> int:
+        """Delete records an agent closed on purpose (exec:close, session.end)."""
+        with self._tx() as db:
+            return db.executemany("DELETE FROM tasks WHERE task_id = ?", [(i,) for i in task_ids]).rowcount
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    # sqlite creates a database 0644 (less umask) and gives -wal/-shm the database's own mode, so
+    # creating it 0600 first makes all three private without the process-wide umask, which the
+    # event loop's thread relies on while it spawns tasks.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    return sqlite3.connect(path, isolation_level=None, timeout=5.0)
+
+
+def _problem(conn: sqlite3.Connection) -> Optional[str]:
+    """Why this file cannot be the ledger, or None once it is ready; errors that do not mean
+    corruption propagate."""
+    try:
+        (verdict,) = conn.execute("PRAGMA quick_check").fetchone()
+        if verdict != "ok":
+            return f"quick_check: {verdict}"
+        (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        if mode != "wal":  # e.g. a filesystem without shared memory; slower, still correct
+            log.warning("ledger journal_mode is %s, not wal", mode)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")  # pragmas take no parameters
+        conn.execute("BEGIN IMMEDIATE")
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        conn.executemany("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                         [("schema_version", SCHEMA_VERSION), ("last_id", 0)])
+        conn.execute("COMMIT")
+        (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF in CORRUPTION_CODES:
+            return str(exc)
+        raise
+    if version != SCHEMA_VERSION:  # a newer runner wrote it; guessing at its layout could lose ids
+        return f"schema version {version}, this runner knows {SCHEMA_VERSION}"
+    return None
+
+
+def _last_id_floor(conn: sqlite3.Connection) -> int:
+    """The id a fresh ledger must continue after, so that no id handed out before repeats.
+
+    The meta high-water mark is exact (written before ids are handed out): when readable, ids stay
+    short. Task rows understate it (reserved blocks, writes in flight at a crash hold ids with no
+    row), so without it only the clock bounds what was handed out: int(time.time()) is above every
+    earlier id unless the runner averaged more than one id a second since the epoch (or since the
+    last clock-floored recovery), far beyond what agents start. The price: ids like task_1745000000.
+    """
+    hwm, seen = None, 0
+    with contextlib.suppress(sqlite3.DatabaseError):
+        conn.execute("PRAGMA writable_schema = ON")  # lets a truncated file show the pages it still has
+        row = conn.execute("SELECT value FROM meta WHERE key = 'last_id'").fetchone()
+        hwm = int(row[0]) if row else None
+    with contextlib.suppress(sqlite3.DatabaseError):
+        for (task_id,) in conn.execute("SELECT task_id FROM tasks"):  # rows up to the damage
+            seen = max(seen, task_id)
+    return max(seen, hwm) if hwm is not None else max(seen, int(time.time()))
+
+
+def _move_aside(path: str) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target, n = f"{path}.corrupt-{stamp}", 0
+    while any(os.path.lexists(target + s) for s in SIBLINGS):
+        n += 1
+        target = f"{path}.corrupt-{stamp}-{n}"
+    # All three go, keeping sqlite's naming: a stale -wal next to the fresh file would be replayed.
+    for suffix in SIBLINGS:
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(path + suffix, target + suffix)
+    return target
+
+
+def _tail(text: str, limit: int) -> str:
+    data = text.encode("utf-8", "replace")  # a lone surrogate would make sqlite refuse the row
+    if len(data) > limit:
+        data = data[len(data) - limit:]
+        start = 0
+        while start < len(data) and data[start] & 0xC0 == 0x80:  # continuation bytes of a cut char
+            start += 1
+        data = data[start:]
+    return data.decode("utf-8")
+
+
+class LedgerWorker:
+    """Runs one Ledger on one dedicated thread: sqlite never blocks the event loop, jobs run in order."""
+
+    # A misspelt name must fail where it is written, not as a log line on another thread.
+    METHODS = frozenset({"reserve_ids", "record_start", "record_end", "get", "mark_lost", "evict", "forget"})
+
+    def __init__(self, ledger_factory: Callable[[], Ledger]) -> None:
+        self._factory = ledger_factory
+        self._ledger: Optional[Ledger] = None  # read and written on the worker thread only
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="plugkit-ledger")
+        self._closed = False
+
+    async def start(self) -> Optional[str]:
+        """Open the ledger on the worker thread; returns where a corrupt file was moved, if it was."""
+        return await asyncio.wrap_future(self._pool.submit(self._open))
+
+    def _open(self) -> Optional[str]:
+        # Assigned here, not on the loop, so writes submitted while start() awaits already see it.
+        self._ledger = self._factory()
+        return self._ledger.recovered_from
+
+    def submit(self, fn_name: str, *args: Any) -> None:
+        self._check(fn_name)
+        try:
+            self._pool.submit(self._logged, fn_name, args)
+        except RuntimeError:  # the pool is shut down: the worker was closed
+            log.error("ledger is closed; %s was not written", fn_name)
+
+    async def call(self, fn_name: str, *args: Any) -> Any:
+        self._check(fn_name)
+        return await asyncio.wrap_future(self._pool.submit(self._invoke, fn_name, args))
+
+    async def flush(self) -> None:
+        if not self._closed:  # jobs run in order, so a no-op finishing means every earlier one has
+            await asyncio.wrap_future(self._pool.submit(lambda: None))
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            # Shielded: a cancelled close must still close the connection after the queued writes.
+            await asyncio.shield(asyncio.wrap_future(self._pool.submit(self._close_ledger)))
+        finally:
+            self._pool.shutdown(wait=False)  # the thread exits as soon as it reads the sentinel
+
+    def _check(self, fn_name: str) -> None:
+        if fn_name not in self.METHODS:
+            raise ValueError(f"{fn_name!r} is not a ledger method ({', '.join(sorted(self.METHODS))})")
+
+    def _invoke(self, fn_name: str, args: tuple) -> Any:
+        if self._ledger is None:
+            raise RuntimeError("the ledger is not open: start() was not awaited, failed, or close() ran")
+        return getattr(self._ledger, fn_name)(*args)
+
+    def _logged(self, fn_name: str, args: tuple) -> None:
+        try:
+            self._invoke(fn_name, args)
+        except Exception:
+            log.exception("ledger %s failed", fn_name)
+
+    def _close_ledger(self) -> None:
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
