@@ -72,7 +72,7 @@ def _alive(p: psutil.Process) -> bool:
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """An isolated PLUGKIT_HOME on a free port, also set in this process's environment."""
-    from tests.helpers import Home, free_port
+    from tests.support.runner_home import Home, free_port
 
     h = Home(path=tmp_path / "home", port=free_port())
     monkeypatch.setenv("PLUGKIT_HOME", str(h.path))

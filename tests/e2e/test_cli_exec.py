@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, cli_argv, rpc
+from tests.support.fake_runner import FakeRunner
+from tests.support.runner_home import ROOT, cli_argv, rpc
 
 pytestmark = pytest.mark.e2e
 
@@ -261,8 +262,6 @@ def test_broken_pipe_ends_quietly_promptly_and_kills_the_task(home):
 
 
 def test_stale_port_file_never_gets_the_token_and_exec_starts_a_real_runner(home):
-    from tests.e2e.test_runner_daemon import FakeRunner
-
     fake = FakeRunner(pid=1)
     fake.start()
     try:

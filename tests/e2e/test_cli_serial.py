@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from tests.helpers import rpc
+from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.helpers import Home, free_port, rpc
+from tests.support.runner_home import Home, free_port, rpc
 
 pytestmark = pytest.mark.e2e
 FIX = Path(__file__).resolve().parent.parent / "fixtures"

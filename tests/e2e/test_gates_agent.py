@@ -14,7 +14,7 @@ import pytest
 
 from client.wire.rpc import RpcFailure
 from plugkit import errors
-from tests.helpers import cli_argv, rpc
+from tests.support.runner_home import cli_argv, rpc
 
 pytestmark = pytest.mark.e2e
 

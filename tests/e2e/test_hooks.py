@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.helpers import cli_argv, rpc
+from tests.support.runner_home import cli_argv, rpc
 
 pytestmark = pytest.mark.e2e
 

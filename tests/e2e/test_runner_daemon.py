@@ -8,12 +8,12 @@ import socket
 import stat
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
-from tests.helpers import Home, cli_argv, free_port, rpc
+from tests.support.fake_runner import FakeRunner
+from tests.support.runner_home import Home, cli_argv, free_port, rpc
 
 pytestmark = pytest.mark.e2e
 
@@ -148,30 +148,6 @@ def test_client_refuses_a_token_file_owned_by_someone_else(home):
     os.chown(home.path / "token", 65534, 65534)
     result = home.cli("runner", "status")
     assert result.returncode == 1 and "owned by you" in result.stderr
-
-
-class FakeRunner(threading.Thread):
-    """Claims to be a plugkit runner with a pid that is not the port file's; records requests."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        self.port = self.sock.getsockname()[1]
-        self.pid = pid
-        self.seen = b""
-
-    def run(self) -> None:
-        try:
-            while True:
-                conn, _ = self.sock.accept()
-                with conn:
-                    self.seen += conn.recv(65536)
-                    body = json.dumps({"ok": True, "pid": self.pid, "service": "plugkit-runner"}).encode()
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-        except OSError:
-            return
 
 
 def test_stale_port_file_never_receives_the_token(home):

@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.helpers import rpc
+from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e
 FIX = Path(__file__).resolve().parent.parent / "fixtures"

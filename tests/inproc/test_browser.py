@@ -13,7 +13,7 @@ import pytest
 from runner.http.app import CONTEXT
 from runner.system.chromium import BROWSER_TAG, LaunchError, find_executable
 from runner.system import kill as kill_mod
-from tests.inproc.conftest import RpcError, call
+from tests.support.inproc import RpcError, call
 
 PAGES = {
     "/": """<!doctype html><title>plugkit test</title>

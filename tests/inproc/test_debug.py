@@ -2,7 +2,7 @@
 
 import json
 
-from tests.inproc.conftest import auth, call
+from tests.support.inproc import auth, call
 
 
 async def snapshot(client) -> dict:

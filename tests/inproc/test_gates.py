@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from plugkit import errors
-from tests.inproc.conftest import RpcError, call
+from tests.support.inproc import RpcError, call
 
 
 def git(repo: Path, *args: str) -> str:

@@ -3,7 +3,7 @@
 import json
 
 from plugkit.config import Limits
-from tests.inproc.conftest import TOKEN, auth
+from tests.support.inproc import TOKEN, auth
 
 INFO = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "runner.info", "params": {}})
 

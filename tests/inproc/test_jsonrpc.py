@@ -6,7 +6,7 @@ import logging
 from plugkit.errors import NOT_FOUND, RpcError
 from plugkit.protocol import NoParams, RunnerInfo
 from runner.rpc.dispatch import rpc
-from tests.inproc.conftest import auth
+from tests.support.inproc import auth
 
 
 def call(method, params=None, id=1):

@@ -3,7 +3,7 @@
 import pytest
 
 from plugkit import errors
-from tests.inproc.conftest import RpcError, call
+from tests.support.inproc import RpcError, call
 
 WHY = "\nWhy: the suite must stay fast.\nHow to apply: mark slow tests e2e."
 

@@ -23,7 +23,7 @@ import pytest
 
 from runner.http.app import CONTEXT
 from runner.system import serial_devices as serial_ports
-from tests.inproc.conftest import RpcError, call
+from tests.support.inproc import RpcError, call
 
 SOCAT_MISSING = ("socat is missing; the serial tests need real pseudo-terminals: "
                  "apt-get install -y socat")

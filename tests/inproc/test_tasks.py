@@ -10,7 +10,7 @@ import pytest
 
 from plugkit.config import Limits
 from runner.system import kill as kill_mod
-from tests.inproc.conftest import RpcError, call
+from tests.support.inproc import RpcError, call
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 PY = sys.executable

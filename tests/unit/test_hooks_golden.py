@@ -14,7 +14,7 @@ import pytest
 
 from client.hooks import core
 from client.hooks.events import NOOP, Answer, is_exec, parse_event, shell_command
-from tests.helpers import ROOT, cli_argv
+from tests.support.runner_home import ROOT, cli_argv
 
 FIXTURES = ROOT / "tests" / "fixtures" / "hooks"
 SID = "6f1c2b7e-9d4a-4c1e-8a55-3b2f0e9d7a10"

@@ -10,7 +10,7 @@ import tomllib
 import pytest
 
 from client.hooks import install
-from tests.helpers import ROOT, cli_argv
+from tests.support.runner_home import ROOT, cli_argv
 
 FIXTURES = ROOT / "tests" / "fixtures" / "hooks"
 

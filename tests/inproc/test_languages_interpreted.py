@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.inproc.conftest import call
+from tests.support.inproc import call
 
 CASES = [
     ("bash", 'echo "$((6 * 7))"'),

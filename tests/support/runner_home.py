@@ -1,4 +1,4 @@
-"""Helpers for end-to-end tests: isolated runner homes, the real CLI, the real daemon."""
+"""Isolated runner homes for end-to-end tests: the real CLI, the real daemon, one RPC call."""
 
 import json
 import os
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from client.wire.rpc import RpcFailure
-from tests.helpers import ROOT, free_port, rpc
+from tests.support.runner_home import ROOT, free_port, rpc
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from plugkit.languages import plugins as lang_plugins
-from tests.inproc.conftest import RpcError, call
+from tests.support.inproc import RpcError, call
 
 HELLO = [
     pytest.param("go", 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello from go") }\n',
