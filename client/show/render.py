@@ -92,7 +92,7 @@ def print_json(info: dict, sink, follower, nxt: list[str] | None = None, **extra
     done = finished(info)
     doc = {"task": info, "running": not done, "exit_code": exit_code(info) if done else None,
            "output": sink.chunks, "notes": sink.notes, "omitted": follower.omitted,
-           "dropped": follower.dropped, "cursor": follower.cursor, **extra}
+           "cuts": follower.cuts, "dropped": follower.dropped, "cursor": follower.cursor, **extra}
     if nxt:
         doc["next"] = nxt
     print(json.dumps(doc))

@@ -89,6 +89,8 @@ class TaskKillParams(TaskRef):
 class TaskOutputParams(TaskRef):
     cursor: Optional[int] = Field(default=None, ge=0)
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
+    # From cursor to the end, at most max_bytes shared by the streams, each keeping its last bytes.
+    tails: bool = False
 
 
 class TaskWaitParams(TaskRef):
@@ -108,11 +110,20 @@ class Chunk(Result):
     text: str
 
 
+class StreamCut(Result):
+    stream: Stream
+    total: int  # bytes of the stream in the range read
+    shown: int  # of which these chunks hold
+
+
 class Output(Result):
     chunks: list[Chunk]
     cursor: int
     dropped: int
     more: bool
+    cuts: Optional[list[StreamCut]] = None  # only for a read with tails
+
+
 
 
 class TaskInfo(Result):

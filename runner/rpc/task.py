@@ -2,10 +2,12 @@
 answers the same not-found error for an unknown id, another session's id or an
 empty session id, so no caller can learn what other sessions run."""
 
-from plugkit.protocol import (Output, SessionParams, TaskExecParams, TaskInfo, TaskInputParams,
+from plugkit.protocol import (Chunk, Output, SessionParams, StreamCut, TaskExecParams, TaskInfo, TaskInputParams,
                               TaskKillParams, TaskList, TaskOutputParams, TaskRef, TaskResult,
                               TaskWaitParams, WaitResult)
+from runner.core.tasks import bound
 from runner.core.tasks.manager import TaskManager
+from runner.core.tasks.output import OutputBuffer
 from runner.rpc.dispatch import Context, rpc
 
 
@@ -37,13 +39,28 @@ async def status(ctx: Context, p: TaskRef) -> TaskInfo:
 
 @rpc(TaskOutputParams)
 async def output(ctx: Context, p: TaskOutputParams) -> Output:
-    """task.output {session_id, cwd, task_id, cursor?, max_bytes?} -> {chunks, cursor, dropped, more}
+    """task.output {session_id, cwd, task_id, cursor?, max_bytes?, tails?} -> {chunks, cursor, dropped, more, cuts?}
 
     Without cursor: what this session has not read yet (and marks it read).
     With cursor: from that absolute offset; `dropped` counts bytes evicted before it.
+    With tails: everything from the cursor to the end in at most max_bytes, shared
+    by the streams so each keeps its last bytes (and its first, if none were before
+    the cursor); `cuts` says per stream how much there was and how much is shown.
+    Marks nothing read.
     """
     tasks = _tasks(ctx)
-    return tasks.output(await tasks.lookup(p.session_id, p.cwd, p.task_id), p.cursor, p.max_bytes)
+    task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
+    if p.tails:
+        return _tails(task.buffer, task.read_cursor if p.cursor is None else p.cursor, p.max_bytes)
+    return tasks.output(task, p.cursor, p.max_bytes)
+
+
+def _tails(buffer: OutputBuffer, cursor: int, max_bytes: int) -> Output:
+    """The session's cursor stays put: what was cut is still unread for a --full read."""
+    got = bound.digest(buffer, cursor, max_bytes)
+    return Output(chunks=[Chunk(stream=s, text=t) for s, t in got.pieces], cursor=got.end,
+                  dropped=max(0, buffer.start - cursor), more=False,
+                  cuts=[StreamCut(stream=c.stream, total=c.total, shown=c.shown) for c in got.cuts])
 
 
 @rpc(TaskWaitParams)
