@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from client.show.render import finished, size
+from client.show.render import finished, size, waiting
 
 DEFAULT_LIMIT = 64 << 10
 READ_BYTES = 256 << 10
@@ -153,7 +153,7 @@ class Follower:
             self.read()
 
     def follow(self, info: dict | None, deadline: float) -> dict | None:
-        """Show output until the task ends, `until` is seen, or the deadline passes.
+        """Show output until the task ends, `until` is seen, it waits for input, or the deadline passes.
         Returns the newest TaskInfo seen (None only if no runner call was needed)."""
         while True:
             if self.more and not self.skipping:
@@ -163,7 +163,7 @@ class Follower:
                     return info
                 self.read()
                 continue
-            if self.matched or finished(info):
+            if self.matched or finished(info) or waiting(info):
                 return info
             remaining = deadline - time.monotonic()
             if remaining <= 0 and info is not None:
@@ -182,6 +182,8 @@ class Follower:
             params["timeout_ms"] = int(wait_s * 1000)
             result = self.client.call("task.wait", params, timeout=wait_s + 30)
             info = result["task"]
+            if waiting(info):
+                self.more = True  # what it printed before blocking (a prompt) is shown first
             if self.skipping:
                 self.matched = self.matched or (bool(self.until) and result["matched"])
             elif result["matched"]:

@@ -142,6 +142,8 @@ class TaskInfo(Result):
     duration_ms: Optional[int] = None
     bytes_out: int = 0
     dropped: int = 0
+    # Running, and blocked reading a stdin only task.input can feed (Linux; else always false).
+    waiting_for_input: bool = False
 
 
 class TaskResult(Result):

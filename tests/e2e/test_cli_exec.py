@@ -22,7 +22,7 @@ STDIN_READER = str(ROOT / "tests" / "fixtures" / "stdin_reader.py")
 
 
 def backgrounded_id(stderr: str) -> int:
-    found = re.search(r"task_(\d+) is still running", stderr)
+    found = re.search(r"task_(\d+) is (still running|waiting for input)", stderr)
     assert found, stderr
     return int(found.group(1))
 
