@@ -15,6 +15,8 @@ from runner.system import logs
 from runner.executors import registry
 from runner.system.ledger import Ledger, LedgerWorker
 from runner.system import kill as kill_mod
+from runner.system import spool
+from runner.core.tasks.records import TAIL_BYTES
 
 
 log = logs.get("plugkit.services")
@@ -34,9 +36,16 @@ async def tasks_service(app: web.Application) -> AsyncIterator[None]:
     lost = await ledger.call("mark_lost", time.time())
     if lost:
         log.warning("tasks_lost_with_previous_runner", task_ids=lost)
+    spool_dir = os.path.join(rt.home, "spool")
+    spooled = await asyncio.to_thread(spool.recover, spool_dir, TAIL_BYTES)
+    for task_id in lost:
+        if task_id in spooled:  # what it printed up to the crash
+            await ledger.call("record_output", task_id, *spooled[task_id])
+    await asyncio.to_thread(spool.clear, spool_dir)
     await ledger.call("evict", time.time())
     executors = registry.build(registry.ExecutorContext(runner_id=rt.runner_id, home=rt.home, limits=limits))
     manager = TaskManager(executors, limits, ledger=ledger)
+    manager.spool_dir = spool_dir
     stats = SweepStats()
     ctx.services["tasks"] = manager
     ctx.services["sweeper"] = stats

@@ -162,6 +162,12 @@ class Ledger:
                     " ORDER BY ended_at, task_id LIMIT ?)", (*LIVE, rows - self.max_rows)).rowcount
         return deleted
 
+    def record_output(self, task_id: int, tail: str, bytes_out: int) -> None:
+        """What a task lost with the previous runner had printed (read back from its spool)."""
+        with self._tx() as db:
+            db.execute("UPDATE tasks SET output_tail = ?, bytes_out = max(bytes_out, ?) WHERE task_id = ?",
+                       (_tail(tail, self.tail_bytes), bytes_out, task_id))
+
     def forget(self, task_ids: list[int]) -> int:
         """Delete records an agent closed on purpose (exec:close, session.end)."""
         with self._tx() as db:
@@ -260,7 +266,8 @@ class LedgerWorker:
     """Runs one Ledger on one dedicated thread: sqlite never blocks the event loop, jobs run in order."""
 
     # A misspelt name must fail where it is written, not as a log line on another thread.
-    METHODS = frozenset({"reserve_ids", "record_start", "record_end", "get", "mark_lost", "evict", "forget"})
+    METHODS = frozenset({"reserve_ids", "record_start", "record_end", "record_output", "get", "mark_lost", "evict",
+                         "forget"})
 
     def __init__(self, ledger_factory: Callable[[], Ledger]) -> None:
         self._factory = ledger_factory
@@ -287,6 +294,13 @@ class LedgerWorker:
     async def call(self, fn_name: str, *args: Any) -> Any:
         self._check(fn_name)
         return await asyncio.wrap_future(self._pool.submit(self._invoke, fn_name, args))
+
+    def after(self, fn: Callable[[], None]) -> None:
+        """Run fn on the worker once every job submitted before it has run."""
+        try:
+            self._pool.submit(fn)
+        except RuntimeError:  # closed: nothing earlier can still be pending either
+            fn()
 
     async def flush(self) -> None:
         if not self._closed:  # jobs run in order, so a no-op finishing means every earlier one has

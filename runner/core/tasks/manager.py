@@ -19,6 +19,7 @@ from runner.core.tasks.sessions import SessionRegistry, not_found, session_key
 from runner.core.tasks.task import Execution, SessionKey, Task
 from runner.executors.base import Executor, Outcome, Prepared
 from runner.system.ledger import LedgerWorker
+from runner.system.spool import Spool
 
 log = logs.get("plugkit.tasks")
 
@@ -38,6 +39,7 @@ class TaskManager:
         self._pending_end: dict[int, tuple[str, str]] = {}
         self._live: set[Task] = set()  # not yet finished: kept apart so counting is O(1)
         self.finished_counts: dict[str, int] = {}
+        self.spool_dir: Optional[str] = None  # where running tasks' output is also written (crash copy)
 
     # --- queries -------------------------------------------------------------
 
@@ -84,7 +86,8 @@ class TaskManager:
         prepared = await executor.prepare(p)
         session = self.registry.open(key)
         task = Task(id=task_id, session=key, lang=prepared.lang,
-                    buffer=OutputBuffer(self.limits.output_cap_bytes))
+                    buffer=OutputBuffer(self.limits.output_cap_bytes,
+                                        spool=Spool(self.spool_dir, task_id) if self.spool_dir else None))
         session.tasks[task.id] = task
         self._live.add(task)
         digest = code_hash(p.code)
@@ -150,6 +153,14 @@ class TaskManager:
             self.finished_counts[task.state] = self.finished_counts.get(task.state, 0) + 1
             if self.ledger is not None:
                 self.ledger.submit("record_end", to_record(task, digest))
+            if task.buffer.spool is not None:
+                # Removed on the ledger's thread after the record above: a crash between
+                # the two still finds the output in one place or the other.
+                task.buffer.spool.close()
+                if self.ledger is not None:
+                    self.ledger.after(task.buffer.spool.remove)
+                else:
+                    task.buffer.spool.remove()
             log.info("task_ended", task_id=task.id, session_id=task.session.session_id, state=task.state,
                      reason=task.reason, exit_code=task.exit_code, signal=task.signal)
 
