@@ -71,8 +71,9 @@ def stdio_file() -> str:
     return _in_home("runner.out")
 
 
-def ledger_file() -> str:
-    return _in_home("ledger.sqlite3")
+def ledger_file(home_dir: str | None = None) -> str:
+    """The task ledger of `home_dir` (default: this process's $PLUGKIT_HOME)."""
+    return os.path.join(home() if home_dir is None else home_dir, "ledger.sqlite3")
 
 
 def write_private(path: str, text: str) -> None:

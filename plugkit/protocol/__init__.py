@@ -9,6 +9,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from plugkit.config import Limits
+from plugkit.vocab import TaskState
 
 _LIMITS = Limits.from_env()
 
@@ -55,7 +56,6 @@ class ShutdownResult(Result):
 # --- sessions and tasks ----------------------------------------------------
 
 SessionId = Field(min_length=1, max_length=256)
-TaskState = Literal["pending", "running", "completed", "failed", "killed", "timed_out", "rejected"]
 Stream = Literal["stdout", "stderr", "info"]
 
 

@@ -2,13 +2,13 @@
 manager in the RPC context, and on shutdown stops what it owns (in reverse order)."""
 
 import asyncio
-import os
 import time
 from dataclasses import asdict
 from typing import AsyncIterator
 
 from aiohttp import web
 
+from plugkit import paths
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.sweeper import SweepStats, sweep_loop
 from runner.system import logs
@@ -25,7 +25,7 @@ async def tasks_service(app: web.Application) -> AsyncIterator[None]:
 
     rt, ctx = app[RUNTIME], app[CONTEXT]
     limits = ctx.services["limits"]
-    ledger = LedgerWorker(lambda: Ledger(os.path.join(rt.home, "ledger.sqlite3"),
+    ledger = LedgerWorker(lambda: Ledger(paths.ledger_file(rt.home),
                                          retention_s=limits.ledger_retention_s,
                                          max_rows=limits.ledger_max_rows))
     moved = await ledger.start()

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from plugkit import errors
 from plugkit.memory import index_for_context
+from plugkit.vocab import LIVE_STATES
 from plugkit.protocol.hook import (
     HookContext, HookDecision, HookPreToolParams, HookPromptResult, HookSessionEnded, HookSessionParams,
     HookSessionStartParams, HookStopParams, HookStopResult,
@@ -33,7 +34,6 @@ MAX_TASK_LINES = 8
 MAX_MEMORY_LINES = 15
 MAX_MEMORY_BYTES = 2048
 MAX_CONTEXT_LINES = 40
-LIVE = ("pending", "running")
 USAGE_LINE = ("plugkit: to run code, make a Bash call whose first line is `exec:<lang>` (python, bash, "
               "node, ...) and the code below it; it runs in the plugkit runner and its output comes back "
               "as the call's result. `exec:tasks`, `exec:status task_N`, `exec:sleep task_N [S]`, "
@@ -140,7 +140,7 @@ def _task_lines(ctx: Context, p: HookSessionParams) -> list[str]:
     tasks = ctx.services.get("tasks")
     if tasks is None:
         return []
-    live = [t for t in tasks.list_tasks(p.session_id, p.cwd).tasks if t.state in LIVE]
+    live = [t for t in tasks.list_tasks(p.session_id, p.cwd).tasks if t.state in LIVE_STATES]
     if not live:
         return []
     lines = [f"plugkit: {len(live)} task(s) of this session still running (exec:status task_N shows "
