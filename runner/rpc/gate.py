@@ -103,7 +103,7 @@ async def verify(ctx: Context, p: GateVerifyParams) -> VerifyStarted:
 
 @rpc(GateCheckParams)
 async def check(ctx: Context, p: GateCheckParams) -> CheckResult:
-    """gate.check {session_id, cwd, event, tool_name, tool_input} -> {decision: allow|deny|ask, reason, mode}
+    """gate.check {session_id, cwd, event, tool_name?, tool_input?} -> {decision: allow|deny|ask, reason, mode}
 
     For PreToolUse hooks. Enforce mode: file-writing tools (Write, Edit, MultiEdit,
     NotebookEdit, write_file, replace, apply_patch) are denied in PLAN and EXECUTE (the

@@ -207,7 +207,7 @@ async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
 
 @rpc(HookPreToolParams)
 async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
-    """hook.pre_tool {session_id, cwd, tool_name, tool_input} -> {decision: allow|deny|ask, reason}
+    """hook.pre_tool {session_id, cwd, tool_name?, tool_input?} -> {decision: allow|deny|ask, reason}
 
     The gates' answer for this tool call (allow with an empty reason when no gates are
     registered). An allow may carry a reason: a warning for the model (advisory gates).
