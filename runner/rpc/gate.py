@@ -3,9 +3,10 @@
 Phases PLAN -> EXECUTE -> EMIT -> VERIFY -> COMPLETE. Forward moves happen only when every
 condition of the row holds; an unmet row is an ordinary answer (ok false, the conditions
 by name with their values), not an error. All methods take {session_id, cwd}; the
-workspace is the cwd's nearest ancestor holding .git, .prd, .plugkit/config.toml or
-.plugkit/state.json (else the cwd). Errors: -32602 bad params / empty session / missing
-cwd, -32005 the phase does not allow it.
+workspace is plugkit.workspace.find_root(cwd): the nearest ancestor holding a marker (.git,
+.prd, .plugkit/config.toml, ...), else the cwd. Errors: -32602 bad params / empty session /
+missing cwd / a cwd that is /, $HOME or $PLUGKIT_HOME (never a workspace), -32005 the phase
+does not allow it.
 """
 
 from plugkit.lifecycle.phases import FORWARD_FROM
