@@ -37,7 +37,7 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
             if args:
                 return Error(errors.INVALID_PARAMS, "params must be an object (named fields)")
             try:
-                params = model.model_validate(kwargs)
+                params = model.model_validate(kwargs, context=ctx.config.limits)  # bounds: protocol/bounds.py
             except ValidationError as exc:
                 return Error(errors.INVALID_PARAMS, "Invalid params", _describe(exc))
             try:
