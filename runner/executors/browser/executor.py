@@ -25,7 +25,8 @@ from plugkit.protocol import TaskExecParams
 from runner.core.tasks.task import Execution, SessionKey, Task
 from runner.executors.browser import commands
 from runner.executors.base import Outcome, Prepared
-from runner.system.chromium import DEFAULT_CHROMIUM, ChromiumSpec, LaunchError
+from plugkit import chromium as chromium_rule
+from runner.system.chromium import ChromiumSpec, LaunchError
 from runner.executors.browser.manager import BrowserManager, BrowserSpec
 from runner.executors.browser.session import NOTE_STREAM, PageGone, SessionPage
 
@@ -194,5 +195,5 @@ def make(ctx) -> BrowserExecutor:
         raise ValueError(f"{IDLE_ENV}={raw!r} is not a number of seconds") from None
     return BrowserExecutor(BrowserSpec(
         chromium=ChromiumSpec(runner_id=ctx.runner_id, home=ctx.home, kill_grace_s=ctx.limits.kill_grace_s),
-        executable=os.environ.get("PLUGKIT_CHROMIUM") or DEFAULT_CHROMIUM,
+        environ={name: os.environ[name] for name in (chromium_rule.ENV, "PATH") if name in os.environ},
         idle_s=max(0.0, idle_s), session_idle_s=ctx.limits.session_idle_s))
