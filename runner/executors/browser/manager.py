@@ -19,7 +19,7 @@ from runner.core.tasks.task import SessionKey
 from plugkit.chromium import Sandbox, sandbox_for
 from runner.system.chromium import (LAUNCH_TIMEOUT_S, ChromiumProcess, ChromiumSpec, LaunchError, find_executable,
                                     remove_stale_profiles)
-from runner.executors.browser.session import SessionPage, settle
+from runner.executors.browser.session import BROWSER_CRASHED, SessionPage, settle
 
 log = logs.get("plugkit.browser")
 
@@ -189,6 +189,7 @@ class BrowserManager:
                                   f"{chromium.last_words()}") from None
             raise LaunchError(f"Chromium ({executable}) did not answer on its DevTools pipe: "
                               f"{exc or 'timed out'}; {chromium.last_words()}") from None
+        browser.on("disconnected", lambda: self._on_disconnected(chromium))
         self._chromium, self._browser = chromium, browser
         self._generation += 1
         self.launches += 1
@@ -202,6 +203,24 @@ class BrowserManager:
             return find_executable(self.spec.environ)
         except LaunchError as exc:
             return str(exc)
+
+    def _on_disconnected(self, proc: ChromiumProcess) -> None:
+        """The DevTools pipe closed without our asking: Chromium is dying. pyppeteer is about to
+        fail every call in flight with "Target closed"; mark the pages first so the tasks
+        running on them end as a browser crash. The exit (and the relaunch note) follows."""
+        if proc.stopping or proc is not self._chromium:
+            return
+        for page in self._pages.values():
+            page.lose(BROWSER_CRASHED)
+
+    async def crash_text(self) -> str:
+        """How the current Chromium ended, once its exit is collected (a moment after EOF)."""
+        proc = self._chromium
+        if proc is None:
+            return "Chromium is gone"
+        if not proc.pipes.exited:
+            await proc.settle_exit()
+        return f"Chromium {proc.exit_text()}"
 
     def _on_chromium_exit(self, proc: ChromiumProcess) -> None:
         if proc.stopping or proc is not self._chromium:
