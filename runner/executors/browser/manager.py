@@ -230,8 +230,8 @@ class BrowserManager:
         why = self._relaunch_note = f"Chromium {proc.exit_text()}"
         log.warning("browser_exited", pid=proc.pid, how=why, stderr_tail=proc.last_words())
         for key, page in self._pages.items():
-            page.lose(why)
-            self._lost[key] = why
+            page.lose(BROWSER_CRASHED)  # a task running on it ends as browser_crashed
+            self._lost[key] = why       # the session's next task is told how
         self._pages.clear()
 
     async def _stop_browser(self) -> None:
