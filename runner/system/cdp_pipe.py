@@ -111,15 +111,16 @@ class ChildPipes:
             raise
         return cls(child_in, parent_out, parent_in, child_out, os.getpid())
 
-    def child_fds(self) -> tuple[int, int]:
-        """For Popen's pass_fds: kept open across exec (close_fds runs after setup_child)."""
-        return (CHILD_IN_FD, CHILD_OUT_FD)
-
     def setup_child(self) -> None:
-        """preexec_fn, in the child between fork and exec: only syscalls, nothing that locks.
+        """preexec_fn, in the child between fork and exec (spawn with close_fds=False):
 
-        - Our ends move to fds 3 and 4. Through fds >= 10 first, so that a pipe end already
-          sitting on 3 or 4 is not overwritten by the other's dup2.
+        - Our ends move to fds 3 and 4, through fds >= 10 first, so that one end already
+          sitting on 3 or 4 is not overwritten by the other's dup2. Not Popen's pass_fds: its
+          fds keep their numbers, and 3 or 4 may be Popen's own pipe ends in the child.
+        - Then every other inheritable fd is closed, which is what close_fds would have done
+          (after preexec_fn, so it would close 3 and 4 too). The runner's own fds are
+          close-on-exec already; this catches those inherited from whoever started the runner,
+          and the two high copies.
         - PR_SET_PDEATHSIG: the kernel sends SIGKILL to Chromium when the thread that forked
           it (the runner's event loop thread, alive as long as the runner) dies, kill -9
           included. Chromium's helpers (zygote, renderers, GPU) exit when their browser's IPC
@@ -130,8 +131,13 @@ class ChildPipes:
         high_out = fcntl.fcntl(self.child_out, fcntl.F_DUPFD, 10)
         os.dup2(high_in, CHILD_IN_FD)
         os.dup2(high_out, CHILD_OUT_FD)
-        os.close(high_in)
-        os.close(high_out)
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            try:
+                if fd > CHILD_OUT_FD and os.get_inheritable(fd):
+                    os.close(fd)
+            except OSError:  # the listing's own fd, closed by now
+                pass
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != self.parent_pid:
             os._exit(1)

@@ -150,7 +150,7 @@ class ChromiumProcess:
                 *argv(executable, profile, sandbox),
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE, cwd=base, env=env, start_new_session=True,
-                pass_fds=fds.child_fds(), preexec_fn=fds.setup_child)
+                close_fds=False, preexec_fn=fds.setup_child)  # setup_child closes what close_fds would
         except OSError as exc:
             fds.close_all()
             shutil.rmtree(profile, ignore_errors=True)

@@ -108,23 +108,32 @@ async def test_eof_when_chromium_dies_is_a_closed_connection_and_later_sends_are
         await asyncio.sleep(0.01)
 
 
-async def test_child_finds_the_pipes_on_fds_3_and_4():
-    """A real child spawned the way Chromium is: it reads a command on fd 3 and answers on fd 4."""
+async def test_child_finds_the_pipes_on_fds_3_and_4_and_inherits_nothing_else():
+    """A real child spawned the way Chromium is: it reads a command on fd 3, answers on fd 4 with
+    the fds it holds. An inheritable fd of ours (as a runner started from a shell has) stays out."""
     echo = ("import os\nbuf = b''\nwhile not buf.endswith(b'\\0'):\n    buf += os.read(3, 65536)\n"
-            "os.write(4, b'{\"echo\": ' + buf[:-1] + b'}\\0')\n")
+            "fds = sorted(int(f) for f in os.listdir('/proc/self/fd'))[:-1]\n"  # minus the listing's own
+            "os.write(4, b'{\"echo\": ' + buf[:-1] + b', \"fds\": ' + repr(fds).encode() + b'}\\0')\n")
+    stray_r, stray_w = os.pipe()
+    os.set_inheritable(stray_w, True)
     pipes = ChildPipes.create()
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", echo, pass_fds=pipes.child_fds(),
-                                                preexec_fn=pipes.setup_child, stdin=subprocess.DEVNULL)
+    try:
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", echo, close_fds=False,
+                                                    preexec_fn=pipes.setup_child, stdin=subprocess.DEVNULL)
+    finally:
+        os.close(stray_w)
     pipes.close_child_ends()
     transport = await PipeTransport.open(pipes.parent_in, pipes.parent_out)
     try:
         await transport.send('{"id": 1}')
-        assert json.loads(await transport.recv()) == {"echo": {"id": 1}}
+        assert json.loads(await transport.recv()) == {"echo": {"id": 1}, "fds": [0, 1, 2, 3, 4]}
         assert await proc.wait() == 0
         with pytest.raises(ConnectionResetError):  # its exit closed the pipe: EOF, not a hang
             await transport.recv()
+        assert os.read(stray_r, 1) == b""  # the child never held the stray pipe's write end
     finally:
         await transport.close()
+        os.close(stray_r)
 
 
 async def test_pyppeteer_connection_over_the_pipe_answers_and_fails_pending_calls_at_eof(pair):
