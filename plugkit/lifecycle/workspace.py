@@ -15,8 +15,8 @@ import contextlib
 import fcntl
 import os
 import tempfile
-from dataclasses import dataclass
-from typing import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
 
 from plugkit.lifecycle.errors import Invalid
 
@@ -45,6 +45,11 @@ def find_root(cwd: str) -> str:
 @dataclass(frozen=True)
 class Workspace:
     root: str  # a realpath
+    # What only the runner holds (None in the pure model and its unit tests): the key its
+    # receipts are sealed with, and its ledger of the gates' state (runner.core.gates.store),
+    # the source of truth of which the workspace's files are views.
+    seal: Optional[bytes] = field(default=None, compare=False, repr=False)
+    ledger: Optional[Any] = field(default=None, compare=False, repr=False)
 
     @property
     def dir(self) -> str:

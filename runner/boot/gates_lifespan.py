@@ -29,10 +29,10 @@ class OnFirstUse:
         return getattr(self._target, name)
 
 
-def _gate_manager(tasks: Any) -> Any:
+def _gate_manager(tasks: Any, home: str) -> Any:
     from runner.core.gates.manager import GateManager
 
-    return GateManager(tasks)
+    return GateManager(tasks, home=home)
 
 
 async def gates_service(app: web.Application) -> AsyncIterator[None]:
@@ -40,7 +40,7 @@ async def gates_service(app: web.Application) -> AsyncIterator[None]:
 
     ctx = app[CONTEXT]
     tasks = ctx.services["tasks"]
-    manager = OnFirstUse(lambda: _gate_manager(tasks))
+    manager = OnFirstUse(lambda: _gate_manager(tasks, ctx.runtime.home))
     ctx.services["gates"] = manager
     ctx.snapshots["gates"] = lambda: manager.snapshot() if manager.built else {"loaded": False}
     try:
