@@ -217,5 +217,6 @@ def approve_main(argv: list[str]) -> int:
         print(f"plugkit approve: refused inside runner task_{task}: approving is a person's step, "
               f"typed in their own terminal (`plugkit approve {a.id}`)", file=sys.stderr)
         return 1
-    return _call(a, "approval.grant", lambda r: [f"approved {r['item_id']} as {r['user']}"],
+    return _call(a, "approval.grant", lambda r: [f"approved {r['item_id']} as {r['user']}"
+                                                  + (f" on {r['tty']}" if r.get("tty") else "")],
                  item_id=a.id, via="cli", user=_os_user())

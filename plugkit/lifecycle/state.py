@@ -42,9 +42,12 @@ class Approval(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     item_id: str
-    user: str
+    user: str  # the OS user of the approving process, as the runner found it
     via: str
     at: float
+    channel: str = ""  # "terminal" | "host_prompt": how the runner knew a person gave it
+    tty: Optional[str] = None  # the terminal it came from
+    pid: Optional[int] = None
 
 
 class EmitDecl(BaseModel):

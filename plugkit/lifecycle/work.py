@@ -124,14 +124,20 @@ def evidence_add(ws: Workspace, witnessed: Optional[gating.Witnessed], path: Opt
         return evidence.record_file(ws, path or "", subject, note, now)
 
 
-def approval_grant(ws: Workspace, item_id: str, user: str, via: str, now: float) -> Approval:
+def check_grant_channel(via: str) -> None:
     if via == "hook":
-        # A guard against an agent approving through its own hook pipeline; not against a
-        # determined local user, who owns these files anyway.
+        # A guard against an agent approving through its own hook pipeline; the runner also
+        # judges the caller's process ancestry (runner.core.gates.approvals).
         raise Forbidden("approvals are not accepted from hooks: a person runs `plugkit approve ID`")
+
+
+def approval_grant(ws: Workspace, item_id: str, user: str, via: str, now: float, channel: str = "",
+                   tty: Optional[str] = None, pid: Optional[int] = None) -> Approval:
+    check_grant_channel(via)
     with state_mod.transaction(ws) as st:
         prd.get(gating.load_items(ws), item_id)
-        st.approvals[item_id] = Approval(item_id=item_id, user=user, via=via, at=now)
+        st.approvals[item_id] = Approval(item_id=item_id, user=user, via=via, at=now, channel=channel,
+                                         tty=tty, pid=pid)
         return st.approvals[item_id].model_copy()
 
 

@@ -284,9 +284,11 @@ class ApprovalGrantParams(WorkspaceParams):
 
 class ApprovalInfo(Result):
     item_id: str
-    user: str
+    user: str  # the OS user of the approving process, as the runner found it
     via: str
     at: float
+    channel: str = ""  # terminal | host_prompt
+    tty: Optional[str] = None
 
 
 class ApprovalList(Result):

@@ -10,6 +10,7 @@ from runner import rpc as rpc_pkg
 from runner.http.guards import make_guard
 from runner.rpc.dispatch import Context, dispatch
 from runner.rpc.runtime import Runtime
+from runner.system import peers
 
 RUNTIME = web.AppKey("runtime", Runtime)
 CONTEXT = web.AppKey("context", Context)
@@ -45,6 +46,8 @@ def make_app(runtime: Runtime, limits: Limits | None = None,
             return web.json_response({"error": "body too large"}, status=413)
         except UnicodeDecodeError:
             body = "\0"  # not JSON: reported as a parse error below
+        # Who is calling, for the methods that must know (approval.grant walks its ancestry).
+        peers.PEER.set(request.transport.get_extra_info("peername") if request.transport else None)
         response = await dispatch(body, methods, ctx, limits.max_batch)
         if response is None:  # notifications only: nothing to say
             return web.Response(status=204)

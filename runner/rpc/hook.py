@@ -95,7 +95,7 @@ def _key(p: HookSessionParams) -> SessionKey:
 
 # --- the gates, through three adapter functions --------------------------------------------
 # Only GateManager's public methods are used: workspace(session_id, cwd), check(ws, event,
-# tool_name, tool_input) -> (Verdict{decision, reason}, mode), stop(ws, stop_hook_active) ->
+# tool_name, tool_input, platform) -> (Verdict{decision, reason}, mode), stop(ws, stop_hook_active) ->
 # (StopVerdict{block, reason, missing}, mode), context(ws) -> [str].
 
 async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
@@ -104,7 +104,7 @@ async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
         return "allow", ""
     try:
         verdict, _mode = await gates.check(gates.workspace(p.session_id, p.cwd), "PreToolUse",
-                                           p.tool_name, dict(p.tool_input))
+                                           p.tool_name, dict(p.tool_input), p.platform)
     except errors.RpcError as exc:
         # A gate that cannot read its workspace must not stop every tool call of the agent.
         return "allow", f"plugkit gates could not check this call ({exc.message}); it was allowed"

@@ -58,9 +58,9 @@ def test_agent_reaches_complete_only_the_honest_way(home, repo, tmp_path):
                                     tool_input={"command": "plugkit approve w2"}).stdout)
         said = out.get("reason") or out["hookSpecificOutput"]["permissionDecisionReason"]
         assert out.get("decision", "deny") == "deny" and "ask the user to do it themselves" in said
-    # Run by the runner from the hook's exec: interception, it is still the agent approving.
-    _, reason = agent.exec_task(shlex.join(cli_argv() + ["approve", "w2"]))
-    assert "exit 1" in reason and "refused inside runner task_" in reason
+    # exec: code that approves is still the agent approving: asked before anything runs.
+    decision, reason = agent.bash("exec:bash\n" + shlex.join(cli_argv() + ["approve", "w2"]))
+    assert decision == "ask" and "person's decision" in reason
     with pytest.raises(RpcFailure) as caught:  # nor may anything claim to come through a hook
         rpc(home, "approval.grant", {"session_id": SID, "cwd": str(repo), "item_id": "w2", "via": "hook",
                                      "user": "agent"})

@@ -23,14 +23,16 @@ from plugkit.lifecycle import evidence as ev, work
 from plugkit.lifecycle.evidence import Receipt, sha256_bytes
 from plugkit.lifecycle.gating import External
 from plugkit.lifecycle.phases import GitFacts
-from plugkit.lifecycle.policy import Verdict
-from plugkit.lifecycle.state import State, VerifyRun
+from plugkit.lifecycle.policy import Verdict, approved_item, view
+from plugkit.lifecycle.state import Approval, State, VerifyRun
 from plugkit.lifecycle.workspace import Workspace, find_root
 from plugkit.protocol import TaskExecParams, TaskInfo
 from plugkit.protocol.lifecycle import EmitFile
 from runner.system import logs
 from runner.core.tasks.manager import TaskManager
+from runner.core.gates.approvals import ApprovalDesk
 from runner.core.gates.keys import load_key
+from runner.system import peers
 from runner.core.gates.witness import find_task, git_facts, witness
 
 log = logs.get("plugkit.gates")
@@ -48,6 +50,7 @@ class GateManager:
         self.clock = clock
         self.home = home
         self._key: Optional[bytes] = None
+        self.desk = ApprovalDesk()
         # One asyncio lock per workspace, alive only while someone holds or waits on it.
         self._locks: "weakref.WeakValueDictionary[str, asyncio.Lock]" = weakref.WeakValueDictionary()
         self.counters: Counter = Counter()
@@ -178,11 +181,35 @@ class GateManager:
             task_id=task_id, session_id=session_id, started_at=self.clock(), head=head)
         return task.info(), run
 
-    async def check(self, ws: Workspace, event: str, tool_name: str, tool_input: dict) -> tuple[Verdict, str]:
+    async def check(self, ws: Workspace, event: str, tool_name: str, tool_input: dict,
+                    platform: str = "") -> tuple[Verdict, str]:
         cfg = self.config(ws)
         verdict = await self.read(ws, hooks.check, cfg, event, tool_name, tool_input)
         self.counters[f"check_{verdict.decision}"] += 1
+        if verdict.decision == "ask" and verdict.rule == "approval_is_for_humans":
+            command = view("", [], tool_name, tool_input).command or ""
+            self.desk.asked(ws.root, platform, command, approved_item(command))
+            log.warning("gate_approval_attempt", workspace=ws.root, platform=platform)
         return verdict, cfg.mode
+
+    async def grant(self, ws: Workspace, item_id: str, via: str, peer: Optional[tuple], port: int,
+                    runner_pid: int) -> Approval:
+        """approval.grant, judged by the caller's process ancestry (never by what it claims)."""
+        await self._thread(work.check_grant_channel, via)
+        who = await asyncio.to_thread(peers.caller, peer, port, runner_pid)
+        verdict = self.desk.judge(ws.root, item_id, who)
+        if not verdict.ok:
+            self.counters["approval_refused"] += 1
+            log.warning("gate_approval_refused", workspace=ws.root, item=item_id, why=verdict.reason,
+                        chain=list(who.chain) if who else None)
+            raise errors.RpcError(errors.FORBIDDEN, f"approval refused: {verdict.reason}. A person approves "
+                                  f"from their own terminal: `plugkit approve {item_id}`")
+        assert who is not None
+        approval = await self.call(ws, work.approval_grant, item_id, who.user, via, self.clock(),
+                                   verdict.channel, who.tty, who.pid)
+        log.info("gate_approved", workspace=ws.root, item=item_id, user=who.user, tty=who.tty,
+                 channel=verdict.channel)
+        return approval
 
     async def stop(self, ws: Workspace, stop_hook_active: bool) -> tuple[hooks.StopVerdict, str]:
         await self.settle_verify(ws)
@@ -257,5 +284,5 @@ class GateManager:
         return await self.call(ws, work.prd_update, item_id, changes, status, refs)
 
     def snapshot(self) -> dict:
-        return {"counters": dict(self.counters), "workspaces_locked": sorted(
+        return {"counters": dict(self.counters), "approvals": self.desk.snapshot(), "workspaces_locked": sorted(
             root for root, lock in list(self._locks.items()) if lock.locked())}
