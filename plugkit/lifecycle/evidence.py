@@ -96,6 +96,9 @@ def _store(ws: Workspace, receipt: Receipt) -> Receipt:
     receipt.id = body_id(receipt)
     if ws.seal is not None:
         receipt.mac = seal_of(ws.seal, receipt)
+    if ws.ledger is not None:  # listed in the runner's ledger: verifiable after its task ages out
+        ws.ledger.add_receipt(ws.root, receipt.id, receipt.task.task_id if receipt.task else None,
+                              receipt.created_at)
     os.makedirs(ws.evidence_dir, exist_ok=True)
     atomic_write(os.path.join(ws.evidence_dir, receipt.id + ".json"),
                  receipt.model_dump_json(indent=1).encode())

@@ -207,6 +207,8 @@ SAY: dict[str, Callable[[Any], str]] = {
     if isinstance(v, list) else f"git: {v}",
     "nothing_unpushed": lambda v: f"unpushed: {v}",
     "verify_green": lambda v: f"verify: {v}",
+    "views_untampered": lambda v: "tampered (edited outside plugkit; revert it, redo it through plugkit, or "
+                                  f"`plugkit gate restore`): {'; '.join(v[:3])}" + (" ..." if len(v) > 3 else ""),
 }
 
 

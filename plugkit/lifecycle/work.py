@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from pydantic import ValidationError
 
-from plugkit.lifecycle import evidence, gating, prd, state as state_mod
+from plugkit.lifecycle import authority, evidence, gating, prd, state as state_mod
 from plugkit.lifecycle.errors import Conflict, Forbidden, Invalid
 from plugkit.lifecycle.state import Approval, State, Transition
 from plugkit.lifecycle.workspace import Workspace, atomic_write
@@ -20,6 +20,9 @@ SCALAR_FIELDS = ("subject", "acceptance", "edge_cases", "effort", "risk")
 
 
 def _save_items(ws: Workspace, items: list[prd.Item]) -> None:
+    if ws.ledger is not None:
+        authority.commit(ws, items=items)  # the ledger first; .prd is its view
+        return
     atomic_write(ws.prd_path, prd.dump(items))
 
 

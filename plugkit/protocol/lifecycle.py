@@ -97,6 +97,11 @@ class GateStatus(Result):
     verify: Optional[VerifyInfo] = None
     history: list[TransitionInfo]  # the newest 10
     notices: list[str] = []
+    tampered: list[str] = []  # edits of .prd / .plugkit/state.json made outside plugkit, never taken as true
+
+
+class RestoreResult(Result):
+    dropped: list[str]  # the outside edits the views lost
 
 
 class AdvanceResult(Result):

@@ -19,7 +19,7 @@ from plugkit import errors
 from plugkit.lifecycle import config as config_mod, gating, hooks, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import GateError
-from plugkit.lifecycle import evidence as ev, work
+from plugkit.lifecycle import authority, evidence as ev, work
 from plugkit.lifecycle.evidence import Receipt, sha256_bytes
 from plugkit.lifecycle.gating import External
 from plugkit.lifecycle.phases import GitFacts
@@ -32,6 +32,7 @@ from runner.system import logs
 from runner.core.tasks.manager import TaskManager
 from runner.core.gates.approvals import ApprovalDesk
 from runner.core.gates.keys import load_key
+from runner.core.gates.store import GateStore
 from runner.system import peers
 from runner.core.gates.witness import find_task, git_facts, witness
 
@@ -50,6 +51,7 @@ class GateManager:
         self.clock = clock
         self.home = home
         self._key: Optional[bytes] = None
+        self._store: Optional[GateStore] = None
         self.desk = ApprovalDesk()
         # One asyncio lock per workspace, alive only while someone holds or waits on it.
         self._locks: "weakref.WeakValueDictionary[str, asyncio.Lock]" = weakref.WeakValueDictionary()
@@ -66,7 +68,13 @@ class GateManager:
         real = os.path.realpath(cwd)  # as sessions do: symlinks and `..` resolved first
         if not os.path.isdir(real):
             raise errors.RpcError(errors.INVALID_PARAMS, f"cwd {cwd!r} does not exist or is not a directory")
-        return Workspace(find_root(real), seal=self.key())
+        return Workspace(find_root(real), seal=self.key(), ledger=self.ledger())
+
+    def ledger(self) -> Optional[GateStore]:
+        """The gates' ledger (the source of truth of every workspace's state), opened on first use."""
+        if self._store is None and self.home is not None:
+            self._store = GateStore(self.home)
+        return self._store
 
     def key(self) -> Optional[bytes]:
         """The receipts' sealing key, read (or made) on first use; None without a home (unit tests)."""
@@ -222,6 +230,18 @@ class GateManager:
     async def context(self, ws: Workspace) -> list[str]:
         return await self.read(ws, hooks.context_lines)
 
+    async def tampered(self, ws: Workspace) -> list[str]:
+        found = await self.read(ws, authority.findings)
+        if found:
+            self.counters["tampered_seen"] += 1
+            log.warning("gate_views_tampered", workspace=ws.root, fields=[f.field for f in found][:10])
+        return [f.text() for f in found]
+
+    async def restore(self, ws: Workspace) -> list[str]:
+        dropped = await self.call(ws, gating.restore_views)
+        log.warning("gate_views_restored", workspace=ws.root, dropped=len(dropped))
+        return dropped
+
     # --- mutable.resolve, evidence.add --------------------------------------
 
     async def witnessed(self, ws: Workspace, task_id: int, by_session: Optional[str] = None) -> gating.Witnessed:
@@ -252,12 +272,16 @@ class GateManager:
 
     # --- evidence.verify, prd.update: the receipts' tasks against the runner's ledger --------
 
-    async def ledger_problems(self, receipt: Receipt) -> list[str]:
-        """A sealed receipt's task must be one the runner's ledger holds, as the receipt says."""
+    async def ledger_problems(self, ws: Workspace, receipt: Receipt) -> list[str]:
+        """A sealed receipt's task must be one the runner's ledger holds, as the receipt says
+        (or, once the task aged out of the task ledger, a receipt the gates' ledger lists)."""
         t = receipt.task
         if t is None or self.tasks.ledger is None:
             return []
         rec = await self.tasks.ledger.call("get", t.task_id)
+        if rec is None and ws.ledger is not None and await asyncio.to_thread(ws.ledger.has_receipt, ws.root,
+                                                                             receipt.id):
+            return []
         if rec is None:
             return [f"task_{t.task_id} is not in the runner's ledger: no such task ran under this runner"]
         if rec.session_id != t.session_id or rec.exit_code != t.exit_code or (
@@ -270,7 +294,7 @@ class GateManager:
         out = []
         for rid, receipt, problems in found:
             if receipt is not None and not problems:
-                problems = await self.ledger_problems(receipt)
+                problems = await self.ledger_problems(ws, receipt)
             out.append((rid, problems))
         return out
 
