@@ -17,7 +17,7 @@ from runner.system import peers
 
 
 def _gates(ctx: Context) -> GateManager:
-    return ctx.services["gates"]
+    return ctx.gate_manager()
 
 
 @rpc(ApprovalGrantParams)

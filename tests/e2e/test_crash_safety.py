@@ -28,7 +28,7 @@ def tagged(home: Home) -> set[int]:
     for p in psutil.process_iter():
         try:
             env = p.environ()
-            if env.get("PLUGKIT_HOME_ID") == tags.home_id(str(home.path)) and env.get("PLUGKIT_TASK_ID") \
+            if env.get(tags.HOME) == tags.home_id(str(home.path)) and env.get("PLUGKIT_TASK_ID") \
                     and p.status() != psutil.STATUS_ZOMBIE:
                 found.add(p.pid)
         except psutil.Error:

@@ -23,7 +23,7 @@ def tagged_with_home(home) -> list[int]:
             env = p.environ()
         except psutil.Error:
             continue
-        if env.get("PLUGKIT_HOME_ID") == tags.home_id(str(home.path)) and env.get("PLUGKIT_TASK_ID"):
+        if env.get(tags.HOME) == tags.home_id(str(home.path)) and env.get("PLUGKIT_TASK_ID"):
             found.append(p.pid)
     return found
 

@@ -25,7 +25,8 @@ from plugkit.lifecycle.gating import External
 from plugkit.lifecycle.phases import GitFacts
 from plugkit.lifecycle.policy import Verdict, approved_item, view
 from plugkit.lifecycle.state import Approval, State, VerifyRun
-from plugkit.lifecycle.workspace import Workspace, find_root
+from plugkit.lifecycle.workspace import Workspace
+from plugkit.workspace import NotAWorkspace, find_root, root_or_none
 from plugkit.protocol import TaskExecParams, TaskInfo
 from plugkit.protocol.lifecycle import EmitFile
 from runner.system import logs
@@ -68,7 +69,10 @@ class GateManager:
         real = os.path.realpath(cwd)  # as sessions do: symlinks and `..` resolved first
         if not os.path.isdir(real):
             raise errors.RpcError(errors.INVALID_PARAMS, f"cwd {cwd!r} does not exist or is not a directory")
-        return Workspace(find_root(real), seal=self.key(), ledger=self.ledger())
+        try:
+            return Workspace(find_root(real), seal=self.key(), ledger=self.ledger())
+        except NotAWorkspace as exc:  # /, $HOME, $PLUGKIT_HOME: never a workspace (no /.prd)
+            raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None
 
     def ledger(self) -> Optional[GateStore]:
         """The gates' ledger (the source of truth of every workspace's state), opened on first use."""
@@ -112,7 +116,7 @@ class GateManager:
         return config_mod.load(ws.config_path)
 
     def running_in(self, ws: Workspace) -> tuple[int, ...]:
-        return tuple(sorted(t.id for t in self.tasks.running() if find_root(t.session.cwd) == ws.root))
+        return tuple(sorted(t.id for t in self.tasks.running() if root_or_none(t.session.cwd) == ws.root))
 
     async def external(self, ws: Workspace, with_git: bool) -> External:
         git = await git_facts(ws.root) if with_git else GitFacts()
@@ -250,7 +254,7 @@ class GateManager:
         another session counts only when that session works in this same workspace; the
         receipt then records both sessions (`by_session` is the one asking)."""
         task = await find_task(self.tasks, task_id)
-        if task is None or find_root(task.session.cwd) != ws.root:
+        if task is None or root_or_none(task.session.cwd) != ws.root:
             raise errors.RpcError(errors.NOT_FOUND, f"no task_{task_id} ran in this workspace ({ws.root})",
                                   {"next": "plugkit exec:tasks lists this session's tasks"})
         if not task.finished:
@@ -306,6 +310,11 @@ class GateManager:
             if problems:
                 raise errors.RpcError(errors.CONFLICT, f"receipt {rid} does not verify: {'; '.join(problems)}")
         return await self.call(ws, work.prd_update, item_id, changes, status, refs)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
     def snapshot(self) -> dict:
         return {"counters": dict(self.counters), "approvals": self.desk.snapshot(), "workspaces_locked": sorted(
