@@ -152,11 +152,14 @@ async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
 
 @rpc(HookPreToolParams)
 async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
-    """hook.pre_tool {session_id, cwd, tool_name?, tool_input?} -> {decision: allow|deny|ask, reason}
+    """hook.pre_tool {session_id, cwd, tool_name?, tool_input?, platform?}
+    -> {decision: allow|deny|ask, reason}
 
     The gates' answer for this tool call (allow with an empty reason when no gates are
     registered). An allow may carry a reason: a warning for the model (advisory gates).
-    `exec:` commands never reach this method: the client runs them itself.
+    `exec:` commands reach this method only when they mention approving (the client runs
+    the rest itself). `platform` says whether the host can show the person a permission
+    prompt (claude-code, qwen): an approval the person confirms there is then accepted.
     """
     decision, reason = await gate_decision(ctx, p)
     return HookDecision(decision=decision, reason=reason)  # type: ignore[arg-type]

@@ -96,3 +96,20 @@ def test_a_task_is_handed_no_path_to_the_runner_home(home, repo):
     assert "PLUGKIT_TASK_ID=" in reason and "PLUGKIT_RUNNER_ID=" in reason
     assert "PLUGKIT_HOME=" not in reason and str(home.path) not in reason
     assert (home.path / "token").exists()  # the token is where it always was
+
+
+def test_a_witness_from_another_session_counts_only_in_the_same_workspace_and_names_both(home, repo, tmp_path):
+    first, second = Agent(home, repo, session="agent-1"), Agent(home, repo, session="agent-2")
+    first.hook("SessionStart", source="startup")
+    ran, _ = first.exec_task("echo port=5432")
+    receipt = second.json("evidence", "add", "--task", str(ran), "--subject", "w1")
+    assert (receipt["task"]["session_id"], receipt["task"]["by_session"]) == ("agent-1", "agent-2")
+    assert second.json("evidence", "verify", receipt["id"])["ok"]
+    second.plugkit("mutable", "add", "port")
+    resolved = second.json("mutable", "resolve", "port", str(ran), "--regex", "port=(\\d+)")
+    assert resolved["known"] and second.json("evidence", "show", resolved["receipt"])["task"]["by_session"] == "agent-2"
+
+    # A session of another workspace gets the answer an unknown id gets.
+    other = make_repo(tmp_path / "other", 'gates = "enforce"\n')
+    refused = Agent(home, other, session="agent-3").plugkit("evidence", "add", "--task", str(ran), ok=False)
+    assert f"no task_{ran} ran in this workspace" in refused.stderr
