@@ -226,8 +226,12 @@ def on_pre_tool(event: Event) -> Answer:
         from client.hooks import exec_hook
 
         return exec_hook.run(event, command)
+    # The platform matters only to an approval attempt (can the host ask the person?); sent
+    # only then, so a runner of the previous version keeps answering every other call.
+    asks = command is not None and "approv" in command.lower()
     result = call("hook.pre_tool", _session(event, tool_name=event.tool_name, tool_input=slim(event.tool_input),
-                                            platform=event.platform), start=command is not None and is_exec(command))
+                                            **({"platform": event.platform} if asks else {})),
+                  start=command is not None and is_exec(command))
     if result["decision"] == "allow" and command is not None and is_exec(command):
         from client.hooks import exec_hook
 
