@@ -155,6 +155,19 @@ def _protected(v: View) -> bool:
     return False
 
 
+# A shell command that names a lifecycle view and writes something: redirection, in-place
+# editors, file moves, or a script's write call. Reading (`cat .prd`, `git add .prd`) passes.
+# A first line of defence only: what slips past (another spelling, an editor) is still
+# caught by the runner comparing the views with its ledger, and shown as tampered.
+_VIEW_NAMED = re.compile(r"(?:^|[\s'\"/=(<>])(?:\.prd(?![\w.])|\.plugkit/(?:state\.json|evidence)\b)")
+_WRITES = re.compile(r"(?:>|\bsed\s+(?:-\w+\s+)*-\w*i|\bperl\s+-\w*i|\b(?:tee|mv|cp|rm|truncate|dd|install)\b"
+                     r"|\bopen\(|\.write\(|write_(?:text|bytes)\(|json\.dump\()")
+
+
+def edits_views(command: str) -> bool:
+    return bool(_VIEW_NAMED.search(command)) and bool(_WRITES.search(command))
+
+
 def _write_before_emit(v: View) -> str:
     if v.unknown:
         return (f"phase {v.phase}: files are written from EMIT on; unknown mutables: {_names(v.unknown)} "
@@ -176,6 +189,9 @@ RULES: tuple[Rule, ...] = (
     ("lifecycle_files_via_plugkit", lambda v: v.tool_name in WRITE_TOOLS and _protected(v),
      "deny", lambda v: ".prd and .plugkit/ are changed through plugkit (prd add|update, mutable ...), "
                        "not written directly"),
+    ("lifecycle_files_not_by_shell", lambda v: v.command is not None and edits_views(v.command),
+     "deny", lambda v: ".prd and .plugkit/ are views of the runner's ledger, changed through plugkit (prd add|update, "
+                       "mutable ...); an edit from the shell is not believed and shows as tampered"),
     ("no_write_before_emit", lambda v: v.tool_name in WRITE_TOOLS and v.phase in ("PLAN", "EXECUTE"),
      "deny", _write_before_emit),
     ("no_write_when_complete", lambda v: v.tool_name in WRITE_TOOLS and v.phase == "COMPLETE",

@@ -126,10 +126,13 @@ async def check(ctx: Context, p: GateCheckParams) -> CheckResult:
     For PreToolUse hooks. Enforce mode: file-writing tools (Write, Edit, MultiEdit,
     NotebookEdit, write_file, replace, apply_patch) are denied in PLAN and EXECUTE (the
     reason names the unknown mutables, else the phase) and in COMPLETE, and always for
-    .prd and .plugkit/; shell `git commit`/`git push` is denied while mutables are
-    unknown; `plugkit approve` in a shell asks the person (`--list` only reads); commands starting with
-    `exec:` or `plugkit exec` are always allowed. Advisory mode (the default): a deny
-    becomes allow with the reason as a warning. Off: allow. Other events: allow.
+    .prd and .plugkit/, and so is a shell command that writes .prd or .plugkit/state.json
+    or evidence (redirection, sed -i, cp, a script's write call); shell `git commit`/`git
+    push` is denied while mutables are unknown; an approval attempt in any spelling the
+    call shows (`plugkit approve` through variables, quotes, env -u, sh -c; exec: code or
+    a command naming approve / approval.grant) asks the person (`--list` only reads);
+    other commands starting with `exec:` or `plugkit exec` are allowed. Advisory mode (the
+    default): a deny becomes allow with the reason as a warning. Off: allow. Other events: allow.
     Example: {"method":"gate.check","params":{"session_id":"s","cwd":"/w","event":"PreToolUse",
               "tool_name":"Write","tool_input":{"file_path":"/w/a.py","content":"x"}}}
     """

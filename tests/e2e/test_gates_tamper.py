@@ -23,8 +23,11 @@ def agent(home, tmp_path):
 
 
 def shell(agent: Agent, command: str) -> None:
-    """What the agent's Bash tool runs once PreToolUse let it through (no hook covers it)."""
-    assert agent.bash(command)[0] == "allow", command
+    """The agent edits a view from its shell. The hook refuses the spelling it can see; the
+    edit is then made anyway, as another spelling, an editor or a person would make it,
+    so what follows tests the runner's detection, not the hook."""
+    decision, reason = agent.bash(command)
+    assert decision == "deny" and "views of the runner's ledger" in reason, command
     subprocess.run(["bash", "-c", command], cwd=agent.repo, check=True)
 
 
