@@ -98,6 +98,11 @@ class GateStatus(Result):
     verify: Optional[VerifyInfo] = None
     history: list[TransitionInfo]  # the newest 10
     notices: list[str] = []
+    tampered: list[str] = []  # edits of .prd / .plugkit/state.json made outside plugkit, never taken as true
+
+
+class RestoreResult(Result):
+    dropped: list[str]  # the outside edits the views lost
 
 
 class AdvanceResult(Result):
@@ -285,9 +290,11 @@ class ApprovalGrantParams(WorkspaceParams):
 
 class ApprovalInfo(Result):
     item_id: str
-    user: str
+    user: str  # the OS user of the approving process, as the runner found it
     via: str
     at: float
+    channel: str = ""  # terminal | host_prompt
+    tty: Optional[str] = None
 
 
 class ApprovalList(Result):
