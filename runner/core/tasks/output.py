@@ -8,7 +8,6 @@ poller that falls behind learns exactly how many bytes it missed.
 from __future__ import annotations
 
 import codecs
-import re
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -16,6 +15,8 @@ from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
     from runner.system.spool import Spool
+
+from plugkit.patterns import Pattern
 
 STREAMS = ("stdout", "stderr", "info")
 _CODES = {name: code for code, name in enumerate(STREAMS)}
@@ -219,7 +220,7 @@ class OutputBuffer:
         self._misses[key] = self._end
         return None
 
-    def find_regex(self, pattern: re.Pattern[str], cursor: int) -> int | None:
+    def find_regex(self, pattern: Pattern, cursor: int) -> int | None:
         """Like find, for a compiled str pattern; `^` without MULTILINE anchors at the cursor."""
         pos = self._clamp(cursor)
         raw = self._data[pos - self._start :]
