@@ -37,6 +37,7 @@ class ProcessSpec:
     home: str
     kill_grace_s: float
     tmp_root: str
+    python: Optional[str] = None  # PLUGKIT_PYTHON, from the runner's config
 
 
 class _Pipes(asyncio.SubprocessProtocol):
@@ -126,9 +127,9 @@ class ProcessExecutor:
             language = languages.lookup(p.lang, workspace=p.cwd)
             if any(r.min_version for r in language.runners):
                 # Version probes spawn `prog --version` (once per binary): off the loop.
-                plan = await asyncio.to_thread(languages.resolve, language)
+                plan = await asyncio.to_thread(languages.resolve, language, None, self.spec.python)
             else:
-                plan = languages.resolve(language)  # a PATH lookup: cheaper than a thread hop
+                plan = languages.resolve(language, python=self.spec.python)  # a PATH lookup: no thread hop
             # Before any task exists, so code the builder refuses (a bad cargo-dep line) starts nothing.
             layout = lang_projects.layout(plan, p.code, lang_projects.ProjectContext(self.spec.home, p.cwd))
             return Prepared(language.name, layout)
@@ -233,7 +234,7 @@ def outcome_of(task_id: int, rc: int, compiled: bool, compile_hint: Optional[str
 def make(ctx) -> ProcessExecutor:
     return ProcessExecutor(ProcessSpec(runner_id=ctx.runner_id, home=ctx.home,
                                        kill_grace_s=ctx.limits.kill_grace_s,
-                                       tmp_root=os.path.join(ctx.home, "tmp")))
+                                       tmp_root=os.path.join(ctx.home, "tmp"), python=ctx.python))
 
 
 def _write_tree(workdir: str, layout: Layout, default_name: str) -> str:
