@@ -73,6 +73,7 @@ def stdio_file(home_dir: str | None = None) -> str:
 
 
 def ledger_file(home_dir: str | None = None) -> str:
+    """The task ledger of `home_dir` (default: this process's $PLUGKIT_HOME)."""
     return _in_home("ledger.sqlite3", home_dir)
 
 

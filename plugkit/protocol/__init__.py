@@ -9,6 +9,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from plugkit.protocol.bounds import at_most, max_chars
+from plugkit.vocab import TaskState
 
 
 # defer_build: a model's validator is built on first use, not at import, so the
@@ -53,7 +54,6 @@ class ShutdownResult(Result):
 # --- sessions and tasks ----------------------------------------------------
 
 SessionId = Field(min_length=1, max_length=256)
-TaskState = Literal["pending", "running", "completed", "failed", "killed", "timed_out", "rejected"]
 Stream = Literal["stdout", "stderr", "info"]
 
 

@@ -9,8 +9,8 @@ from plugkit.protocol.bounds import at_most
 
 
 # --- lifecycle gates: gate.*, mutable.*, prd.*, evidence.*, approval.* ----------
-# Every method names a session and a cwd; the workspace is the cwd's nearest ancestor
-# holding .git, .prd, .plugkit/config.toml or .plugkit/state.json (else the cwd itself).
+# Every method names a session and a cwd; the workspace is plugkit.workspace.find_root(cwd)
+# (the nearest ancestor holding a marker, else the cwd; never /, $HOME or $PLUGKIT_HOME).
 
 Phase = Literal["PLAN", "EXECUTE", "EMIT", "VERIFY", "COMPLETE"]
 GateMode = Literal["off", "advisory", "enforce"]

@@ -2,10 +2,10 @@
 (config -> ledger, executors, TaskManager, gates -> Context -> app). Nothing below boot
 builds a part, looks one up by name, or imports the app back."""
 
-import os
 
 from aiohttp import web
 
+from plugkit import paths
 from plugkit.config import RunnerConfig
 from plugkit.lazy import Lazy
 from runner.boot.lifespans import gates_lifespan, tasks_lifespan
@@ -22,7 +22,7 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
     `namespaces` adds RPC modules (tests); `gates=False` composes a runner without gates."""
     limits = config.limits
     runtime = Runtime(home=config.home, port=config.port, token=token, runner_id=runner_id)
-    ledger = LedgerWorker(lambda: Ledger(os.path.join(config.home, "ledger.sqlite3"),
+    ledger = LedgerWorker(lambda: Ledger(paths.ledger_file(config.home),
                                          retention_s=limits.ledger_retention_s, max_rows=limits.ledger_max_rows))
     executors = registry.build(registry.ExecutorContext(
         runner_id=runner_id, home=config.home, limits=limits,

@@ -16,6 +16,7 @@ import os
 
 from plugkit import errors
 from plugkit.memory import index_for_context
+from plugkit.vocab import LIVE_STATES
 from plugkit.protocol.hook import (
     HookContext, HookDecision, HookPreToolParams, HookPromptResult, HookSessionEnded, HookSessionParams,
     HookSessionStartParams, HookStopParams, HookStopResult,
@@ -31,7 +32,6 @@ MAX_TASK_LINES = 8
 MAX_MEMORY_LINES = 15
 MAX_MEMORY_BYTES = 2048
 MAX_CONTEXT_LINES = 40
-LIVE = ("pending", "running")
 USAGE_LINE = ("plugkit: to run code, make a Bash call whose first line is `exec:<lang>` (python, bash, "
               "node, ...) and the code below it; it runs in the plugkit runner and its output comes back "
               "as the call's result. `exec:tasks`, `exec:status task_N`, `exec:sleep task_N [S]`, "
@@ -86,7 +86,7 @@ async def gate_lines(ctx: Context, p: HookSessionParams) -> list[str]:
 def _task_lines(ctx: Context, p: HookSessionParams) -> list[str]:
     """This session's unfinished tasks. No durations: the text must only change when the
     state does, or UserPromptSubmit would re-inject it on every prompt."""
-    live = [t for t in ctx.tasks.list_tasks(p.session_id, p.cwd).tasks if t.state in LIVE]
+    live = [t for t in ctx.tasks.list_tasks(p.session_id, p.cwd).tasks if t.state in LIVE_STATES]
     if not live:
         return []
     lines = [f"plugkit: {len(live)} task(s) of this session still running (exec:status task_N shows "
@@ -152,7 +152,7 @@ async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
 
 @rpc(HookPreToolParams)
 async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
-    """hook.pre_tool {session_id, cwd, tool_name, tool_input} -> {decision: allow|deny|ask, reason}
+    """hook.pre_tool {session_id, cwd, tool_name?, tool_input?} -> {decision: allow|deny|ask, reason}
 
     The gates' answer for this tool call (allow with an empty reason when no gates are
     registered). An allow may carry a reason: a warning for the model (advisory gates).
