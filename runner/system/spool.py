@@ -8,15 +8,20 @@ written). The boot after a crash reads the tails of the tasks that were running 
 the ledger and empties the directory; a task that ends normally has its files removed
 once the ledger holds its record.
 
-Plain os.write on an O_APPEND fd, no userspace buffer: a SIGKILL of the runner
-loses nothing that was fed. A write that fails (disk full) turns the spool off for
-that task; the task itself never notices.
+Feeds are batched for FLUSH_S and then written with plain
+os.write on an O_APPEND fd: a SIGKILL of the runner loses at most the last FLUSH_S of
+output. A write that fails (disk full) turns the spool off for that task; the task
+itself never notices.
 """
 
+import asyncio
 import os
 from typing import Optional
 
 HALF = 64 << 10  # the ledger keeps a 64 KiB tail: two halves always cover it
+# A write per feed costs a chatty task ~10 us per line (measured: 100k 15-byte feeds, 0.18 s
+# without the spool, 1.16 s with a write each); batching them costs a crash at most this much.
+FLUSH_S = 0.02
 
 
 class Spool:
@@ -26,18 +31,44 @@ class Spool:
         self._fd: Optional[int] = None
         self._gen = -1
         self._broken = False
+        # Bytes fed but not yet written: [total - len(_pending), total). Only the last two
+        # halves can ever be kept, so nothing older is held either.
+        self._pending = bytearray()
+        self._timer: Optional[asyncio.TimerHandle] = None
 
     def _path(self, gen: int) -> str:
         return os.path.join(self.directory, f"{self.task_id}.{gen}")
 
     def write(self, data: bytes) -> None:
+        """Queue data; it reaches the file within FLUSH_S (at once with no event loop). However
+        much a task prints meanwhile, one flush writes at most two halves."""
         if self._broken or not data:
             return
-        start, end = self.total, self.total + len(data)
-        self.total = end
-        # Only the files of the last two halves survive this write: skip what lies before them.
+        keep = 2 * self.half
+        if len(data) >= keep:
+            self._pending[:] = memoryview(data)[-keep:]
+        else:
+            self._pending += data
+            if len(self._pending) > keep:
+                del self._pending[: len(self._pending) - keep]
+        self.total += len(data)
+        if self._timer is None:
+            try:
+                self._timer = asyncio.get_running_loop().call_later(FLUSH_S, self.flush)
+            except RuntimeError:  # no event loop (a unit test, a tool): write through
+                self.flush()
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._broken or not self._pending:
+            return
+        end = self.total
+        start = end - len(self._pending)
+        # Only the files of the last two halves survive: skip what lies before them.
         pos = max(start, ((end - 1) // self.half - 1) * self.half)
-        view = memoryview(data)
+        view = memoryview(self._pending)
         try:
             while pos < end:
                 gen = pos // self.half
@@ -49,6 +80,9 @@ class Spool:
         except OSError:
             self._broken = True
             self.close()
+        finally:
+            view.release()
+            self._pending.clear()
 
     def _switch(self, gen: int) -> None:
         if self._fd is not None:
@@ -63,6 +97,9 @@ class Spool:
         self._gen = gen
 
     def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

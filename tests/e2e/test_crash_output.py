@@ -15,9 +15,8 @@ pytestmark = pytest.mark.e2e
 PRINTERS = {
     # a few lines, then silence
     "quiet": "echo first-line; echo second-line >&2; echo ready; sleep 300",
-    # a steady stream far past the spool's bound: only the newest part is kept
-    "chatty": "i=0; while true; do i=$((i+1)); echo chatty-line-$i; "
-              "if [ $i = 30000 ]; then echo ready; fi; done",
+    # a stream far past the spool's bound: only the newest part is kept
+    "chatty": "for i in $(seq 30000); do echo chatty-line-$i; done; echo ready; sleep 300",
     # half a line, no newline, in a multi-byte script
     "partial": "printf 'größe: '; echo ready >&2; sleep 300",
 }
@@ -26,6 +25,12 @@ PRINTERS = {
 def spool_bytes(home) -> int:
     directory = home.path / "spool"
     return sum(p.stat().st_size for p in directory.iterdir()) if directory.exists() else 0
+
+
+def spooled(home, task_id: int) -> bytes:
+    directory = home.path / "spool"
+    files = sorted(directory.glob(f"{task_id}.*"), key=lambda p: int(p.suffix[1:])) if directory.exists() else []
+    return b"".join(p.read_bytes() for p in files)
 
 
 def test_kill_9_keeps_what_running_tasks_printed(home, tmp_path):
@@ -38,6 +43,11 @@ def test_kill_9_keeps_what_running_tasks_printed(home, tmp_path):
         waited = rpc(home, "task.wait", {"session_id": "crash", "cwd": cwd, "task_id": ids[name],
                                          "until_text": "ready", "timeout_ms": 60_000})
         assert waited["matched"], name
+    # Feeds reach the disk in batches (every 20 ms): wait for the files to hold the marker,
+    # as a crash would find them any time after that.
+    deadline = time.monotonic() + 30
+    while not all(b"ready" in spooled(home, tid) for tid in ids.values()) and time.monotonic() < deadline:
+        time.sleep(0.02)
     # Bounded on disk while running: two 64 KiB halves per task at most.
     assert 0 < spool_bytes(home) <= len(PRINTERS) * 2 * (64 << 10)
 
