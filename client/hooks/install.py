@@ -57,7 +57,9 @@ class Target:
 
 TARGETS = {
     "claude-code": Target("json", ".claude/settings.json", CLAUDE_EVENTS),
-    "qwen": Target("json", ".qwen/settings.json", QWEN_EVENTS),
+    # Qwen Code's command-hook timeouts are milliseconds too (its HookRunner: default 60000,
+    # "Hook timed out after 10ms" when given seconds), though its HTTP hooks take seconds.
+    "qwen": Target("json", ".qwen/settings.json", QWEN_EVENTS, 1000, "milliseconds"),
     # Gemini CLI's hook timeouts are milliseconds (its hooks reference: default 60000).
     "gemini": Target("json", ".gemini/settings.json", GEMINI_EVENTS, 1000, "milliseconds", named=True),
     "codex": Target("toml", ".codex/config.toml", CODEX_EVENTS),
