@@ -130,6 +130,33 @@ class Run:
                 f"\nrequests:\n{seen}\nunknown paths: {self.unknown}")
 
 
+def project(base: Path, host: Host, plugkit: list[str] | None, env: dict, files: dict | None = None):
+    """A scratch git repo under `base` holding `files`, with plugkit installed for the host
+    (`plugkit` is the command to run; None leaves the host bare), all committed so the gates
+    see a clean tree; and the host's scratch HOME. Returns (work, host_home)."""
+    work, host_home = base / "work", base / "host-home"
+    work.mkdir()
+    host_home.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=work, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "e2e@example.invalid")
+    git("config", "user.name", "e2e tester")
+    for rel, text in (files or {}).items():
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_text(text)
+    if plugkit is not None:
+        installed = subprocess.run([*plugkit, "install", "--platform", host.platform], cwd=work, env=env,
+                                   capture_output=True, text=True, timeout=60)
+        if installed.returncode != 0:
+            raise AssertionError(f"plugkit install --platform {host.platform} failed: {installed.stderr}")
+    git("add", "-A")
+    git("commit", "-q", "--allow-empty", "-m", "start")
+    return work, host_home
+
+
 def host_env(home: Path, extra: dict) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB)}
     shim = home / "shim"

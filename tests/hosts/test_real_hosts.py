@@ -8,16 +8,15 @@ once with the runner unreachable (fail-open). A host whose package is missing fa
 """
 
 import json
-import subprocess
 
 import pytest
 
-from tests.hosts.hosts import HOSTS, Host, cache_dir, run, shell_spy
+from tests.hosts.hosts import HOSTS, Host, cache_dir, project, run, shell_spy
 from tests.hosts.script import Say, Script
 from tests.support.runner_home import cli_argv
 
 pytestmark = pytest.mark.e2e
-SPIED = ("exec:python", "exec:bash", "exec:status")
+SPIED = ("exec:python", "exec:bash", "exec:status", "spy-check")
 
 
 @pytest.fixture(params=list(HOSTS))
@@ -29,36 +28,16 @@ def host(request) -> Host:
     return host
 
 
-def git(work, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=work, check=True, capture_output=True)
-
-
-def project(tmp_path, home, host: Host, files: dict | None = None):
-    """A scratch git repo with plugkit installed for the host, all committed; and the
-    host's scratch HOME. Returns (work, host_home)."""
-    work, host_home = tmp_path / "work", tmp_path / "host-home"
-    work.mkdir()
-    host_home.mkdir()
-    git(work, "init", "-q", "-b", "main")
-    git(work, "config", "user.email", "e2e@example.invalid")
-    git(work, "config", "user.name", "e2e tester")
-    for rel, text in (files or {}).items():
-        (work / rel).parent.mkdir(parents=True, exist_ok=True)
-        (work / rel).write_text(text)
-    installed = subprocess.run(cli_argv() + ["install", "--platform", host.platform], cwd=work, env=home.env,
-                               capture_output=True, text=True, timeout=60)
-    assert installed.returncode == 0, installed.stderr
-    git(work, "add", "-A")
-    git(work, "commit", "-q", "-m", "start")
-    return work, host_home
+def scratch(tmp_path, home, host: Host, files: dict | None = None):
+    return project(tmp_path, host, cli_argv(), home.env, files)
 
 
 def test_exec_is_run_by_the_runner_and_session_context_reaches_the_model(tmp_path, home, host):
-    work, host_home = project(tmp_path, home, host)
+    work, host_home = scratch(tmp_path, home, host)
     marker = tmp_path / "shell-ran"
     shell_spy(host_home, marker, SPIED)
     script = Script([host.shell("exec:python\nprint(6*7)"), host.shell("exec:python print(6*7)"),
-                     Say("Both forms ran.")])
+                     host.shell("spy-check"), Say("Both forms ran.")])
     result = run(host, script, work, host_home)
     why = result.explain()
     assert result.proc.returncode == 0, why
@@ -68,14 +47,15 @@ def test_exec_is_run_by_the_runner_and_session_context_reaches_the_model(tmp_pat
         reply = script.reply_to(turn)
         assert reply is not None, why
         assert "42" in reply.newest and "ran as task_" in reply.newest, why
-    # The shell would have found the spies first on PATH: nothing ran them.
-    assert not marker.exists(), marker.read_text()
-    assert script.reply_to(2) is None, why
+    # The shell finds the spies first on PATH (spy-check, not intercepted, ran one), and
+    # no exec: line reached it.
+    assert [line.split()[0].rsplit("/", 1)[-1] for line in marker.read_text().splitlines()] == ["spy-check"], why
+    assert script.reply_to(3) is None, why
 
 
 def test_enforced_gates_refuse_a_write_and_turn_back_one_stop(tmp_path, home, host):
     prd = [{"id": "ship-feature", "subject": "ship the feature"}]
-    work, host_home = project(tmp_path, home, host, {".plugkit/config.toml": 'gates = "enforce"\n',
+    work, host_home = scratch(tmp_path, home, host, {".plugkit/config.toml": 'gates = "enforce"\n',
                                                      ".prd": json.dumps(prd)})
     script = Script([host.write(str(work / "a.py"), "x = 1\n"), Say("Finished."), Say("Finished, really.")])
     result = run(host, script, work, host_home)
@@ -93,7 +73,7 @@ def test_enforced_gates_refuse_a_write_and_turn_back_one_stop(tmp_path, home, ho
 
 
 def test_runner_unreachable_the_host_keeps_working_with_at_most_one_line(tmp_path, home, host):
-    work, host_home = project(tmp_path, home, host)
+    work, host_home = scratch(tmp_path, home, host)
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the runner's home would have to be created")
     script = Script([host.shell("echo ok > side.txt"), Say("All done.")])
