@@ -7,6 +7,7 @@ The packages are installed by scripts/setup from tests/hosts/package.json into a
 outside the repo (PLUGKIT_HOSTS_DIR, else ${XDG_CACHE_HOME:-~/.cache}/plugkit-hosts).
 """
 
+import json
 import os
 import subprocess
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ PACKAGES = {"claude": "@anthropic-ai/claude-code", "qwen": "@qwen-code/qwen-code
 # Variables of a real setup that would point a host at a real model or account.
 SCRUB = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "GEMINI_", "GOOGLE_", "QWEN_", "DASHSCOPE_", "XDG_")
 KEY = "sk-plugkit-e2e-dummy"
+INSTALLED = {"claude-code": ".claude/settings.json", "qwen": ".qwen/settings.json", "gemini": ".gemini/settings.json",
+             "codex": ".codex/config.toml"}
 
 
 def cache_dir() -> Path:
@@ -155,6 +158,27 @@ def project(base: Path, host: Host, plugkit: list[str] | None, env: dict, files:
     git("add", "-A")
     git("commit", "-q", "--allow-empty", "-m", "start")
     return work, host_home
+
+
+def record_hooks(work: Path, host: Host, plugkit: str, log_dir: Path) -> None:
+    """Rewrite the installed hook commands to pass through a recorder that keeps each
+    stdin the host sent (one file per call) before handing it to plugkit unchanged."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    recorder = log_dir.parent / "record-hook"
+    recorder.write_text(f'#!/bin/sh\nf=$(mktemp "{log_dir}/hook.XXXXXX")\ncat > "$f"\nexec "$@" < "$f"\n')
+    recorder.chmod(0o755)
+    config = work / INSTALLED[host.platform]
+    text = config.read_text()
+    # JSON and TOML both carry the command as a quoted string starting with plugkit's path.
+    wrapped = text.replace(f'"{plugkit} hook ', f'"{recorder} {plugkit} hook ')
+    assert wrapped != text, f"no plugkit hook command found in {config}"
+    config.write_text(wrapped)
+
+
+def recorded_hooks(log_dir: Path) -> list[dict]:
+    """The hook stdins recorded, oldest first."""
+    files = sorted(log_dir.glob("hook.*"), key=lambda f: f.stat().st_mtime_ns)
+    return [json.loads(f.read_text()) for f in files if f.read_text().strip()]
 
 
 def host_env(home: Path, extra: dict) -> dict:

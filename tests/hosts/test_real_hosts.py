@@ -8,15 +8,21 @@ once with the runner unreachable (fail-open). A host whose package is missing fa
 """
 
 import json
+import subprocess
 
 import pytest
 
-from tests.hosts.hosts import HOSTS, Host, cache_dir, project, run, shell_spy
+from tests.hosts.hosts import HOSTS, Host, cache_dir, project, record_hooks, recorded_hooks, run, shell_spy
 from tests.hosts.script import Say, Script
 from tests.support.runner_home import cli_argv
 
 pytestmark = pytest.mark.e2e
 SPIED = ("exec:python", "exec:bash", "exec:status", "spy-check")
+STOPS = ("Stop", "AfterAgent")
+# stop_hook_active on the first and second stop. Qwen Code 0.15 sends true on every Stop
+# (hard-coded in its client): plugkit still blocks once, since its loop guard needs the
+# same reason to have been given already, not the flag alone.
+STOP_FLAGS = {"qwen": [True, True]}
 
 
 @pytest.fixture(params=list(HOSTS))
@@ -57,6 +63,9 @@ def test_enforced_gates_refuse_a_write_and_turn_back_one_stop(tmp_path, home, ho
     prd = [{"id": "ship-feature", "subject": "ship the feature"}]
     work, host_home = scratch(tmp_path, home, host, {".plugkit/config.toml": 'gates = "enforce"\n',
                                                      ".prd": json.dumps(prd)})
+    hooks = tmp_path / "hooks"
+    record_hooks(work, host, cli_argv()[0], hooks)
+    subprocess.run(["git", "commit", "-qam", "record hooks"], cwd=work, check=True, capture_output=True)
     script = Script([host.write(str(work / "a.py"), "x = 1\n"), Say("Finished."), Say("Finished, really.")])
     result = run(host, script, work, host_home)
     why = result.explain()
@@ -68,8 +77,10 @@ def test_enforced_gates_refuse_a_write_and_turn_back_one_stop(tmp_path, home, ho
     turned_back = script.reply_to(1)
     assert turned_back is not None, why
     assert "not done yet" in turned_back.newest and "ship-feature" in turned_back.newest, why
-    # ...and let the second through (stop_hook_active): no further request, no loop.
+    # ...and let the second through: the host said stop_hook_active, no further request, no loop.
     assert script.reply_to(2) is None, why
+    stops = [h.get("stop_hook_active") for h in recorded_hooks(hooks) if h.get("hook_event_name") in STOPS]
+    assert stops == STOP_FLAGS.get(host.name, [False, True]), why
 
 
 def test_runner_unreachable_the_host_keeps_working_with_at_most_one_line(tmp_path, home, host):
