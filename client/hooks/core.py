@@ -23,8 +23,8 @@ import time
 from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_event, shell_command, slim
 from client.wire.rpc import ClientError
 
-# platform -> adapter module under client/hooks/ (Qwen Code speaks Claude Code's protocol)
-PLATFORMS = {"claude-code": "claude_code", "qwen": "claude_code", "gemini": "gemini", "codex": "codex"}
+# platform -> adapter module under client/hooks/
+PLATFORMS = {"claude-code": "claude_code", "qwen": "qwen", "gemini": "gemini", "codex": "codex"}
 DEFAULT_PLATFORM = "claude-code"
 # Hosts that fire no SessionStart headless (Qwen Code 0.15 `qwen -p`, seen in tests/hosts):
 # their first prompt is where a session begins, so it may start the runner, which answers a
