@@ -133,10 +133,12 @@ class Run:
                 f"\nrequests:\n{seen}\nunknown paths: {self.unknown}")
 
 
-def project(base: Path, host: Host, plugkit: list[str] | None, env: dict, files: dict | None = None):
+def project(base: Path, host: Host, plugkit: list[str] | None, env: dict, files: dict | None = None,
+            steps: tuple = ()):
     """A scratch git repo under `base` holding `files`, with plugkit installed for the host
-    (`plugkit` is the command to run; None leaves the host bare), all committed so the gates
-    see a clean tree; and the host's scratch HOME. Returns (work, host_home)."""
+    (`plugkit` is the command to run; None leaves the host bare) and each of `steps` run
+    through it (`prd add ...`: the runner writes .prd itself, as it keeps it), all committed
+    so the gates see a clean tree; and the host's scratch HOME. Returns (work, host_home)."""
     work, host_home = base / "work", base / "host-home"
     work.mkdir()
     host_home.mkdir()
@@ -150,11 +152,10 @@ def project(base: Path, host: Host, plugkit: list[str] | None, env: dict, files:
     for rel, text in (files or {}).items():
         (work / rel).parent.mkdir(parents=True, exist_ok=True)
         (work / rel).write_text(text)
-    if plugkit is not None:
-        installed = subprocess.run([*plugkit, "install", "--platform", host.platform], cwd=work, env=env,
-                                   capture_output=True, text=True, timeout=60)
-        if installed.returncode != 0:
-            raise AssertionError(f"plugkit install --platform {host.platform} failed: {installed.stderr}")
+    for args in ((("install", "--platform", host.platform),) + tuple(steps)) if plugkit is not None else ():
+        done = subprocess.run([*plugkit, *args], cwd=work, env=env, capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise AssertionError(f"plugkit {' '.join(args)} failed: {done.stderr}")
     git("add", "-A")
     git("commit", "-q", "--allow-empty", "-m", "start")
     return work, host_home

@@ -34,8 +34,8 @@ def host(request) -> Host:
     return host
 
 
-def scratch(tmp_path, home, host: Host, files: dict | None = None):
-    return project(tmp_path, host, cli_argv(), home.env, files)
+def scratch(tmp_path, home, host: Host, files: dict | None = None, steps: tuple = ()):
+    return project(tmp_path, host, cli_argv(), home.env, files, steps)
 
 
 def test_exec_is_run_by_the_runner_and_session_context_reaches_the_model(tmp_path, home, host):
@@ -60,9 +60,9 @@ def test_exec_is_run_by_the_runner_and_session_context_reaches_the_model(tmp_pat
 
 
 def test_enforced_gates_refuse_a_write_and_turn_back_one_stop(tmp_path, home, host):
-    prd = [{"id": "ship-feature", "subject": "ship the feature"}]
-    work, host_home = scratch(tmp_path, home, host, {".plugkit/config.toml": 'gates = "enforce"\n',
-                                                     ".prd": json.dumps(prd)})
+    work, host_home = scratch(tmp_path, home, host, {".plugkit/config.toml": 'gates = "enforce"\n'},
+                              steps=(("prd", "add", "ship the feature"),))
+    item = json.loads((work / ".prd").read_text())[0]["id"]
     hooks = tmp_path / "hooks"
     record_hooks(work, host, cli_argv()[0], hooks)
     subprocess.run(["git", "commit", "-qam", "record hooks"], cwd=work, check=True, capture_output=True)
@@ -76,7 +76,7 @@ def test_enforced_gates_refuse_a_write_and_turn_back_one_stop(tmp_path, home, ho
     # The Stop gate turned the first "Finished." back with its reason...
     turned_back = script.reply_to(1)
     assert turned_back is not None, why
-    assert "not done yet" in turned_back.newest and "ship-feature" in turned_back.newest, why
+    assert "not done yet" in turned_back.newest and f"open work items: {item}" in turned_back.newest, why
     # ...and let the second through: the host said stop_hook_active, no further request, no loop.
     assert script.reply_to(2) is None, why
     stops = [h.get("stop_hook_active") for h in recorded_hooks(hooks) if h.get("hook_event_name") in STOPS]
