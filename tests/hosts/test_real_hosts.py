@@ -79,8 +79,14 @@ def test_enforced_gates_refuse_a_write_and_turn_back_one_stop(tmp_path, home, ho
     assert "not done yet" in turned_back.newest and f"open work items: {item}" in turned_back.newest, why
     # ...and let the second through: the host said stop_hook_active, no further request, no loop.
     assert script.reply_to(2) is None, why
-    stops = [h.get("stop_hook_active") for h in recorded_hooks(hooks) if h.get("hook_event_name") in STOPS]
+    recorded = recorded_hooks(hooks)
+    stops = [h.get("stop_hook_active") for h in recorded if h.get("hook_event_name") in STOPS]
     assert stops == STOP_FLAGS.get(host.name, [False, True]), why
+    # Every field plugkit reads arrives from the real host, spelled as plugkit reads it.
+    for stdin in recorded:
+        assert isinstance(stdin.get("session_id"), str) and stdin.get("cwd") == str(work), stdin
+        if stdin.get("hook_event_name") in ("PreToolUse", "BeforeTool"):
+            assert isinstance(stdin.get("tool_name"), str) and isinstance(stdin.get("tool_input"), dict), stdin
 
 
 def test_runner_unreachable_the_host_keeps_working_with_at_most_one_line(tmp_path, home, host):
