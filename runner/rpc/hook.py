@@ -140,13 +140,13 @@ def _task_lines(ctx: Context, p: HookSessionParams) -> list[str]:
     tasks = ctx.services.get("tasks")
     if tasks is None:
         return []
-    live = [t for t in tasks.list_tasks(p.session_id, p.cwd).tasks if t.state in LIVE]
+    live = [t for t in tasks.list_tasks(p.session_id, p.cwd) if t.state in LIVE]
     if not live:
         return []
     lines = [f"plugkit: {len(live)} task(s) of this session still running (exec:status task_N shows "
              "their output):"]
     for t in live[:MAX_TASK_LINES]:
-        lines.append(f"  task_{t.task_id} {t.state} ({t.lang}{f', pid {t.pid}' if t.pid else ''})")
+        lines.append(f"  task_{t.id} {t.state} ({t.lang}{f', pid {t.pid}' if t.pid else ''})")
     if len(live) > MAX_TASK_LINES:
         lines.append(f"  ... and {len(live) - MAX_TASK_LINES} more (exec:tasks lists them)")
     return lines
@@ -182,7 +182,7 @@ async def session_start(ctx: Context, p: HookSessionStartParams) -> HookContext:
     key = _key(p)
     tasks = ctx.services.get("tasks")
     if tasks is not None and os.path.isdir(key.cwd):
-        tasks.registry.open(key)
+        tasks.open_session(p.session_id, p.cwd)
     status = await _status(ctx, p)
     _memory(ctx).remember_sent(key, "\n".join(status))
     lines = [USAGE_LINE, *status, *await _memory_index(ctx, p)]
@@ -245,7 +245,7 @@ async def session_end(ctx: Context, p: HookSessionParams) -> HookSessionEnded:
     tasks: Any = ctx.services.get("tasks")
     if tasks is None:
         return HookSessionEnded(killed=[])
-    return HookSessionEnded(killed=(await tasks.end_session(p.session_id, p.cwd)).killed)
+    return HookSessionEnded(killed=await tasks.end_session(p.session_id, p.cwd))
 
 
 METHODS = {

@@ -6,6 +6,8 @@ from plugkit.protocol import (Output, SessionParams, TaskExecParams, TaskInfo, T
                               TaskKillParams, TaskList, TaskOutputParams, TaskRef, TaskResult,
                               TaskWaitParams, WaitResult)
 from runner.core.tasks.manager import TaskManager
+from runner.executors.base import ExecSpec
+from runner.rpc import shapes
 from runner.rpc.dispatch import Context, rpc
 
 
@@ -26,13 +28,17 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
     Example: {"method":"task.exec","params":{"session_id":"s","cwd":"/w","lang":"python",
               "code":"print(1)","wait_ms":5000}}
     """
-    return await _tasks(ctx).exec(p)
+    tasks = _tasks(ctx)
+    task = await tasks.exec(ExecSpec(session_id=p.session_id, cwd=p.cwd, lang=p.lang, code=p.code,
+                                     timeout_s=p.timeout_ms / 1000, stdin=p.stdin, env=p.env))
+    await tasks.wait_done(task, p.wait_ms / 1000)
+    return TaskResult(task=shapes.task_info(task), output=shapes.output(tasks.read(task, None, p.max_bytes)))
 
 
 @rpc(TaskRef)
 async def status(ctx: Context, p: TaskRef) -> TaskInfo:
     """task.status {session_id, cwd, task_id} -> TaskInfo (state, exit_code, signal, reason, ...)"""
-    return (await _tasks(ctx).lookup(p.session_id, p.cwd, p.task_id)).info()
+    return shapes.task_info(await _tasks(ctx).lookup(p.session_id, p.cwd, p.task_id))
 
 
 @rpc(TaskOutputParams)
@@ -43,7 +49,7 @@ async def output(ctx: Context, p: TaskOutputParams) -> Output:
     With cursor: from that absolute offset; `dropped` counts bytes evicted before it.
     """
     tasks = _tasks(ctx)
-    return tasks.output(await tasks.lookup(p.session_id, p.cwd, p.task_id), p.cursor, p.max_bytes)
+    return shapes.output(tasks.read(await tasks.lookup(p.session_id, p.cwd, p.task_id), p.cursor, p.max_bytes))
 
 
 @rpc(TaskWaitParams)
@@ -56,7 +62,7 @@ async def wait(ctx: Context, p: TaskWaitParams) -> WaitResult:
     """
     tasks = _tasks(ctx)
     task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
-    return await tasks.wait(task, p.timeout_ms, p.until_text, p.until_regex, p.cursor)
+    return shapes.waited(task, await tasks.wait(task, p.timeout_ms / 1000, p.until_text, p.until_regex, p.cursor))
 
 
 @rpc(TaskInputParams)
@@ -67,7 +73,9 @@ async def input_(ctx: Context, p: TaskInputParams) -> TaskInfo:
     or its stdin is closed.
     """
     tasks = _tasks(ctx)
-    return tasks.write_input(await tasks.lookup(p.session_id, p.cwd, p.task_id), p.data, p.eof)
+    task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
+    tasks.write_input(task, p.data, p.eof)
+    return shapes.task_info(task)
 
 
 @rpc(TaskKillParams)
@@ -78,13 +86,15 @@ async def kill(ctx: Context, p: TaskKillParams) -> TaskInfo:
     carrying the task's tag. With forget, the task is dropped from the session.
     """
     tasks = _tasks(ctx)
-    return await tasks.kill(await tasks.lookup(p.session_id, p.cwd, p.task_id), p.forget)
+    task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
+    await tasks.kill(task, p.forget)
+    return shapes.task_info(task)
 
 
 @rpc(SessionParams)
 async def list_(ctx: Context, p: SessionParams) -> TaskList:
     """task.list {session_id, cwd} -> {tasks: [TaskInfo]} (only this session's)"""
-    return _tasks(ctx).list_tasks(p.session_id, p.cwd)
+    return TaskList(tasks=[shapes.task_info(t) for t in _tasks(ctx).list_tasks(p.session_id, p.cwd)])
 
 
 METHODS = {

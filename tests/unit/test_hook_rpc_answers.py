@@ -7,32 +7,28 @@ from types import SimpleNamespace
 import pytest
 
 from plugkit import errors
-from plugkit.protocol import SessionEnded, TaskInfo, TaskList
 from runner.rpc import hook
 from runner.rpc.dispatch import Context
 from runner.rpc.runtime import Runtime
 
 
-class FakeRegistry:
-    def __init__(self) -> None:
-        self.opened: list = []
-
-    def open(self, key) -> None:
-        self.opened.append(key)
-
-
 class FakeTasks:
+    """TaskManager's public surface the hooks use: open_session, list_tasks, end_session."""
+
     def __init__(self) -> None:
-        self.live: list[TaskInfo] = []
-        self.registry = FakeRegistry()
+        self.live: list = []
+        self.opened: list = []
         self.ended: list = []
 
-    def list_tasks(self, session_id: str, cwd: str) -> TaskList:
-        return TaskList(tasks=self.live)
+    def open_session(self, session_id: str, cwd: str) -> None:
+        self.opened.append((session_id, cwd))
 
-    async def end_session(self, session_id: str, cwd: str) -> SessionEnded:
+    def list_tasks(self, session_id: str, cwd: str) -> list:
+        return self.live
+
+    async def end_session(self, session_id: str, cwd: str) -> list[int]:
         self.ended.append((session_id, cwd))
-        return SessionEnded(killed=[t.task_id for t in self.live])
+        return [t.id for t in self.live]
 
 
 class FakeGates:
@@ -61,9 +57,9 @@ class FakeGates:
         return list(self.lines)
 
 
-def task(tid: int, state: str = "running") -> TaskInfo:
-    return TaskInfo(task_id=tid, session_id="s", cwd="/w", lang="python", state=state, pid=100 + tid,
-                    started_at=0.0)
+def task(tid: int, state: str = "running") -> SimpleNamespace:
+    """What the hooks read of a core Task."""
+    return SimpleNamespace(id=tid, session_id="s", lang="python", state=state, pid=100 + tid)
 
 
 @pytest.fixture
@@ -122,7 +118,7 @@ async def test_stop_never_blocks_twice_in_a_row_for_one_reason_while_active(ctx,
 async def test_prompt_injects_the_status_only_when_it_changed(ctx, tmp_path):
     tasks = ctx.services["tasks"]
     start = await call(hook.session_start, ctx, **ids(tmp_path), platform="gemini", source="resume")
-    assert "phase PLAN" in start["context"] and tasks.registry.opened
+    assert "phase PLAN" in start["context"] and tasks.opened
     assert await call(hook.prompt, ctx, **ids(tmp_path)) == {"context": "", "changed": False}
     tasks.live = [task(3)]
     changed = await call(hook.prompt, ctx, **ids(tmp_path))

@@ -18,16 +18,18 @@ from plugkit import errors
 from plugkit.lifecycle import config as config_mod, gating, hooks, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import GateError
+from plugkit.refusals import NotFound
 from plugkit.lifecycle.evidence import sha256_bytes
 from plugkit.lifecycle.gating import External
 from plugkit.lifecycle.phases import GitFacts
 from plugkit.lifecycle.policy import Verdict
 from plugkit.lifecycle.state import State, VerifyRun
 from plugkit.lifecycle.workspace import Workspace, find_root
-from plugkit.protocol import TaskExecParams, TaskInfo
 from plugkit.protocol.lifecycle import EmitFile
 from runner.system import logs
 from runner.core.tasks.manager import TaskManager
+from runner.core.tasks.task import Task
+from runner.executors.base import ExecSpec
 from runner.core.gates.witness import find_task, git_facts, witness
 
 log = logs.get("plugkit.gates")
@@ -103,7 +105,7 @@ class GateManager:
             return st
         try:
             task = await self.tasks.lookup(v.session_id, ws.root, v.task_id)
-        except errors.RpcError:
+        except NotFound:
             task = None
         if task is not None and not task.finished:
             return st
@@ -141,30 +143,26 @@ class GateManager:
         pairs = [(f.path, f.sha256 or sha256_bytes((f.content or "").encode())) for f in files]
         return await self.call(ws, gating.declare_emission, pairs)
 
-    async def verify(self, session_id: str, ws: Workspace, wait_ms: int) -> tuple[TaskInfo, VerifyRun]:
+    async def verify(self, session_id: str, ws: Workspace, wait_ms: int) -> tuple[Task, VerifyRun]:
         """Start the configured verify command as a task of the caller's session, in the workspace."""
         await self.settle_verify(ws)
         cfg = self.config(ws)
         async with self._lock(ws):  # two verify calls at once must not both start a run
             await self._thread(gating.check_verify_start, ws, cfg)
             head = (await git_facts(ws.root)).head
-            started = await self.tasks.exec(TaskExecParams(
+            started = await self.tasks.exec(ExecSpec(
                 session_id=session_id, cwd=ws.root, lang=cfg.verify_lang, code=cfg.verify or "",
-                timeout_ms=int(cfg.verify_timeout_s * 1000)))
-            task_id = started.task.task_id
+                timeout_s=cfg.verify_timeout_s))
+            task_id = started.id
             await self._thread(gating.record_verify_start, ws, VerifyRun(
                 task_id=task_id, session_id=session_id, started_at=self.clock(), head=head))
         self.counters["verify_runs"] += 1
         task = await self.tasks.lookup(session_id, ws.root, task_id)
-        if wait_ms:
-            try:
-                await asyncio.wait_for(task.done.wait(), wait_ms / 1000)
-            except asyncio.TimeoutError:
-                pass
+        await self.tasks.wait_done(task, wait_ms / 1000)
         st = await self.settle_verify(ws)
         run = st.verify if st.verify is not None and st.verify.task_id == task_id else VerifyRun(
             task_id=task_id, session_id=session_id, started_at=self.clock(), head=head)
-        return task.info(), run
+        return task, run
 
     async def check(self, ws: Workspace, event: str, tool_name: str, tool_input: dict) -> tuple[Verdict, str]:
         cfg = self.config(ws)

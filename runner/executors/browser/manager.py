@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Optional
 
 from runner.system import logs
-from runner.core.tasks.task import SessionKey
+from runner.executors.base import SessionKey
 from runner.system.chromium import (LAUNCH_TIMEOUT_S, ChromiumProcess, ChromiumSpec, LaunchError, find_executable, remove_stale_profiles)
 from runner.executors.browser.session import SessionPage, settle
 
