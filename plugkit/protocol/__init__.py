@@ -4,9 +4,9 @@ Params models forbid extra fields, so a typo in a field name is an error, not
 a silently ignored option. Results are plain models the runner dumps to JSON.
 """
 
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from plugkit.config import Limits
 
@@ -55,6 +55,20 @@ class ShutdownResult(Result):
 # --- sessions and tasks ----------------------------------------------------
 
 SessionId = Field(min_length=1, max_length=256)
+
+
+def _absolute_dir_path(value: str) -> str:
+    # Relative to what? The runner's own cwd is $PLUGKIT_HOME, which holds its token: "."
+    # would run a task there. A NUL byte would reach the OS as a truncated path (or an error).
+    if "\0" in value:
+        raise ValueError("cwd must not contain a NUL byte")
+    if not value.startswith("/"):
+        raise ValueError("cwd must be an absolute path (the client resolves a relative one)")
+    return value
+
+
+# Every method's cwd, one rule: an absolute path without NUL (existence is the runner's check).
+Cwd = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_absolute_dir_path)]
 TaskState = Literal["pending", "running", "completed", "failed", "killed", "timed_out", "rejected"]
 Stream = Literal["stdout", "stderr", "info"]
 
@@ -63,12 +77,12 @@ class SessionParams(Params):
     """Names a session. An empty or unknown session simply has no tasks."""
 
     session_id: str = Field(max_length=256)
-    cwd: str = Field(min_length=1, max_length=4096)
+    cwd: Cwd
 
 
 class TaskExecParams(Params):
     session_id: str = SessionId
-    cwd: str = Field(min_length=1, max_length=4096)
+    cwd: Cwd
     lang: str = Field(min_length=1, max_length=64)
     code: str = Field(max_length=_LIMITS.max_code_bytes)
     timeout_ms: int = Field(default=5 * 60 * 1000, ge=1, le=_LIMITS.max_timeout_ms)

@@ -4,7 +4,7 @@ from typing import Literal, Optional
 
 from pydantic import Field
 
-from plugkit.protocol import Params, Result, SessionId, TaskInfo, _LIMITS
+from plugkit.protocol import Cwd, Params, Result, SessionId, TaskInfo, _LIMITS
 
 
 # --- lifecycle gates: gate.*, mutable.*, prd.*, evidence.*, approval.* ----------
@@ -24,7 +24,7 @@ _Texts = Field(default=None, max_length=100)
 
 class WorkspaceParams(Params):
     session_id: str = SessionId
-    cwd: str = Field(min_length=1, max_length=4096)
+    cwd: Cwd
 
 
 class GateAdvanceParams(WorkspaceParams):

@@ -16,7 +16,7 @@ import os
 from collections import OrderedDict
 from typing import Any, Optional
 
-from plugkit import errors
+from plugkit.refusals import Refused
 from plugkit.memory import index_for_context
 from plugkit.protocol.hook import (
     HookContext, HookDecision, HookPreToolParams, HookPromptResult, HookSessionEnded, HookSessionParams,
@@ -105,7 +105,7 @@ async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
     try:
         verdict, _mode = await gates.check(gates.workspace(p.session_id, p.cwd), "PreToolUse",
                                            p.tool_name, dict(p.tool_input))
-    except errors.RpcError as exc:
+    except Refused as exc:
         # A gate that cannot read its workspace must not stop every tool call of the agent.
         return "allow", f"plugkit gates could not check this call ({exc.message}); it was allowed"
     return verdict.decision, verdict.reason
@@ -117,7 +117,7 @@ async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
         return False, ""
     try:
         verdict, _mode = await gates.stop(gates.workspace(p.session_id, p.cwd), p.stop_hook_active)
-    except errors.RpcError as exc:
+    except Refused as exc:
         return False, f"plugkit gates could not check whether the work is done ({exc.message})"
     return verdict.block, verdict.reason
 
@@ -128,7 +128,7 @@ async def gate_lines(ctx: Context, p: HookSessionParams) -> list[str]:
         return []
     try:
         return list(await gates.context(gates.workspace(p.session_id, p.cwd)))
-    except errors.RpcError:
+    except Refused:
         return []
 
 

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from plugkit import errors
+from plugkit.lifecycle.errors import Conflict
 from runner.rpc import hook
 from runner.rpc.dispatch import Context
 from runner.rpc.runtime import Runtime
@@ -42,7 +43,7 @@ class FakeGates:
 
     def workspace(self, session_id: str, cwd: str) -> str:
         if self.broken:
-            raise errors.RpcError(errors.CONFLICT, "state.json is unreadable")
+            raise Conflict("state.json is unreadable")
         return cwd
 
     async def check(self, ws, event, tool_name, tool_input):

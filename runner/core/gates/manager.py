@@ -14,11 +14,10 @@ import weakref
 from collections import Counter
 from typing import Any, Callable, Optional, TypeVar
 
-from plugkit import errors
 from plugkit.lifecycle import config as config_mod, gating, hooks, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import GateError
-from plugkit.refusals import NotFound
+from plugkit.refusals import Conflict, Invalid, NotFound
 from plugkit.lifecycle.evidence import sha256_bytes
 from plugkit.lifecycle.gating import External
 from plugkit.lifecycle.phases import GitFacts
@@ -35,11 +34,6 @@ from runner.core.gates.witness import find_task, git_facts, witness
 log = logs.get("plugkit.gates")
 T = TypeVar("T")
 
-# lifecycle refusal kind -> JSON-RPC code
-CODES = {"invalid": errors.INVALID_PARAMS, "not_found": errors.NOT_FOUND,
-         "conflict": errors.CONFLICT, "forbidden": errors.FORBIDDEN}
-
-
 class GateManager:
     def __init__(self, tasks: TaskManager, clock: Callable[[], float] = time.time) -> None:
         self.tasks = tasks
@@ -52,13 +46,11 @@ class GateManager:
 
     def workspace(self, session_id: str, cwd: str) -> Workspace:
         if not session_id:
-            raise errors.RpcError(errors.INVALID_PARAMS, "session_id is empty; name the session")
-        # Relative to what? The runner's own cwd is its state dir, never the caller's.
-        if not os.path.isabs(cwd):
-            raise errors.RpcError(errors.INVALID_PARAMS, f"cwd {cwd!r} must be an absolute path")
+            raise Invalid("session_id is empty; name the session")
+        # A relative cwd never gets here: plugkit.protocol's Cwd type refuses it for every method.
         real = os.path.realpath(cwd)  # as sessions do: symlinks and `..` resolved first
         if not os.path.isdir(real):
-            raise errors.RpcError(errors.INVALID_PARAMS, f"cwd {cwd!r} does not exist or is not a directory")
+            raise Invalid(f"cwd {cwd!r} does not exist or is not a directory")
         return Workspace(find_root(real))
 
     def _lock(self, ws: Workspace) -> asyncio.Lock:
@@ -70,12 +62,12 @@ class GateManager:
     async def _thread(self, fn: Callable[..., T], *args: Any) -> T:
         try:
             return await asyncio.to_thread(fn, *args)
-        except GateError as exc:
+        except GateError as exc:  # a refusal by kind: runner/rpc/errors.py gives it its code
             self.counters[f"refused_{exc.kind}"] += 1
-            raise errors.RpcError(CODES[exc.kind], exc.message, exc.data) from None
+            raise
         except OSError as exc:
-            raise errors.RpcError(errors.CONFLICT, f"cannot use the workspace's lifecycle files: "
-                                  f"{exc.strerror or exc.__class__.__name__}") from None
+            raise Conflict(f"cannot use the workspace's lifecycle files: "
+                           f"{exc.strerror or exc.__class__.__name__}") from None
 
     async def call(self, ws: Workspace, fn: Callable[..., T], *args: Any) -> T:
         """A lifecycle operation `fn(ws, *args)` in a worker thread, one per workspace at a time."""
@@ -139,7 +131,7 @@ class GateManager:
 
     async def emit(self, ws: Workspace, files: list[EmitFile]) -> State:
         if any((f.sha256 is None) == (f.content is None) for f in files):
-            raise errors.RpcError(errors.INVALID_PARAMS, "each emitted file needs its sha256 or its content (one)")
+            raise Invalid("each emitted file needs its sha256 or its content (one)")
         pairs = [(f.path, f.sha256 or sha256_bytes((f.content or "").encode())) for f in files]
         return await self.call(ws, gating.declare_emission, pairs)
 
@@ -188,11 +180,11 @@ class GateManager:
         Unknown ids and other workspaces' ids get the same answer (no oracle)."""
         task = await find_task(self.tasks, task_id)
         if task is None or find_root(task.session.cwd) != ws.root:
-            raise errors.RpcError(errors.NOT_FOUND, f"no task_{task_id} ran in this workspace ({ws.root})",
-                                  {"next": "plugkit exec:tasks lists this session's tasks"})
+            raise NotFound(f"no task_{task_id} ran in this workspace ({ws.root})",
+                           {"next": "plugkit exec:tasks lists this session's tasks"})
         if not task.finished:
-            raise errors.RpcError(errors.CONFLICT, f"task_{task_id} is still {task.state}; only a finished "
-                                  f"task is a witness (plugkit exec:sleep task_{task_id}, then again)")
+            raise Conflict(f"task_{task_id} is still {task.state}; only a finished "
+                           f"task is a witness (plugkit exec:sleep task_{task_id}, then again)")
         return await witness(self.tasks, task)
 
     async def resolve(self, ws: Workspace, name: str, task_id: int, line: Optional[int],
