@@ -3,11 +3,11 @@ commands and the --json documents. No I/O with the runner."""
 
 import json
 
-TERMINAL = frozenset({"completed", "failed", "killed", "timed_out", "rejected"})
+from plugkit.vocab import TERMINAL_STATES
 
 
 def finished(info: dict | None) -> bool:
-    return info is not None and info["state"] in TERMINAL
+    return info is not None and info["state"] in TERMINAL_STATES
 
 
 def exit_code(info: dict) -> int:

@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Callable
 
+from plugkit.vocab import TASK_ID_TAG
+
 from client.show import gate as show
 from client.args import task_id
 from client.wire.session import Caller, connect
@@ -212,7 +214,7 @@ def approve_main(argv: list[str]) -> int:
     # (an `exec:` call is run from its own PreToolUse hook), so without this `exec:bash` +
     # `plugkit approve ID` would be the agent approving its own item. A deliberate unset gets
     # past it: like the via "hook" refusal, it stops the agent's easy path, not a local user.
-    task = os.environ.get("PLUGKIT_TASK_ID")
+    task = os.environ.get(TASK_ID_TAG)
     if task:
         print(f"plugkit approve: refused inside runner task_{task}: approving is a person's step, "
               f"typed in their own terminal (`plugkit approve {a.id}`)", file=sys.stderr)

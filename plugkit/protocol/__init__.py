@@ -8,9 +8,8 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from plugkit.config import Limits
-
-_LIMITS = Limits.from_env()
+from plugkit.protocol.bounds import at_most, max_chars
+from plugkit.vocab import TaskState
 
 
 # defer_build: a model's validator is built on first use, not at import, so the
@@ -69,7 +68,6 @@ def _absolute_dir_path(value: str) -> str:
 
 # Every method's cwd, one rule: an absolute path without NUL (existence is the runner's check).
 Cwd = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_absolute_dir_path)]
-TaskState = Literal["pending", "running", "completed", "failed", "killed", "timed_out", "rejected"]
 Stream = Literal["stdout", "stderr", "info"]
 
 
@@ -84,11 +82,11 @@ class TaskExecParams(Params):
     session_id: str = SessionId
     cwd: Cwd
     lang: str = Field(min_length=1, max_length=64)
-    code: str = Field(max_length=_LIMITS.max_code_bytes)
-    timeout_ms: int = Field(default=5 * 60 * 1000, ge=1, le=_LIMITS.max_timeout_ms)
-    stdin: Optional[str] = Field(default=None, max_length=_LIMITS.max_code_bytes)
+    code: Annotated[str, max_chars("max_code_bytes")]
+    timeout_ms: Annotated[int, Field(ge=1), at_most("max_timeout_ms")] = 5 * 60 * 1000
+    stdin: Annotated[Optional[str], max_chars("max_code_bytes")] = None
     env: Optional[dict[str, str]] = None
-    wait_ms: int = Field(default=0, ge=0, le=_LIMITS.max_wait_ms)
+    wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
 
 
@@ -106,14 +104,14 @@ class TaskOutputParams(TaskRef):
 
 
 class TaskWaitParams(TaskRef):
-    timeout_ms: int = Field(default=30_000, ge=0, le=_LIMITS.max_wait_ms)
+    timeout_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 30_000
     until_text: Optional[str] = Field(default=None, min_length=1, max_length=4096)
     until_regex: Optional[str] = Field(default=None, min_length=1, max_length=4096)
     cursor: Optional[int] = Field(default=None, ge=0)
 
 
 class TaskInputParams(TaskRef):
-    data: str = Field(default="", max_length=_LIMITS.max_code_bytes)
+    data: Annotated[str, max_chars("max_code_bytes")] = ""
     eof: bool = False
 
 

@@ -10,7 +10,6 @@ in the log, so no exception text, traceback or path ever reaches a caller.
 import asyncio
 import json
 import secrets
-from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Type
 
 from jsonrpcserver import Error, Success
@@ -24,18 +23,10 @@ from plugkit.protocol import Params
 from plugkit.refusals import Refused
 from runner.rpc import errors as rpc_errors
 from runner.system import logs
-from runner.rpc.runtime import Runtime
+from runner.rpc.context import Context  # also the namespaces' import of it
 
 log = logs.get("plugkit.rpc")
 
-
-@dataclass
-class Context:
-    """What every method receives: the runtime, and what it needs from the app."""
-
-    runtime: Runtime
-    services: dict  # namespace name -> its manager (filled by app.py)
-    snapshots: dict = field(default_factory=dict)  # name -> () -> dict, for debug.snapshot
 
 
 Handler = Callable[[Context, Any], Awaitable[BaseModel]]
@@ -49,7 +40,7 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
             if args:
                 return Error(errors.INVALID_PARAMS, "params must be an object (named fields)")
             try:
-                params = model.model_validate(kwargs)
+                params = model.model_validate(kwargs, context=ctx.config.limits)  # bounds: protocol/bounds.py
             except ValidationError as exc:
                 problems = _describe(exc)
                 return Error(errors.INVALID_PARAMS, _headline(problems), problems)

@@ -3,9 +3,10 @@
 Phases PLAN -> EXECUTE -> EMIT -> VERIFY -> COMPLETE. Forward moves happen only when every
 condition of the row holds; an unmet row is an ordinary answer (ok false, the conditions
 by name with their values), not an error. All methods take {session_id, cwd}; the
-workspace is the cwd's nearest ancestor holding .git, .prd, .plugkit/config.toml or
-.plugkit/state.json (else the cwd). Errors: -32602 bad params / empty session / missing
-cwd, -32005 the phase does not allow it.
+workspace is plugkit.workspace.find_root(cwd): the nearest ancestor holding a marker (.git,
+.prd, .plugkit/config.toml, ...), else the cwd. Errors: -32602 bad params / empty session /
+missing cwd / a cwd that is /, $HOME or $PLUGKIT_HOME (never a workspace), -32005 the phase
+does not allow it.
 """
 
 from plugkit.lifecycle.phases import FORWARD_FROM
@@ -20,7 +21,7 @@ from runner.rpc.dispatch import Context, rpc
 
 
 def _gates(ctx: Context) -> GateManager:
-    return ctx.services["gates"]
+    return ctx.gate_manager()
 
 
 @rpc(WorkspaceParams)
@@ -103,7 +104,7 @@ async def verify(ctx: Context, p: GateVerifyParams) -> VerifyStarted:
 
 @rpc(GateCheckParams)
 async def check(ctx: Context, p: GateCheckParams) -> CheckResult:
-    """gate.check {session_id, cwd, event, tool_name, tool_input} -> {decision: allow|deny|ask, reason, mode}
+    """gate.check {session_id, cwd, event, tool_name?, tool_input?} -> {decision: allow|deny|ask, reason, mode}
 
     For PreToolUse hooks. Enforce mode: file-writing tools (Write, Edit, MultiEdit,
     NotebookEdit, write_file, replace, apply_patch) are denied in PLAN and EXECUTE (the

@@ -12,7 +12,7 @@ from runner.rpc.dispatch import Context, rpc
 
 
 def _tasks(ctx: Context) -> TaskManager:
-    return ctx.services["tasks"]
+    return ctx.tasks
 
 
 @rpc(TaskExecParams)
@@ -67,7 +67,7 @@ async def wait(ctx: Context, p: TaskWaitParams) -> WaitResult:
 
 @rpc(TaskInputParams)
 async def input_(ctx: Context, p: TaskInputParams) -> TaskInfo:
-    """task.input {session_id, cwd, task_id, data, eof?} -> TaskInfo
+    """task.input {session_id, cwd, task_id, data?, eof?} -> TaskInfo
 
     Writes data to the task's stdin; eof closes it. Errors: -32005 if the task ended
     or its stdin is closed.

@@ -5,18 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-RUNNER_ID = "PLUGKIT_RUNNER_ID"
-TASK_ID = "PLUGKIT_TASK_ID"
-SESSION_ID = "PLUGKIT_SESSION_ID"
-HOME = "PLUGKIT_HOME"
+from plugkit.vocab import HOME_TAG as HOME, IDENTITY_TAGS, RUNNER_ID_TAG as RUNNER_ID, \
+    SESSION_ID_TAG as SESSION_ID, TAG_NAMES, TASK_ID_TAG as TASK_ID
 
-TAG_NAMES: frozenset[str] = frozenset({RUNNER_ID, TASK_ID, SESSION_ID, HOME})
+__all__ = ["HOME", "RUNNER_ID", "SESSION_ID", "TASK_ID", "TAG_NAMES", "IDENTITY_NAMES", "child_env",
+           "read_tags", "read_environ", "is_scrubbed"]
 
 # Identity tags are never inherited from the runner's own environment: a runner
 # started from inside another runner's task carries that task's ids, and a child
 # that inherited them would be killed along with a stranger's task. HOME is
 # configuration (where the runtime dir is), so an inherited value may pass through.
-IDENTITY_NAMES: frozenset[str] = frozenset({RUNNER_ID, TASK_ID, SESSION_ID})
+IDENTITY_NAMES: frozenset[str] = IDENTITY_TAGS
 
 # The bearer token guards the runner's RPC port; a task that could read it could
 # drive the runner (spawn outside any gate, kill other sessions' tasks).

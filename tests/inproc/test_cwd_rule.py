@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 from plugkit import errors
-from runner.rpc import NAMESPACES
+from runner.rpc.namespaces import NAMESPACES
 from tests.support.inproc import RpcError, call
 
 

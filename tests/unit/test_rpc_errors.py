@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from plugkit import errors, refusals
+from plugkit.config import RunnerConfig
 from plugkit.lifecycle import errors as gate_errors
 from plugkit.protocol import NoParams
 from runner.rpc import errors as rpc_errors
-from runner.rpc.dispatch import Context, rpc
-from runner.rpc.runtime import Runtime
+from runner.rpc.context import Context, Runtime
+from runner.rpc.dispatch import rpc
 
 ROOT = Path(__file__).resolve().parents[2]
 BELOW_RPC = ("runner/core", "runner/executors", "runner/system")
@@ -42,7 +43,8 @@ async def test_dispatch_answers_a_refusal_with_its_kinds_code_message_and_data(t
         """x.refuse {} -> never"""
         raise exc
 
-    ctx = Context(runtime=Runtime(home=str(tmp_path), port=1, token="t", runner_id="r"), services={})
+    ctx = Context(runtime=Runtime(home=str(tmp_path), port=1, token="t", runner_id="r"),
+                  config=RunnerConfig(home=str(tmp_path), port=1), tasks=None)  # type: ignore[arg-type]
     reply = await refuse(ctx)
     assert (reply._error.code, reply._error.message) == (code, exc.message)
     if exc.data is not None:

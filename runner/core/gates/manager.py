@@ -23,7 +23,8 @@ from plugkit.lifecycle.gating import External
 from plugkit.lifecycle.phases import GitFacts
 from plugkit.lifecycle.policy import Verdict
 from plugkit.lifecycle.state import State, VerifyRun
-from plugkit.lifecycle.workspace import Workspace, find_root
+from plugkit.lifecycle.workspace import Workspace
+from plugkit.workspace import NotAWorkspace, find_root, root_or_none
 from plugkit.protocol.lifecycle import EmitFile
 from runner.system import logs
 from runner.core.tasks.manager import TaskManager
@@ -51,7 +52,10 @@ class GateManager:
         real = os.path.realpath(cwd)  # as sessions do: symlinks and `..` resolved first
         if not os.path.isdir(real):
             raise Invalid(f"cwd {cwd!r} does not exist or is not a directory")
-        return Workspace(find_root(real))
+        try:
+            return Workspace(find_root(real))
+        except NotAWorkspace as exc:  # /, $HOME, $PLUGKIT_HOME: never a workspace (no /.prd)
+            raise Invalid(str(exc)) from None
 
     def _lock(self, ws: Workspace) -> asyncio.Lock:
         lock = self._locks.get(ws.root)
@@ -83,7 +87,7 @@ class GateManager:
         return config_mod.load(ws.config_path)
 
     def running_in(self, ws: Workspace) -> tuple[int, ...]:
-        return tuple(sorted(t.id for t in self.tasks.running() if find_root(t.session.cwd) == ws.root))
+        return tuple(sorted(t.id for t in self.tasks.running() if root_or_none(t.session.cwd) == ws.root))
 
     async def external(self, ws: Workspace, with_git: bool) -> External:
         git = await git_facts(ws.root) if with_git else GitFacts()
@@ -179,7 +183,7 @@ class GateManager:
         """A finished task of a session working in this workspace, as the runner saw it.
         Unknown ids and other workspaces' ids get the same answer (no oracle)."""
         task = await find_task(self.tasks, task_id)
-        if task is None or find_root(task.session.cwd) != ws.root:
+        if task is None or root_or_none(task.session.cwd) != ws.root:
             raise NotFound(f"no task_{task_id} ran in this workspace ({ws.root})",
                            {"next": "plugkit exec:tasks lists this session's tasks"})
         if not task.finished:
