@@ -251,9 +251,30 @@ async def test_every_write_through_the_port_wakes_a_waiter(tmp_path, fake, clock
     assert not waiting.done()
     io.write("stdout", "é".encode()[1:])
     assert (await asyncio.wait_for(waiting, 5)).matched
+    # A stream that ends mid-character (a pipe closing): the flush writes what was held back
+    # and wakes waiters too (the process executor's flush used to write without waking).
+    waiting = asyncio.ensure_future(tasks.wait(task, 30, "\ufffd", None, 0))
+    io.write("stderr", b"\xc3")
+    await settle()
+    assert not waiting.done()
+    io.flush("stderr")
+    assert (await asyncio.wait_for(waiting, 5)).matched
     with pytest.raises(Invalid, match="not both"):
         await tasks.wait(task, 1, "a", "b", None)
     await tasks.kill(task, forget=False)
+
+
+def test_the_port_shows_an_executor_nothing_of_the_task_but_its_io(tmp_path):
+    from runner.core.tasks.output import OutputBuffer
+    from runner.core.tasks.task import SessionKey, Task, TaskPort
+
+    task = Task(id=3, session=SessionKey("s", str(tmp_path)), lang="bash", buffer=OutputBuffer(64))
+    port = TaskPort(task, lambda run: None)
+    assert (port.id, port.session, port.finished) == (3, task.session, False)
+    with pytest.raises(AttributeError):
+        port.buffer  # noqa: B018 - the buffer is the core's
+    with pytest.raises(AttributeError):
+        port.state = "completed"  # no way to finish a task but returning an Outcome
 
 
 async def test_the_runner_shutdown_ends_running_tasks_and_closes_executors(tmp_path, fake, clock, manager):

@@ -7,16 +7,16 @@ dataclasses, and refuses by kind (plugkit.refusals); runner/rpc shapes every ans
 import asyncio
 import os
 import re
-from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Optional
 
 from plugkit.config import Limits
-from plugkit.refusals import Conflict, Invalid, LimitReached, NotFound
+from plugkit.refusals import Conflict, Invalid, NotFound
 from runner.core.tasks.clock import Clock, LoopClock
 from runner.core.tasks.output import OutputBuffer, ReadResult
 from runner.core.tasks.records import IdSource, code_hash, rehydrate, to_record
 from runner.core.tasks.sessions import Session, SessionRegistry, not_found, session_key
+from runner.core.tasks.slots import Slots
 from runner.core.tasks.task import Execution, SessionKey, Task, TaskPort
 from runner.executors.base import ExecSpec, Executor, Outcome, Prepared
 from runner.system import logs
@@ -50,11 +50,7 @@ class TaskManager:
         self._supervisors: set[asyncio.Task] = set()
         self._pending_end: dict[int, tuple[str, str]] = {}
         self._live: set[Task] = set()  # not yet finished: kept apart so counting is O(1)
-        # Running-task slots, per session: live tasks plus execs still between their limit
-        # check and their task's birth (they await ids and prepare). Taken before the first
-        # await, so N concurrent execs can never all pass the check and overshoot the cap.
-        self._slots: Counter[SessionKey] = Counter()
-        self._slots_total = 0
+        self._slots = Slots(limits)  # live tasks plus execs not yet past prepare (see slots.py)
         self.finished_counts: dict[str, int] = {}
 
     # --- queries -------------------------------------------------------------
@@ -86,7 +82,7 @@ class TaskManager:
             "tasks": [{"task_id": t.id, "session_id": t.session.session_id, "lang": t.lang, "state": t.state,
                        "pid": t.pid, "age_s": round(wall - t.started_at, 3), "bytes_out": t.bytes_out,
                        "dropped": t.buffer.dropped} for t in self._registry.all_tasks()],
-            "slots": {"taken": self._slots_total, "limit": self.limits.running_tasks},
+            "slots": {"taken": self._slots.taken, "limit": self.limits.running_tasks},
         }
 
     def open_session(self, session_id: str, cwd: str) -> SessionKey:
@@ -146,12 +142,12 @@ class TaskManager:
             raise Invalid("code is empty; pass the code to run")
         spec = replace(spec, cwd=key.cwd)  # executors see the session's realpath
         executor = next(e for e in self.executors if e.claims(spec.lang))
-        self._take_slot(key)  # no await before this line: see _slots
+        self._slots.take(key)  # before the first await: see slots.py
         try:
             task_id = await self._ids.next()
             prepared = await executor.prepare(spec)
         except BaseException:
-            self._give_slot(key)
+            self._slots.give(key)
             raise
         # No await between prepare returning and the task existing: what prepare opened
         # (a serial port, a browser page) is always owned by a task at once.
@@ -170,23 +166,6 @@ class TaskManager:
         supervisor.add_done_callback(self._supervisors.discard)
         log.info("task_started", task_id=task.id, session_id=key.session_id, cwd=key.cwd, lang=task.lang)
         return task
-
-    def _take_slot(self, key: SessionKey) -> None:
-        mine = self._slots[key]
-        if mine >= self.limits.tasks_per_session:
-            raise LimitReached(f"this session already runs {mine} tasks (limit "
-                               f"{self.limits.tasks_per_session}); close some with plugkit exec:close")
-        if self._slots_total >= self.limits.running_tasks:
-            raise LimitReached(f"the runner already runs {self._slots_total} tasks (limit "
-                               f"{self.limits.running_tasks}); wait for some to finish")
-        self._slots[key] += 1
-        self._slots_total += 1
-
-    def _give_slot(self, key: SessionKey) -> None:
-        self._slots_total -= 1
-        self._slots[key] -= 1
-        if self._slots[key] <= 0:
-            del self._slots[key]
 
     def _trim_finished(self, tasks: dict[int, Task]) -> None:
         finished = [t for t in tasks.values() if t.finished]
@@ -215,7 +194,7 @@ class TaskManager:
             state, reason, extra = ending
             task.finish(state, reason, now=self.clock.time(), **extra)
             self._live.discard(task)
-            self._give_slot(task.session)
+            self._slots.give(task.session)
             self._pending_end.pop(task.id, None)
             self.finished_counts[task.state] = self.finished_counts.get(task.state, 0) + 1
             if self._ledger is not None:
