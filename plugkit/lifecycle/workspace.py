@@ -12,8 +12,8 @@ import contextlib
 import fcntl
 import os
 import tempfile
-from dataclasses import dataclass
-from typing import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
 
 from plugkit.lifecycle.errors import Invalid
 from plugkit.workspace import MARKERS, PRD_FILE, STATE_DIR, NotAWorkspace, check_root, find_root
@@ -29,6 +29,11 @@ OWNED_IGNORES = ("state.json", "state.json.corrupt-*", "state.lock", "evidence/"
 @dataclass(frozen=True)
 class Workspace:
     root: str  # a realpath
+    # What only the runner holds (None in the pure model and its unit tests): the key its
+    # receipts are sealed with, and its ledger of the gates' state (runner.core.gates.store),
+    # the source of truth of which the workspace's files are views.
+    seal: Optional[bytes] = field(default=None, compare=False, repr=False)
+    ledger: Optional[Any] = field(default=None, compare=False, repr=False)
 
     @property
     def dir(self) -> str:
@@ -53,6 +58,12 @@ class Workspace:
     @property
     def prd_path(self) -> str:
         return os.path.join(self.root, PRD_FILE)
+
+    @property
+    def opted_in(self) -> bool:
+        """Whether the gates were ever used here (any gate write, a .prd, a config): until
+        then the hooks keep them silent. A `.git` marks a workspace but opts nothing in."""
+        return any(os.path.lexists(p) for p in (self.state_path, self.prd_path, self.config_path))
 
     def ensure_dir(self) -> None:
         """Created on the first write only: reads (hooks on every tool call) never litter a cwd.

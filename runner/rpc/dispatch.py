@@ -43,7 +43,10 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
                 params = model.model_validate(kwargs, context=ctx.config.limits)  # bounds: protocol/bounds.py
             except ValidationError as exc:
                 problems = _describe(exc)
-                return Error(errors.INVALID_PARAMS, _headline(problems), problems)
+                # The message names the field, so a one-line error is enough to fix the call.
+                first = problems[0]
+                return Error(errors.INVALID_PARAMS,
+                             f"Invalid params: {first['field']}: {first['problem']}", problems)
             try:
                 result = await handler(ctx, params)
             except (Refused, errors.RpcError) as raised:
@@ -61,7 +64,7 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
 
         method.__name__ = handler.__name__
         method.__doc__ = handler.__doc__
-        method.params_model = model  # type: ignore[attr-defined]  # contract tests read it
+        method.params_model = model  # type: ignore[attr-defined]  # read by tests walking every method
         return method
 
     return decorate
@@ -70,16 +73,10 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
 def _describe(exc: ValidationError) -> list[dict]:
     """Field-level messages without echoing values back (they may be large or secret)."""
     return [
-        {"field": ".".join(str(p) for p in e["loc"]) or "(params)", "problem": e["msg"].removeprefix("Value error, ")}
+        {"field": ".".join(str(p) for p in e["loc"]) or "(params)",
+         "problem": e["msg"].removeprefix("Value error, ")}
         for e in exc.errors(include_url=False, include_input=False)[:10]
     ]
-
-
-def _headline(problems: list[dict]) -> str:
-    """One line naming the first field refused, so a caller that shows only the message knows which."""
-    first = problems[0] if problems else {"field": "(params)", "problem": "refused"}
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    return f"Invalid params: {first['field']}: {first['problem']}{more}"
 
 
 # Error codes whose library-made `data` may carry an exception's text: replaced.

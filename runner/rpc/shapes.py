@@ -9,6 +9,7 @@ from plugkit.lifecycle.phases import Check
 from plugkit.lifecycle.state import Transition
 from plugkit.protocol import Chunk, Output, TaskInfo, WaitResult
 from plugkit.protocol.lifecycle import ConditionInfo, PrdItem, ReceiptInfo, TransitionInfo
+from runner.core.tasks import stdin_watch
 from runner.core.tasks.manager import Waited
 from runner.core.tasks.output import ReadResult
 from runner.core.tasks.task import Task
@@ -47,6 +48,7 @@ def task_info(task: Task) -> TaskInfo:
         signal=task.signal, reason=task.reason, message=task.message,
         started_at=task.started_at, ended_at=task.ended_at, duration_ms=task.duration_ms,
         bytes_out=task.bytes_out, dropped=task.bytes_out_before + task.buffer.dropped,
+        waiting_for_input=stdin_watch.waiting(task),
     )
 
 

@@ -2,10 +2,12 @@
 answers the same not-found error for an unknown id, another session's id or an
 empty session id, so no caller can learn what other sessions run."""
 
-from plugkit.protocol import (Output, SessionParams, TaskExecParams, TaskInfo, TaskInputParams,
+from plugkit.protocol import (Chunk, Output, SessionParams, StreamCut, TaskExecParams, TaskInfo, TaskInputParams,
                               TaskKillParams, TaskList, TaskOutputParams, TaskRef, TaskResult,
                               TaskWaitParams, WaitResult)
-from runner.core.tasks.manager import TaskManager
+from runner.core.tasks import bound, stdin_watch
+from runner.core.tasks.manager import TaskManager, Waited
+from runner.core.tasks.output import OutputBuffer
 from runner.executors.base import ExecSpec
 from runner.rpc import shapes
 from runner.rpc.dispatch import Context, rpc
@@ -43,13 +45,28 @@ async def status(ctx: Context, p: TaskRef) -> TaskInfo:
 
 @rpc(TaskOutputParams)
 async def output(ctx: Context, p: TaskOutputParams) -> Output:
-    """task.output {session_id, cwd, task_id, cursor?, max_bytes?} -> {chunks, cursor, dropped, more}
+    """task.output {session_id, cwd, task_id, cursor?, max_bytes?, tails?} -> {chunks, cursor, dropped, more, cuts?}
 
     Without cursor: what this session has not read yet (and marks it read).
     With cursor: from that absolute offset; `dropped` counts bytes evicted before it.
+    With tails: everything from the cursor to the end in at most max_bytes, shared
+    by the streams so each keeps its last bytes (and its first, if none were before
+    the cursor); `cuts` says per stream how much there was and how much is shown.
+    Marks nothing read.
     """
     tasks = _tasks(ctx)
-    return shapes.output(tasks.read(await tasks.lookup(p.session_id, p.cwd, p.task_id), p.cursor, p.max_bytes))
+    task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
+    if p.tails:
+        return _tails(task.buffer, task.read_cursor if p.cursor is None else p.cursor, p.max_bytes)
+    return shapes.output(tasks.read(task, p.cursor, p.max_bytes))
+
+
+def _tails(buffer: OutputBuffer, cursor: int, max_bytes: int) -> Output:
+    """The session's cursor stays put: what was cut is still unread for a --full read."""
+    got = bound.digest(buffer, cursor, max_bytes)
+    return Output(chunks=[Chunk(stream=s, text=t) for s, t in got.pieces], cursor=got.end,
+                  dropped=max(0, buffer.start - cursor), more=False,
+                  cuts=[StreamCut(stream=c.stream, total=c.total, shown=c.shown) for c in got.cuts])
 
 
 @rpc(TaskWaitParams)
@@ -58,11 +75,16 @@ async def wait(ctx: Context, p: TaskWaitParams) -> WaitResult:
     -> {task, matched, match_cursor, timed_out}
 
     Returns when the task ends, the text appears after cursor (default: this
-    session's read cursor), or timeout_ms passes.
+    session's read cursor), timeout_ms passes, or the task is seen blocked reading
+    its stdin (task.waiting_for_input; neither matched nor timed_out).
     """
     tasks = _tasks(ctx)
     task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
-    return shapes.waited(task, await tasks.wait(task, p.timeout_ms / 1000, p.until_text, p.until_regex, p.cursor))
+    # Blocked on its stdin: answer now (neither matched nor timed out), task.waiting_for_input says why.
+    waited = await stdin_watch.wait(task, tasks.wait(task, p.timeout_ms / 1000, p.until_text, p.until_regex,
+                                                     p.cursor), Waited(matched=False, match_cursor=None,
+                                                                        timed_out=False))
+    return shapes.waited(task, waited)
 
 
 @rpc(TaskInputParams)

@@ -42,13 +42,14 @@ class FakeGates:
         self.stop_reason: str | None = "open work items: 2"
         self.lines = ["plugkit gates (enforce): phase PLAN"]
         self.broken = False
+        self.opted_in = True
 
-    def workspace(self, session_id: str, cwd: str) -> str:
+    def workspace(self, session_id: str, cwd: str) -> SimpleNamespace:
         if self.broken:
             raise Conflict("state.json is unreadable")
-        return cwd
+        return SimpleNamespace(root=cwd, opted_in=self.opted_in)
 
-    async def check(self, ws, event, tool_name, tool_input):
+    async def check(self, ws, event, tool_name, tool_input, platform=""):
         assert event == "PreToolUse"
         return SimpleNamespace(decision=self.decision[0], reason=self.decision[1]), "enforce"
 

@@ -6,11 +6,11 @@ dataclasses, and refuses by kind (plugkit.refusals); runner/rpc shapes every ans
 
 import asyncio
 import os
-import re
 from dataclasses import dataclass, replace
 from typing import Optional
 
 from plugkit.config import Limits
+from plugkit.patterns import BadPattern, compile_client_pattern
 from plugkit.refusals import Conflict, Invalid, NotFound
 from runner.core.tasks.clock import Clock, LoopClock
 from runner.core.tasks.output import OutputBuffer, ReadResult
@@ -20,7 +20,7 @@ from runner.core.tasks.slots import Slots
 from runner.core.tasks.task import Execution, SessionKey, Task, TaskPort
 from runner.executors.base import ExecSpec, Executor, Outcome, Prepared
 from runner.system import logs
-from runner.system.ledger import LedgerWorker
+from runner.system.ledger import LedgerWorker, TaskRecord
 
 log = logs.get("plugkit.tasks")
 
@@ -124,11 +124,18 @@ class TaskManager:
         except NotFound:
             return None
 
+    @property
+    def durable(self) -> bool:
+        """Whether tasks are recorded in a ledger (a runner always; unit tests may run without)."""
+        return self._ledger is not None
+
+    async def record(self, task_id: int) -> Optional[TaskRecord]:
+        """A task's durable record by id, any session (None: unknown, or no ledger)."""
+        return await self._ledger.get(task_id) if self._ledger is not None else None
+
     async def code_sha256(self, task: Task) -> Optional[str]:
         """The hash of the code a task ran (kept in its ledger record, written at start)."""
-        if self._ledger is None:
-            return None
-        rec = await self._ledger.get(task.id)
+        rec = await self.record(task.id)
         return rec.code_sha256 if rec is not None else None
 
     # --- exec ------------------------------------------------------------------
@@ -259,9 +266,9 @@ class TaskManager:
         if until_text and until_regex:
             raise Invalid("give until_text or until_regex, not both")
         try:
-            pattern = re.compile(until_regex) if until_regex else None
-        except re.error as exc:
-            raise Invalid(f"until_regex does not compile: {exc}") from None
+            pattern = compile_client_pattern(until_regex) if until_regex else None
+        except BadPattern as exc:
+            raise Invalid(f"until_regex: {exc}") from None
         start = task.read_cursor if cursor is None else cursor
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
