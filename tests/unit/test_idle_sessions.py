@@ -3,22 +3,13 @@
 from plugkit.config import Limits
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.output import OutputBuffer
-from runner.core.tasks.sessions import SessionRegistry
 from runner.core.tasks.task import Task
-from runner.executors.process import ProcessExecutor, ProcessSpec
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.fake_clock import FakeClock as Clock
+from tests.support.fake_executor import FakeExecutor
 
 
 def manager(tmp_path, clock: Clock) -> TaskManager:
-    spec = ProcessSpec(runner_id="unit", home=str(tmp_path), kill_grace_s=0.1, tmp_root=str(tmp_path / "tmp"))
-    return TaskManager([ProcessExecutor(spec)], Limits(session_idle_s=60), registry=SessionRegistry(clock))
+    return TaskManager([FakeExecutor()], Limits(session_idle_s=60), clock=clock)
 
 
 def add_task(mgr: TaskManager, name: str, tmp_path, state: str) -> Task:
