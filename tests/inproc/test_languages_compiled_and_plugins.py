@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from plugkit.languages import plugins as lang_plugins
-from runner.http.keys import CONTEXT
 from tests.support.inproc import RpcError, call
 
 HELLO = [
@@ -51,10 +50,9 @@ async def rpc(make_client, tmp_path):
     async def do(method: str, cwd: Path = work, **params):
         return await call(client, method, session_id="langs", cwd=str(cwd), **params)
 
-    do.work, do.home = work, Path(client.runtime.home)
-    # Task dirs live in the process executor's private tmp root (outside the home, which holds the token).
-    process = next(e for e in client.server.app[CONTEXT].tasks.executors if e.name == "process")
-    do.tmp = Path(process.spec.tmp_root)
+    snap = await call(client, "debug.snapshot")
+    # Task files live in a private dir outside the home (the home holds the token).
+    do.work, do.home, do.tmp = work, Path(client.runtime.home), Path(snap["snapshot"]["executors"]["process"]["tmp_root"])
     return do
 
 
