@@ -9,7 +9,6 @@ in the log, so no exception text, traceback or path ever reaches a caller.
 import asyncio
 import json
 import secrets
-from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Type
 
 from jsonrpcserver import Error, Success
@@ -21,18 +20,10 @@ from pydantic import BaseModel, ValidationError
 from plugkit import errors
 from plugkit.protocol import Params
 from runner.system import logs
-from runner.rpc.runtime import Runtime
+from runner.rpc.context import Context  # also the namespaces' import of it
 
 log = logs.get("plugkit.rpc")
 
-
-@dataclass
-class Context:
-    """What every method receives: the runtime, and what it needs from the app."""
-
-    runtime: Runtime
-    services: dict  # namespace name -> its manager (filled by app.py)
-    snapshots: dict = field(default_factory=dict)  # name -> () -> dict, for debug.snapshot
 
 
 Handler = Callable[[Context, Any], Awaitable[BaseModel]]
@@ -46,9 +37,13 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
             if args:
                 return Error(errors.INVALID_PARAMS, "params must be an object (named fields)")
             try:
-                params = model.model_validate(kwargs)
+                params = model.model_validate(kwargs, context=ctx.config.limits)  # bounds: protocol/bounds.py
             except ValidationError as exc:
-                return Error(errors.INVALID_PARAMS, "Invalid params", _describe(exc))
+                problems = _describe(exc)
+                # The message names the field, so a one-line error is enough to fix the call.
+                first = problems[0]
+                return Error(errors.INVALID_PARAMS,
+                             f"Invalid params: {first['field']}: {first['problem']}", problems)
             try:
                 result = await handler(ctx, params)
             except errors.RpcError as exc:
@@ -65,6 +60,7 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
 
         method.__name__ = handler.__name__
         method.__doc__ = handler.__doc__
+        method.params_model = model  # type: ignore[attr-defined]  # read by tests walking every method
         return method
 
     return decorate
@@ -73,7 +69,8 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
 def _describe(exc: ValidationError) -> list[dict]:
     """Field-level messages without echoing values back (they may be large or secret)."""
     return [
-        {"field": ".".join(str(p) for p in e["loc"]) or "(params)", "problem": e["msg"]}
+        {"field": ".".join(str(p) for p in e["loc"]) or "(params)",
+         "problem": e["msg"].removeprefix("Value error, ")}
         for e in exc.errors(include_url=False, include_input=False)[:10]
     ]
 

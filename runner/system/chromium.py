@@ -139,7 +139,7 @@ class ChromiumProcess:
             # Chromium keeps crash reports and caches under XDG dirs, not the profile: keep
             # them in the throwaway profile instead of the user's ~/.config.
             "XDG_CONFIG_HOME": os.path.join(xdg, "config"), "XDG_CACHE_HOME": os.path.join(xdg, "cache"),
-        }, {tags.RUNNER_ID: spec.runner_id, tags.HOME: spec.home, tags.TASK_ID: BROWSER_TAG})
+        }, {tags.RUNNER_ID: spec.runner_id, tags.HOME: tags.home_id(spec.home), tags.TASK_ID: BROWSER_TAG})
         holder: list[ChromiumProcess] = []
         loop = asyncio.get_running_loop()
         fds = ChildPipes.create()
