@@ -234,10 +234,12 @@ def test_runner_status_names_the_browser_sandbox_and_why(runner):
     start_hanging_task(home, work)
     status = home.cli("runner", "status")
     assert status.returncode == 0, status.stderr
-    line = next(ln for ln in status.stdout.splitlines() if "browser" in ln)
+    line = next(ln for ln in status.stdout.splitlines() if ln.strip().startswith("browser:"))
+    assert "browser: running (pid " in line
     if os.geteuid() == 0:
-        assert "sandbox off" in line and "running as root" in line
+        assert "sandbox off: running as root" in line
     else:
         assert "sandbox on" in line
     as_json = json.loads(home.cli("runner", "status", "--json").stdout)
     assert as_json["browser"]["sandbox"]["on"] is (os.geteuid() != 0)
+    assert as_json["browser"]["pid"] == rpc(home, "debug.snapshot")["snapshot"]["executors"]["browser"]["pid"]
