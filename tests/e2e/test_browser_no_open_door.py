@@ -211,6 +211,7 @@ def test_a_running_browser_task_leaves_no_door_in_the_browser_tree(runner):
     argv = {" ".join(p.cmdline()) for p in tree}
     assert not any("--remote-debugging-port" in a for a in argv)
     assert any("--remote-debugging-pipe" in a for a in argv)
+    assert any("--no-sandbox" in a for a in argv) is (os.geteuid() == 0)  # as root only (see test_browser_sandbox)
     status = rpc(home, "task.status", {"session_id": "s", "cwd": work, "task_id": task_id})
     assert status["state"] == "running"  # the doors were counted while the task ran
 
