@@ -50,11 +50,9 @@ async def rpc(make_client, tmp_path):
     async def do(method: str, cwd: Path = work, **params):
         return await call(client, method, session_id="langs", cwd=str(cwd), **params)
 
-    do.work, do.home = work, Path(client.runtime.home)
-    # Task code files live in a per-runner temp dir outside the home (a task's argv must not
-    # name the token's directory).
     snap = await call(client, "debug.snapshot")
-    do.tmp = Path(snap["snapshot"]["executors"]["process"]["tmp_root"])
+    # Task files live in a private dir outside the home (the home holds the token).
+    do.work, do.home, do.tmp = work, Path(client.runtime.home), Path(snap["snapshot"]["executors"]["process"]["tmp_root"])
     return do
 
 

@@ -13,7 +13,7 @@ class Method(NamedTuple):
 
 
 def methods() -> dict[str, Method]:
-    from runner.rpc import NAMESPACES
+    from runner.rpc.namespaces import NAMESPACES
 
     found = {}
     for module_name in NAMESPACES.values():
