@@ -9,7 +9,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from plugkit.config import Limits
-from plugkit.vocab import TaskState
+from plugkit.vocab import TASK_STATES
 
 _LIMITS = Limits.from_env()
 
@@ -56,6 +56,7 @@ class ShutdownResult(Result):
 # --- sessions and tasks ----------------------------------------------------
 
 SessionId = Field(min_length=1, max_length=256)
+TaskState = Literal[TASK_STATES]  # type: ignore[valid-type]  # Literal of the tuple's values
 Stream = Literal["stdout", "stderr", "info"]
 
 
