@@ -42,6 +42,8 @@ class HookCaller(Caller):
         self.session_flag = self.session_id = session_id
         self.cwd_flag = cwd
         self.cwd = os.path.abspath(cwd)
+        # The verbs cap what they show by this, not $PLUGKIT_MAX_OUTPUT: the hook has its own.
+        self.output_cap = _limit()
 
     def command(self, verb: str, *words: str) -> str:
         return " ".join([verb, *words])
@@ -171,8 +173,6 @@ def run(event: Event, command: str) -> Answer:
 
 
 def _run_verb(request: Request, me: HookCaller, sink: Transcript) -> str:
-    # The verbs read their output cap from the environment; this process is the hook's own.
-    os.environ["PLUGKIT_MAX_OUTPUT"] = str(_limit())
     args = list(request.args)
     if request.verb == "sleep" and len(args) > 1 and args[1].replace(".", "", 1).isdigit():
         args[1] = str(min(float(args[1]), MAX_WAIT_S))  # the platform would kill a longer hook

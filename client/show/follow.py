@@ -26,9 +26,12 @@ MAX_SLICE_S = 1.0
 READER_CHECK_S = 0.25
 
 
-def output_limit(full: bool) -> int | None:
+def output_limit(full: bool, cap: int | None = None) -> int | None:
+    """None means no cap. `cap` is a caller's own (the hooks'), else $PLUGKIT_MAX_OUTPUT's."""
     if full:
         return None
+    if cap is not None:
+        return cap
     raw = os.environ.get("PLUGKIT_MAX_OUTPUT")
     try:
         value = int(raw) if raw else DEFAULT_LIMIT

@@ -54,7 +54,8 @@ def status(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         # State first, output second: a task seen finished has all its output in
         # the buffer already, so nothing it printed can slip past this call.
         info = client.call("task.status", me.ref(tid))
-        follower = follow.Follower(client, me.ref(tid), sink, follow.output_limit(bool(opts.get("full"))))
+        limit = follow.output_limit(bool(opts.get("full")), me.output_cap)
+        follower = follow.Follower(client, me.ref(tid), sink, limit)
         follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
         follower.drain()
         follower.finish(info["bytes_out"])
@@ -87,8 +88,8 @@ def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         raise UsageError("--until needs some text to wait for")
     sink = _sink(opts, sink)
     client = connect()
-    follower = follow.Follower(client, me.ref(tid), sink, follow.output_limit(bool(opts.get("full"))),
-                               until=until)  # type: ignore[arg-type]
+    limit = follow.output_limit(bool(opts.get("full")), me.output_cap)
+    follower = follow.Follower(client, me.ref(tid), sink, limit, until=until)  # type: ignore[arg-type]
     follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
     try:
         info = follower.follow(None, time.monotonic() + secs)

@@ -4,14 +4,12 @@ Params models forbid extra fields, so a typo in a field name is an error, not
 a silently ignored option. Results are plain models the runner dumps to JSON.
 """
 
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from plugkit.config import Limits
+from plugkit.protocol.bounds import at_most, max_chars
 from plugkit.vocab import TASK_STATES
-
-_LIMITS = Limits.from_env()
 
 
 # defer_build: a model's validator is built on first use, not at import, so the
@@ -71,11 +69,11 @@ class TaskExecParams(Params):
     session_id: str = SessionId
     cwd: str = Field(min_length=1, max_length=4096)
     lang: str = Field(min_length=1, max_length=64)
-    code: str = Field(max_length=_LIMITS.max_code_bytes)
-    timeout_ms: int = Field(default=5 * 60 * 1000, ge=1, le=_LIMITS.max_timeout_ms)
-    stdin: Optional[str] = Field(default=None, max_length=_LIMITS.max_code_bytes)
+    code: Annotated[str, max_chars("max_code_bytes")]
+    timeout_ms: Annotated[int, Field(ge=1), at_most("max_timeout_ms")] = 5 * 60 * 1000
+    stdin: Annotated[Optional[str], max_chars("max_code_bytes")] = None
     env: Optional[dict[str, str]] = None
-    wait_ms: int = Field(default=0, ge=0, le=_LIMITS.max_wait_ms)
+    wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
 
 
@@ -93,14 +91,14 @@ class TaskOutputParams(TaskRef):
 
 
 class TaskWaitParams(TaskRef):
-    timeout_ms: int = Field(default=30_000, ge=0, le=_LIMITS.max_wait_ms)
+    timeout_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 30_000
     until_text: Optional[str] = Field(default=None, min_length=1, max_length=4096)
     until_regex: Optional[str] = Field(default=None, min_length=1, max_length=4096)
     cursor: Optional[int] = Field(default=None, ge=0)
 
 
 class TaskInputParams(TaskRef):
-    data: str = Field(default="", max_length=_LIMITS.max_code_bytes)
+    data: Annotated[str, max_chars("max_code_bytes")] = ""
     eof: bool = False
 
 

@@ -1,10 +1,11 @@
 """gate.*, mutable.*, prd.*, evidence.*, approval.* — the lifecycle gates. Params and results as pydantic models (the wire contract)."""
 
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import Field
 
-from plugkit.protocol import Params, Result, SessionId, TaskInfo, _LIMITS
+from plugkit.protocol import Params, Result, SessionId, TaskInfo
+from plugkit.protocol.bounds import at_most
 
 
 # --- lifecycle gates: gate.*, mutable.*, prd.*, evidence.*, approval.* ----------
@@ -47,7 +48,7 @@ class GateEmitParams(WorkspaceParams):
 
 
 class GateVerifyParams(WorkspaceParams):
-    wait_ms: int = Field(default=0, ge=0, le=_LIMITS.max_wait_ms)
+    wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0
 
 
 class GateCheckParams(WorkspaceParams):

@@ -21,7 +21,7 @@ from runner.rpc.dispatch import Context, rpc
 
 
 def _gates(ctx: Context) -> GateManager:
-    return ctx.services["gates"]
+    return ctx.gate_manager()
 
 
 @rpc(WorkspaceParams)

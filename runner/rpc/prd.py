@@ -18,7 +18,7 @@ _LINK_AND_TEXT = ("subject", "acceptance", "edge_cases", "blocked_by", "blocking
 
 
 def _gates(ctx: Context) -> GateManager:
-    return ctx.services["gates"]
+    return ctx.gate_manager()
 
 
 @rpc(PrdAddParams)

@@ -10,7 +10,7 @@ from runner.rpc.dispatch import Context, rpc
 
 
 def _tasks(ctx: Context) -> TaskManager:
-    return ctx.services["tasks"]
+    return ctx.tasks
 
 
 @rpc(TaskExecParams)

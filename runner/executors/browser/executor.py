@@ -29,9 +29,6 @@ from runner.system.chromium import DEFAULT_CHROMIUM, ChromiumSpec, LaunchError
 from runner.executors.browser.manager import BrowserManager, BrowserSpec
 from runner.executors.browser.session import NOTE_STREAM, PageGone, SessionPage
 
-IDLE_ENV = "PLUGKIT_BROWSER_IDLE_S"
-DEFAULT_IDLE_S = 300.0
-
 
 class BrowserRun:
     """The Execution of one browser task: no stdin; kill closes the session's context, so a
@@ -187,12 +184,8 @@ def _fail(task: Task, reason: str, message: str) -> Outcome:
 
 
 def make(ctx) -> BrowserExecutor:
-    raw = os.environ.get(IDLE_ENV, "")
-    try:
-        idle_s = float(raw) if raw else DEFAULT_IDLE_S
-    except ValueError:
-        raise ValueError(f"{IDLE_ENV}={raw!r} is not a number of seconds") from None
+    # PLUGKIT_CHROMIUM and PLUGKIT_BROWSER_IDLE_S were read at boot (plugkit.config.RunnerConfig).
     return BrowserExecutor(BrowserSpec(
         chromium=ChromiumSpec(runner_id=ctx.runner_id, home=ctx.home, kill_grace_s=ctx.limits.kill_grace_s),
-        executable=os.environ.get("PLUGKIT_CHROMIUM") or DEFAULT_CHROMIUM,
-        idle_s=max(0.0, idle_s), session_idle_s=ctx.limits.session_idle_s))
+        executable=ctx.chromium or DEFAULT_CHROMIUM,
+        idle_s=ctx.browser_idle_s, session_idle_s=ctx.limits.session_idle_s))
