@@ -95,7 +95,7 @@ FILE_SUFFIXES = {"log", "out", "lock", "pid", "json", "toml"}  # runner.log is a
 
 def client_method_literals() -> dict[str, list[str]]:
     """Every "namespace.verb" string in the client whose namespace the runner serves -> where."""
-    from runner.rpc import NAMESPACES
+    from runner.rpc.namespaces import NAMESPACES
 
     found: dict[str, list[str]] = {}
     for path in sorted((ROOT / "client").rglob("*.py")):
