@@ -41,8 +41,10 @@ def end_message(task_id: int, reason: str) -> str:
 RUNNER_ID_TAG = "PLUGKIT_RUNNER_ID"
 TASK_ID_TAG = "PLUGKIT_TASK_ID"
 SESSION_ID_TAG = "PLUGKIT_SESSION_ID"
-HOME_TAG = "PLUGKIT_HOME"
-TAG_NAMES: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TAG, HOME_TAG})
+HOME_TAG = "PLUGKIT_HOME"  # the runner's configuration (where its home is); never handed to a task
+# A task names the runner's home by id only (a hash of its path): the home holds the token.
+HOME_ID_TAG = "PLUGKIT_HOME_ID"
+TAG_NAMES: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TAG, HOME_ID_TAG})
 # The tags that say which runner/task/session a process belongs to. Never inherited: a runner (or
 # a task) started from inside another runner's task would otherwise be killed along with it.
 IDENTITY_TAGS: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TAG})

@@ -76,7 +76,12 @@ def gate_main(argv: list[str]) -> int:
     ver = sub.add_parser("verify", parents=[common], help="run the configured verify command, witnessed")
     ver.add_argument("--wait", type=float, default=60.0, help="seconds to wait for it (default 60)")
     sub.add_parser("context", parents=[common], help="the lines a SessionStart hook shows the agent")
+    sub.add_parser("restore", parents=[common],
+                   help="write .prd and .plugkit/state.json again from the runner's ledger, dropping outside edits")
     a = p.parse_args(argv)
+    if a.action == "restore":
+        return _call(a, "gate.restore", lambda r: [f"views restored from the runner's ledger; dropped: {d}"
+                                                   for d in r["dropped"]] or ["views restored; nothing was edited"])
     if a.action == "status":
         return _call(a, "gate.status", show.status)
     if a.action == "advance":
@@ -219,5 +224,6 @@ def approve_main(argv: list[str]) -> int:
         print(f"plugkit approve: refused inside runner task_{task}: approving is a person's step, "
               f"typed in their own terminal (`plugkit approve {a.id}`)", file=sys.stderr)
         return 1
-    return _call(a, "approval.grant", lambda r: [f"approved {r['item_id']} as {r['user']}"],
+    return _call(a, "approval.grant", lambda r: [f"approved {r['item_id']} as {r['user']}"
+                                                  + (f" on {r['tty']}" if r.get("tty") else "")],
                  item_id=a.id, via="cli", user=_os_user())

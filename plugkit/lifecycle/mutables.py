@@ -15,6 +15,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from plugkit.lifecycle.errors import Conflict, Invalid
+from plugkit.patterns import BadPattern, Pattern, compile_client_pattern
 
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$"
 MAX_ATTEMPTS = 2
@@ -60,7 +61,7 @@ class Outcome:
     retreat: bool  # the two-attempt rule fired: back to PLAN
 
 
-def check_selector(line: Optional[int], regex: Optional[str]) -> Optional[re.Pattern[str]]:
+def check_selector(line: Optional[int], regex: Optional[str]) -> Optional[Pattern]:
     """Refused before any attempt is counted: a malformed request is not a witnessed failure."""
     if line is not None and regex is not None:
         raise Invalid("name a line or a regex, not both")
@@ -69,12 +70,12 @@ def check_selector(line: Optional[int], regex: Optional[str]) -> Optional[re.Pat
     if regex is None:
         return None
     try:
-        return re.compile(regex, re.MULTILINE)
-    except re.error as exc:
-        raise Invalid(f"the regex does not compile: {exc}") from None
+        return compile_client_pattern(regex, multiline=True)
+    except BadPattern as exc:
+        raise Invalid(f"regex: {exc}") from None
 
 
-def extract(output: str, line: Optional[int], pattern: Optional[re.Pattern[str]]) -> Optional[str]:
+def extract(output: str, line: Optional[int], pattern: Optional[Pattern]) -> Optional[str]:
     """The value at the named place, stripped; None when the output has no such place."""
     if line is not None:
         lines = output.splitlines()

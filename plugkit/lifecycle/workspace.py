@@ -12,8 +12,8 @@ import contextlib
 import fcntl
 import os
 import tempfile
-from dataclasses import dataclass
-from typing import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
 
 from plugkit.lifecycle.errors import Invalid
 from plugkit.workspace import MARKERS, PRD_FILE, STATE_DIR, NotAWorkspace, check_root, find_root
@@ -29,6 +29,11 @@ OWNED_IGNORES = ("state.json", "state.json.corrupt-*", "state.lock", "evidence/"
 @dataclass(frozen=True)
 class Workspace:
     root: str  # a realpath
+    # What only the runner holds (None in the pure model and its unit tests): the key its
+    # receipts are sealed with, and its ledger of the gates' state (runner.core.gates.store),
+    # the source of truth of which the workspace's files are views.
+    seal: Optional[bytes] = field(default=None, compare=False, repr=False)
+    ledger: Optional[Any] = field(default=None, compare=False, repr=False)
 
     @property
     def dir(self) -> str:

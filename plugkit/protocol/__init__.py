@@ -6,10 +6,53 @@ a silently ignored option. Results are plain models the runner dumps to JSON.
 
 from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from plugkit.protocol.bounds import at_most, max_chars
 from plugkit.vocab import TASK_STATES
+
+
+# --- values that reach the OS, decided here once (issue 17.7) ------------------
+# Every field of one of these kinds uses the shared type, so a new method cannot forget a
+# check: tests/inproc/test_bad_values.py walks every params model and fails on a plain
+# `cwd: str`. Before, a NUL byte in cwd or a task_id >= 2^63 came back -32603 from deep in
+# the OS or sqlite, a NUL or '=' in an env key failed the spawn with a traceback in the log,
+# and cwd "." ran the task in the runner's own directory (PLUGKIT_HOME, next to the token).
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("contains a NUL byte")
+    return value
+
+
+def _absolute(value: str) -> str:
+    _no_nul(value)
+    if not value.startswith("/"):
+        raise ValueError("must be an absolute path (a relative one would resolve against the "
+                         "runner's directory, not yours): pass the full path, e.g. \"$PWD\"")
+    return value
+
+
+def _environment(env: dict[str, str]) -> dict[str, str]:
+    # Checked as a whole so the error names the field, never echoes the offending key.
+    for name, value in env.items():
+        if not name or "=" in name or "\x00" in name:
+            raise ValueError("an environment variable name must be non-empty, without '=' or NUL")
+        if "\x00" in value:
+            raise ValueError("an environment variable value cannot contain a NUL byte")
+    return env
+
+
+INT64_MAX = (1 << 63) - 1  # sqlite's INTEGER and every C int64 the value may reach
+PID_MAX = 1 << 22  # Linux's PID_MAX_LIMIT
+
+# An absolute directory path without NUL: every session's and workspace's cwd.
+Cwd = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_absolute)]
+# A file or device path that reaches open(2): no NUL.
+OsPath = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_no_nul)]
+TaskId = Annotated[int, Field(ge=0, le=INT64_MAX)]
+Offset = Annotated[int, Field(ge=0, le=INT64_MAX)]  # byte cursors
+Environment = Annotated[dict[str, str], Field(max_length=4096), AfterValidator(_environment)]
 
 
 # defer_build: a model's validator is built on first use, not at import, so the
@@ -62,23 +105,23 @@ class SessionParams(Params):
     """Names a session. An empty or unknown session simply has no tasks."""
 
     session_id: str = Field(max_length=256)
-    cwd: str = Field(min_length=1, max_length=4096)
+    cwd: Cwd
 
 
 class TaskExecParams(Params):
     session_id: str = SessionId
-    cwd: str = Field(min_length=1, max_length=4096)
+    cwd: Cwd
     lang: str = Field(min_length=1, max_length=64)
     code: Annotated[str, max_chars("max_code_bytes")]
     timeout_ms: Annotated[int, Field(ge=1), at_most("max_timeout_ms")] = 5 * 60 * 1000
     stdin: Annotated[Optional[str], max_chars("max_code_bytes")] = None
-    env: Optional[dict[str, str]] = None
+    env: Optional[Environment] = None
     wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
 
 
 class TaskRef(SessionParams):
-    task_id: int = Field(ge=0)
+    task_id: TaskId
 
 
 class TaskKillParams(TaskRef):
@@ -86,7 +129,7 @@ class TaskKillParams(TaskRef):
 
 
 class TaskOutputParams(TaskRef):
-    cursor: Optional[int] = Field(default=None, ge=0)
+    cursor: Optional[Offset] = None
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
 
 
@@ -94,7 +137,7 @@ class TaskWaitParams(TaskRef):
     timeout_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 30_000
     until_text: Optional[str] = Field(default=None, min_length=1, max_length=4096)
     until_regex: Optional[str] = Field(default=None, min_length=1, max_length=4096)
-    cursor: Optional[int] = Field(default=None, ge=0)
+    cursor: Optional[Offset] = None
 
 
 class TaskInputParams(TaskRef):

@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from plugkit.protocol import Params, Result, SessionId
+from plugkit.protocol import Cwd, Params, Result, SessionId
 
 
 # --- hook.* (platform hooks, as canonical events; client/hooks/ speaks each platform) ---
@@ -16,7 +16,7 @@ HookDecisionKind = Literal["allow", "deny", "ask"]
 
 class HookSessionParams(Params):
     session_id: str = SessionId
-    cwd: str = Field(min_length=1, max_length=4096)
+    cwd: Cwd
 
 
 class HookSessionStartParams(HookSessionParams):
@@ -27,6 +27,7 @@ class HookSessionStartParams(HookSessionParams):
 class HookPreToolParams(HookSessionParams):
     tool_name: str = Field(default="", max_length=128)
     tool_input: dict = {}
+    platform: str = Field(default="", max_length=32)  # whether the host can ask the person
 
 
 class HookStopParams(HookSessionParams):

@@ -4,7 +4,7 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import Field
 
-from plugkit.protocol import Params, Result, SessionId, TaskInfo
+from plugkit.protocol import INT64_MAX, Cwd, OsPath, Params, Result, SessionId, TaskId, TaskInfo
 from plugkit.protocol.bounds import at_most
 
 
@@ -25,7 +25,7 @@ _Texts = Field(default=None, max_length=100)
 
 class WorkspaceParams(Params):
     session_id: str = SessionId
-    cwd: str = Field(min_length=1, max_length=4096)
+    cwd: Cwd
 
 
 class GateAdvanceParams(WorkspaceParams):
@@ -38,7 +38,7 @@ class GateRetreatParams(WorkspaceParams):
 
 
 class EmitFile(Params):
-    path: str = Field(min_length=1, max_length=4096)
+    path: OsPath
     sha256: Optional[str] = Field(default=None, pattern=r"^[0-9a-f]{64}$")  # give the hash, or the content and the runner hashes it
     content: Optional[str] = None
 
@@ -98,6 +98,11 @@ class GateStatus(Result):
     verify: Optional[VerifyInfo] = None
     history: list[TransitionInfo]  # the newest 10
     notices: list[str] = []
+    tampered: list[str] = []  # edits of .prd / .plugkit/state.json made outside plugkit, never taken as true
+
+
+class RestoreResult(Result):
+    dropped: list[str]  # the outside edits the views lost
 
 
 class AdvanceResult(Result):
@@ -144,8 +149,8 @@ class MutableAddParams(WorkspaceParams):
 
 class MutableResolveParams(WorkspaceParams):
     name: str = Field(min_length=1, max_length=64)
-    task_id: int = Field(ge=0)
-    line: Optional[int] = None  # 1-based; negative counts from the end (-1: the last line)
+    task_id: TaskId
+    line: Optional[int] = Field(default=None, ge=-INT64_MAX, le=INT64_MAX)  # 1-based; negative counts from the end (-1: the last line)
     regex: Optional[str] = Field(default=None, min_length=1, max_length=1000)
 
 
@@ -234,8 +239,8 @@ class PrdList(Result):
 
 
 class EvidenceAddParams(WorkspaceParams):
-    task_id: Optional[int] = Field(default=None, ge=0)
-    path: Optional[str] = Field(default=None, min_length=1, max_length=4096)
+    task_id: Optional[TaskId] = None
+    path: Optional[OsPath] = None
     subject: str = Field(default="", max_length=200)
     note: str = Field(default="", max_length=2000)
 
@@ -285,9 +290,11 @@ class ApprovalGrantParams(WorkspaceParams):
 
 class ApprovalInfo(Result):
     item_id: str
-    user: str
+    user: str  # the OS user of the approving process, as the runner found it
     via: str
     at: float
+    channel: str = ""  # terminal | host_prompt
+    tty: Optional[str] = None
 
 
 class ApprovalList(Result):

@@ -4,7 +4,7 @@ from typing import Optional
 
 from pydantic import Field
 
-from plugkit.protocol import Params, Result
+from plugkit.protocol import PID_MAX, Params, Result
 
 
 # --- port.* ------------------------------------------------------------------
@@ -13,7 +13,7 @@ class PortKillParams(Params):
     port: int = Field(ge=1, le=65535)
     # The plugkit command asking: a listener whose tree holds it is refused,
     # so `kill-port` never kills the agent (or shell) that typed it.
-    caller_pid: Optional[int] = Field(default=None, ge=1)
+    caller_pid: Optional[int] = Field(default=None, ge=1, le=PID_MAX)
 
 
 class KilledProcess(Result):

@@ -4,7 +4,7 @@ from typing import Literal, Optional
 
 from pydantic import Field
 
-from plugkit.protocol import Params, Result
+from plugkit.protocol import OsPath, Params, Result
 
 
 # --- serial.* and task.exec lang "serial" ---------------------------------------
@@ -14,7 +14,7 @@ class SerialOpenSpec(Params):
     device and its line settings (a bare device path is accepted as shorthand).
     Line endings are the writer's business: task.input data reaches the port as-is."""
 
-    port: str = Field(min_length=1, max_length=4096)  # /dev/... or loop:// (tests)
+    port: OsPath  # /dev/... or loop:// (tests)
     # 50 is the slowest termios rate; 12 Mbaud covers FTDI high-speed parts. Odd
     # rates in between (74880 for ESP8266 boot logs, 250000 for 3D printers) are real.
     baud: int = Field(default=115200, ge=50, le=12_000_000)

@@ -29,7 +29,7 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
         chromium=config.chromium, browser_idle_s=config.browser_idle_s))
     tasks = TaskManager(executors, limits, ledger=ledger)
     ctx = Context(runtime=runtime, config=config, tasks=tasks,
-                  gates=Lazy(lambda: _gate_manager(tasks)) if gates else None)
+                  gates=Lazy(lambda: _gate_manager(tasks, config.home)) if gates else None)
     ctx.snapshots["hooks"] = ctx.hooks.snapshot
     app = make_app(ctx, namespaces)
     # Started in this order, stopped in reverse: the gates stop before the tasks they read.
@@ -37,7 +37,7 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
     return app
 
 
-def _gate_manager(tasks: TaskManager):  # -> GateManager, imported on the first gate call
+def _gate_manager(tasks: TaskManager, home: str):  # -> GateManager, imported on the first gate call
     from runner.core.gates.manager import GateManager
 
-    return GateManager(tasks)
+    return GateManager(tasks, home=home)  # its ledger and sealing key live in the home

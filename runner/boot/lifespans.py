@@ -71,6 +71,8 @@ def gates_lifespan(ctx: Context) -> Lifespan:
             yield
         finally:
             ctx.snapshots.pop("gates", None)
+            if gates is not None and gates.built:
+                gates.get().close()  # the gates' sqlite ledger
 
     return lifespan
 

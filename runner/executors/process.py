@@ -147,7 +147,7 @@ class ProcessExecutor:
         return None  # a process task holds nothing beyond its tree, which the manager kills
 
     async def close(self) -> None:
-        return None
+        shutil.rmtree(self.spec.tmp_root, ignore_errors=True)
 
     def snapshot(self) -> dict:
         return {"tmp_root": self.spec.tmp_root}
@@ -171,7 +171,7 @@ class ProcessExecutor:
             base = {**self._base_env, **dict(layout.env)} if layout.env else self._base_env
             child_env = tags.child_env(base, env, {
                 tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(task.id),
-                tags.SESSION_ID: task.session.session_id, tags.HOME: self.spec.home})
+                tags.SESSION_ID: task.session.session_id, tags.HOME: tags.home_id(self.spec.home)})
             if layout.compile:
                 code_rc = await self._step(task, languages.render(layout.compile, **names), child_env,
                                            None, on_start)
@@ -231,9 +231,11 @@ def outcome_of(task_id: int, rc: int, compiled: bool, compile_hint: Optional[str
 
 
 def make(ctx) -> ProcessExecutor:
+    # Task code files live outside the home: a task's own argv (`bash <file>`) names its
+    # file's directory, and the home holds the token. A fresh private dir per runner.
     return ProcessExecutor(ProcessSpec(runner_id=ctx.runner_id, home=ctx.home,
                                        kill_grace_s=ctx.limits.kill_grace_s,
-                                       tmp_root=os.path.join(ctx.home, "tmp")))
+                                       tmp_root=tempfile.mkdtemp(prefix="plugkit-tasks-")))
 
 
 def _write_tree(workdir: str, layout: Layout, default_name: str) -> str:

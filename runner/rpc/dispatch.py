@@ -39,7 +39,11 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
             try:
                 params = model.model_validate(kwargs, context=ctx.config.limits)  # bounds: protocol/bounds.py
             except ValidationError as exc:
-                return Error(errors.INVALID_PARAMS, "Invalid params", _describe(exc))
+                problems = _describe(exc)
+                # The message names the field, so a one-line error is enough to fix the call.
+                first = problems[0]
+                return Error(errors.INVALID_PARAMS,
+                             f"Invalid params: {first['field']}: {first['problem']}", problems)
             try:
                 result = await handler(ctx, params)
             except errors.RpcError as exc:
@@ -56,6 +60,7 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
 
         method.__name__ = handler.__name__
         method.__doc__ = handler.__doc__
+        method.params_model = model  # type: ignore[attr-defined]  # read by tests walking every method
         return method
 
     return decorate
@@ -64,7 +69,8 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
 def _describe(exc: ValidationError) -> list[dict]:
     """Field-level messages without echoing values back (they may be large or secret)."""
     return [
-        {"field": ".".join(str(p) for p in e["loc"]) or "(params)", "problem": e["msg"]}
+        {"field": ".".join(str(p) for p in e["loc"]) or "(params)",
+         "problem": e["msg"].removeprefix("Value error, ")}
         for e in exc.errors(include_url=False, include_input=False)[:10]
     ]
 

@@ -53,7 +53,7 @@ def _gates(ctx: Context, p: HookSessionParams):
 
 # --- the gates, through three adapter functions --------------------------------------------
 # Only GateManager's public methods are used: workspace(session_id, cwd), check(ws, event,
-# tool_name, tool_input) -> (Verdict{decision, reason}, mode), stop(ws, stop_hook_active) ->
+# tool_name, tool_input, platform) -> (Verdict{decision, reason}, mode), stop(ws, stop_hook_active) ->
 # (StopVerdict{block, reason, missing}, mode), context(ws) -> [str].
 
 async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
@@ -62,7 +62,7 @@ async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
         return "allow", ""
     try:
         verdict, _mode = await gates.check(gates.workspace(p.session_id, p.cwd), "PreToolUse",
-                                           p.tool_name, dict(p.tool_input))
+                                           p.tool_name, dict(p.tool_input), p.platform)
     except errors.RpcError as exc:
         # A gate that cannot read its workspace must not stop every tool call of the agent.
         return "allow", f"plugkit gates could not check this call ({exc.message}); it was allowed"
@@ -161,11 +161,14 @@ async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
 
 @rpc(HookPreToolParams)
 async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
-    """hook.pre_tool {session_id, cwd, tool_name?, tool_input?} -> {decision: allow|deny|ask, reason}
+    """hook.pre_tool {session_id, cwd, tool_name?, tool_input?, platform?}
+    -> {decision: allow|deny|ask, reason}
 
     The gates' answer for this tool call (allow with an empty reason when no gates are
     registered). An allow may carry a reason: a warning for the model (advisory gates).
-    `exec:` commands never reach this method: the client runs them itself.
+    `exec:` commands reach this method only when they mention approving (the client runs
+    the rest itself). `platform` says whether the host can show the person a permission
+    prompt (claude-code, qwen): an approval the person confirms there is then accepted.
     """
     decision, reason = await gate_decision(ctx, p)
     return HookDecision(decision=decision, reason=reason)  # type: ignore[arg-type]

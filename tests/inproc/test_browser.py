@@ -253,3 +253,24 @@ async def test_idle_browser_closes_and_shutdown_leaves_no_chromium(make_client, 
     assert kill_mod.find_tagged(runner_id, BROWSER_TAG)
     await client.close()  # runner shutdown: every Chromium process goes with it
     assert kill_mod.find_tagged(runner_id, BROWSER_TAG) == []
+
+
+async def test_chromium_dying_under_a_task_ends_it_as_a_browser_crash_and_the_next_task_relaunches(br, site):
+    await br(f"goto {site}/\nreturn 1")
+    pid = br.executor.snapshot()["pid"]
+    hung = await br("await new Promise(resolve => setTimeout(resolve, 60000))", wait_ms=0)
+    task_id = hung["task"]["task_id"]
+    for _ in range(200):  # until the task holds the page
+        if any(p["busy"] for p in br.executor.snapshot()["pages"]):
+            break
+        await asyncio.sleep(0.025)
+    os.kill(pid, signal.SIGKILL)  # the DevTools pipe reaches EOF under the running evaluate
+    done = await call(br.client, "task.wait", session_id="s1", cwd=str(br.work), task_id=task_id,
+                      timeout_ms=15_000)
+    assert done["task"]["state"] == "failed" and done["task"]["reason"] == "browser_crashed", done
+    assert done["task"]["message"] == (f"task_{task_id}: browser crashed (Chromium was killed by signal 9); "
+                                       "the next browser task relaunches it")
+    res = await br("return 2")
+    assert res["task"]["state"] == "completed" and text(res, "stdout") == "2\n"
+    assert "Chromium was killed by signal 9; relaunching it" in text(res, "info")
+    assert br.executor.snapshot()["pid"] != pid

@@ -51,7 +51,7 @@ class FakeGates:
             raise errors.RpcError(errors.CONFLICT, "state.json is unreadable")
         return cwd
 
-    async def check(self, ws, event, tool_name, tool_input):
+    async def check(self, ws, event, tool_name, tool_input, platform=""):
         assert event == "PreToolUse"
         return SimpleNamespace(decision=self.decision[0], reason=self.decision[1]), "enforce"
 

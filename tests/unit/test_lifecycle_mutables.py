@@ -40,7 +40,8 @@ def test_a_value_other_than_expected_is_a_failed_attempt():
 @pytest.mark.parametrize("m,witness,line,regex,error,match", [
     (Mutable(name="m"), w(), 1, "x", errors.Invalid, "not both"),
     (Mutable(name="m"), w(), 0, None, errors.Invalid, "count from 1"),
-    (Mutable(name="m"), w(), None, "(", errors.Invalid, "does not compile"),
+    (Mutable(name="m"), w(), None, "(", errors.Invalid, r"regex: missing \)"),
+    (Mutable(name="m"), w(), None, r"(a)\1", errors.Invalid, r"invalid escape sequence: \\1 \(RE2 runs in linear time"),
     (Mutable(name="m", status="KNOWN", value="1"), w(), None, None, errors.Conflict, "already KNOWN"),
     (Mutable(name="m"), w(truncated=True), 2, None, errors.Conflict, "truncated"),
     (Mutable(name="m"), w(output="x" * 5000), None, None, errors.Conflict, "at most 4096"),
@@ -76,3 +77,11 @@ def test_names_are_checked_and_unique():
         with pytest.raises(errors.Invalid):
             mutables.new(bad, None, "", existing)
     assert mutables.new("db.port:v2", "5432", "the port", existing).expected == "5432"
+
+
+def test_a_catastrophic_regex_runs_in_linear_time():
+    # Under Python's backtracking `re` this search would not end within the test's timeout
+    # (2^N paths for N a's); RE2 answers at once.
+    witness = w(output="a" * 200_000 + "!")
+    attempt = mutables.judge(Mutable(name="m"), witness, None, r"^(a+)+$")
+    assert not attempt.ok and "no match" in attempt.reason

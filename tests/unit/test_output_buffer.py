@@ -2,12 +2,12 @@
 
 import codecs
 import random
-import re
 import tracemalloc
 from itertools import groupby
 
 import pytest
 
+from plugkit.patterns import compile_client_pattern
 from runner.core.tasks.output import OutputBuffer, ReadResult
 
 STREAMS = ("stdout", "stderr", "info")
@@ -97,7 +97,7 @@ def test_a_cursor_inside_a_character_moves_to_the_next_boundary():
     buf = OutputBuffer()
     buf.feed("stdout", "€uro".encode())
     assert buf.read(1, 10) == ReadResult([("stdout", "uro")], 6, 0, False)
-    assert buf.find_regex(re.compile("u"), 2) == 4
+    assert buf.find_regex(compile_client_pattern("u"), 2) == 4
 
 
 
@@ -241,11 +241,11 @@ def test_find_regex_spans_chunks_and_returns_byte_offsets():
     buf.feed("stderr", b"fin")
     buf.feed("stdout", b"ished in 12")
     buf.feed("stdout", b"ms\n")
-    pattern = re.compile(r"finished in (\d+)ms")
+    pattern = compile_client_pattern(r"finished in (\d+)ms")
     end = buf.find_regex(pattern, 0)
     assert end == len("ß build finished in 12ms".encode())
     assert buf.find_regex(pattern, end) is None
-    assert buf.find_regex(re.compile("nope"), 0) is None
+    assert buf.find_regex(compile_client_pattern("nope"), 0) is None
 
 
 def test_tail_text_joins_streams_and_cuts_at_a_boundary():

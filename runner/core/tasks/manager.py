@@ -5,11 +5,11 @@ Never imports aiohttp: the RPC layer calls these methods and shapes nothing.
 
 import asyncio
 import os
-import re
 from typing import Optional
 
 from plugkit import errors
 from plugkit.config import Limits
+from plugkit.patterns import BadPattern, compile_client_pattern
 from plugkit.protocol import (Chunk, Output, SessionEnded, TaskExecParams, TaskInfo,
                               TaskList, TaskResult, WaitResult)
 from runner.system import logs
@@ -198,9 +198,9 @@ class TaskManager:
         if until_text and until_regex:
             raise errors.RpcError(errors.INVALID_PARAMS, "give until_text or until_regex, not both")
         try:
-            pattern = re.compile(until_regex) if until_regex else None
-        except re.error as exc:
-            raise errors.RpcError(errors.INVALID_PARAMS, f"until_regex does not compile: {exc}") from None
+            pattern = compile_client_pattern(until_regex) if until_regex else None
+        except BadPattern as exc:
+            raise errors.RpcError(errors.INVALID_PARAMS, f"until_regex: {exc}") from None
         start = task.read_cursor if cursor is None else cursor
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000

@@ -8,10 +8,11 @@ poller that falls behind learns exactly how many bytes it missed.
 from __future__ import annotations
 
 import codecs
-import re
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
+
+from plugkit.patterns import Pattern
 
 STREAMS = ("stdout", "stderr", "info")
 _CODES = {name: code for code, name in enumerate(STREAMS)}
@@ -211,7 +212,7 @@ class OutputBuffer:
         self._misses[key] = self._end
         return None
 
-    def find_regex(self, pattern: re.Pattern[str], cursor: int) -> int | None:
+    def find_regex(self, pattern: Pattern, cursor: int) -> int | None:
         """Like find, for a compiled str pattern; `^` without MULTILINE anchors at the cursor."""
         pos = self._clamp(cursor)
         raw = self._data[pos - self._start :]

@@ -1,0 +1,97 @@
+"""Bad values never reach the OS (issue 17.7): every method, read from its params model.
+
+The methods and their fields come from the runner's own tables (rpc NAMESPACES -> each
+module's METHODS -> the model its @rpc decorator validates with), so a method added later
+is attacked too, and one that types its cwd as a plain `str` fails here.
+"""
+
+import importlib
+import types
+import typing
+
+import pytest
+
+from client.wire.rpc import Client, Connection, RpcFailure
+from runner.rpc import NAMESPACES
+from tests.support.runner_home import Home
+
+pytestmark = pytest.mark.e2e
+
+# field name -> the bad values it must refuse, each with words its problem must contain.
+ATTACKS = {
+    "cwd": [("/tmp/a\x00b", "NUL"), (".", "absolute"), ("sub/dir", "absolute")],
+    "task_id": [(1 << 63, "less than or equal"), (1 << 80, "less than or equal")],
+    "env": [({"A=B": "x"}, "'='"), ({"A\x00B": "x"}, "NUL"), ({"": "x"}, "non-empty"),
+            ({"A": "x\x00y"}, "NUL")],
+    "cursor": [(1 << 63, "less than or equal")],
+    "path": [("/tmp/a\x00b", "NUL")],
+}
+
+
+def every_method() -> dict[str, type]:
+    found = {}
+    for module in NAMESPACES.values():
+        for name, fn in importlib.import_module(module).METHODS.items():
+            found[name] = fn.params_model
+    return found
+
+
+def _plausible(annotation, name: str, cwd: str):
+    """A value the field accepts, so the attacked field is the only thing wrong."""
+    if name == "cwd":
+        return cwd
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _plausible(args[0], name, cwd)
+    if origin in (typing.Union, types.UnionType):
+        return _plausible(next(a for a in args if a is not type(None)), name, cwd)
+    if origin is typing.Literal:
+        return args[0]
+    if origin in (list, tuple):
+        return []
+    if origin is dict or annotation is dict:
+        return {}
+    return {str: "abcdef", int: 1, bool: False, float: 1.0}.get(annotation, "abcdef")
+
+
+def baseline(model, cwd: str) -> dict:
+    params = {}
+    for name, field in model.model_fields.items():
+        if field.is_required() or name == "cwd":
+            params[name] = _plausible(field.annotation, name, cwd)
+    return params
+
+
+def test_bad_values_are_refused_naming_the_field_by_every_method(home: Home, tmp_path):
+    methods = every_method()
+    assert len(methods) > 40
+    runner = home.start_runner()
+    attacked, wrong = set(), []
+    client = Client(Connection(home.port, timeout=30), token=home.token())
+    try:
+        for method, model in sorted(methods.items()):
+            base = baseline(model, str(tmp_path))
+            for field, cases in ATTACKS.items():
+                if field not in model.model_fields:
+                    continue
+                attacked.add(field)
+                for value, words in cases:
+                    try:
+                        client.call(method, {**base, field: value}, timeout=30)
+                    except RpcFailure as exc:
+                        if exc.code == -32602 and exc.message.startswith(f"Invalid params: {field}") \
+                                and words in exc.message:
+                            continue
+                        wrong.append(f"{method} {field}={value!r}: {exc.code} {exc.message}")
+                    else:
+                        wrong.append(f"{method} {field}={value!r}: accepted")
+        health = client.call("runner.info", {}, timeout=30)
+        assert health["pid"] == runner.pid
+    finally:
+        client.close()
+        runner.terminate()
+        runner.communicate(timeout=10)
+    assert not wrong, "\n".join(wrong)
+    assert attacked == set(ATTACKS)
+
