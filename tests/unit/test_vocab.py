@@ -83,3 +83,13 @@ def test_vocab_imports_nothing():
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert imported == set()  # not even typing: the client's hot path imports vocab
+
+
+def test_the_ledger_path_is_built_by_its_helper_only():
+    from plugkit import paths
+
+    assert paths.ledger_file("/h") == "/h/ledger.sqlite3"
+    name = "ledger.sqlite3"
+    spelled = [f"{path.relative_to(ROOT)}:{n}" for path, tree in _sources()
+               for n, value in _string_constants(tree) if name in value and path.name != "paths.py"]
+    assert spelled == []
