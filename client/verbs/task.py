@@ -70,6 +70,8 @@ def status(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         sink.note(f"output past the first {render.size(follower.cursor)} is not shown; "
                   f"`{follower.rest_hint}` prints the rest")
     sink.note(render.state_line(info))
+    if render.waiting(info):
+        sink.note(render.waiting_line(me, tid))
     return 0
 
 
@@ -111,6 +113,8 @@ def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         render.print_json(info, sink, follower, matched=follower.matched)
     elif done:
         sink.note(render.state_line(info))
+    elif render.waiting(info):
+        render.print_followups(sink, me, tid, render.waiting_line(me, tid), follower, render.input_rows(me, tid))
     elif follower.matched:
         sink.note(f"saw {until!r}; {render.state_line(info)}")
     else:
@@ -187,6 +191,9 @@ def tasks(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         _say(sink, f"no tasks in {me.describe()}")
     else:
         _say(sink, render.task_table(listed))
+        for t in listed:
+            if render.waiting(t):
+                _say(sink, render.waiting_line(me, t["task_id"]))
     return 0
 
 

@@ -59,6 +59,12 @@ class Workspace:
     def prd_path(self) -> str:
         return os.path.join(self.root, PRD_FILE)
 
+    @property
+    def opted_in(self) -> bool:
+        """Whether the gates were ever used here (any gate write, a .prd, a config): until
+        then the hooks keep them silent. A `.git` marks a workspace but opts nothing in."""
+        return any(os.path.lexists(p) for p in (self.state_path, self.prd_path, self.config_path))
+
     def ensure_dir(self) -> None:
         """Created on the first write only: reads (hooks on every tool call) never litter a cwd.
         Never in /, $HOME or $PLUGKIT_HOME, however this Workspace was made."""

@@ -131,6 +131,8 @@ class TaskKillParams(TaskRef):
 class TaskOutputParams(TaskRef):
     cursor: Optional[Offset] = None
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
+    # From cursor to the end, at most max_bytes shared by the streams, each keeping its last bytes.
+    tails: bool = False
 
 
 class TaskWaitParams(TaskRef):
@@ -150,11 +152,20 @@ class Chunk(Result):
     text: str
 
 
+class StreamCut(Result):
+    stream: Stream
+    total: int  # bytes of the stream in the range read
+    shown: int  # of which these chunks hold
+
+
 class Output(Result):
     chunks: list[Chunk]
     cursor: int
     dropped: int
     more: bool
+    cuts: Optional[list[StreamCut]] = None  # only for a read with tails
+
+
 
 
 class TaskInfo(Result):
@@ -173,6 +184,8 @@ class TaskInfo(Result):
     duration_ms: Optional[int] = None
     bytes_out: int = 0
     dropped: int = 0
+    # Running, and blocked reading a stdin only task.input can feed (Linux; else always false).
+    waiting_for_input: bool = False
 
 
 class TaskResult(Result):

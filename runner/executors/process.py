@@ -89,6 +89,15 @@ class ProcessRun:
         stdin = self.transport.get_pipe_transport(0)
         return stdin is not None and not stdin.is_closing()
 
+    def stdin_inode(self) -> Optional[int]:
+        """The pipe the task reads as stdin while we hold it open (how a reader blocked on it is found)."""
+        stdin = self.transport.get_pipe_transport(0)
+        raw = stdin.get_extra_info("pipe") if stdin is not None and not stdin.is_closing() else None
+        try:
+            return os.fstat(raw.fileno()).st_ino if raw is not None else None
+        except OSError:
+            return None
+
     def write(self, data: bytes) -> None:
         stdin = self.transport.get_pipe_transport(0)
         if stdin is not None and not stdin.is_closing():

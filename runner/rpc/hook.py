@@ -55,14 +55,20 @@ def _gates(ctx: Context, p: HookSessionParams):
 # Only GateManager's public methods are used: workspace(session_id, cwd), check(ws, event,
 # tool_name, tool_input, platform) -> (Verdict{decision, reason}, mode), stop(ws, stop_hook_active) ->
 # (StopVerdict{block, reason, missing}, mode), context(ws) -> [str].
+# A workspace that never used the gates hears nothing from them: someone who installed
+# the hooks for exec: alone must not get "phase is PLAN" at every turn. Any gate write
+# (state.json), a .prd or a .plugkit/config.toml opts it in (Workspace.opted_in).
+
 
 async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
     gates = _gates(ctx, p)
     if gates is None:
         return "allow", ""
     try:
-        verdict, _mode = await gates.check(gates.workspace(p.session_id, p.cwd), "PreToolUse",
-                                           p.tool_name, dict(p.tool_input), p.platform)
+        ws = gates.workspace(p.session_id, p.cwd)
+        if not ws.opted_in:
+            return "allow", ""
+        verdict, _mode = await gates.check(ws, "PreToolUse", p.tool_name, dict(p.tool_input), p.platform)
     except errors.RpcError as exc:
         # A gate that cannot read its workspace must not stop every tool call of the agent.
         return "allow", f"plugkit gates could not check this call ({exc.message}); it was allowed"
@@ -74,7 +80,10 @@ async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
     if gates is None:
         return False, ""
     try:
-        verdict, _mode = await gates.stop(gates.workspace(p.session_id, p.cwd), p.stop_hook_active)
+        ws = gates.workspace(p.session_id, p.cwd)
+        if not ws.opted_in:
+            return False, ""
+        verdict, _mode = await gates.stop(ws, p.stop_hook_active)
     except errors.RpcError as exc:
         return False, f"plugkit gates could not check whether the work is done ({exc.message})"
     return verdict.block, verdict.reason
@@ -85,7 +94,8 @@ async def gate_lines(ctx: Context, p: HookSessionParams) -> list[str]:
     if gates is None:
         return []
     try:
-        return list(await gates.context(gates.workspace(p.session_id, p.cwd)))
+        ws = gates.workspace(p.session_id, p.cwd)
+        return list(await gates.context(ws)) if ws.opted_in else []
     except errors.RpcError:
         return []
 

@@ -45,11 +45,12 @@ class FakeGates:
         self.stop_reason: str | None = "open work items: 2"
         self.lines = ["plugkit gates (enforce): phase PLAN"]
         self.broken = False
+        self.opted_in = True
 
-    def workspace(self, session_id: str, cwd: str) -> str:
+    def workspace(self, session_id: str, cwd: str) -> SimpleNamespace:
         if self.broken:
             raise errors.RpcError(errors.CONFLICT, "state.json is unreadable")
-        return cwd
+        return SimpleNamespace(root=cwd, opted_in=self.opted_in)
 
     async def check(self, ws, event, tool_name, tool_input, platform=""):
         assert event == "PreToolUse"
