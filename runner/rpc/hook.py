@@ -144,14 +144,18 @@ async def session_start(ctx: Context, p: HookSessionStartParams) -> HookContext:
     memory index; at most 40 lines. Example: {"method":"hook.session_start","params":
     {"session_id":"5f1c","cwd":"/w","platform":"claude-code","source":"startup"}}
     """
+    log.info("hook_session_start", session_id=p.session_id, cwd=_key(p).cwd, platform=p.platform, source=p.source)
+    return HookContext(context=await _start(ctx, p))
+
+
+async def _start(ctx: Context, p: HookSessionParams) -> str:
     key = _key(p)
     if os.path.isdir(key.cwd):
         ctx.tasks.open_session(p.session_id, p.cwd)
     status = await _status(ctx, p)
     ctx.hooks.remember_sent(key, "\n".join(status))
     lines = [USAGE_LINE, *status, *await _memory_index(ctx, p)]
-    log.info("hook_session_start", session_id=p.session_id, cwd=key.cwd, platform=p.platform, source=p.source)
-    return HookContext(context="\n".join(lines[:MAX_CONTEXT_LINES]))
+    return "\n".join(lines[:MAX_CONTEXT_LINES])
 
 
 @rpc(HookSessionParams)
@@ -159,9 +163,14 @@ async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
     """hook.prompt {session_id, cwd} -> {context, changed}
 
     The same status as session_start (running tasks, gate lines), but only when it differs
-    from the last one this session was given; else context "" and changed false.
+    from the last one this session was given; else context "" and changed false. A session
+    never started gets session_start's whole context on its first prompt: Qwen Code fires
+    no SessionStart headless (`qwen -p`), and a SessionStart that found no runner is lost.
     """
     key, memory = _key(p), ctx.hooks
+    if not memory.started(key):
+        log.info("hook_session_start", session_id=p.session_id, cwd=key.cwd, source="first prompt")
+        return HookPromptResult(context=await _start(ctx, p), changed=True)
     status = "\n".join(await _status(ctx, p))
     if status == memory.sent(key):
         return HookPromptResult(context="", changed=False)
