@@ -17,6 +17,7 @@ import os
 from plugkit.refusals import Refused
 from plugkit.memory import index_for_context
 from plugkit.vocab import LIVE_STATES
+from plugkit.workspace import refusal
 from plugkit.protocol.hook import (
     HookContext, HookDecision, HookPreToolParams, HookPromptResult, HookSessionEnded, HookSessionParams,
     HookSessionStartParams, HookStopParams, HookStopResult,
@@ -42,6 +43,14 @@ def _key(p: HookSessionParams) -> SessionKey:
     return session_key(p.session_id, p.cwd)
 
 
+def _gates(ctx: Context, p: HookSessionParams):
+    """The gate manager, or None when there is nothing to gate: no gates composed in, or a cwd of
+    /, $HOME or $PLUGKIT_HOME (never a workspace; a note there on every tool call would be noise)."""
+    if ctx.gates is None or (os.path.isabs(p.cwd) and refusal(os.path.realpath(p.cwd)) is not None):
+        return None
+    return ctx.gates.get()
+
+
 # --- the gates, through three adapter functions --------------------------------------------
 # Only GateManager's public methods are used: workspace(session_id, cwd), check(ws, event,
 # tool_name, tool_input, platform) -> (Verdict{decision, reason}, mode), stop(ws, stop_hook_active) ->
@@ -52,7 +61,7 @@ def _key(p: HookSessionParams) -> SessionKey:
 
 
 async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
-    gates = ctx.gates.get() if ctx.gates is not None else None
+    gates = _gates(ctx, p)
     if gates is None:
         return "allow", ""
     try:
@@ -67,7 +76,7 @@ async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
 
 
 async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
-    gates = ctx.gates.get() if ctx.gates is not None else None
+    gates = _gates(ctx, p)
     if gates is None:
         return False, ""
     try:
@@ -81,7 +90,7 @@ async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
 
 
 async def gate_lines(ctx: Context, p: HookSessionParams) -> list[str]:
-    gates = ctx.gates.get() if ctx.gates is not None else None
+    gates = _gates(ctx, p)
     if gates is None:
         return []
     try:
