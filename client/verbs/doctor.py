@@ -23,7 +23,9 @@ the runner's TCP port and the state directory's permissions; says what to fix.
 Exit 1 if anything plugkit needs is broken."""
 
 REQUIRED_LANGUAGES = frozenset({"bash", "python"})
-PRIVATE_FILES = ("token", "port", "runner.log", "runner.out", "ledger.sqlite3")
+# Named by the path helpers, so a renamed file is still checked.
+PRIVATE_FILES = tuple(os.path.basename(f()) for f in (paths.token_file, paths.port_file, paths.log_file,
+                                                     paths.stdio_file, paths.ledger_file))
 
 
 def check_languages():
@@ -111,6 +113,7 @@ def check_port():
         yield "FAIL", "port", str(exc), "unset PLUGKIT_PORT or set it to a free port"
         return
     name = f"port {port}"
+    yield _reservation(port)
     try:
         conn = Connection(port, timeout=1.0)
     except OSError:
@@ -136,6 +139,52 @@ def check_port():
     holder = _holder(port)
     what = "something that does not answer /health (a wedged runner?)" if health is None else "another program"
     yield "FAIL", name, f"held by {holder or what}", f"plugkit kill-port {port}, or set PLUGKIT_PORT to another port"
+
+
+# Linux picks the local port of every outgoing connection from ip_local_port_range, skipping
+# ip_local_reserved_ports: a runner port inside the range and not reserved can be briefly taken.
+PORT_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
+RESERVED_PORTS = "/proc/sys/net/ipv4/ip_local_reserved_ports"
+SYSCTL_FILE = "/etc/sysctl.d/60-plugkit.conf"
+
+
+def parse_ports(text: str) -> list[tuple[int, int]]:
+    """'1000-1002,2000' or '32768\t60999' (the range file) -> [(1000, 1002), (2000, 2000)]."""
+    text = text.strip()
+    if not text:
+        return []
+    if "," not in text and "-" not in text and len(text.split()) == 2:  # ip_local_port_range
+        low, high = map(int, text.split())
+        return [(low, high)]
+    spans = []
+    for item in text.split(","):
+        low, _, high = item.strip().partition("-")
+        spans.append((int(low), int(high or low)))
+    return spans
+
+
+def reservation_row(port: int, port_range: str, reserved: str) -> tuple[str, str, str, str]:
+    """The doctor row for `port` given the two sysctl files' contents (pure: tests feed strings)."""
+    name = "port reserved"
+    if any(low <= port <= high for low, high in parse_ports(reserved)):
+        return "ok", name, f"{port} is in net.ipv4.ip_local_reserved_ports", ""
+    if not any(low <= port <= high for low, high in parse_ports(port_range)):
+        return "ok", name, f"{port} is outside the ephemeral range ({'-'.join(port_range.split())})", ""
+    value = ",".join([reserved.strip(), str(port)] if reserved.strip() else [str(port)])
+    key = "net.ipv4.ip_local_reserved_ports"
+    return ("warn", name,
+            f"{port} is in the ephemeral range ({'-'.join(port_range.split())}): an outgoing connection can "
+            f"hold it and the runner cannot start",
+            f"sudo sysctl -w {key}={value}; to keep it after a reboot: "
+            f"echo '{key} = {value}' | sudo tee {SYSCTL_FILE}")
+
+
+def _reservation(port: int) -> tuple[str, str, str, str]:
+    try:
+        with open(PORT_RANGE) as rng, open(RESERVED_PORTS) as rsv:
+            return reservation_row(port, rng.read(), rsv.read())
+    except (OSError, ValueError) as exc:  # not Linux, or /proc hidden: nothing to say
+        return "ok", "port reserved", f"cannot read the kernel's port ranges ({exc})", ""
 
 
 def _holder(port: int) -> str:

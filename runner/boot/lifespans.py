@@ -31,20 +31,20 @@ def tasks_lifespan(ctx: Context, ledger: LedgerWorker) -> Lifespan:
         moved = await ledger.start()
         if moved:
             log.error("ledger_corrupt_moved_aside", moved_to=moved)
-        lost = await ledger.call("mark_lost", time.time())
+        lost = await ledger.mark_lost(time.time())
         if lost:
             log.warning("tasks_lost_with_previous_runner", task_ids=lost)
         spool_dir = os.path.join(rt.home, "spool")
         spooled = await asyncio.to_thread(spool.recover, spool_dir, TAIL_BYTES)
         for task_id in lost:
             if task_id in spooled:  # what it printed up to the crash
-                await ledger.call("record_output", task_id, *spooled[task_id])
+                await ledger.record_output(task_id, *spooled[task_id])
         await asyncio.to_thread(spool.clear, spool_dir)
         manager.spool_dir = spool_dir
-        await ledger.call("evict", time.time())
+        await ledger.evict(time.time())
         providers = {
-            "sessions": lambda: _sessions(manager),
-            "tasks": lambda: [_task_row(t) for t in manager.registry.all_tasks()],
+            "sessions": lambda: manager.snapshot()["sessions"],
+            "tasks": lambda: manager.snapshot()["tasks"],
             "executors": lambda: {e.name: e.snapshot() for e in manager.executors},
             "reaper": lambda: dict(asdict(stats), boot=rt.boot_reap),
             "tasks_by_end_state": lambda: dict(manager.finished_counts),
@@ -85,15 +85,3 @@ def gates_lifespan(ctx: Context) -> Lifespan:
 
     return lifespan
 
-
-def _sessions(manager: TaskManager) -> list[dict]:
-    now = manager.registry.clock()
-    return [{"session_id": s.key.session_id, "cwd": s.key.cwd,
-             "idle_s": round(now - s.last_activity, 3), "tasks": sorted(s.tasks)}
-            for s in manager.registry.sessions()]
-
-
-def _task_row(t) -> dict:
-    return {"task_id": t.id, "session_id": t.session.session_id, "lang": t.lang, "state": t.state,
-            "pid": t.pid, "age_s": round(time.time() - t.started_at, 3),
-            "bytes_out": t.bytes_out, "dropped": t.buffer.dropped}

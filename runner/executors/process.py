@@ -12,17 +12,19 @@ import fcntl
 import glob
 import os
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional
+from typing import Mapping, Optional
 
-from plugkit import errors, languages
+import psutil
+
+from plugkit import languages
 from plugkit.languages import projects as lang_projects
 from plugkit.languages.model import Layout
-from plugkit.protocol import TaskExecParams
-from runner.core.tasks.task import Execution, SessionKey, Task
-from runner.executors.base import Outcome, Prepared
+from plugkit.refusals import Invalid, Unavailable
+from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.system import kill as kill_mod
 from runner.system import tags
 
@@ -41,11 +43,11 @@ class ProcessSpec:
 
 
 class _Pipes(asyncio.SubprocessProtocol):
-    """Feeds both output pipes into the task buffer as bytes arrive (no deadlock: asyncio
+    """Feeds both output pipes into the task's output as bytes arrive (no deadlock: asyncio
     reads stdout and stderr independently, so a child filling stderr first never blocks)."""
 
-    def __init__(self, task: Task) -> None:
-        self.task = task
+    def __init__(self, io: TaskIO) -> None:
+        self.io = io
         self.transport: Optional[asyncio.SubprocessTransport] = None
         self._narrow = {1, 2}  # pipes still at the kernel's default size
         self.exited = asyncio.get_running_loop().create_future()
@@ -59,13 +61,12 @@ class _Pipes(asyncio.SubprocessProtocol):
         if len(data) >= 1 << 16 and fd in self._narrow and self.transport is not None:
             self._narrow.discard(fd)  # a full default pipe: this task is chatty
             _widen_pipe(self.transport, fd)
-        self.task.buffer.feed(STREAMS[fd], data)
-        self.task.notify()
+        self.io.write(STREAMS[fd], data)
 
     def pipe_connection_lost(self, fd: int, exc: Optional[Exception]) -> None:
         if fd in self._open:
             self._open.discard(fd)
-            self.task.buffer.flush(STREAMS[fd])
+            self.io.flush(STREAMS[fd])
             if not self._open:
                 self.drained.set()
 
@@ -77,9 +78,9 @@ class _Pipes(asyncio.SubprocessProtocol):
 class ProcessRun:
     """The Execution for one running step: input, kill."""
 
-    def __init__(self, task: Task, spec: ProcessSpec, transport: asyncio.SubprocessTransport,
+    def __init__(self, task_id: int, spec: ProcessSpec, transport: asyncio.SubprocessTransport,
                  pipes: _Pipes) -> None:
-        self.task, self.spec, self.transport, self.pipes = task, spec, transport, pipes
+        self.task_id, self.spec, self.transport, self.pipes = task_id, spec, transport, pipes
         self.pid = transport.get_pid()
         # The pid-reuse guard compares against the kernel's start time with a
         # tolerance far above the microseconds since fork; asking psutil here
@@ -113,7 +114,7 @@ class ProcessRun:
         # psutil scans and sleeps: off the event loop, so other sessions keep being served.
         await asyncio.to_thread(
             kill_mod.kill_tree, pgid=self.pid, root=(self.pid, self.create_time),
-            runner_id=self.spec.runner_id, task_id=str(self.task.id), grace_s=self.spec.kill_grace_s)
+            runner_id=self.spec.runner_id, task_id=str(self.task_id), grace_s=self.spec.kill_grace_s)
 
 
 class ProcessExecutor:
@@ -130,7 +131,7 @@ class ProcessExecutor:
     def claims(self, lang: str) -> bool:
         return True
 
-    async def prepare(self, p: TaskExecParams) -> Prepared:
+    async def prepare(self, p: ExecSpec) -> Prepared:
         try:
             # The session cwd finds the workspace's .plugkit/lang plugins (read fresh on every exec).
             language = languages.lookup(p.lang, workspace=p.cwd)
@@ -143,15 +144,14 @@ class ProcessExecutor:
             layout = lang_projects.layout(plan, p.code, lang_projects.ProjectContext(self.spec.home, p.cwd))
             return Prepared(language.name, layout)
         except (languages.UnknownLanguage, languages.PluginError, languages.ProjectError) as exc:
-            raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None
+            raise Invalid(str(exc)) from None
         except languages.LanguageError as exc:
-            raise errors.RpcError(errors.UNAVAILABLE, str(exc)) from None
+            raise Unavailable(str(exc)) from None
 
-    async def run(self, task: Task, prepared: Prepared, p: TaskExecParams,
-                  on_start: Callable[[Execution], None]) -> Outcome:
+    async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         layout: Layout = prepared.payload
-        rc, compiled = await self.run_steps(task, layout, p.stdin, p.env, on_start)
-        return outcome_of(task.id, rc, compiled, layout.compile_hint)
+        rc, compiled = await self.run_steps(io, layout, spec.stdin, spec.env)
+        return outcome_of(io.id, rc, compiled, layout.compile_hint)
 
     async def end_session(self, key: SessionKey) -> None:
         return None  # a process task holds nothing beyond its tree, which the manager kills
@@ -162,36 +162,33 @@ class ProcessExecutor:
     def snapshot(self) -> dict:
         return {"tmp_root": self.spec.tmp_root}
 
-    async def run_steps(self, task: Task, layout: Layout, stdin: Optional[str],
-                        env: Optional[Mapping[str, str]], on_start: Callable[[ProcessRun], None]) -> tuple[int, bool]:
+    async def run_steps(self, io: TaskIO, layout: Layout, stdin: Optional[str],
+                        env: Optional[Mapping[str, str]]) -> tuple[int, bool]:
         """Compile (if the layout has a step) and run; returns (returncode, compiled_ok).
         Both steps are tagged with the task id, so a kill or timeout reaches whichever
         runs. The temp file or dir, and the layout's leftovers, go on every exit path."""
         workdir = file = None
         try:
             if layout.in_dir:
-                workdir = tempfile.mkdtemp(prefix=f"task_{task.id}-", dir=self.spec.tmp_root)
-                file = _write_tree(workdir, layout, f"task_{task.id}{layout.suffix}")
+                workdir = tempfile.mkdtemp(prefix=f"task_{io.id}-", dir=self.spec.tmp_root)
+                file = _write_tree(workdir, layout, f"task_{io.id}{layout.suffix}")
             else:
-                fd, file = tempfile.mkstemp(prefix=f"task_{task.id}-", suffix=layout.suffix, dir=self.spec.tmp_root)
+                fd, file = tempfile.mkstemp(prefix=f"task_{io.id}-", suffix=layout.suffix, dir=self.spec.tmp_root)
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     fh.write(layout.source)
             out_dir = workdir or self.spec.tmp_root
-            names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{task.id}.out"), dir=out_dir)
+            names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{io.id}.out"), dir=out_dir)
             base = {**self._base_env, **dict(layout.env)} if layout.env else self._base_env
             child_env = tags.child_env(base, env, {
-                tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(task.id),
-                tags.SESSION_ID: task.session.session_id, tags.HOME: tags.home_id(self.spec.home)})
+                tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(io.id),
+                tags.SESSION_ID: io.session.session_id, tags.HOME: tags.home_id(self.spec.home)})
             if layout.compile:
-                code_rc = await self._step(task, languages.render(layout.compile, **names), child_env,
-                                           None, on_start)
+                code_rc = await self._step(io, languages.render(layout.compile, **names), child_env, None)
                 if code_rc != 0:
                     if code_rc > 0 and layout.compile_hint:  # not for a kill: the hint would mislead
-                        task.buffer.write_text("info", f"[plugkit] {layout.compile_hint}\n")
-                        task.notify()
+                        io.write_text("info", f"[plugkit] {layout.compile_hint}\n")
                     return code_rc, False
-            return await self._step(task, languages.render(layout.run, **names), child_env,
-                                    stdin, on_start), True
+            return await self._step(io, languages.render(layout.run, **names), child_env, stdin), True
         finally:
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -199,16 +196,15 @@ class ProcessExecutor:
                 os.unlink(file)
             _remove_leftovers(layout.leftovers)
 
-    async def _step(self, task: Task, argv: list[str], env: dict[str, str], stdin: Optional[str],
-                    on_start: Callable[[ProcessRun], None]) -> int:
+    async def _step(self, io: TaskIO, argv: list[str], env: dict[str, str], stdin: Optional[str]) -> int:
         loop = asyncio.get_running_loop()
         transport, pipes = await loop.subprocess_exec(
-            lambda: _Pipes(task), *argv, stdin=asyncio.subprocess.PIPE,
+            lambda: _Pipes(io), *argv, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            cwd=task.session.cwd, env=env, start_new_session=True)
-        run = ProcessRun(task, self.spec, transport, pipes)
+            cwd=io.session.cwd, env=env, start_new_session=True)
+        run = ProcessRun(io.id, self.spec, transport, pipes)
         try:
-            on_start(run)
+            io.started(run)
             if stdin is not None:
                 run.write(stdin.encode())
                 run.close_input()
@@ -240,12 +236,35 @@ def outcome_of(task_id: int, rc: int, compiled: bool, compile_hint: Optional[str
     return Outcome("failed", "exit_nonzero", exit_code=rc, message=f"task_{task_id} exited with code {rc}")
 
 
+TMP_PREFIX = "plugkit-tasks-"
+
+
+def task_dir() -> str:
+    """Task code files live outside the home: a task's own argv (`bash <file>`) names its
+    file's directory, and the home holds the token. A fresh private dir (0700, random name)
+    per runner, named with its pid; the dirs of runners no longer alive are removed first,
+    since one killed with -9 cannot clean up after itself and /tmp is shared. Only this
+    user's real directories whose pid is gone: any live process keeps its dir (pid reuse
+    only delays a removal)."""
+    base = tempfile.gettempdir()
+    for name in os.listdir(base):
+        pid = name[len(TMP_PREFIX):].partition("-")[0] if name.startswith(TMP_PREFIX) else ""
+        if not pid.isdigit() or psutil.pid_exists(int(pid)):
+            continue
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if st.st_uid == os.getuid() and stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(path, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-")
+
+
 def make(ctx) -> ProcessExecutor:
-    # Task code files live outside the home: a task's own argv (`bash <file>`) names its
-    # file's directory, and the home holds the token. A fresh private dir per runner.
     return ProcessExecutor(ProcessSpec(runner_id=ctx.runner_id, home=ctx.home,
                                        kill_grace_s=ctx.limits.kill_grace_s,
-                                       tmp_root=tempfile.mkdtemp(prefix="plugkit-tasks-"), python=ctx.python))
+                                       tmp_root=task_dir(), python=ctx.python))
 
 
 def _write_tree(workdir: str, layout: Layout, default_name: str) -> str:

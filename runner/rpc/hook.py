@@ -14,9 +14,10 @@ turns into an error here: pre_tool allows with a warning, stop does not block.
 import asyncio
 import os
 
-from plugkit import errors
+from plugkit.refusals import Refused
 from plugkit.memory import index_for_context
 from plugkit.vocab import LIVE_STATES
+from plugkit.workspace import refusal
 from plugkit.protocol.hook import (
     HookContext, HookDecision, HookPreToolParams, HookPromptResult, HookSessionEnded, HookSessionParams,
     HookSessionStartParams, HookStopParams, HookStopResult,
@@ -42,6 +43,14 @@ def _key(p: HookSessionParams) -> SessionKey:
     return session_key(p.session_id, p.cwd)
 
 
+def _gates(ctx: Context, p: HookSessionParams):
+    """The gate manager, or None when there is nothing to gate: no gates composed in, or a cwd of
+    /, $HOME or $PLUGKIT_HOME (never a workspace; a note there on every tool call would be noise)."""
+    if ctx.gates is None or (os.path.isabs(p.cwd) and refusal(os.path.realpath(p.cwd)) is not None):
+        return None
+    return ctx.gates.get()
+
+
 # --- the gates, through three adapter functions --------------------------------------------
 # Only GateManager's public methods are used: workspace(session_id, cwd), check(ws, event,
 # tool_name, tool_input, platform) -> (Verdict{decision, reason}, mode), stop(ws, stop_hook_active) ->
@@ -52,7 +61,7 @@ def _key(p: HookSessionParams) -> SessionKey:
 
 
 async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
-    gates = ctx.gates.get() if ctx.gates is not None else None
+    gates = _gates(ctx, p)
     if gates is None:
         return "allow", ""
     try:
@@ -60,14 +69,14 @@ async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
         if not ws.opted_in:
             return "allow", ""
         verdict, _mode = await gates.check(ws, "PreToolUse", p.tool_name, dict(p.tool_input), p.platform)
-    except errors.RpcError as exc:
+    except Refused as exc:
         # A gate that cannot read its workspace must not stop every tool call of the agent.
         return "allow", f"plugkit gates could not check this call ({exc.message}); it was allowed"
     return verdict.decision, verdict.reason
 
 
 async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
-    gates = ctx.gates.get() if ctx.gates is not None else None
+    gates = _gates(ctx, p)
     if gates is None:
         return False, ""
     try:
@@ -75,19 +84,19 @@ async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
         if not ws.opted_in:
             return False, ""
         verdict, _mode = await gates.stop(ws, p.stop_hook_active)
-    except errors.RpcError as exc:
+    except Refused as exc:
         return False, f"plugkit gates could not check whether the work is done ({exc.message})"
     return verdict.block, verdict.reason
 
 
 async def gate_lines(ctx: Context, p: HookSessionParams) -> list[str]:
-    gates = ctx.gates.get() if ctx.gates is not None else None
+    gates = _gates(ctx, p)
     if gates is None:
         return []
     try:
         ws = gates.workspace(p.session_id, p.cwd)
         return list(await gates.context(ws)) if ws.opted_in else []
-    except errors.RpcError:
+    except Refused:
         return []
 
 
@@ -96,13 +105,13 @@ async def gate_lines(ctx: Context, p: HookSessionParams) -> list[str]:
 def _task_lines(ctx: Context, p: HookSessionParams) -> list[str]:
     """This session's unfinished tasks. No durations: the text must only change when the
     state does, or UserPromptSubmit would re-inject it on every prompt."""
-    live = [t for t in ctx.tasks.list_tasks(p.session_id, p.cwd).tasks if t.state in LIVE_STATES]
+    live = [t for t in ctx.tasks.list_tasks(p.session_id, p.cwd) if t.state in LIVE_STATES]
     if not live:
         return []
     lines = [f"plugkit: {len(live)} task(s) of this session still running (exec:status task_N shows "
              "their output):"]
     for t in live[:MAX_TASK_LINES]:
-        lines.append(f"  task_{t.task_id} {t.state} ({t.lang}{f', pid {t.pid}' if t.pid else ''})")
+        lines.append(f"  task_{t.id} {t.state} ({t.lang}{f', pid {t.pid}' if t.pid else ''})")
     if len(live) > MAX_TASK_LINES:
         lines.append(f"  ... and {len(live) - MAX_TASK_LINES} more (exec:tasks lists them)")
     return lines
@@ -135,14 +144,18 @@ async def session_start(ctx: Context, p: HookSessionStartParams) -> HookContext:
     memory index; at most 40 lines. Example: {"method":"hook.session_start","params":
     {"session_id":"5f1c","cwd":"/w","platform":"claude-code","source":"startup"}}
     """
+    log.info("hook_session_start", session_id=p.session_id, cwd=_key(p).cwd, platform=p.platform, source=p.source)
+    return HookContext(context=await _start(ctx, p))
+
+
+async def _start(ctx: Context, p: HookSessionParams) -> str:
     key = _key(p)
     if os.path.isdir(key.cwd):
-        ctx.tasks.registry.open(key)
+        ctx.tasks.open_session(p.session_id, p.cwd)
     status = await _status(ctx, p)
     ctx.hooks.remember_sent(key, "\n".join(status))
     lines = [USAGE_LINE, *status, *await _memory_index(ctx, p)]
-    log.info("hook_session_start", session_id=p.session_id, cwd=key.cwd, platform=p.platform, source=p.source)
-    return HookContext(context="\n".join(lines[:MAX_CONTEXT_LINES]))
+    return "\n".join(lines[:MAX_CONTEXT_LINES])
 
 
 @rpc(HookSessionParams)
@@ -150,9 +163,14 @@ async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
     """hook.prompt {session_id, cwd} -> {context, changed}
 
     The same status as session_start (running tasks, gate lines), but only when it differs
-    from the last one this session was given; else context "" and changed false.
+    from the last one this session was given; else context "" and changed false. A session
+    never started gets session_start's whole context on its first prompt: Qwen Code fires
+    no SessionStart headless (`qwen -p`), and a SessionStart that found no runner is lost.
     """
     key, memory = _key(p), ctx.hooks
+    if not memory.started(key):
+        log.info("hook_session_start", session_id=p.session_id, cwd=key.cwd, source="first prompt")
+        return HookPromptResult(context=await _start(ctx, p), changed=True)
     status = "\n".join(await _status(ctx, p))
     if status == memory.sent(key):
         return HookPromptResult(context="", changed=False)
@@ -200,7 +218,7 @@ async def session_end(ctx: Context, p: HookSessionParams) -> HookSessionEnded:
     serial ports released, its tasks forgotten. An unknown session ends with nothing killed.
     """
     ctx.hooks.forget(_key(p))
-    return HookSessionEnded(killed=(await ctx.tasks.end_session(p.session_id, p.cwd)).killed)
+    return HookSessionEnded(killed=await ctx.tasks.end_session(p.session_id, p.cwd))
 
 
 METHODS = {

@@ -7,6 +7,7 @@ import signal
 import socket
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from plugkit import SERVICE, paths
 
@@ -26,6 +27,20 @@ class PortTaken(Exception):
             f"port {port} is taken by {who}{why}; free it with `plugkit kill-port {port}` "
             "or set PLUGKIT_PORT to another port"
         )
+
+
+class PortHeld(PortTaken):
+    """No process listens there: the port is the local end of a connection (ephemeral range)."""
+
+    def __init__(self, port: int, held: list[str], waited_s: float) -> None:
+        self.port, self.held = port, held
+        self.holder = Holder(None, "?", None)
+        what = "; ".join(held[:3]) if held else "a connection plugkit cannot see"
+        Exception.__init__(
+            self,
+            f"port {port} is held by an outgoing connection {what}, still there after {waited_s:g} s "
+            f"(Linux picks such ports from its ephemeral range); `plugkit doctor` prints the sysctl "
+            f"line that reserves port {port}, or set PLUGKIT_PORT to another port")
 
 
 def listeners(port: int) -> list[Holder]:
@@ -119,23 +134,59 @@ def terminate(pid: int, grace_s: float = 1.0) -> bool:
     return _gone(proc)
 
 
-def bind(port: int) -> socket.socket:
-    """Bind 127.0.0.1:port, evicting a stale runner of ours; PortTaken for anything else."""
+# Linux hands out 32768-60999 as the local end of outgoing connections, and the default
+# port lies there: a connection to anywhere can briefly own it. Most are short-lived, so
+# wait this long for it before giving up and naming it.
+HELD_RETRY_S = 5.0
+HELD_POLL_S = 0.1
+
+
+def connections(port: int) -> list[str]:
+    """Non-listening TCP sockets whose local end is `port`: 'local -> remote (state, pid N cmd)'."""
+    import psutil
+
+    found = []
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.status != psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            remote = f"{conn.raddr.ip}:{conn.raddr.port}" if conn.raddr else "?"
+            who = describe(conn.pid)
+            owner = f"pid {who.pid} ({who.command[:80]})" if who.pid else "pid not visible"
+            found.append(f"{conn.laddr.ip}:{conn.laddr.port} -> {remote} ({conn.status}, {owner})")
+    return found
+
+
+def _try_bind(port: int) -> socket.socket | None:
+    """The listening socket, or None if the address is in use; other errors propagate."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # REUSEADDR only skips TIME_WAIT leftovers of a previous runner; Linux still refuses to
+    # listen while another socket listens there, or holds the port in a live connection
+    # (then bind() succeeds and listen() is what fails).
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+        sock.listen(512)
+        sock.setblocking(False)
+        return sock
+    except OSError as exc:
+        sock.close()
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        return None
+
+
+def bind(port: int, retry_s: float = HELD_RETRY_S,
+         on_held: Callable[[list[str]], None] | None = None) -> socket.socket:
+    """Bind 127.0.0.1:port, evicting a stale runner of ours; PortTaken for anything else.
+
+    With no listener there, the port is the local end of some connection: retry for
+    `retry_s` (`on_held` hears about it once), then name the connection."""
     for attempt in range(2):
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        # REUSEADDR only skips TIME_WAIT leftovers of a previous runner; Linux still
-        # refuses to bind while another socket listens there.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-            sock.listen(512)
-            sock.setblocking(False)
+        sock = _try_bind(port)
+        if sock is not None:
             return sock
-        except OSError as exc:
-            sock.close()
-            if exc.errno != errno.EADDRINUSE:
-                raise
-        holders = listeners(port) or [Holder(None, "?", None)]
+        holders = listeners(port)
+        if not holders:
+            return _wait_for_connection(port, retry_s, on_held)
         stale = [h for h in holders if is_stale_runner(port, h)]
         if attempt == 0 and stale and len(stale) == len(holders):
             for holder in stale:
@@ -147,6 +198,21 @@ def bind(port: int) -> socket.socket:
             holder.pid and "runner" in holder.command and health(port)) else ""
         raise PortTaken(port, holder, why)
     raise AssertionError("unreachable")
+
+
+def _wait_for_connection(port: int, retry_s: float, on_held: Callable[[list[str]], None] | None) -> socket.socket:
+    held = connections(port)
+    if on_held is not None:
+        on_held(held)
+    deadline = time.monotonic() + retry_s
+    while time.monotonic() < deadline:
+        time.sleep(HELD_POLL_S)
+        sock = _try_bind(port)
+        if sock is not None:
+            return sock
+    if listeners(port):  # something started listening meanwhile: the ordinary path names it
+        return bind(port, retry_s=0)
+    raise PortHeld(port, connections(port) or held, retry_s)
 
 
 # --- kill-port -----------------------------------------------------------------------

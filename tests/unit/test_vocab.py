@@ -11,6 +11,7 @@ from plugkit import vocab
 from plugkit.protocol import TaskInfo
 from runner.core.tasks.task import SessionKey, Task
 from runner.core.tasks.output import OutputBuffer
+from runner.rpc import shapes
 from runner.system import ledger, tags
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -75,11 +76,21 @@ def test_a_finished_task_says_its_reason_in_the_table_words(reason):
     task = Task(id=7, session=SessionKey("s", "/w"), lang="bash", buffer=OutputBuffer(1024))
     assert task.finish(vocab.FAILED, reason)
     assert task.message == f"task_7 {vocab.END_REASONS[reason]}"
-    assert task.finished and task.info().state == vocab.FAILED
+    assert task.finished and shapes.task_info(task).state == vocab.FAILED
 
 
-def test_vocab_is_stdlib_only():
+def test_vocab_imports_nothing():
     tree = ast.parse((ROOT / "plugkit" / "vocab.py").read_text())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= {"typing", "__future__"}
+    assert imported == set()  # not even typing: the client's hot path imports vocab
+
+
+def test_the_ledger_path_is_built_by_its_helper_only():
+    from plugkit import paths
+
+    assert paths.ledger_file("/h") == "/h/ledger.sqlite3"
+    name = "ledger.sqlite3"
+    spelled = [f"{path.relative_to(ROOT)}:{n}" for path, tree in _sources()
+               for n, value in _string_constants(tree) if name in value and path.name != "paths.py"]
+    assert spelled == []
