@@ -84,6 +84,7 @@ class RunnerInfo(Result):
     running_tasks: int
     requests: int
     reaper: dict[str, int | float] = {}
+    browser: dict = {}  # running, pid, chromium, sandbox {on, why}
 
 
 class DebugSnapshot(Result):

@@ -15,14 +15,13 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional
+from typing import Mapping, Optional
 
-from plugkit import errors, languages
+from plugkit import languages
 from plugkit.languages import projects as lang_projects
 from plugkit.languages.model import Layout
-from plugkit.protocol import TaskExecParams
-from runner.core.tasks.task import Execution, SessionKey, Task
-from runner.executors.base import Outcome, Prepared
+from plugkit.refusals import Invalid, Unavailable
+from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.system import kill as kill_mod
 from runner.system import tags
 
@@ -41,11 +40,11 @@ class ProcessSpec:
 
 
 class _Pipes(asyncio.SubprocessProtocol):
-    """Feeds both output pipes into the task buffer as bytes arrive (no deadlock: asyncio
+    """Feeds both output pipes into the task's output as bytes arrive (no deadlock: asyncio
     reads stdout and stderr independently, so a child filling stderr first never blocks)."""
 
-    def __init__(self, task: Task) -> None:
-        self.task = task
+    def __init__(self, io: TaskIO) -> None:
+        self.io = io
         self.transport: Optional[asyncio.SubprocessTransport] = None
         self._narrow = {1, 2}  # pipes still at the kernel's default size
         self.exited = asyncio.get_running_loop().create_future()
@@ -59,13 +58,12 @@ class _Pipes(asyncio.SubprocessProtocol):
         if len(data) >= 1 << 16 and fd in self._narrow and self.transport is not None:
             self._narrow.discard(fd)  # a full default pipe: this task is chatty
             _widen_pipe(self.transport, fd)
-        self.task.buffer.feed(STREAMS[fd], data)
-        self.task.notify()
+        self.io.write(STREAMS[fd], data)
 
     def pipe_connection_lost(self, fd: int, exc: Optional[Exception]) -> None:
         if fd in self._open:
             self._open.discard(fd)
-            self.task.buffer.flush(STREAMS[fd])
+            self.io.flush(STREAMS[fd])
             if not self._open:
                 self.drained.set()
 
@@ -77,9 +75,9 @@ class _Pipes(asyncio.SubprocessProtocol):
 class ProcessRun:
     """The Execution for one running step: input, kill."""
 
-    def __init__(self, task: Task, spec: ProcessSpec, transport: asyncio.SubprocessTransport,
+    def __init__(self, task_id: int, spec: ProcessSpec, transport: asyncio.SubprocessTransport,
                  pipes: _Pipes) -> None:
-        self.task, self.spec, self.transport, self.pipes = task, spec, transport, pipes
+        self.task_id, self.spec, self.transport, self.pipes = task_id, spec, transport, pipes
         self.pid = transport.get_pid()
         # The pid-reuse guard compares against the kernel's start time with a
         # tolerance far above the microseconds since fork; asking psutil here
@@ -113,7 +111,7 @@ class ProcessRun:
         # psutil scans and sleeps: off the event loop, so other sessions keep being served.
         await asyncio.to_thread(
             kill_mod.kill_tree, pgid=self.pid, root=(self.pid, self.create_time),
-            runner_id=self.spec.runner_id, task_id=str(self.task.id), grace_s=self.spec.kill_grace_s)
+            runner_id=self.spec.runner_id, task_id=str(self.task_id), grace_s=self.spec.kill_grace_s)
 
 
 class ProcessExecutor:
@@ -130,7 +128,7 @@ class ProcessExecutor:
     def claims(self, lang: str) -> bool:
         return True
 
-    async def prepare(self, p: TaskExecParams) -> Prepared:
+    async def prepare(self, p: ExecSpec) -> Prepared:
         try:
             # The session cwd finds the workspace's .plugkit/lang plugins (read fresh on every exec).
             language = languages.lookup(p.lang, workspace=p.cwd)
@@ -143,15 +141,14 @@ class ProcessExecutor:
             layout = lang_projects.layout(plan, p.code, lang_projects.ProjectContext(self.spec.home, p.cwd))
             return Prepared(language.name, layout)
         except (languages.UnknownLanguage, languages.PluginError, languages.ProjectError) as exc:
-            raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None
+            raise Invalid(str(exc)) from None
         except languages.LanguageError as exc:
-            raise errors.RpcError(errors.UNAVAILABLE, str(exc)) from None
+            raise Unavailable(str(exc)) from None
 
-    async def run(self, task: Task, prepared: Prepared, p: TaskExecParams,
-                  on_start: Callable[[Execution], None]) -> Outcome:
+    async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         layout: Layout = prepared.payload
-        rc, compiled = await self.run_steps(task, layout, p.stdin, p.env, on_start)
-        return outcome_of(task.id, rc, compiled, layout.compile_hint)
+        rc, compiled = await self.run_steps(io, layout, spec.stdin, spec.env)
+        return outcome_of(io.id, rc, compiled, layout.compile_hint)
 
     async def end_session(self, key: SessionKey) -> None:
         return None  # a process task holds nothing beyond its tree, which the manager kills
@@ -162,36 +159,33 @@ class ProcessExecutor:
     def snapshot(self) -> dict:
         return {"tmp_root": self.spec.tmp_root}
 
-    async def run_steps(self, task: Task, layout: Layout, stdin: Optional[str],
-                        env: Optional[Mapping[str, str]], on_start: Callable[[ProcessRun], None]) -> tuple[int, bool]:
+    async def run_steps(self, io: TaskIO, layout: Layout, stdin: Optional[str],
+                        env: Optional[Mapping[str, str]]) -> tuple[int, bool]:
         """Compile (if the layout has a step) and run; returns (returncode, compiled_ok).
         Both steps are tagged with the task id, so a kill or timeout reaches whichever
         runs. The temp file or dir, and the layout's leftovers, go on every exit path."""
         workdir = file = None
         try:
             if layout.in_dir:
-                workdir = tempfile.mkdtemp(prefix=f"task_{task.id}-", dir=self.spec.tmp_root)
-                file = _write_tree(workdir, layout, f"task_{task.id}{layout.suffix}")
+                workdir = tempfile.mkdtemp(prefix=f"task_{io.id}-", dir=self.spec.tmp_root)
+                file = _write_tree(workdir, layout, f"task_{io.id}{layout.suffix}")
             else:
-                fd, file = tempfile.mkstemp(prefix=f"task_{task.id}-", suffix=layout.suffix, dir=self.spec.tmp_root)
+                fd, file = tempfile.mkstemp(prefix=f"task_{io.id}-", suffix=layout.suffix, dir=self.spec.tmp_root)
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     fh.write(layout.source)
             out_dir = workdir or self.spec.tmp_root
-            names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{task.id}.out"), dir=out_dir)
+            names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{io.id}.out"), dir=out_dir)
             base = {**self._base_env, **dict(layout.env)} if layout.env else self._base_env
             child_env = tags.child_env(base, env, {
-                tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(task.id),
-                tags.SESSION_ID: task.session.session_id, tags.HOME: tags.home_id(self.spec.home)})
+                tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(io.id),
+                tags.SESSION_ID: io.session.session_id, tags.HOME: tags.home_id(self.spec.home)})
             if layout.compile:
-                code_rc = await self._step(task, languages.render(layout.compile, **names), child_env,
-                                           None, on_start)
+                code_rc = await self._step(io, languages.render(layout.compile, **names), child_env, None)
                 if code_rc != 0:
                     if code_rc > 0 and layout.compile_hint:  # not for a kill: the hint would mislead
-                        task.buffer.write_text("info", f"[plugkit] {layout.compile_hint}\n")
-                        task.notify()
+                        io.write_text("info", f"[plugkit] {layout.compile_hint}\n")
                     return code_rc, False
-            return await self._step(task, languages.render(layout.run, **names), child_env,
-                                    stdin, on_start), True
+            return await self._step(io, languages.render(layout.run, **names), child_env, stdin), True
         finally:
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -199,16 +193,15 @@ class ProcessExecutor:
                 os.unlink(file)
             _remove_leftovers(layout.leftovers)
 
-    async def _step(self, task: Task, argv: list[str], env: dict[str, str], stdin: Optional[str],
-                    on_start: Callable[[ProcessRun], None]) -> int:
+    async def _step(self, io: TaskIO, argv: list[str], env: dict[str, str], stdin: Optional[str]) -> int:
         loop = asyncio.get_running_loop()
         transport, pipes = await loop.subprocess_exec(
-            lambda: _Pipes(task), *argv, stdin=asyncio.subprocess.PIPE,
+            lambda: _Pipes(io), *argv, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            cwd=task.session.cwd, env=env, start_new_session=True)
-        run = ProcessRun(task, self.spec, transport, pipes)
+            cwd=io.session.cwd, env=env, start_new_session=True)
+        run = ProcessRun(io.id, self.spec, transport, pipes)
         try:
-            on_start(run)
+            io.started(run)
             if stdin is not None:
                 run.write(stdin.encode())
                 run.close_input()
