@@ -36,9 +36,11 @@ class PortHeld(PortTaken):
         self.port, self.held = port, held
         self.holder = Holder(None, "?", None)
         what = "; ".join(held[:3]) if held else "a connection plugkit cannot see"
+        # Closed from this end, a connection keeps its port in TIME_WAIT for 60 s on Linux.
+        ends = ", which ends within a minute" if any("TIME_WAIT" in h for h in held) else ""
         Exception.__init__(
             self,
-            f"port {port} is held by an outgoing connection {what}, still there after {waited_s:g} s "
+            f"port {port} is held by an outgoing connection {what}, still there after {waited_s:g} s{ends} "
             f"(Linux picks such ports from its ephemeral range); `plugkit doctor` prints the sysctl "
             f"line that reserves port {port}, or set PLUGKIT_PORT to another port")
 
