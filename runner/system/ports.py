@@ -160,9 +160,9 @@ def connections(port: int) -> list[str]:
 def _try_bind(port: int) -> socket.socket | None:
     """The listening socket, or None if the address is in use; other errors propagate."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    # REUSEADDR only skips TIME_WAIT leftovers of a previous runner; Linux still refuses to
-    # listen while another socket listens there, or holds the port in a live connection
-    # (then bind() succeeds and listen() is what fails).
+    # REUSEADDR only skips TIME_WAIT leftovers of a previous runner; Linux still refuses
+    # while another socket listens there, or while a connection made without REUSEADDR
+    # (every port the kernel picks for connect()) holds it, even in TIME_WAIT.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(("127.0.0.1", port))
