@@ -174,6 +174,10 @@ class TaskInfo(Result):
     duration_ms: Optional[int] = None
     bytes_out: int = 0
     dropped: int = 0
+    # Measured by the task's cgroup (runner/system/cgroups.py); None where there is none
+    # (tags mode) or the kernel lacks the memory controller.
+    cpu_s: Optional[float] = None
+    memory_peak_bytes: Optional[int] = None
 
 
 class TaskResult(Result):

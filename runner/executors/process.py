@@ -5,6 +5,9 @@ project builder (plugkit/languages/projects.py) as a Layout; nothing here knows 
 
 Every task root starts in its own session (start_new_session): one killpg then
 reaches the whole tree, and a Ctrl-C in the runner's terminal never reaches it.
+Where the kernel allows, every task also gets its own cgroup v2 (runner/system/cgroups.py),
+joined before the task runs any code: what leaves the group and drops its tags
+(`setsid env -i ...`) still dies with the task, and its CPU time is counted.
 """
 
 import asyncio
@@ -23,6 +26,7 @@ from plugkit.languages.model import Layout
 from plugkit.protocol import TaskExecParams
 from runner.core.tasks.task import Execution, SessionKey, Task
 from runner.executors.base import Outcome, Prepared
+from runner.system import cgroups
 from runner.system import kill as kill_mod
 from runner.system import tags
 
@@ -37,6 +41,7 @@ class ProcessSpec:
     home: str
     kill_grace_s: float
     tmp_root: str
+    cgroup_set: Optional[cgroups.TaskCgroups] = None
 
 
 class _Pipes(asyncio.SubprocessProtocol):
@@ -77,8 +82,9 @@ class ProcessRun:
     """The Execution for one running step: input, kill."""
 
     def __init__(self, task: Task, spec: ProcessSpec, transport: asyncio.SubprocessTransport,
-                 pipes: _Pipes) -> None:
+                 pipes: _Pipes, cgroup: Optional[str] = None) -> None:
         self.task, self.spec, self.transport, self.pipes = task, spec, transport, pipes
+        self.cgroup = cgroup
         self.pid = transport.get_pid()
         # The pid-reuse guard compares against the kernel's start time with a
         # tolerance far above the microseconds since fork; asking psutil here
@@ -104,6 +110,9 @@ class ProcessRun:
         await asyncio.to_thread(
             kill_mod.kill_tree, pgid=self.pid, root=(self.pid, self.create_time),
             runner_id=self.spec.runner_id, task_id=str(self.task.id), grace_s=self.spec.kill_grace_s)
+        if self.cgroup is not None:
+            # After the TERM grace: whatever is left in the cgroup (tagged or not) is KILLed at once.
+            await asyncio.to_thread(cgroups.kill_cgroup, self.cgroup)
 
 
 class ProcessExecutor:
@@ -147,10 +156,12 @@ class ProcessExecutor:
         return None  # a process task holds nothing beyond its tree, which the manager kills
 
     async def close(self) -> None:
-        return None
+        if self.spec.cgroup_set is not None:
+            await asyncio.to_thread(self.spec.cgroup_set.close)
 
     def snapshot(self) -> dict:
-        return {"tmp_root": self.spec.tmp_root}
+        cg = self.spec.cgroup_set
+        return {"tmp_root": self.spec.tmp_root, "isolation": cg.mode.detail if cg else "tags"}
 
     async def run_steps(self, task: Task, layout: Layout, stdin: Optional[str],
                         env: Optional[Mapping[str, str]], on_start: Callable[[ProcessRun], None]) -> tuple[int, bool]:
@@ -158,6 +169,7 @@ class ProcessExecutor:
         Both steps are tagged with the task id, so a kill or timeout reaches whichever
         runs. The temp file or dir, and the layout's leftovers, go on every exit path."""
         workdir = file = None
+        cgroup = self._make_cgroup(task)
         try:
             if layout.in_dir:
                 workdir = tempfile.mkdtemp(prefix=f"task_{task.id}-", dir=self.spec.tmp_root)
@@ -174,29 +186,55 @@ class ProcessExecutor:
                 tags.SESSION_ID: task.session.session_id, tags.HOME: self.spec.home})
             if layout.compile:
                 code_rc = await self._step(task, languages.render(layout.compile, **names), child_env,
-                                           None, on_start)
+                                           None, on_start, cgroup)
                 if code_rc != 0:
                     if code_rc > 0 and layout.compile_hint:  # not for a kill: the hint would mislead
                         task.buffer.write_text("info", f"[plugkit] {layout.compile_hint}\n")
                         task.notify()
                     return code_rc, False
             return await self._step(task, languages.render(layout.run, **names), child_env,
-                                    stdin, on_start), True
+                                    stdin, on_start, cgroup), True
         finally:
+            if cgroup is not None:
+                await asyncio.to_thread(self._end_cgroup, task, cgroup)
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             elif file:
                 os.unlink(file)
             _remove_leftovers(layout.leftovers)
 
+    def _make_cgroup(self, task: Task) -> Optional[str]:
+        cg = self.spec.cgroup_set
+        if cg is None:
+            return None
+        try:
+            path = cg.create(task.id)
+        except OSError:
+            return None  # the tags and the sweeper still reach it
+        task.usage_probe = lambda: cg.usage(path)
+        return path
+
+    def _end_cgroup(self, task: Task, path: str) -> None:
+        """The task is over: whatever it left in its cgroup dies, its usage is kept, the cgroup goes."""
+        cg = self.spec.cgroup_set
+        assert cg is not None
+        cg.kill(path)
+        final = cg.usage(path)
+        task.usage_probe = lambda: final
+        cg.remove(path)
+
     async def _step(self, task: Task, argv: list[str], env: dict[str, str], stdin: Optional[str],
-                    on_start: Callable[[ProcessRun], None]) -> int:
+                    on_start: Callable[[ProcessRun], None], cgroup: Optional[str] = None) -> int:
         loop = asyncio.get_running_loop()
+        if cgroup is not None and shutil.which(argv[0], path=env.get("PATH")) is not None:
+            # The child moves itself in before exec (see cgroups.py). A program that cannot
+            # be found is spawned bare, so its OSError still reads spawn_failed.
+            argv = [*cgroups.SHIM, cgroups.procs_file(cgroup), *argv]
         transport, pipes = await loop.subprocess_exec(
             lambda: _Pipes(task), *argv, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             cwd=task.session.cwd, env=env, start_new_session=True)
-        run = ProcessRun(task, self.spec, transport, pipes)
+        run = ProcessRun(task, self.spec, transport, pipes, cgroup)
         try:
             on_start(run)
             if stdin is not None:
@@ -233,7 +271,18 @@ def outcome_of(task_id: int, rc: int, compiled: bool, compile_hint: Optional[str
 def make(ctx) -> ProcessExecutor:
     return ProcessExecutor(ProcessSpec(runner_id=ctx.runner_id, home=ctx.home,
                                        kill_grace_s=ctx.limits.kill_grace_s,
-                                       tmp_root=os.path.join(ctx.home, "tmp")))
+                                       tmp_root=os.path.join(ctx.home, "tmp"),
+                                       cgroup_set=_task_cgroups(ctx.home, ctx.runner_id)))
+
+
+def _task_cgroups(home: str, runner_id: str) -> Optional[cgroups.TaskCgroups]:
+    mode = cgroups.detect_cached()
+    if mode.root is None:
+        return None
+    try:
+        return cgroups.TaskCgroups(mode, home, runner_id)
+    except OSError:
+        return None
 
 
 def _write_tree(workdir: str, layout: Layout, default_name: str) -> str:

@@ -3,7 +3,7 @@
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 from plugkit.protocol import TaskInfo
 from runner.core.tasks.output import OutputBuffer
@@ -59,6 +59,9 @@ class Task:
     execution: Optional[Execution] = None
     read_cursor: int = 0  # where this session's next "what's new" read starts
     bytes_out_before: int = 0  # output a rehydrated task produced beyond the tail it kept
+    # () -> an object with cpu_s and memory_peak_bytes (runner/system/cgroups.Usage), set by
+    # an executor that can measure its task (a cgroup per task); live until the task ends.
+    usage_probe: Optional[Callable[[], Any]] = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -101,4 +104,11 @@ class Task:
             started_at=self.started_at, ended_at=self.ended_at,
             duration_ms=int((end - self.started_at) * 1000),
             bytes_out=self.bytes_out, dropped=self.bytes_out_before + self.buffer.dropped,
+            **self._usage(),
         )
+
+    def _usage(self) -> dict:
+        if self.usage_probe is None:
+            return {}
+        usage = self.usage_probe()
+        return {"cpu_s": usage.cpu_s, "memory_peak_bytes": usage.memory_peak_bytes}
