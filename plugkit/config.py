@@ -1,11 +1,16 @@
-"""Runner limits, read once from the environment (PLUGKIT_*). Standard library only."""
+"""The runner's configuration as frozen values: Limits and RunnerConfig, parsed from an
+environment mapping (PLUGKIT_*) by the runner once at boot (runner/boot/config.py) and
+passed down from there. Standard library only: the client reads Limits too."""
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from typing import Mapping, Optional
+
+DEFAULT_BROWSER_IDLE_S = 300.0
 
 
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name)
+def _env_number(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name)
     if raw is None or raw == "":
         return default
     try:
@@ -36,11 +41,36 @@ class Limits:
     ledger_max_rows: int = 2000
 
     @classmethod
-    def from_env(cls) -> "Limits":
+    def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "Limits":
         """Each field can be set as PLUGKIT_<FIELD NAME IN CAPITALS>."""
+        environ = os.environ if environ is None else environ
         values = {}
         for f in fields(cls):
             default = f.default
-            value = _env_number(f"PLUGKIT_{f.name.upper()}", default)
+            value = _env_number(environ, f"PLUGKIT_{f.name.upper()}", default)
             values[f.name] = int(value) if isinstance(default, int) else value
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """Everything a runner is configured with, fixed for its lifetime."""
+
+    home: str  # PLUGKIT_HOME (see plugkit.paths.home)
+    port: int  # PLUGKIT_PORT
+    limits: Limits = field(default_factory=Limits)
+    # PLUGKIT_CHROMIUM: the browser exec:browser drives; None means the default lookup.
+    chromium: Optional[str] = None
+    # PLUGKIT_BROWSER_IDLE_S: how long Chromium outlives its last page.
+    browser_idle_s: float = DEFAULT_BROWSER_IDLE_S
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], home: str, port: int) -> "RunnerConfig":
+        """Raises ValueError naming the variable when one is malformed."""
+        raw_idle = environ.get("PLUGKIT_BROWSER_IDLE_S", "")
+        try:
+            idle_s = float(raw_idle) if raw_idle else DEFAULT_BROWSER_IDLE_S
+        except ValueError:
+            raise ValueError(f"PLUGKIT_BROWSER_IDLE_S={raw_idle!r} is not a number of seconds") from None
+        return cls(home=home, port=port, limits=Limits.from_env(environ),
+                   chromium=environ.get("PLUGKIT_CHROMIUM") or None, browser_idle_s=max(0.0, idle_s))

@@ -19,17 +19,17 @@ def home(env=None) -> str:
     return os.path.join(state, "plugkit")
 
 
-def ensure_home() -> str:
+def ensure_home(path: str | None = None) -> str:
     """Create the state dir 0700 (and tighten it if someone loosened it)."""
-    path = home()
+    path = home() if path is None else path
     os.makedirs(path, mode=0o700, exist_ok=True)
     if os.stat(path).st_mode & 0o077:
         os.chmod(path, 0o700)
     return path
 
 
-def port() -> int:
-    raw = os.environ.get("PLUGKIT_PORT", "")
+def port(env=None) -> int:
+    raw = (os.environ if env is None else env).get("PLUGKIT_PORT", "")
     if not raw:
         return DEFAULT_PORT
     value = int(raw)
@@ -38,41 +38,43 @@ def port() -> int:
     return value
 
 
-def _in_home(name: str) -> str:
-    return os.path.join(home(), name)
+def _in_home(name: str, home_dir: str | None) -> str:
+    # The runner passes the home it booted with; the client reads its environment.
+    return os.path.join(home() if home_dir is None else home_dir, name)
 
 
-def port_file() -> str:
-    return _in_home("port")
+def port_file(home_dir: str | None = None) -> str:
+    return _in_home("port", home_dir)
 
 
-def token_file() -> str:
-    return _in_home("token")
+def token_file(home_dir: str | None = None) -> str:
+    return _in_home("token", home_dir)
 
 
-def instance_lock() -> str:
-    return _in_home("runner.lock")
+def instance_lock(home_dir: str | None = None) -> str:
+    return _in_home("runner.lock", home_dir)
 
 
-def pid_file() -> str:
-    return _in_home("runner.pid")
+def pid_file(home_dir: str | None = None) -> str:
+    return _in_home("runner.pid", home_dir)
 
 
-def start_lock() -> str:
-    return _in_home("start.lock")
+def start_lock(home_dir: str | None = None) -> str:
+    return _in_home("start.lock", home_dir)
 
 
-def log_file() -> str:
-    return _in_home("runner.log")
+def log_file(home_dir: str | None = None) -> str:
+    return _in_home("runner.log", home_dir)
 
 
-def stdio_file() -> str:
+def stdio_file(home_dir: str | None = None) -> str:
     """Where a detached runner's stdout/stderr go (crash output before logging is up)."""
-    return _in_home("runner.out")
+    return _in_home("runner.out", home_dir)
 
 
-def ledger_file() -> str:
-    return _in_home("ledger.sqlite3")
+def ledger_file(home_dir: str | None = None) -> str:
+    """The task ledger of `home_dir` (default: this process's $PLUGKIT_HOME)."""
+    return _in_home("ledger.sqlite3", home_dir)
 
 
 def write_private(path: str, text: str) -> None:

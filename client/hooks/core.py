@@ -220,11 +220,22 @@ def on_prompt(event: Event) -> Answer:
 
 def on_pre_tool(event: Event) -> Answer:
     command = shell_command(event)
-    if command is not None and is_exec(command):
+    # exec: code that mentions approving is an approval attempt: the gates judge it before
+    # anything runs (a substring test keeps the plain exec: path free of an extra call).
+    if command is not None and is_exec(command) and "approv" not in command.lower():
         from client.hooks import exec_hook
 
         return exec_hook.run(event, command)
-    result = call("hook.pre_tool", _session(event, tool_name=event.tool_name, tool_input=slim(event.tool_input)))
+    # The platform matters only to an approval attempt (can the host ask the person?); sent
+    # only then, so a runner of the previous version keeps answering every other call.
+    asks = command is not None and "approv" in command.lower()
+    result = call("hook.pre_tool", _session(event, tool_name=event.tool_name, tool_input=slim(event.tool_input),
+                                            **({"platform": event.platform} if asks else {})),
+                  start=command is not None and is_exec(command))
+    if result["decision"] == "allow" and command is not None and is_exec(command):
+        from client.hooks import exec_hook
+
+        return exec_hook.run(event, command)
     return Answer(result["decision"], result["reason"])
 
 

@@ -13,6 +13,7 @@ hook's wait (PLUGKIT_HOOK_WAIT, default 10 s) comes back backgrounded with its i
 import contextlib
 import io
 import os
+import re
 import shlex
 import time
 
@@ -30,7 +31,14 @@ MAX_WAIT_S = 45.0  # installed PreToolUse hooks get 60 s from the platform
 DEFAULT_LIMIT = 12000  # bytes of output per answer: about 3000 tokens for the model
 VERBS = {"status": task_verbs.status, "sleep": task_verbs.sleep, "close": task_verbs.close,
          "type": task_verbs.type_, "tasks": task_verbs.tasks, "kill-port": None, "serial": None}
-CODE_FLAGS = ("--timeout", "--wait")
+CODE_FLAGS = ("--timeout", "--wait", "--stdin", "--no-stdin")
+STDIN_FLAGS = {"--stdin": True, "--no-stdin": False}
+# Code that reads its stdin keeps it open, for exec:type (and a task blocked on it is
+# reported as waiting for input); any other code gets end-of-file at once, so a stray
+# read (a tool that reads stdin when given no file) never holds a hook call. `--stdin` /
+# `--no-stdin` before the code decide it outright.
+ASKS_INPUT = re.compile(r"\binput\s*\(|stdin|STDIN|\bread\b|\bgets\b|scanf|Scanner\s*\(|[Rr]ead[Ll]ine|"
+                        r"getline|getchar|fgets|io\.read|\bprompt\s*\(")
 DELIVERY = "this denial only delivers the result: do not run it again in the shell"
 
 
@@ -42,6 +50,8 @@ class HookCaller(Caller):
         self.session_flag = self.session_id = session_id
         self.cwd_flag = cwd
         self.cwd = os.path.abspath(cwd)
+        # The verbs cap what they show by this, not $PLUGKIT_MAX_OUTPUT: the hook has its own.
+        self.output_cap = _limit()
 
     def command(self, verb: str, *words: str) -> str:
         return " ".join([verb, *words])
@@ -69,11 +79,15 @@ class Transcript:
 
 
 class Request:
-    __slots__ = ("verb", "args", "code", "timeout_s", "wait_s")
+    __slots__ = ("verb", "args", "code", "timeout_s", "wait_s", "stdin")
 
     def __init__(self, verb: str, args: list[str], code: str = "", timeout_s: float | None = None,
-                 wait_s: float | None = None) -> None:
+                 wait_s: float | None = None, stdin: bool | None = None) -> None:
         self.verb, self.args, self.code, self.timeout_s, self.wait_s = verb, args, code, timeout_s, wait_s
+        self.stdin = stdin  # keep stdin open for exec:type; None: only if the code reads it
+
+    def keeps_stdin(self) -> bool:
+        return self.stdin if self.stdin is not None else bool(ASKS_INPUT.search(self.code))
 
 
 def parse(command: str) -> Request:
@@ -91,11 +105,16 @@ def parse(command: str) -> Request:
             raise ValueError(f"exec:{name} takes its arguments on one line")
         return Request(name, _words(rest))
     flags: dict[str, float] = {}
+    stdin: bool | None = None
     while rest.startswith(CODE_FLAGS):
         flag, rest = _split(rest)
         option, eq, value = flag.partition("=")
-        if option not in CODE_FLAGS:
-            raise ValueError(f"unknown option {option}; before the code only --timeout S and --wait S")
+        if option in STDIN_FLAGS and not eq:
+            stdin = STDIN_FLAGS[option]
+            continue
+        if option not in CODE_FLAGS or option in STDIN_FLAGS:
+            raise ValueError(f"unknown option {option}; before the code only --timeout S, --wait S, "
+                             "--stdin and --no-stdin")
         if not eq:
             value, rest = _split(rest)
         try:
@@ -109,7 +128,7 @@ def parse(command: str) -> Request:
         code = "\n".join(part for part in (line, body) if part)
     if not code.strip():
         raise ValueError(f"no code: put it on the lines after exec:{name}")
-    return Request(name, [], code, flags.get("--timeout"), flags.get("--wait"))
+    return Request(name, [], code, flags.get("--timeout"), flags.get("--wait"), stdin)
 
 
 def _split(text: str) -> tuple[str, str]:
@@ -171,8 +190,6 @@ def run(event: Event, command: str) -> Answer:
 
 
 def _run_verb(request: Request, me: HookCaller, sink: Transcript) -> str:
-    # The verbs read their output cap from the environment; this process is the hook's own.
-    os.environ["PLUGKIT_MAX_OUTPUT"] = str(_limit())
     args = list(request.args)
     if request.verb == "sleep" and len(args) > 1 and args[1].replace(".", "", 1).isdigit():
         args[1] = str(min(float(args[1]), MAX_WAIT_S))  # the platform would kill a longer hook
@@ -191,7 +208,7 @@ def _run_verb(request: Request, me: HookCaller, sink: Transcript) -> str:
         code, _spec = serial_verbs.build_code(opts, words)
         timeout = number(opts, "timeout", "--timeout", None, minimum=0.001) or serial_verbs.max_timeout_s()
         wait = number(opts, "wait", "--wait", 2.0)
-        return _run_code(Request("serial", [], code, timeout, wait), me, sink)
+        return _run_code(Request("serial", [], code, timeout, wait, stdin=True), me, sink)
     VERBS[request.verb](args, sink=sink, caller=me)
     return f"[plugkit] `exec:{request.verb}` ran in the plugkit runner ({DELIVERY}):"
 
@@ -203,7 +220,8 @@ def _run_code(request: Request, me: HookCaller, sink: Transcript) -> str:
     client = connect()  # an exec: call is worth starting the runner for
     try:
         follower = follow.Follower(client, {}, sink, _limit())
-        info, first = exec_verbs.start(client, me, follower, lang, request.code, wait_s, request.timeout_s)
+        info, first = exec_verbs.start(client, me, follower, lang, request.code, wait_s, request.timeout_s,
+                                       no_stdin=not request.keeps_stdin())
         follower.take(first)
         info = follower.follow(info, deadline)
         done = render.finished(info)
@@ -212,6 +230,10 @@ def _run_code(request: Request, me: HookCaller, sink: Transcript) -> str:
     finally:
         client.close()
     tid = info["task_id"]
+    if not done and render.waiting(info):
+        render.print_followups(sink, me, tid, render.waiting_line(me, tid), follower, render.input_rows(me, tid))
+        return (f"[plugkit] `exec:{lang}` started as task_{tid} in the plugkit runner instead of the shell "
+                f"({DELIVERY}); {render.waiting_line(me, tid)}. Output so far:")
     if not done:
         render.print_followups(sink, me, tid, f"task_{tid} is still running after {wait_s:g}s", follower)
         return (f"[plugkit] `exec:{lang}` started as task_{tid} in the plugkit runner instead of the shell "

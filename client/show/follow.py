@@ -3,7 +3,7 @@
 Output shown per call is capped (PLUGKIT_MAX_OUTPUT bytes, default 64 KiB; 0 or
 --full means no cap): the first half streams as it arrives, the rest is skipped
 while the task runs, and once it ends the last half is shown after a note naming
-how many bytes were left out. The skipped bytes stay unread in the runner, so
+how many bytes were left out: every stream keeps its own last lines. The skipped bytes stay unread in the runner, so
 `plugkit exec:status task_N --full` prints them later.
 """
 
@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from client.show.render import finished, size
+from client.show.render import finished, size, waiting
 
 DEFAULT_LIMIT = 64 << 10
 READ_BYTES = 256 << 10
@@ -26,9 +26,12 @@ MAX_SLICE_S = 1.0
 READER_CHECK_S = 0.25
 
 
-def output_limit(full: bool) -> int | None:
+def output_limit(full: bool, cap: int | None = None) -> int | None:
+    """None means no cap. `cap` is a caller's own (the hooks'), else $PLUGKIT_MAX_OUTPUT's."""
     if full:
         return None
+    if cap is not None:
+        return cap
     raw = os.environ.get("PLUGKIT_MAX_OUTPUT")
     try:
         value = int(raw) if raw else DEFAULT_LIMIT
@@ -118,6 +121,7 @@ class Follower:
         self.matched = False
         self.rest_hint = ""  # the command that prints what a cap left out
         self.omitted = 0
+        self.cuts: dict[str, dict[str, int]] = {}  # per stream, when the end was cut to fit
         self.dropped = 0
         self._carry = ""
 
@@ -152,7 +156,7 @@ class Follower:
             self.read()
 
     def follow(self, info: dict | None, deadline: float) -> dict | None:
-        """Show output until the task ends, `until` is seen, or the deadline passes.
+        """Show output until the task ends, `until` is seen, it waits for input, or the deadline passes.
         Returns the newest TaskInfo seen (None only if no runner call was needed)."""
         while True:
             if self.more and not self.skipping:
@@ -162,7 +166,7 @@ class Follower:
                     return info
                 self.read()
                 continue
-            if self.matched or finished(info):
+            if self.matched or finished(info) or waiting(info):
                 return info
             remaining = deadline - time.monotonic()
             if remaining <= 0 and info is not None:
@@ -181,37 +185,44 @@ class Follower:
             params["timeout_ms"] = int(wait_s * 1000)
             result = self.client.call("task.wait", params, timeout=wait_s + 30)
             info = result["task"]
+            if waiting(info):
+                self.more = True  # what it printed before blocking (a prompt) is shown first
             if self.skipping:
                 self.matched = self.matched or (bool(self.until) and result["matched"])
             elif result["matched"]:
                 self.more = True
 
     def finish(self, end: int) -> None:
-        """After skipping: show the last part of the output up to offset `end`, after a note."""
+        """After skipping: show the end of the output up to offset `end`. When more is left
+        than the tail holds, the runner shares the tail among the streams so each keeps
+        its last lines (one line of stdout is never lost behind a flood of stderr)."""
         if not self.skipping or self.tail is None:
             return
-        start = max(self.cursor, end - self.tail)
-        if start > self.cursor:
-            self.omitted += start - self.cursor
-            how = f"; `{self.rest_hint}` prints them" if self.rest_hint else ""
-            self.sink.note(f"... {size(start - self.cursor)} of output not shown (offsets "
-                           f"{self.cursor}-{start}){how}; the last {size(end - start)} follow")
-        # With nothing left out, read through the session's cursor so the next
-        # exec:status does not repeat this; past a gap, an explicit cursor leaves
-        # the session's in place, at the start of what was not shown.
-        through_session = start == self.cursor
-        cursor = start
+        if end - self.cursor <= self.tail:
+            self._read_to(end)
+            return
+        out = self.client.call("task.output", dict(self.ref, cursor=self.cursor, max_bytes=self.tail, tails=True))
+        cuts = out.get("cuts") or []
+        self.cuts = {c["stream"]: {"total": c["total"], "shown": c["shown"]} for c in cuts}
+        self.omitted += sum(c["total"] - c["shown"] for c in cuts)
+        parts = [f"{c['stream']} {size(c['total'] - c['shown'])} of {size(c['total'])} not shown"
+                 if c["shown"] < c["total"] else f"{c['stream']} shown whole" for c in cuts]
+        how = f"; `{self.rest_hint}` prints all of it" if self.rest_hint else ""
+        self.sink.note(f"... output past the first {size(self.cursor)} is cut to fit: {', '.join(parts)} "
+                       f"(the last lines of each stream follow){how}")
+        for chunk in out["chunks"]:
+            self.sink.write(chunk["stream"], chunk["text"])
+
+    def _read_to(self, end: int) -> None:
+        # Nothing is left out: read through the session's cursor so the next
+        # exec:status does not repeat this.
+        cursor = self.cursor
         while cursor < end:
-            params = dict(self.ref, max_bytes=min(READ_BYTES, end - cursor))
-            if not through_session:
-                params["cursor"] = cursor
-            out = self.client.call("task.output", params)
+            out = self.client.call("task.output", dict(self.ref, max_bytes=min(READ_BYTES, end - cursor)))
             for chunk in out["chunks"]:
                 self.sink.write(chunk["stream"], chunk["text"])
             if out["cursor"] <= cursor:
                 break
-            cursor = out["cursor"]
-            if through_session:
-                self.cursor = cursor
+            cursor = self.cursor = out["cursor"]
             if not out["more"]:
                 break

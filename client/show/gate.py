@@ -31,6 +31,7 @@ def status(r: dict) -> list[str]:
         lines.append("recent transitions:")
         lines += ["  " + transition(t) for t in r["history"][-3:]]
     lines += [f"notice: {n}" for n in r["notices"]]
+    lines += [f"TAMPERED (not believed): {t}" for t in r.get("tampered", [])]
     return lines
 
 

@@ -3,11 +3,27 @@ commands and the --json documents. No I/O with the runner."""
 
 import json
 
-TERMINAL = frozenset({"completed", "failed", "killed", "timed_out", "rejected"})
+from plugkit.vocab import TERMINAL_STATES
 
 
 def finished(info: dict | None) -> bool:
-    return info is not None and info["state"] in TERMINAL
+    return info is not None and info["state"] in TERMINAL_STATES
+
+
+def waiting(info: dict | None) -> bool:
+    """Running, and blocked reading its stdin: only exec:type can move it on."""
+    return info is not None and bool(info.get("waiting_for_input")) and not finished(info)
+
+
+def waiting_line(me, tid: int) -> str:
+    return f"task_{tid} is waiting for input: {me.command('exec:type', f'task_{tid}', 'TEXT')}, or --eof"
+
+
+def input_rows(me, tid: int) -> list[tuple[str, str]]:
+    name = f"task_{tid}"
+    return [(me.command("exec:type", name, "TEXT"), "send TEXT and a newline to its stdin"),
+            (me.command("exec:type", name, "--eof"), "close its stdin (end of input)"),
+            (me.command("exec:close", name), "kill it and forget it")]
 
 
 def exit_code(info: dict) -> int:
@@ -62,7 +78,8 @@ def task_table(tasks: list[dict]) -> str:
     for t in tasks:
         code = t.get("exit_code")
         exit_ = f"sig {t['signal']}" if t.get("signal") else ("-" if code is None else str(code))
-        rows.append((f"task_{t['task_id']}", t["state"], exit_, t["lang"], seconds(t.get("duration_ms")),
+        state = "waiting-input" if waiting(t) else t["state"]
+        rows.append((f"task_{t['task_id']}", state, exit_, t["lang"], seconds(t.get("duration_ms")),
                      size(t.get("bytes_out") or 0), str(t.get("pid") or "-")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows)
@@ -92,7 +109,7 @@ def print_json(info: dict, sink, follower, nxt: list[str] | None = None, **extra
     done = finished(info)
     doc = {"task": info, "running": not done, "exit_code": exit_code(info) if done else None,
            "output": sink.chunks, "notes": sink.notes, "omitted": follower.omitted,
-           "dropped": follower.dropped, "cursor": follower.cursor, **extra}
+           "cuts": follower.cuts, "dropped": follower.dropped, "cursor": follower.cursor, **extra}
     if nxt:
         doc["next"] = nxt
     print(json.dumps(doc))

@@ -23,7 +23,6 @@ the runner's TCP port and the state directory's permissions; says what to fix.
 Exit 1 if anything plugkit needs is broken."""
 
 REQUIRED_LANGUAGES = frozenset({"bash", "python"})
-CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 PRIVATE_FILES = ("token", "port", "runner.log", "runner.out", "ledger.sqlite3")
 
 
@@ -41,18 +40,25 @@ def check_languages():
 
 
 def check_chromium():
-    exe = os.environ.get("PLUGKIT_CHROMIUM") or next(filter(None, map(shutil.which, CHROMIUMS)), None)
-    if exe and os.access(exe, os.X_OK):
-        # Found is not enough: a broken install (missing libraries) fails only when started.
-        started, detail = _starts(exe)
-        if started:
-            yield "ok", "chromium", f"{exe} ({detail})", ""
-        else:
-            yield ("warn", "chromium", f"{exe} does not start: {detail}",
-                   "reinstall it (apt-get install --reinstall chromium) or set PLUGKIT_CHROMIUM")
+    from plugkit.chromium import ChromiumNotFound, find_chromium, sandbox_for
+
+    try:
+        exe = find_chromium()  # the runner's rule, so doctor reports on the browser it would start
+    except ChromiumNotFound as exc:
+        yield "warn", "chromium", f"{exc} (exec:browser needs it)", ""
+        return
+    sandbox = sandbox_for(exe)
+    # Found is not enough: a broken install (missing libraries) fails only when started.
+    started, detail = _starts(exe)
+    if started:
+        yield "ok", "chromium", f"{exe} ({detail})", ""
     else:
-        yield ("warn", "chromium", "not found (exec:browser needs it)",
-               "apt-get install chromium, or set PLUGKIT_CHROMIUM to a Chrome/Chromium binary")
+        yield ("warn", "chromium", f"{exe} does not start: {detail}",
+               "reinstall it (apt-get install --reinstall chromium) or set PLUGKIT_CHROMIUM")
+    if sandbox.on:
+        yield "ok", "chromium sandbox", f"on: {sandbox.why}", ""
+    else:
+        yield "warn", "chromium sandbox", f"off: {sandbox.why}", ""
 
 
 def _starts(exe: str) -> tuple[bool, str]:

@@ -27,7 +27,7 @@ FIRST_WAIT_S = 0.2
 DEFAULT_WAIT_S = 15.0
 
 OPTIONS = {"--session": VALUE, "--cwd": VALUE, "--json": FLAG, "--timeout": VALUE, "--wait": VALUE,
-           "--file": VALUE, "--full": FLAG, "--kill-on-interrupt": FLAG}
+           "--file": VALUE, "--full": FLAG, "--kill-on-interrupt": FLAG, "--no-stdin": FLAG}
 
 USAGE = """usage: plugkit exec:<lang> [options] [CODE... | --file F | -]
        plugkit exec --lang L [options] [CODE... | --file F | -]
@@ -44,6 +44,9 @@ the code is read from stdin when stdin is not a terminal (or with `-`).
   --json               one JSON object at the end instead of streaming
   --full               no output cap (default: first+last 64 KiB, $PLUGKIT_MAX_OUTPUT)
   --kill-on-interrupt  Ctrl-C kills the task (default: it keeps running)
+  --no-stdin           the task's stdin is empty and closed: a read gets end-of-file at once
+                       (default: open for exec:type; a task blocked reading it is reported
+                       as waiting for input)
 Put CODE after `--` if it contains words that look like these options.
 If the reader of our output goes away (`| head -1`), the task is killed, as
 `yes | head -1` would end `yes`, and plugkit exits 141 without a word."""
@@ -72,18 +75,21 @@ def _exec(argv: list[str], lang: str | None) -> int:
     client = connect()
     try:
         follower = follow.Follower(client, {}, sink, limit)
-        info, first_output = start(client, me, follower, lang, code, wait_s, timeout_s)
+        info, first_output = start(client, me, follower, lang, code, wait_s, timeout_s,
+                                   no_stdin=bool(opts.get("no_stdin")))
         return follow_started(client, follower, info, first_output, me, opts, wait_s, deadline)
     finally:
         client.close()
 
 
 def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, wait_s: float,
-          timeout_s: float | None) -> tuple[dict, dict]:
+          timeout_s: float | None, no_stdin: bool = False) -> tuple[dict, dict]:
     """task.exec, waiting at most FIRST_WAIT_S; points `follower` at the new task.
     Returns (TaskInfo, the first output). Shared with the hooks' exec: interception."""
     params = me.params(lang=lang, code=code, wait_ms=int(min(wait_s, FIRST_WAIT_S) * 1000),
                        max_bytes=follower.read_size())
+    if no_stdin:
+        params["stdin"] = ""  # written, then closed: the task's first read is end-of-file
     if timeout_s is not None:
         params["timeout_ms"] = max(1, round(timeout_s * 1000))
     result = client.call("task.exec", params, timeout=FIRST_WAIT_S + 30)
@@ -119,13 +125,15 @@ def follow_started(client, follower: follow.Follower, info: dict, first_output: 
             f"lost the runner while following task_{tid}; check `plugkit runner status` "
             f"(if the runner died, task_{tid} ended with it)") from None
     running = not render.finished(info)
-    rows = rows or render.followups(me, tid)
+    blocked = render.waiting(info)
+    rows = render.input_rows(me, tid) if blocked else rows or render.followups(me, tid)
     extra = {"matched": follower.matched} if follower.until else {}
     if isinstance(sink, follow.Collector):
         nxt = [cmd for cmd, _ in rows] if running else None
         render.print_json(info, sink, follower, nxt, **extra)
     elif running:
-        headline = (f"saw {follower.until!r}; task_{tid} is still running" if follower.matched
+        headline = (render.waiting_line(me, tid) if blocked
+                    else f"saw {follower.until!r}; task_{tid} is still running" if follower.matched
                     else f"task_{tid} is still running after {wait_s:g}s")
         render.print_followups(sink, me, tid, headline, follower, rows)
     elif _unusual_end(info):

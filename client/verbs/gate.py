@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Callable
 
+from plugkit.vocab import TASK_ID_TAG
+
 from client.show import gate as show
 from client.args import task_id
 from client.wire.session import Caller, connect
@@ -74,7 +76,12 @@ def gate_main(argv: list[str]) -> int:
     ver = sub.add_parser("verify", parents=[common], help="run the configured verify command, witnessed")
     ver.add_argument("--wait", type=float, default=60.0, help="seconds to wait for it (default 60)")
     sub.add_parser("context", parents=[common], help="the lines a SessionStart hook shows the agent")
+    sub.add_parser("restore", parents=[common],
+                   help="write .prd and .plugkit/state.json again from the runner's ledger, dropping outside edits")
     a = p.parse_args(argv)
+    if a.action == "restore":
+        return _call(a, "gate.restore", lambda r: [f"views restored from the runner's ledger; dropped: {d}"
+                                                   for d in r["dropped"]] or ["views restored; nothing was edited"])
     if a.action == "status":
         return _call(a, "gate.status", show.status)
     if a.action == "advance":
@@ -212,10 +219,11 @@ def approve_main(argv: list[str]) -> int:
     # (an `exec:` call is run from its own PreToolUse hook), so without this `exec:bash` +
     # `plugkit approve ID` would be the agent approving its own item. A deliberate unset gets
     # past it: like the via "hook" refusal, it stops the agent's easy path, not a local user.
-    task = os.environ.get("PLUGKIT_TASK_ID")
+    task = os.environ.get(TASK_ID_TAG)
     if task:
         print(f"plugkit approve: refused inside runner task_{task}: approving is a person's step, "
               f"typed in their own terminal (`plugkit approve {a.id}`)", file=sys.stderr)
         return 1
-    return _call(a, "approval.grant", lambda r: [f"approved {r['item_id']} as {r['user']}"],
+    return _call(a, "approval.grant", lambda r: [f"approved {r['item_id']} as {r['user']}"
+                                                  + (f" on {r['tty']}" if r.get("tty") else "")],
                  item_id=a.id, via="cli", user=_os_user())

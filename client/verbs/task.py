@@ -54,7 +54,8 @@ def status(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         # State first, output second: a task seen finished has all its output in
         # the buffer already, so nothing it printed can slip past this call.
         info = client.call("task.status", me.ref(tid))
-        follower = follow.Follower(client, me.ref(tid), sink, follow.output_limit(bool(opts.get("full"))))
+        limit = follow.output_limit(bool(opts.get("full")), me.output_cap)
+        follower = follow.Follower(client, me.ref(tid), sink, limit)
         follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
         follower.drain()
         follower.finish(info["bytes_out"])
@@ -69,6 +70,8 @@ def status(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         sink.note(f"output past the first {render.size(follower.cursor)} is not shown; "
                   f"`{follower.rest_hint}` prints the rest")
     sink.note(render.state_line(info))
+    if render.waiting(info):
+        sink.note(render.waiting_line(me, tid))
     return 0
 
 
@@ -87,8 +90,8 @@ def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         raise UsageError("--until needs some text to wait for")
     sink = _sink(opts, sink)
     client = connect()
-    follower = follow.Follower(client, me.ref(tid), sink, follow.output_limit(bool(opts.get("full"))),
-                               until=until)  # type: ignore[arg-type]
+    limit = follow.output_limit(bool(opts.get("full")), me.output_cap)
+    follower = follow.Follower(client, me.ref(tid), sink, limit, until=until)  # type: ignore[arg-type]
     follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
     try:
         info = follower.follow(None, time.monotonic() + secs)
@@ -110,6 +113,8 @@ def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         render.print_json(info, sink, follower, matched=follower.matched)
     elif done:
         sink.note(render.state_line(info))
+    elif render.waiting(info):
+        render.print_followups(sink, me, tid, render.waiting_line(me, tid), follower, render.input_rows(me, tid))
     elif follower.matched:
         sink.note(f"saw {until!r}; {render.state_line(info)}")
     else:
@@ -186,6 +191,9 @@ def tasks(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         _say(sink, f"no tasks in {me.describe()}")
     else:
         _say(sink, render.task_table(listed))
+        for t in listed:
+            if render.waiting(t):
+                _say(sink, render.waiting_line(me, t["task_id"]))
     return 0
 
 

@@ -12,6 +12,7 @@ import time
 
 from client.wire.rpc import Connection, RunnerUnavailable, connect_verified
 from plugkit import paths
+from plugkit.vocab import HOME_TAG, IDENTITY_TAGS
 
 START_TIMEOUT_S = float(os.environ.get("PLUGKIT_START_TIMEOUT", "20"))
 
@@ -45,9 +46,8 @@ def spawn_runner() -> subprocess.Popen:
     home = paths.ensure_home()
     # A runner started from inside a task must not carry that task's tags, or the
     # task's kill (and the boot reaper) would take the new runner down with it.
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PLUGKIT_RUNNER_ID", "PLUGKIT_TASK_ID", "PLUGKIT_SESSION_ID")}
-    env["PLUGKIT_HOME"] = home
+    env = {k: v for k, v in os.environ.items() if k not in IDENTITY_TAGS}
+    env[HOME_TAG] = home
     out = os.open(paths.stdio_file(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         # A new session: the runner must outlive this client, its terminal and its

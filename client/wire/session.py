@@ -12,6 +12,9 @@ from plugkit import errors
 
 
 class Caller:
+    # The output cap a verb shows this caller; None: $PLUGKIT_MAX_OUTPUT (or --full) decides.
+    output_cap: int | None = None
+
     def __init__(self, opts: dict) -> None:
         self.cwd_flag = opts.get("cwd")
         self.session_flag = opts.get("session")

@@ -1,6 +1,7 @@
 """Project language plugins: `.plugkit/lang/*.toml` files that add or override language rows.
 
-The workspace is the session cwd or its nearest ancestor holding `.plugkit/`.
+The workspace is plugkit.workspace.find_root(session cwd), the same one the gates and memory use
+(`.plugkit/lang/` is itself a marker); / and $HOME are never one, so their files are never read.
 Each file defines one language, a row of the same shape as the built-in table:
 
     # .plugkit/lang/awk.toml
@@ -35,8 +36,9 @@ import re
 from dataclasses import dataclass
 
 from plugkit.languages.model import PLACEHOLDERS, Language, Runner, placeholders
+from plugkit.workspace import STATE_DIR, root_or_none
 
-LANG_DIR = os.path.join(".plugkit", "lang")
+LANG_DIR = os.path.join(STATE_DIR, "lang")
 MAX_BYTES = 64 * 1024
 KEYS = ("name", "aliases", "suffix", "run", "compile", "program", "install_hint", "filename")
 # {main} is filled by a project builder, which plugin rows cannot name.
@@ -71,21 +73,9 @@ class PluginSet:
 _parsed: dict[str, tuple[tuple[int, int, int], Language | Problem]] = {}
 
 
-def find_workspace(cwd: str) -> str | None:
-    """The nearest directory at or above cwd that holds .plugkit/ (None if there is none)."""
-    here = os.path.realpath(cwd)
-    while True:
-        if os.path.isdir(os.path.join(here, ".plugkit")):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
-
-
 def plugins_for(cwd: str) -> PluginSet | None:
     """The workspace's plugins as they are on disk now; None when it has no .plugkit/lang."""
-    workspace = find_workspace(cwd)
+    workspace = root_or_none(cwd)  # the gates' and memory's workspace too; none in / or $HOME
     if workspace is None:
         return None
     lang_dir = os.path.join(workspace, LANG_DIR)

@@ -1,13 +1,20 @@
-"""Evidence receipts: content-addressed JSON under `.plugkit/evidence/`, verifiable later.
+"""Evidence receipts: content-addressed JSON under `.plugkit/evidence/`, sealed by the runner.
 
 A receipt names its artifact by sha256: a task's witnessed output (a copy kept under
 `evidence/blobs/<sha256>`, written by the runner, never by the agent) or a file of the
 workspace (hashed where it is). The receipt's id is the hash of its own canonical
 JSON, so editing a receipt breaks its id, editing a blob breaks its hash, and editing a
 file named by a receipt shows as "changed since". `verify` re-hashes all three.
+
+Content addressing alone proves nothing about who wrote a receipt: anyone can write a
+blob and a JSON whose id is its own hash. So the runner seals each receipt with an
+HMAC-SHA256 under a key only it reads (`ws.seal`, 0600 in $PLUGKIT_HOME), over the whole
+body: task id, both sessions, workspace, code hash, exit code, output hash. A receipt
+without a valid seal fails `verify`. (The pure model, without a key, skips that check.)
 """
 
 import hashlib
+import hmac
 import json
 import os
 from typing import Literal, Optional
@@ -26,7 +33,8 @@ class TaskWitness(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     task_id: int
-    session_id: str
+    session_id: str  # the session the task ran in
+    by_session: Optional[str] = None  # the session that named it as a witness, when another one
     lang: str
     code_sha256: Optional[str]  # None only when the runner keeps no ledger (unit tests)
     state: str
@@ -46,6 +54,8 @@ class Receipt(BaseModel):
     task: Optional[TaskWitness] = None
     subject: str = ""  # what it witnesses: "mutable:NAME", "verify", an item id, ...
     note: str = ""
+    workspace: str = ""  # the root it was made for: a receipt copied elsewhere does not verify
+    mac: str = ""  # the runner's seal over id + body (hex HMAC-SHA256)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -60,10 +70,21 @@ def sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
+def _canonical(receipt: Receipt) -> bytes:
+    body = receipt.model_dump(mode="json", exclude={"id", "mac"})
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def body_id(receipt: Receipt) -> str:
-    body = receipt.model_dump(mode="json", exclude={"id"})
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return sha256_bytes(canonical.encode())[:ID_CHARS]
+    return sha256_bytes(_canonical(receipt))[:ID_CHARS]
+
+
+def seal_of(key: bytes, receipt: Receipt) -> str:
+    return hmac.new(key, receipt.id.encode() + b"\n" + _canonical(receipt), hashlib.sha256).hexdigest()
+
+
+def sealed(key: Optional[bytes], receipt: Receipt) -> bool:
+    return key is None or (bool(receipt.mac) and hmac.compare_digest(receipt.mac, seal_of(key, receipt)))
 
 
 def _blob_dir(ws: Workspace) -> str:
@@ -71,7 +92,13 @@ def _blob_dir(ws: Workspace) -> str:
 
 
 def _store(ws: Workspace, receipt: Receipt) -> Receipt:
+    receipt.workspace = ws.root
     receipt.id = body_id(receipt)
+    if ws.seal is not None:
+        receipt.mac = seal_of(ws.seal, receipt)
+    if ws.ledger is not None:  # listed in the runner's ledger: verifiable after its task ages out
+        ws.ledger.add_receipt(ws.root, receipt.id, receipt.task.task_id if receipt.task else None,
+                              receipt.created_at)
     os.makedirs(ws.evidence_dir, exist_ok=True)
     atomic_write(os.path.join(ws.evidence_dir, receipt.id + ".json"),
                  receipt.model_dump_json(indent=1).encode())
@@ -144,6 +171,11 @@ def verify(ws: Workspace, receipt: Receipt, file_name: Optional[str] = None) -> 
     problems = []
     if body_id(receipt) != receipt.id or (file_name is not None and file_name != receipt.id):
         problems.append("the receipt was edited after it was written (its content no longer hashes to its id)")
+    elif not sealed(ws.seal, receipt):
+        problems.append("the receipt carries no valid seal of this runner: it was not written by plugkit "
+                        "(forged, or from another runner's home)")
+    if ws.seal is not None and receipt.workspace != ws.root:
+        problems.append(f"the receipt was made for another workspace ({receipt.workspace or 'none named'})")
     if receipt.kind == "file":
         full = os.path.join(ws.root, receipt.path or "")
         try:
@@ -163,10 +195,11 @@ def verify(ws: Workspace, receipt: Receipt, file_name: Optional[str] = None) -> 
     return problems
 
 
-def verify_all(ws: Workspace, refs: list[str]) -> list[tuple[str, list[str]]]:
-    """(id, problems) per receipt: the named ones, or every file in evidence/ (even unreadable)."""
+def verify_all(ws: Workspace, refs: list[str]) -> list[tuple[str, Optional[Receipt], list[str]]]:
+    """(id, receipt, problems) per receipt: the named ones, or every file in evidence/ (even
+    unreadable: receipt None)."""
     if refs:
-        return [(r.id, verify(ws, r, r.id)) for r in (find(ws, ref) for ref in refs)]
+        return [(r.id, r, verify(ws, r, r.id)) for r in (find(ws, ref) for ref in refs)]
     try:
         names = sorted(n[:-5] for n in os.listdir(ws.evidence_dir) if n.endswith(".json"))
     except FileNotFoundError:
@@ -174,6 +207,6 @@ def verify_all(ws: Workspace, refs: list[str]) -> list[tuple[str, list[str]]]:
     out = []
     for name in names:
         receipt = _read(os.path.join(ws.evidence_dir, name + ".json"))
-        out.append((name, ["the receipt is not valid JSON of a receipt"] if receipt is None
+        out.append((name, receipt, ["the receipt is not valid JSON of a receipt"] if receipt is None
                     else verify(ws, receipt, name)))
     return out

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from plugkit.lifecycle import evidence, mutables, prd, state as state_mod
+from plugkit.lifecycle import authority, evidence, mutables, prd, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import Conflict, Forbidden, Invalid
 from plugkit.lifecycle.phases import (BACKWARD, FORWARD_FROM, ROW, Check, Facts, GitFacts, enter,
@@ -43,6 +43,8 @@ class Advance:
 
 
 def load_items(ws: Workspace) -> list[prd.Item]:
+    if ws.ledger is not None:
+        return authority.load(ws).items
     try:
         with open(ws.prd_path, "rb") as fh:
             return prd.parse(fh.read())
@@ -94,7 +96,8 @@ def facts(ws: Workspace, st: State, cfg: GateConfig, ext: External) -> Facts:
         emission=None if st.emission is None else tuple(d.path for d in st.emission),
         emission_mismatches=_mismatches(ws, st.emission or []),
         open_items=_open_items(ws), running_tasks=ext.running_tasks, git=ext.git,
-        verify_green=green, verify_note=note, new_work=tuple(st.new_work))
+        verify_green=green, verify_note=note, new_work=tuple(st.new_work),
+        tampered=tuple(f.text() for f in authority.findings(ws)))
 
 
 def next_checks(ws: Workspace, st: State, cfg: GateConfig, ext: External) -> list[Check]:
@@ -189,6 +192,14 @@ def resolve_mutable(ws: Workspace, name: str, w: Witnessed, line: Optional[int],
             moved = enter(st, rule.target, rule.trigger, [Check("attempts", False, outcome.attempts)], now,
                           f"mutable {name}: {attempt.reason}")
         return Resolution(m.model_copy(), outcome, attempt, receipt, st.model_copy(deep=True), moved)
+
+
+def restore_views(ws: Workspace) -> list[str]:
+    """gate.restore: the views written again from the runner's ledger; the edits dropped."""
+    if ws.ledger is None:
+        raise Conflict("only the runner keeps a ledger to restore the views from")
+    with ws.locked():
+        return [f.text() for f in authority.restore(ws)]
 
 
 def declare_emission(ws: Workspace, files: list[tuple[str, str]]) -> State:

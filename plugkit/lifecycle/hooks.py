@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from plugkit.lifecycle import config as config_mod, prd, state as state_mod
+from plugkit.lifecycle import authority, config as config_mod, prd, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import Conflict
 from plugkit.lifecycle.gating import External, facts, load_items
@@ -84,6 +84,12 @@ def context_lines(ws: Workspace) -> list[str]:
     st = state_mod.load(ws)
     since = time.strftime("%H:%M", time.localtime(st.entered_at)) if st.entered_at else "start"
     lines = [f"plugkit gates ({cfg.mode}): phase {st.phase} since {since}; workspace {ws.root}"]
+    found = authority.findings(ws)
+    for finding in found[:3]:
+        lines.append(f"TAMPERED (edited outside plugkit, not believed): {_short(finding.text(), 120)}")
+    if found:
+        lines.append("  -> revert the edit, redo it through plugkit, or `plugkit gate restore`; "
+                     "COMPLETE waits until then")
     unknown = st.unknown()
     if unknown:
         lines.append(f"unknown mutables ({len(unknown)}): {', '.join(unknown[:8])}"

@@ -41,6 +41,7 @@ class Facts:
     verify_green: bool = False
     verify_note: str = "not run"
     new_work: tuple[str, ...] = ()
+    tampered: tuple[str, ...] = ()  # the views' outside edits (plugkit.lifecycle.authority)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ CONDITIONS: dict[str, Condition] = {c.name: c for c in (
               _unpushed_value),
     Condition("verify_green", lambda f: f.verify_green, lambda f: f.verify_note),
     Condition("new_work_arrived", lambda f: bool(f.new_work), lambda f: list(f.new_work)),
+    Condition("views_untampered", lambda f: not f.tampered, lambda f: list(f.tampered)),
 )}
 
 
@@ -98,7 +100,8 @@ FORWARD: tuple[Row, ...] = (
     Row("unknowns_resolved", "EXECUTE", "EMIT", ("all_mutables_known",)),
     Row("emission_matches", "EMIT", "VERIFY", ("emission_declared", "emitted_files_match")),
     Row("verified_clean", "VERIFY", "COMPLETE", ("no_open_work_items", "no_unknown_mutables", "no_running_tasks",
-                                                 "git_clean", "nothing_unpushed", "verify_green")),
+                                                 "git_clean", "nothing_unpushed", "verify_green",
+                                                 "views_untampered")),
     Row("new_work", "COMPLETE", "PLAN", ("new_work_arrived",)),
 )
 FORWARD_FROM: dict[str, Row] = {r.source: r for r in FORWARD}

@@ -6,8 +6,13 @@ mode then softens the decision: "advisory" turns a deny into an allow that carri
 reason as a warning, "off" allows everything silently.
 
 Known gaps, by design of a hook that sees only a tool call: a shell command that writes
-files (`echo > f`) is not a file-writing tool; and `exec:` commands are allowed whatever
-they contain, because running code through the runner is how unknowns get resolved.
+files (`echo > f`) is not a file-writing tool (the runner detects edits of its views
+instead: `tampered`); and `exec:` commands are allowed whatever else they contain,
+because running code through the runner is how unknowns get resolved. An approval
+attempt is judged loosely on purpose (any spelling: variables, quotes, `env -u`, `sh -c`,
+`exec:` code naming approve or approval.grant): a false alarm costs the person one look
+at a prompt, a miss costs nothing either, since the runner refuses approvals from an
+agent's process tree whatever the hook said.
 """
 
 import re
@@ -30,7 +35,6 @@ ALWAYS_ALLOWED = re.compile(r"^\s*(?:exec:|plugkit\s+exec)")
 # path is a way around the rule. The path excludes the separators, so the scans from two
 # start positions never overlap and a long command stays linear.
 _START = r"(?:^|[\s;&|(`])(?:[^\s;&|(`]*/)?"
-_APPROVE_WORD = re.compile(_START + r"plugkit\s+approve\b")
 _COMMAND_END = re.compile(r"[;&|`)\n]")
 _LIST_FLAG = re.compile(r"\s--list\b")
 # git, then global options (only these take a separate argument), then the subcommand.
@@ -59,6 +63,7 @@ class View:
 class Verdict:
     decision: str  # allow | deny | ask
     reason: str
+    rule: str = ""  # the rule that decided ("" when none matched)
 
 
 def view(phase: str, unknown: list[str], tool_name: str, tool_input: dict[str, Any]) -> View:
@@ -90,20 +95,51 @@ def commits_or_pushes(command: str) -> bool:
     return False
 
 
-def approves(command: str) -> bool:
-    """`plugkit approve ...` anywhere in the command line, unless `--list` follows it within
-    the same command: listing only reads, and an agent checking what waits for the person
-    must not be sent to ask the person for that. Each command is searched for `--list`
-    once, however many `plugkit approve` it repeats, so the cost stays linear."""
+# Quote removal as a shell does it, roughly: pl"ug"kit and 'approve' are the words they spell.
+_UNQUOTE = str.maketrans("", "", "'\"\\")
+_WORD = re.compile(r"[^\s;&|()`<>,\[\]{}=]+")
+_RPC_NAME = re.compile(r"approval[._]grant", re.IGNORECASE)
+_EXEC_MENTION = re.compile(r"\bapprov(?:e|al)\b", re.IGNORECASE)
+
+
+def approval_attempt(command: str) -> bool:
+    """The agent trying to approve, in any spelling a hook can see: the RPC method named;
+    `exec:` code that mentions approving; or the word `approve` in a command that names
+    plugkit anywhere (`p=plugkit; $p approve`, `env -u X plugkit approve`, `sh -c '...'`)
+    or runs it through a variable (`$P approve`). `plugkit approve --list` only reads.
+    Linear: each command segment is searched for --list once ."""
+    if _RPC_NAME.search(command):
+        return True
+    if ALWAYS_ALLOWED.match(command):
+        return bool(_EXEC_MENTION.search(command))
+    text = command.translate(_UNQUOTE)
+    if "approve" not in text.lower():
+        return False
+    words = list(_WORD.finditer(text))
+    names_plugkit = any("plugkit" in m.group().lower() or m.group().endswith("client.cli") for m in words)
     command_end = last_list = -1
-    for word in _APPROVE_WORD.finditer(command):
-        if word.end() > command_end:
-            end = _COMMAND_END.search(command, word.end())
-            command_end = end.start() if end else len(command)
-            last_list = max((m.start() for m in _LIST_FLAG.finditer(command, word.end(), command_end)), default=-1)
-        if last_list < word.end():
+    for i, m in enumerate(words):
+        if m.group().lower() != "approve" or not (names_plugkit or (i and words[i - 1].group().startswith("$"))):
+            continue
+        if m.end() > command_end:
+            end = _COMMAND_END.search(text, m.end())
+            command_end = end.start() if end else len(text)
+            last_list = max((x.start() for x in _LIST_FLAG.finditer(text, m.end(), command_end)), default=-1)
+        if last_list < m.end():
             return True
     return False
+
+
+def approved_item(command: str) -> Optional[str]:
+    """The item id a plain `plugkit approve ID` names (the first non-flag word after approve)."""
+    words = _WORD.findall(command.translate(_UNQUOTE))
+    for i, w in enumerate(words):
+        if w.lower() == "approve":
+            for nxt in words[i + 1:]:
+                if not nxt.startswith("-"):
+                    return nxt
+            return None
+    return None
 
 
 def _names(unknown: tuple[str, ...]) -> str:
@@ -119,6 +155,19 @@ def _protected(v: View) -> bool:
     return False
 
 
+# A shell command that names a lifecycle view and writes something: redirection, in-place
+# editors, file moves, or a script's write call. Reading (`cat .prd`, `git add .prd`) passes.
+# A first line of defence only: what slips past (another spelling, an editor) is still
+# caught by the runner comparing the views with its ledger, and shown as tampered.
+_VIEW_NAMED = re.compile(r"(?:^|[\s'\"/=(<>])(?:\.prd(?![\w.])|\.plugkit/(?:state\.json|evidence)\b)")
+_WRITES = re.compile(r"(?:>|\bsed\s+(?:-\w+\s+)*-\w*i|\bperl\s+-\w*i|\b(?:tee|mv|cp|rm|truncate|dd|install)\b"
+                     r"|\bopen\(|\.write\(|write_(?:text|bytes)\(|json\.dump\()")
+
+
+def edits_views(command: str) -> bool:
+    return bool(_VIEW_NAMED.search(command)) and bool(_WRITES.search(command))
+
+
 def _write_before_emit(v: View) -> str:
     if v.unknown:
         return (f"phase {v.phase}: files are written from EMIT on; unknown mutables: {_names(v.unknown)} "
@@ -129,17 +178,20 @@ def _write_before_emit(v: View) -> str:
 Rule = tuple[str, Callable[[View], bool], str, Callable[[View], str]]
 # (name, matches, decision, reason). Order matters: the first match decides.
 RULES: tuple[Rule, ...] = (
-    ("exec_always_allowed", lambda v: v.command is not None and bool(ALWAYS_ALLOWED.match(v.command)),
-     "allow", lambda v: ""),
-    ("approval_is_for_humans", lambda v: v.command is not None and approves(v.command),
+    ("approval_is_for_humans", lambda v: v.command is not None and approval_attempt(v.command),
      "ask", lambda v: "approving a critical work item is a person's decision: `plugkit approve` must be typed by "
                       "the user, not run by the agent"),
+    ("exec_always_allowed", lambda v: v.command is not None and bool(ALWAYS_ALLOWED.match(v.command)),
+     "allow", lambda v: ""),
     ("no_commit_with_unknowns",
      lambda v: v.command is not None and bool(v.unknown) and commits_or_pushes(v.command),
      "deny", lambda v: f"git commit/push while mutables are unknown: {_names(v.unknown)}"),
     ("lifecycle_files_via_plugkit", lambda v: v.tool_name in WRITE_TOOLS and _protected(v),
      "deny", lambda v: ".prd and .plugkit/ are changed through plugkit (prd add|update, mutable ...), "
                        "not written directly"),
+    ("lifecycle_files_not_by_shell", lambda v: v.command is not None and edits_views(v.command),
+     "deny", lambda v: ".prd and .plugkit/ are views of the runner's ledger, changed through plugkit (prd add|update, "
+                       "mutable ...); an edit from the shell is not believed and shows as tampered"),
     ("no_write_before_emit", lambda v: v.tool_name in WRITE_TOOLS and v.phase in ("PLAN", "EXECUTE"),
      "deny", _write_before_emit),
     ("no_write_when_complete", lambda v: v.tool_name in WRITE_TOOLS and v.phase == "COMPLETE",
@@ -148,9 +200,9 @@ RULES: tuple[Rule, ...] = (
 
 
 def decide(v: View) -> Verdict:
-    for _name, matches, decision, reason in RULES:
+    for name, matches, decision, reason in RULES:
         if matches(v):
-            return Verdict(decision, reason(v))
+            return Verdict(decision, reason(v), name)
     return Verdict("allow", "")
 
 
@@ -158,7 +210,7 @@ def soften(mode: str, verdict: Verdict) -> Verdict:
     if mode == "off":
         return Verdict("allow", "")
     if mode == "advisory" and verdict.decision == "deny":
-        return Verdict("allow", f"plugkit gates (advisory; would deny): {verdict.reason}")
+        return Verdict("allow", f"plugkit gates (advisory; would deny): {verdict.reason}", verdict.rule)
     return verdict
 
 
@@ -171,6 +223,8 @@ SAY: dict[str, Callable[[Any], str]] = {
     if isinstance(v, list) else f"git: {v}",
     "nothing_unpushed": lambda v: f"unpushed: {v}",
     "verify_green": lambda v: f"verify: {v}",
+    "views_untampered": lambda v: "tampered (edited outside plugkit; revert it, redo it through plugkit, or "
+                                  f"`plugkit gate restore`): {'; '.join(v[:3])}" + (" ..." if len(v) > 3 else ""),
 }
 
 

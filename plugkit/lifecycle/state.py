@@ -42,9 +42,12 @@ class Approval(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     item_id: str
-    user: str
+    user: str  # the OS user of the approving process, as the runner found it
     via: str
     at: float
+    channel: str = ""  # "terminal" | "host_prompt": how the runner knew a person gave it
+    tty: Optional[str] = None  # the terminal it came from
+    pid: Optional[int] = None
 
 
 class EmitDecl(BaseModel):
@@ -94,7 +97,12 @@ class State(BaseModel):
 
 
 def load(ws: Workspace) -> State:
-    """Without the lock: replacement is atomic, so a reader sees a whole old or new file."""
+    """Without the lock: replacement is atomic, so a reader sees a whole old or new file.
+    With the runner's ledger (ws.ledger), the ledger's state: the file is only its view."""
+    if ws.ledger is not None:
+        from plugkit.lifecycle import authority
+
+        return authority.load(ws).state
     state = _parse(ws)
     if state is None:
         with ws.locked():
@@ -136,8 +144,30 @@ def save(ws: Workspace, state: State) -> None:
 
 @contextlib.contextmanager
 def transaction(ws: Workspace) -> Iterator[State]:
-    """The state under the workspace lock; written back when the block ends without error."""
+    """The state under the workspace lock; written back when the block ends without error.
+    With the runner's ledger: read from and written to it (views follow); work items
+    proposed by hand in .prd are adopted first, as new work."""
+    if ws.ledger is not None:
+        with ws.locked():
+            state = _ledger_state_adopting(ws)
+            yield state
+            from plugkit.lifecycle import authority
+
+            authority.commit(ws, state=state)
+        return
     with ws.locked():
         state = _read_locked(ws)
         yield state
         save(ws, state)
+
+
+def _ledger_state_adopting(ws: Workspace) -> State:
+    from plugkit.lifecycle import authority, gating
+
+    snap = authority.load(ws)
+    if snap.proposed:
+        for item_id in snap.proposed:
+            gating.note_item_added(snap.state, item_id, time.time())
+            snap.state.notice(f"{item_id} was proposed in .prd by hand and adopted as {item_id} (pending)")
+        authority.commit(ws, state=snap.state, items=snap.items)
+    return snap.state

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from pydantic import ValidationError
 
-from plugkit.lifecycle import evidence, gating, prd, state as state_mod
+from plugkit.lifecycle import authority, evidence, gating, prd, state as state_mod
 from plugkit.lifecycle.errors import Conflict, Forbidden, Invalid
 from plugkit.lifecycle.state import Approval, State, Transition
 from plugkit.lifecycle.workspace import Workspace, atomic_write
@@ -20,6 +20,9 @@ SCALAR_FIELDS = ("subject", "acceptance", "edge_cases", "effort", "risk")
 
 
 def _save_items(ws: Workspace, items: list[prd.Item]) -> None:
+    if ws.ledger is not None:
+        authority.commit(ws, items=items)  # the ledger first; .prd is its view
+        return
     atomic_write(ws.prd_path, prd.dump(items))
 
 
@@ -124,14 +127,20 @@ def evidence_add(ws: Workspace, witnessed: Optional[gating.Witnessed], path: Opt
         return evidence.record_file(ws, path or "", subject, note, now)
 
 
-def approval_grant(ws: Workspace, item_id: str, user: str, via: str, now: float) -> Approval:
+def check_grant_channel(via: str) -> None:
     if via == "hook":
-        # A guard against an agent approving through its own hook pipeline; not against a
-        # determined local user, who owns these files anyway.
+        # A guard against an agent approving through its own hook pipeline; the runner also
+        # judges the caller's process ancestry (runner.core.gates.approvals).
         raise Forbidden("approvals are not accepted from hooks: a person runs `plugkit approve ID`")
+
+
+def approval_grant(ws: Workspace, item_id: str, user: str, via: str, now: float, channel: str = "",
+                   tty: Optional[str] = None, pid: Optional[int] = None) -> Approval:
+    check_grant_channel(via)
     with state_mod.transaction(ws) as st:
         prd.get(gating.load_items(ws), item_id)
-        st.approvals[item_id] = Approval(item_id=item_id, user=user, via=via, at=now)
+        st.approvals[item_id] = Approval(item_id=item_id, user=user, via=via, at=now, channel=channel,
+                                         tty=tty, pid=pid)
         return st.approvals[item_id].model_copy()
 
 

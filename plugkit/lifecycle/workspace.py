@@ -1,28 +1,24 @@
-"""Which directory a cwd's gates belong to, where its lifecycle files live, the one lock
-that serialises writes to them, and atomic file replacement.
+"""Where a workspace's lifecycle files live, the one lock that serialises writes to them, and
+atomic file replacement.
 
-The workspace of a cwd is the nearest directory at or above realpath(cwd) holding a
-marker: `.git` (a repository root), `.prd`, `.plugkit/config.toml` or `.plugkit/state.json`;
-with none, realpath(cwd) itself. So an agent working in `repo/src` and one in `repo/`
-share one phase, one set of mutables and one `.prd`, which is what "the project" means
-to a person; a sub-project of a monorepo opts out with its own `.plugkit/config.toml`.
-A bare `.plugkit/` directory is not a marker: the browser executor creates
-`.plugkit/evidence/screenshots` in whatever cwd a session has, and that must not move
-a workspace.
+Which directory is the workspace of a cwd is plugkit.workspace.find_root (shared with memory
+and the language plugins): the nearest directory holding a marker, else the cwd. So an agent
+working in `repo/src` and one in `repo/` share one phase, one set of mutables and one `.prd`,
+which is what "the project" means to a person; a sub-project of a monorepo opts out with its
+own `.plugkit/config.toml`.
 """
 
 import contextlib
 import fcntl
 import os
 import tempfile
-from dataclasses import dataclass
-from typing import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
 
 from plugkit.lifecycle.errors import Invalid
+from plugkit.workspace import MARKERS, PRD_FILE, STATE_DIR, NotAWorkspace, check_root, find_root
 
-STATE_DIR = ".plugkit"
-PRD_FILE = ".prd"
-MARKERS = (".git", PRD_FILE, os.path.join(STATE_DIR, "config.toml"), os.path.join(STATE_DIR, "state.json"))
+__all__ = ["MARKERS", "PRD_FILE", "STATE_DIR", "Workspace", "atomic_write", "find_root", "workspace_of"]
 # Everything plugkit itself writes under .plugkit/ is ignored by git through a .gitignore of its
 # own: state.json changes on every transition, and a worktree made dirty by the gate's own
 # bookkeeping could never pass the "git worktree clean" condition. config.toml and lang/ are
@@ -30,21 +26,14 @@ MARKERS = (".git", PRD_FILE, os.path.join(STATE_DIR, "config.toml"), os.path.joi
 OWNED_IGNORES = ("state.json", "state.json.corrupt-*", "state.lock", "evidence/", "*.tmp", ".gitignore")
 
 
-def find_root(cwd: str) -> str:
-    real = os.path.realpath(cwd)
-    probe = real
-    while True:
-        if any(os.path.lexists(os.path.join(probe, m)) for m in MARKERS):
-            return probe
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            return real
-        probe = parent
-
-
 @dataclass(frozen=True)
 class Workspace:
     root: str  # a realpath
+    # What only the runner holds (None in the pure model and its unit tests): the key its
+    # receipts are sealed with, and its ledger of the gates' state (runner.core.gates.store),
+    # the source of truth of which the workspace's files are views.
+    seal: Optional[bytes] = field(default=None, compare=False, repr=False)
+    ledger: Optional[Any] = field(default=None, compare=False, repr=False)
 
     @property
     def dir(self) -> str:
@@ -70,8 +59,19 @@ class Workspace:
     def prd_path(self) -> str:
         return os.path.join(self.root, PRD_FILE)
 
+    @property
+    def opted_in(self) -> bool:
+        """Whether the gates were ever used here (any gate write, a .prd, a config): until
+        then the hooks keep them silent. A `.git` marks a workspace but opts nothing in."""
+        return any(os.path.lexists(p) for p in (self.state_path, self.prd_path, self.config_path))
+
     def ensure_dir(self) -> None:
-        """Created on the first write only: reads (hooks on every tool call) never litter a cwd."""
+        """Created on the first write only: reads (hooks on every tool call) never litter a cwd.
+        Never in /, $HOME or $PLUGKIT_HOME, however this Workspace was made."""
+        try:
+            check_root(self.root)
+        except NotAWorkspace as exc:
+            raise Invalid(str(exc)) from None
         os.makedirs(self.dir, exist_ok=True)
         ignore = os.path.join(self.dir, ".gitignore")
         if not os.path.exists(ignore):

@@ -145,8 +145,10 @@ def _path_missing(token: str, root: str, scan: "WorkspaceScan", user: bool) -> O
     return not os.path.exists(os.path.join(root, token))
 
 
-def stale_reasons(memories: list[Memory], root: str, budget_s: float = 0.5) -> dict[str, list[str]]:
-    """memory key -> what it names that the workspace no longer has (only stale ones appear)."""
+def stale_reasons(memories: list[Memory], root: Optional[str], budget_s: float = 0.5) -> dict[str, list[str]]:
+    """memory key -> what it names that the workspace no longer has (only stale ones appear).
+    root is None only where there is no workspace, hence no project memories: user-wide ones
+    are checked by absolute and ~ paths alone, never by a scan."""
     refs = {m.key: references(m.body) for m in memories}
     scan = WorkspaceScan(root, budget_s)
     wanted = set()

@@ -1,8 +1,8 @@
 """Memories on disk: one Markdown file with front matter per memory, and the MEMORY.md index.
 
 Where: a workspace's `.plugkit/memory/` (scope "project") or `$PLUGKIT_HOME/memory/`
-(scope "user"). The workspace is the nearest directory at or above the cwd holding
-`.plugkit/` or `.git` (else the cwd itself). Every change happens under an flock on
+(scope "user"). The workspace is plugkit.workspace.find_root(cwd), the gates' workspace; a
+cwd of /, $HOME or $PLUGKIT_HOME has none, so only user-wide memories are there. Every change happens under an flock on
 the directory's `.lock`, writes temp-then-rename, and rewrites MEMORY.md the same
 way, so a reader (an agent, a hook) never sees half a file. Reads take no lock.
 """
@@ -19,8 +19,9 @@ from typing import Iterator, Optional
 
 from plugkit.memory import rules
 from plugkit.memory.rules import Draft
+from plugkit.workspace import STATE_DIR, check_root, root_or_none
 
-MEMORY_DIR = os.path.join(".plugkit", "memory")
+MEMORY_DIR = os.path.join(STATE_DIR, "memory")
 INDEX = "MEMORY.md"
 INDEX_MAX_LINES = 200
 LINE_MAX = 149  # "each under 150 characters"
@@ -53,16 +54,9 @@ def now_iso() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def find_workspace(cwd: str) -> str:
-    """The nearest directory at or above cwd holding .plugkit/ or .git; else cwd itself."""
-    start = here = os.path.realpath(cwd)
-    while True:
-        if os.path.isdir(os.path.join(here, ".plugkit")) or os.path.exists(os.path.join(here, ".git")):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            return start
-        here = parent
+def find_workspace(cwd: str) -> Optional[str]:
+    """The workspace root of cwd (plugkit.workspace.find_root); None for /, $HOME, $PLUGKIT_HOME."""
+    return root_or_none(cwd)
 
 
 # --- front matter: the small YAML subset we write, read back exactly ------------------------
@@ -173,20 +167,24 @@ def write_atomic(path: str, text: str, mode: int) -> None:
 class MemoryStore:
     """The memories one workspace can see: its own and the user-wide ones."""
 
-    def __init__(self, workspace: str, home: str) -> None:
-        self.workspace = workspace
-        self.dirs = {"project": os.path.join(workspace, MEMORY_DIR), "user": os.path.join(home, "memory")}
+    def __init__(self, workspace: Optional[str], home: str, cwd: Optional[str] = None) -> None:
+        self.workspace = workspace  # None: the cwd can have no workspace (/, $HOME), user-wide only
+        self.cwd = cwd or workspace or ""
+        self.dirs = {"project": os.path.join(workspace, MEMORY_DIR) if workspace else "",
+                     "user": os.path.join(home, "memory")}
         # Workspace memories are project files (a team may commit them); user-wide
         # ones sit in the private state dir and stay private.
         self.modes = {"project": (0o755, 0o644), "user": (0o700, 0o600)}
 
     @classmethod
     def for_cwd(cls, cwd: str, home: str) -> "MemoryStore":
-        return cls(find_workspace(cwd), home)
+        return cls(find_workspace(cwd), home, cwd)
 
     def load(self, scope: str) -> tuple[list[Memory], list[str]]:
         """(memories, problems): an unreadable file is reported, never silently skipped."""
         folder = self.dirs[scope]
+        if not folder:
+            return [], []
         try:
             names = sorted(os.listdir(folder))
         except (FileNotFoundError, NotADirectoryError):
@@ -240,13 +238,15 @@ class MemoryStore:
             yield
 
     def _existing_scopes(self, also: str) -> list[str]:
-        return [s for s in ("project", "user") if s == also or os.path.isdir(self.dirs[s])]
+        return [s for s in ("project", "user") if s == also or (self.dirs[s] and os.path.isdir(self.dirs[s]))]
 
     def add(self, draft: Draft, replace: bool = False, now: Optional[str] = None) -> Memory:
         """Validate, store and reindex; with replace, an existing memory of that name is
         overwritten (keeping its created time), even if it moves scope."""
         rules.validate(draft)
         scope = rules.scope_for(draft)
+        if not self.dirs[scope]:
+            check_root(os.path.realpath(self.cwd))  # NotAWorkspace: the reason, and how to pick a root
         stamp = now or now_iso()
         with self._locked(self._existing_scopes(scope)):
             old = self._find(rules.slug(draft.name))  # under the lock: no two writers both see "free"

@@ -8,9 +8,8 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from plugkit.config import Limits
-
-_LIMITS = Limits.from_env()
+from plugkit.protocol.bounds import at_most, max_chars
+from plugkit.vocab import TaskState
 
 
 # --- values that reach the OS, decided here once (issue 17.7) ------------------
@@ -98,7 +97,6 @@ class ShutdownResult(Result):
 # --- sessions and tasks ----------------------------------------------------
 
 SessionId = Field(min_length=1, max_length=256)
-TaskState = Literal["pending", "running", "completed", "failed", "killed", "timed_out", "rejected"]
 Stream = Literal["stdout", "stderr", "info"]
 
 
@@ -113,11 +111,11 @@ class TaskExecParams(Params):
     session_id: str = SessionId
     cwd: Cwd
     lang: str = Field(min_length=1, max_length=64)
-    code: str = Field(max_length=_LIMITS.max_code_bytes)
-    timeout_ms: int = Field(default=5 * 60 * 1000, ge=1, le=_LIMITS.max_timeout_ms)
-    stdin: Optional[str] = Field(default=None, max_length=_LIMITS.max_code_bytes)
+    code: Annotated[str, max_chars("max_code_bytes")]
+    timeout_ms: Annotated[int, Field(ge=1), at_most("max_timeout_ms")] = 5 * 60 * 1000
+    stdin: Annotated[Optional[str], max_chars("max_code_bytes")] = None
     env: Optional[Environment] = None
-    wait_ms: int = Field(default=0, ge=0, le=_LIMITS.max_wait_ms)
+    wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
 
 
@@ -132,17 +130,19 @@ class TaskKillParams(TaskRef):
 class TaskOutputParams(TaskRef):
     cursor: Optional[Offset] = None
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
+    # From cursor to the end, at most max_bytes shared by the streams, each keeping its last bytes.
+    tails: bool = False
 
 
 class TaskWaitParams(TaskRef):
-    timeout_ms: int = Field(default=30_000, ge=0, le=_LIMITS.max_wait_ms)
+    timeout_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 30_000
     until_text: Optional[str] = Field(default=None, min_length=1, max_length=4096)
     until_regex: Optional[str] = Field(default=None, min_length=1, max_length=4096)
     cursor: Optional[Offset] = None
 
 
 class TaskInputParams(TaskRef):
-    data: str = Field(default="", max_length=_LIMITS.max_code_bytes)
+    data: Annotated[str, max_chars("max_code_bytes")] = ""
     eof: bool = False
 
 
@@ -151,11 +151,20 @@ class Chunk(Result):
     text: str
 
 
+class StreamCut(Result):
+    stream: Stream
+    total: int  # bytes of the stream in the range read
+    shown: int  # of which these chunks hold
+
+
 class Output(Result):
     chunks: list[Chunk]
     cursor: int
     dropped: int
     more: bool
+    cuts: Optional[list[StreamCut]] = None  # only for a read with tails
+
+
 
 
 class TaskInfo(Result):
@@ -178,6 +187,8 @@ class TaskInfo(Result):
     # (tags mode) or the kernel lacks the memory controller.
     cpu_s: Optional[float] = None
     memory_peak_bytes: Optional[int] = None
+    # Running, and blocked reading a stdin only task.input can feed (Linux; else always false).
+    waiting_for_input: bool = False
 
 
 class TaskResult(Result):

@@ -27,6 +27,7 @@ class HookSessionStartParams(HookSessionParams):
 class HookPreToolParams(HookSessionParams):
     tool_name: str = Field(default="", max_length=128)
     tool_input: dict = {}
+    platform: str = Field(default="", max_length=32)  # whether the host can ask the person
 
 
 class HookStopParams(HookSessionParams):

@@ -1,15 +1,16 @@
 """gate.*, mutable.*, prd.*, evidence.*, approval.* — the lifecycle gates. Params and results as pydantic models (the wire contract)."""
 
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import Field
 
-from plugkit.protocol import INT64_MAX, Cwd, OsPath, Params, Result, SessionId, TaskId, TaskInfo, _LIMITS
+from plugkit.protocol import INT64_MAX, Cwd, OsPath, Params, Result, SessionId, TaskId, TaskInfo
+from plugkit.protocol.bounds import at_most
 
 
 # --- lifecycle gates: gate.*, mutable.*, prd.*, evidence.*, approval.* ----------
-# Every method names a session and a cwd; the workspace is the cwd's nearest ancestor
-# holding .git, .prd, .plugkit/config.toml or .plugkit/state.json (else the cwd itself).
+# Every method names a session and a cwd; the workspace is plugkit.workspace.find_root(cwd)
+# (the nearest ancestor holding a marker, else the cwd; never /, $HOME or $PLUGKIT_HOME).
 
 Phase = Literal["PLAN", "EXECUTE", "EMIT", "VERIFY", "COMPLETE"]
 GateMode = Literal["off", "advisory", "enforce"]
@@ -47,7 +48,7 @@ class GateEmitParams(WorkspaceParams):
 
 
 class GateVerifyParams(WorkspaceParams):
-    wait_ms: int = Field(default=0, ge=0, le=_LIMITS.max_wait_ms)
+    wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0
 
 
 class GateCheckParams(WorkspaceParams):
@@ -97,6 +98,11 @@ class GateStatus(Result):
     verify: Optional[VerifyInfo] = None
     history: list[TransitionInfo]  # the newest 10
     notices: list[str] = []
+    tampered: list[str] = []  # edits of .prd / .plugkit/state.json made outside plugkit, never taken as true
+
+
+class RestoreResult(Result):
+    dropped: list[str]  # the outside edits the views lost
 
 
 class AdvanceResult(Result):
@@ -284,9 +290,11 @@ class ApprovalGrantParams(WorkspaceParams):
 
 class ApprovalInfo(Result):
     item_id: str
-    user: str
+    user: str  # the OS user of the approving process, as the runner found it
     via: str
     at: float
+    channel: str = ""  # terminal | host_prompt
+    tty: Optional[str] = None
 
 
 class ApprovalList(Result):

@@ -1,66 +1,80 @@
-"""The runner's subsystems as aiohttp cleanup_ctx entries: each starts, registers its
-manager in the RPC context, and on shutdown stops what it owns (in reverse order)."""
+"""The runner's subsystems as aiohttp cleanup_ctx entries. The composition root built every
+part; a lifespan starts what it owns, registers its debug snapshots, and on shutdown stops
+it (aiohttp runs them in reverse order)."""
 
 import asyncio
-import os
 import time
 from dataclasses import asdict
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 from aiohttp import web
 
 from runner.core.tasks.manager import TaskManager
-from runner.core.tasks.sweeper import SweepStats, sweep_loop
-from runner.system import logs
-from runner.executors import registry
-from runner.system.ledger import Ledger, LedgerWorker
+from runner.core.tasks.sweeper import sweep_loop
+from runner.rpc.context import Context
 from runner.system import kill as kill_mod
-
+from runner.system import logs
+from runner.system.ledger import LedgerWorker
 
 log = logs.get("plugkit.services")
 
+Lifespan = Callable[[web.Application], AsyncIterator[None]]
 
-async def tasks_service(app: web.Application) -> AsyncIterator[None]:
-    from runner.http.app import CONTEXT, RUNTIME
 
-    rt, ctx = app[RUNTIME], app[CONTEXT]
-    limits = ctx.services["limits"]
-    ledger = LedgerWorker(lambda: Ledger(os.path.join(rt.home, "ledger.sqlite3"),
-                                         retention_s=limits.ledger_retention_s,
-                                         max_rows=limits.ledger_max_rows))
-    moved = await ledger.start()
-    if moved:
-        log.error("ledger_corrupt_moved_aside", moved_to=moved)
-    lost = await ledger.call("mark_lost", time.time())
-    if lost:
-        log.warning("tasks_lost_with_previous_runner", task_ids=lost)
-    await ledger.call("evict", time.time())
-    executors = registry.build(registry.ExecutorContext(runner_id=rt.runner_id, home=rt.home, limits=limits))
-    manager = TaskManager(executors, limits, ledger=ledger)
-    stats = SweepStats()
-    ctx.services["tasks"] = manager
-    ctx.services["sweeper"] = stats
-    providers = {
-        "sessions": lambda: _sessions(manager),
-        "tasks": lambda: [_task_row(t) for t in manager.registry.all_tasks()],
-        "executors": lambda: {e.name: e.snapshot() for e in manager.executors},
-        "reaper": lambda: dict(asdict(stats), boot=rt.boot_reap),
-        "tasks_by_end_state": lambda: dict(manager.finished_counts),
-    }
-    ctx.snapshots.update(providers)
-    sweeper = asyncio.create_task(sweep_loop(manager, rt.runner_id, stats, limits.sweep_interval_s), name="sweeper")
-    try:
-        yield
-    finally:
-        sweeper.cancel()
-        await asyncio.gather(sweeper, return_exceptions=True)
-        await manager.shutdown()
-        # Anything tagged by this runner that escaped its task's kill goes now.
-        await asyncio.to_thread(kill_mod.kill_runner_tasks, rt.runner_id, grace_s=0.2)
-        await ledger.close()
-        ctx.services.pop("tasks", None)
-        for name in providers:
-            ctx.snapshots.pop(name, None)
+def tasks_lifespan(ctx: Context, ledger: LedgerWorker) -> Lifespan:
+    """The ledger, the sweeper, and on shutdown every task tree."""
+
+    async def lifespan(app: web.Application) -> AsyncIterator[None]:
+        rt, manager, stats = ctx.runtime, ctx.tasks, ctx.sweeper
+        moved = await ledger.start()
+        if moved:
+            log.error("ledger_corrupt_moved_aside", moved_to=moved)
+        lost = await ledger.call("mark_lost", time.time())
+        if lost:
+            log.warning("tasks_lost_with_previous_runner", task_ids=lost)
+        await ledger.call("evict", time.time())
+        providers = {
+            "sessions": lambda: _sessions(manager),
+            "tasks": lambda: [_task_row(t) for t in manager.registry.all_tasks()],
+            "executors": lambda: {e.name: e.snapshot() for e in manager.executors},
+            "reaper": lambda: dict(asdict(stats), boot=rt.boot_reap),
+            "tasks_by_end_state": lambda: dict(manager.finished_counts),
+        }
+        ctx.snapshots.update(providers)
+        sweeper = asyncio.create_task(sweep_loop(manager, rt.runner_id, stats, ctx.config.limits.sweep_interval_s),
+                                      name="sweeper")
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            await asyncio.gather(sweeper, return_exceptions=True)
+            await manager.shutdown()
+            # Anything tagged by this runner that escaped its task's kill goes now.
+            await asyncio.to_thread(kill_mod.kill_runner_tasks, rt.runner_id, grace_s=0.2)
+            await ledger.close()
+            for name in providers:
+                ctx.snapshots.pop(name, None)
+
+    return lifespan
+
+
+def gates_lifespan(ctx: Context) -> Lifespan:
+    """The gates own no background work (a verify run's outcome is read when next asked
+    for, from the task or the ledger): their lifespan only shows them in debug.snapshot.
+    Listed after the tasks' lifespan, so it stops before the TaskManager does."""
+
+    async def lifespan(app: web.Application) -> AsyncIterator[None]:
+        gates = ctx.gates
+        if gates is not None:
+            ctx.snapshots["gates"] = lambda: gates.get().snapshot() if gates.built else {"loaded": False}
+        try:
+            yield
+        finally:
+            ctx.snapshots.pop("gates", None)
+            if gates is not None and gates.built:
+                gates.get().close()  # the gates' sqlite ledger
+
+    return lifespan
 
 
 def _sessions(manager: TaskManager) -> list[dict]:

@@ -6,13 +6,15 @@ import secrets
 import sys
 
 from plugkit import paths
+from runner.boot.config import load as load_config
 
 
 def main(argv: list[str]) -> int:
     detached = "--detached" in argv
     try:
-        home = paths.ensure_home()
-        port = paths.port()
+        # The one read of the environment: everything below gets this frozen config.
+        config = load_config()
+        home = paths.ensure_home(config.home)
     except (OSError, ValueError) as exc:
         print(f"plugkit runner: {exc}", file=sys.stderr)
         return 2
@@ -21,12 +23,12 @@ def main(argv: list[str]) -> int:
     from runner.system import instance, ports, reaper
 
     try:
-        lock = instance.acquire()
+        lock = instance.acquire(home)
     except instance.AlreadyRunning as exc:
         print(f"plugkit runner: {exc}", file=sys.stderr)
         return 3
     try:
-        logs.configure(paths.log_file(), to_stderr=not detached)
+        logs.configure(paths.log_file(home), to_stderr=not detached)
         runner_id = reaper.make_runner_id(os.getpid(), secrets.token_hex(4))
         # Before binding: what a crashed runner left behind must not race our own tasks.
         report = reaper.reap_orphans(home, runner_id)
@@ -37,18 +39,18 @@ def main(argv: list[str]) -> int:
             logs.get().warning("boot_reap_done", runners=len(report.runners), killed=report.killed,
                                survivors=list(report.survivors), ms=round(report.elapsed_s * 1000, 1))
         try:
-            sock = ports.bind(port)
+            sock = ports.bind(config.port)
         except ports.PortTaken as exc:
-            logs.get().error("port_taken", port=port, pid=exc.holder.pid, command=exc.holder.command)
+            logs.get().error("port_taken", port=config.port, pid=exc.holder.pid, command=exc.holder.command)
             print(f"plugkit runner: {exc}", file=sys.stderr)
             return 4
         from runner.boot.serve import serve
 
-        asyncio.run(serve(sock, home, port, runner_id, report))
+        asyncio.run(serve(sock, config, runner_id, report))
         return 0
     finally:
         try:
-            os.unlink(paths.pid_file())
+            os.unlink(paths.pid_file(home))
         except OSError:
             pass
         lock.release()

@@ -12,9 +12,10 @@ import time
 from aiohttp import web
 
 from plugkit import paths
+from plugkit.config import RunnerConfig
+from runner.boot.compose import compose
+from runner.http.keys import CONTEXT
 from runner.system import logs
-from runner.http.app import CONTEXT, make_app
-from runner.rpc.runtime import Runtime
 from runner.system import subreaper
 from runner.system.reaper import ReapReport
 
@@ -28,7 +29,7 @@ def _remove(path: str) -> None:
         pass
 
 
-async def serve(sock: socket.socket, home: str, port: int, runner_id: str,
+async def serve(sock: socket.socket, config: RunnerConfig, runner_id: str,
                 boot_reap: "ReapReport | None" = None) -> None:
     # Orphaned grandchildren of tasks are re-parented to us, not to init, so the
     # sweeper can reap them and nothing a task starts escapes our accounting.
@@ -42,23 +43,24 @@ async def serve(sock: socket.socket, home: str, port: int, runner_id: str,
         asyncio.set_child_watcher(watcher)
     token = secrets.token_urlsafe(32)
     logs.add_secret(token)
-    runtime = Runtime(home=home, port=port, token=token, runner_id=runner_id)
+    app = compose(config, token, runner_id)
+    ctx = app[CONTEXT]
+    runtime, home, port = ctx.runtime, config.home, config.port
     if boot_reap is not None:
         runtime.boot_reap = {"dead_runners": len(boot_reap.runners), "killed": boot_reap.killed,
                              "survivors": len(boot_reap.survivors),
                              "ms": round(boot_reap.elapsed_s * 1000, 1)}
-    app = make_app(runtime)
-    app[CONTEXT].snapshots["locks"] = lambda: {
-        "instance": {"path": paths.instance_lock(), "held_by": runtime.pid},
-        "start": {"path": paths.start_lock(), "held_by_clients_only": True}}
+    ctx.snapshots["locks"] = lambda: {
+        "instance": {"path": paths.instance_lock(home), "held_by": runtime.pid},
+        "start": {"path": paths.start_lock(home), "held_by_clients_only": True}}
     # shutdown_timeout bounds how long in-flight requests may finish: the whole
     # stop must stay under 2 s, whatever is running.
     app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.75, access_log=None)
     await app_runner.setup()
     await web.SockSite(app_runner, sock).start()
     # Token first, port last: a client that sees the port file can read the token.
-    paths.write_private(paths.token_file(), token)
-    paths.write_private(paths.port_file(), json.dumps({"port": port, "pid": runtime.pid}))
+    paths.write_private(paths.token_file(home), token)
+    paths.write_private(paths.port_file(home), json.dumps({"port": port, "pid": runtime.pid}))
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, runtime.shutdown.set)
     log.info("runner_started", pid=runtime.pid, port=port, home=home,
@@ -67,8 +69,8 @@ async def serve(sock: socket.socket, home: str, port: int, runner_id: str,
         await runtime.shutdown.wait()
     finally:
         # Discovery files go first so no new client dials a closing runner.
-        _remove(paths.port_file())
-        _remove(paths.token_file())
+        _remove(paths.port_file(home))
+        _remove(paths.token_file(home))
         log.info("runner_stopping")
         await app_runner.cleanup()
         log.info("runner_stopped")

@@ -17,7 +17,7 @@ class Outcome:
     """How a task ended by itself. A kill or timeout requested by the manager overrides it."""
 
     state: str                     # completed | failed
-    reason: str                    # a word from runner.core.tasks.task.REASONS (or a new one)
+    reason: str                    # a word from plugkit.vocab.END_REASONS (or a new one)
     exit_code: Optional[int] = None
     signal: Optional[int] = None
     message: Optional[str] = None

@@ -95,6 +95,15 @@ class ProcessRun:
         stdin = self.transport.get_pipe_transport(0)
         return stdin is not None and not stdin.is_closing()
 
+    def stdin_inode(self) -> Optional[int]:
+        """The pipe the task reads as stdin while we hold it open (how a reader blocked on it is found)."""
+        stdin = self.transport.get_pipe_transport(0)
+        raw = stdin.get_extra_info("pipe") if stdin is not None and not stdin.is_closing() else None
+        try:
+            return os.fstat(raw.fileno()).st_ino if raw is not None else None
+        except OSError:
+            return None
+
     def write(self, data: bytes) -> None:
         stdin = self.transport.get_pipe_transport(0)
         if stdin is not None and not stdin.is_closing():
@@ -156,6 +165,7 @@ class ProcessExecutor:
         return None  # a process task holds nothing beyond its tree, which the manager kills
 
     async def close(self) -> None:
+        shutil.rmtree(self.spec.tmp_root, ignore_errors=True)
         if self.spec.cgroup_set is not None:
             await asyncio.to_thread(self.spec.cgroup_set.close)
 
@@ -183,7 +193,7 @@ class ProcessExecutor:
             base = {**self._base_env, **dict(layout.env)} if layout.env else self._base_env
             child_env = tags.child_env(base, env, {
                 tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(task.id),
-                tags.SESSION_ID: task.session.session_id, tags.HOME: self.spec.home})
+                tags.SESSION_ID: task.session.session_id, tags.HOME: tags.home_id(self.spec.home)})
             if layout.compile:
                 code_rc = await self._step(task, languages.render(layout.compile, **names), child_env,
                                            None, on_start, cgroup)
@@ -269,9 +279,11 @@ def outcome_of(task_id: int, rc: int, compiled: bool, compile_hint: Optional[str
 
 
 def make(ctx) -> ProcessExecutor:
+    # Task code files live outside the home: a task's own argv (`bash <file>`) names its
+    # file's directory, and the home holds the token. A fresh private dir per runner.
     return ProcessExecutor(ProcessSpec(runner_id=ctx.runner_id, home=ctx.home,
                                        kill_grace_s=ctx.limits.kill_grace_s,
-                                       tmp_root=os.path.join(ctx.home, "tmp"),
+                                       tmp_root=tempfile.mkdtemp(prefix="plugkit-tasks-"),
                                        cgroup_set=_task_cgroups(ctx.home, ctx.runner_id)))
 
 

@@ -10,7 +10,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from plugkit.config import Limits
+from plugkit.config import DEFAULT_BROWSER_IDLE_S, Limits
+from plugkit.lazy import Lazy
 
 FACTORIES: tuple[tuple[str, str, Optional[frozenset[str]]], ...] = (
     # (name, module, langs)
@@ -22,9 +23,13 @@ FACTORIES: tuple[tuple[str, str, Optional[frozenset[str]]], ...] = (
 
 @dataclass(frozen=True)
 class ExecutorContext:
+    """What the composition root hands every executor's make(): read once at boot."""
+
     runner_id: str
     home: str
     limits: Limits
+    chromium: Optional[str] = None  # PLUGKIT_CHROMIUM; None: the default path
+    browser_idle_s: float = DEFAULT_BROWSER_IDLE_S
 
 
 class Deferred:
@@ -33,39 +38,33 @@ class Deferred:
 
     def __init__(self, name: str, module: str, langs: frozenset[str], ctx: ExecutorContext) -> None:
         self.name = name
-        self._module, self._langs, self._ctx = module, langs, ctx
-        self._executor: Any = None
+        self._langs = langs
+        self._executor: Lazy[Any] = Lazy(lambda: importlib.import_module(module).make(ctx))
 
-    def _get(self) -> Any:
-        if self._executor is None:
-            self._executor = importlib.import_module(self._module).make(self._ctx)
-        return self._executor
+    def real(self) -> Any:
+        """The executor itself (built now if it was not), for its own inspection API."""
+        return self._executor.get()
 
     def claims(self, lang: str) -> bool:
         return lang in self._langs
 
     async def prepare(self, p: Any) -> Any:
-        return await self._get().prepare(p)
+        return await self._executor.get().prepare(p)
 
     async def run(self, task: Any, prepared: Any, p: Any, on_start: Any) -> Any:
-        return await self._get().run(task, prepared, p, on_start)
+        return await self._executor.get().run(task, prepared, p, on_start)
 
     async def end_session(self, key: Any) -> None:
-        if self._executor is not None:
-            await self._executor.end_session(key)
+        if (executor := self._executor.peek()) is not None:
+            await executor.end_session(key)
 
     async def close(self) -> None:
-        if self._executor is not None:
-            await self._executor.close()
+        if (executor := self._executor.peek()) is not None:
+            await executor.close()
 
     def snapshot(self) -> dict:
-        return self._executor.snapshot() if self._executor is not None else {"loaded": False}
-
-    def __getattr__(self, name: str) -> Any:
-        # Anything else (an executor's own inspection API) is the real executor's.
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._get(), name)
+        executor = self._executor.peek()
+        return executor.snapshot() if executor is not None else {"loaded": False}
 
 
 def build(ctx: ExecutorContext) -> list:

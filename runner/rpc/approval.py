@@ -1,11 +1,11 @@
-"""approval.* — a person's approval of a critical-risk work item, recorded with user and time.
+"""approval.* — a person's approval of a critical-risk work item, recorded with user, terminal, time.
 
-approval.grant refuses calls made through a hook (via "hook"): the platform hooks run on
-the agent's tool calls, so an approval arriving that way would be the agent approving
-itself. The CLI (`plugkit approve ID`) sends via "cli" and the OS user name. This is a
-guard against agents approving through hooks (and, with gate.check asking the person
-before a shell `plugkit approve`, through their shell tool), not against a determined
-local user, who owns the workspace's files anyway.
+approval.grant is judged by who is calling, found by the runner itself: the process holding
+the client end of the TCP connection and its ancestry (runner.core.gates.approvals). A
+plugkit task or an agent host in that chain is the agent asking, and is refused, unless
+the host's own permission prompt asked the person for exactly that command first. Calls
+that say they come through a hook (via "hook") are refused as before. What the caller
+says about its user is not recorded: the OS user of the calling process is.
 """
 
 from plugkit.lifecycle import work
@@ -13,23 +13,26 @@ from plugkit.protocol.lifecycle import ApprovalGrantParams, ApprovalInfo, Approv
 from runner.core.gates.manager import GateManager
 from runner.rpc import shapes
 from runner.rpc.dispatch import Context, rpc
+from runner.system import peers
 
 
 def _gates(ctx: Context) -> GateManager:
-    return ctx.services["gates"]
+    return ctx.gate_manager()
 
 
 @rpc(ApprovalGrantParams)
 async def grant(ctx: Context, p: ApprovalGrantParams) -> ApprovalInfo:
-    """approval.grant {session_id, cwd, item_id, via: cli|hook|rpc, user} -> {item_id, user, via, at}
+    """approval.grant {session_id, cwd, item_id, via: cli|hook|rpc, user}
+    -> {item_id, user, via, at, channel: terminal|host_prompt, tty}
 
-    Errors: -32002 via "hook"; -32001 no such work item.
+    Errors: -32002 via "hook", or the caller is a plugkit task, runs under an agent host
+    without the host's prompt, or cannot be identified; -32001 no such work item.
     Example: {"method":"approval.grant","params":{"session_id":"s","cwd":"/w","item_id":"w7",
               "via":"cli","user":"alice"}}
     """
     gates = _gates(ctx)
-    approval = await gates.call(gates.workspace(p.session_id, p.cwd), work.approval_grant, p.item_id,
-                                p.user, p.via, gates.clock())
+    approval = await gates.grant(gates.workspace(p.session_id, p.cwd), p.item_id, p.via, peers.PEER.get(),
+                                 ctx.runtime.port, ctx.runtime.pid)
     return shapes.shape(ApprovalInfo, approval)
 
 

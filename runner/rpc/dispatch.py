@@ -9,7 +9,6 @@ in the log, so no exception text, traceback or path ever reaches a caller.
 import asyncio
 import json
 import secrets
-from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Type
 
 from jsonrpcserver import Error, Success
@@ -21,18 +20,10 @@ from pydantic import BaseModel, ValidationError
 from plugkit import errors
 from plugkit.protocol import Params
 from runner.system import logs
-from runner.rpc.runtime import Runtime
+from runner.rpc.context import Context  # also the namespaces' import of it
 
 log = logs.get("plugkit.rpc")
 
-
-@dataclass
-class Context:
-    """What every method receives: the runtime, and what it needs from the app."""
-
-    runtime: Runtime
-    services: dict  # namespace name -> its manager (filled by app.py)
-    snapshots: dict = field(default_factory=dict)  # name -> () -> dict, for debug.snapshot
 
 
 Handler = Callable[[Context, Any], Awaitable[BaseModel]]
@@ -46,7 +37,7 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
             if args:
                 return Error(errors.INVALID_PARAMS, "params must be an object (named fields)")
             try:
-                params = model.model_validate(kwargs)
+                params = model.model_validate(kwargs, context=ctx.config.limits)  # bounds: protocol/bounds.py
             except ValidationError as exc:
                 problems = _describe(exc)
                 # The message names the field, so a one-line error is enough to fix the call.

@@ -16,20 +16,21 @@ from runner.rpc.dispatch import Context, rpc
 
 
 def _gates(ctx: Context) -> GateManager:
-    return ctx.services["gates"]
+    return ctx.gate_manager()
 
 
 @rpc(EvidenceAddParams)
 async def add(ctx: Context, p: EvidenceAddParams) -> ReceiptInfo:
     """evidence.add {session_id, cwd, task_id? | path?, subject?, note?} -> ReceiptInfo
 
-    Records a finished task's witnessed output (a task of any session in this workspace;
-    the runner keeps a copy) or a workspace file's hash, as a receipt that work items can
-    name when they are completed.
+    Records a finished task's witnessed output (a task of any session working in this
+    same workspace; the receipt then records both sessions; the runner keeps a copy) or a
+    workspace file's hash, as a receipt sealed by the runner that work items can name
+    when they are completed.
     """
     gates = _gates(ctx)
     ws = gates.workspace(p.session_id, p.cwd)
-    seen = await gates.witnessed(ws, p.task_id) if p.task_id is not None else None
+    seen = await gates.witnessed(ws, p.task_id, p.session_id) if p.task_id is not None else None
     receipt = await gates.call(ws, work.evidence_add, seen, p.path, p.subject, p.note, gates.clock())
     return shapes.receipt(receipt)
 
@@ -53,11 +54,13 @@ async def show(ctx: Context, p: EvidenceRef) -> ReceiptInfo:
 async def verify(ctx: Context, p: EvidenceVerifyParams) -> EvidenceVerifyResult:
     """evidence.verify {session_id, cwd, receipt_ids?} -> {ok, checked, results: [{id, ok, problems}]}
 
-    Re-hashes each receipt (an edited receipt no longer matches its id), its kept output
-    copy, or the file it names (changed since, or gone). No ids: every receipt.
+    Re-hashes each receipt (an edited receipt no longer matches its id), checks the
+    runner's seal on it (a hand-written receipt has none) and the workspace it names,
+    its kept output copy, or the file it names (changed since, or gone), and that its
+    task is in the runner's ledger as described. No ids: every receipt.
     """
     gates = _gates(ctx)
-    found = await gates.read(gates.workspace(p.session_id, p.cwd), ev.verify_all, list(p.receipt_ids))
+    found = await gates.verify_evidence(gates.workspace(p.session_id, p.cwd), list(p.receipt_ids))
     results = [ReceiptCheck(id=rid, ok=not problems, problems=problems) for rid, problems in found]
     return EvidenceVerifyResult(ok=all(r.ok for r in results), checked=len(results), results=results)
 

@@ -3,16 +3,17 @@
 Phases PLAN -> EXECUTE -> EMIT -> VERIFY -> COMPLETE. Forward moves happen only when every
 condition of the row holds; an unmet row is an ordinary answer (ok false, the conditions
 by name with their values), not an error. All methods take {session_id, cwd}; the
-workspace is the cwd's nearest ancestor holding .git, .prd, .plugkit/config.toml or
-.plugkit/state.json (else the cwd). Errors: -32602 bad params / empty session / missing
-cwd, -32005 the phase does not allow it.
+workspace is plugkit.workspace.find_root(cwd): the nearest ancestor holding a marker (.git,
+.prd, .plugkit/config.toml, ...), else the cwd. Errors: -32602 bad params / empty session /
+missing cwd / a cwd that is /, $HOME or $PLUGKIT_HOME (never a workspace), -32005 the phase
+does not allow it.
 """
 
 from plugkit.lifecycle.phases import FORWARD_FROM
 from plugkit.protocol.lifecycle import (
     AdvanceResult, CheckResult, ContextLines, EmitResult, GateAdvanceParams, GateCheckParams, GateEmitParams,
-    GateRetreatParams, GateStatus, GateStopParams, GateVerifyParams, StopResult, TransitionInfo, VerifyInfo,
-    VerifyStarted, WorkspaceParams,
+    GateRetreatParams, GateStatus, GateStopParams, GateVerifyParams, RestoreResult, StopResult, TransitionInfo,
+    VerifyInfo, VerifyStarted, WorkspaceParams,
 )
 from runner.core.gates.manager import GateManager
 from runner.rpc import shapes
@@ -20,14 +21,19 @@ from runner.rpc.dispatch import Context, rpc
 
 
 def _gates(ctx: Context) -> GateManager:
-    return ctx.services["gates"]
+    return ctx.gate_manager()
 
 
 @rpc(WorkspaceParams)
 async def status(ctx: Context, p: WorkspaceParams) -> GateStatus:
     """gate.status {session_id, cwd} -> {workspace, mode, phase, entered_at, next_phase,
     conditions: [{name, holds, value}] (the next row's, as an advance now would find them),
-    unknown_mutables, emission, verify, history (newest 10), notices}
+    unknown_mutables, emission, verify, history (newest 10), notices, tampered}
+
+    The runner's ledger is the source of truth; `.plugkit/state.json` and `.prd` are its
+    views. `tampered` lists each field of a view edited outside plugkit ("FILE: FIELD says
+    X, the runner holds Y"): never taken as true, and VERIFY -> COMPLETE (and Stop) wait
+    until the edit is reverted, redone through plugkit, or dropped by gate.restore.
     Example: {"method":"gate.status","params":{"session_id":"s","cwd":"/w"}}
     """
     gates = _gates(ctx)
@@ -39,7 +45,19 @@ async def status(ctx: Context, p: WorkspaceParams) -> GateStatus:
         unknown_mutables=st.unknown(), emission=None if st.emission is None else [d.path for d in st.emission],
         verify=None if st.verify is None else shapes.shape(VerifyInfo, st.verify),
         history=[shapes.shape(TransitionInfo, t) for t in st.history[-10:]],
-        notices=st.notices + list(cfg.problems))
+        notices=st.notices + list(cfg.problems), tampered=await gates.tampered(ws))
+
+
+@rpc(WorkspaceParams)
+async def restore(ctx: Context, p: WorkspaceParams) -> RestoreResult:
+    """gate.restore {session_id, cwd} -> {dropped: [the outside edits the views lost]}
+
+    Writes `.plugkit/state.json` and `.prd` again from the runner's ledger, dropping edits
+    made outside plugkit (and items proposed by hand: add them with prd.add); a notice in
+    the state records it. Errors: -32005 the workspace is busy.
+    """
+    gates = _gates(ctx)
+    return RestoreResult(dropped=await gates.restore(gates.workspace(p.session_id, p.cwd)))
 
 
 @rpc(GateAdvanceParams)
@@ -103,15 +121,18 @@ async def verify(ctx: Context, p: GateVerifyParams) -> VerifyStarted:
 
 @rpc(GateCheckParams)
 async def check(ctx: Context, p: GateCheckParams) -> CheckResult:
-    """gate.check {session_id, cwd, event, tool_name, tool_input} -> {decision: allow|deny|ask, reason, mode}
+    """gate.check {session_id, cwd, event, tool_name?, tool_input?} -> {decision: allow|deny|ask, reason, mode}
 
     For PreToolUse hooks. Enforce mode: file-writing tools (Write, Edit, MultiEdit,
     NotebookEdit, write_file, replace, apply_patch) are denied in PLAN and EXECUTE (the
     reason names the unknown mutables, else the phase) and in COMPLETE, and always for
-    .prd and .plugkit/; shell `git commit`/`git push` is denied while mutables are
-    unknown; `plugkit approve` in a shell asks the person (`--list` only reads); commands starting with
-    `exec:` or `plugkit exec` are always allowed. Advisory mode (the default): a deny
-    becomes allow with the reason as a warning. Off: allow. Other events: allow.
+    .prd and .plugkit/, and so is a shell command that writes .prd or .plugkit/state.json
+    or evidence (redirection, sed -i, cp, a script's write call); shell `git commit`/`git
+    push` is denied while mutables are unknown; an approval attempt in any spelling the
+    call shows (`plugkit approve` through variables, quotes, env -u, sh -c; exec: code or
+    a command naming approve / approval.grant) asks the person (`--list` only reads);
+    other commands starting with `exec:` or `plugkit exec` are allowed. Advisory mode (the
+    default): a deny becomes allow with the reason as a warning. Off: allow. Other events: allow.
     Example: {"method":"gate.check","params":{"session_id":"s","cwd":"/w","event":"PreToolUse",
               "tool_name":"Write","tool_input":{"file_path":"/w/a.py","content":"x"}}}
     """
@@ -150,4 +171,5 @@ async def context(ctx: Context, p: WorkspaceParams) -> ContextLines:
 METHODS = {
     "gate.status": status, "gate.advance": advance, "gate.retreat": retreat, "gate.emit": emit,
     "gate.verify": verify, "gate.check": check, "gate.stop": stop, "gate.context": context,
+    "gate.restore": restore,
 }

@@ -3,9 +3,9 @@
 The client adapters (client/hooks/) turn each platform's stdin into these calls and
 render the answers in that platform's own format; here the answers are decided. The
 lifecycle gates decide pre_tool and stop, and add context lines, when their manager is
-registered (ctx.services["gates"]); without it every call is allowed and nothing blocks.
+composed in (ctx.gates); without them every call is allowed and nothing blocks.
 What each session was last told (the status injected, the last Stop block reason) is
-kept in a bounded HookMemory under ctx.services["hooks"] and dropped at session end.
+kept in a bounded HookMemory (ctx.hooks) and dropped at session end.
 
 Errors: -32602 bad params. A gate that cannot answer (its files unreadable, say) never
 turns into an error here: pre_tool allows with a warning, stop does not block.
@@ -13,11 +13,10 @@ turns into an error here: pre_tool allows with a warning, stop does not block.
 
 import asyncio
 import os
-from collections import OrderedDict
-from typing import Any, Optional
 
 from plugkit import errors
 from plugkit.memory import index_for_context
+from plugkit.vocab import LIVE_STATES
 from plugkit.protocol.hook import (
     HookContext, HookDecision, HookPreToolParams, HookPromptResult, HookSessionEnded, HookSessionParams,
     HookSessionStartParams, HookStopParams, HookStopResult,
@@ -33,60 +32,10 @@ MAX_TASK_LINES = 8
 MAX_MEMORY_LINES = 15
 MAX_MEMORY_BYTES = 2048
 MAX_CONTEXT_LINES = 40
-LIVE = ("pending", "running")
 USAGE_LINE = ("plugkit: to run code, make a Bash call whose first line is `exec:<lang>` (python, bash, "
               "node, ...) and the code below it; it runs in the plugkit runner and its output comes back "
               "as the call's result. `exec:tasks`, `exec:status task_N`, `exec:sleep task_N [S]`, "
               "`exec:close task_N` follow tasks up.")
-
-
-class HookMemory:
-    """Per session: the status last injected (UserPromptSubmit sends only changes) and the
-    reason of the last Stop block (the loop guard). Least recently used sessions go first,
-    so a runner serving thousands of short sessions stays small."""
-
-    def __init__(self, cap: int = 2048) -> None:
-        self.cap = cap
-        self._sent: "OrderedDict[SessionKey, str]" = OrderedDict()
-        self._blocked: "OrderedDict[SessionKey, str]" = OrderedDict()
-
-    def sent(self, key: SessionKey) -> str:
-        return self._sent.get(key, "")
-
-    def remember_sent(self, key: SessionKey, status: str) -> None:
-        self._put(self._sent, key, status)
-
-    def last_block(self, key: SessionKey) -> Optional[str]:
-        return self._blocked.get(key)
-
-    def remember_block(self, key: SessionKey, reason: Optional[str]) -> None:
-        if reason is None:
-            self._blocked.pop(key, None)
-        else:
-            self._put(self._blocked, key, reason)
-
-    def forget(self, key: SessionKey) -> None:
-        self._sent.pop(key, None)
-        self._blocked.pop(key, None)
-
-    def _put(self, table: "OrderedDict[SessionKey, str]", key: SessionKey, value: str) -> None:
-        table[key] = value
-        table.move_to_end(key)
-        while len(table) > self.cap:
-            table.popitem(last=False)
-
-    def snapshot(self) -> dict:
-        return {"sessions_with_status": len(self._sent), "sessions_blocked": len(self._blocked)}
-
-
-def _memory(ctx: Context) -> HookMemory:
-    memory = ctx.services.get("hooks")
-    if memory is None:
-        # Created on first use rather than by a service factory: it owns no background
-        # work and no OS resource, so it needs no start or stop, only a home per app.
-        memory = ctx.services["hooks"] = HookMemory()
-        ctx.snapshots["hooks"] = memory.snapshot
-    return memory
 
 
 def _key(p: HookSessionParams) -> SessionKey:
@@ -95,16 +44,22 @@ def _key(p: HookSessionParams) -> SessionKey:
 
 # --- the gates, through three adapter functions --------------------------------------------
 # Only GateManager's public methods are used: workspace(session_id, cwd), check(ws, event,
-# tool_name, tool_input) -> (Verdict{decision, reason}, mode), stop(ws, stop_hook_active) ->
+# tool_name, tool_input, platform) -> (Verdict{decision, reason}, mode), stop(ws, stop_hook_active) ->
 # (StopVerdict{block, reason, missing}, mode), context(ws) -> [str].
+# A workspace that never used the gates hears nothing from them: someone who installed
+# the hooks for exec: alone must not get "phase is PLAN" at every turn. Any gate write
+# (state.json), a .prd or a .plugkit/config.toml opts it in (Workspace.opted_in).
+
 
 async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
-    gates = ctx.services.get("gates")
+    gates = ctx.gates.get() if ctx.gates is not None else None
     if gates is None:
         return "allow", ""
     try:
-        verdict, _mode = await gates.check(gates.workspace(p.session_id, p.cwd), "PreToolUse",
-                                           p.tool_name, dict(p.tool_input))
+        ws = gates.workspace(p.session_id, p.cwd)
+        if not ws.opted_in:
+            return "allow", ""
+        verdict, _mode = await gates.check(ws, "PreToolUse", p.tool_name, dict(p.tool_input), p.platform)
     except errors.RpcError as exc:
         # A gate that cannot read its workspace must not stop every tool call of the agent.
         return "allow", f"plugkit gates could not check this call ({exc.message}); it was allowed"
@@ -112,22 +67,26 @@ async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
 
 
 async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
-    gates = ctx.services.get("gates")
+    gates = ctx.gates.get() if ctx.gates is not None else None
     if gates is None:
         return False, ""
     try:
-        verdict, _mode = await gates.stop(gates.workspace(p.session_id, p.cwd), p.stop_hook_active)
+        ws = gates.workspace(p.session_id, p.cwd)
+        if not ws.opted_in:
+            return False, ""
+        verdict, _mode = await gates.stop(ws, p.stop_hook_active)
     except errors.RpcError as exc:
         return False, f"plugkit gates could not check whether the work is done ({exc.message})"
     return verdict.block, verdict.reason
 
 
 async def gate_lines(ctx: Context, p: HookSessionParams) -> list[str]:
-    gates = ctx.services.get("gates")
+    gates = ctx.gates.get() if ctx.gates is not None else None
     if gates is None:
         return []
     try:
-        return list(await gates.context(gates.workspace(p.session_id, p.cwd)))
+        ws = gates.workspace(p.session_id, p.cwd)
+        return list(await gates.context(ws)) if ws.opted_in else []
     except errors.RpcError:
         return []
 
@@ -137,10 +96,7 @@ async def gate_lines(ctx: Context, p: HookSessionParams) -> list[str]:
 def _task_lines(ctx: Context, p: HookSessionParams) -> list[str]:
     """This session's unfinished tasks. No durations: the text must only change when the
     state does, or UserPromptSubmit would re-inject it on every prompt."""
-    tasks = ctx.services.get("tasks")
-    if tasks is None:
-        return []
-    live = [t for t in tasks.list_tasks(p.session_id, p.cwd).tasks if t.state in LIVE]
+    live = [t for t in ctx.tasks.list_tasks(p.session_id, p.cwd).tasks if t.state in LIVE_STATES]
     if not live:
         return []
     lines = [f"plugkit: {len(live)} task(s) of this session still running (exec:status task_N shows "
@@ -180,11 +136,10 @@ async def session_start(ctx: Context, p: HookSessionStartParams) -> HookContext:
     {"session_id":"5f1c","cwd":"/w","platform":"claude-code","source":"startup"}}
     """
     key = _key(p)
-    tasks = ctx.services.get("tasks")
-    if tasks is not None and os.path.isdir(key.cwd):
-        tasks.registry.open(key)
+    if os.path.isdir(key.cwd):
+        ctx.tasks.registry.open(key)
     status = await _status(ctx, p)
-    _memory(ctx).remember_sent(key, "\n".join(status))
+    ctx.hooks.remember_sent(key, "\n".join(status))
     lines = [USAGE_LINE, *status, *await _memory_index(ctx, p)]
     log.info("hook_session_start", session_id=p.session_id, cwd=key.cwd, platform=p.platform, source=p.source)
     return HookContext(context="\n".join(lines[:MAX_CONTEXT_LINES]))
@@ -197,7 +152,7 @@ async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
     The same status as session_start (running tasks, gate lines), but only when it differs
     from the last one this session was given; else context "" and changed false.
     """
-    key, memory = _key(p), _memory(ctx)
+    key, memory = _key(p), ctx.hooks
     status = "\n".join(await _status(ctx, p))
     if status == memory.sent(key):
         return HookPromptResult(context="", changed=False)
@@ -207,11 +162,14 @@ async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
 
 @rpc(HookPreToolParams)
 async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
-    """hook.pre_tool {session_id, cwd, tool_name, tool_input} -> {decision: allow|deny|ask, reason}
+    """hook.pre_tool {session_id, cwd, tool_name?, tool_input?, platform?}
+    -> {decision: allow|deny|ask, reason}
 
     The gates' answer for this tool call (allow with an empty reason when no gates are
     registered). An allow may carry a reason: a warning for the model (advisory gates).
-    `exec:` commands never reach this method: the client runs them itself.
+    `exec:` commands reach this method only when they mention approving (the client runs
+    the rest itself). `platform` says whether the host can show the person a permission
+    prompt (claude-code, qwen): an approval the person confirms there is then accepted.
     """
     decision, reason = await gate_decision(ctx, p)
     return HookDecision(decision=decision, reason=reason)  # type: ignore[arg-type]
@@ -226,7 +184,7 @@ async def stop(ctx: Context, p: HookStopParams) -> HookStopResult:
     session was last blocked with, it is not blocked again; reason then says why it stops
     anyway. A non-blocking answer may carry a reason for the person (advisory gates).
     """
-    key, memory = _key(p), _memory(ctx)
+    key, memory = _key(p), ctx.hooks
     block, reason = await gate_stop(ctx, p)
     if block and p.stop_hook_active and memory.last_block(key) == reason:
         block, reason = False, "plugkit: letting the agent stop (it was already told once): " + reason
@@ -241,11 +199,8 @@ async def session_end(ctx: Context, p: HookSessionParams) -> HookSessionEnded:
     Ends the session: its running tasks are killed (whole trees), its browser page and
     serial ports released, its tasks forgotten. An unknown session ends with nothing killed.
     """
-    _memory(ctx).forget(_key(p))
-    tasks: Any = ctx.services.get("tasks")
-    if tasks is None:
-        return HookSessionEnded(killed=[])
-    return HookSessionEnded(killed=(await tasks.end_session(p.session_id, p.cwd)).killed)
+    ctx.hooks.forget(_key(p))
+    return HookSessionEnded(killed=(await ctx.tasks.end_session(p.session_id, p.cwd)).killed)
 
 
 METHODS = {

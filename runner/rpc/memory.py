@@ -1,11 +1,11 @@
 """memory.* — cross-session memories of a workspace (`.plugkit/memory/`) and of the user
-(`$PLUGKIT_HOME/memory/`). The workspace is the nearest directory at or above `cwd`
-holding `.plugkit/` or `.git`. Every recalled memory carries `stale`: what it names
+(`$PLUGKIT_HOME/memory/`). The workspace is plugkit.workspace.find_root(cwd), the gates'
+one; a cwd of /, $HOME or $PLUGKIT_HOME has none (user-wide memories only). Every recalled memory carries `stale`: what it names
 (paths, backticked functions and flags) that the workspace no longer has. File work
 and the staleness scan run in a worker thread, never on the event loop.
 
 Errors: -32602 a rule refused the memory (message says which and why; data.rule names
-it) or cwd is not a directory; -32005 the name is taken; -32001 no such memory;
+it), cwd is not a directory, or a project memory was asked for where there is no workspace; -32005 the name is taken; -32001 no such memory;
 -32002 the memory directory is not writable.
 """
 
@@ -17,6 +17,7 @@ from plugkit import errors
 from plugkit.memory import recall, rules
 from plugkit.memory.store import Memory, MemoryStore, NotFound
 from plugkit.protocol import SessionParams
+from plugkit.workspace import NotAWorkspace
 from plugkit.protocol.memory import (
     MemoryAddParams, MemoryIndex, MemoryIndexParams, MemoryInfo, MemoryList, MemoryNameParams,
     MemorySearchParams,
@@ -48,6 +49,8 @@ async def _run(ctx: Context, p: SessionParams, work: Callable[[MemoryStore], T])
         code = errors.CONFLICT if exc.rule == "unique" else errors.INVALID_PARAMS
         data = {"rule": exc.rule, **({"next": exc.hint} if exc.hint else {})}
         raise errors.RpcError(code, exc.reason, data) from None
+    except NotAWorkspace as exc:
+        raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None
     except NotFound as exc:
         raise errors.RpcError(errors.NOT_FOUND, str(exc), {"next": "plugkit memory list"}) from None
     except PermissionError:

@@ -17,7 +17,7 @@ from runner.rpc.dispatch import Context, rpc
 
 
 def _gates(ctx: Context) -> GateManager:
-    return ctx.services["gates"]
+    return ctx.gate_manager()
 
 
 @rpc(MutableAddParams)
@@ -38,7 +38,8 @@ async def resolve(ctx: Context, p: MutableResolveParams) -> ResolveResult:
     """mutable.resolve {session_id, cwd, name, task_id, line? | regex?}
     -> {mutable, known, failed_attempt, reason, receipt, phase, transition?}
 
-    The task must have run in a session of this workspace (any session id) and finished.
+    The task must have run in a session of this workspace (any session id working in the same
+    workspace; the receipt then records both sessions) and finished.
     The value is read from its witnessed output (stdout and stderr as captured): the whole
     of it stripped, line N (1-based, -1 the last), or the regex's first group (else the
     whole match). A receipt (task id, code hash, exit code, output hash, time) is written
@@ -49,7 +50,8 @@ async def resolve(ctx: Context, p: MutableResolveParams) -> ResolveResult:
               "task_id":12,"regex":"port=(\\\\d+)"}}
     """
     gates = _gates(ctx)
-    r = await gates.resolve(gates.workspace(p.session_id, p.cwd), p.name, p.task_id, p.line, p.regex)
+    r = await gates.resolve(gates.workspace(p.session_id, p.cwd), p.name, p.task_id, p.line, p.regex,
+                            p.session_id)
     return ResolveResult(mutable=shapes.shape(MutableInfo, r.mutable), known=r.outcome.known,
                          failed_attempt=r.outcome.failed, reason=r.attempt.reason, receipt=r.receipt.id,
                          phase=r.state.phase, transition=shapes.transition(r.transition))

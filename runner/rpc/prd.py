@@ -18,7 +18,7 @@ _LINK_AND_TEXT = ("subject", "acceptance", "edge_cases", "blocked_by", "blocking
 
 
 def _gates(ctx: Context) -> GateManager:
-    return ctx.services["gates"]
+    return ctx.gate_manager()
 
 
 @rpc(PrdAddParams)
@@ -43,12 +43,11 @@ async def update(ctx: Context, p: PrdUpdateParams) -> PrdItem:
     blocking?, effort?, risk?, evidence?: [receipt ids]} -> PrdItem
 
     Only the fields given change (a list given replaces the list). status "completed"
-    requires `evidence`.
+    requires `evidence`: receipts sealed by this runner, whose tasks its ledger holds.
     """
     gates = _gates(ctx)
     changes = {k: getattr(p, k) for k in _LINK_AND_TEXT if getattr(p, k) is not None}
-    item = await gates.call(gates.workspace(p.session_id, p.cwd), work.prd_update, p.id, changes,
-                            p.status, list(p.evidence))
+    item = await gates.prd_update(gates.workspace(p.session_id, p.cwd), p.id, changes, p.status, list(p.evidence))
     return shapes.item(item, {})
 
 

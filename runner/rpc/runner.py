@@ -16,8 +16,7 @@ async def info(ctx: Context, params: NoParams) -> RunnerInfo:
     Example: {"jsonrpc":"2.0","id":1,"method":"runner.info","params":{}}
     """
     rt = ctx.runtime
-    tasks = ctx.services.get("tasks")
-    counts = tasks.counts() if tasks else {"sessions": 0, "tasks": 0, "running": 0}
+    counts = ctx.tasks.counts()
     return RunnerInfo(
         service=SERVICE, pid=rt.pid, version=rt.version, port=rt.port, home=rt.home,
         started_at=rt.started_at, uptime_s=round(rt.uptime(), 3),
@@ -28,11 +27,10 @@ async def info(ctx: Context, params: NoParams) -> RunnerInfo:
 
 
 def _reaper_counts(ctx: Context) -> dict:
-    sweep = ctx.services.get("sweeper")
+    sweep = ctx.sweeper
     counts = {f"boot_{k}": v for k, v in ctx.runtime.boot_reap.items()}
-    if sweep is not None:
-        counts.update(sweeps=sweep.sweeps, strays_killed=sweep.strays_killed,
-                      zombies_reaped=sweep.zombies_reaped, idle_sessions_ended=sweep.idle_sessions_ended)
+    counts.update(sweeps=sweep.sweeps, strays_killed=sweep.strays_killed,
+                  zombies_reaped=sweep.zombies_reaped, idle_sessions_ended=sweep.idle_sessions_ended)
     return counts
 
 

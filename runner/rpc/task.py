@@ -2,15 +2,17 @@
 answers the same not-found error for an unknown id, another session's id or an
 empty session id, so no caller can learn what other sessions run."""
 
-from plugkit.protocol import (Output, SessionParams, TaskExecParams, TaskInfo, TaskInputParams,
+from plugkit.protocol import (Chunk, Output, SessionParams, StreamCut, TaskExecParams, TaskInfo, TaskInputParams,
                               TaskKillParams, TaskList, TaskOutputParams, TaskRef, TaskResult,
                               TaskWaitParams, WaitResult)
+from runner.core.tasks import bound, stdin_watch
 from runner.core.tasks.manager import TaskManager
+from runner.core.tasks.output import OutputBuffer
 from runner.rpc.dispatch import Context, rpc
 
 
 def _tasks(ctx: Context) -> TaskManager:
-    return ctx.services["tasks"]
+    return ctx.tasks
 
 
 @rpc(TaskExecParams)
@@ -26,24 +28,42 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
     Example: {"method":"task.exec","params":{"session_id":"s","cwd":"/w","lang":"python",
               "code":"print(1)","wait_ms":5000}}
     """
-    return await _tasks(ctx).exec(p)
+    result = await _tasks(ctx).exec(p)
+    task = await _tasks(ctx).lookup(p.session_id, p.cwd, result.task.task_id)
+    stdin_watch.mark(task, result.task)
+    return result
 
 
 @rpc(TaskRef)
 async def status(ctx: Context, p: TaskRef) -> TaskInfo:
     """task.status {session_id, cwd, task_id} -> TaskInfo (state, exit_code, signal, reason, ...)"""
-    return (await _tasks(ctx).lookup(p.session_id, p.cwd, p.task_id)).info()
+    return stdin_watch.info(await _tasks(ctx).lookup(p.session_id, p.cwd, p.task_id))
 
 
 @rpc(TaskOutputParams)
 async def output(ctx: Context, p: TaskOutputParams) -> Output:
-    """task.output {session_id, cwd, task_id, cursor?, max_bytes?} -> {chunks, cursor, dropped, more}
+    """task.output {session_id, cwd, task_id, cursor?, max_bytes?, tails?} -> {chunks, cursor, dropped, more, cuts?}
 
     Without cursor: what this session has not read yet (and marks it read).
     With cursor: from that absolute offset; `dropped` counts bytes evicted before it.
+    With tails: everything from the cursor to the end in at most max_bytes, shared
+    by the streams so each keeps its last bytes (and its first, if none were before
+    the cursor); `cuts` says per stream how much there was and how much is shown.
+    Marks nothing read.
     """
     tasks = _tasks(ctx)
-    return tasks.output(await tasks.lookup(p.session_id, p.cwd, p.task_id), p.cursor, p.max_bytes)
+    task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
+    if p.tails:
+        return _tails(task.buffer, task.read_cursor if p.cursor is None else p.cursor, p.max_bytes)
+    return tasks.output(task, p.cursor, p.max_bytes)
+
+
+def _tails(buffer: OutputBuffer, cursor: int, max_bytes: int) -> Output:
+    """The session's cursor stays put: what was cut is still unread for a --full read."""
+    got = bound.digest(buffer, cursor, max_bytes)
+    return Output(chunks=[Chunk(stream=s, text=t) for s, t in got.pieces], cursor=got.end,
+                  dropped=max(0, buffer.start - cursor), more=False,
+                  cuts=[StreamCut(stream=c.stream, total=c.total, shown=c.shown) for c in got.cuts])
 
 
 @rpc(TaskWaitParams)
@@ -52,16 +72,17 @@ async def wait(ctx: Context, p: TaskWaitParams) -> WaitResult:
     -> {task, matched, match_cursor, timed_out}
 
     Returns when the task ends, the text appears after cursor (default: this
-    session's read cursor), or timeout_ms passes.
+    session's read cursor), timeout_ms passes, or the task is seen blocked reading
+    its stdin (task.waiting_for_input; neither matched nor timed_out).
     """
     tasks = _tasks(ctx)
     task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
-    return await tasks.wait(task, p.timeout_ms, p.until_text, p.until_regex, p.cursor)
+    return await stdin_watch.wait(task, tasks.wait(task, p.timeout_ms, p.until_text, p.until_regex, p.cursor))
 
 
 @rpc(TaskInputParams)
 async def input_(ctx: Context, p: TaskInputParams) -> TaskInfo:
-    """task.input {session_id, cwd, task_id, data, eof?} -> TaskInfo
+    """task.input {session_id, cwd, task_id, data?, eof?} -> TaskInfo
 
     Writes data to the task's stdin; eof closes it. Errors: -32005 if the task ended
     or its stdin is closed.
@@ -84,7 +105,12 @@ async def kill(ctx: Context, p: TaskKillParams) -> TaskInfo:
 @rpc(SessionParams)
 async def list_(ctx: Context, p: SessionParams) -> TaskList:
     """task.list {session_id, cwd} -> {tasks: [TaskInfo]} (only this session's)"""
-    return _tasks(ctx).list_tasks(p.session_id, p.cwd)
+    tasks = _tasks(ctx)
+    listed = tasks.list_tasks(p.session_id, p.cwd)
+    for info in listed.tasks:
+        if info.state == "running":
+            stdin_watch.mark(tasks.task(p.session_id, p.cwd, info.task_id), info)
+    return listed
 
 
 METHODS = {

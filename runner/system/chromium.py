@@ -1,11 +1,13 @@
-"""Chromium as a tagged child of the runner: find it, spawn it headless on a throwaway profile,
-learn its DevTools URL from stderr, notice when it dies, and kill its whole tree.
+"""Chromium as a tagged child of the runner: spawn it headless on a throwaway profile with
+DevTools on a pipe (no port), notice when it dies, and kill its whole tree.
 
 We spawn Chromium ourselves and only *connect* pyppeteer to it: pyppeteer's own launcher
 polls for the DevTools URL with blocking sleeps, installs signal handlers that fight the
 runner's, and downloads a browser when it finds none. Our spawn is the same tagged spawn
 tasks use (own session, PLUGKIT_* tags), so the boot reaper finds a Chromium a crashed
 runner left behind, and kill_tree reaches helpers that left the group (crashpad double-forks).
+The spawn also sets PR_SET_PDEATHSIG (see cdp_pipe.ChildPipes.setup_child), so a runner killed
+with SIGKILL takes its Chromium along at once; the boot reaper stays the fallback.
 """
 
 from __future__ import annotations
@@ -13,33 +15,32 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
-import re
 import shutil
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional
+from typing import Callable, Mapping
 
+from plugkit.chromium import ChromiumNotFound, Sandbox, find_chromium
 from runner.system import kill as kill_mod
 from runner.system import tags
+from runner.system.cdp_pipe import ChildPipes, PipeTransport
 
-DEFAULT_CHROMIUM = "/usr/bin/chromium"
-INSTALL_HINT = ("install it with `apt-get install -y chromium`, or set PLUGKIT_CHROMIUM to a "
-                "Chromium/Chrome binary")
 # The task tag every process of the browser carries. Not a number, so the sweeper (which
 # kills tagged processes of tasks that are no longer live) leaves the browser alone.
 BROWSER_TAG = "browser"
 LAUNCH_TIMEOUT_S = 20.0
-_DEVTOOLS = re.compile(rb"DevTools listening on (ws://\S+)")
+NO_SANDBOX = "--no-sandbox"
 
 # Headless, and nothing the browser would do on its own: no background fetches, updates,
-# sync or first-run UI, so an idle browser never touches the network. Root needs
-# --no-sandbox. --no-startup-window skips the default tab (we open pages per session),
-# which saves a renderer start on every launch. Throttling of background pages is off
-# because every session's page is a "background" page to a headless browser.
+# sync or first-run UI, so an idle browser never touches the network. --no-startup-window
+# skips the default tab (we open pages per session), which saves a renderer start on every
+# launch. Throttling of background pages is off because every session's page is a
+# "background" page to a headless browser. DevTools speaks over fds 3/4 only
+# (--remote-debugging-pipe): no port that another local user could connect to.
+# --no-sandbox is added only when the sandbox cannot work (plugkit.chromium.sandbox_for).
 FLAGS = (
     "--headless",
-    "--no-sandbox",
     "--disable-gpu",
     "--no-first-run",
     "--no-default-browser-check",
@@ -57,8 +58,7 @@ FLAGS = (
     "--disable-backgrounding-occluded-windows",
     "--mute-audio",
     "--password-store=basic",
-    "--remote-debugging-address=127.0.0.1",
-    "--remote-debugging-port=0",
+    "--remote-debugging-pipe",
 )
 
 
@@ -67,11 +67,14 @@ class LaunchError(Exception):
 
 
 def find_executable(environ: Mapping[str, str] = os.environ) -> str:
-    path = environ.get("PLUGKIT_CHROMIUM") or DEFAULT_CHROMIUM
-    resolved = shutil.which(path) if os.sep not in path else path
-    if not resolved or not os.path.isfile(resolved) or not os.access(resolved, os.X_OK):
-        raise LaunchError(f"Chromium not found at {path}; {INSTALL_HINT}")
-    return resolved
+    try:
+        return find_chromium(environ)
+    except ChromiumNotFound as exc:
+        raise LaunchError(str(exc)) from None
+
+
+def argv(executable: str, profile: str, sandbox: Sandbox) -> list[str]:
+    return [executable, *FLAGS, *(() if sandbox.on else (NO_SANDBOX,)), f"--user-data-dir={profile}"]
 
 
 @dataclass(frozen=True)
@@ -81,12 +84,10 @@ class ChromiumSpec:
     kill_grace_s: float
 
 
-class _Pipes(asyncio.SubprocessProtocol):
-    """Reads stderr for the DevTools line, keeps its tail for crash reports, and reports exit."""
+class _Stderr(asyncio.SubprocessProtocol):
+    """Keeps the tail of Chromium's stderr for crash reports, and reports its exit."""
 
     def __init__(self, on_exit: Callable[[], None]) -> None:
-        loop = asyncio.get_running_loop()
-        self.ready: asyncio.Future[str] = loop.create_future()
         self.tail: collections.deque[str] = collections.deque(maxlen=12)
         self._partial = b""
         self._on_exit = on_exit
@@ -100,11 +101,6 @@ class _Pipes(asyncio.SubprocessProtocol):
         # but cap the unterminated remainder so a line without newline cannot grow forever.
         self._partial = self._partial[-4096:]
         for line in lines:
-            if not self.ready.done():
-                found = _DEVTOOLS.search(line)
-                if found:
-                    self.ready.set_result(found.group(1).decode())
-                    continue
             text = line.decode("utf-8", "replace").strip()
             # Without a D-Bus (containers, servers) Chromium logs a dozen harmless dbus errors
             # at start-up; they would push the lines that explain a crash out of the tail.
@@ -114,25 +110,25 @@ class _Pipes(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         self.exited = True
         self.exit_seen.set()
-        if not self.ready.done():
-            self.ready.set_exception(LaunchError("Chromium exited during start-up"))
         self._on_exit()
 
 
 class ChromiumProcess:
     """One running Chromium. `stopping` marks an exit we asked for (not a crash)."""
 
-    def __init__(self, spec: ChromiumSpec, transport: asyncio.SubprocessTransport, pipes: _Pipes,
-                 profile: str, created: float) -> None:
+    def __init__(self, spec: ChromiumSpec, transport: asyncio.SubprocessTransport, pipes: _Stderr,
+                 profile: str, created: float, cdp: PipeTransport, sandbox: Sandbox) -> None:
         self.spec, self.transport, self.pipes, self.profile = spec, transport, pipes, profile
         self.pid: int = transport.get_pid()
         self.create_time = created
-        self.ws_url: Optional[str] = None
+        self.cdp = cdp          # DevTools: ours alone, closed with the process
+        self.sandbox = sandbox  # what it was started with
         self.stopping = False
 
     @classmethod
-    async def spawn(cls, spec: ChromiumSpec, executable: str, on_exit: Callable[["ChromiumProcess"], None]
-                    ) -> "ChromiumProcess":
+    async def spawn(cls, spec: ChromiumSpec, executable: str, sandbox: Sandbox,
+                    on_exit: Callable[["ChromiumProcess"], None]) -> "ChromiumProcess":
+        """Started, not yet answering: the first DevTools call tells that it came up."""
         base = os.path.join(spec.home, "browser")
         os.makedirs(base, mode=0o700, exist_ok=True)
         # A fresh profile per launch: no SingletonLock left by a killed browser can refuse the
@@ -143,31 +139,34 @@ class ChromiumProcess:
             # Chromium keeps crash reports and caches under XDG dirs, not the profile: keep
             # them in the throwaway profile instead of the user's ~/.config.
             "XDG_CONFIG_HOME": os.path.join(xdg, "config"), "XDG_CACHE_HOME": os.path.join(xdg, "cache"),
-        }, {tags.RUNNER_ID: spec.runner_id, tags.HOME: spec.home, tags.TASK_ID: BROWSER_TAG})
+        }, {tags.RUNNER_ID: spec.runner_id, tags.HOME: tags.home_id(spec.home), tags.TASK_ID: BROWSER_TAG})
         holder: list[ChromiumProcess] = []
         loop = asyncio.get_running_loop()
+        fds = ChildPipes.create()
         try:
+            # The fork happens on this (the loop's) thread: PR_SET_PDEATHSIG follows the thread.
             transport, pipes = await loop.subprocess_exec(
-                lambda: _Pipes(lambda: holder and on_exit(holder[0])),
-                executable, *FLAGS, f"--user-data-dir={profile}",
+                lambda: _Stderr(lambda: holder and on_exit(holder[0])),
+                *argv(executable, profile, sandbox),
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE, cwd=base, env=env, start_new_session=True)
+                stderr=asyncio.subprocess.PIPE, cwd=base, env=env, start_new_session=True,
+                close_fds=False, preexec_fn=fds.setup_child)  # setup_child closes what close_fds would
         except OSError as exc:
+            fds.close_all()
             shutil.rmtree(profile, ignore_errors=True)
             raise LaunchError(f"could not start Chromium ({executable}): {exc.strerror or exc}") from None
-        proc = cls(spec, transport, pipes, profile, time.time())
-        holder.append(proc)
+        fds.close_child_ends()  # Chromium holds its copies; its exit is then EOF on ours
+        created = time.time()
         try:
-            proc.ws_url = await asyncio.wait_for(asyncio.shield(pipes.ready), LAUNCH_TIMEOUT_S)
-        except (LaunchError, asyncio.TimeoutError) as exc:
-            why = "did not open its DevTools port" if isinstance(exc, asyncio.TimeoutError) else str(exc)
-            proc.stopping = True
-            await proc.stop()
-            raise LaunchError(f"Chromium ({executable}) {why}: {proc.last_words()}") from None
-        except BaseException:  # cancelled while starting: leave nothing running
-            proc.stopping = True
-            await asyncio.shield(proc.stop())
+            cdp = await PipeTransport.open(fds.parent_in, fds.parent_out)
+        except BaseException:
+            fds.close_all()
+            transport.kill()
+            transport.close()
+            shutil.rmtree(profile, ignore_errors=True)
             raise
+        proc = cls(spec, transport, pipes, profile, created, cdp, sandbox)
+        holder.append(proc)
         return proc
 
     def alive(self) -> bool:
@@ -214,6 +213,7 @@ class ChromiumProcess:
         await asyncio.to_thread(
             kill_mod.kill_tree, pgid=None if root is None else self.pid, root=root,
             runner_id=self.spec.runner_id, task_id=BROWSER_TAG, grace_s=self.spec.kill_grace_s)
+        await self.cdp.close()
         self.transport.close()
         await asyncio.to_thread(shutil.rmtree, self.profile, True)
 

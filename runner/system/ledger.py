@@ -10,14 +10,14 @@ import time
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Iterator, Optional
 
+from plugkit.vocab import END_REASONS, KILLED, LIVE_STATES
+
 log = logging.getLogger("plugkit.store")
 
 SCHEMA_VERSION = 1
-LIVE = ("pending", "running")
-LOST_STATE, LOST_REASON = "killed", "runner_lost"
-# The sentence of runner.core.tasks.task.REASONS["runner_lost"]. Not imported: the store sits below the
-# domain layer; a unit test keeps the two equal.
-LOST_MESSAGE = "was lost when the runner stopped unexpectedly"
+LIVE = LIVE_STATES
+LOST_STATE, LOST_REASON = KILLED, "runner_lost"
+LOST_MESSAGE = END_REASONS[LOST_REASON]
 SIBLINGS = ("", "-wal", "-shm")
 # Only these mean "the bytes are bad". Busy, locked, permission or I/O errors say nothing about the
 # file, and moving a healthy ledger aside for them would throw its history away.

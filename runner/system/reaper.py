@@ -1,7 +1,7 @@
 """The boot reaper: kill what dead runners of this PLUGKIT_HOME left running.
 
 A runner killed with -9 (OOM, a crash, a laptop lid) cannot clean up; its
-tasks carry PLUGKIT_HOME and PLUGKIT_RUNNER_ID in their environment, and the
+tasks carry PLUGKIT_HOME_ID (the home by hash) and PLUGKIT_RUNNER_ID in their environment, and the
 runner id names the runner's pid. At the next boot, before the port is bound,
 every process tagged with our home whose runner is no longer alive is killed
 with its whole tagged tree. Live runners, other homes, other users and
@@ -46,7 +46,7 @@ def _runner_alive(runner_id: str) -> bool:
 
 def tagged_runner_ids(home: str) -> dict[str, dict[str, list[int]]]:
     """runner id -> task id -> pids of this user's processes tagged with our home."""
-    needle = f"\0{tags.HOME}={home}\0".encode()
+    needle = f"\0{tags.HOME}={tags.home_id(home)}\0".encode()
     found: dict[str, list[int]] = {}
     me, uid = os.getpid(), os.getuid()
     for name in os.listdir("/proc"):

@@ -2,30 +2,40 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 
-RUNNER_ID = "PLUGKIT_RUNNER_ID"
-TASK_ID = "PLUGKIT_TASK_ID"
-SESSION_ID = "PLUGKIT_SESSION_ID"
-HOME = "PLUGKIT_HOME"
+# HOME is the runner's home by id, never by path: the home holds the bearer token, and nothing
+# handed to a task may point at it (a task is the agent's code). A hash of the home's
+# absolute path tells the reaper which home a stray belongs to without naming the path.
+from plugkit.vocab import HOME_ID_TAG as HOME, HOME_TAG, IDENTITY_TAGS, RUNNER_ID_TAG as RUNNER_ID, \
+    SESSION_ID_TAG as SESSION_ID, TAG_NAMES, TASK_ID_TAG as TASK_ID
 
-TAG_NAMES: frozenset[str] = frozenset({RUNNER_ID, TASK_ID, SESSION_ID, HOME})
+__all__ = ["HOME", "RUNNER_ID", "SESSION_ID", "TASK_ID", "TAG_NAMES", "IDENTITY_NAMES", "child_env",
+           "read_tags", "read_environ", "is_scrubbed", "home_id"]
 
 # Identity tags are never inherited from the runner's own environment: a runner
 # started from inside another runner's task carries that task's ids, and a child
-# that inherited them would be killed along with a stranger's task. HOME is
-# configuration (where the runtime dir is), so an inherited value may pass through.
-IDENTITY_NAMES: frozenset[str] = frozenset({RUNNER_ID, TASK_ID, SESSION_ID})
+# that inherited them would be killed along with a stranger's task. HOME (by id) is
+# always set by the tags themselves.
+IDENTITY_NAMES: frozenset[str] = IDENTITY_TAGS
 
 # The bearer token guards the runner's RPC port; a task that could read it could
-# drive the runner (spawn outside any gate, kill other sessions' tasks).
-SCRUBBED: frozenset[str] = frozenset({"PLUGKIT_TOKEN"})
+# drive the runner (spawn outside any gate, kill other sessions' tasks, approve its own
+# items). PLUGKIT_HOME is the directory holding the token (and the receipts' MAC key):
+# a runner started with it set must not hand it down.
+SCRUBBED: frozenset[str] = frozenset({"PLUGKIT_TOKEN", HOME_TAG})
 # Prefix match also covers PLUGKIT_TOKEN_FILE, PLUGKIT_TOKEN_PATH and the like.
 SCRUBBED_PREFIX = "PLUGKIT_TOKEN"
 
 _TAG_PREFIX = b"PLUGKIT_"
 _READ_CHUNK = 1 << 16
+
+
+def home_id(home: str) -> str:
+    """The HOME tag's value for a runner home: 16 hex characters of sha256(abspath)."""
+    return hashlib.sha256(os.fsencode(os.path.abspath(home))).hexdigest()[:16]
 
 
 def is_scrubbed(name: str) -> bool:

@@ -12,7 +12,7 @@ import typing
 import pytest
 
 from client.wire.rpc import Client, Connection, RpcFailure
-from runner.rpc import NAMESPACES
+from runner.rpc.namespaces import NAMESPACES
 from tests.support.runner_home import Home
 
 pytestmark = pytest.mark.e2e

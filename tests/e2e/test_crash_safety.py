@@ -10,6 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from runner.system import tags
 from tests.support.runner_home import Home, free_port, rpc
 
 pytestmark = pytest.mark.e2e
@@ -27,7 +28,7 @@ def tagged(home: Home) -> set[int]:
     for p in psutil.process_iter():
         try:
             env = p.environ()
-            if env.get("PLUGKIT_HOME") == str(home.path) and env.get("PLUGKIT_TASK_ID") \
+            if env.get(tags.HOME) == tags.home_id(str(home.path)) and env.get("PLUGKIT_TASK_ID") \
                     and p.status() != psutil.STATUS_ZOMBIE:
                 found.add(p.pid)
         except psutil.Error:

@@ -9,6 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from runner.system import tags
 from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e
@@ -22,7 +23,7 @@ def tagged_with_home(home) -> list[int]:
             env = p.environ()
         except psutil.Error:
             continue
-        if env.get("PLUGKIT_HOME") == str(home.path) and env.get("PLUGKIT_TASK_ID"):
+        if env.get(tags.HOME) == tags.home_id(str(home.path)) and env.get("PLUGKIT_TASK_ID"):
             found.append(p.pid)
     return found
 
@@ -71,4 +72,6 @@ def test_task_ids_are_unique_across_sessions(home, tmp_path):
                                       "code": "true", "wait_ms": 5000})
         seen.add(res["task"]["task_id"])
     assert len(seen) == 3
-    assert os.path.isdir(home.path / "tmp") and os.listdir(home.path / "tmp") == []
+    # Code files live outside the home (a task's argv must not name the token's directory).
+    tmp_root = rpc(home, "debug.snapshot")["snapshot"]["executors"]["process"]["tmp_root"]
+    assert not tmp_root.startswith(str(home.path)) and os.listdir(tmp_root) == []

@@ -1,24 +1,30 @@
-"""In-process fixtures: the real app from make_app(), served by aiohttp's test server."""
+"""In-process fixtures: the real app from the composition root, served by aiohttp's test server."""
 
+import dataclasses
 import secrets
 
 import pytest
 
 from plugkit.config import Limits
-from runner.http.app import make_app
-from runner.rpc.runtime import Runtime
+from runner.boot import config as boot_config
+from runner.boot.compose import compose
+from runner.http.keys import CONTEXT
 from tests.support.inproc import TOKEN
 from tests.support.runner_home import free_port
 
 
 @pytest.fixture
 def make_client(aiohttp_client, tmp_path):
-    async def build(limits: Limits | None = None, namespaces: tuple = (), services=None):
+    """build(limits=, namespaces=, gates=, **settings): settings override RunnerConfig fields
+    (browser_idle_s=0.3, ...) of the config a real runner would read from this environment."""
+
+    async def build(limits: Limits | None = None, namespaces: tuple = (), gates: bool = True, **settings):
         port = free_port()
-        runtime = Runtime(home=str(tmp_path), port=port, token=TOKEN, runner_id=f"test{secrets.token_hex(4)}")
-        app = make_app(runtime, limits=limits, namespaces=namespaces, services=services)
+        config = dataclasses.replace(boot_config.load(), home=str(tmp_path), port=port, **settings,
+                                     **({"limits": limits} if limits is not None else {}))
+        app = compose(config, TOKEN, f"test{secrets.token_hex(4)}", namespaces=namespaces, gates=gates)
         client = await aiohttp_client(app, server_kwargs={"port": port})
-        client.runtime = runtime
+        client.runtime = app[CONTEXT].runtime
         return client
 
     return build

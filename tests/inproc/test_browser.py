@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import psutil
 import pytest
 
-from runner.http.app import CONTEXT
+from runner.http.keys import CONTEXT
 from runner.system.chromium import BROWSER_TAG, LaunchError, find_executable
 from runner.system import kill as kill_mod
 from tests.support.inproc import RpcError, call
@@ -72,7 +72,7 @@ async def br(make_client, tmp_path):
         return res
 
     do.client, do.work = client, work
-    do.executor = next(e for e in client.server.app[CONTEXT].services["tasks"].executors if e.name == "browser")
+    do.executor = next(e for e in client.server.app[CONTEXT].tasks.executors if e.name == "browser")
     return do
 
 
@@ -209,10 +209,10 @@ async def test_killed_chromium_is_relaunched_once_and_the_next_task_says_so(br, 
 async def test_session_end_closes_its_context(br, site):
     await br(f"goto {site}/\nreturn 1")
     await br("return 2", session="s2")
-    contexts = len(br.executor.browsers._browser.browserContexts)
+    contexts = len(br.executor.real().browsers._browser.browserContexts)
     await call(br.client, "session.end", session_id="s1", cwd=str(br.work))
     assert [p["session_id"] for p in br.executor.snapshot()["pages"]] == ["s2"]
-    assert len(br.executor.browsers._browser.browserContexts) == contexts - 1
+    assert len(br.executor.real().browsers._browser.browserContexts) == contexts - 1
     res = await br("return location.href")  # the session starts over on a fresh page
     assert text(res, "stdout") == '"about:blank"\n'
 
@@ -235,10 +235,9 @@ async def test_forever_loop_times_out_without_hurting_other_sessions(br, site):
     assert br.executor.snapshot()["pid"] == pid  # the browser itself was never restarted
 
 
-async def test_idle_browser_closes_and_shutdown_leaves_no_chromium(make_client, tmp_path, monkeypatch, site):
-    monkeypatch.setenv("PLUGKIT_BROWSER_IDLE_S", "0.3")
-    client = await make_client()
-    executor = next(e for e in client.server.app[CONTEXT].services["tasks"].executors if e.name == "browser")
+async def test_idle_browser_closes_and_shutdown_leaves_no_chromium(make_client, tmp_path, site):
+    client = await make_client(browser_idle_s=0.3)
+    executor = next(e for e in client.server.app[CONTEXT].tasks.executors if e.name == "browser")
     runner_id = client.runtime.runner_id
     res = await call(client, "task.exec", session_id="s1", cwd=str(tmp_path), lang="browser",
                      code=f"goto {site}/\nclose", wait_ms=30_000)
@@ -254,3 +253,24 @@ async def test_idle_browser_closes_and_shutdown_leaves_no_chromium(make_client, 
     assert kill_mod.find_tagged(runner_id, BROWSER_TAG)
     await client.close()  # runner shutdown: every Chromium process goes with it
     assert kill_mod.find_tagged(runner_id, BROWSER_TAG) == []
+
+
+async def test_chromium_dying_under_a_task_ends_it_as_a_browser_crash_and_the_next_task_relaunches(br, site):
+    await br(f"goto {site}/\nreturn 1")
+    pid = br.executor.snapshot()["pid"]
+    hung = await br("await new Promise(resolve => setTimeout(resolve, 60000))", wait_ms=0)
+    task_id = hung["task"]["task_id"]
+    for _ in range(200):  # until the task holds the page
+        if any(p["busy"] for p in br.executor.snapshot()["pages"]):
+            break
+        await asyncio.sleep(0.025)
+    os.kill(pid, signal.SIGKILL)  # the DevTools pipe reaches EOF under the running evaluate
+    done = await call(br.client, "task.wait", session_id="s1", cwd=str(br.work), task_id=task_id,
+                      timeout_ms=15_000)
+    assert done["task"]["state"] == "failed" and done["task"]["reason"] == "browser_crashed", done
+    assert done["task"]["message"] == (f"task_{task_id}: browser crashed (Chromium was killed by signal 9); "
+                                       "the next browser task relaunches it")
+    res = await br("return 2")
+    assert res["task"]["state"] == "completed" and text(res, "stdout") == "2\n"
+    assert "Chromium was killed by signal 9; relaunching it" in text(res, "info")
+    assert br.executor.snapshot()["pid"] != pid

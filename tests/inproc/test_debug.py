@@ -50,7 +50,7 @@ async def test_debug_route_needs_the_token_and_matches_the_rpc(make_client):
 
 
 async def test_subsystems_unregister_when_they_stop(make_client):
-    from runner.http.app import CONTEXT
+    from runner.http.keys import CONTEXT
 
     client = await make_client()
     snapshots = client.app[CONTEXT].snapshots

@@ -50,7 +50,9 @@ async def rpc(make_client, tmp_path):
     async def do(method: str, cwd: Path = work, **params):
         return await call(client, method, session_id="langs", cwd=str(cwd), **params)
 
-    do.work, do.home = work, Path(client.runtime.home)
+    snap = await call(client, "debug.snapshot")
+    # Task files live in a private dir outside the home (the home holds the token).
+    do.work, do.home, do.tmp = work, Path(client.runtime.home), Path(snap["snapshot"]["executors"]["process"]["tmp_root"])
     return do
 
 
@@ -70,7 +72,7 @@ async def test_hello_world_compiles_and_runs(rpc, lang, code, expected):
     res = await rpc("task.exec", lang=lang, code=code, wait_ms=60_000)
     assert res["task"]["state"] == "completed", (res["task"], text(res))
     assert text(res, "stdout") == expected + "\n"
-    assert os.listdir(rpc.home / "tmp") == []  # the task dir went with the task
+    assert os.listdir(rpc.tmp) == []  # the task dir went with the task
 
 
 @pytest.mark.parametrize("lang, code", FAILING, ids=[case[0] for case in FAILING])
@@ -87,7 +89,7 @@ async def test_c_compile_error_is_failed_compile_error_with_the_compiler_output(
     assert (task["state"], task["reason"]) == ("failed", "compile_error")
     assert "compile" in task["message"]
     assert "undeclared_name" in text(res, "stderr") and text(res, "stdout") == ""
-    assert os.listdir(rpc.home / "tmp") == []
+    assert os.listdir(rpc.tmp) == []
 
 
 async def test_java_body_keeps_the_agents_line_numbers(rpc):
@@ -115,7 +117,7 @@ async def test_rust_cargo_path_builds_a_local_crate_and_caches_its_target_dir(rp
     debug = cache / "debug"
     assert list(debug.glob("deps/libgreet-*.rlib"))  # the dependency stays cached ...
     assert not [p for p in debug.rglob("plugkit_task_*")]  # ... each task's own package does not
-    assert os.listdir(rpc.home / "tmp") == []
+    assert os.listdir(rpc.tmp) == []
 
 
 async def test_cargo_dep_offline_failure_says_why(rpc):
@@ -197,4 +199,4 @@ async def test_timeout_covers_the_compile_step_and_cleans_up(rpc):
     assert (res["task"]["state"], res["task"]["reason"]) == ("timed_out", "timeout")
     assert loop.time() - began < 10
     assert "never runs" not in text(res, "stdout")
-    assert os.listdir(rpc.home / "tmp") == []
+    assert os.listdir(rpc.tmp) == []

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.http.app import CONTEXT
+from runner.http.keys import CONTEXT
 from runner.system import serial_devices as serial_ports
 from tests.support.inproc import RpcError, call
 
@@ -124,7 +124,7 @@ async def read_all(rpc, task_id: int) -> str:
 
 
 def held_ports(rpc) -> list:
-    manager = rpc.client.server.app[CONTEXT].services["tasks"]
+    manager = rpc.client.server.app[CONTEXT].tasks
     serial_ex = next(e for e in manager.executors if e.name == "serial")
     return serial_ex.snapshot()["ports"]
 

@@ -9,8 +9,10 @@ import pytest
 from plugkit import errors
 from plugkit.protocol import SessionEnded, TaskInfo, TaskList
 from runner.rpc import hook
-from runner.rpc.dispatch import Context
-from runner.rpc.runtime import Runtime
+from plugkit.config import RunnerConfig
+from plugkit.lazy import Lazy
+from runner.rpc.context import Context, Runtime
+from runner.rpc.hook_memory import HookMemory
 
 
 class FakeRegistry:
@@ -43,13 +45,14 @@ class FakeGates:
         self.stop_reason: str | None = "open work items: 2"
         self.lines = ["plugkit gates (enforce): phase PLAN"]
         self.broken = False
+        self.opted_in = True
 
-    def workspace(self, session_id: str, cwd: str) -> str:
+    def workspace(self, session_id: str, cwd: str) -> SimpleNamespace:
         if self.broken:
             raise errors.RpcError(errors.CONFLICT, "state.json is unreadable")
-        return cwd
+        return SimpleNamespace(root=cwd, opted_in=self.opted_in)
 
-    async def check(self, ws, event, tool_name, tool_input):
+    async def check(self, ws, event, tool_name, tool_input, platform=""):
         assert event == "PreToolUse"
         return SimpleNamespace(decision=self.decision[0], reason=self.decision[1]), "enforce"
 
@@ -70,7 +73,8 @@ def task(tid: int, state: str = "running") -> TaskInfo:
 def ctx(tmp_path, monkeypatch):
     monkeypatch.setattr(hook, "index_for_context", lambda cwd, home, lines, size: "")
     runtime = Runtime(home=str(tmp_path), port=1, token="t", runner_id="r")
-    return Context(runtime=runtime, services={"tasks": FakeTasks(), "gates": FakeGates()})
+    return Context(runtime=runtime, config=RunnerConfig(home=str(tmp_path), port=1), tasks=FakeTasks(),
+                   gates=Lazy(FakeGates))
 
 
 async def call(method, ctx, **params) -> dict:
@@ -84,7 +88,7 @@ def ids(tmp_path) -> dict:
 
 
 async def test_without_gates_everything_is_allowed_and_nothing_blocks(ctx, tmp_path):
-    del ctx.services["gates"]
+    ctx.gates = None
     assert await call(hook.pre_tool, ctx, **ids(tmp_path), tool_name="Write",
                       tool_input={"file_path": "/w/a"}) == {"decision": "allow", "reason": ""}
     assert await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=False) == {"block": False, "reason": ""}
@@ -93,13 +97,13 @@ async def test_without_gates_everything_is_allowed_and_nothing_blocks(ctx, tmp_p
 
 
 async def test_pre_tool_answers_with_the_gates_decision(ctx, tmp_path):
-    ctx.services["gates"].decision = ("deny", "no writes in PLAN")
+    ctx.gates.get().decision = ("deny", "no writes in PLAN")
     assert await call(hook.pre_tool, ctx, **ids(tmp_path), tool_name="Write", tool_input={}) == {
         "decision": "deny", "reason": "no writes in PLAN"}
 
 
 async def test_a_gate_that_cannot_answer_allows_with_a_warning(ctx, tmp_path):
-    ctx.services["gates"].broken = True
+    ctx.gates.get().broken = True
     answer = await call(hook.pre_tool, ctx, **ids(tmp_path), tool_name="Write", tool_input={})
     assert answer["decision"] == "allow" and "state.json is unreadable" in answer["reason"]
     stop = await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=False)
@@ -107,7 +111,7 @@ async def test_a_gate_that_cannot_answer_allows_with_a_warning(ctx, tmp_path):
 
 
 async def test_stop_never_blocks_twice_in_a_row_for_one_reason_while_active(ctx, tmp_path):
-    gates = ctx.services["gates"]
+    gates = ctx.gates.get()
     first = await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=False)
     assert first == {"block": True, "reason": "open work items: 2"}
     looped = await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=True)
@@ -120,7 +124,7 @@ async def test_stop_never_blocks_twice_in_a_row_for_one_reason_while_active(ctx,
 
 
 async def test_prompt_injects_the_status_only_when_it_changed(ctx, tmp_path):
-    tasks = ctx.services["tasks"]
+    tasks = ctx.tasks
     start = await call(hook.session_start, ctx, **ids(tmp_path), platform="gemini", source="resume")
     assert "phase PLAN" in start["context"] and tasks.registry.opened
     assert await call(hook.prompt, ctx, **ids(tmp_path)) == {"context": "", "changed": False}
@@ -129,14 +133,14 @@ async def test_prompt_injects_the_status_only_when_it_changed(ctx, tmp_path):
     assert changed["changed"] and "task_3 running (python, pid 103)" in changed["context"]
     assert await call(hook.prompt, ctx, **ids(tmp_path)) == {"context": "", "changed": False}
     tasks.live = []
-    ctx.services["gates"].lines = []
+    ctx.gates.get().lines = []
     ended = await call(hook.prompt, ctx, **ids(tmp_path))
     assert ended == {"context": "plugkit: no task of this session is running now.", "changed": True}
 
 
 async def test_session_start_context_is_bounded(ctx, tmp_path, monkeypatch):
-    ctx.services["tasks"].live = [task(i) for i in range(1, 30)]
-    ctx.services["gates"].lines = [f"gate line {i}" for i in range(15)]
+    ctx.tasks.live = [task(i) for i in range(1, 30)]
+    ctx.gates.get().lines = [f"gate line {i}" for i in range(15)]
     monkeypatch.setattr(hook, "index_for_context", lambda cwd, home, lines, size: "\n".join(
         ["Memories:"] + [f"- m{i}" for i in range(lines - 1)]))
     lines = (await call(hook.session_start, ctx, **ids(tmp_path)))["context"].splitlines()
@@ -153,11 +157,11 @@ async def test_session_start_includes_the_memory_index(ctx, tmp_path, monkeypatc
 
 
 async def test_session_end_ends_the_tasks_and_forgets_the_session(ctx, tmp_path):
-    ctx.services["tasks"].live = [task(4)]
+    ctx.tasks.live = [task(4)]
     await call(hook.session_start, ctx, **ids(tmp_path))
     assert await call(hook.session_end, ctx, **ids(tmp_path)) == {"killed": [4]}
-    assert ctx.services["tasks"].ended == [("s1", str(tmp_path))]
-    assert ctx.services["hooks"].snapshot() == {"sessions_with_status": 0, "sessions_blocked": 0}
+    assert ctx.tasks.ended == [("s1", str(tmp_path))]
+    assert ctx.hooks.snapshot() == {"sessions_with_status": 0, "sessions_blocked": 0}
 
 
 async def test_params_are_validated(ctx):
@@ -168,7 +172,7 @@ async def test_params_are_validated(ctx):
 
 
 def test_hook_memory_is_bounded():
-    memory = hook.HookMemory(cap=2)
+    memory = HookMemory(cap=2)
     for name in "abc":
         memory.remember_sent(name, name)
         memory.remember_block(name, name)

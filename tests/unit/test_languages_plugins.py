@@ -34,12 +34,14 @@ def test_name_defaults_to_the_stem_and_program_to_the_first_word(tmp_path):
     assert row.runners[0].program == "gcc" and row.runners[0].compile[0] == "{program}"
 
 
-def test_workspace_is_the_nearest_ancestor_holding_dot_plugkit(tmp_path):
+def test_workspace_is_the_nearest_ancestor_holding_a_marker(tmp_path):
     plugin(tmp_path, "awk", 'run = ["awk", "-f", "{file}"]\n')
     deep = tmp_path / "a" / "b"
     deep.mkdir(parents=True)
     assert lookup("awk", workspace=str(deep)).origin == ".plugkit/lang/awk.toml"
-    (tmp_path / "a" / ".plugkit").mkdir()  # a nearer workspace without plugins hides the outer one
+    (tmp_path / "a" / ".plugkit").mkdir()  # a bare .plugkit/ is not a workspace (screenshots make one)
+    assert lookup("awk", workspace=str(deep)).origin == ".plugkit/lang/awk.toml"
+    (tmp_path / "a" / ".git").mkdir()  # a nearer workspace without plugins hides the outer one
     with pytest.raises(UnknownLanguage):
         lookup("awk", workspace=str(deep))
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.system import ledger as store
-from runner.core.tasks.task import REASONS
+from plugkit.vocab import END_REASONS
 from runner.system.ledger import Ledger, LedgerWorker, TaskRecord
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +118,7 @@ def test_mark_lost_kills_only_tasks_that_were_live(path):
         assert led.mark_lost(NOW + 50) == [1, 2]
         lost = led.get(2)
         assert (lost.state, lost.reason, lost.ended_at) == ("killed", "runner_lost", NOW + 50)
-        assert lost.message == f"task_2 {REASONS['runner_lost']}"
+        assert lost.message == f"task_2 {END_REASONS['runner_lost']}"
         assert led.get(3) == done(3)
         assert led.mark_lost(NOW + 60) == []
 

@@ -39,7 +39,7 @@ def test_verify_catches_an_edited_receipt(ws):
     body = json.loads(path.read_text())
     body["task"]["exit_code"] = 1 if body["task"]["exit_code"] == 0 else 0
     path.write_text(json.dumps(body))
-    assert evidence.verify_all(ws, []) == [(r.id, ["the receipt was edited after it was written "
+    assert [(i, p) for i, _r, p in evidence.verify_all(ws, [])] == [(r.id, ["the receipt was edited after it was written "
                                                    "(its content no longer hashes to its id)"])]
 
 
@@ -47,7 +47,7 @@ def test_verify_catches_an_altered_or_missing_output_copy(ws):
     r = evidence.record_output(ws, "task_output", b"tests passed", TASK, "", "", NOW)
     blob = Path(ws.evidence_dir, "blobs", r.sha256)
     blob.write_bytes(b"tests passed!")
-    assert evidence.verify_all(ws, [r.id[:6]]) == [(r.id, ["the witnessed output copy was altered"])]
+    assert [(i, p) for i, _r, p in evidence.verify_all(ws, [r.id[:6]])] == [(r.id, ["the witnessed output copy was altered"])]
     blob.unlink()
     assert evidence.verify(ws, r) == ["the witnessed output copy is missing"]
 
@@ -86,5 +86,5 @@ def test_find_by_prefix(ws):
 def test_an_unreadable_receipt_is_reported_by_verify_all(ws):
     os.makedirs(ws.evidence_dir)
     Path(ws.evidence_dir, "0123456789abcdef0123.json").write_text("{not json")
-    assert evidence.verify_all(ws, []) == [("0123456789abcdef0123", ["the receipt is not valid JSON of a receipt"])]
+    assert evidence.verify_all(ws, []) == [("0123456789abcdef0123", None, ["the receipt is not valid JSON of a receipt"])]
     assert evidence.list_receipts(ws) == []

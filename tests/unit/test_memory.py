@@ -239,5 +239,7 @@ def test_search_ranks_name_over_description_over_body(store):
 def test_find_workspace_falls_back_to_the_cwd(tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
     assert find_workspace(str(tmp_path / "a" / "b")) == str(tmp_path / "a" / "b")
-    (tmp_path / "a" / ".plugkit").mkdir()
+    (tmp_path / "a" / ".plugkit").mkdir()  # a bare .plugkit/ is not a marker (the gates agree)
+    assert find_workspace(str(tmp_path / "a" / "b")) == str(tmp_path / "a" / "b")
+    (tmp_path / "a" / ".plugkit" / "memory").mkdir()
     assert find_workspace(str(tmp_path / "a" / "b")) == str(tmp_path / "a")

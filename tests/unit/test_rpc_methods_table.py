@@ -2,7 +2,7 @@
 
 import pytest
 
-from runner.rpc import NAMESPACES, Methods, build_methods
+from runner.rpc.namespaces import NAMESPACES, Methods, build_methods
 
 
 def test_every_namespace_loads_with_prefixed_documented_methods():

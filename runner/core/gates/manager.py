@@ -12,22 +12,29 @@ import os
 import time
 import weakref
 from collections import Counter
+from dataclasses import replace
 from typing import Any, Callable, Optional, TypeVar
 
 from plugkit import errors
 from plugkit.lifecycle import config as config_mod, gating, hooks, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import GateError
-from plugkit.lifecycle.evidence import sha256_bytes
+from plugkit.lifecycle import authority, evidence as ev, work
+from plugkit.lifecycle.evidence import Receipt, sha256_bytes
 from plugkit.lifecycle.gating import External
 from plugkit.lifecycle.phases import GitFacts
-from plugkit.lifecycle.policy import Verdict
-from plugkit.lifecycle.state import State, VerifyRun
-from plugkit.lifecycle.workspace import Workspace, find_root
+from plugkit.lifecycle.policy import Verdict, approved_item, view
+from plugkit.lifecycle.state import Approval, State, VerifyRun
+from plugkit.lifecycle.workspace import Workspace
+from plugkit.workspace import NotAWorkspace, find_root, root_or_none
 from plugkit.protocol import TaskExecParams, TaskInfo
 from plugkit.protocol.lifecycle import EmitFile
 from runner.system import logs
 from runner.core.tasks.manager import TaskManager
+from runner.core.gates.approvals import ApprovalDesk
+from runner.core.gates.keys import load_key
+from runner.core.gates.store import GateStore
+from runner.system import peers
 from runner.core.gates.witness import find_task, git_facts, witness
 
 log = logs.get("plugkit.gates")
@@ -39,9 +46,14 @@ CODES = {"invalid": errors.INVALID_PARAMS, "not_found": errors.NOT_FOUND,
 
 
 class GateManager:
-    def __init__(self, tasks: TaskManager, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, tasks: TaskManager, clock: Callable[[], float] = time.time,
+                 home: Optional[str] = None) -> None:
         self.tasks = tasks
         self.clock = clock
+        self.home = home
+        self._key: Optional[bytes] = None
+        self._store: Optional[GateStore] = None
+        self.desk = ApprovalDesk()
         # One asyncio lock per workspace, alive only while someone holds or waits on it.
         self._locks: "weakref.WeakValueDictionary[str, asyncio.Lock]" = weakref.WeakValueDictionary()
         self.counters: Counter = Counter()
@@ -57,7 +69,22 @@ class GateManager:
         real = os.path.realpath(cwd)  # as sessions do: symlinks and `..` resolved first
         if not os.path.isdir(real):
             raise errors.RpcError(errors.INVALID_PARAMS, f"cwd {cwd!r} does not exist or is not a directory")
-        return Workspace(find_root(real))
+        try:
+            return Workspace(find_root(real), seal=self.key(), ledger=self.ledger())
+        except NotAWorkspace as exc:  # /, $HOME, $PLUGKIT_HOME: never a workspace (no /.prd)
+            raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None
+
+    def ledger(self) -> Optional[GateStore]:
+        """The gates' ledger (the source of truth of every workspace's state), opened on first use."""
+        if self._store is None and self.home is not None:
+            self._store = GateStore(self.home)
+        return self._store
+
+    def key(self) -> Optional[bytes]:
+        """The receipts' sealing key, read (or made) on first use; None without a home (unit tests)."""
+        if self._key is None and self.home is not None:
+            self._key = load_key(self.home)
+        return self._key
 
     def _lock(self, ws: Workspace) -> asyncio.Lock:
         lock = self._locks.get(ws.root)
@@ -89,7 +116,7 @@ class GateManager:
         return config_mod.load(ws.config_path)
 
     def running_in(self, ws: Workspace) -> tuple[int, ...]:
-        return tuple(sorted(t.id for t in self.tasks.running() if find_root(t.session.cwd) == ws.root))
+        return tuple(sorted(t.id for t in self.tasks.running() if root_or_none(t.session.cwd) == ws.root))
 
     async def external(self, ws: Workspace, with_git: bool) -> External:
         git = await git_facts(ws.root) if with_git else GitFacts()
@@ -166,11 +193,35 @@ class GateManager:
             task_id=task_id, session_id=session_id, started_at=self.clock(), head=head)
         return task.info(), run
 
-    async def check(self, ws: Workspace, event: str, tool_name: str, tool_input: dict) -> tuple[Verdict, str]:
+    async def check(self, ws: Workspace, event: str, tool_name: str, tool_input: dict,
+                    platform: str = "") -> tuple[Verdict, str]:
         cfg = self.config(ws)
         verdict = await self.read(ws, hooks.check, cfg, event, tool_name, tool_input)
         self.counters[f"check_{verdict.decision}"] += 1
+        if verdict.decision == "ask" and verdict.rule == "approval_is_for_humans":
+            command = view("", [], tool_name, tool_input).command or ""
+            self.desk.asked(ws.root, platform, command, approved_item(command))
+            log.warning("gate_approval_attempt", workspace=ws.root, platform=platform)
         return verdict, cfg.mode
+
+    async def grant(self, ws: Workspace, item_id: str, via: str, peer: Optional[tuple], port: int,
+                    runner_pid: int) -> Approval:
+        """approval.grant, judged by the caller's process ancestry (never by what it claims)."""
+        await self._thread(work.check_grant_channel, via)
+        who = await asyncio.to_thread(peers.caller, peer, port, runner_pid)
+        verdict = self.desk.judge(ws.root, item_id, who)
+        if not verdict.ok:
+            self.counters["approval_refused"] += 1
+            log.warning("gate_approval_refused", workspace=ws.root, item=item_id, why=verdict.reason,
+                        chain=list(who.chain) if who else None)
+            raise errors.RpcError(errors.FORBIDDEN, f"approval refused: {verdict.reason}. A person approves "
+                                  f"from their own terminal: `plugkit approve {item_id}`")
+        assert who is not None
+        approval = await self.call(ws, work.approval_grant, item_id, who.user, via, self.clock(),
+                                   verdict.channel, who.tty, who.pid)
+        log.info("gate_approved", workspace=ws.root, item=item_id, user=who.user, tty=who.tty,
+                 channel=verdict.channel)
+        return approval
 
     async def stop(self, ws: Workspace, stop_hook_active: bool) -> tuple[hooks.StopVerdict, str]:
         await self.settle_verify(ws)
@@ -183,29 +234,88 @@ class GateManager:
     async def context(self, ws: Workspace) -> list[str]:
         return await self.read(ws, hooks.context_lines)
 
+    async def tampered(self, ws: Workspace) -> list[str]:
+        found = await self.read(ws, authority.findings)
+        if found:
+            self.counters["tampered_seen"] += 1
+            log.warning("gate_views_tampered", workspace=ws.root, fields=[f.field for f in found][:10])
+        return [f.text() for f in found]
+
+    async def restore(self, ws: Workspace) -> list[str]:
+        dropped = await self.call(ws, gating.restore_views)
+        log.warning("gate_views_restored", workspace=ws.root, dropped=len(dropped))
+        return dropped
+
     # --- mutable.resolve, evidence.add --------------------------------------
 
-    async def witnessed(self, ws: Workspace, task_id: int) -> gating.Witnessed:
+    async def witnessed(self, ws: Workspace, task_id: int, by_session: Optional[str] = None) -> gating.Witnessed:
         """A finished task of a session working in this workspace, as the runner saw it.
-        Unknown ids and other workspaces' ids get the same answer (no oracle)."""
+        Unknown ids and other workspaces' ids get the same answer (no oracle). A task of
+        another session counts only when that session works in this same workspace; the
+        receipt then records both sessions (`by_session` is the one asking)."""
         task = await find_task(self.tasks, task_id)
-        if task is None or find_root(task.session.cwd) != ws.root:
+        if task is None or root_or_none(task.session.cwd) != ws.root:
             raise errors.RpcError(errors.NOT_FOUND, f"no task_{task_id} ran in this workspace ({ws.root})",
                                   {"next": "plugkit exec:tasks lists this session's tasks"})
         if not task.finished:
             raise errors.RpcError(errors.CONFLICT, f"task_{task_id} is still {task.state}; only a finished "
                                   f"task is a witness (plugkit exec:sleep task_{task_id}, then again)")
-        return await witness(self.tasks, task)
+        seen = await witness(self.tasks, task)
+        if by_session is not None and by_session != seen.task.session_id:
+            seen = replace(seen, task=seen.task.model_copy(update={"by_session": by_session}))
+        return seen
 
     async def resolve(self, ws: Workspace, name: str, task_id: int, line: Optional[int],
-                      regex: Optional[str]) -> gating.Resolution:
-        seen = await self.witnessed(ws, task_id)
+                      regex: Optional[str], by_session: Optional[str] = None) -> gating.Resolution:
+        seen = await self.witnessed(ws, task_id, by_session)
         result = await self.call(ws, gating.resolve_mutable, name, seen, line, regex, self.clock())
         self.counters["resolved" if result.outcome.known else "resolve_failed"] += 1
         if result.transition is not None:
             log.warning("gate_back_to_plan", workspace=ws.root, mutable=name, trigger=result.transition.trigger)
         return result
 
+    # --- evidence.verify, prd.update: the receipts' tasks against the runner's ledger --------
+
+    async def ledger_problems(self, ws: Workspace, receipt: Receipt) -> list[str]:
+        """A sealed receipt's task must be one the runner's ledger holds, as the receipt says
+        (or, once the task aged out of the task ledger, a receipt the gates' ledger lists)."""
+        t = receipt.task
+        if t is None or self.tasks.ledger is None:
+            return []
+        rec = await self.tasks.ledger.call("get", t.task_id)
+        if rec is None and ws.ledger is not None and await asyncio.to_thread(ws.ledger.has_receipt, ws.root,
+                                                                             receipt.id):
+            return []
+        if rec is None:
+            return [f"task_{t.task_id} is not in the runner's ledger: no such task ran under this runner"]
+        if rec.session_id != t.session_id or rec.exit_code != t.exit_code or (
+                t.code_sha256 is not None and rec.code_sha256 != t.code_sha256):
+            return [f"task_{t.task_id} in the runner's ledger is not the task this receipt describes"]
+        return []
+
+    async def verify_evidence(self, ws: Workspace, refs: list[str]) -> list[tuple[str, list[str]]]:
+        found = await self.read(ws, ev.verify_all, refs)
+        out = []
+        for rid, receipt, problems in found:
+            if receipt is not None and not problems:
+                problems = await self.ledger_problems(ws, receipt)
+            out.append((rid, problems))
+        return out
+
+    async def prd_update(self, ws: Workspace, item_id: str, changes: dict, status: Optional[str],
+                         refs: list[str]) -> Any:
+        """Receipts named for an item are checked against the ledger first (async), then the
+        update re-checks their seals under the workspace lock."""
+        for rid, problems in await self.verify_evidence(ws, refs) if refs else []:
+            if problems:
+                raise errors.RpcError(errors.CONFLICT, f"receipt {rid} does not verify: {'; '.join(problems)}")
+        return await self.call(ws, work.prd_update, item_id, changes, status, refs)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
     def snapshot(self) -> dict:
-        return {"counters": dict(self.counters), "workspaces_locked": sorted(
+        return {"counters": dict(self.counters), "approvals": self.desk.snapshot(), "workspaces_locked": sorted(
             root for root, lock in list(self._locks.items()) if lock.locked())}

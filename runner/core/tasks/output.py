@@ -225,6 +225,27 @@ class OutputBuffer:
             stop = len(text[:stop].encode("utf-8"))
         return pos + stop
 
+    def spans(self, cursor: int) -> list[tuple[int, int, str]]:
+        """(start, end, stream) of each same-stream run from cursor to the end, in order."""
+        pos = self._clamp(cursor)
+        spans: list[tuple[int, int, str]] = []
+        seg = max(bisect_right(self._seg_starts, pos, self._seg_head) - 1, self._seg_head)
+        count = len(self._seg_starts)
+        while seg < count:
+            lo = max(self._seg_starts[seg], pos)
+            hi = self._seg_starts[seg + 1] if seg + 1 < count else self._end
+            if hi > lo:
+                spans.append((lo, hi, STREAMS[self._seg_codes[seg]]))
+            seg += 1
+        return spans
+
+    def text(self, lo: int, hi: int) -> str:
+        """The stored text between two absolute offsets, both moved inward to character boundaries."""
+        lo, hi = self._clamp(lo), min(max(hi, self._start), self._end)
+        if hi < self._end:
+            hi = self._boundary_at_or_before(hi)
+        return self._data[lo - self._start : hi - self._start].decode("utf-8", "replace") if hi > lo else ""
+
     def tail_text(self, max_bytes: int) -> str:
         if max_bytes <= 0:
             return ""

@@ -6,25 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
 from plugkit.protocol import TaskInfo
+from plugkit.vocab import PENDING, TERMINAL_STATES, end_message
 from runner.core.tasks.output import OutputBuffer
 
-TERMINAL = frozenset({"completed", "failed", "killed", "timed_out", "rejected"})
-
-# reason word -> the sentence shown with it. One table so clients and docs agree.
-REASONS = {
-    "exit_zero": "exited with code 0",
-    "exit_nonzero": "exited with a non-zero code",
-    "signal": "was ended by a signal it did not handle",
-    "timeout": "ran past its timeout and was killed with its whole process tree",
-    "killed": "was killed on request",
-    "session_end": "was killed because its session ended",
-    "runner_shutdown": "was killed because the runner shut down",
-    "runner_lost": "was lost when the runner stopped unexpectedly",
-    "spawn_failed": "could not be started",
-    "compile_error": "failed to compile",
-    "device_lost": "lost its serial device (unplugged, or the other end of the line closed)",
-    "closed": "was closed on request and its port released",
-}
 
 
 class Execution(Protocol):
@@ -48,7 +32,7 @@ class Task:
     session: SessionKey
     lang: str
     buffer: OutputBuffer
-    state: str = "pending"
+    state: str = PENDING
     started_at: float = field(default_factory=time.time)
     ended_at: Optional[float] = None
     pid: Optional[int] = None
@@ -71,7 +55,7 @@ class Task:
 
     @property
     def finished(self) -> bool:
-        return self.state in TERMINAL
+        return self.state in TERMINAL_STATES
 
     def changed(self) -> asyncio.Event:
         """The event the next change will set. Grab it, re-check your condition, then await it:
@@ -89,7 +73,7 @@ class Task:
             return False
         self.state, self.reason = state, reason
         self.exit_code, self.signal = exit_code, signal
-        self.message = message or f"task_{self.id} {REASONS.get(reason, reason)}"
+        self.message = message or end_message(self.id, reason)
         self.ended_at = time.time()
         self.done.set()
         self.notify()

@@ -10,8 +10,9 @@ Output of a browser task:
   stderr  `[console.log] ...`, `[console.error] ...`, `[pageerror] ...`, `[dialog.alert] ...`
           lines the page produced while the task ran, and a thrown error's stack
   info    plugkit's notes (Chromium relaunched, the session's page was replaced)
-Reasons: completed, js_error, command_failed, page_lost, browser_unavailable (plus the
-manager's timeout / killed / session_end / runner_shutdown).
+Reasons: completed, js_error, command_failed, page_lost, browser_crashed (Chromium died under
+the task; the next task relaunches it), browser_unavailable (plus the manager's timeout /
+killed / session_end / runner_shutdown).
 """
 
 from __future__ import annotations
@@ -25,12 +26,10 @@ from plugkit.protocol import TaskExecParams
 from runner.core.tasks.task import Execution, SessionKey, Task
 from runner.executors.browser import commands
 from runner.executors.base import Outcome, Prepared
-from runner.system.chromium import DEFAULT_CHROMIUM, ChromiumSpec, LaunchError
+from plugkit import chromium as chromium_rule
+from runner.system.chromium import ChromiumSpec, LaunchError
 from runner.executors.browser.manager import BrowserManager, BrowserSpec
 from runner.executors.browser.session import NOTE_STREAM, PageGone, SessionPage
-
-IDLE_ENV = "PLUGKIT_BROWSER_IDLE_S"
-DEFAULT_IDLE_S = 300.0
 
 
 class BrowserRun:
@@ -142,6 +141,8 @@ class BrowserExecutor:
                 except PageGone:
                     raise
                 except Exception as exc:  # CommandFailed, or a pyppeteer error we did not word
+                    if page.gone.done():  # "Target closed": the page (or browser) went first
+                        raise PageGone(page.gone.result()) from None
                     why = f"line {step.line}: {exc if isinstance(exc, commands.CommandFailed) else _oneline(exc)}"
                     _write(task, "stderr", why)
                     return Outcome("failed", "command_failed", message=f"task_{task.id}: {why}")
@@ -150,10 +151,10 @@ class BrowserExecutor:
                 return Outcome("completed", "completed")
             result = await page.evaluate(script.js, script.js_line)
         except PageGone as exc:
-            if run.killed:  # our kill closed the page under the script: the manager says why
-                return Outcome("failed", "killed")
-            return _fail(task, "page_lost", f"task_{task.id} lost its page: {exc}")
+            return await self._page_gone(task, exc, run)
         except Exception as exc:  # pyppeteer's evaluation errors: syntax errors, navigation mid-call
+            if page.gone.done():  # "Target closed": the page (or browser) went first
+                return await self._page_gone(task, PageGone(page.gone.result()), run)
             text = page.rename(str(exc).removeprefix("Evaluation failed: "))
             _write(task, "stderr", text)
             return Outcome("failed", "js_error", message=f"task_{task.id}: {_oneline(text) if text else exc}")
@@ -169,6 +170,16 @@ class BrowserExecutor:
                 _write(task, NOTE_STREAM, f"[plugkit] the return value is not JSON ({result['note']}); "
                                           "printed String(value) instead")
         return Outcome("completed", "completed")
+
+
+    async def _page_gone(self, task: Task, exc: PageGone, run: BrowserRun) -> Outcome:
+        if run.killed:  # our kill closed the page under the script: the manager says why
+            return Outcome("failed", "killed")
+        if exc.browser_crashed:
+            how = await self.browsers.crash_text()
+            return _fail(task, "browser_crashed", f"task_{task.id}: browser crashed ({how}); "
+                                                  "the next browser task relaunches it")
+        return _fail(task, "page_lost", f"task_{task.id} lost its page: {exc}")
 
 
 def _oneline(exc: object) -> str:
@@ -187,12 +198,10 @@ def _fail(task: Task, reason: str, message: str) -> Outcome:
 
 
 def make(ctx) -> BrowserExecutor:
-    raw = os.environ.get(IDLE_ENV, "")
-    try:
-        idle_s = float(raw) if raw else DEFAULT_IDLE_S
-    except ValueError:
-        raise ValueError(f"{IDLE_ENV}={raw!r} is not a number of seconds") from None
+    # PLUGKIT_CHROMIUM and PLUGKIT_BROWSER_IDLE_S were read at boot (plugkit.config.RunnerConfig).
     return BrowserExecutor(BrowserSpec(
         chromium=ChromiumSpec(runner_id=ctx.runner_id, home=ctx.home, kill_grace_s=ctx.limits.kill_grace_s),
-        executable=os.environ.get("PLUGKIT_CHROMIUM") or DEFAULT_CHROMIUM,
-        idle_s=max(0.0, idle_s), session_idle_s=ctx.limits.session_idle_s))
+        # PATH is read at each launch so a Chromium installed later is still found.
+        environ={**({chromium_rule.ENV: ctx.chromium} if ctx.chromium else {}),
+                 **({"PATH": os.environ["PATH"]} if "PATH" in os.environ else {})},
+        idle_s=ctx.browser_idle_s, session_idle_s=ctx.limits.session_idle_s))

@@ -12,12 +12,14 @@ import contextlib
 import importlib
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Optional
+from typing import Any, AsyncIterator, Callable, Mapping, Optional
 
 from runner.system import logs
 from runner.core.tasks.task import SessionKey
-from runner.system.chromium import (LAUNCH_TIMEOUT_S, ChromiumProcess, ChromiumSpec, LaunchError, find_executable, remove_stale_profiles)
-from runner.executors.browser.session import SessionPage, settle
+from plugkit.chromium import Sandbox, sandbox_for
+from runner.system.chromium import (LAUNCH_TIMEOUT_S, ChromiumProcess, ChromiumSpec, LaunchError, find_executable,
+                                    remove_stale_profiles)
+from runner.executors.browser.session import BROWSER_CRASHED, SessionPage, settle
 
 log = logs.get("plugkit.browser")
 
@@ -32,7 +34,7 @@ Note = Callable[[str], None]  # writes one plugkit note into the output of the t
 @dataclass(frozen=True)
 class BrowserSpec:
     chromium: ChromiumSpec
-    executable: str        # PLUGKIT_CHROMIUM or /usr/bin/chromium; checked at each launch
+    environ: Mapping[str, str]  # PLUGKIT_CHROMIUM and PATH, read at boot; found again at each launch
     idle_s: float          # close the browser after this long with no pages
     session_idle_s: float  # close a session's page unused this long (the manager's session expiry)
 
@@ -52,12 +54,13 @@ class BrowserManager:
         self._last_activity = time.monotonic()
         self._idle_task: Optional[asyncio.Task] = None
         self._profiles_swept = False
+        self.sandbox: Optional[Sandbox] = None  # decided (probed) at the first launch, then kept
         self.launches = self.crashes = 0
 
     def check_installed(self) -> None:
         """Raises LaunchError when no browser runs and the binary is missing."""
         if self._chromium is None:
-            find_executable({"PLUGKIT_CHROMIUM": self.spec.executable})
+            find_executable(self.spec.environ)
 
     @contextlib.asynccontextmanager
     async def turn(self, key: SessionKey) -> AsyncIterator[None]:
@@ -124,7 +127,8 @@ class BrowserManager:
         now = time.monotonic()
         running = self._chromium is not None and self._chromium.alive()
         return {
-            "chromium": self.spec.executable, "running": running,
+            "chromium": self._executable_text(), "running": running,
+            "sandbox": self.sandbox.as_dict() if self.sandbox else None,
             "pid": self._chromium.pid if running else None, "launches": self.launches,
             "crashes": self.crashes, "idle_close_s": self.spec.idle_s,
             "pages": [{"session_id": k.session_id, "cwd": k.cwd, "url": pg.page.url,
@@ -159,30 +163,64 @@ class BrowserManager:
         return self._chromium.alive() and (reader is None or not reader.done())
 
     async def _launch(self) -> None:
-        executable = find_executable({"PLUGKIT_CHROMIUM": self.spec.executable})
+        executable = find_executable(self.spec.environ)
         if not self._profiles_swept:
             await asyncio.to_thread(remove_stale_profiles, self.spec.chromium.home)
             self._profiles_swept = True
         # pyppeteer takes ~100 ms to import: do it in a thread while Chromium starts.
-        importing = asyncio.ensure_future(asyncio.to_thread(_import_pyppeteer))
+        importing = asyncio.ensure_future(asyncio.to_thread(_import_cdp))
         importing.add_done_callback(_consume)
-        chromium = await ChromiumProcess.spawn(self.spec.chromium, executable, self._on_chromium_exit)
+        if self.sandbox is None:  # a probe child (~20 ms), once per runner
+            self.sandbox = await asyncio.to_thread(sandbox_for, executable)
+            log.info("browser_sandbox", on=self.sandbox.on, why=self.sandbox.why)
+        chromium = await ChromiumProcess.spawn(self.spec.chromium, executable, self.sandbox, self._on_chromium_exit)
         try:
-            pyppeteer = await importing
-            browser = await settle(pyppeteer.connect(browserWSEndpoint=chromium.ws_url,
-                                                     defaultViewport=DEFAULT_VIEWPORT), timeout=LAUNCH_TIMEOUT_S)
+            cdp = await importing
+            browser = await settle(cdp.connect(chromium.cdp, DEFAULT_VIEWPORT), timeout=LAUNCH_TIMEOUT_S)
         except BaseException as exc:
+            if not chromium.alive():
+                await chromium.settle_exit()
+            exited = chromium.pipes.exited
             await asyncio.shield(chromium.stop())
             if isinstance(exc, (LaunchError, asyncio.CancelledError, KeyboardInterrupt)):
                 raise
-            raise LaunchError(f"could not connect to Chromium's DevTools: {exc or 'timed out'}") from None
+            if exited:
+                raise LaunchError(f"Chromium ({executable}) {chromium.exit_text()} during start-up: "
+                                  f"{chromium.last_words()}") from None
+            raise LaunchError(f"Chromium ({executable}) did not answer on its DevTools pipe: "
+                              f"{exc or 'timed out'}; {chromium.last_words()}") from None
+        browser.on("disconnected", lambda: self._on_disconnected(chromium))
         self._chromium, self._browser = chromium, browser
         self._generation += 1
         self.launches += 1
         self._last_activity = time.monotonic()
-        log.info("browser_launched", pid=chromium.pid, generation=self._generation)
+        log.info("browser_launched", pid=chromium.pid, generation=self._generation, sandbox=self.sandbox.on)
         if self._idle_task is None or self._idle_task.done():
             self._idle_task = asyncio.create_task(self._idle_loop(), name="browser-idle")
+
+    def _executable_text(self) -> str:
+        try:
+            return find_executable(self.spec.environ)
+        except LaunchError as exc:
+            return str(exc)
+
+    def _on_disconnected(self, proc: ChromiumProcess) -> None:
+        """The DevTools pipe closed without our asking: Chromium is dying. pyppeteer is about to
+        fail every call in flight with "Target closed"; mark the pages first so the tasks
+        running on them end as a browser crash. The exit (and the relaunch note) follows."""
+        if proc.stopping or proc is not self._chromium:
+            return
+        for page in self._pages.values():
+            page.lose(BROWSER_CRASHED)
+
+    async def crash_text(self) -> str:
+        """How the current Chromium ended, once its exit is collected (a moment after EOF)."""
+        proc = self._chromium
+        if proc is None:
+            return "Chromium is gone"
+        if not proc.pipes.exited:
+            await proc.settle_exit()
+        return f"Chromium {proc.exit_text()}"
 
     def _on_chromium_exit(self, proc: ChromiumProcess) -> None:
         if proc.stopping or proc is not self._chromium:
@@ -192,8 +230,8 @@ class BrowserManager:
         why = self._relaunch_note = f"Chromium {proc.exit_text()}"
         log.warning("browser_exited", pid=proc.pid, how=why, stderr_tail=proc.last_words())
         for key, page in self._pages.items():
-            page.lose(why)
-            self._lost[key] = why
+            page.lose(BROWSER_CRASHED)  # a task running on it ends as browser_crashed
+            self._lost[key] = why       # the session's next task is told how
         self._pages.clear()
 
     async def _stop_browser(self) -> None:
@@ -234,9 +272,9 @@ class BrowserManager:
                     await self._stop_browser()
 
 
-def _import_pyppeteer() -> Any:
+def _import_cdp() -> Any:
     try:
-        return importlib.import_module("pyppeteer")
+        return importlib.import_module("runner.executors.browser.cdp")
     except ImportError as exc:
         raise LaunchError(f"pyppeteer is not installed ({exc}); reinstall plugkit with its dependencies") from None
 

@@ -59,8 +59,17 @@ return JSON.stringify({text: String(v)});
 }"""
 
 
+# Why a page is gone when its browser's DevTools pipe closed under it (Chromium crashed or
+# was killed): the task that was running ends as `browser_crashed`, not as a JS error.
+BROWSER_CRASHED = "the browser crashed"
+
+
 class PageGone(Exception):
     """The page went away under an operation (context closed, page or browser crashed)."""
+
+    @property
+    def browser_crashed(self) -> bool:
+        return str(self) == BROWSER_CRASHED
 
 
 def _consume(fut: asyncio.Future) -> None:

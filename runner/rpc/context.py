@@ -1,12 +1,22 @@
-"""The runner's live state, shared by the RPC namespaces through one context object."""
+"""Context: what every RPC method receives, typed field by field, built once by the
+composition root (runner/boot/compose.py); Runtime, the runner's live state in it."""
 
 import asyncio
 import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from plugkit import __version__
+from plugkit.config import RunnerConfig
+from plugkit.lazy import Lazy
+from runner.core.tasks.manager import TaskManager
+from runner.core.tasks.sweeper import SweepStats
+from runner.rpc.hook_memory import HookMemory
+
+if TYPE_CHECKING:  # the lifecycle model costs tens of milliseconds to import: only on first use
+    from runner.core.gates.manager import GateManager
 
 
 # Upper bounds in milliseconds; the last bucket catches the rest.
@@ -51,3 +61,25 @@ class Runtime:
 
     def uptime(self) -> float:
         return max(0.0, time.time() - self.started_at)
+
+
+@dataclass(eq=False)
+class Context:
+    """The runner's parts, one typed field each. The composition root builds every part
+    before the app starts; lifespans only start and stop them."""
+
+    runtime: Runtime
+    config: RunnerConfig
+    tasks: TaskManager
+    sweeper: SweepStats = field(default_factory=SweepStats)
+    hooks: HookMemory = field(default_factory=HookMemory)
+    # Built on first use. None: a runner composed without gates; every hook call is allowed.
+    gates: "Optional[Lazy[GateManager]]" = None
+    # name -> () -> dict for debug.snapshot: registered by what is running now, removed when it stops.
+    snapshots: dict[str, Callable[[], Any]] = field(default_factory=dict)
+
+    def gate_manager(self) -> "GateManager":
+        """The gates, built now if this is their first use (gate.*, mutable.*, prd.*, ...)."""
+        if self.gates is None:
+            raise RuntimeError("this runner was composed without gates")
+        return self.gates.get()

@@ -1,0 +1,263 @@
+"""The runner's ledger as the source of truth, and the workspace files as views of it.
+
+With a ledger (`ws.ledger`, the runner's), a workspace's state and work items are read
+from and written to the ledger; `.plugkit/state.json` and `.prd` are views the runner
+writes after each change. The ledger also keeps the exact bytes it last wrote to each
+view, so an edit made outside plugkit is the difference between a view on disk and those
+bytes, field by field (a `Finding`). A finding is never taken as true (decisions read
+the ledger) and it holds until the view agrees again: the field edited back by hand, or
+the same change made through plugkit (the ledger then says what the view says), or
+`gate restore` rewriting the views. While a view has findings the runner does not
+overwrite it: the edit stays where a person can see it.
+
+One edit is not tampering: a new work item added to `.prd` by hand as pending (or
+blocked), naming no evidence, is a proposal; it is adopted into the ledger by the next
+write, and read as an open item until then.
+
+A workspace the ledger has never seen is imported once from its files: `.prd` items as
+they are, except that an item marked completed whose receipts this runner did not seal
+comes in as pending; `.plugkit/state.json` is not imported (phase, mutables and
+approvals count only when the runner saw them happen) and a notice says so.
+"""
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from plugkit.lifecycle import evidence, prd
+from plugkit.lifecycle.errors import Conflict, GateError
+from plugkit.lifecycle.state import State
+from plugkit.lifecycle.workspace import Workspace, atomic_write
+
+STATE_VIEW = ".plugkit/state.json"
+ITEMS_VIEW = ".prd"
+# Bookkeeping only the runner changes and that makes no claim: never a finding.
+UNCLAIMED = frozenset({"version", "notices", "last_stop_reason"})
+PROPOSABLE = frozenset({"pending", "blocked"})
+
+
+@dataclass(frozen=True)
+class Record:
+    state: str  # State JSON
+    items: str  # .prd JSON
+    state_view: Optional[bytes]  # what the runner last wrote to .plugkit/state.json (None: nothing)
+    items_view: Optional[bytes]  # ... and to .prd
+
+
+@dataclass(frozen=True)
+class Finding:
+    file: str
+    field: str
+    view: Any
+    runner: Any
+
+    def text(self) -> str:
+        return f"{self.file}: {self.field} says {_short(self.view)}, the runner holds {_short(self.runner)}"
+
+
+@dataclass
+class Snapshot:
+    state: State
+    items: list[prd.Item]  # the ledger's, plus proposals not adopted yet
+    findings: list[Finding]
+    proposed: list[str]
+    record: Record
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _read(path: str) -> Optional[bytes]:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+def render_state(st: State) -> bytes:
+    return st.model_dump_json(indent=1).encode()
+
+
+# --- first contact ---------------------------------------------------------------------------
+
+def _bootstrap(ws: Workspace) -> Record:
+    st = State()
+    state_bytes, items_bytes = _read(ws.state_path), _read(ws.prd_path)
+    if state_bytes is not None:
+        st.notice("state.json predates the runner's ledger and was not imported: the gates start from PLAN "
+                  "(phase, mutables and approvals count only when the runner saw them happen)")
+    items = prd.parse(items_bytes) if items_bytes is not None else []  # unreadable: Conflict, as before
+    for item in items:
+        if item.status == "completed" and not _sealed(ws, item.evidence):
+            item.status = "pending"
+            st.notice(f"{item.id} was marked completed in .prd without receipts this runner sealed: "
+                      "pending until it is completed through plugkit")
+    return Record(st.model_dump_json(), prd.dump(items).decode(), state_bytes, items_bytes)
+
+
+def _sealed(ws: Workspace, refs: list[str]) -> bool:
+    try:
+        return bool(refs) and all(not evidence.verify(ws, r, r.id) for r in (evidence.find(ws, x) for x in refs))
+    except GateError:
+        return False
+
+
+# --- comparing views with what the runner wrote ---------------------------------------------
+
+def _flat(data: dict, prefix: str = "", depth: int = 0) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if depth == 0 and key in UNCLAIMED:
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and depth < 2:
+            out.update(_flat(value, name + ".", depth + 1))
+        else:
+            out[name] = value
+    return out
+
+
+def _state_findings(last: Optional[bytes], now: Optional[bytes], st: State) -> list[Finding]:
+    if now is None or now == last:
+        return []  # a deleted view claims nothing: it is written again with the next change
+    try:
+        seen = _flat(State.model_validate_json(now).model_dump(mode="json"))
+    except ValueError:
+        return [Finding(STATE_VIEW, "(the file)", "unreadable", "valid JSON")]
+    try:
+        before = _flat(State.model_validate_json(last).model_dump(mode="json")) if last else {}
+    except ValueError:
+        before = {}
+    held = _flat(st.model_dump(mode="json"))
+    return [Finding(STATE_VIEW, key, seen.get(key), held.get(key))
+            for key in sorted(set(seen) | set(before))
+            if seen.get(key) != before.get(key) and seen.get(key) != held.get(key)]
+
+
+def _raw_items(data: Optional[bytes]) -> Optional[dict[str, dict]]:
+    if data is None:
+        return None
+    try:
+        items = json.loads(data)
+        if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("id"), str)
+                                                  for i in items):
+            return None
+        return {i["id"]: i for i in items}
+    except ValueError:
+        return None
+
+
+def _items_findings(last: Optional[bytes], now: Optional[bytes],
+                    items: list[prd.Item]) -> tuple[list[Finding], list[prd.Item]]:
+    if now is None or now == last:
+        return [], []
+    seen = _raw_items(now)
+    if seen is None:
+        return [Finding(ITEMS_VIEW, "(the file)", "unreadable", "a JSON array of work items")], []
+    before = _raw_items(last) or {}
+    held = {i.id: i.model_dump(mode="json") for i in items}
+    findings: list[Finding] = []
+    proposals: list[prd.Item] = []
+    for item_id in sorted(set(seen) | set(before)):
+        mine, was, theirs = held.get(item_id), before.get(item_id), seen.get(item_id)
+        if theirs is None:
+            if mine is not None:
+                findings.append(Finding(ITEMS_VIEW, f"item {item_id}", "removed", mine.get("status")))
+            continue
+        if mine is None:
+            proposal = _proposal(theirs)
+            if proposal is not None:
+                proposals.append(proposal)
+            else:
+                findings.append(Finding(ITEMS_VIEW, f"item {item_id}", f"added as {theirs.get('status')}",
+                                        "no such item"))
+            continue
+        for key in sorted(set(theirs) | set(was or {})):
+            if theirs.get(key) != (was or {}).get(key) and theirs.get(key) != mine.get(key):
+                findings.append(Finding(ITEMS_VIEW, f"item {item_id} {key}", theirs.get(key), mine.get(key)))
+    return findings, proposals
+
+
+def _proposal(raw: dict) -> Optional[prd.Item]:
+    if raw.get("status", "pending") not in PROPOSABLE or raw.get("evidence"):
+        return None
+    try:
+        return prd.Item.model_validate(raw)
+    except ValueError:
+        return None
+
+
+# --- reading and writing through the ledger ----------------------------------------------------
+
+def load(ws: Workspace) -> Snapshot:
+    """The ledger's state and items, the views' findings and proposals. Writes nothing."""
+    rec = ws.ledger.get(ws.root) or _bootstrap(ws)
+    st = State.model_validate_json(rec.state)
+    items = prd.parse(rec.items.encode())
+    findings = _state_findings(rec.state_view, _read(ws.state_path), st)
+    item_findings, proposals = _items_findings(rec.items_view, _read(ws.prd_path), items)
+    known = {i.id for i in items}
+    proposals = [p for p in proposals if p.id not in known]
+    if proposals:
+        items = items + proposals
+        prd.relink(items, prd.edges_of(items))
+    return Snapshot(st, items, findings + item_findings, [p.id for p in proposals], rec)
+
+
+def findings(ws: Workspace) -> list[Finding]:
+    if ws.ledger is None:
+        return []
+    try:
+        return load(ws).findings
+    except Conflict:
+        return []
+
+
+def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[prd.Item]] = None) -> None:
+    """Call with the workspace lock held. Stores the change, then writes each view that has
+    no findings (a view someone edited is left as it is, for them to see)."""
+    rec = ws.ledger.get(ws.root) or _bootstrap(ws)
+    st = state if state is not None else State.model_validate_json(rec.state)
+    its = items if items is not None else prd.parse(rec.items.encode())
+    state_view, items_view = rec.state_view, rec.items_view
+    on_disk = _read(ws.state_path)
+    if not _state_findings(rec.state_view, on_disk, st) and (state is not None or on_disk is not None):
+        data = render_state(st)
+        if on_disk != data:
+            ws.ensure_dir()
+            atomic_write(ws.state_path, data)
+        state_view = data
+    on_disk = _read(ws.prd_path)
+    found, proposals = _items_findings(rec.items_view, on_disk, its)
+    if not found and not [p for p in proposals if p.id not in {i.id for i in its}] and (its or on_disk is not None):
+        data = prd.dump(its)
+        if on_disk != data:
+            atomic_write(ws.prd_path, data)
+        items_view = data
+    ws.ledger.put(ws.root, Record(st.model_dump_json(), prd.dump(its).decode(), state_view, items_view), time.time())
+
+
+def restore(ws: Workspace) -> list[Finding]:
+    """Call with the workspace lock held: the views written again from the ledger, outside
+    edits dropped (proposals included: add them through plugkit). Returns what was dropped."""
+    snap = load(ws)
+    st = snap.state
+    items = [i for i in snap.items if i.id not in snap.proposed]
+    if snap.findings or snap.proposed:
+        st.notice(f"views restored from the runner's ledger at {time.strftime('%H:%M:%S')}: "
+                  f"{len(snap.findings)} outside edit(s) and {len(snap.proposed)} proposal(s) dropped")
+    ws.ensure_dir()
+    atomic_write(ws.state_path, render_state(st))
+    state_view = render_state(st)
+    items_view = snap.record.items_view
+    if items or os.path.exists(ws.prd_path):
+        items_view = prd.dump(items)
+        atomic_write(ws.prd_path, items_view)
+    ws.ledger.put(ws.root, Record(st.model_dump_json(), prd.dump(items).decode(), state_view, items_view),
+                  time.time())
+    return snap.findings

@@ -1,0 +1,53 @@
+"""The words runner, client and docs share: task states, end reasons, the PLUGKIT_* environment tags.
+
+Standard library only (`typing`): the client's hot path imports this module. Each word is declared
+here once; every other module imports it instead of spelling it again.
+"""
+
+from typing import Literal, get_args
+
+# --- task states ------------------------------------------------------------------------------
+# pending -> running -> one terminal state. There is no "rejected" task: a refused exec (the
+# running-task cap, a bad language) is an RPC error and never becomes a task.
+TaskState = Literal["pending", "running", "completed", "failed", "killed", "timed_out"]
+TASK_STATES: tuple[str, ...] = get_args(TaskState)
+PENDING, RUNNING, COMPLETED, FAILED, KILLED, TIMED_OUT = TASK_STATES
+LIVE_STATES: tuple[str, ...] = (PENDING, RUNNING)
+TERMINAL_STATES: frozenset[str] = frozenset(TASK_STATES) - frozenset(LIVE_STATES)
+
+# --- end reasons: word -> the sentence shown after "task_N " ----------------------------------
+# One table so the runner, the ledger (which writes runner_lost without the runner) and the docs agree.
+END_REASONS: dict[str, str] = {
+    "exit_zero": "exited with code 0",
+    "exit_nonzero": "exited with a non-zero code",
+    "signal": "was ended by a signal it did not handle",
+    "timeout": "ran past its timeout and was killed with its whole process tree",
+    "killed": "was killed on request",
+    "session_end": "was killed because its session ended",
+    "runner_shutdown": "was killed because the runner shut down",
+    "runner_lost": "was lost when the runner stopped unexpectedly",
+    "spawn_failed": "could not be started",
+    "compile_error": "failed to compile",
+    "device_lost": "lost its serial device (unplugged, or the other end of the line closed)",
+    "closed": "was closed on request and its port released",
+}
+
+
+def end_message(task_id: int, reason: str) -> str:
+    """`task_7 was killed on request`; an unknown reason word is shown as itself."""
+    return f"task_{task_id} {END_REASONS.get(reason, reason)}"
+
+
+# --- environment tags -------------------------------------------------------------------------
+# Every process a task starts carries these in its environment: the kill sweep and the boot reaper
+# find a task's processes by them, and the client refuses person-only steps inside a task.
+RUNNER_ID_TAG = "PLUGKIT_RUNNER_ID"
+TASK_ID_TAG = "PLUGKIT_TASK_ID"
+SESSION_ID_TAG = "PLUGKIT_SESSION_ID"
+HOME_TAG = "PLUGKIT_HOME"  # the runner's configuration (where its home is); never handed to a task
+# A task names the runner's home by id only (a hash of its path): the home holds the token.
+HOME_ID_TAG = "PLUGKIT_HOME_ID"
+TAG_NAMES: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TAG, HOME_ID_TAG})
+# The tags that say which runner/task/session a process belongs to. Never inherited: a runner (or
+# a task) started from inside another runner's task would otherwise be killed along with it.
+IDENTITY_TAGS: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TAG})

@@ -1,0 +1,97 @@
+"""Which directory is a cwd's workspace: one marker set and one find_root for the gates, memory and
+language plugins, and the places that are never a workspace (/, $HOME, $PLUGKIT_HOME).
+
+The workspace of a cwd is the nearest directory at or above realpath(cwd) holding a marker, else
+realpath(cwd) itself. Markers are what a person (or plugkit on a person's request) puts in a
+project: `.git`, `.prd`, and under `.plugkit/` the files `config.toml` and `state.json` and the
+directories `lang/` and `memory/`. A bare `.plugkit/` is not a marker: the browser executor
+creates `.plugkit/evidence/screenshots` in whatever cwd a session has, and that must not move a
+workspace. So in `repo/src`, with `repo/.git` and a bare `repo/src/.plugkit/`, the gates, the
+memories and the language plugins all belong to `repo`.
+
+Never a workspace: the filesystem root, $HOME and $PLUGKIT_HOME (or below it). Markers there are
+ignored, and a cwd that is one of them is refused (NotAWorkspace): a gate or memory call with
+cwd "/" would otherwise plant `/.prd` and `/.plugkit/`, and from then on every unmarked directory
+on the machine would share that one workspace; a dotfiles `~/.git` would do the same to $HOME.
+
+Standard library only.
+"""
+
+import os
+from typing import Mapping, Optional
+
+from plugkit import paths
+
+STATE_DIR = ".plugkit"
+PRD_FILE = ".prd"
+MARKERS = (
+    ".git", PRD_FILE,
+    os.path.join(STATE_DIR, "config.toml"), os.path.join(STATE_DIR, "state.json"),
+    os.path.join(STATE_DIR, "lang"), os.path.join(STATE_DIR, "memory"),
+)
+HOW_TO_PICK = ("run it from your project's directory (or pass --cwd DIR); a directory becomes a "
+               "workspace with `git init` or a .plugkit/config.toml in it")
+
+
+class NotAWorkspace(ValueError):
+    """The cwd is a directory that must never hold workspace files; str() is the one-line reason."""
+
+
+# (realpath, what it is, whether everything below it is refused too), besides the filesystem root.
+Never = tuple[tuple[str, str, bool], ...]
+
+
+def _never(env: Mapping[str, str]) -> Never:
+    # Below $HOME is where projects live; below the state dir is only plugkit's own files.
+    places = [(os.path.realpath(paths.home(env)), "plugkit's state directory ($PLUGKIT_HOME)", True)]
+    if env.get("HOME"):
+        places.append((os.path.realpath(env["HOME"]), "your home directory ($HOME)", False))
+    return tuple(places)
+
+
+def _why(path: str, never: Never) -> Optional[str]:
+    if path == os.path.dirname(path):
+        return "the filesystem root"
+    for place, what, below in never:
+        if path == place or (below and path.startswith(place + os.sep)):
+            return what
+    return None
+
+
+def refusal(path: str, env: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """Why the realpath `path` can never be a workspace root, or None when it can be one."""
+    return _why(path, _never(os.environ if env is None else env))
+
+
+def check_root(path: str, env: Optional[Mapping[str, str]] = None) -> None:
+    """Raise NotAWorkspace when plugkit must not create workspace files in `path` (a realpath)."""
+    _check(path, _never(os.environ if env is None else env))
+
+
+def _check(path: str, never: Never) -> None:
+    why = _why(path, never)
+    if why is not None:
+        raise NotAWorkspace(f"cwd {path} is {why}: plugkit keeps no .prd or .plugkit/ there; {HOW_TO_PICK}")
+
+
+def find_root(cwd: str, env: Optional[Mapping[str, str]] = None) -> str:
+    """The workspace root of `cwd` (a realpath); NotAWorkspace when cwd is /, $HOME or $PLUGKIT_HOME."""
+    never = _never(os.environ if env is None else env)
+    real = os.path.realpath(cwd)
+    _check(real, never)
+    probe = real
+    while True:
+        if _why(probe, never) is None and any(os.path.lexists(os.path.join(probe, m)) for m in MARKERS):
+            return probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return real
+        probe = parent
+
+
+def root_or_none(cwd: str, env: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """find_root, or None where there can be no workspace (for reads that simply find nothing)."""
+    try:
+        return find_root(cwd, env)
+    except NotAWorkspace:
+        return None

@@ -1,0 +1,43 @@
+"""The composition root: the one place the runner's parts are built and wired together
+(config -> ledger, executors, TaskManager, gates -> Context -> app). Nothing below boot
+builds a part, looks one up by name, or imports the app back."""
+
+
+from aiohttp import web
+
+from plugkit import paths
+from plugkit.config import RunnerConfig
+from plugkit.lazy import Lazy
+from runner.boot.lifespans import gates_lifespan, tasks_lifespan
+from runner.core.tasks.manager import TaskManager
+from runner.executors import registry
+from runner.http.app import make_app
+from runner.rpc.context import Context, Runtime
+from runner.system.ledger import Ledger, LedgerWorker
+
+
+def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple = (),
+            gates: bool = True) -> web.Application:
+    """The runner's app, every part built but none started (its lifespans start them).
+    `namespaces` adds RPC modules (tests); `gates=False` composes a runner without gates."""
+    limits = config.limits
+    runtime = Runtime(home=config.home, port=config.port, token=token, runner_id=runner_id)
+    ledger = LedgerWorker(lambda: Ledger(paths.ledger_file(config.home),
+                                         retention_s=limits.ledger_retention_s, max_rows=limits.ledger_max_rows))
+    executors = registry.build(registry.ExecutorContext(
+        runner_id=runner_id, home=config.home, limits=limits,
+        chromium=config.chromium, browser_idle_s=config.browser_idle_s))
+    tasks = TaskManager(executors, limits, ledger=ledger)
+    ctx = Context(runtime=runtime, config=config, tasks=tasks,
+                  gates=Lazy(lambda: _gate_manager(tasks, config.home)) if gates else None)
+    ctx.snapshots["hooks"] = ctx.hooks.snapshot
+    app = make_app(ctx, namespaces)
+    # Started in this order, stopped in reverse: the gates stop before the tasks they read.
+    app.cleanup_ctx.extend((tasks_lifespan(ctx, ledger), gates_lifespan(ctx)))
+    return app
+
+
+def _gate_manager(tasks: TaskManager, home: str):  # -> GateManager, imported on the first gate call
+    from runner.core.gates.manager import GateManager
+
+    return GateManager(tasks, home=home)  # its ledger and sealing key live in the home

@@ -1,0 +1,76 @@
+"""The gates' ledger: each workspace's state and work items as the runner holds them, in sqlite
+under $PLUGKIT_HOME (gates.sqlite3, 0600), the source of truth the workspace files are views of.
+
+Per workspace root: the state and the items (JSON, as plugkit.lifecycle models them), and
+the exact bytes the runner last wrote to each view, so an outside edit is the difference
+between the view on disk and those bytes (plugkit.lifecycle.authority). Receipts the runner
+sealed are listed too: a receipt stays verifiable after its task ages out of the task
+ledger. Synchronous and small: the lifecycle model calls it from worker threads, one
+statement at a time under a lock.
+"""
+
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from typing import Optional
+
+FILE = "gates.sqlite3"
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS workspaces (
+        root TEXT PRIMARY KEY, state TEXT NOT NULL, items TEXT NOT NULL,
+        state_view BLOB, items_view BLOB, updated_at REAL NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS receipts (
+        root TEXT NOT NULL, id TEXT NOT NULL, task_id INTEGER, created_at REAL NOT NULL,
+        PRIMARY KEY (root, id))""",
+)
+
+
+@dataclass(frozen=True)
+class Record:
+    state: str
+    items: str
+    state_view: Optional[bytes]  # what the runner last wrote to .plugkit/state.json (None: nothing)
+    items_view: Optional[bytes]  # ... and to .prd
+
+
+class GateStore:
+    def __init__(self, home: str) -> None:
+        self.path = os.path.join(home, FILE)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        for statement in _SCHEMA:
+            self._conn.execute(statement)
+
+    def get(self, root: str) -> Optional[Record]:
+        with self._lock:
+            row = self._conn.execute("SELECT state, items, state_view, items_view FROM workspaces WHERE root = ?",
+                                     (root,)).fetchone()
+        return None if row is None else Record(*row)
+
+    def put(self, root: str, record: Record, now: float) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO workspaces (root, state, items, state_view, items_view, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (root) DO UPDATE SET state = excluded.state, "
+                "items = excluded.items, state_view = excluded.state_view, items_view = excluded.items_view, "
+                "updated_at = excluded.updated_at",
+                (root, record.state, record.items, record.state_view, record.items_view, now))
+
+    def add_receipt(self, root: str, receipt_id: str, task_id: Optional[int], now: float) -> None:
+        with self._lock:
+            self._conn.execute("INSERT OR IGNORE INTO receipts (root, id, task_id, created_at) VALUES (?, ?, ?, ?)",
+                               (root, receipt_id, task_id, now))
+
+    def has_receipt(self, root: str, receipt_id: str) -> bool:
+        with self._lock:
+            return self._conn.execute("SELECT 1 FROM receipts WHERE root = ? AND id = ?",
+                                      (root, receipt_id)).fetchone() is not None
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

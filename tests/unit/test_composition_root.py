@@ -1,0 +1,89 @@
+"""The runner's composition root: one typed Context (no string-keyed service locator), one
+module that builds the app's parts, and no module below boot importing the app back (the
+import cycle lifespans -> http.app -> lifespans this replaced)."""
+
+import ast
+import dataclasses
+import typing
+from pathlib import Path
+
+from plugkit.config import RunnerConfig
+from plugkit.lazy import Lazy
+from runner.core.gates.manager import GateManager
+from runner.rpc.context import Context
+
+RUNNER = Path(__file__).resolve().parents[2] / "runner"
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports, at any depth (function-level imports included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _modules() -> dict[str, set[str]]:
+    return {str(p.relative_to(RUNNER.parent)): _imports(p) for p in RUNNER.rglob("*.py")}
+
+
+def test_every_context_field_has_a_concrete_type():
+    hints = typing.get_type_hints(Context, localns={"GateManager": GateManager})
+    loose = {typing.Any, object, dict, list}
+    for f in dataclasses.fields(Context):
+        hint = hints[f.name]
+        assert hint not in loose, f"Context.{f.name} is typed {hint!r}: name the part's class"
+        args = typing.get_args(hint)
+        assert typing.Any not in args or f.name == "snapshots", f"Context.{f.name} is typed {hint!r}"
+    assert hints["config"] is RunnerConfig
+    assert hints["gates"] == typing.Optional[Lazy[GateManager]]
+    assert not hasattr(Context(runtime=None, config=None, tasks=None), "services")  # type: ignore[arg-type]
+
+
+def test_only_boot_imports_the_app_module():
+    offenders = sorted(name for name, imports in _modules().items()
+                       if {"runner.http.app", "runner.http.app.make_app"} & imports
+                       and not name.startswith("runner/boot/"))
+    assert offenders == []
+
+
+def test_nothing_below_boot_imports_boot():
+    offenders = sorted(name for name, imports in _modules().items()
+                       if any(i == "runner.boot" or i.startswith("runner.boot.") for i in imports)
+                       and not name.startswith("runner/boot/") and name != "runner/__main__.py")
+    assert offenders == []
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(RUNNER.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_the_runner_has_no_import_cycle():
+    """Function-level imports count too: a cycle hidden in a function is still a cycle."""
+    files = {_module_name(p): p for p in RUNNER.rglob("*.py")}
+    graph = {name: {i for i in _imports(path) if i in files and i != name} for name, path in files.items()}
+    done: set[str] = set()
+
+    def walk(name: str, trail: list[str]) -> None:
+        if name in trail:
+            raise AssertionError("import cycle: " + " -> ".join(trail[trail.index(name):] + [name]))
+        if name not in done:
+            for dep in sorted(graph[name]):
+                walk(dep, trail + [name])
+            done.add(name)
+
+    for name in sorted(graph):
+        walk(name, [])
+
+
+def test_lazy_builds_once_and_peek_never_builds():
+    built: list[int] = []
+    lazy = Lazy(lambda: built.append(1) or len(built))
+    assert lazy.peek() is None and not lazy.built and built == []
+    assert lazy.get() == 1 and lazy.get() == 1 and built == [1]
+    assert lazy.built and lazy.peek() == 1

@@ -1,0 +1,69 @@
+"""RunnerConfig is read from the environment once, at boot, and only there: a malformed
+setting stops the boot naming the variable, and no runner or plugkit module reads the
+environment for its configuration when it is imported."""
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from plugkit import paths
+from plugkit.config import DEFAULT_BROWSER_IDLE_S, Limits, RunnerConfig
+from runner.boot import config as boot_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_setting_comes_from_its_variable(tmp_path):
+    env = {"PLUGKIT_HOME": str(tmp_path), "PLUGKIT_PORT": "4100", "PLUGKIT_MAX_CODE_BYTES": "99",
+           "PLUGKIT_KILL_GRACE_S": "1.5", "PLUGKIT_CHROMIUM": "/opt/chrome", "PLUGKIT_BROWSER_IDLE_S": "7"}
+    config = boot_config.load(env)
+    assert config == RunnerConfig(home=str(tmp_path), port=4100, limits=Limits(max_code_bytes=99, kill_grace_s=1.5),
+                                  chromium="/opt/chrome", browser_idle_s=7.0)
+    assert boot_config.load({"HOME": str(tmp_path)}) == RunnerConfig(
+        home=paths.home({"HOME": str(tmp_path)}), port=paths.DEFAULT_PORT, chromium=None,
+        browser_idle_s=DEFAULT_BROWSER_IDLE_S)
+
+
+@pytest.mark.parametrize("name, value", [("PLUGKIT_PORT", "70000"), ("PLUGKIT_MAX_BATCH", "many"),
+                                         ("PLUGKIT_KILL_GRACE_S", "-1"), ("PLUGKIT_BROWSER_IDLE_S", "soon")])
+def test_a_malformed_setting_is_refused_naming_it(name, value, tmp_path):
+    with pytest.raises(ValueError, match=name):
+        boot_config.load({"PLUGKIT_HOME": str(tmp_path), name: value})
+
+
+def test_the_config_is_frozen_and_does_not_follow_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLUGKIT_HOME", str(tmp_path))
+    monkeypatch.setenv("PLUGKIT_MAX_BATCH", "5")
+    config = boot_config.load()
+    monkeypatch.setenv("PLUGKIT_MAX_BATCH", "6")
+    assert config.limits.max_batch == 5
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.port = 1  # type: ignore[misc]
+
+
+def _import_time_environment_reads(path: Path) -> list[int]:
+    """Lines that touch os.environ / os.getenv or call a from_env() outside any function body,
+    i.e. when the module is imported."""
+    lines = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
+                and node.attr in ("environ", "getenv", "environb"):
+            lines.append(node.lineno)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "from_env":
+            lines.append(node.lineno)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(), str(path)))
+    return lines
+
+
+def test_no_runner_or_plugkit_module_reads_the_environment_when_imported():
+    offenders = {str(p.relative_to(ROOT)): found for top in ("runner", "plugkit") for p in (ROOT / top).rglob("*.py")
+                 if (found := _import_time_environment_reads(p))}
+    assert offenders == {}
