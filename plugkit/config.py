@@ -63,6 +63,8 @@ class RunnerConfig:
     chromium: Optional[str] = None
     # PLUGKIT_BROWSER_IDLE_S: how long Chromium outlives its last page.
     browser_idle_s: float = DEFAULT_BROWSER_IDLE_S
+    # PLUGKIT_PYTHON: the interpreter exec:python runs; None means the runner's own.
+    python: Optional[str] = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], home: str, port: int) -> "RunnerConfig":
@@ -73,4 +75,5 @@ class RunnerConfig:
         except ValueError:
             raise ValueError(f"PLUGKIT_BROWSER_IDLE_S={raw_idle!r} is not a number of seconds") from None
         return cls(home=home, port=port, limits=Limits.from_env(environ),
-                   chromium=environ.get("PLUGKIT_CHROMIUM") or None, browser_idle_s=max(0.0, idle_s))
+                   chromium=environ.get("PLUGKIT_CHROMIUM") or None, browser_idle_s=max(0.0, idle_s),
+                   python=environ.get("PLUGKIT_PYTHON") or None)

@@ -28,7 +28,9 @@ PRIVATE_FILES = ("token", "port", "runner.log", "runner.out", "ledger.sqlite3")
 
 def check_languages():
     workspace = os.getcwd()
-    for name, usable, detail in languages.availability(workspace):
+    # The interpreter a runner started from this environment would use (its RunnerConfig.python).
+    python = os.environ.get("PLUGKIT_PYTHON") or None
+    for name, usable, detail in languages.availability(workspace, python=python):
         if usable:
             yield "ok", name, detail, ""
         else:

@@ -201,9 +201,10 @@ def lookup(name: str, workspace: str | None = None) -> Language:
     raise UnknownLanguage(message)
 
 
-def resolve(lang: Language, path: str | None = None) -> ResolvedPlan:
+def resolve(lang: Language, path: str | None = None, python: str | None = None) -> ResolvedPlan:
     """Pick the first runner whose programs are on `path` (default $PATH, then the
-    runner's `search` dirs) and new enough.
+    runner's `search` dirs) and new enough. `python` is the interpreter PLUGKIT_PYTHON
+    names (the runner's config passes it); None: this process's own.
 
     May spawn `<program> --version` once per binary (cached by path and mtime)
     for runners with a min_version, so async callers should use a thread.
@@ -211,9 +212,9 @@ def resolve(lang: Language, path: str | None = None) -> ResolvedPlan:
     tried: list[str] = []
     for runner in lang.runners:
         search = path if path is not None else search_path(runner.search)
-        wanted = _python() if runner.program == PYTHON else runner.program
+        wanted = (python or sys.executable) if runner.program == PYTHON else runner.program
         # Never the interpreter's path: this message goes back over the wire.
-        label = _python_label() if runner.program == PYTHON else runner.describe()
+        label = _python_label(python) if runner.program == PYTHON else runner.describe()
         exe = _which(wanted, search)
         if exe is None:
             tried.append(f"{label} (not found)")
@@ -271,7 +272,7 @@ def search_path(extra: tuple[str, ...] = ()) -> str | None:
     return os.pathsep.join(dirs)
 
 
-def availability(workspace: str | None = None) -> list[tuple[str, bool, str]]:
+def availability(workspace: str | None = None, python: str | None = None) -> list[tuple[str, bool, str]]:
     """For `plugkit doctor`: (name, usable, detail) per language, plugins included when
     `workspace` is given. detail is the program(s) found, or why not and how to fix it."""
     from plugkit.languages import projects as lang_projects
@@ -286,7 +287,7 @@ def availability(workspace: str | None = None) -> list[tuple[str, bool, str]]:
     for name in sorted(rows):
         try:
             lang = lookup(name, workspace)
-            plan = resolve(lang)
+            plan = resolve(lang, python=python)
         except LanguageError as exc:
             report.append((name, False, "; ".join(str(exc).split("\n"))))
             continue
@@ -304,12 +305,8 @@ def _fill_programs(template: tuple[str, ...], exe: str, tools: dict[str, str]) -
     return tuple(tools[arg] if arg in tools else arg.replace("{program}", exe) for arg in template)
 
 
-def _python() -> str:
-    return os.environ.get("PLUGKIT_PYTHON") or sys.executable
-
-
-def _python_label() -> str:
-    return "python (PLUGKIT_PYTHON)" if os.environ.get("PLUGKIT_PYTHON") else "python (the runner's own)"
+def _python_label(python: str | None) -> str:
+    return "python (PLUGKIT_PYTHON)" if python else "python (the runner's own)"
 
 
 def _version_of(exe: str) -> tuple[int, ...] | None:

@@ -41,6 +41,7 @@ class ProcessSpec:
     home: str
     kill_grace_s: float
     tmp_root: str
+    python: Optional[str] = None  # PLUGKIT_PYTHON, from the runner's config
     cgroup_set: Optional[cgroups.TaskCgroups] = None
 
 
@@ -144,9 +145,9 @@ class ProcessExecutor:
             language = languages.lookup(p.lang, workspace=p.cwd)
             if any(r.min_version for r in language.runners):
                 # Version probes spawn `prog --version` (once per binary): off the loop.
-                plan = await asyncio.to_thread(languages.resolve, language)
+                plan = await asyncio.to_thread(languages.resolve, language, None, self.spec.python)
             else:
-                plan = languages.resolve(language)  # a PATH lookup: cheaper than a thread hop
+                plan = languages.resolve(language, python=self.spec.python)  # a PATH lookup: no thread hop
             # Before any task exists, so code the builder refuses (a bad cargo-dep line) starts nothing.
             layout = lang_projects.layout(plan, p.code, lang_projects.ProjectContext(self.spec.home, p.cwd))
             return Prepared(language.name, layout)
@@ -283,7 +284,7 @@ def make(ctx) -> ProcessExecutor:
     # file's directory, and the home holds the token. A fresh private dir per runner.
     return ProcessExecutor(ProcessSpec(runner_id=ctx.runner_id, home=ctx.home,
                                        kill_grace_s=ctx.limits.kill_grace_s,
-                                       tmp_root=tempfile.mkdtemp(prefix="plugkit-tasks-"),
+                                       tmp_root=tempfile.mkdtemp(prefix="plugkit-tasks-"), python=ctx.python,
                                        cgroup_set=_task_cgroups(ctx.home, ctx.runner_id)))
 
 

@@ -30,6 +30,7 @@ class ExecutorContext:
     limits: Limits
     chromium: Optional[str] = None  # PLUGKIT_CHROMIUM; None: the default path
     browser_idle_s: float = DEFAULT_BROWSER_IDLE_S
+    python: Optional[str] = None  # PLUGKIT_PYTHON; None: the runner's own interpreter
 
 
 class Deferred:

@@ -40,3 +40,14 @@ async def test_a_limit_raised_by_config_lets_larger_code_through(make_client, tm
     client = await make_client(limits=Limits(max_code_bytes=2 * Limits().max_code_bytes, max_body_bytes=4 << 20))
     res = await call(client, "task.exec", session_id="s", cwd=str(tmp_path), lang="bash", code=big, wait_ms=30_000)
     assert res["task"]["state"] == "completed"
+
+
+async def test_exec_python_runs_the_interpreter_the_config_names(make_client, tmp_path):
+    fake = tmp_path / "python-custom"
+    fake.write_text("#!/bin/sh\necho \"custom interpreter ran $2\"\n")  # argv: -u FILE
+    fake.chmod(0o755)
+    client = await make_client(python=str(fake))
+    res = await call(client, "task.exec", session_id="s", cwd=str(tmp_path), lang="python", code="print(1)",
+                     wait_ms=30_000)
+    out = "".join(c["text"] for c in res["output"]["chunks"] if c["stream"] == "stdout")
+    assert out.startswith("custom interpreter ran ") and out.strip().endswith(".py")

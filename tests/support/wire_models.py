@@ -1,5 +1,5 @@
 """Every RPC method of the runner with its params model and docstring, read from the real tables
-(runner.rpc.NAMESPACES -> each module's METHODS -> the model its @rpc decorator validates with)."""
+(runner.rpc.namespaces.NAMESPACES -> each module's METHODS -> the model its @rpc decorator validates with)."""
 
 import importlib
 import inspect

@@ -74,7 +74,7 @@ def test_missing_program_names_what_was_tried_and_how_to_install(tmp_path):
 
 
 def test_python_resolves_to_the_runners_own_interpreter(tmp_path, monkeypatch):
-    monkeypatch.delenv("PLUGKIT_PYTHON", raising=False)
+    monkeypatch.setenv("PLUGKIT_PYTHON", str(tmp_path / "ignored"))  # read once at boot, never here
     # An empty PATH proves the interpreter is not looked up by name.
     plan = resolve(lookup("py"), path=str(tmp_path))
     assert plan.run[0] == sys.executable
@@ -82,13 +82,11 @@ def test_python_resolves_to_the_runners_own_interpreter(tmp_path, monkeypatch):
     assert plan.compile is None
 
 
-def test_plugkit_python_overrides_the_interpreter(tmp_path, monkeypatch):
+def test_plugkit_python_overrides_the_interpreter(tmp_path):
     other = fake_program(tmp_path, "python-custom")
-    monkeypatch.setenv("PLUGKIT_PYTHON", other)
-    assert resolve(lookup("python")).run[0] == other
-    monkeypatch.setenv("PLUGKIT_PYTHON", str(tmp_path / "missing"))
+    assert resolve(lookup("python"), python=other).run[0] == other
     with pytest.raises(MissingProgram, match="PLUGKIT_PYTHON") as caught:
-        resolve(lookup("python"))
+        resolve(lookup("python"), python=str(tmp_path / "missing"))
     assert str(tmp_path) not in str(caught.value)  # the message goes over the wire
 
 

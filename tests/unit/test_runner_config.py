@@ -17,10 +17,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_every_setting_comes_from_its_variable(tmp_path):
     env = {"PLUGKIT_HOME": str(tmp_path), "PLUGKIT_PORT": "4100", "PLUGKIT_MAX_CODE_BYTES": "99",
-           "PLUGKIT_KILL_GRACE_S": "1.5", "PLUGKIT_CHROMIUM": "/opt/chrome", "PLUGKIT_BROWSER_IDLE_S": "7"}
+           "PLUGKIT_KILL_GRACE_S": "1.5", "PLUGKIT_CHROMIUM": "/opt/chrome", "PLUGKIT_BROWSER_IDLE_S": "7",
+           "PLUGKIT_PYTHON": "/opt/py"}
     config = boot_config.load(env)
     assert config == RunnerConfig(home=str(tmp_path), port=4100, limits=Limits(max_code_bytes=99, kill_grace_s=1.5),
-                                  chromium="/opt/chrome", browser_idle_s=7.0)
+                                  chromium="/opt/chrome", browser_idle_s=7.0, python="/opt/py")
     assert boot_config.load({"HOME": str(tmp_path)}) == RunnerConfig(
         home=paths.home({"HOME": str(tmp_path)}), port=paths.DEFAULT_PORT, chromium=None,
         browser_idle_s=DEFAULT_BROWSER_IDLE_S)
@@ -67,3 +68,22 @@ def test_no_runner_or_plugkit_module_reads_the_environment_when_imported():
     offenders = {str(p.relative_to(ROOT)): found for top in ("runner", "plugkit") for p in (ROOT / top).rglob("*.py")
                  if (found := _import_time_environment_reads(p))}
     assert offenders == {}
+
+
+def test_below_boot_no_runner_module_reads_a_setting_from_the_environment():
+    """Deep reads (a setting looked up on first use, in one module but not another) are how
+    two parts of one runner came to disagree; the config is passed down instead."""
+    offenders = []
+    for path in (ROOT / "runner").rglob("*.py"):
+        if path.parent.name == "boot":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value.startswith("PLUGKIT_") and _reads_environment(path, node.lineno):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == []
+
+
+def _reads_environment(path: Path, lineno: int) -> bool:
+    line = path.read_text().splitlines()[lineno - 1]
+    return "os.environ" in line or "os.getenv" in line
