@@ -181,19 +181,75 @@ def check_state_dir():
 
 
 def check_runner():
-    from client.wire.rpc import connect_verified
+    from client.wire.rpc import Client, ClientError, connect_verified
 
-    conn = connect_verified()
+    try:
+        conn = connect_verified()
+    except ClientError as exc:
+        yield "FAIL", "runner", str(exc), "plugkit runner restart"
+        return
     if conn is None:
         yield "ok", "runner", "not running (the first plugkit command starts it)", ""
+        yield "ok", "task isolation", "decided when the runner starts (see `plugkit doctor` then)", ""
         return
-    conn.close()
     found = read_discovery()
     yield "ok", "runner", f"running, pid {found[1] if found else '?'}", ""
+    try:
+        client = Client(conn)
+    except ClientError as exc:
+        conn.close()
+        yield "FAIL", "runner", str(exc), "plugkit runner restart"
+        return
+    try:
+        process = client.call("debug.snapshot", timeout=5)["snapshot"].get("executors", {}).get("process", {})
+    except ClientError as exc:
+        yield "warn", "task isolation", f"could not ask the runner: {exc}", ""
+        return
+    finally:
+        client.close()
+    isolation = process.get("isolation") or "tags"
+    if isolation == "tags" or isolation.startswith("turned off"):
+        yield ("warn", "task isolation", f"tags only ({isolation}): a task child that drops its environment "
+               "(`setsid env -i ...`) can outlive its task", "run the runner where a cgroup2 subtree is "
+               "writable (root, or a systemd unit with Delegate=yes)")
+    else:
+        yield "ok", "task isolation", isolation, ""
 
 
-CHECKS = (check_languages, check_chromium, check_socat, check_serial, check_port, check_state_dir,
-          check_runner)
+def _port_set(text: str) -> set[int]:
+    ports: set[int] = set()
+    for part in text.replace(",", " ").split():
+        low, _, high = part.partition("-")
+        if low.isdigit():
+            ports.update(range(int(low), int(high or low) + 1))
+    return ports
+
+
+def check_port_reserved():
+    """The fixed port inside Linux's ephemeral range can be taken for a moment by any outgoing
+    connection, and the runner then cannot bind: reserve it once."""
+    try:
+        port = paths.port()
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as fh:
+            low, high = (int(x) for x in fh.read().split())
+        with open("/proc/sys/net/ipv4/ip_local_reserved_ports") as fh:
+            reserved_text = fh.read().strip()
+    except (OSError, ValueError):
+        return
+    name = "port reservation"
+    if not low <= port <= high:
+        yield "ok", name, f"port {port} is outside the ephemeral range {low}-{high}", ""
+    elif port in _port_set(reserved_text):
+        yield "ok", name, f"port {port} is reserved (net.ipv4.ip_local_reserved_ports)", ""
+    else:
+        value = f"{reserved_text},{port}" if reserved_text else str(port)
+        yield ("warn", name, f"port {port} is in the ephemeral range {low}-{high}: an outgoing connection "
+               "can hold it when the runner starts",
+               f"sudo sysctl -w net.ipv4.ip_local_reserved_ports={value}")
+
+
+CHECKS = (check_languages, check_chromium, check_socat, check_serial, check_port, check_port_reserved,
+          check_state_dir, check_runner)
 
 
 def main(argv: list[str]) -> int:
