@@ -35,10 +35,11 @@ async def serve(sock: socket.socket, config: RunnerConfig, runner_id: str,
     # sweeper can reap them and nothing a task starts escapes our accounting.
     subreaper.become_subreaper()
     loop = asyncio.get_running_loop()
-    if sys.version_info < (3, 12) and hasattr(os, "pidfd_open"):
+    if sys.version_info < (3, 12):
         # 3.11's default watcher starts a thread per child; pidfds cost one fd and
-        # no thread (3.12+ picks pidfds by itself).
-        watcher = asyncio.PidfdChildWatcher()
+        # no thread (3.12+ picks pidfds by itself). Ours also tells the sweeper which
+        # zombies are asyncio's to wait for.
+        watcher = subreaper.tracking_watcher()
         watcher.attach_loop(loop)
         asyncio.set_child_watcher(watcher)
     token = secrets.token_urlsafe(32)

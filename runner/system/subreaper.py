@@ -2,19 +2,64 @@
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import os
 import sys
+import threading
 import time
 from collections.abc import Container, Iterator
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
-# A zombie this young may be a child the runner has just spawned but not yet
-# registered with asyncio's watcher (Popen returns, the watcher is told a moment
-# later). Reaping it would hand asyncio ECHILD and the task exit code 255.
-# An orphan that dies younger than this is simply reaped on a later pass.
+# A zombie this young may be a child a thread has just spawned with subprocess (a
+# version probe) and is about to wait for. Children asyncio spawns are known exactly
+# (SPAWNED, below) and never need this margin: under load the loop can take seconds
+# between fork and the task learning its pid, which once let the sweeper take their
+# exit status (asyncio then reports 255). An orphan that dies younger than this is
+# simply reaped on a later pass.
 MIN_AGE_S = 1.0
+
+
+class _Spawned:
+    """The pids of children asyncio's watcher is waiting for, readable from the sweeper's thread."""
+
+    def __init__(self) -> None:
+        self._pids: set[int] = set()
+        self._lock = threading.Lock()
+
+    def add(self, pid: int) -> None:
+        with self._lock:
+            self._pids.add(pid)
+
+    def discard(self, pid: int) -> None:
+        with self._lock:
+            self._pids.discard(pid)
+
+    def snapshot(self) -> frozenset[int]:
+        with self._lock:
+            return frozenset(self._pids)
+
+
+SPAWNED = _Spawned()
+
+
+def tracking_watcher() -> asyncio.AbstractChildWatcher:
+    """asyncio's child watcher (pidfds where the kernel has them), recording each child in
+    SPAWNED from the moment it is forked until asyncio has its exit status. Python < 3.12."""
+    base = asyncio.PidfdChildWatcher if hasattr(os, "pidfd_open") else asyncio.ThreadedChildWatcher
+
+    class Tracking(base):  # type: ignore[misc, valid-type]
+        def add_child_handler(self, pid, callback, *args):
+            SPAWNED.add(pid)
+
+            def exited(pid, returncode, *cb_args):
+                SPAWNED.discard(pid)
+                callback(pid, returncode, *cb_args)
+
+            super().add_child_handler(pid, exited, *args)
+
+    return Tracking()
 
 
 def _prctl():
@@ -60,8 +105,9 @@ def reap_adopted(managed: Container[int], *, min_age_s: float = MIN_AGE_S) -> li
     the exit status of a child asyncio's watcher is about to wait for.
     """
     reaped = []
+    spawned = SPAWNED.snapshot()
     for pid, age in _zombie_children():
-        if pid in managed or age < min_age_s:
+        if pid in managed or pid in spawned or age < min_age_s:
             continue
         try:
             got, _status = os.waitpid(pid, os.WNOHANG)

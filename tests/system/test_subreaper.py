@@ -92,3 +92,38 @@ def test_reap_adopted_reaps_orphans_but_never_managed_or_live_children(children_
     assert out["managed_exit"] == 3
     assert out["sleeper_after"] in ("S", "R")
 
+
+
+# A task asyncio spawned but the task manager has not yet heard of (under load the loop
+# can take seconds between fork and the task learning its pid): it exits, ages past
+# MIN_AGE_S, and a sweep runs before asyncio's watcher does. With the tracking watcher the
+# sweep leaves it; with asyncio's plain watcher the same sweep takes its exit status and
+# asyncio reports 255 instead of 7 (the control, so this test can fail).
+LOADED_LOOP = r"""
+import asyncio, json, sys, time
+from runner.system import subreaper
+
+async def main(tracking):
+    loop = asyncio.get_running_loop()
+    watcher = subreaper.tracking_watcher() if tracking else asyncio.PidfdChildWatcher()
+    watcher.attach_loop(loop)
+    asyncio.set_child_watcher(watcher)
+    proc = await asyncio.create_subprocess_exec("sh", "-c", "sleep 0.3; exit 7")
+    time.sleep(1.0)  # the loop is busy: the child is a zombie nobody has waited for yet
+    reaped = await asyncio.to_thread(subreaper.reap_adopted, set(), min_age_s=0)
+    return {"stolen": proc.pid in reaped, "exit": await proc.wait(),
+            "left": sorted(subreaper.SPAWNED.snapshot())}
+
+print(json.dumps(asyncio.run(main(sys.argv[1] == "tracking"))))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds and /proc children are Linux-only")
+@pytest.mark.parametrize("watcher, stolen, exit_code", [("tracking", False, 7), ("plain", True, 255)])
+def test_a_sweep_never_takes_the_exit_status_of_a_child_asyncio_spawned(watcher, stolen, exit_code):
+    done = subprocess.run([sys.executable, "-c", LOADED_LOOP, watcher], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert (out["stolen"], out["exit"]) == (stolen, exit_code)
+    assert out["left"] == []  # a waited-for child leaves the registry
