@@ -70,11 +70,25 @@ class Ledger:
         self.path = path
         self.retention_s, self.max_rows, self.tail_bytes = retention_s, max_rows, tail_bytes
         self.recovered_from: Optional[str] = None
+        # A zero-byte or missing ledger opens as a new one, and ids would start again at 1; the
+        # high-water file beside it says one existed (issue 17.4): then it is a recovery.
+        prior = _read_high_water(path)
+        vanished = prior is not None and (not os.path.exists(path) or os.path.getsize(path) == 0)
+        if vanished and os.path.exists(path):
+            self.recovered_from = _move_aside(path)
         self._conn = _connect(path)
         try:
             why = _problem(self._conn)
             if why is not None:
                 self._recover(why)
+            if prior is not None:
+                # Also covers a ledger swapped for an older copy: ids only ever go up.
+                floor = prior if prior >= 0 else int(time.time())
+                self._conn.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'last_id'", (floor,))
+            if vanished:
+                log.error("ledger %s was %s though one existed (%s); started a fresh one; task ids "
+                          "continue after %d", path, "empty" if self.recovered_from else "missing",
+                          _high_water_file(path), floor)
         except BaseException:
             self._conn.close()
             raise
@@ -126,6 +140,7 @@ class Ledger:
                                      (count,)).fetchall()[0]
         finally:
             self._conn.execute("PRAGMA synchronous = NORMAL")
+        _write_high_water(self.path, last)
         return last - count + 1
 
     def record_start(self, rec: TaskRecord) -> None:
@@ -230,6 +245,39 @@ def _last_id_floor(conn: sqlite3.Connection) -> int:
         for (task_id,) in conn.execute("SELECT task_id FROM tasks"):  # rows up to the damage
             seen = max(seen, task_id)
     return max(seen, hwm) if hwm is not None else max(seen, int(time.time()))
+
+
+def _high_water_file(path: str) -> str:
+    return path + ".last-id"
+
+
+def _read_high_water(path: str) -> Optional[int]:
+    """The last id reserved, as the side file says; None when there is no side file (no ledger
+    ever existed here), -1 when it is unreadable (one existed: the clock must floor the ids)."""
+    try:
+        with open(_high_water_file(path), "rb") as fh:
+            text = fh.read(64).decode("ascii", "replace").strip()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return -1
+    return int(text) if text.isdigit() else -1
+
+
+def _write_high_water(path: str, last: int) -> None:
+    """Written after the reserving commit, durably: reservations are one per 256 ids."""
+    target = _high_water_file(path)
+    tmp = f"{target}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, f"{last}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except OSError as exc:  # a full disk must not fail the task whose id was already reserved
+        log.warning("could not write %s: %s", target, exc)
 
 
 def _move_aside(path: str) -> str:
