@@ -285,7 +285,7 @@ def make(ctx) -> ProcessExecutor:
     return ProcessExecutor(ProcessSpec(runner_id=ctx.runner_id, home=ctx.home,
                                        kill_grace_s=ctx.limits.kill_grace_s,
                                        tmp_root=tempfile.mkdtemp(prefix="plugkit-tasks-"), python=ctx.python,
-                                       cgroup_set=_task_cgroups(ctx.home, ctx.runner_id)))
+                                       cgroup_set=_task_cgroups(ctx.home, ctx.runner_id) if ctx.cgroups else None))
 
 
 def _task_cgroups(home: str, runner_id: str) -> Optional[cgroups.TaskCgroups]:

@@ -79,8 +79,6 @@ def _own_v2_path() -> Optional[str]:
 
 
 def detect() -> Mode:
-    if os.environ.get("PLUGKIT_CGROUPS") == "0":  # an operator's opt-out (and the bench's baseline)
-        return Mode("tags", None, "turned off by PLUGKIT_CGROUPS=0")
     mount, own = _v2_mount(), _own_v2_path()
     if mount is None or own is None:
         return Mode("tags", None, "no cgroup2 hierarchy is mounted (cgroup v1 only)")
