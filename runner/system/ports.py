@@ -19,8 +19,15 @@ class Holder:
 
 
 class PortTaken(Exception):
-    def __init__(self, port: int, holder: Holder, why: str = "") -> None:
+    def __init__(self, port: int, holder: Holder, why: str = "", connection: str | None = None) -> None:
         self.port, self.holder = port, holder
+        if connection is not None:
+            # Nobody listens: an outgoing connection uses it as its local (ephemeral) port.
+            super().__init__(
+                f"port {port} is the local port of an outgoing connection: {connection}; it frees when that "
+                f"connection closes. Reserve the port so this cannot recur: `sudo sysctl -w "
+                f"net.ipv4.ip_local_reserved_ports={port}` (see `plugkit doctor`), or set PLUGKIT_PORT")
+            return
         who = f"pid {holder.pid} ({holder.command})" if holder.pid else "a process we cannot see (another user?)"
         super().__init__(
             f"port {port} is taken by {who}{why}; free it with `plugkit kill-port {port}` "
@@ -119,9 +126,30 @@ def terminate(pid: int, grace_s: float = 1.0) -> bool:
     return _gone(proc)
 
 
-def bind(port: int) -> socket.socket:
+# The default port lies in Linux's ephemeral range (32768-60999): any outgoing connection may
+# hold it for a while as its local port, with nobody listening. That passes; wait this long.
+CONNECTION_WAIT_S = 3.0
+
+
+def _connection_holders(port: int) -> list[str]:
+    """Non-listening sockets whose local port is `port`, as "pid N (cmd) to ADDR, STATE"."""
+    import psutil
+
+    found = []
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.laddr and conn.laddr.port == port and conn.status != psutil.CONN_LISTEN:
+            who = describe(conn.pid)
+            owner = f"pid {who.pid} ({who.command[:60]})" if who.pid else "a process we cannot see"
+            remote = f"{conn.raddr.ip}:{conn.raddr.port}" if conn.raddr else "nowhere"
+            found.append(f"{owner}, connected to {remote} ({conn.status})")
+    return found
+
+
+def bind(port: int, connection_wait_s: float = CONNECTION_WAIT_S) -> socket.socket:
     """Bind 127.0.0.1:port, evicting a stale runner of ours; PortTaken for anything else."""
-    for attempt in range(2):
+    waited_until = time.monotonic() + connection_wait_s
+    attempt = 0
+    while True:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         # REUSEADDR only skips TIME_WAIT leftovers of a previous runner; Linux still
         # refuses to bind while another socket listens there.
@@ -135,9 +163,18 @@ def bind(port: int) -> socket.socket:
             sock.close()
             if exc.errno != errno.EADDRINUSE:
                 raise
-        holders = listeners(port) or [Holder(None, "?", None)]
+        found = listeners(port)
+        if not found:
+            if time.monotonic() < waited_until:
+                time.sleep(0.1)  # an outgoing connection's local port: it ends, then we bind
+                continue
+            held = _connection_holders(port)
+            raise PortTaken(port, Holder(None, "?", None), "",
+                            connection=held[0] if held else "one we cannot see (another user's?)")
+        holders = found
         stale = [h for h in holders if is_stale_runner(port, h)]
         if attempt == 0 and stale and len(stale) == len(holders):
+            attempt += 1
             for holder in stale:
                 terminate(holder.pid)  # type: ignore[arg-type]
             time.sleep(0.05)
@@ -146,7 +183,6 @@ def bind(port: int) -> socket.socket:
         why = " (a plugkit runner of another PLUGKIT_HOME that is still live)" if (
             holder.pid and "runner" in holder.command and health(port)) else ""
         raise PortTaken(port, holder, why)
-    raise AssertionError("unreachable")
 
 
 # --- kill-port -----------------------------------------------------------------------
