@@ -111,6 +111,7 @@ def check_port():
         yield "FAIL", "port", str(exc), "unset PLUGKIT_PORT or set it to a free port"
         return
     name = f"port {port}"
+    yield _reservation(port)
     try:
         conn = Connection(port, timeout=1.0)
     except OSError:
@@ -136,6 +137,52 @@ def check_port():
     holder = _holder(port)
     what = "something that does not answer /health (a wedged runner?)" if health is None else "another program"
     yield "FAIL", name, f"held by {holder or what}", f"plugkit kill-port {port}, or set PLUGKIT_PORT to another port"
+
+
+# Linux picks the local port of every outgoing connection from ip_local_port_range, skipping
+# ip_local_reserved_ports: a runner port inside the range and not reserved can be briefly taken.
+PORT_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
+RESERVED_PORTS = "/proc/sys/net/ipv4/ip_local_reserved_ports"
+SYSCTL_FILE = "/etc/sysctl.d/60-plugkit.conf"
+
+
+def parse_ports(text: str) -> list[tuple[int, int]]:
+    """'1000-1002,2000' or '32768\t60999' (the range file) -> [(1000, 1002), (2000, 2000)]."""
+    text = text.strip()
+    if not text:
+        return []
+    if "," not in text and "-" not in text and len(text.split()) == 2:  # ip_local_port_range
+        low, high = map(int, text.split())
+        return [(low, high)]
+    spans = []
+    for item in text.split(","):
+        low, _, high = item.strip().partition("-")
+        spans.append((int(low), int(high or low)))
+    return spans
+
+
+def reservation_row(port: int, port_range: str, reserved: str) -> tuple[str, str, str, str]:
+    """The doctor row for `port` given the two sysctl files' contents (pure: tests feed strings)."""
+    name = "port reserved"
+    if any(low <= port <= high for low, high in parse_ports(reserved)):
+        return "ok", name, f"{port} is in net.ipv4.ip_local_reserved_ports", ""
+    if not any(low <= port <= high for low, high in parse_ports(port_range)):
+        return "ok", name, f"{port} is outside the ephemeral range ({'-'.join(port_range.split())})", ""
+    value = ",".join([reserved.strip(), str(port)] if reserved.strip() else [str(port)])
+    key = "net.ipv4.ip_local_reserved_ports"
+    return ("warn", name,
+            f"{port} is in the ephemeral range ({'-'.join(port_range.split())}): an outgoing connection can "
+            f"hold it and the runner cannot start",
+            f"sudo sysctl -w {key}={value}; to keep it after a reboot: "
+            f"echo '{key} = {value}' | sudo tee {SYSCTL_FILE}")
+
+
+def _reservation(port: int) -> tuple[str, str, str, str]:
+    try:
+        with open(PORT_RANGE) as rng, open(RESERVED_PORTS) as rsv:
+            return reservation_row(port, rng.read(), rsv.read())
+    except (OSError, ValueError) as exc:  # not Linux, or /proc hidden: nothing to say
+        return "ok", "port reserved", f"cannot read the kernel's port ranges ({exc})", ""
 
 
 def _holder(port: int) -> str:
@@ -185,7 +232,7 @@ def check_runner():
 
     try:
         conn = connect_verified()
-    except ClientError as exc:
+    except ClientError as exc:  # there, but stopped or not answering
         yield "FAIL", "runner", str(exc), "plugkit runner restart"
         return
     if conn is None:
@@ -207,49 +254,21 @@ def check_runner():
         return
     finally:
         client.close()
-    isolation = process.get("isolation") or "tags"
-    if isolation == "tags" or isolation.startswith("turned off"):
-        yield ("warn", "task isolation", f"tags only ({isolation}): a task child that drops its environment "
-               "(`setsid env -i ...`) can outlive its task", "run the runner where a cgroup2 subtree is "
-               "writable (root, or a systemd unit with Delegate=yes)")
-    else:
-        yield "ok", "task isolation", isolation, ""
+    yield isolation_row(process.get("isolation") or "tags")
 
 
-def _port_set(text: str) -> set[int]:
-    ports: set[int] = set()
-    for part in text.replace(",", " ").split():
-        low, _, high = part.partition("-")
-        if low.isdigit():
-            ports.update(range(int(low), int(high or low) + 1))
-    return ports
+def isolation_row(isolation: str) -> tuple[str, str, str, str]:
+    """How the runner contains tasks: a cgroup each, or only environment tags (what can escape)."""
+    if isolation == "tags":
+        return ("warn", "task isolation", "tags only: a task child that drops its environment "
+                "(`setsid env -i ...`) can outlive its task",
+                "run the runner where a cgroup2 subtree is writable (root, or a systemd unit with "
+                "Delegate=yes), and without PLUGKIT_CGROUPS=0")
+    return "ok", "task isolation", isolation, ""
 
 
-def check_port_reserved():
-    """The fixed port inside Linux's ephemeral range can be taken for a moment by any outgoing
-    connection, and the runner then cannot bind: reserve it once."""
-    try:
-        port = paths.port()
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as fh:
-            low, high = (int(x) for x in fh.read().split())
-        with open("/proc/sys/net/ipv4/ip_local_reserved_ports") as fh:
-            reserved_text = fh.read().strip()
-    except (OSError, ValueError):
-        return
-    name = "port reservation"
-    if not low <= port <= high:
-        yield "ok", name, f"port {port} is outside the ephemeral range {low}-{high}", ""
-    elif port in _port_set(reserved_text):
-        yield "ok", name, f"port {port} is reserved (net.ipv4.ip_local_reserved_ports)", ""
-    else:
-        value = f"{reserved_text},{port}" if reserved_text else str(port)
-        yield ("warn", name, f"port {port} is in the ephemeral range {low}-{high}: an outgoing connection "
-               "can hold it when the runner starts",
-               f"sudo sysctl -w net.ipv4.ip_local_reserved_ports={value}")
-
-
-CHECKS = (check_languages, check_chromium, check_socat, check_serial, check_port, check_port_reserved,
-          check_state_dir, check_runner)
+CHECKS = (check_languages, check_chromium, check_socat, check_serial, check_port, check_state_dir,
+          check_runner)
 
 
 def main(argv: list[str]) -> int:

@@ -3,15 +3,11 @@
 Kept apart from plugkit.errors so the model does not speak wire codes: messages are
 written for the agent (what was refused, and what to do next)."""
 
-from typing import Any
+from plugkit.refusals import Refused
 
 
-class GateError(Exception):
+class GateError(Refused):
     kind = "conflict"
-
-    def __init__(self, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.message, self.data = message, data
 
 
 class Invalid(GateError):

@@ -29,13 +29,13 @@ def tasks_lifespan(ctx: Context, ledger: LedgerWorker) -> Lifespan:
         moved = await ledger.start()
         if moved:
             log.error("ledger_corrupt_moved_aside", moved_to=moved)
-        lost = await ledger.call("mark_lost", time.time())
+        lost = await ledger.mark_lost(time.time())
         if lost:
             log.warning("tasks_lost_with_previous_runner", task_ids=lost)
-        await ledger.call("evict", time.time())
+        await ledger.evict(time.time())
         providers = {
-            "sessions": lambda: _sessions(manager),
-            "tasks": lambda: [_task_row(t) for t in manager.registry.all_tasks()],
+            "sessions": lambda: manager.snapshot()["sessions"],
+            "tasks": lambda: manager.snapshot()["tasks"],
             "executors": lambda: {e.name: e.snapshot() for e in manager.executors},
             "reaper": lambda: dict(asdict(stats), boot=rt.boot_reap),
             "tasks_by_end_state": lambda: dict(manager.finished_counts),
@@ -76,15 +76,3 @@ def gates_lifespan(ctx: Context) -> Lifespan:
 
     return lifespan
 
-
-def _sessions(manager: TaskManager) -> list[dict]:
-    now = manager.registry.clock()
-    return [{"session_id": s.key.session_id, "cwd": s.key.cwd,
-             "idle_s": round(now - s.last_activity, 3), "tasks": sorted(s.tasks)}
-            for s in manager.registry.sessions()]
-
-
-def _task_row(t) -> dict:
-    return {"task_id": t.id, "session_id": t.session.session_id, "lang": t.lang, "state": t.state,
-            "pid": t.pid, "age_s": round(time.time() - t.started_at, 3),
-            "bytes_out": t.bytes_out, "dropped": t.buffer.dropped}

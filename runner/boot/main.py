@@ -39,7 +39,8 @@ def main(argv: list[str]) -> int:
             logs.get().warning("boot_reap_done", runners=len(report.runners), killed=report.killed,
                                survivors=list(report.survivors), ms=round(report.elapsed_s * 1000, 1))
         try:
-            sock = ports.bind(config.port)
+            sock = ports.bind(config.port, on_held=lambda held: logs.get().warning(
+                "port_held_retrying", port=config.port, connections=held, retry_s=ports.HELD_RETRY_S))
         except ports.PortTaken as exc:
             logs.get().error("port_taken", port=config.port, pid=exc.holder.pid, command=exc.holder.command)
             print(f"plugkit runner: {exc}", file=sys.stderr)

@@ -1,15 +1,38 @@
-"""The Executor protocol: what the TaskManager needs from any way of running a task.
+"""The Executor protocol and the port it runs a task through: what TaskManager and executors share.
 
-An executor claims task.exec `lang` values, validates a request before any task
-exists, runs the task to an Outcome, and owns per-session resources (a browser
-page, a serial port) that session end and shutdown release.
+An executor claims task.exec `lang` values, validates an ExecSpec before any task
+exists, runs the task to an Outcome through a TaskIO (never the Task itself), and
+owns per-session resources (a browser page, a serial port) that session end and
+shutdown release. Executors import nothing from runner.core: the core imports them.
+Refusals are plugkit.refusals (by kind), never wire codes.
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Mapping, Optional, Protocol
 
-from plugkit.protocol import TaskExecParams
-from runner.core.tasks.task import Execution, SessionKey, Task
+
+@dataclass(frozen=True)
+class SessionKey:
+    session_id: str
+    cwd: str  # realpath
+
+
+@dataclass(frozen=True)
+class ExecSpec:
+    """One request to run code, as the core sees it (the RPC layer builds it from the wire).
+    By the time an executor sees it, `cwd` is the session's realpath."""
+
+    session_id: str
+    cwd: str
+    lang: str
+    code: str
+    timeout_s: float = 300.0
+    stdin: Optional[str] = None  # written, then closed; None leaves stdin open for input
+    env: Optional[Mapping[str, str]] = None
+
+    @property
+    def session(self) -> SessionKey:
+        return SessionKey(self.session_id, self.cwd)
 
 
 @dataclass(frozen=True)
@@ -31,6 +54,39 @@ class Prepared:
     payload: Any = None
 
 
+class Execution(Protocol):
+    """What an executor hands back for a started step: input and kill. It may also carry
+    `pid` (the step's root process) and `kill_ends_as` ((state, reason) a task.kill ends in)."""
+
+    def write(self, data: bytes) -> None: ...
+    def close_input(self) -> None: ...
+    def input_open(self) -> bool: ...
+    async def kill(self) -> None: ...
+
+
+class TaskIO(Protocol):
+    """The task as an executor sees it: who it is, where its output goes, when it started.
+
+    Every write wakes the task's waiters in the same call, so no executor can forget to.
+    How the task ends is the Outcome `run` returns (or the manager's kill or timeout)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def session(self) -> SessionKey: ...
+    @property
+    def finished(self) -> bool: ...
+    def write(self, stream: str, data: bytes) -> None: ...
+    def write_text(self, stream: str, text: str) -> None: ...
+    def flush(self, stream: str) -> None:
+        """A stream ended: what an incomplete UTF-8 sequence held back is written out."""
+    def started(self, execution: Execution) -> None:
+        """A step started (it takes input and kills now); sets the task's pid from it."""
+    def measured_by(self, probe: Callable[[], Any]) -> None:
+        """Where the task's CPU seconds and peak memory are read (an object with cpu_s and
+        memory_peak_bytes); an executor that cannot measure never calls it."""
+
+
 class Executor(Protocol):
     name: str
 
@@ -38,15 +94,14 @@ class Executor(Protocol):
         """True if task.exec with this `lang` is ours."""
         ...
 
-    async def prepare(self, p: TaskExecParams) -> Prepared:
-        """Validate and resolve the request; raise plugkit.errors.RpcError on bad input.
+    async def prepare(self, spec: ExecSpec) -> Prepared:
+        """Validate and resolve the request; raise a plugkit.refusals error on bad input.
         Runs before the task exists, so a refusal starts nothing."""
         ...
 
-    async def run(self, task: Task, prepared: Prepared, p: TaskExecParams,
-                  on_start: Callable[[Execution], None]) -> Outcome:
-        """Run until the task ends by itself; call on_start(execution) once it can take
-        input and kills. Must honour cancellation (runner shutdown)."""
+    async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
+        """Run until the task ends by itself; call io.started(execution) once each step can
+        take input and kills. Must honour cancellation (runner shutdown)."""
         ...
 
     async def end_session(self, key: SessionKey) -> None:

@@ -18,14 +18,13 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional
+from typing import Mapping, Optional
 
-from plugkit import errors, languages
+from plugkit import languages
 from plugkit.languages import projects as lang_projects
 from plugkit.languages.model import Layout
-from plugkit.protocol import TaskExecParams
-from runner.core.tasks.task import Execution, SessionKey, Task
-from runner.executors.base import Outcome, Prepared
+from plugkit.refusals import Invalid, Unavailable
+from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.system import cgroups
 from runner.system import kill as kill_mod
 from runner.system import tags
@@ -46,11 +45,11 @@ class ProcessSpec:
 
 
 class _Pipes(asyncio.SubprocessProtocol):
-    """Feeds both output pipes into the task buffer as bytes arrive (no deadlock: asyncio
+    """Feeds both output pipes into the task's output as bytes arrive (no deadlock: asyncio
     reads stdout and stderr independently, so a child filling stderr first never blocks)."""
 
-    def __init__(self, task: Task) -> None:
-        self.task = task
+    def __init__(self, io: TaskIO) -> None:
+        self.io = io
         self.transport: Optional[asyncio.SubprocessTransport] = None
         self._narrow = {1, 2}  # pipes still at the kernel's default size
         self.exited = asyncio.get_running_loop().create_future()
@@ -64,13 +63,12 @@ class _Pipes(asyncio.SubprocessProtocol):
         if len(data) >= 1 << 16 and fd in self._narrow and self.transport is not None:
             self._narrow.discard(fd)  # a full default pipe: this task is chatty
             _widen_pipe(self.transport, fd)
-        self.task.buffer.feed(STREAMS[fd], data)
-        self.task.notify()
+        self.io.write(STREAMS[fd], data)
 
     def pipe_connection_lost(self, fd: int, exc: Optional[Exception]) -> None:
         if fd in self._open:
             self._open.discard(fd)
-            self.task.buffer.flush(STREAMS[fd])
+            self.io.flush(STREAMS[fd])
             if not self._open:
                 self.drained.set()
 
@@ -82,9 +80,9 @@ class _Pipes(asyncio.SubprocessProtocol):
 class ProcessRun:
     """The Execution for one running step: input, kill."""
 
-    def __init__(self, task: Task, spec: ProcessSpec, transport: asyncio.SubprocessTransport,
+    def __init__(self, task_id: int, spec: ProcessSpec, transport: asyncio.SubprocessTransport,
                  pipes: _Pipes, cgroup: Optional[str] = None) -> None:
-        self.task, self.spec, self.transport, self.pipes = task, spec, transport, pipes
+        self.task_id, self.spec, self.transport, self.pipes = task_id, spec, transport, pipes
         self.cgroup = cgroup
         self.pid = transport.get_pid()
         # The pid-reuse guard compares against the kernel's start time with a
@@ -119,7 +117,7 @@ class ProcessRun:
         # psutil scans and sleeps: off the event loop, so other sessions keep being served.
         await asyncio.to_thread(
             kill_mod.kill_tree, pgid=self.pid, root=(self.pid, self.create_time),
-            runner_id=self.spec.runner_id, task_id=str(self.task.id), grace_s=self.spec.kill_grace_s)
+            runner_id=self.spec.runner_id, task_id=str(self.task_id), grace_s=self.spec.kill_grace_s)
         if self.cgroup is not None:
             # After the TERM grace: whatever is left in the cgroup (tagged or not) is KILLed at once.
             await asyncio.to_thread(cgroups.kill_cgroup, self.cgroup)
@@ -139,7 +137,7 @@ class ProcessExecutor:
     def claims(self, lang: str) -> bool:
         return True
 
-    async def prepare(self, p: TaskExecParams) -> Prepared:
+    async def prepare(self, p: ExecSpec) -> Prepared:
         try:
             # The session cwd finds the workspace's .plugkit/lang plugins (read fresh on every exec).
             language = languages.lookup(p.lang, workspace=p.cwd)
@@ -152,15 +150,14 @@ class ProcessExecutor:
             layout = lang_projects.layout(plan, p.code, lang_projects.ProjectContext(self.spec.home, p.cwd))
             return Prepared(language.name, layout)
         except (languages.UnknownLanguage, languages.PluginError, languages.ProjectError) as exc:
-            raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None
+            raise Invalid(str(exc)) from None
         except languages.LanguageError as exc:
-            raise errors.RpcError(errors.UNAVAILABLE, str(exc)) from None
+            raise Unavailable(str(exc)) from None
 
-    async def run(self, task: Task, prepared: Prepared, p: TaskExecParams,
-                  on_start: Callable[[Execution], None]) -> Outcome:
+    async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         layout: Layout = prepared.payload
-        rc, compiled = await self.run_steps(task, layout, p.stdin, p.env, on_start)
-        return outcome_of(task.id, rc, compiled, layout.compile_hint)
+        rc, compiled = await self.run_steps(io, layout, spec.stdin, spec.env)
+        return outcome_of(io.id, rc, compiled, layout.compile_hint)
 
     async def end_session(self, key: SessionKey) -> None:
         return None  # a process task holds nothing beyond its tree, which the manager kills
@@ -174,80 +171,77 @@ class ProcessExecutor:
         cg = self.spec.cgroup_set
         return {"tmp_root": self.spec.tmp_root, "isolation": cg.mode.detail if cg else "tags"}
 
-    async def run_steps(self, task: Task, layout: Layout, stdin: Optional[str],
-                        env: Optional[Mapping[str, str]], on_start: Callable[[ProcessRun], None]) -> tuple[int, bool]:
+    async def run_steps(self, io: TaskIO, layout: Layout, stdin: Optional[str],
+                        env: Optional[Mapping[str, str]]) -> tuple[int, bool]:
         """Compile (if the layout has a step) and run; returns (returncode, compiled_ok).
         Both steps are tagged with the task id, so a kill or timeout reaches whichever
         runs. The temp file or dir, and the layout's leftovers, go on every exit path."""
         workdir = file = None
-        cgroup = self._make_cgroup(task)
+        cgroup = self._make_cgroup(io)
         try:
             if layout.in_dir:
-                workdir = tempfile.mkdtemp(prefix=f"task_{task.id}-", dir=self.spec.tmp_root)
-                file = _write_tree(workdir, layout, f"task_{task.id}{layout.suffix}")
+                workdir = tempfile.mkdtemp(prefix=f"task_{io.id}-", dir=self.spec.tmp_root)
+                file = _write_tree(workdir, layout, f"task_{io.id}{layout.suffix}")
             else:
-                fd, file = tempfile.mkstemp(prefix=f"task_{task.id}-", suffix=layout.suffix, dir=self.spec.tmp_root)
+                fd, file = tempfile.mkstemp(prefix=f"task_{io.id}-", suffix=layout.suffix, dir=self.spec.tmp_root)
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     fh.write(layout.source)
             out_dir = workdir or self.spec.tmp_root
-            names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{task.id}.out"), dir=out_dir)
+            names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{io.id}.out"), dir=out_dir)
             base = {**self._base_env, **dict(layout.env)} if layout.env else self._base_env
             child_env = tags.child_env(base, env, {
-                tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(task.id),
-                tags.SESSION_ID: task.session.session_id, tags.HOME: tags.home_id(self.spec.home)})
+                tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(io.id),
+                tags.SESSION_ID: io.session.session_id, tags.HOME: tags.home_id(self.spec.home)})
             if layout.compile:
-                code_rc = await self._step(task, languages.render(layout.compile, **names), child_env,
-                                           None, on_start, cgroup)
+                code_rc = await self._step(io, languages.render(layout.compile, **names), child_env, None, cgroup)
                 if code_rc != 0:
                     if code_rc > 0 and layout.compile_hint:  # not for a kill: the hint would mislead
-                        task.buffer.write_text("info", f"[plugkit] {layout.compile_hint}\n")
-                        task.notify()
+                        io.write_text("info", f"[plugkit] {layout.compile_hint}\n")
                     return code_rc, False
-            return await self._step(task, languages.render(layout.run, **names), child_env,
-                                    stdin, on_start, cgroup), True
+            return await self._step(io, languages.render(layout.run, **names), child_env, stdin, cgroup), True
         finally:
             if cgroup is not None:
-                await asyncio.to_thread(self._end_cgroup, task, cgroup)
+                await asyncio.to_thread(self._end_cgroup, io, cgroup)
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             elif file:
                 os.unlink(file)
             _remove_leftovers(layout.leftovers)
 
-    def _make_cgroup(self, task: Task) -> Optional[str]:
+    def _make_cgroup(self, io: TaskIO) -> Optional[str]:
         cg = self.spec.cgroup_set
         if cg is None:
             return None
         try:
-            path = cg.create(task.id)
+            path = cg.create(io.id)
         except OSError:
             return None  # the tags and the sweeper still reach it
-        task.usage_probe = lambda: cg.usage(path)
+        io.measured_by(lambda: cg.usage(path))
         return path
 
-    def _end_cgroup(self, task: Task, path: str) -> None:
+    def _end_cgroup(self, io: TaskIO, path: str) -> None:
         """The task is over: whatever it left in its cgroup dies, its usage is kept, the cgroup goes."""
         cg = self.spec.cgroup_set
         assert cg is not None
         cg.kill(path)
         final = cg.usage(path)
-        task.usage_probe = lambda: final
+        io.measured_by(lambda: final)
         cg.remove(path)
 
-    async def _step(self, task: Task, argv: list[str], env: dict[str, str], stdin: Optional[str],
-                    on_start: Callable[[ProcessRun], None], cgroup: Optional[str] = None) -> int:
+    async def _step(self, io: TaskIO, argv: list[str], env: dict[str, str], stdin: Optional[str],
+                    cgroup: Optional[str] = None) -> int:
         loop = asyncio.get_running_loop()
         if cgroup is not None and shutil.which(argv[0], path=env.get("PATH")) is not None:
             # The child moves itself in before exec (see cgroups.py). A program that cannot
             # be found is spawned bare, so its OSError still reads spawn_failed.
             argv = [*cgroups.SHIM, cgroups.procs_file(cgroup), *argv]
         transport, pipes = await loop.subprocess_exec(
-            lambda: _Pipes(task), *argv, stdin=asyncio.subprocess.PIPE,
+            lambda: _Pipes(io), *argv, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            cwd=task.session.cwd, env=env, start_new_session=True)
-        run = ProcessRun(task, self.spec, transport, pipes, cgroup)
+            cwd=io.session.cwd, env=env, start_new_session=True)
+        run = ProcessRun(io.id, self.spec, transport, pipes, cgroup)
         try:
-            on_start(run)
+            io.started(run)
             if stdin is not None:
                 run.write(stdin.encode())
                 run.close_input()

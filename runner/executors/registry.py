@@ -53,8 +53,8 @@ class Deferred:
     async def prepare(self, p: Any) -> Any:
         return await self._executor.get().prepare(p)
 
-    async def run(self, task: Any, prepared: Any, p: Any, on_start: Any) -> Any:
-        return await self._executor.get().run(task, prepared, p, on_start)
+    async def run(self, io: Any, prepared: Any, spec: Any) -> Any:
+        return await self._executor.get().run(io, prepared, spec)
 
     async def end_session(self, key: Any) -> None:
         if (executor := self._executor.peek()) is not None:

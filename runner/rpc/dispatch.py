@@ -1,7 +1,8 @@
 """Turns typed handlers into jsonrpcserver methods, and dispatches with clean errors.
 
 Each handler takes (ctx, params_model) and returns a pydantic Result. The wrapper
-validates params with the handler's model, maps RpcError to its code, and turns
+validates params with the handler's model, answers a refusal (plugkit.refusals, by kind)
+with its code from runner/rpc/errors.py and an RpcError with its own, and turns
 anything unexpected into a generic internal error with a correlation id that is
 in the log, so no exception text, traceback or path ever reaches a caller.
 """
@@ -19,6 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from plugkit import errors
 from plugkit.protocol import Params
+from plugkit.refusals import Refused
+from runner.rpc import errors as rpc_errors
 from runner.system import logs
 from runner.rpc.context import Context  # also the namespaces' import of it
 
@@ -46,7 +49,8 @@ def rpc(model: Type[Params]) -> Callable[[Handler], Callable[..., Awaitable[Any]
                              f"Invalid params: {first['field']}: {first['problem']}", problems)
             try:
                 result = await handler(ctx, params)
-            except errors.RpcError as exc:
+            except (Refused, errors.RpcError) as raised:
+                exc = rpc_errors.wire(raised) if isinstance(raised, Refused) else raised
                 ctx.runtime.errors[exc.code] += 1
                 data = {} if exc.data is None else {"data": exc.data}
                 return Error(exc.code, exc.message, **data)

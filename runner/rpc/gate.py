@@ -116,7 +116,7 @@ async def verify(ctx: Context, p: GateVerifyParams) -> VerifyStarted:
     """
     gates = _gates(ctx)
     info, run = await gates.verify(p.session_id, gates.workspace(p.session_id, p.cwd), p.wait_ms)
-    return VerifyStarted(task=info, verify=shapes.shape(VerifyInfo, run))
+    return VerifyStarted(task=shapes.task_info(info), verify=shapes.shape(VerifyInfo, run))
 
 
 @rpc(GateCheckParams)

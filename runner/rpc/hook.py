@@ -14,7 +14,7 @@ turns into an error here: pre_tool allows with a warning, stop does not block.
 import asyncio
 import os
 
-from plugkit import errors
+from plugkit.refusals import Refused
 from plugkit.memory import index_for_context
 from plugkit.vocab import LIVE_STATES
 from plugkit.protocol.hook import (
@@ -60,7 +60,7 @@ async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
         if not ws.opted_in:
             return "allow", ""
         verdict, _mode = await gates.check(ws, "PreToolUse", p.tool_name, dict(p.tool_input), p.platform)
-    except errors.RpcError as exc:
+    except Refused as exc:
         # A gate that cannot read its workspace must not stop every tool call of the agent.
         return "allow", f"plugkit gates could not check this call ({exc.message}); it was allowed"
     return verdict.decision, verdict.reason
@@ -75,7 +75,7 @@ async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
         if not ws.opted_in:
             return False, ""
         verdict, _mode = await gates.stop(ws, p.stop_hook_active)
-    except errors.RpcError as exc:
+    except Refused as exc:
         return False, f"plugkit gates could not check whether the work is done ({exc.message})"
     return verdict.block, verdict.reason
 
@@ -87,7 +87,7 @@ async def gate_lines(ctx: Context, p: HookSessionParams) -> list[str]:
     try:
         ws = gates.workspace(p.session_id, p.cwd)
         return list(await gates.context(ws)) if ws.opted_in else []
-    except errors.RpcError:
+    except Refused:
         return []
 
 
@@ -96,13 +96,13 @@ async def gate_lines(ctx: Context, p: HookSessionParams) -> list[str]:
 def _task_lines(ctx: Context, p: HookSessionParams) -> list[str]:
     """This session's unfinished tasks. No durations: the text must only change when the
     state does, or UserPromptSubmit would re-inject it on every prompt."""
-    live = [t for t in ctx.tasks.list_tasks(p.session_id, p.cwd).tasks if t.state in LIVE_STATES]
+    live = [t for t in ctx.tasks.list_tasks(p.session_id, p.cwd) if t.state in LIVE_STATES]
     if not live:
         return []
     lines = [f"plugkit: {len(live)} task(s) of this session still running (exec:status task_N shows "
              "their output):"]
     for t in live[:MAX_TASK_LINES]:
-        lines.append(f"  task_{t.task_id} {t.state} ({t.lang}{f', pid {t.pid}' if t.pid else ''})")
+        lines.append(f"  task_{t.id} {t.state} ({t.lang}{f', pid {t.pid}' if t.pid else ''})")
     if len(live) > MAX_TASK_LINES:
         lines.append(f"  ... and {len(live) - MAX_TASK_LINES} more (exec:tasks lists them)")
     return lines
@@ -137,7 +137,7 @@ async def session_start(ctx: Context, p: HookSessionStartParams) -> HookContext:
     """
     key = _key(p)
     if os.path.isdir(key.cwd):
-        ctx.tasks.registry.open(key)
+        ctx.tasks.open_session(p.session_id, p.cwd)
     status = await _status(ctx, p)
     ctx.hooks.remember_sent(key, "\n".join(status))
     lines = [USAGE_LINE, *status, *await _memory_index(ctx, p)]
@@ -200,7 +200,7 @@ async def session_end(ctx: Context, p: HookSessionParams) -> HookSessionEnded:
     serial ports released, its tasks forgotten. An unknown session ends with nothing killed.
     """
     ctx.hooks.forget(_key(p))
-    return HookSessionEnded(killed=(await ctx.tasks.end_session(p.session_id, p.cwd)).killed)
+    return HookSessionEnded(killed=await ctx.tasks.end_session(p.session_id, p.cwd))
 
 
 METHODS = {

@@ -11,7 +11,7 @@ async def end(ctx: Context, p: SessionParams) -> SessionEnded:
     Kills every running task of the session (whole trees) and forgets all its tasks.
     Ending an unknown session is not an error: there is simply nothing to kill.
     """
-    return await ctx.tasks.end_session(p.session_id, p.cwd)
+    return SessionEnded(killed=await ctx.tasks.end_session(p.session_id, p.cwd))
 
 
 METHODS = {"session.end": end}

@@ -1,4 +1,5 @@
-"""Lifecycle model objects -> the wire's Result models (shared by gate, mutable, prd, evidence)."""
+"""Core objects -> the wire's Result models: lifecycle ones (gate, mutable, prd, evidence) and
+tasks (task, session, gate.verify). The core never builds a protocol model; this module does."""
 
 from typing import Any, Optional, Type, TypeVar
 
@@ -6,7 +7,12 @@ from pydantic import BaseModel
 
 from plugkit.lifecycle.phases import Check
 from plugkit.lifecycle.state import Transition
+from plugkit.protocol import Chunk, Output, TaskInfo, WaitResult
 from plugkit.protocol.lifecycle import ConditionInfo, PrdItem, ReceiptInfo, TransitionInfo
+from runner.core.tasks import stdin_watch
+from runner.core.tasks.manager import Waited
+from runner.core.tasks.output import ReadResult
+from runner.core.tasks.task import Task
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -31,3 +37,32 @@ def item(obj: BaseModel, approvals: dict) -> PrdItem:
 
 def receipt(obj: BaseModel) -> ReceiptInfo:
     return shape(ReceiptInfo, obj)
+
+
+# --- tasks: core objects -> task.* answers ------------------------------------------
+
+def task_info(task: Task) -> TaskInfo:
+    return TaskInfo(
+        task_id=task.id, session_id=task.session.session_id, cwd=task.session.cwd,
+        lang=task.lang, state=task.state, pid=task.pid, exit_code=task.exit_code,
+        signal=task.signal, reason=task.reason, message=task.message,
+        started_at=task.started_at, ended_at=task.ended_at, duration_ms=task.duration_ms,
+        bytes_out=task.bytes_out, dropped=task.bytes_out_before + task.buffer.dropped,
+        waiting_for_input=stdin_watch.waiting(task), **_usage(task),
+    )
+
+
+def _usage(task: Task) -> dict:
+    if task.usage_probe is None:
+        return {}
+    usage = task.usage_probe()  # the task's cgroup, read live; fixed once the task ended
+    return {"cpu_s": usage.cpu_s, "memory_peak_bytes": usage.memory_peak_bytes}
+
+
+def output(res: ReadResult) -> Output:
+    return Output(chunks=[Chunk(stream=s, text=t) for s, t in res.chunks],
+                  cursor=res.cursor, dropped=res.dropped, more=res.more)
+
+
+def waited(task: Task, w: Waited) -> WaitResult:
+    return WaitResult(task=task_info(task), matched=w.matched, match_cursor=w.match_cursor, timed_out=w.timed_out)

@@ -6,8 +6,10 @@ from plugkit.protocol import (Chunk, Output, SessionParams, StreamCut, TaskExecP
                               TaskKillParams, TaskList, TaskOutputParams, TaskRef, TaskResult,
                               TaskWaitParams, WaitResult)
 from runner.core.tasks import bound, stdin_watch
-from runner.core.tasks.manager import TaskManager
+from runner.core.tasks.manager import TaskManager, Waited
 from runner.core.tasks.output import OutputBuffer
+from runner.executors.base import ExecSpec
+from runner.rpc import shapes
 from runner.rpc.dispatch import Context, rpc
 
 
@@ -28,16 +30,17 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
     Example: {"method":"task.exec","params":{"session_id":"s","cwd":"/w","lang":"python",
               "code":"print(1)","wait_ms":5000}}
     """
-    result = await _tasks(ctx).exec(p)
-    task = await _tasks(ctx).lookup(p.session_id, p.cwd, result.task.task_id)
-    stdin_watch.mark(task, result.task)
-    return result
+    tasks = _tasks(ctx)
+    task = await tasks.exec(ExecSpec(session_id=p.session_id, cwd=p.cwd, lang=p.lang, code=p.code,
+                                     timeout_s=p.timeout_ms / 1000, stdin=p.stdin, env=p.env))
+    await tasks.wait_done(task, p.wait_ms / 1000)
+    return TaskResult(task=shapes.task_info(task), output=shapes.output(tasks.read(task, None, p.max_bytes)))
 
 
 @rpc(TaskRef)
 async def status(ctx: Context, p: TaskRef) -> TaskInfo:
     """task.status {session_id, cwd, task_id} -> TaskInfo (state, exit_code, signal, reason, ...)"""
-    return stdin_watch.info(await _tasks(ctx).lookup(p.session_id, p.cwd, p.task_id))
+    return shapes.task_info(await _tasks(ctx).lookup(p.session_id, p.cwd, p.task_id))
 
 
 @rpc(TaskOutputParams)
@@ -55,7 +58,7 @@ async def output(ctx: Context, p: TaskOutputParams) -> Output:
     task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
     if p.tails:
         return _tails(task.buffer, task.read_cursor if p.cursor is None else p.cursor, p.max_bytes)
-    return tasks.output(task, p.cursor, p.max_bytes)
+    return shapes.output(tasks.read(task, p.cursor, p.max_bytes))
 
 
 def _tails(buffer: OutputBuffer, cursor: int, max_bytes: int) -> Output:
@@ -77,7 +80,11 @@ async def wait(ctx: Context, p: TaskWaitParams) -> WaitResult:
     """
     tasks = _tasks(ctx)
     task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
-    return await stdin_watch.wait(task, tasks.wait(task, p.timeout_ms, p.until_text, p.until_regex, p.cursor))
+    # Blocked on its stdin: answer now (neither matched nor timed out), task.waiting_for_input says why.
+    waited = await stdin_watch.wait(task, tasks.wait(task, p.timeout_ms / 1000, p.until_text, p.until_regex,
+                                                     p.cursor), Waited(matched=False, match_cursor=None,
+                                                                        timed_out=False))
+    return shapes.waited(task, waited)
 
 
 @rpc(TaskInputParams)
@@ -88,7 +95,9 @@ async def input_(ctx: Context, p: TaskInputParams) -> TaskInfo:
     or its stdin is closed.
     """
     tasks = _tasks(ctx)
-    return tasks.write_input(await tasks.lookup(p.session_id, p.cwd, p.task_id), p.data, p.eof)
+    task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
+    tasks.write_input(task, p.data, p.eof)
+    return shapes.task_info(task)
 
 
 @rpc(TaskKillParams)
@@ -99,18 +108,15 @@ async def kill(ctx: Context, p: TaskKillParams) -> TaskInfo:
     carrying the task's tag. With forget, the task is dropped from the session.
     """
     tasks = _tasks(ctx)
-    return await tasks.kill(await tasks.lookup(p.session_id, p.cwd, p.task_id), p.forget)
+    task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
+    await tasks.kill(task, p.forget)
+    return shapes.task_info(task)
 
 
 @rpc(SessionParams)
 async def list_(ctx: Context, p: SessionParams) -> TaskList:
     """task.list {session_id, cwd} -> {tasks: [TaskInfo]} (only this session's)"""
-    tasks = _tasks(ctx)
-    listed = tasks.list_tasks(p.session_id, p.cwd)
-    for info in listed.tasks:
-        if info.state == "running":
-            stdin_watch.mark(tasks.task(p.session_id, p.cwd, info.task_id), info)
-    return listed
+    return TaskList(tasks=[shapes.task_info(t) for t in _tasks(ctx).list_tasks(p.session_id, p.cwd)])
 
 
 METHODS = {

@@ -8,11 +8,12 @@ import os
 import sqlite3
 import time
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 from plugkit.vocab import END_REASONS, KILLED, LIVE_STATES
 
 log = logging.getLogger("plugkit.store")
+T = TypeVar("T")
 
 SCHEMA_VERSION = 1
 LIVE = LIVE_STATES
@@ -305,10 +306,10 @@ def _tail(text: str, limit: int) -> str:
 
 
 class LedgerWorker:
-    """Runs one Ledger on one dedicated thread: sqlite never blocks the event loop, jobs run in order."""
+    """Runs one Ledger on one dedicated thread: sqlite never blocks the event loop, jobs run in order.
 
-    # A misspelt name must fail where it is written, not as a log line on another thread.
-    METHODS = frozenset({"reserve_ids", "record_start", "record_end", "get", "mark_lost", "evict", "forget"})
+    One typed method per Ledger operation: awaited ones answer; fire-and-forget ones (writes
+    on the task hot path) are queued in order and a failure is logged, never raised."""
 
     def __init__(self, ledger_factory: Callable[[], Ledger]) -> None:
         self._factory = ledger_factory
@@ -325,16 +326,41 @@ class LedgerWorker:
         self._ledger = self._factory()
         return self._ledger.recovered_from
 
-    def submit(self, fn_name: str, *args: Any) -> None:
-        self._check(fn_name)
-        try:
-            self._pool.submit(self._logged, fn_name, args)
-        except RuntimeError:  # the pool is shut down: the worker was closed
-            log.error("ledger is closed; %s was not written", fn_name)
+    # --- awaited ------------------------------------------------------------------
 
-    async def call(self, fn_name: str, *args: Any) -> Any:
-        self._check(fn_name)
-        return await asyncio.wrap_future(self._pool.submit(self._invoke, fn_name, args))
+    async def reserve_ids(self, count: int) -> int:
+        return await self._call(Ledger.reserve_ids, count)
+
+    async def get(self, task_id: int) -> Optional[TaskRecord]:
+        return await self._call(Ledger.get, task_id)
+
+    async def mark_lost(self, now: float) -> list[int]:
+        return await self._call(Ledger.mark_lost, now)
+
+    async def evict(self, now: float) -> int:
+        return await self._call(Ledger.evict, now)
+
+    # --- queued -------------------------------------------------------------------
+
+    def record_start(self, rec: TaskRecord) -> None:
+        self._submit(Ledger.record_start, rec)
+
+    def record_end(self, rec: TaskRecord) -> None:
+        self._submit(Ledger.record_end, rec)
+
+    def forget(self, task_ids: list[int]) -> None:
+        self._submit(Ledger.forget, task_ids)
+
+    # --- plumbing -----------------------------------------------------------------
+
+    def _submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            self._pool.submit(self._logged, fn, args)
+        except RuntimeError:  # the pool is shut down: the worker was closed
+            log.error("ledger is closed; %s was not written", fn.__name__)
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.wrap_future(self._pool.submit(self._invoke, fn, args))
 
     async def flush(self) -> None:
         if not self._closed:  # jobs run in order, so a no-op finishing means every earlier one has
@@ -350,20 +376,16 @@ class LedgerWorker:
         finally:
             self._pool.shutdown(wait=False)  # the thread exits as soon as it reads the sentinel
 
-    def _check(self, fn_name: str) -> None:
-        if fn_name not in self.METHODS:
-            raise ValueError(f"{fn_name!r} is not a ledger method ({', '.join(sorted(self.METHODS))})")
-
-    def _invoke(self, fn_name: str, args: tuple) -> Any:
+    def _invoke(self, fn: Callable[..., T], args: tuple) -> T:
         if self._ledger is None:
             raise RuntimeError("the ledger is not open: start() was not awaited, failed, or close() ran")
-        return getattr(self._ledger, fn_name)(*args)
+        return fn(self._ledger, *args)
 
-    def _logged(self, fn_name: str, args: tuple) -> None:
+    def _logged(self, fn: Callable[..., Any], args: tuple) -> None:
         try:
-            self._invoke(fn_name, args)
+            self._invoke(fn, args)
         except Exception:
-            log.exception("ledger %s failed", fn_name)
+            log.exception("ledger %s failed", fn.__name__)
 
     def _close_ledger(self) -> None:
         if self._ledger is not None:

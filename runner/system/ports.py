@@ -7,6 +7,7 @@ import signal
 import socket
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from plugkit import SERVICE, paths
 
@@ -19,20 +20,27 @@ class Holder:
 
 
 class PortTaken(Exception):
-    def __init__(self, port: int, holder: Holder, why: str = "", connection: str | None = None) -> None:
+    def __init__(self, port: int, holder: Holder, why: str = "") -> None:
         self.port, self.holder = port, holder
-        if connection is not None:
-            # Nobody listens: an outgoing connection uses it as its local (ephemeral) port.
-            super().__init__(
-                f"port {port} is the local port of an outgoing connection: {connection}; it frees when that "
-                f"connection closes. Reserve the port so this cannot recur: `sudo sysctl -w "
-                f"net.ipv4.ip_local_reserved_ports={port}` (see `plugkit doctor`), or set PLUGKIT_PORT")
-            return
         who = f"pid {holder.pid} ({holder.command})" if holder.pid else "a process we cannot see (another user?)"
         super().__init__(
             f"port {port} is taken by {who}{why}; free it with `plugkit kill-port {port}` "
             "or set PLUGKIT_PORT to another port"
         )
+
+
+class PortHeld(PortTaken):
+    """No process listens there: the port is the local end of a connection (ephemeral range)."""
+
+    def __init__(self, port: int, held: list[str], waited_s: float) -> None:
+        self.port, self.held = port, held
+        self.holder = Holder(None, "?", None)
+        what = "; ".join(held[:3]) if held else "a connection plugkit cannot see"
+        Exception.__init__(
+            self,
+            f"port {port} is held by an outgoing connection {what}, still there after {waited_s:g} s "
+            f"(Linux picks such ports from its ephemeral range); `plugkit doctor` prints the sysctl "
+            f"line that reserves port {port}, or set PLUGKIT_PORT to another port")
 
 
 def listeners(port: int) -> list[Holder]:
@@ -126,55 +134,61 @@ def terminate(pid: int, grace_s: float = 1.0) -> bool:
     return _gone(proc)
 
 
-# The default port lies in Linux's ephemeral range (32768-60999): any outgoing connection may
-# hold it for a while as its local port, with nobody listening. That passes; wait this long.
-CONNECTION_WAIT_S = 3.0
+# Linux hands out 32768-60999 as the local end of outgoing connections, and the default
+# port lies there: a connection to anywhere can briefly own it. Most are short-lived, so
+# wait this long for it before giving up and naming it.
+HELD_RETRY_S = 5.0
+HELD_POLL_S = 0.1
 
 
-def _connection_holders(port: int) -> list[str]:
-    """Non-listening sockets whose local port is `port`, as "pid N (cmd) to ADDR, STATE"."""
+def connections(port: int) -> list[str]:
+    """Non-listening TCP sockets whose local end is `port`: 'local -> remote (state, pid N cmd)'."""
     import psutil
 
     found = []
     for conn in psutil.net_connections(kind="tcp"):
-        if conn.laddr and conn.laddr.port == port and conn.status != psutil.CONN_LISTEN:
+        if conn.status != psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            remote = f"{conn.raddr.ip}:{conn.raddr.port}" if conn.raddr else "?"
             who = describe(conn.pid)
-            owner = f"pid {who.pid} ({who.command[:60]})" if who.pid else "a process we cannot see"
-            remote = f"{conn.raddr.ip}:{conn.raddr.port}" if conn.raddr else "nowhere"
-            found.append(f"{owner}, connected to {remote} ({conn.status})")
+            owner = f"pid {who.pid} ({who.command[:80]})" if who.pid else "pid not visible"
+            found.append(f"{conn.laddr.ip}:{conn.laddr.port} -> {remote} ({conn.status}, {owner})")
     return found
 
 
-def bind(port: int, connection_wait_s: float = CONNECTION_WAIT_S) -> socket.socket:
-    """Bind 127.0.0.1:port, evicting a stale runner of ours; PortTaken for anything else."""
-    waited_until = time.monotonic() + connection_wait_s
-    attempt = 0
-    while True:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        # REUSEADDR only skips TIME_WAIT leftovers of a previous runner; Linux still
-        # refuses to bind while another socket listens there.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-            sock.listen(512)
-            sock.setblocking(False)
+def _try_bind(port: int) -> socket.socket | None:
+    """The listening socket, or None if the address is in use; other errors propagate."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # REUSEADDR only skips TIME_WAIT leftovers of a previous runner; Linux still refuses to
+    # listen while another socket listens there, or holds the port in a live connection
+    # (then bind() succeeds and listen() is what fails).
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+        sock.listen(512)
+        sock.setblocking(False)
+        return sock
+    except OSError as exc:
+        sock.close()
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        return None
+
+
+def bind(port: int, retry_s: float = HELD_RETRY_S,
+         on_held: Callable[[list[str]], None] | None = None) -> socket.socket:
+    """Bind 127.0.0.1:port, evicting a stale runner of ours; PortTaken for anything else.
+
+    With no listener there, the port is the local end of some connection: retry for
+    `retry_s` (`on_held` hears about it once), then name the connection."""
+    for attempt in range(2):
+        sock = _try_bind(port)
+        if sock is not None:
             return sock
-        except OSError as exc:
-            sock.close()
-            if exc.errno != errno.EADDRINUSE:
-                raise
-        found = listeners(port)
-        if not found:
-            if time.monotonic() < waited_until:
-                time.sleep(0.1)  # an outgoing connection's local port: it ends, then we bind
-                continue
-            held = _connection_holders(port)
-            raise PortTaken(port, Holder(None, "?", None), "",
-                            connection=held[0] if held else "one we cannot see (another user's?)")
-        holders = found
+        holders = listeners(port)
+        if not holders:
+            return _wait_for_connection(port, retry_s, on_held)
         stale = [h for h in holders if is_stale_runner(port, h)]
         if attempt == 0 and stale and len(stale) == len(holders):
-            attempt += 1
             for holder in stale:
                 terminate(holder.pid)  # type: ignore[arg-type]
             time.sleep(0.05)
@@ -183,6 +197,22 @@ def bind(port: int, connection_wait_s: float = CONNECTION_WAIT_S) -> socket.sock
         why = " (a plugkit runner of another PLUGKIT_HOME that is still live)" if (
             holder.pid and "runner" in holder.command and health(port)) else ""
         raise PortTaken(port, holder, why)
+    raise AssertionError("unreachable")
+
+
+def _wait_for_connection(port: int, retry_s: float, on_held: Callable[[list[str]], None] | None) -> socket.socket:
+    held = connections(port)
+    if on_held is not None:
+        on_held(held)
+    deadline = time.monotonic() + retry_s
+    while time.monotonic() < deadline:
+        time.sleep(HELD_POLL_S)
+        sock = _try_bind(port)
+        if sock is not None:
+            return sock
+    if listeners(port):  # something started listening meanwhile: the ordinary path names it
+        return bind(port, retry_s=0)
+    raise PortHeld(port, connections(port) or held, retry_s)
 
 
 # --- kill-port -----------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Which serial devices a task may open, opening them, and who holds one: the system side of exec:serial.
 
 Everything here is blocking (stat, open, termios, a /proc scan) and is called
-off the event loop or before anything async starts. Refusals are RpcErrors
-written for the caller, raised before any task exists.
+off the event loop or before anything async starts. Refusals are plugkit.refusals
+(by kind: invalid, unavailable, conflict) written for the caller, raised before any task exists.
 """
 
 import errno
@@ -18,8 +18,8 @@ import serial
 from serial.serialutil import iterbytes
 from serial.urlhandler import protocol_loop
 
-from plugkit import errors
 from plugkit.protocol.serial import SerialOpenSpec
+from plugkit.refusals import Conflict, Invalid, Refused, Unavailable
 
 LOOP_URL = "loop://"
 # pyserial URL handlers that reach past the path checks: socket:// and rfc2217://
@@ -48,12 +48,12 @@ class Target:
     loop: bool = False
 
 
-def refuse(message: str) -> errors.RpcError:
-    return errors.RpcError(errors.INVALID_PARAMS, message)
+def refuse(message: str) -> Invalid:
+    return Invalid(message)
 
 
 def resolve(port: str) -> Target:
-    """Check a requested port; raise RpcError for anything that is not a local serial line."""
+    """Check a requested port; raise a refusal for anything that is not a local serial line."""
     if port == LOOP_URL:
         return Target(key=f"{LOOP_URL}#{next(_loop_ids)}", path=LOOP_URL, rdev=None, loop=True)
     if "://" in port:
@@ -73,10 +73,10 @@ def resolve(port: str) -> Target:
     try:
         st = os.stat(real)
     except FileNotFoundError:
-        raise errors.RpcError(errors.UNAVAILABLE, f"no such device {port}; is it plugged in? "
-                              "(plugkit serial list shows the ports the system sees)") from None
+        raise Unavailable(f"no such device {port}; is it plugged in? "
+                          "(plugkit serial list shows the ports the system sees)") from None
     except OSError as exc:
-        raise errors.RpcError(errors.UNAVAILABLE, f"cannot look at {port}: {exc.strerror}") from None
+        raise Unavailable(f"cannot look at {port}: {exc.strerror}") from None
     if not stat.S_ISCHR(st.st_mode):
         raise refuse(f"{port} is {_kind(st.st_mode)}, not a character device; give a serial device")
     why = _not_a_serial_line(real, st.st_rdev)
@@ -85,7 +85,7 @@ def resolve(port: str) -> Target:
         # only ttys get as far as open().
         raise refuse(f"{port} is {why}, not a serial line")
     if not os.access(real, os.R_OK | os.W_OK):
-        raise errors.RpcError(errors.UNAVAILABLE, permission_message(port, st))
+        raise Unavailable(permission_message(port, st))
     return Target(key=real, path=real, rdev=st.st_rdev)
 
 
@@ -184,7 +184,7 @@ class LoopSerial(protocol_loop.Serial):
 
 
 def open_port(target: Target, spec: SerialOpenSpec) -> serial.SerialBase:
-    """Open and configure (blocking; run it in a thread). Raises RpcError; on any
+    """Open and configure (blocking; run it in a thread). Raises a refusal; on any
     failure nothing stays open."""
     ser = LoopSerial() if target.loop else DeviceSerial()
     try:
@@ -213,24 +213,24 @@ def open_port(target: Target, spec: SerialOpenSpec) -> serial.SerialBase:
     return ser
 
 
-def _open_error(target: Target, exc: OSError) -> errors.RpcError:
+def _open_error(target: Target, exc: OSError) -> Refused:
     code = exc.errno
     path = target.path
     if code in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EBUSY):
-        return errors.RpcError(errors.CONFLICT, f"{path} is in use by another process: "
-                               f"{describe_holders(path)}; close it there first")
+        return Conflict(f"{path} is in use by another process: "
+                        f"{describe_holders(path)}; close it there first")
     if code in (errno.EACCES, errno.EPERM):
         try:
-            return errors.RpcError(errors.UNAVAILABLE, permission_message(path, os.stat(path)))
+            return Unavailable(permission_message(path, os.stat(path)))
         except OSError:
-            return errors.RpcError(errors.UNAVAILABLE, f"permission denied for {path}")
+            return Unavailable(f"permission denied for {path}")
     if code == errno.ENOENT:
-        return errors.RpcError(errors.UNAVAILABLE, f"no such device {path}; is it plugged in?")
+        return Unavailable(f"no such device {path}; is it plugged in?")
     if code in (errno.ENXIO, errno.ENODEV, errno.EIO):
-        return errors.RpcError(errors.UNAVAILABLE, f"{path} exists but no device answers "
-                               "(unplugged, or its driver is not loaded)")
-    return errors.RpcError(errors.UNAVAILABLE, f"could not open {path}: "
-                           f"{exc.strerror or str(exc).split(': ', 1)[-1]}")
+        return Unavailable(f"{path} exists but no device answers "
+                           "(unplugged, or its driver is not loaded)")
+    return Unavailable(f"could not open {path}: "
+                       f"{exc.strerror or str(exc).split(': ', 1)[-1]}")
 
 
 def describe_holders(path: str, limit: int = 5) -> str:

@@ -344,13 +344,13 @@ async def test_racing_opens_of_one_device_let_exactly_one_through(rpc, ptys):
 async def test_a_port_the_manager_never_claims_is_closed(monkeypatch, tmp_path):
     """prepare() opens before the task exists; if no run() follows (a limit, a ledger
     error), the executor closes the port by itself."""
-    from plugkit.protocol import TaskExecParams
+    from runner.executors.base import ExecSpec
     from runner.executors.serial import executor as serial_ex
 
     monkeypatch.setattr(serial_ex, "ADOPT_S", 0.05)
     executor = serial_ex.make(None)
-    prepared = await executor.prepare(TaskExecParams(session_id="s", cwd=str(tmp_path), lang="serial",
-                                                     code='{"port": "loop://"}'))
+    prepared = await executor.prepare(ExecSpec(session_id="s", cwd=str(tmp_path), lang="serial",
+                                               code='{"port": "loop://"}'))
     assert executor.snapshot()["ports"] and prepared.payload.serial.is_open
     await asyncio.sleep(0.2)
     assert executor.snapshot()["ports"] == [] and not prepared.payload.serial.is_open

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from plugkit import errors
-from plugkit.protocol import SessionEnded, TaskInfo, TaskList
+from plugkit.lifecycle.errors import Conflict
 from runner.rpc import hook
 from plugkit.config import RunnerConfig
 from plugkit.lazy import Lazy
@@ -15,26 +15,23 @@ from runner.rpc.context import Context, Runtime
 from runner.rpc.hook_memory import HookMemory
 
 
-class FakeRegistry:
-    def __init__(self) -> None:
-        self.opened: list = []
-
-    def open(self, key) -> None:
-        self.opened.append(key)
-
-
 class FakeTasks:
+    """TaskManager's public surface the hooks use: open_session, list_tasks, end_session."""
+
     def __init__(self) -> None:
-        self.live: list[TaskInfo] = []
-        self.registry = FakeRegistry()
+        self.live: list = []
+        self.opened: list = []
         self.ended: list = []
 
-    def list_tasks(self, session_id: str, cwd: str) -> TaskList:
-        return TaskList(tasks=self.live)
+    def open_session(self, session_id: str, cwd: str) -> None:
+        self.opened.append((session_id, cwd))
 
-    async def end_session(self, session_id: str, cwd: str) -> SessionEnded:
+    def list_tasks(self, session_id: str, cwd: str) -> list:
+        return self.live
+
+    async def end_session(self, session_id: str, cwd: str) -> list[int]:
         self.ended.append((session_id, cwd))
-        return SessionEnded(killed=[t.task_id for t in self.live])
+        return [t.id for t in self.live]
 
 
 class FakeGates:
@@ -49,7 +46,7 @@ class FakeGates:
 
     def workspace(self, session_id: str, cwd: str) -> SimpleNamespace:
         if self.broken:
-            raise errors.RpcError(errors.CONFLICT, "state.json is unreadable")
+            raise Conflict("state.json is unreadable")
         return SimpleNamespace(root=cwd, opted_in=self.opted_in)
 
     async def check(self, ws, event, tool_name, tool_input, platform=""):
@@ -64,9 +61,9 @@ class FakeGates:
         return list(self.lines)
 
 
-def task(tid: int, state: str = "running") -> TaskInfo:
-    return TaskInfo(task_id=tid, session_id="s", cwd="/w", lang="python", state=state, pid=100 + tid,
-                    started_at=0.0)
+def task(tid: int, state: str = "running") -> SimpleNamespace:
+    """What the hooks read of a core Task."""
+    return SimpleNamespace(id=tid, session_id="s", lang="python", state=state, pid=100 + tid)
 
 
 @pytest.fixture
@@ -126,7 +123,7 @@ async def test_stop_never_blocks_twice_in_a_row_for_one_reason_while_active(ctx,
 async def test_prompt_injects_the_status_only_when_it_changed(ctx, tmp_path):
     tasks = ctx.tasks
     start = await call(hook.session_start, ctx, **ids(tmp_path), platform="gemini", source="resume")
-    assert "phase PLAN" in start["context"] and tasks.registry.opened
+    assert "phase PLAN" in start["context"] and tasks.opened
     assert await call(hook.prompt, ctx, **ids(tmp_path)) == {"context": "", "changed": False}
     tasks.live = [task(3)]
     changed = await call(hook.prompt, ctx, **ids(tmp_path))

@@ -3,28 +3,19 @@
 from plugkit.config import Limits
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.output import OutputBuffer
-from runner.core.tasks.sessions import SessionRegistry, session_key
 from runner.core.tasks.task import Task
-from runner.executors.process import ProcessExecutor, ProcessSpec
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.fake_clock import FakeClock as Clock
+from tests.support.fake_executor import FakeExecutor
 
 
 def manager(tmp_path, clock: Clock) -> TaskManager:
-    spec = ProcessSpec(runner_id="unit", home=str(tmp_path), kill_grace_s=0.1, tmp_root=str(tmp_path / "tmp"))
-    return TaskManager([ProcessExecutor(spec)], Limits(session_idle_s=60), registry=SessionRegistry(clock))
+    return TaskManager([FakeExecutor()], Limits(session_idle_s=60), clock=clock)
 
 
 def add_task(mgr: TaskManager, name: str, tmp_path, state: str) -> Task:
-    key = session_key(name, str(tmp_path))
-    task = Task(id=len(mgr.registry.all_tasks()) + 1, session=key, lang="bash", buffer=OutputBuffer(1024), state=state)
-    mgr.registry.open(key).tasks[task.id] = task
+    key = mgr.open_session(name, str(tmp_path))
+    task = Task(id=len(mgr.all_tasks()) + 1, session=key, lang="bash", buffer=OutputBuffer(1024), state=state)
+    next(s for s in mgr.sessions() if s.key == key).tasks[task.id] = task
     return task
 
 
@@ -36,7 +27,7 @@ def test_idle_session_without_running_tasks_is_ended(tmp_path):
     assert mgr.expire_idle() == []
     clock.now += 2
     assert [k.session_id for k in mgr.expire_idle()] == ["quiet"]
-    assert len(mgr.registry) == 0
+    assert mgr.sessions() == []
 
 
 def test_session_with_a_running_task_is_kept(tmp_path):

@@ -308,13 +308,13 @@ async def test_worker_applies_submitted_writes_in_order(path):
     worker = LedgerWorker(lambda: Ledger(path))
     assert await worker.start() is None
     try:
-        first = await worker.call("reserve_ids", 500)
+        first = await worker.reserve_ids(500)
         for task_id in range(first, first + 500):
-            worker.submit("record_start", rec(task_id))
-            worker.submit("record_end", done(task_id, output_tail=f"#{task_id}"))
+            worker.record_start(rec(task_id))
+            worker.record_end(done(task_id, output_tail=f"#{task_id}"))
         await worker.flush()
         for task_id in range(first, first + 500):
-            assert await worker.call("get", task_id) == done(task_id, output_tail=f"#{task_id}")
+            assert await worker.get(task_id) == done(task_id, output_tail=f"#{task_id}")
     finally:
         await worker.close()
 
@@ -329,8 +329,8 @@ async def test_worker_runs_sqlite_on_its_own_single_thread(path):
     worker = LedgerWorker(factory)
     await worker.start()
     try:
-        await worker.call("get", 1)
-        await worker.call("get", 2)
+        await worker.get(1)
+        await worker.get(2)
     finally:
         await worker.close()
     (ledger,) = made
@@ -343,16 +343,15 @@ async def test_worker_logs_failed_writes_and_keeps_going(path, caplog):
     await worker.start()
     try:
         with caplog.at_level(logging.ERROR, logger="plugkit.store"):
-            worker.submit("record_start", rec(1))
-            worker.submit("record_start", rec(1))  # a duplicate: must not stop later writes
-            worker.submit("record_end", done(1))
+            worker.record_start(rec(1))
+            worker.record_start(rec(1))  # a duplicate: must not stop later writes
+            worker.record_end(done(1))
             await worker.flush()
         assert "ledger record_start failed" in caplog.text
-        assert await worker.call("get", 1) == done(1)
+        assert await worker.get(1) == done(1)
         with pytest.raises(ValueError):
-            await worker.call("reserve_ids", 0)  # awaited calls do raise
-        with pytest.raises(ValueError):
-            worker.submit("drop_everything")
+            await worker.reserve_ids(0)  # awaited calls do raise
+        assert not hasattr(worker, "call") and not hasattr(worker, "submit")  # no method by name
     finally:
         await worker.close()
 
@@ -361,12 +360,12 @@ async def test_worker_close_finishes_queued_writes(path, caplog):
     worker = LedgerWorker(lambda: Ledger(path))
     await worker.start()
     for task_id in range(1, 201):
-        worker.submit("record_end", done(task_id))
+        worker.record_end(done(task_id))
     await worker.close()
     await worker.close()
     await worker.flush()
     with caplog.at_level(logging.ERROR, logger="plugkit.store"):
-        worker.submit("record_end", done(999))
+        worker.record_end(done(999))
     assert "ledger is closed" in caplog.text
     with Ledger(path) as led:
         assert all(led.get(t) for t in range(1, 201))

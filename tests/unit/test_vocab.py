@@ -11,6 +11,7 @@ from plugkit import vocab
 from plugkit.protocol import TaskInfo
 from runner.core.tasks.task import SessionKey, Task
 from runner.core.tasks.output import OutputBuffer
+from runner.rpc import shapes
 from runner.system import ledger, tags
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -75,7 +76,7 @@ def test_a_finished_task_says_its_reason_in_the_table_words(reason):
     task = Task(id=7, session=SessionKey("s", "/w"), lang="bash", buffer=OutputBuffer(1024))
     assert task.finish(vocab.FAILED, reason)
     assert task.message == f"task_7 {vocab.END_REASONS[reason]}"
-    assert task.finished and task.info().state == vocab.FAILED
+    assert task.finished and shapes.task_info(task).state == vocab.FAILED
 
 
 def test_vocab_is_stdlib_only():

@@ -15,10 +15,10 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any, Callable, Optional, TypeVar
 
-from plugkit import errors
 from plugkit.lifecycle import config as config_mod, gating, hooks, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import GateError
+from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
 from plugkit.lifecycle import authority, evidence as ev, work
 from plugkit.lifecycle.evidence import Receipt, sha256_bytes
 from plugkit.lifecycle.gating import External
@@ -27,10 +27,11 @@ from plugkit.lifecycle.policy import Verdict, approved_item, view
 from plugkit.lifecycle.state import Approval, State, VerifyRun
 from plugkit.lifecycle.workspace import Workspace
 from plugkit.workspace import NotAWorkspace, find_root, root_or_none
-from plugkit.protocol import TaskExecParams, TaskInfo
 from plugkit.protocol.lifecycle import EmitFile
 from runner.system import logs
 from runner.core.tasks.manager import TaskManager
+from runner.core.tasks.task import Task
+from runner.executors.base import ExecSpec
 from runner.core.gates.approvals import ApprovalDesk
 from runner.core.gates.keys import load_key
 from runner.core.gates.store import GateStore
@@ -39,11 +40,6 @@ from runner.core.gates.witness import find_task, git_facts, witness
 
 log = logs.get("plugkit.gates")
 T = TypeVar("T")
-
-# lifecycle refusal kind -> JSON-RPC code
-CODES = {"invalid": errors.INVALID_PARAMS, "not_found": errors.NOT_FOUND,
-         "conflict": errors.CONFLICT, "forbidden": errors.FORBIDDEN}
-
 
 class GateManager:
     def __init__(self, tasks: TaskManager, clock: Callable[[], float] = time.time,
@@ -62,17 +58,15 @@ class GateManager:
 
     def workspace(self, session_id: str, cwd: str) -> Workspace:
         if not session_id:
-            raise errors.RpcError(errors.INVALID_PARAMS, "session_id is empty; name the session")
-        # Relative to what? The runner's own cwd is its state dir, never the caller's.
-        if not os.path.isabs(cwd):
-            raise errors.RpcError(errors.INVALID_PARAMS, f"cwd {cwd!r} must be an absolute path")
+            raise Invalid("session_id is empty; name the session")
+        # A relative cwd never gets here: plugkit.protocol's Cwd type refuses it for every method.
         real = os.path.realpath(cwd)  # as sessions do: symlinks and `..` resolved first
         if not os.path.isdir(real):
-            raise errors.RpcError(errors.INVALID_PARAMS, f"cwd {cwd!r} does not exist or is not a directory")
+            raise Invalid(f"cwd {cwd!r} does not exist or is not a directory")
         try:
             return Workspace(find_root(real), seal=self.key(), ledger=self.ledger())
         except NotAWorkspace as exc:  # /, $HOME, $PLUGKIT_HOME: never a workspace (no /.prd)
-            raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None
+            raise Invalid(str(exc)) from None
 
     def ledger(self) -> Optional[GateStore]:
         """The gates' ledger (the source of truth of every workspace's state), opened on first use."""
@@ -95,12 +89,12 @@ class GateManager:
     async def _thread(self, fn: Callable[..., T], *args: Any) -> T:
         try:
             return await asyncio.to_thread(fn, *args)
-        except GateError as exc:
+        except GateError as exc:  # a refusal by kind: runner/rpc/errors.py gives it its code
             self.counters[f"refused_{exc.kind}"] += 1
-            raise errors.RpcError(CODES[exc.kind], exc.message, exc.data) from None
+            raise
         except OSError as exc:
-            raise errors.RpcError(errors.CONFLICT, f"cannot use the workspace's lifecycle files: "
-                                  f"{exc.strerror or exc.__class__.__name__}") from None
+            raise Conflict(f"cannot use the workspace's lifecycle files: "
+                           f"{exc.strerror or exc.__class__.__name__}") from None
 
     async def call(self, ws: Workspace, fn: Callable[..., T], *args: Any) -> T:
         """A lifecycle operation `fn(ws, *args)` in a worker thread, one per workspace at a time."""
@@ -130,7 +124,7 @@ class GateManager:
             return st
         try:
             task = await self.tasks.lookup(v.session_id, ws.root, v.task_id)
-        except errors.RpcError:
+        except NotFound:
             task = None
         if task is not None and not task.finished:
             return st
@@ -164,34 +158,30 @@ class GateManager:
 
     async def emit(self, ws: Workspace, files: list[EmitFile]) -> State:
         if any((f.sha256 is None) == (f.content is None) for f in files):
-            raise errors.RpcError(errors.INVALID_PARAMS, "each emitted file needs its sha256 or its content (one)")
+            raise Invalid("each emitted file needs its sha256 or its content (one)")
         pairs = [(f.path, f.sha256 or sha256_bytes((f.content or "").encode())) for f in files]
         return await self.call(ws, gating.declare_emission, pairs)
 
-    async def verify(self, session_id: str, ws: Workspace, wait_ms: int) -> tuple[TaskInfo, VerifyRun]:
+    async def verify(self, session_id: str, ws: Workspace, wait_ms: int) -> tuple[Task, VerifyRun]:
         """Start the configured verify command as a task of the caller's session, in the workspace."""
         await self.settle_verify(ws)
         cfg = self.config(ws)
         async with self._lock(ws):  # two verify calls at once must not both start a run
             await self._thread(gating.check_verify_start, ws, cfg)
             head = (await git_facts(ws.root)).head
-            started = await self.tasks.exec(TaskExecParams(
+            started = await self.tasks.exec(ExecSpec(
                 session_id=session_id, cwd=ws.root, lang=cfg.verify_lang, code=cfg.verify or "",
-                timeout_ms=int(cfg.verify_timeout_s * 1000)))
-            task_id = started.task.task_id
+                timeout_s=cfg.verify_timeout_s))
+            task_id = started.id
             await self._thread(gating.record_verify_start, ws, VerifyRun(
                 task_id=task_id, session_id=session_id, started_at=self.clock(), head=head))
         self.counters["verify_runs"] += 1
         task = await self.tasks.lookup(session_id, ws.root, task_id)
-        if wait_ms:
-            try:
-                await asyncio.wait_for(task.done.wait(), wait_ms / 1000)
-            except asyncio.TimeoutError:
-                pass
+        await self.tasks.wait_done(task, wait_ms / 1000)
         st = await self.settle_verify(ws)
         run = st.verify if st.verify is not None and st.verify.task_id == task_id else VerifyRun(
             task_id=task_id, session_id=session_id, started_at=self.clock(), head=head)
-        return task.info(), run
+        return task, run
 
     async def check(self, ws: Workspace, event: str, tool_name: str, tool_input: dict,
                     platform: str = "") -> tuple[Verdict, str]:
@@ -214,8 +204,8 @@ class GateManager:
             self.counters["approval_refused"] += 1
             log.warning("gate_approval_refused", workspace=ws.root, item=item_id, why=verdict.reason,
                         chain=list(who.chain) if who else None)
-            raise errors.RpcError(errors.FORBIDDEN, f"approval refused: {verdict.reason}. A person approves "
-                                  f"from their own terminal: `plugkit approve {item_id}`")
+            raise Forbidden(f"approval refused: {verdict.reason}. A person approves "
+                            f"from their own terminal: `plugkit approve {item_id}`")
         assert who is not None
         approval = await self.call(ws, work.approval_grant, item_id, who.user, via, self.clock(),
                                    verdict.channel, who.tty, who.pid)
@@ -255,11 +245,11 @@ class GateManager:
         receipt then records both sessions (`by_session` is the one asking)."""
         task = await find_task(self.tasks, task_id)
         if task is None or root_or_none(task.session.cwd) != ws.root:
-            raise errors.RpcError(errors.NOT_FOUND, f"no task_{task_id} ran in this workspace ({ws.root})",
-                                  {"next": "plugkit exec:tasks lists this session's tasks"})
+            raise NotFound(f"no task_{task_id} ran in this workspace ({ws.root})",
+                           {"next": "plugkit exec:tasks lists this session's tasks"})
         if not task.finished:
-            raise errors.RpcError(errors.CONFLICT, f"task_{task_id} is still {task.state}; only a finished "
-                                  f"task is a witness (plugkit exec:sleep task_{task_id}, then again)")
+            raise Conflict(f"task_{task_id} is still {task.state}; only a finished "
+                           f"task is a witness (plugkit exec:sleep task_{task_id}, then again)")
         seen = await witness(self.tasks, task)
         if by_session is not None and by_session != seen.task.session_id:
             seen = replace(seen, task=seen.task.model_copy(update={"by_session": by_session}))
@@ -280,9 +270,9 @@ class GateManager:
         """A sealed receipt's task must be one the runner's ledger holds, as the receipt says
         (or, once the task aged out of the task ledger, a receipt the gates' ledger lists)."""
         t = receipt.task
-        if t is None or self.tasks.ledger is None:
+        if t is None or not self.tasks.durable:
             return []
-        rec = await self.tasks.ledger.call("get", t.task_id)
+        rec = await self.tasks.record(t.task_id)
         if rec is None and ws.ledger is not None and await asyncio.to_thread(ws.ledger.has_receipt, ws.root,
                                                                              receipt.id):
             return []
@@ -308,7 +298,7 @@ class GateManager:
         update re-checks their seals under the workspace lock."""
         for rid, problems in await self.verify_evidence(ws, refs) if refs else []:
             if problems:
-                raise errors.RpcError(errors.CONFLICT, f"receipt {rid} does not verify: {'; '.join(problems)}")
+                raise Conflict(f"receipt {rid} does not verify: {'; '.join(problems)}")
         return await self.call(ws, work.prd_update, item_id, changes, status, refs)
 
     def close(self) -> None:

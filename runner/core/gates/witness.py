@@ -10,7 +10,6 @@ import asyncio
 import os
 from typing import Optional
 
-from plugkit import errors
 from plugkit.lifecycle.evidence import TaskWitness
 from plugkit.lifecycle.gating import Witnessed
 from plugkit.lifecycle.mutables import Witness
@@ -24,18 +23,7 @@ GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
 
 
 async def find_task(tasks: TaskManager, task_id: int) -> Optional[Task]:
-    for task in tasks.registry.all_tasks():
-        if task.id == task_id:
-            return task
-    if tasks.ledger is None:
-        return None
-    rec = await tasks.ledger.call("get", task_id)
-    if rec is None or not rec.session_id:
-        return None
-    try:
-        return await tasks.lookup(rec.session_id, rec.cwd, task_id)
-    except errors.RpcError:
-        return None
+    return await tasks.find(task_id)
 
 
 async def witness(tasks: TaskManager, task: Task) -> Witnessed:
@@ -45,10 +33,7 @@ async def witness(tasks: TaskManager, task: Task) -> Witnessed:
     res = buf.read(buf.start, buf.end - buf.start)
     output = "".join(text for stream, text in res.chunks if stream != "info")
     truncated = buf.dropped > 0 or task.bytes_out_before > 0
-    code_sha = None
-    if tasks.ledger is not None:  # the code's hash lives in the ledger record, written at start
-        rec = await tasks.ledger.call("get", task.id)
-        code_sha = rec.code_sha256 if rec is not None else None
+    code_sha = await tasks.code_sha256(task)
     seen = Witness(task_id=task.id, state=task.state, exit_code=task.exit_code, output=output, truncated=truncated)
     receipt = TaskWitness(task_id=task.id, session_id=task.session.session_id, lang=task.lang,
                           code_sha256=code_sha, state=task.state, exit_code=task.exit_code, truncated=truncated)

@@ -1,24 +1,26 @@
 """TaskManager: creates, supervises, waits on, feeds and kills tasks, per session.
 
-Never imports aiohttp: the RPC layer calls these methods and shapes nothing.
+Speaks neither HTTP nor the wire: it takes an ExecSpec, hands back Tasks and small
+dataclasses, and refuses by kind (plugkit.refusals); runner/rpc shapes every answer.
 """
 
 import asyncio
 import os
+from dataclasses import dataclass, replace
 from typing import Optional
 
-from plugkit import errors
 from plugkit.config import Limits
 from plugkit.patterns import BadPattern, compile_client_pattern
-from plugkit.protocol import (Chunk, Output, SessionEnded, TaskExecParams, TaskInfo,
-                              TaskList, TaskResult, WaitResult)
-from runner.system import logs
-from runner.core.tasks.output import OutputBuffer
+from plugkit.refusals import Conflict, Invalid, NotFound
+from runner.core.tasks.clock import Clock, LoopClock
+from runner.core.tasks.output import OutputBuffer, ReadResult
 from runner.core.tasks.records import IdSource, code_hash, rehydrate, to_record
-from runner.core.tasks.sessions import SessionRegistry, not_found, session_key
-from runner.core.tasks.task import Execution, SessionKey, Task
-from runner.executors.base import Executor, Outcome, Prepared
-from runner.system.ledger import LedgerWorker
+from runner.core.tasks.sessions import Session, SessionRegistry, not_found, session_key
+from runner.core.tasks.slots import Slots
+from runner.core.tasks.task import Execution, SessionKey, Task, TaskPort
+from runner.executors.base import ExecSpec, Executor, Outcome, Prepared
+from runner.system import logs
+from runner.system.ledger import LedgerWorker, TaskRecord
 
 log = logs.get("plugkit.tasks")
 
@@ -26,17 +28,29 @@ log = logs.get("plugkit.tasks")
 KEEP_FINISHED = 256
 
 
+@dataclass(frozen=True)
+class Waited:
+    """Why task.wait returned: the text appeared (where), the task ended, or time ran out."""
+
+    matched: bool
+    match_cursor: Optional[int]
+    timed_out: bool
+
+
 class TaskManager:
     def __init__(self, executors: list[Executor], limits: Limits, first_id: int = 1,
-                 registry: SessionRegistry | None = None, ledger: LedgerWorker | None = None) -> None:
+                 registry: SessionRegistry | None = None, ledger: LedgerWorker | None = None,
+                 clock: Clock | None = None) -> None:
         self.executors = executors  # first claimant wins; the process executor claims the rest
         self.limits = limits
-        self.registry = registry if registry is not None else SessionRegistry()
-        self.ledger = ledger
+        self.clock: Clock = clock or LoopClock()
+        self._registry = registry if registry is not None else SessionRegistry(self.clock.monotonic)
+        self._ledger = ledger
         self._ids = IdSource(ledger, first_id)
         self._supervisors: set[asyncio.Task] = set()
         self._pending_end: dict[int, tuple[str, str]] = {}
         self._live: set[Task] = set()  # not yet finished: kept apart so counting is O(1)
+        self._slots = Slots(limits)  # live tasks plus execs not yet past prepare (see slots.py)
         self.finished_counts: dict[str, int] = {}
 
     # --- queries -------------------------------------------------------------
@@ -48,122 +62,171 @@ class TaskManager:
         return {t.pid for t in self.running() if t.pid}
 
     def counts(self) -> dict[str, int]:
-        return {"sessions": len(self.registry), "tasks": sum(len(s.tasks) for s in self.registry.sessions()),
+        sessions = self._registry.sessions()
+        return {"sessions": len(sessions), "tasks": sum(len(s.tasks) for s in sessions),
                 "running": len(self._live)}
 
+    def sessions(self) -> list[Session]:
+        return self._registry.sessions()
+
+    def all_tasks(self) -> list[Task]:
+        return self._registry.all_tasks()
+
+    def snapshot(self) -> dict:
+        """What /debug shows: every session (idle time, task ids) and every task held in memory."""
+        now, wall = self.clock.monotonic(), self.clock.time()
+        return {
+            "sessions": [{"session_id": s.key.session_id, "cwd": s.key.cwd,
+                          "idle_s": round(now - s.last_activity, 3), "tasks": sorted(s.tasks)}
+                         for s in self._registry.sessions()],
+            "tasks": [{"task_id": t.id, "session_id": t.session.session_id, "lang": t.lang, "state": t.state,
+                       "pid": t.pid, "age_s": round(wall - t.started_at, 3), "bytes_out": t.bytes_out,
+                       "dropped": t.buffer.dropped} for t in self._registry.all_tasks()],
+            "slots": {"taken": self._slots.taken, "limit": self.limits.running_tasks},
+        }
+
+    def open_session(self, session_id: str, cwd: str) -> SessionKey:
+        """Register a session before its first task (hook.session_start), so idle expiry sees it."""
+        return self._registry.open(session_key(session_id, cwd)).key
+
     def task(self, session_id: str, cwd: str, task_id: int) -> Task:
-        return self.registry.task(session_key(session_id, cwd), task_id)
+        return self._registry.task(session_key(session_id, cwd), task_id)
 
     async def lookup(self, session_id: str, cwd: str, task_id: int) -> Task:
         """A task of this session from memory, else from the ledger (after a restart, or
         trimmed from memory); the same not-found either way for anyone else's id."""
         key = session_key(session_id, cwd)
         try:
-            return self.registry.task(key, task_id)
-        except errors.RpcError:
-            if self.ledger is None or not session_id:
+            return self._registry.task(key, task_id)
+        except NotFound:
+            if self._ledger is None or not session_id:
                 raise
-        rec = await self.ledger.call("get", task_id)
+        rec = await self._ledger.get(task_id)
         if rec is None or (rec.session_id, rec.cwd) != (key.session_id, key.cwd):
             raise not_found(task_id)
         task = rehydrate(rec)
-        self.registry.open(key).tasks.setdefault(task.id, task)
-        return self.registry.task(key, task_id)
+        self._registry.open(key).tasks.setdefault(task.id, task)
+        return self._registry.task(key, task_id)
+
+    async def find(self, task_id: int) -> Optional[Task]:
+        """A task by id in any session (the gates witness tasks of every session working in a
+        workspace): memory first, then the ledger; None when neither knows it."""
+        for task in self._registry.all_tasks():
+            if task.id == task_id:
+                return task
+        if self._ledger is None:
+            return None
+        rec = await self._ledger.get(task_id)
+        if rec is None or not rec.session_id:
+            return None
+        try:
+            return await self.lookup(rec.session_id, rec.cwd, task_id)
+        except NotFound:
+            return None
+
+    @property
+    def durable(self) -> bool:
+        """Whether tasks are recorded in a ledger (a runner always; unit tests may run without)."""
+        return self._ledger is not None
+
+    async def record(self, task_id: int) -> Optional[TaskRecord]:
+        """A task's durable record by id, any session (None: unknown, or no ledger)."""
+        return await self._ledger.get(task_id) if self._ledger is not None else None
+
+    async def code_sha256(self, task: Task) -> Optional[str]:
+        """The hash of the code a task ran (kept in its ledger record, written at start)."""
+        rec = await self.record(task.id)
+        return rec.code_sha256 if rec is not None else None
 
     # --- exec ------------------------------------------------------------------
 
-    async def exec(self, p: TaskExecParams) -> TaskResult:
-        key = _checked_session(p.session_id, p.cwd)
-        if not p.code.strip():
-            raise errors.RpcError(errors.INVALID_PARAMS, "code is empty; pass the code to run")
-        executor = next(e for e in self.executors if e.claims(p.lang))
-        self._check_limits(key)
-        task_id = await self._ids.next()
+    async def exec(self, spec: ExecSpec) -> Task:
+        """Start a task; returns at once (wait_done / wait follow it)."""
+        key = session_key(spec.session_id, spec.cwd)
+        if not os.path.isdir(key.cwd):
+            raise Invalid(f"cwd {spec.cwd!r} does not exist or is not a directory")
+        if not spec.code.strip():
+            raise Invalid("code is empty; pass the code to run")
+        spec = replace(spec, cwd=key.cwd)  # executors see the session's realpath
+        executor = next(e for e in self.executors if e.claims(spec.lang))
+        self._slots.take(key)  # before the first await: see slots.py
+        try:
+            task_id = await self._ids.next()
+            prepared = await executor.prepare(spec)
+        except BaseException:
+            self._slots.give(key)
+            raise
         # No await between prepare returning and the task existing: what prepare opened
         # (a serial port, a browser page) is always owned by a task at once.
-        prepared = await executor.prepare(p)
-        session = self.registry.open(key)
-        task = Task(id=task_id, session=key, lang=prepared.lang,
+        session = self._registry.open(key)
+        task = Task(id=task_id, session=key, lang=prepared.lang, started_at=self.clock.time(),
                     buffer=OutputBuffer(self.limits.output_cap_bytes))
         session.tasks[task.id] = task
         self._live.add(task)
-        digest = code_hash(p.code)
-        if self.ledger is not None:
-            self.ledger.submit("record_start", to_record(task, digest))
+        digest = code_hash(spec.code)
+        if self._ledger is not None:
+            self._ledger.record_start(to_record(task, digest))
         self._trim_finished(session.tasks)
-        supervisor = asyncio.create_task(self._supervise(task, executor, prepared, p, digest), name=f"task_{task.id}")
+        supervisor = asyncio.create_task(self._supervise(task, executor, prepared, spec, digest),
+                                         name=f"task_{task.id}")
         self._supervisors.add(supervisor)
         supervisor.add_done_callback(self._supervisors.discard)
         log.info("task_started", task_id=task.id, session_id=key.session_id, cwd=key.cwd, lang=task.lang)
-        if p.wait_ms:
-            try:
-                await asyncio.wait_for(task.done.wait(), p.wait_ms / 1000)
-            except asyncio.TimeoutError:
-                pass
-        output = self._read(task, None, p.max_bytes)
-        return TaskResult(task=task.info(), output=output)
-
-    def _check_limits(self, key: SessionKey) -> None:
-        running = self._live
-        mine = sum(1 for t in running if t.session == key)
-        if mine >= self.limits.tasks_per_session:
-            raise errors.RpcError(errors.LIMIT, f"this session already runs {mine} tasks (limit "
-                                  f"{self.limits.tasks_per_session}); close some with plugkit exec:close")
-        if len(running) >= self.limits.running_tasks:
-            raise errors.RpcError(errors.LIMIT, f"the runner already runs {len(running)} tasks (limit "
-                                  f"{self.limits.running_tasks}); wait for some to finish")
+        return task
 
     def _trim_finished(self, tasks: dict[int, Task]) -> None:
         finished = [t for t in tasks.values() if t.finished]
         for old in finished[:max(0, len(finished) - KEEP_FINISHED)]:
             tasks.pop(old.id, None)
 
-    async def _supervise(self, task: Task, executor: Executor, prepared: Prepared, p: TaskExecParams,
+    async def _supervise(self, task: Task, executor: Executor, prepared: Prepared, spec: ExecSpec,
                          digest: str) -> None:
-        loop = asyncio.get_running_loop()
-        timer = loop.call_later(p.timeout_ms / 1000, self._request_end, task, "timed_out", "timeout")
-
-        def started(run: Execution) -> None:
-            task.execution, task.pid = run, getattr(run, "pid", None)
-            if task.state == "pending":
-                task.state = "running"
-                task.notify()
-            if task.id in self._pending_end:  # killed while a step was starting
-                asyncio.ensure_future(run.kill())
-
+        timer = self.clock.call_later(spec.timeout_s, lambda: self._request_end(task, "timed_out", "timeout"))
+        ending: tuple[str, str, dict] = ("failed", "spawn_failed", {})
         try:
-            self._finish(task, await executor.run(task, prepared, p, started))
+            outcome = await executor.run(TaskPort(task, lambda run: self._started(task, run)), prepared, spec)
+            ending = self._ending(task, outcome)
         except asyncio.CancelledError:
-            task.finish("killed", "runner_shutdown")
+            ending = ("killed", "runner_shutdown", {})
             raise
         except OSError as exc:
-            task.finish("failed", "spawn_failed", message=f"task_{task.id} could not start: {exc.strerror or exc}")
+            ending = ("failed", "spawn_failed", {"message": f"task_{task.id} could not start: {exc.strerror or exc}"})
         except Exception:
             log.exception("task_supervisor_error", task_id=task.id)
-            task.finish("failed", "spawn_failed")
         finally:
             timer.cancel()
-            self._live.discard(task)
-            self._pending_end.pop(task.id, None)
+            # Output first, then the end: a waiter woken by the end reads every byte.
             task.buffer.flush("stdout")
             task.buffer.flush("stderr")
+            state, reason, extra = ending
+            task.finish(state, reason, now=self.clock.time(), **extra)
+            self._live.discard(task)
+            self._slots.give(task.session)
+            self._pending_end.pop(task.id, None)
             self.finished_counts[task.state] = self.finished_counts.get(task.state, 0) + 1
-            if self.ledger is not None:
-                self.ledger.submit("record_end", to_record(task, digest))
+            if self._ledger is not None:
+                self._ledger.record_end(to_record(task, digest))
             log.info("task_ended", task_id=task.id, session_id=task.session.session_id, state=task.state,
                      reason=task.reason, exit_code=task.exit_code, signal=task.signal)
 
-    def _finish(self, task: Task, outcome: Outcome) -> None:
+    def _started(self, task: Task, run: Execution) -> None:
+        task.execution, task.pid = run, getattr(run, "pid", None)
+        if task.state == "pending":
+            task.state = "running"
+            task.notify()
+        if task.id in self._pending_end:  # killed while a step was starting
+            asyncio.ensure_future(run.kill())
+
+    def _ending(self, task: Task, outcome: Outcome) -> tuple[str, str, dict]:
         intent = self._pending_end.get(task.id)
         if intent:  # a kill or timeout we asked for wins over how the process happened to end
-            state, reason = intent
-            task.finish(state, reason, exit_code=outcome.exit_code, signal=outcome.signal)
-        else:
-            task.finish(outcome.state, outcome.reason, exit_code=outcome.exit_code,
-                        signal=outcome.signal, message=outcome.message)
+            return (*intent, {"exit_code": outcome.exit_code, "signal": outcome.signal})
+        return (outcome.state, outcome.reason,
+                {"exit_code": outcome.exit_code, "signal": outcome.signal, "message": outcome.message})
 
     def _request_end(self, task: Task, state: str, reason: str) -> Optional[asyncio.Future]:
-        """Kill a task's tree and record why; the supervisor finishes it when the root is gone."""
+        """Kill a task's tree and record why; the supervisor finishes it when the root is gone.
+        The first intent wins: a kill after a timeout (or a second kill) changes nothing."""
         if task.finished or task.id in self._pending_end:
             return None
         self._pending_end[task.id] = (state, reason)
@@ -182,28 +245,33 @@ class TaskManager:
 
     # --- reading and waiting -------------------------------------------------
 
-    def _read(self, task: Task, cursor: Optional[int], max_bytes: int) -> Output:
+    async def wait_done(self, task: Task, timeout_s: float) -> None:
+        """Until the task ends or timeout_s passes, whichever is first (never an error)."""
+        if timeout_s > 0 and not task.finished:
+            try:
+                await asyncio.wait_for(task.done.wait(), timeout_s)
+            except asyncio.TimeoutError:
+                pass
+
+    def read(self, task: Task, cursor: Optional[int], max_bytes: int) -> ReadResult:
+        """From cursor; without one, what this session has not read yet (and marks it read)."""
         keep = cursor is None
         res = task.buffer.read(task.read_cursor if keep else cursor, max_bytes)
         if keep:
             task.read_cursor = res.cursor
-        return Output(chunks=[Chunk(stream=s, text=t) for s, t in res.chunks],
-                      cursor=res.cursor, dropped=res.dropped, more=res.more)
+        return res
 
-    def output(self, task: Task, cursor: Optional[int], max_bytes: int) -> Output:
-        return self._read(task, cursor, max_bytes)
-
-    async def wait(self, task: Task, timeout_ms: int, until_text: Optional[str],
-                   until_regex: Optional[str], cursor: Optional[int]) -> WaitResult:
+    async def wait(self, task: Task, timeout_s: float, until_text: Optional[str],
+                   until_regex: Optional[str], cursor: Optional[int]) -> Waited:
         if until_text and until_regex:
-            raise errors.RpcError(errors.INVALID_PARAMS, "give until_text or until_regex, not both")
+            raise Invalid("give until_text or until_regex, not both")
         try:
             pattern = compile_client_pattern(until_regex) if until_regex else None
         except BadPattern as exc:
-            raise errors.RpcError(errors.INVALID_PARAMS, f"until_regex: {exc}") from None
+            raise Invalid(f"until_regex: {exc}") from None
         start = task.read_cursor if cursor is None else cursor
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_ms / 1000
+        deadline = loop.time() + timeout_s
         while True:
             wake = task.changed()
             hit = None
@@ -212,63 +280,63 @@ class TaskManager:
             elif pattern is not None:
                 hit = task.buffer.find_regex(pattern, start)
             if hit is not None or task.finished:
-                return WaitResult(task=task.info(), matched=hit is not None, match_cursor=hit, timed_out=False)
+                return Waited(matched=hit is not None, match_cursor=hit, timed_out=False)
             remaining = deadline - loop.time()
             if remaining <= 0:
-                return WaitResult(task=task.info(), matched=False, timed_out=True)
+                return Waited(matched=False, match_cursor=None, timed_out=True)
             try:
                 await asyncio.wait_for(wake.wait(), remaining)
             except asyncio.TimeoutError:
                 pass
 
-    def write_input(self, task: Task, data: str, eof: bool) -> TaskInfo:
+    def write_input(self, task: Task, data: str, eof: bool) -> None:
         run = task.execution
         if task.finished or run is None:
-            raise errors.RpcError(errors.CONFLICT, f"task_{task.id} is {task.state}; it takes no more input")
+            raise Conflict(f"task_{task.id} is {task.state}; it takes no more input")
         if not run.input_open():
-            raise errors.RpcError(errors.CONFLICT, f"task_{task.id}'s stdin is already closed (eof was sent)")
+            raise Conflict(f"task_{task.id}'s stdin is already closed (eof was sent)")
         if data:
             run.write(data.encode())
         if eof:
             run.close_input()
-        return task.info()
 
     # --- ending ------------------------------------------------------------------
 
-    async def kill(self, task: Task, forget: bool) -> TaskInfo:
+    async def kill(self, task: Task, forget: bool) -> None:
         # An execution whose kill is its normal ending (closing a serial port) says how
         # that ends, e.g. ("completed", "closed"); timeouts and session ends stay kills.
         await self.end(task, *getattr(task.execution, "kill_ends_as", ("killed", "killed")))
         if forget:
-            self.registry.forget_task(task)
-            if self.ledger is not None:
-                self.ledger.submit("forget", [task.id])
-        return task.info()
+            self._registry.forget_task(task)
+            if self._ledger is not None:
+                self._ledger.forget([task.id])
 
-    def list_tasks(self, session_id: str, cwd: str) -> TaskList:
-        session = self.registry.find(session_key(session_id, cwd)) if session_id else None
-        return TaskList(tasks=[t.info() for t in (session.tasks.values() if session else ())])
+    def list_tasks(self, session_id: str, cwd: str) -> list[Task]:
+        session = self._registry.find(session_key(session_id, cwd)) if session_id else None
+        return list(session.tasks.values()) if session else []
 
-    async def end_session(self, session_id: str, cwd: str) -> SessionEnded:
+    async def end_session(self, session_id: str, cwd: str) -> list[int]:
+        """Kill the session's running tasks, release what executors hold for it, forget it;
+        returns the ids killed (an unknown session ends with none)."""
         key = session_key(session_id, cwd)
-        session = self.registry.find(key) if session_id else None
+        session = self._registry.find(key) if session_id else None
         if session is None:
-            return SessionEnded(killed=[])
+            return []
         live = [t for t in session.tasks.values() if not t.finished]
         await asyncio.gather(*(self.end(t, "killed", "session_end") for t in live))
         for executor in self.executors:
             await executor.end_session(key)
-        self.registry.close(key)
-        if self.ledger is not None:
-            self.ledger.submit("forget", sorted(session.tasks))
+        self._registry.close(key)
+        if self._ledger is not None:
+            self._ledger.forget(sorted(session.tasks))
         log.info("session_ended", session_id=session_id, cwd=key.cwd, killed=[t.id for t in live])
-        return SessionEnded(killed=[t.id for t in live])
+        return [t.id for t in live]
 
     def expire_idle(self) -> list[SessionKey]:
         """End sessions idle past the limit that run nothing (their records go with them)."""
-        ended = [s.key for s in self.registry.idle(self.limits.session_idle_s)]
+        ended = [s.key for s in self._registry.idle(self.limits.session_idle_s)]
         for key in ended:
-            self.registry.close(key)
+            self._registry.close(key)
             log.info("session_expired", session_id=key.session_id, cwd=key.cwd)
         return ended
 
@@ -285,9 +353,3 @@ class TaskManager:
             except Exception:  # one executor's failure must not keep the others open
                 log.exception("executor_close_failed", executor=executor.name)
 
-
-def _checked_session(session_id: str, cwd: str) -> SessionKey:
-    key = session_key(session_id, cwd)
-    if not os.path.isdir(key.cwd):
-        raise errors.RpcError(errors.INVALID_PARAMS, f"cwd {cwd!r} does not exist or is not a directory")
-    return key

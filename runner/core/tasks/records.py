@@ -5,6 +5,7 @@ in-memory history was trimmed) is rebuilt as a finished Task holding its output 
 so status and output answer the same way for it as for a live one.
 """
 
+import asyncio
 import hashlib
 import itertools
 from typing import Optional
@@ -25,13 +26,18 @@ class IdSource:
         self.ledger = ledger
         self._counter = itertools.count(first)
         self._next, self._end = 1, 0
+        # One reservation at a time: 300 execs arriving on an empty block wait for the
+        # same one instead of each reserving (and mostly wasting) a block of its own.
+        self._refill = asyncio.Lock()
 
     async def next(self) -> int:
         if self.ledger is None:
             return next(self._counter)
-        if self._next > self._end:
-            start = await self.ledger.call("reserve_ids", ID_BLOCK)
-            self._next, self._end = start, start + ID_BLOCK - 1
+        while self._next > self._end:
+            async with self._refill:
+                if self._next > self._end:
+                    start = await self.ledger.reserve_ids(ID_BLOCK)
+                    self._next, self._end = start, start + ID_BLOCK - 1
         value, self._next = self._next, self._next + 1
         return value
 

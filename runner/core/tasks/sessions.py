@@ -9,13 +9,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from plugkit import errors
+from plugkit.refusals import NotFound
 from runner.core.tasks.task import SessionKey, Task
 
 
-def not_found(task_id: int) -> errors.RpcError:
-    return errors.RpcError(errors.NOT_FOUND, f"no task_{task_id} in this session",
-                           {"next": "plugkit exec:tasks lists this session's tasks"})
+def not_found(task_id: int) -> NotFound:
+    return NotFound(f"no task_{task_id} in this session",
+                    {"next": "plugkit exec:tasks lists this session's tasks"})
 
 
 def session_key(session_id: str, cwd: str) -> SessionKey:

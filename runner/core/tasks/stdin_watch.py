@@ -6,9 +6,8 @@ poll it until the wait ceiling and beyond. The process state says it exactly
 """
 
 import asyncio
-from typing import Awaitable, Optional
+from typing import Awaitable, TypeVar
 
-from plugkit.protocol import TaskInfo, WaitResult
 from runner.core.tasks.task import Task
 from runner.system import procstate
 
@@ -16,6 +15,7 @@ POLL_S = 0.25  # how soon a wait notices a task that started waiting for input
 # Output written just before the task blocked may still sit in its pipes: that many
 # loop turns let the pipe readers and the waiter run before we answer.
 SETTLE_TURNS = 3
+W = TypeVar("W")
 
 
 def waiting(task: Task) -> bool:
@@ -27,39 +27,19 @@ def waiting(task: Task) -> bool:
     return inode is not None and procstate.waiting_for_input(task.pid, inode) is not None
 
 
-def info(task: Task) -> TaskInfo:
-    """task.info(), saying whether the task waits for input."""
-    out = task.info()
-    if waiting(task):
-        out.waiting_for_input = True
-    return out
-
-
-def mark(task: Task, out: TaskInfo) -> TaskInfo:
-    if out.task_id == task.id and waiting(task):
-        out.waiting_for_input = True
-    return out
-
-
-async def wait(task: Task, waiter: Awaitable[WaitResult]) -> WaitResult:
-    """The waiter's answer, or an early one (not matched, not timed out) once the task
-    is seen blocked on its stdin: nothing more can come until someone types."""
+async def wait(task: Task, waiter: Awaitable[W], blocked: W) -> W:
+    """The waiter's answer, or `blocked` (an early answer: not matched, not timed out) once
+    the task is seen blocked on its stdin: nothing more can come until someone types."""
     pending = asyncio.ensure_future(waiter)
     try:
         while True:
             done, _ = await asyncio.wait({pending}, timeout=POLL_S)
             if done:
-                result = pending.result()
-                mark(task, result.task)
-                return result
+                return pending.result()
             if waiting(task):
                 for _ in range(SETTLE_TURNS):
                     await asyncio.sleep(0)
-                if pending.done():
-                    result = pending.result()
-                    mark(task, result.task)
-                    return result
-                return WaitResult(task=info(task), matched=False, timed_out=False)
+                return pending.result() if pending.done() else blocked
     finally:
         if not pending.done():
             pending.cancel()

@@ -1,29 +1,17 @@
-"""One task: its state machine, its output buffer, and the wake-ups its waiters need."""
+"""One task: its state machine, its output buffer, the wake-ups its waiters need, and the
+TaskIO port an executor writes through (runner/executors/base.py)."""
 
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Optional
 
-from plugkit.protocol import TaskInfo
 from plugkit.vocab import PENDING, TERMINAL_STATES, end_message
 from runner.core.tasks.output import OutputBuffer
+from runner.executors.base import Execution, SessionKey
 
+__all__ = ["Execution", "SessionKey", "Task", "TaskPort"]
 
-
-class Execution(Protocol):
-    """What an executor hands back for a started task."""
-
-    def write(self, data: bytes) -> None: ...
-    def close_input(self) -> None: ...
-    def input_open(self) -> bool: ...
-    async def kill(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class SessionKey:
-    session_id: str
-    cwd: str  # realpath
 
 
 @dataclass(eq=False)
@@ -44,7 +32,7 @@ class Task:
     read_cursor: int = 0  # where this session's next "what's new" read starts
     bytes_out_before: int = 0  # output a rehydrated task produced beyond the tail it kept
     # () -> an object with cpu_s and memory_peak_bytes (runner/system/cgroups.Usage), set by
-    # an executor that can measure its task (a cgroup per task); live until the task ends.
+    # an executor that can measure its task (a cgroup per task) through TaskPort.measured_by.
     usage_probe: Optional[Callable[[], Any]] = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -66,33 +54,60 @@ class Task:
         wake, self._wake = self._wake, asyncio.Event()
         wake.set()
 
+    @property
+    def duration_ms(self) -> int:
+        return int(((self.ended_at or time.time()) - self.started_at) * 1000)
+
     def finish(self, state: str, reason: str, *, exit_code: Optional[int] = None,
-               signal: Optional[int] = None, message: Optional[str] = None) -> bool:
+               signal: Optional[int] = None, message: Optional[str] = None,
+               now: Optional[float] = None) -> bool:
         """Move to a terminal state once; later calls are ignored (the first cause wins)."""
         if self.finished:
             return False
         self.state, self.reason = state, reason
         self.exit_code, self.signal = exit_code, signal
         self.message = message or end_message(self.id, reason)
-        self.ended_at = time.time()
+        self.ended_at = time.time() if now is None else now
         self.done.set()
         self.notify()
         return True
 
-    def info(self) -> TaskInfo:
-        end = self.ended_at or time.time()
-        return TaskInfo(
-            task_id=self.id, session_id=self.session.session_id, cwd=self.session.cwd,
-            lang=self.lang, state=self.state, pid=self.pid, exit_code=self.exit_code,
-            signal=self.signal, reason=self.reason, message=self.message,
-            started_at=self.started_at, ended_at=self.ended_at,
-            duration_ms=int((end - self.started_at) * 1000),
-            bytes_out=self.bytes_out, dropped=self.bytes_out_before + self.buffer.dropped,
-            **self._usage(),
-        )
 
-    def _usage(self) -> dict:
-        if self.usage_probe is None:
-            return {}
-        usage = self.usage_probe()
-        return {"cpu_s": usage.cpu_s, "memory_peak_bytes": usage.memory_peak_bytes}
+class TaskPort:
+    """The TaskIO an executor gets: output in, waiters woken in the same call, the started
+    step handed to the manager. Nothing else of the Task is reachable through it."""
+
+    __slots__ = ("_task", "_on_started")
+
+    def __init__(self, task: Task, on_started: Callable[[Execution], None]) -> None:
+        self._task, self._on_started = task, on_started
+
+    @property
+    def id(self) -> int:
+        return self._task.id
+
+    @property
+    def session(self) -> SessionKey:
+        return self._task.session
+
+    @property
+    def finished(self) -> bool:
+        return self._task.finished
+
+    def write(self, stream: str, data: bytes) -> None:
+        self._task.buffer.feed(stream, data)
+        self._task.notify()
+
+    def write_text(self, stream: str, text: str) -> None:
+        self._task.buffer.write_text(stream, text)
+        self._task.notify()
+
+    def flush(self, stream: str) -> None:
+        self._task.buffer.flush(stream)
+        self._task.notify()
+
+    def started(self, execution: Execution) -> None:
+        self._on_started(execution)
+
+    def measured_by(self, probe: Callable[[], Any]) -> None:
+        self._task.usage_probe = probe

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Callable, Optional
+from typing import Optional
 
-from plugkit import errors
-from plugkit.protocol import TaskExecParams
-from runner.core.tasks.task import Execution, SessionKey, Task
+from plugkit.refusals import Invalid, Unavailable
 from runner.executors.browser import commands
-from runner.executors.base import Outcome, Prepared
+from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from plugkit import chromium as chromium_rule
 from runner.system.chromium import ChromiumSpec, LaunchError
 from runner.executors.browser.manager import BrowserManager, BrowserSpec
@@ -70,27 +68,25 @@ class BrowserExecutor:
     def claims(self, lang: str) -> bool:
         return lang == "browser"
 
-    async def prepare(self, p: TaskExecParams) -> Prepared:
+    async def prepare(self, p: ExecSpec) -> Prepared:
         if p.stdin:
-            raise errors.RpcError(errors.INVALID_PARAMS, "browser tasks read no stdin; "
-                                  "type into the page with a `type SELECTOR TEXT` line")
+            raise Invalid("browser tasks read no stdin; type into the page with a `type SELECTOR TEXT` line")
         if p.env:
-            raise errors.RpcError(errors.INVALID_PARAMS, "browser tasks take no env: the page runs in "
-                                  "the runner's shared Chromium, not in a process of its own")
+            raise Invalid("browser tasks take no env: the page runs in "
+                          "the runner's shared Chromium, not in a process of its own")
         try:
             self.browsers.check_installed()
         except LaunchError as exc:
-            raise errors.RpcError(errors.UNAVAILABLE, str(exc)) from None
+            raise Unavailable(str(exc)) from None
         try:
             script = commands.parse(p.code, os.path.realpath(p.cwd))
         except commands.ScriptError as exc:
-            raise errors.RpcError(errors.INVALID_PARAMS, str(exc), {"help": commands.help_text()}) from None
+            raise Invalid(str(exc), {"help": commands.help_text()}) from None
         return Prepared("browser", script)
 
-    async def run(self, task: Task, prepared: Prepared, p: TaskExecParams,
-                  on_start: Callable[[Execution], None]) -> Outcome:
+    async def run(self, task: TaskIO, prepared: Prepared, p: ExecSpec) -> Outcome:
         execution = BrowserRun(self.browsers, task.session)
-        on_start(execution)
+        task.started(execution)
         execution.work = asyncio.ensure_future(self._work(task, prepared.payload, execution))
         try:
             return await execution.work
@@ -112,7 +108,7 @@ class BrowserExecutor:
 
     # --- one task ---------------------------------------------------------------
 
-    async def _work(self, task: Task, script: commands.Script, run: BrowserRun) -> Outcome:
+    async def _work(self, task: TaskIO, script: commands.Script, run: BrowserRun) -> Outcome:
         async with self.browsers.turn(task.session):
             run.holding = True
             try:
@@ -129,7 +125,7 @@ class BrowserExecutor:
                 page.sink = None
                 run.holding = False
 
-    async def _script(self, task: Task, page: SessionPage, script: commands.Script, run: BrowserRun) -> Outcome:
+    async def _script(self, task: TaskIO, page: SessionPage, script: commands.Script, run: BrowserRun) -> Outcome:
         env = commands.Env(page.page, task.session.cwd, task.id,
                            lambda: self.browsers.drop_page(task.session, "closed by the `close` command"))
         try:
@@ -172,7 +168,7 @@ class BrowserExecutor:
         return Outcome("completed", "completed")
 
 
-    async def _page_gone(self, task: Task, exc: PageGone, run: BrowserRun) -> Outcome:
+    async def _page_gone(self, task: TaskIO, exc: PageGone, run: BrowserRun) -> Outcome:
         if run.killed:  # our kill closed the page under the script: the manager says why
             return Outcome("failed", "killed")
         if exc.browser_crashed:
@@ -187,12 +183,11 @@ def _oneline(exc: object) -> str:
     return lines[0] if lines else exc.__class__.__name__
 
 
-def _write(task: Task, stream: str, text: str) -> None:
-    task.buffer.write_text(stream, text if text.endswith("\n") else text + "\n")
-    task.notify()
+def _write(task: TaskIO, stream: str, text: str) -> None:
+    task.write_text(stream, text if text.endswith("\n") else text + "\n")
 
 
-def _fail(task: Task, reason: str, message: str) -> Outcome:
+def _fail(task: TaskIO, reason: str, message: str) -> Outcome:
     _write(task, "stderr", message)
     return Outcome("failed", reason, message=message)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Mapping, Optional
 
 from runner.system import logs
-from runner.core.tasks.task import SessionKey
+from runner.executors.base import SessionKey
 from plugkit.chromium import Sandbox, sandbox_for
 from runner.system.chromium import (LAUNCH_TIMEOUT_S, ChromiumProcess, ChromiumSpec, LaunchError, find_executable,
                                     remove_stale_profiles)

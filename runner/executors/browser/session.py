@@ -21,7 +21,7 @@ import time
 from typing import Any, Awaitable, Optional
 
 from runner.system import logs
-from runner.core.tasks.task import SessionKey, Task
+from runner.executors.base import SessionKey, TaskIO
 
 log = logs.get("plugkit.browser")
 
@@ -102,7 +102,7 @@ class SessionPage:
     def __init__(self, key: SessionKey, context: Any, page: Any, generation: int) -> None:
         self.key, self.context, self.page, self.generation = key, context, page, generation
         self.gone: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self.sink: Optional[Task] = None  # the task whose output receives console lines now
+        self.sink: Optional[TaskIO] = None  # the task whose output receives console lines now
         self.last_used = time.monotonic()
         self._chores: set[asyncio.Future] = set()  # dialog answers in flight (held, never cancelled)
         self._install()
@@ -121,8 +121,7 @@ class SessionPage:
     def _emit(self, stream: str, text: str) -> None:
         task = self.sink
         if task is not None and not task.finished:
-            task.buffer.write_text(stream, text if text.endswith("\n") else text + "\n")
-            task.notify()
+            task.write_text(stream, text if text.endswith("\n") else text + "\n")
 
     def _on_console(self, event: dict) -> None:
         try:

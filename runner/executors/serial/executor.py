@@ -29,19 +29,16 @@ device is open in another task, named, or locked by another process, named by pi
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 import serial_asyncio
 from serial import SerialBase, SerialException
 
-from plugkit import errors
-from plugkit.protocol import TaskExecParams
 from plugkit.protocol.serial import SerialOpenSpec
+from plugkit.refusals import Conflict, Invalid
 from runner.system import logs
-from runner.core.tasks.sessions import session_key
-from runner.core.tasks.task import Execution, SessionKey, Task
 from runner.system import serial_devices as serial_ports
-from runner.executors.base import Outcome, Prepared
+from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.executors.serial.io import Feed, describe, make_transport, parse_hex, parse_spec
 from runner.system.serial_devices import Target
 
@@ -97,8 +94,8 @@ class SerialRun:
             data = parse_hex(data.decode("utf-8", "replace"))
         queued = self.transport.get_write_buffer_size()
         if queued > MAX_QUEUED:
-            raise errors.RpcError(errors.CONFLICT, f"{self.port.target.path} is not taking data "
-                                  f"({queued} bytes still queued; flow control held off?)")
+            raise Conflict(f"{self.port.target.path} is not taking data "
+                           f"({queued} bytes still queued; flow control held off?)")
         self.transport.write(data)
 
     def close_input(self) -> None:
@@ -130,14 +127,14 @@ class SerialExecutor:
     def claims(self, lang: str) -> bool:
         return lang == LANG
 
-    async def prepare(self, p: TaskExecParams) -> Prepared:
+    async def prepare(self, p: ExecSpec) -> Prepared:
         if p.env:
-            raise errors.RpcError(errors.INVALID_PARAMS, "env has no meaning for a serial port; leave it out")
+            raise Invalid("env has no meaning for a serial port; leave it out")
         spec = parse_spec(p.code)
         if spec.hex and p.stdin:
             parse_hex(p.stdin)
         target = serial_ports.resolve(spec.port)  # a few stat calls on /dev: cheap enough here
-        session = session_key(p.session_id, p.cwd)
+        session = p.session  # the manager hands executors the session's realpath
         self._check_free(target, session)
         # Reserved before the first await, so a concurrent open of the same device
         # sees it taken rather than racing this one to the flock.
@@ -175,38 +172,36 @@ class SerialExecutor:
         else:
             message = (f"{path} is already open in task_{held.task_id} of another session; "
                        "it must close it (or end) first")
-        raise errors.RpcError(errors.CONFLICT, message, {"owner_task": held.task_id})
+        raise Conflict(message, {"owner_task": held.task_id})
 
-    async def run(self, task: Task, prepared: Prepared, p: TaskExecParams,
-                  on_start: Callable[[Execution], None]) -> Outcome:
+    async def run(self, io: TaskIO, prepared: Prepared, p: ExecSpec) -> Outcome:
         port: OpenPort = prepared.payload
-        port.task_id = task.id
+        port.task_id = io.id
         if port.adopt_timer is not None:
             port.adopt_timer.cancel()
         path = port.target.path
         if port.abandoned:
-            return Outcome("failed", "spawn_failed", message=f"task_{task.id} started too late: {path} was "
+            return Outcome("failed", "spawn_failed", message=f"task_{io.id} started too late: {path} was "
                            f"opened but not claimed within {ADOPT_S:.0f} s, so it was closed; try again")
         try:
-            port.feed = Feed(task, port.spec.hex)
+            port.feed = Feed(io, port.spec.hex)
             port.transport = make_transport(port.feed, port.serial, polled=port.target.loop)
             run = SerialRun(self, port)
-            on_start(run)
-            task.buffer.write_text("info", f"[plugkit] {path} open at {describe(port.spec)}; "
-                                           f"exec:type {task.id} TEXT writes to it, exec:close {task.id} closes it\n")
-            task.notify()
+            io.started(run)
+            io.write_text("info", f"[plugkit] {path} open at {describe(port.spec)}; "
+                                  f"exec:type {io.id} TEXT writes to it, exec:close {io.id} closes it\n")
             if p.stdin:
                 run.write(p.stdin.encode())
             exc = await port.feed.lost
         finally:
             self.release(port)
         if run.closing:
-            task.buffer.write_text("info", f"[plugkit] {path} closed\n")
-            return Outcome("completed", "closed", message=f"task_{task.id} closed {path}")
+            io.write_text("info", f"[plugkit] {path} closed\n")
+            return Outcome("completed", "closed", message=f"task_{io.id} closed {path}")
         why = str(exc) if exc else "the port closed"
-        task.buffer.write_text("info", f"\n[plugkit] {path} was lost: {why}\n")
-        log.info("serial_device_lost", task_id=task.id, device=path, detail=why)
-        return Outcome("failed", "device_lost", message=f"task_{task.id}: {path} went away ({why}); "
+        io.write_text("info", f"\n[plugkit] {path} was lost: {why}\n")
+        log.info("serial_device_lost", task_id=io.id, device=path, detail=why)
+        return Outcome("failed", "device_lost", message=f"task_{io.id}: {path} went away ({why}); "
                        "the device was unplugged or the other end of the line closed")
 
     def release(self, port: OpenPort) -> None:

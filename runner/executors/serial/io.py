@@ -8,9 +8,9 @@ import serial_asyncio
 from pydantic import ValidationError
 from serial import SerialBase
 
-from plugkit import errors
 from plugkit.protocol.serial import SerialOpenSpec
-from runner.core.tasks.task import Task
+from plugkit.refusals import Invalid
+from runner.executors.base import TaskIO
 
 # pyserial-asyncio reads 1 KiB per wake-up; a pty hands over ~4 KiB and a fast USB
 # adapter more, so a bigger read keeps bursts from costing one loop turn per KiB.
@@ -27,16 +27,15 @@ def parse_spec(code: str) -> SerialOpenSpec:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'code'}: {e['msg']}"
                              for e in exc.errors(include_url=False, include_input=False)[:5])
-        raise errors.RpcError(errors.INVALID_PARAMS, f"invalid serial settings: {problems}",
-                              {"next": 'code is JSON like {"port": "/dev/ttyUSB0", "baud": 115200}'}) from None
+        raise Invalid(f"invalid serial settings: {problems}",
+                      {"next": 'code is JSON like {"port": "/dev/ttyUSB0", "baud": 115200}'}) from None
 
 
 def parse_hex(text: str) -> bytes:
     try:
         return bytes.fromhex(text)
     except ValueError:
-        raise errors.RpcError(errors.INVALID_PARAMS, "this port is in hex mode: send hex digits, "
-                              "e.g. '41 54 0d 0a' for AT and CR LF") from None
+        raise Invalid("this port is in hex mode: send hex digits, e.g. '41 54 0d 0a' for AT and CR LF") from None
 
 
 def hex_rows(data: bytes, col: int) -> tuple[str, int]:
@@ -60,17 +59,16 @@ def describe(spec: SerialOpenSpec) -> str:
 class Feed(asyncio.Protocol):
     """Bytes from the line into the task's output; `lost` resolves when the port closes."""
 
-    def __init__(self, task: Task, hex_mode: bool) -> None:
-        self.task, self.hex_mode, self.col = task, hex_mode, 0
+    def __init__(self, io: TaskIO, hex_mode: bool) -> None:
+        self.io, self.hex_mode, self.col = io, hex_mode, 0
         self.lost: asyncio.Future = asyncio.get_running_loop().create_future()
 
     def data_received(self, data: bytes) -> None:
         if self.hex_mode:
             text, self.col = hex_rows(data, self.col)
-            self.task.buffer.write_text("stdout", text)
+            self.io.write_text("stdout", text)
         else:
-            self.task.buffer.feed("stdout", data)
-        self.task.notify()
+            self.io.write("stdout", data)
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
         if not self.lost.done():
