@@ -39,7 +39,7 @@ Output: stdout gets one line per command, then the JSON of the returned value.
 stderr gets the page's [console.*], [pageerror] and [dialog.*] lines, and a thrown error's stack.
 Each session keeps its own cookies and storage between tasks; `close` or session end drops them.
 A bare host:port after goto means http://. No stdin or env.
-Environment: PLUGKIT_CHROMIUM (default /usr/bin/chromium), PLUGKIT_BROWSER_IDLE_S (default 300).
+Environment: PLUGKIT_CHROMIUM (default: chromium on PATH), PLUGKIT_BROWSER_IDLE_S (default 300).
 Examples:
   plugkit exec:browser $'goto localhost:3000\\nreturn document.title'
   plugkit exec:browser $'viewport 1280 720\\nscreenshot'"""

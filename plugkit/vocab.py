@@ -1,16 +1,13 @@
 """The words runner, client and docs share: task states, end reasons, the PLUGKIT_* environment tags.
 
-Standard library only (`typing`): the client's hot path imports this module. Each word is declared
-here once; every other module imports it instead of spelling it again.
+No imports at all: the client's hot path loads this module (even `typing` would cost it ~3 ms).
+Each word is declared here once; every other module imports it instead of spelling it again.
 """
-
-from typing import Literal, get_args
 
 # --- task states ------------------------------------------------------------------------------
 # pending -> running -> one terminal state. There is no "rejected" task: a refused exec (the
 # running-task cap, a bad language) is an RPC error and never becomes a task.
-TaskState = Literal["pending", "running", "completed", "failed", "killed", "timed_out"]
-TASK_STATES: tuple[str, ...] = get_args(TaskState)
+TASK_STATES: tuple[str, ...] = ("pending", "running", "completed", "failed", "killed", "timed_out")
 PENDING, RUNNING, COMPLETED, FAILED, KILLED, TIMED_OUT = TASK_STATES
 LIVE_STATES: tuple[str, ...] = (PENDING, RUNNING)
 TERMINAL_STATES: frozenset[str] = frozenset(TASK_STATES) - frozenset(LIVE_STATES)

@@ -16,8 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import Row, Sandbox, ms, pct  # noqa: E402
+from plugkit.chromium import find_chromium  # noqa: E402
 
-CHROMIUM = os.environ.get("PLUGKIT_CHROMIUM") or "/usr/bin/chromium"
+CHROMIUM = find_chromium()  # the rule the runner uses
 # pyppeteer 2.0 passes loop= to websockets 10 on connect; not ours to fix, not worth a line per run.
 warnings.filterwarnings("ignore", "remove loop argument", DeprecationWarning)
 

@@ -1,4 +1,5 @@
-"""Claude Code's hook protocol (Qwen Code speaks the same one): canonical answers -> stdout bytes.
+"""Claude Code's hook protocol (Qwen Code answers the same way, see qwen.py): canonical answers
+-> stdout bytes.
 
 Contract (HOOK-PROTOCOLS.md, "Claude Code"):
 - stdin: `session_id`, `cwd`, `hook_event_name`; SessionStart `source`; PreToolUse

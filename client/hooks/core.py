@@ -8,8 +8,8 @@ Fail-safe: a hook must never wedge the agent. If stdin is late, not JSON, or lac
 session; if no runner answers; if anything in here fails: one line on stderr and a
 no-op answer (allow, no context, no block). With PLUGKIT_HOOKS_FAIL=closed those same
 failures deny a tool call (and block a Stop once, never while stop_hook_active). Only
-SessionStart and exec: commands start a runner; every other event, finding none, fails
-open at once. Exit code 2 is never used: platforms ignore stdout on 2.
+SessionStart and exec: commands start a runner (and prompts, on the hosts in PROMPT_STARTS);
+every other event, finding none, fails open at once. Exit code 2 is never used: platforms ignore stdout on 2.
 
 Hot path (a plain tool call): this module, one adapter, client.wire.rpc; stdlib json/os/sys/
 time/select only. The exec: machinery is imported only for exec: commands.
@@ -23,9 +23,13 @@ import time
 from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_event, shell_command, slim
 from client.wire.rpc import ClientError
 
-# platform -> adapter module under client/hooks/ (Qwen Code speaks Claude Code's protocol)
-PLATFORMS = {"claude-code": "claude_code", "qwen": "claude_code", "gemini": "gemini", "codex": "codex"}
+# platform -> adapter module under client/hooks/
+PLATFORMS = {"claude-code": "claude_code", "qwen": "qwen", "gemini": "gemini", "codex": "codex"}
 DEFAULT_PLATFORM = "claude-code"
+# Hosts that fire no SessionStart headless (Qwen Code 0.15 `qwen -p`, seen in tests/hosts):
+# their first prompt is where a session begins, so it may start the runner, which answers a
+# session's first prompt with the SessionStart context.
+PROMPT_STARTS = frozenset({"qwen"})
 STDIN_BUDGET_S = float(os.environ.get("PLUGKIT_HOOK_STDIN_TIMEOUT") or 2.0)
 STDIN_CAP = 16 << 20
 RPC_TIMEOUT_S = 5.0  # a gate check reads two small files; a stuck runner must not hold the agent
@@ -214,7 +218,8 @@ def on_session_start(event: Event) -> Answer:
 
 
 def on_prompt(event: Event) -> Answer:
-    result = call("hook.prompt", _session(event))
+    starts = event.platform in PROMPT_STARTS
+    result = call("hook.prompt", _session(event), start=starts, timeout=SLOW_RPC_TIMEOUT_S if starts else RPC_TIMEOUT_S)
     return Answer(context=result["context"] if result["changed"] else "")
 
 

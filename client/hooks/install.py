@@ -47,20 +47,25 @@ CODEX_EVENTS = (("SessionStart", None, 30), ("UserPromptSubmit", None, 10),
 
 
 class Target:
-    __slots__ = ("fmt", "path", "events", "timeout_scale", "unit", "named")
+    __slots__ = ("fmt", "path", "events", "timeout_scale", "unit", "named", "note")
 
     def __init__(self, fmt: str, path: str, events: tuple, timeout_scale: int = 1, unit: str = "seconds",
-                 named: bool = False) -> None:
+                 named: bool = False, note: str = "") -> None:
         self.fmt, self.path, self.events = fmt, path, events
-        self.timeout_scale, self.unit, self.named = timeout_scale, unit, named
+        self.timeout_scale, self.unit, self.named, self.note = timeout_scale, unit, named, note
 
 
 TARGETS = {
     "claude-code": Target("json", ".claude/settings.json", CLAUDE_EVENTS),
-    "qwen": Target("json", ".qwen/settings.json", QWEN_EVENTS),
+    # Qwen Code's command-hook timeouts are milliseconds too (its HookRunner: default 60000,
+    # "Hook timed out after 10ms" when given seconds), though its HTTP hooks take seconds.
+    "qwen": Target("json", ".qwen/settings.json", QWEN_EVENTS, 1000, "milliseconds"),
     # Gemini CLI's hook timeouts are milliseconds (its hooks reference: default 60000).
     "gemini": Target("json", ".gemini/settings.json", GEMINI_EVENTS, 1000, "milliseconds", named=True),
-    "codex": Target("toml", ".codex/config.toml", CODEX_EVENTS),
+    # Seen in the real codex (tests/hosts): without both trusts it skips our hooks silently.
+    "codex": Target("toml", ".codex/config.toml", CODEX_EVENTS, note=(
+        "Codex runs them only once you trust them: review them in codex's /hooks (it skips new or "
+        "changed hooks silently until then); a project's .codex/ is read only in a trusted project")),
 }
 OPTIONS = {"--platform": VALUE, "--project": FLAG, "--user": FLAG, "--print": FLAG, "--uninstall": FLAG}
 BEGIN = "# >>> plugkit hooks (written by `plugkit install --platform codex`; --uninstall removes this block)"
@@ -97,6 +102,8 @@ def main(argv: list[str]) -> int:
         state = "already up to date" if new == old else "installed"
         print(f"plugkit: {len(target.events)} {platform} hooks {state} in {path} "
               f"(timeouts in {target.unit}); they run {command} hook <Event> --platform {platform}")
+        if target.note:
+            print(f"plugkit: {target.note}")
     return 0
 
 

@@ -23,7 +23,9 @@ the runner's TCP port and the state directory's permissions; says what to fix.
 Exit 1 if anything plugkit needs is broken."""
 
 REQUIRED_LANGUAGES = frozenset({"bash", "python"})
-PRIVATE_FILES = ("token", "port", "runner.log", "runner.out", "ledger.sqlite3")
+# Named by the path helpers, so a renamed file is still checked.
+PRIVATE_FILES = tuple(os.path.basename(f()) for f in (paths.token_file, paths.port_file, paths.log_file,
+                                                     paths.stdio_file, paths.ledger_file))
 
 
 def check_languages():

@@ -136,6 +136,14 @@ def _size(n: int) -> str:
     return str(n)
 
 
+def _browser_line(browser: dict) -> str:
+    if browser.get("problem"):
+        return f"browser: unavailable ({browser['problem']})"
+    state = f"running (pid {browser['pid']})" if browser.get("running") else "not running"
+    sandbox = browser.get("sandbox") or {}
+    return f"browser: {state}, sandbox {'on' if sandbox.get('on') else 'off'}: {sandbox.get('why', '?')}"
+
+
 def render_status(info: dict, snap: dict, color: bool = False) -> str:
     """A few lines for a person: the runner, then a compact table of tasks (bounded)."""
     bold, dim, reset = ("\x1b[1m", "\x1b[2m", "\x1b[0m") if color else ("", "", "")
@@ -149,6 +157,8 @@ def render_status(info: dict, snap: dict, color: bool = False) -> str:
         f"{reaper.get('strays_killed', 0)}, zombies reaped {reaper.get('zombies_reaped', 0)}; "
         f"requests {info['requests']}{reset}",
     ]
+    if info.get("browser"):
+        lines.append(f"  {_browser_line(info['browser'])}")
     tasks = sorted(snap.get("tasks", []), key=lambda t: (t["state"] != "running", -t["task_id"]))
     if tasks:
         lines.append(f"  {'TASK':<9} {'SESSION':<16} {'LANG':<10} {'STATE':<10} {'AGE':>8} {'OUT':>10}")

@@ -1,7 +1,8 @@
 """Phase operations on one workspace: status, advance, retreat, emission, verify, stop.
 
-Synchronous and file-based (the runner calls them in a worker thread). What only the
-runner can witness — running tasks, git, a finished task's output — arrives as an
+Synchronous (the runner calls them in a worker thread); state and items come from the
+runner's ledger when the workspace carries one (plugkit.lifecycle.authority), else from
+the workspace's files. What only the runner can witness — running tasks, git, a finished task's output — arrives as an
 `External` or a `Witness`; everything else is read from the workspace's files at the
 moment of the call.
 """

@@ -1,5 +1,9 @@
 """`.plugkit/state.json`: phase, mutables, transition history, approvals — one workspace's gates.
 
+In the runner (ws.ledger set) the state lives in the runner's ledger and this file is its
+view (plugkit.lifecycle.authority); what follows describes the file-only model the pure
+library and its tests use.
+
 Read from disk on every call (no cache), so a runner restart, or a second runner, loses
 nothing. Writes happen only inside `transaction()`: workspace lock, re-read, change,
 atomic replace. A missing file is a fresh PLAN state (nothing is written until something

@@ -62,8 +62,12 @@ class Workspace:
     @property
     def opted_in(self) -> bool:
         """Whether the gates were ever used here (any gate write, a .prd, a config): until
-        then the hooks keep them silent. A `.git` marks a workspace but opts nothing in."""
-        return any(os.path.lexists(p) for p in (self.state_path, self.prd_path, self.config_path))
+        then the hooks keep them silent. A `.git` marks a workspace but opts nothing in.
+        The runner's ledger remembers a workspace it wrote for: deleting the views does
+        not opt it out again."""
+        if any(os.path.lexists(p) for p in (self.state_path, self.prd_path, self.config_path)):
+            return True
+        return self.ledger is not None and self.ledger.get(self.root) is not None
 
     def ensure_dir(self) -> None:
         """Created on the first write only: reads (hooks on every tool call) never litter a cwd.

@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from plugkit.protocol.bounds import at_most, max_chars
-from plugkit.vocab import TaskState
+from plugkit.vocab import TASK_STATES
 
 
 # --- values that reach the OS, decided here once (issue 17.7) ------------------
@@ -84,6 +84,7 @@ class RunnerInfo(Result):
     running_tasks: int
     requests: int
     reaper: dict[str, int | float] = {}
+    browser: dict = {}  # running, pid, chromium, sandbox {on, why}
 
 
 class DebugSnapshot(Result):
@@ -97,6 +98,7 @@ class ShutdownResult(Result):
 # --- sessions and tasks ----------------------------------------------------
 
 SessionId = Field(min_length=1, max_length=256)
+TaskState = Literal[TASK_STATES]  # type: ignore[valid-type]  # Literal of the tuple's values
 Stream = Literal["stdout", "stderr", "info"]
 
 

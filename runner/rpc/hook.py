@@ -17,6 +17,7 @@ import os
 from plugkit.refusals import Refused
 from plugkit.memory import index_for_context
 from plugkit.vocab import LIVE_STATES
+from plugkit.workspace import refusal
 from plugkit.protocol.hook import (
     HookContext, HookDecision, HookPreToolParams, HookPromptResult, HookSessionEnded, HookSessionParams,
     HookSessionStartParams, HookStopParams, HookStopResult,
@@ -42,6 +43,14 @@ def _key(p: HookSessionParams) -> SessionKey:
     return session_key(p.session_id, p.cwd)
 
 
+def _gates(ctx: Context, p: HookSessionParams):
+    """The gate manager, or None when there is nothing to gate: no gates composed in, or a cwd of
+    /, $HOME or $PLUGKIT_HOME (never a workspace; a note there on every tool call would be noise)."""
+    if ctx.gates is None or (os.path.isabs(p.cwd) and refusal(os.path.realpath(p.cwd)) is not None):
+        return None
+    return ctx.gates.get()
+
+
 # --- the gates, through three adapter functions --------------------------------------------
 # Only GateManager's public methods are used: workspace(session_id, cwd), check(ws, event,
 # tool_name, tool_input, platform) -> (Verdict{decision, reason}, mode), stop(ws, stop_hook_active) ->
@@ -52,7 +61,7 @@ def _key(p: HookSessionParams) -> SessionKey:
 
 
 async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
-    gates = ctx.gates.get() if ctx.gates is not None else None
+    gates = _gates(ctx, p)
     if gates is None:
         return "allow", ""
     try:
@@ -67,7 +76,7 @@ async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
 
 
 async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
-    gates = ctx.gates.get() if ctx.gates is not None else None
+    gates = _gates(ctx, p)
     if gates is None:
         return False, ""
     try:
@@ -81,7 +90,7 @@ async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
 
 
 async def gate_lines(ctx: Context, p: HookSessionParams) -> list[str]:
-    gates = ctx.gates.get() if ctx.gates is not None else None
+    gates = _gates(ctx, p)
     if gates is None:
         return []
     try:
@@ -135,14 +144,18 @@ async def session_start(ctx: Context, p: HookSessionStartParams) -> HookContext:
     memory index; at most 40 lines. Example: {"method":"hook.session_start","params":
     {"session_id":"5f1c","cwd":"/w","platform":"claude-code","source":"startup"}}
     """
+    log.info("hook_session_start", session_id=p.session_id, cwd=_key(p).cwd, platform=p.platform, source=p.source)
+    return HookContext(context=await _start(ctx, p))
+
+
+async def _start(ctx: Context, p: HookSessionParams) -> str:
     key = _key(p)
     if os.path.isdir(key.cwd):
         ctx.tasks.open_session(p.session_id, p.cwd)
     status = await _status(ctx, p)
     ctx.hooks.remember_sent(key, "\n".join(status))
     lines = [USAGE_LINE, *status, *await _memory_index(ctx, p)]
-    log.info("hook_session_start", session_id=p.session_id, cwd=key.cwd, platform=p.platform, source=p.source)
-    return HookContext(context="\n".join(lines[:MAX_CONTEXT_LINES]))
+    return "\n".join(lines[:MAX_CONTEXT_LINES])
 
 
 @rpc(HookSessionParams)
@@ -150,9 +163,14 @@ async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
     """hook.prompt {session_id, cwd} -> {context, changed}
 
     The same status as session_start (running tasks, gate lines), but only when it differs
-    from the last one this session was given; else context "" and changed false.
+    from the last one this session was given; else context "" and changed false. A session
+    never started gets session_start's whole context on its first prompt: Qwen Code fires
+    no SessionStart headless (`qwen -p`), and a SessionStart that found no runner is lost.
     """
     key, memory = _key(p), ctx.hooks
+    if not memory.started(key):
+        log.info("hook_session_start", session_id=p.session_id, cwd=key.cwd, source="first prompt")
+        return HookPromptResult(context=await _start(ctx, p), changed=True)
     status = "\n".join(await _status(ctx, p))
     if status == memory.sent(key):
         return HookPromptResult(context="", changed=False)

@@ -19,6 +19,10 @@ class HookMemory:
     def sent(self, key: SessionKey) -> str:
         return self._sent.get(key, "")
 
+    def started(self, key: SessionKey) -> bool:
+        """Was this session ever given its start context (SessionStart or a first prompt)?"""
+        return key in self._sent
+
     def remember_sent(self, key: SessionKey, status: str) -> None:
         self._put(self._sent, key, status)
 

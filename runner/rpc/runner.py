@@ -10,7 +10,9 @@ from runner.rpc.dispatch import Context, rpc
 @rpc(NoParams)
 async def info(ctx: Context, params: NoParams) -> RunnerInfo:
     """runner.info {} -> {service, pid, version, port, home, started_at, uptime_s,
-    sessions, tasks, running_tasks, requests}
+    sessions, tasks, running_tasks, requests, reaper, browser}
+
+    browser: {running, pid, chromium, sandbox: {on, why}} (empty without exec:browser).
 
     Errors: none beyond the standard ones.
     Example: {"jsonrpc":"2.0","id":1,"method":"runner.info","params":{}}
@@ -23,7 +25,16 @@ async def info(ctx: Context, params: NoParams) -> RunnerInfo:
         sessions=counts["sessions"], tasks=counts["tasks"], running_tasks=counts["running"],
         requests=sum(rt.requests.values()),
         reaper=_reaper_counts(ctx),
+        browser=await _browser(ctx),
     )
+
+
+async def _browser(ctx: Context) -> dict:
+    browser = next((e for e in ctx.tasks.executors if e.name == "browser"), None)
+    if browser is None:
+        return {}
+    real = getattr(browser, "real", None)  # built on first use (registry.Deferred): build it now
+    return await (real() if real else browser).status()
 
 
 def _reaper_counts(ctx: Context) -> dict:

@@ -145,3 +145,18 @@ def test_complete_waits_until_the_edit_is_reverted(agent):
     assert blocked and "tampered" in reason
     agent.plugkit("gate", "restore")
     assert agent.stop() == (False, "")
+
+
+def test_deleting_the_views_does_not_silence_the_gates(home, tmp_path):
+    repo = make_repo(tmp_path / "plain", "")  # no settings: opted in by its first gate write
+    (repo / ".plugkit" / "config.toml").unlink()
+    agent = Agent(home, repo)
+    agent.hook("SessionStart", source="startup")
+    agent.plugkit("mutable", "add", "port")
+    agent.plugkit("prd", "add", "the work")
+    assert "plugkit gates (advisory): phase PLAN" in context(agent)
+    (repo / ".prd").unlink()
+    (repo / ".plugkit" / "state.json").unlink()
+    assert "plugkit gates (advisory): phase PLAN" in context(agent)  # the ledger remembers
+    blocked, note = agent.stop()
+    assert not blocked and "open work items: w1" in note and "unknown mutables: port" in note

@@ -99,3 +99,20 @@ async def test_user_memories_still_work_from_home(make_client, places):
     listed = await call(client, "memory.list", session_id="s1", cwd=home)
     assert [m["name"] for m in listed["memories"]] == ["prefers tabs"]
     assert not (places["home"] / ".plugkit").exists()
+
+
+@pytest.mark.parametrize("where", ["root", "home"])
+async def test_hooks_there_stay_quiet_and_create_nothing(make_client, places, root_guard, where):
+    # No workspace, so nothing to gate: no note on every tool call, no Stop block, no error.
+    client = await make_client()
+    cwd = str(places[where])
+    before = {name for name in PLANTED if os.path.lexists(os.path.join(cwd, name))}
+    session = {"session_id": "hooked", "cwd": cwd}
+    started = await call(client, "hook.session_start", **session, platform="claude-code", source="startup")
+    assert "keeps no" not in started["context"]
+    decided = await call(client, "hook.pre_tool", **session, tool_name="Write",
+                         tool_input={"file_path": os.path.join(cwd, "x.py"), "content": "x"})
+    assert decided == {"decision": "allow", "reason": ""}
+    assert (await call(client, "hook.stop", **session))["block"] is False
+    await call(client, "hook.session_end", **session)
+    assert {name for name in PLANTED if os.path.lexists(os.path.join(cwd, name))} == before

@@ -135,6 +135,14 @@ async def test_prompt_injects_the_status_only_when_it_changed(ctx, tmp_path):
     assert ended == {"context": "plugkit: no task of this session is running now.", "changed": True}
 
 
+async def test_a_session_never_started_gets_the_start_context_on_its_first_prompt(ctx, tmp_path):
+    # Qwen Code fires no SessionStart headless: its first prompt is where the session begins.
+    first = await call(hook.prompt, ctx, **ids(tmp_path))
+    assert first["changed"] and first["context"].startswith("plugkit: to run code") and "phase PLAN" in first["context"]
+    assert ctx.tasks.registry.opened
+    assert await call(hook.prompt, ctx, **ids(tmp_path)) == {"context": "", "changed": False}
+
+
 async def test_session_start_context_is_bounded(ctx, tmp_path, monkeypatch):
     ctx.tasks.live = [task(i) for i in range(1, 30)]
     ctx.gates.get().lines = [f"gate line {i}" for i in range(15)]

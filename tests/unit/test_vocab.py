@@ -79,8 +79,18 @@ def test_a_finished_task_says_its_reason_in_the_table_words(reason):
     assert task.finished and shapes.task_info(task).state == vocab.FAILED
 
 
-def test_vocab_is_stdlib_only():
+def test_vocab_imports_nothing():
     tree = ast.parse((ROOT / "plugkit" / "vocab.py").read_text())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= {"typing", "__future__"}
+    assert imported == set()  # not even typing: the client's hot path imports vocab
+
+
+def test_the_ledger_path_is_built_by_its_helper_only():
+    from plugkit import paths
+
+    assert paths.ledger_file("/h") == "/h/ledger.sqlite3"
+    name = "ledger.sqlite3"
+    spelled = [f"{path.relative_to(ROOT)}:{n}" for path, tree in _sources()
+               for n, value in _string_constants(tree) if name in value and path.name != "paths.py"]
+    assert spelled == []

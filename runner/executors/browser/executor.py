@@ -106,6 +106,9 @@ class BrowserExecutor:
     def snapshot(self) -> dict:
         return self.browsers.snapshot()
 
+    async def status(self) -> dict:
+        return await self.browsers.status()
+
     # --- one task ---------------------------------------------------------------
 
     async def _work(self, task: TaskIO, script: commands.Script, run: BrowserRun) -> Outcome:
@@ -196,7 +199,7 @@ def make(ctx) -> BrowserExecutor:
     # PLUGKIT_CHROMIUM and PLUGKIT_BROWSER_IDLE_S were read at boot (plugkit.config.RunnerConfig).
     return BrowserExecutor(BrowserSpec(
         chromium=ChromiumSpec(runner_id=ctx.runner_id, home=ctx.home, kill_grace_s=ctx.limits.kill_grace_s),
-        # PATH is read at each launch so a Chromium installed later is still found.
+        # PATH as the runner got it: the lookup runs again at each launch (a later install is found).
         environ={**({chromium_rule.ENV: ctx.chromium} if ctx.chromium else {}),
                  **({"PATH": os.environ["PATH"]} if "PATH" in os.environ else {})},
         idle_s=ctx.browser_idle_s, session_idle_s=ctx.limits.session_idle_s))

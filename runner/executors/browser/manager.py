@@ -55,6 +55,7 @@ class BrowserManager:
         self._idle_task: Optional[asyncio.Task] = None
         self._profiles_swept = False
         self.sandbox: Optional[Sandbox] = None  # decided (probed) at the first launch, then kept
+        self._executable: Optional[str] = None   # the Chromium last found
         self.launches = self.crashes = 0
 
     def check_installed(self) -> None:
@@ -127,7 +128,7 @@ class BrowserManager:
         now = time.monotonic()
         running = self._chromium is not None and self._chromium.alive()
         return {
-            "chromium": self._executable_text(), "running": running,
+            "chromium": self._executable or self._executable_text(), "running": running,
             "sandbox": self.sandbox.as_dict() if self.sandbox else None,
             "pid": self._chromium.pid if running else None, "launches": self.launches,
             "crashes": self.crashes, "idle_close_s": self.spec.idle_s,
@@ -163,17 +164,15 @@ class BrowserManager:
         return self._chromium.alive() and (reader is None or not reader.done())
 
     async def _launch(self) -> None:
-        executable = find_executable(self.spec.environ)
+        executable = self._executable = find_executable(self.spec.environ)
         if not self._profiles_swept:
             await asyncio.to_thread(remove_stale_profiles, self.spec.chromium.home)
             self._profiles_swept = True
         # pyppeteer takes ~100 ms to import: do it in a thread while Chromium starts.
         importing = asyncio.ensure_future(asyncio.to_thread(_import_cdp))
         importing.add_done_callback(_consume)
-        if self.sandbox is None:  # a probe child (~20 ms), once per runner
-            self.sandbox = await asyncio.to_thread(sandbox_for, executable)
-            log.info("browser_sandbox", on=self.sandbox.on, why=self.sandbox.why)
-        chromium = await ChromiumProcess.spawn(self.spec.chromium, executable, self.sandbox, self._on_chromium_exit)
+        sandbox = await self.sandbox_verdict(executable)
+        chromium = await ChromiumProcess.spawn(self.spec.chromium, executable, sandbox, self._on_chromium_exit)
         try:
             cdp = await importing
             browser = await settle(cdp.connect(chromium.cdp, DEFAULT_VIEWPORT), timeout=LAUNCH_TIMEOUT_S)
@@ -197,6 +196,25 @@ class BrowserManager:
         log.info("browser_launched", pid=chromium.pid, generation=self._generation, sandbox=self.sandbox.on)
         if self._idle_task is None or self._idle_task.done():
             self._idle_task = asyncio.create_task(self._idle_loop(), name="browser-idle")
+
+    async def sandbox_verdict(self, executable: str) -> Sandbox:
+        """Whether Chromium runs sandboxed here: probed once per runner (a child, ~20 ms)."""
+        if self.sandbox is None:
+            self.sandbox = await asyncio.to_thread(sandbox_for, executable)
+            log.info("browser_sandbox", on=self.sandbox.on, why=self.sandbox.why)
+        return self.sandbox
+
+    async def status(self) -> dict:
+        """For runner.info: the browser and its sandbox, decided now if no launch did yet."""
+        running = self._chromium is not None and self._chromium.alive()
+        if self._executable is None:  # found once here (runner.info is benchmarked); each launch looks again
+            try:
+                self._executable = find_executable(self.spec.environ)
+            except LaunchError as exc:
+                return {"running": running, "chromium": None, "problem": str(exc), "sandbox": None}
+        sandbox = await self.sandbox_verdict(self._executable)
+        return {"running": running, "pid": self._chromium.pid if running else None,
+                "chromium": self._executable, "sandbox": sandbox.as_dict()}
 
     def _executable_text(self) -> str:
         try:
