@@ -158,6 +158,10 @@ class TaskCgroups:
         """Runner shutdown: every task cgroup dies, then the runner's directory goes."""
         kill_cgroup(self.base)
         remove_tree(self.base, 2.0)
+        try:
+            os.rmdir(self.home_dir)  # the last runner of this home leaves nothing behind
+        except OSError:
+            pass  # another runner of this home (or one to reap at the next boot) is still there
 
 
 def procs_file(path: str) -> str:

@@ -89,6 +89,9 @@ def test_an_untagged_escapee_dies_with_runner_stop(home: Home, tmp_path, escapee
     finally:
         assert home.cli("runner", "stop").returncode == 0
     assert gone(escapee_seconds)
+    # The runner's cgroups went with it: nothing accumulates under the hierarchy run after run.
+    mode = cgroups.detect()
+    assert not os.path.exists(os.path.join(mode.root, "plugkit", cgroups.home_key(str(home.path))))
 
 
 def test_an_untagged_escapee_of_a_killed_runner_dies_at_the_next_boot(home: Home, tmp_path, escapee_seconds):
