@@ -139,7 +139,7 @@ async def test_a_session_never_started_gets_the_start_context_on_its_first_promp
     # Qwen Code fires no SessionStart headless: its first prompt is where the session begins.
     first = await call(hook.prompt, ctx, **ids(tmp_path))
     assert first["changed"] and first["context"].startswith("plugkit: to run code") and "phase PLAN" in first["context"]
-    assert ctx.tasks.registry.opened
+    assert ctx.tasks.opened
     assert await call(hook.prompt, ctx, **ids(tmp_path)) == {"context": "", "changed": False}
 
 
