@@ -274,7 +274,29 @@ def reap_dead_runners(home: str, live_runner_id: str, alive) -> list[str]:
         kill_cgroup(path)
         remove_tree(path, 2.0)
         reaped.append(name)
+    _sweep_empty(os.path.join(mode.root, "plugkit"), alive)
     return reaped
+
+
+def _sweep_empty(plugkit_dir: str, alive) -> None:
+    """Other homes' dead runners (a test home killed with -9, never booted again) leave empty
+    directories; those go. Nothing of another home is killed: its own next boot does that."""
+    try:
+        homes = [e.path for e in os.scandir(plugkit_dir) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for home_dir in homes:
+        try:
+            runners = [e for e in os.scandir(home_dir) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for entry in runners:
+            if not alive(entry.name) and not populated(entry.path):
+                remove_tree(entry.path, 0.0)
+        try:
+            os.rmdir(home_dir)
+        except OSError:
+            pass
 
 
 _detected: Optional[Mode] = None
