@@ -117,7 +117,7 @@ async def main(tracking):
     deadline = time.monotonic() + 30
     while zombie(proc.pid) is False and time.monotonic() < deadline:
         time.sleep(0.01)
-    reaped = await asyncio.to_thread(subreaper.reap_adopted, set(), min_age_s=0)
+    reaped = subreaper.reap_adopted(set(), min_age_s=0)  # still blocking: the watcher cannot run first
     return {"stolen": proc.pid in reaped, "exit": await proc.wait(),
             "left": sorted(subreaper.SPAWNED.snapshot())}
 
