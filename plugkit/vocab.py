@@ -27,6 +27,11 @@ END_REASONS: dict[str, str] = {
     "compile_error": "failed to compile",
     "device_lost": "lost its serial device (unplugged, or the other end of the line closed)",
     "closed": "was closed on request and its port released",
+    "js_error": "threw an error in the page",
+    "command_failed": "could not carry out its browser command",
+    "page_lost": "lost its browser page",
+    "browser_unavailable": "found no browser it could start",
+    "browser_crashed": "lost its browser: Chromium died (the next browser task relaunches it)",
 }
 
 

@@ -12,10 +12,13 @@ import fcntl
 import glob
 import os
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
 from typing import Mapping, Optional
+
+import psutil
 
 from plugkit import languages
 from plugkit.languages import projects as lang_projects
@@ -233,12 +236,35 @@ def outcome_of(task_id: int, rc: int, compiled: bool, compile_hint: Optional[str
     return Outcome("failed", "exit_nonzero", exit_code=rc, message=f"task_{task_id} exited with code {rc}")
 
 
+TMP_PREFIX = "plugkit-tasks-"
+
+
+def task_dir() -> str:
+    """Task code files live outside the home: a task's own argv (`bash <file>`) names its
+    file's directory, and the home holds the token. A fresh private dir (0700, random name)
+    per runner, named with its pid; the dirs of runners no longer alive are removed first,
+    since one killed with -9 cannot clean up after itself and /tmp is shared. Only this
+    user's real directories whose pid is gone: any live process keeps its dir (pid reuse
+    only delays a removal)."""
+    base = tempfile.gettempdir()
+    for name in os.listdir(base):
+        pid = name[len(TMP_PREFIX):].partition("-")[0] if name.startswith(TMP_PREFIX) else ""
+        if not pid.isdigit() or psutil.pid_exists(int(pid)):
+            continue
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if st.st_uid == os.getuid() and stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(path, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-")
+
+
 def make(ctx) -> ProcessExecutor:
-    # Task code files live outside the home: a task's own argv (`bash <file>`) names its
-    # file's directory, and the home holds the token. A fresh private dir per runner.
     return ProcessExecutor(ProcessSpec(runner_id=ctx.runner_id, home=ctx.home,
                                        kill_grace_s=ctx.limits.kill_grace_s,
-                                       tmp_root=tempfile.mkdtemp(prefix="plugkit-tasks-"), python=ctx.python))
+                                       tmp_root=task_dir(), python=ctx.python))
 
 
 def _write_tree(workdir: str, layout: Layout, default_name: str) -> str:

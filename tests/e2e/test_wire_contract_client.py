@@ -55,7 +55,6 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
     cli("gate", "emit", "app.py")
     cli("gate", "retreat", "replan", "wire", "check")
     cli("gate", "verify", "--wait", "0.1")
-    cli("gate", "restore")
     cli("mutable", "add", "greeting", "--expected", "hello")
     cli("mutable", "resolve", "greeting", "task_1", "--line", "1")
     cli("mutable", "list")

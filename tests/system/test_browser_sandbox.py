@@ -64,6 +64,20 @@ def _verdict_as(uid: int, gid: int, exe: str, scratch: str) -> dict:
     return json.loads(run.stdout)
 
 
+def _observe(root: int) -> dict:
+    found = {"argv": [], "seccomp": {}}
+    for p in [psutil.Process(root)] + psutil.Process(root).children(recursive=True):
+        try:
+            cmd = p.cmdline()
+            with open(f"/proc/{p.pid}/status") as fh:
+                mode = next(ln.split()[1] for ln in fh if ln.startswith("Seccomp:"))
+        except (psutil.Error, OSError):
+            continue
+        found["argv"].append(cmd)
+        found["seccomp"][" ".join(cmd)] = mode
+    return found
+
+
 async def _chromium_as(uid: int, gid: int, command: list[str], profile: str) -> dict:
     """Start Chromium as that user on the DevTools pipe, open a page; report the tree."""
     pipes = ChildPipes.create()
@@ -80,17 +94,15 @@ async def _chromium_as(uid: int, gid: int, command: list[str], profile: str) -> 
         while "id" not in (answer := json.loads(await asyncio.wait_for(transport.recv(), 60))):
             pass
         assert "result" in answer, answer
-        tree = [psutil.Process(proc.pid)]
-        for _ in range(200):  # until the page's renderer exists
-            tree = [psutil.Process(proc.pid)] + psutil.Process(proc.pid).children(recursive=True)
-            if any("--type=renderer" in " ".join(p.cmdline()) for p in tree):
+        found: dict = {}
+        for _ in range(200):  # until the page's renderer exists and has finished starting up
+            # A renderer freshly forked by the zygote engages seccomp during its start-up: read
+            # again until every renderer is past that (without a sandbox they never will be).
+            found = _observe(proc.pid)
+            renderers = [mode for cmd, mode in found["seccomp"].items() if "--type=renderer" in cmd]
+            if renderers and set(renderers) == {"2"}:
                 break
             await asyncio.sleep(0.05)
-        found = {"argv": [p.cmdline() for p in tree], "seccomp": {}}
-        for p in tree:
-            with open(f"/proc/{p.pid}/status") as fh:
-                mode = next(ln.split()[1] for ln in fh if ln.startswith("Seccomp:"))
-            found["seccomp"][" ".join(p.cmdline())] = mode
         return found
     finally:
         await transport.close()

@@ -103,13 +103,20 @@ LOADED_LOOP = r"""
 import asyncio, json, sys, time
 from runner.system import subreaper
 
+def zombie(pid):
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+
 async def main(tracking):
     loop = asyncio.get_running_loop()
     watcher = subreaper.tracking_watcher() if tracking else asyncio.PidfdChildWatcher()
     watcher.attach_loop(loop)
     asyncio.set_child_watcher(watcher)
     proc = await asyncio.create_subprocess_exec("sh", "-c", "sleep 0.3; exit 7")
-    time.sleep(1.0)  # the loop is busy: the child is a zombie nobody has waited for yet
+    # The loop is busy (blocked here) until the child is a zombie nobody has waited for yet.
+    deadline = time.monotonic() + 30
+    while zombie(proc.pid) is False and time.monotonic() < deadline:
+        time.sleep(0.01)
     reaped = await asyncio.to_thread(subreaper.reap_adopted, set(), min_age_s=0)
     return {"stolen": proc.pid in reaped, "exit": await proc.wait(),
             "left": sorted(subreaper.SPAWNED.snapshot())}

@@ -56,9 +56,11 @@ def test_shell_commands(command, decision):
 ])
 def test_crafted_commands_are_decided_in_linear_time(command):
     # A check that outlived the hook's 5 s budget would fail open: the call would be allowed.
-    began = time.perf_counter()
+    # CPU time of this process, not wall time: other load on the machine does not count, and a
+    # backtracking check on these inputs would need minutes, not the 2 s allowed here.
+    began = time.process_time()
     decide("EMIT", "Bash", {"command": command})
-    assert time.perf_counter() - began < 0.5
+    assert time.process_time() - began < 2.0
 
 
 def test_commits_are_allowed_once_nothing_is_unknown():

@@ -158,7 +158,7 @@ class BrowserManager:
             return self._browser
 
     def _healthy(self) -> bool:
-        # pyppeteer's websocket reader can die by itself (an exception in a handler) while
+        # pyppeteer's DevTools reader can die by itself (an exception in a handler) while
         # Chromium lives: without it nothing answers, so count that as a dead browser too.
         reader = getattr(getattr(self._browser, "_connection", None), "_recv_fut", None)
         return self._chromium.alive() and (reader is None or not reader.done())
@@ -184,8 +184,13 @@ class BrowserManager:
             if isinstance(exc, (LaunchError, asyncio.CancelledError, KeyboardInterrupt)):
                 raise
             if exited:
+                words = chromium.last_words()
+                # A kernel that passed our probe but failed Chromium's sandbox (its own FATAL line
+                # says "sandbox"): name what we started it with, and where to look.
+                hint = (f"; it was started sandboxed ({sandbox.why}), see `plugkit doctor`"
+                        if sandbox.on and "sandbox" in words.lower() else "")
                 raise LaunchError(f"Chromium ({executable}) {chromium.exit_text()} during start-up: "
-                                  f"{chromium.last_words()}") from None
+                                  f"{words}{hint}") from None
             raise LaunchError(f"Chromium ({executable}) did not answer on its DevTools pipe: "
                               f"{exc or 'timed out'}; {chromium.last_words()}") from None
         browser.on("disconnected", lambda: self._on_disconnected(chromium))
