@@ -16,8 +16,10 @@ Contract (Copilot CLI hooks reference, camelCase event names, which plugkit inst
   its prompt. Copilot sends no stop_hook_active, and nothing bounds its continuations, so
   every stop is read as a continuation: the runner then blocks once per reason, never in
   a loop (the loop guard compares with the reason it gave last).
-- sessionStart / userPromptSubmitted output is not processed by Copilot: the session
-  context cannot reach the model there; the session still starts the runner.
+- sessionStart: `{"additionalContext": ...}`. The reference says its output is not
+  processed, but Copilot CLI 1.0.102, driven for real (tests/hosts/test_more_hosts.py),
+  hands it to the model as a user message. userPromptSubmitted output is ignored: plugkit
+  does not install it.
 """
 
 import json
@@ -60,6 +62,10 @@ def pre_tool(a) -> tuple[bytes, int]:
     return NOTHING  # a warning has no field the agent reads; the tool runs as it would
 
 
+def session_start(a) -> tuple[bytes, int]:
+    return answer({"additionalContext": a.context}) if a.context else NOTHING
+
+
 def agent_stop(a) -> tuple[bytes, int]:
     if a.block:
         return answer({"decision": "block", "reason": a.reason or "plugkit: the work is not done yet"})
@@ -68,7 +74,7 @@ def agent_stop(a) -> tuple[bytes, int]:
 
 # platform event -> (canonical kind, renderer)
 EVENTS = {
-    "sessionStart": ("session_start", constant(NOTHING)),
+    "sessionStart": ("session_start", session_start),
     "userPromptSubmitted": ("prompt", constant(NOTHING)),
     "preToolUse": ("pre_tool", pre_tool),
     "postToolUse": ("post_tool", constant(NOTHING)),

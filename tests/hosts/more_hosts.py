@@ -1,4 +1,8 @@
-"""The hosts of issue 21 that npm has (OpenCode, Kilo; Copilot CLI), as rows like hosts.HOSTS.
+"""The hosts of issue 21 that npm has (OpenCode, Kilo, Copilot CLI), as rows like hosts.HOSTS.
+
+Copilot CLI runs offline with a BYOK provider (COPILOT_OFFLINE, COPILOT_PROVIDER_BASE_URL:
+no GitHub login, telemetry or update check); COPILOT_ALLOW_ALL=true trusts the work
+directory, which is what loads its .github/hooks.
 
 OpenCode and Kilo take an OpenAI-compatible provider from their config file (the base URL
 of the fake model, a dummy key), with model fetching, auto-update and sharing off. Both
@@ -25,6 +29,15 @@ def _quiet(prefix: str) -> dict:
 
 
 MORE_HOSTS = {
+    "copilot": Host(
+        "copilot", "copilot",
+        lambda prompt: ["-p", prompt, "--allow-all-tools", "--no-auto-update"],
+        lambda url: {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"{url}/v1", "COPILOT_PROVIDER_API_KEY": KEY,
+                     "COPILOT_MODEL": "gpt-4.1", "COPILOT_ALLOW_ALL": "true", "COPILOT_AUTO_UPDATE": "false"},
+        lambda url, work: {},
+        lambda command: Call("bash", {"command": command, "description": "run it"}),
+        lambda path, content: Call("create", {"path": path, "file_text": content}),
+    ),
     "opencode": Host(
         "opencode", "opencode",
         lambda prompt: ["run", prompt],
