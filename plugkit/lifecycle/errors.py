@@ -1,35 +1,13 @@
-"""What the lifecycle model refuses, by kind; the runner maps each kind to a JSON-RPC code.
+"""What the lifecycle model refuses: the same kinds as every other refusal (plugkit.refusals),
+mapped to JSON-RPC codes once in runner/rpc/errors.py, so the model never speaks wire codes.
+Messages are written for the agent (what was refused, and what to do next)."""
 
-Kept apart from plugkit.errors so the model does not speak wire codes: messages are
-written for the agent (what was refused, and what to do next)."""
+from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound, Refused
 
-from plugkit.refusals import Refused
+# The gates' name for a refusal of any kind.
+GateError = Refused
 
-
-class GateError(Refused):
-    kind = "conflict"
-
-
-class Invalid(GateError):
-    """The request itself is malformed (bad name, unknown id referenced, a cycle)."""
-
-    kind = "invalid"
-
-
-class NotFound(GateError):
-    kind = "not_found"
-
-
-class Conflict(GateError):
-    """The request is well-formed but the workspace is not in a state that allows it."""
-
-    kind = "conflict"
-
-
-class Forbidden(GateError):
-    """A safety rule: e.g. an approval that arrived through a hook."""
-
-    kind = "forbidden"
+__all__ = ["Conflict", "Cycle", "Forbidden", "GateError", "Invalid", "NotFound"]
 
 
 class Cycle(Invalid):

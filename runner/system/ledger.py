@@ -20,6 +20,7 @@ LIVE = LIVE_STATES
 LOST_STATE, LOST_REASON = KILLED, "runner_lost"
 LOST_MESSAGE = END_REASONS[LOST_REASON]
 SIBLINGS = ("", "-wal", "-shm")
+FLOOR_SUFFIX = ".last-id"  # ledger.sqlite3.last-id: the id high-water mark, outliving the ledger itself
 # Only these mean "the bytes are bad". Busy, locked, permission or I/O errors say nothing about the
 # file, and moving a healthy ledger aside for them would throw its history away.
 CORRUPTION_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
@@ -71,32 +72,51 @@ class Ledger:
         self.path = path
         self.retention_s, self.max_rows, self.tail_bytes = retention_s, max_rows, tail_bytes
         self.recovered_from: Optional[str] = None
-        self._conn = _connect(path)
+        # Read before _connect creates the file: sqlite takes an empty or missing file for a new ledger.
+        size = _size(path)
+        self._floor = _Floor(path + FLOOR_SUFFIX)
         try:
-            why = _problem(self._conn)
+            self._conn = _connect(path)
+        except BaseException:
+            self._floor.close()
+            raise
+        try:
+            # Empty or missing where the floor says ids were handed out: not a new ledger, a lost one
+            # (decided before _problem writes a schema into it, so the evidence moves aside as found).
+            lost = size in (None, 0) and self._floor.value > 0
+            why = _lost_history(size, self._floor.value) if lost else _problem(self._conn)
             if why is not None:
-                self._recover(why)
+                # A deleted ledger's -wal left by a crash would be replayed into the fresh file: it goes too.
+                self._recover(why, move_aside=size is not None or any(
+                    os.path.lexists(path + suffix) for suffix in SIBLINGS[1:]))
+            # A healthy ledger below its floor is one killed between the floor's write and its own
+            # commit: those ids were never handed out, skipping them is all it takes.
+            self._conn.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'last_id'", (self._floor.value,))
+            self._floor.write(_last_id(self._conn))  # e.g. a ledger from before the floor existed
         except BaseException:
             self._conn.close()
+            self._floor.close()
             raise
         for suffix in SIBLINGS[1:]:  # siblings left by an older runner may predate the 0600 file
             with contextlib.suppress(FileNotFoundError):
                 os.chmod(path + suffix, 0o600)
 
-    def _recover(self, why: str) -> None:
+    def _recover(self, why: str, move_aside: bool = True) -> None:
         """The runner must start anyway: keep the bad file for a post-mortem and begin afresh."""
-        last_id = _last_id_floor(self._conn)
+        last_id = _last_id_floor(self._conn, self._floor.known)
         # Renamed while still open: the last connection's close deletes the -wal by name (after
         # checkpointing it into the file), so under the new name the evidence stays whole.
-        self.recovered_from = _move_aside(self.path)
+        if move_aside:
+            self.recovered_from = _move_aside(self.path)
         self._conn.close()
         self._conn = _connect(self.path)
         again = _problem(self._conn)
         if again is not None:
             raise RuntimeError(f"a fresh ledger at {self.path} is unusable too: {again}")
         self._conn.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'last_id'", (last_id,))
-        log.error("ledger %s was unusable (%s); moved it to %s and started a fresh one; "
-                  "task ids continue after %d", self.path, why, self.recovered_from, last_id)
+        kept = f"moved it to {self.recovered_from}" if self.recovered_from else "nothing left to move aside"
+        log.error("ledger %s was unusable (%s); %s and started a fresh one; task ids continue after %d",
+                  self.path, why, kept, last_id)
 
     def __enter__(self) -> "Ledger":
         return self
@@ -123,6 +143,8 @@ class Ledger:
         self._conn.execute("PRAGMA synchronous = FULL")
         try:
             with self._tx() as db:
+                # The floor goes first: if the commit then fails, ids are skipped, never repeated.
+                self._floor.write(_last_id(db) + count)
                 (last,) = db.execute("UPDATE meta SET value = value + ? WHERE key = 'last_id' RETURNING value",
                                      (count,)).fetchall()[0]
         finally:
@@ -170,6 +192,58 @@ class Ledger:
 
     def close(self) -> None:
         self._conn.close()
+        self._floor.close()
+
+
+class _Floor:
+    """The id high-water mark kept beside the ledger, so a ledger emptied, deleted or garbled
+    by hand still cannot restart the id sequence. Always >= the ledger's own mark (written
+    before it); one fixed-width record rewritten in place, well inside one disk sector."""
+
+    WIDTH = 20
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        raw = os.pread(self._fd, 64, 0)
+        try:
+            self.known: Optional[int] = int(raw.decode("ascii")) if raw.strip() else None
+        except ValueError:  # a torn or garbled record: it says nothing, the ledger's own mark stands
+            log.warning("ledger id floor %s is unreadable (%r); ignoring it", path, raw[:40])
+            self.known = None
+
+    @property
+    def value(self) -> int:
+        return self.known or 0
+
+    def write(self, value: int) -> None:
+        if value == self.known:
+            return
+        os.pwrite(self._fd, str(value).rjust(self.WIDTH).encode("ascii") + b"\n", 0)
+        os.fsync(self._fd)
+        self.known = value
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _size(path: str) -> Optional[int]:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return None
+
+
+def _last_id(conn: sqlite3.Connection) -> int:
+    (value,) = conn.execute("SELECT value FROM meta WHERE key = 'last_id'").fetchone()
+    return int(value)
+
+
+def _lost_history(size: Optional[int], floor: int) -> str:
+    state = "deleted" if size is None else "truncated to 0 bytes"
+    return f"{state}, while its id floor says ids reached {floor}"
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -213,14 +287,15 @@ def _problem(conn: sqlite3.Connection) -> Optional[str]:
     return None
 
 
-def _last_id_floor(conn: sqlite3.Connection) -> int:
+def _last_id_floor(conn: sqlite3.Connection, floor: Optional[int] = None) -> int:
     """The id a fresh ledger must continue after, so that no id handed out before repeats.
 
-    The meta high-water mark is exact (written before ids are handed out): when readable, ids stay
-    short. Task rows understate it (reserved blocks, writes in flight at a crash hold ids with no
-    row), so without it only the clock bounds what was handed out: int(time.time()) is above every
-    earlier id unless the runner averaged more than one id a second since the epoch (or since the
-    last clock-floored recovery), far beyond what agents start. The price: ids like task_1745000000.
+    The meta high-water mark and the floor file beside the ledger are exact (both written before
+    ids are handed out): when either is readable, ids stay short. Task rows understate it (reserved
+    blocks, writes in flight at a crash hold ids with no row), so without them only the clock bounds
+    what was handed out: int(time.time()) is above every earlier id unless the runner averaged more
+    than one id a second since the epoch (or since the last clock-floored recovery), far beyond what
+    agents start. The price: ids like task_1745000000.
     """
     hwm, seen = None, 0
     with contextlib.suppress(sqlite3.DatabaseError):
@@ -230,7 +305,8 @@ def _last_id_floor(conn: sqlite3.Connection) -> int:
     with contextlib.suppress(sqlite3.DatabaseError):
         for (task_id,) in conn.execute("SELECT task_id FROM tasks"):  # rows up to the damage
             seen = max(seen, task_id)
-    return max(seen, hwm) if hwm is not None else max(seen, int(time.time()))
+    marks = [m for m in (hwm, floor) if m is not None]
+    return max(seen, *marks) if marks else max(seen, int(time.time()))
 
 
 def _move_aside(path: str) -> str:

@@ -36,9 +36,11 @@ class PortHeld(PortTaken):
         self.port, self.held = port, held
         self.holder = Holder(None, "?", None)
         what = "; ".join(held[:3]) if held else "a connection plugkit cannot see"
+        # Closed from this end, a connection keeps its port in TIME_WAIT for 60 s on Linux.
+        ends = ", which ends within a minute" if any("TIME_WAIT" in h for h in held) else ""
         Exception.__init__(
             self,
-            f"port {port} is held by an outgoing connection {what}, still there after {waited_s:g} s "
+            f"port {port} is held by an outgoing connection {what}, still there after {waited_s:g} s{ends} "
             f"(Linux picks such ports from its ephemeral range); `plugkit doctor` prints the sysctl "
             f"line that reserves port {port}, or set PLUGKIT_PORT to another port")
 
@@ -158,9 +160,9 @@ def connections(port: int) -> list[str]:
 def _try_bind(port: int) -> socket.socket | None:
     """The listening socket, or None if the address is in use; other errors propagate."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    # REUSEADDR only skips TIME_WAIT leftovers of a previous runner; Linux still refuses to
-    # listen while another socket listens there, or holds the port in a live connection
-    # (then bind() succeeds and listen() is what fails).
+    # REUSEADDR only skips TIME_WAIT leftovers of a previous runner; Linux still refuses
+    # while another socket listens there, or while a connection made without REUSEADDR
+    # (every port the kernel picks for connect()) holds it, even in TIME_WAIT.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(("127.0.0.1", port))

@@ -83,3 +83,16 @@ def test_a_connection_that_stays_names_itself(home):
     assert "plugkit doctor" in result.stderr and "PLUGKIT_PORT" in result.stderr
     assert "cannot see" not in result.stderr
     assert f"after {ports.HELD_RETRY_S:g} s" in result.stderr
+
+
+def test_a_connection_closed_from_our_end_is_named_with_its_time_wait(home):
+    # Closed by the local end first, the port stays in TIME_WAIT for a minute: longer than the retry.
+    with outgoing_connection_from(home.port) as (accepted, client, server_port):
+        client.close()
+        assert accepted.recv(1) == b""
+        accepted.close()  # the far end's FIN: our end goes from FIN_WAIT2 to TIME_WAIT
+        result = subprocess.run([sys.executable, "-m", "runner"], env=home.env,
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode == 4, result.stderr
+    assert f"127.0.0.1:{home.port} -> 127.0.0.1:{server_port} (TIME_WAIT" in result.stderr
+    assert "ends within a minute" in result.stderr

@@ -228,11 +228,12 @@ def test_truncated_ledger_is_moved_aside_and_ids_continue_after_its_high_water_m
         assert led.get(1) is None
 
 
-def test_truncated_ledger_without_its_meta_page_falls_back_to_the_clock(path):
+def test_truncated_ledger_without_its_meta_page_or_floor_falls_back_to_the_clock(path):
     with Ledger(path) as led:
         led.reserve_ids(5)
     with open(path, "r+b") as f:
         f.truncate(4096)  # the header and schema only
+    os.unlink(path + store.FLOOR_SUFFIX)  # as a ledger written before the floor file existed
     with Ledger(path) as led:
         assert led.recovered_from is not None
         assert led.reserve_ids(1) > int(time.time()) - 60
