@@ -1,15 +1,21 @@
-"""plugkit inside the real OpenCode and Kilo (npm `opencode-ai`, `@kilocode/cli`), headless
-(`run`) against the scripted fake model, after `plugkit install --platform P` wrote its
-relay plugin: exec: runs in the runner, its output (42) is the tool result the next model
-request carries, the shell never runs the line, and the session context is in the system
-prompt. A host whose package is missing fails, naming the fix.
+"""plugkit inside the real Copilot CLI, OpenCode and Kilo (npm `@github/copilot`,
+`opencode-ai`, `@kilocode/cli`), headless against the scripted fake model, after `plugkit
+install --platform P` (Copilot: .github/hooks/plugkit.json; OpenCode/Kilo: the relay plugin):
+exec: runs in the runner, its output (42) is the tool result the next model request
+carries, the shell never runs the line, and the session context reaches the model; the
+Stop gate turns back one stop while .prd has open items and lets the next one through.
+A host whose package is missing fails, naming the fix.
 """
 
 import json
+import socket
+import subprocess
+import time
 
 import pytest
 
-from tests.hosts.hosts import Host, project, run, shell_spy
+from tests.hosts.hosts import Host, host_env, project, run, shell_spy
+from tests.hosts.model_server import ModelServer
 from tests.hosts.more_hosts import MORE_HOSTS
 from tests.hosts.script import Say, Script
 from tests.support.runner_home import cli_argv
@@ -44,8 +50,6 @@ def test_exec_is_run_by_the_runner_and_session_context_reaches_the_model(tmp_pat
     assert script.reply_to(3) is None, why
 
 
-# OpenCode and Kilo keep the Stop gate in a plugin event (session.idle), which `run` does not
-# wait for: it exits on the same idle. Their Stop gate is not driven here yet (see the README).
 STOP_HOSTS = ("copilot",)
 
 
@@ -67,3 +71,63 @@ def test_stop_gate_turns_back_one_stop_while_prd_items_are_open_and_does_not_loo
     assert "not done yet" in turned_back.newest and f"open work items: {item}" in turned_back.newest, why
     # The second stop, for the same reason, is let through: no third request, no loop.
     assert script.reply_to(1) is None, why
+
+
+def wait_for(condition, what: str, limit_s: float = 60.0) -> None:
+    """Until condition() holds; a host that never gets there fails naming what it waited for."""
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {limit_s:g}s for {what}")
+        time.sleep(0.2)
+
+
+# OpenCode and Kilo hold the Stop gate in the plugin's session.idle event, and `run` exits on
+# that same idle, before a continuation could be sent: so the host is driven as its own
+# server (`serve`), with `run --attach` as the client, and the plugin's answers are counted
+# by a wrapper around the plugkit command it calls.
+@pytest.mark.parametrize("name", ("opencode", "kilo"))
+def test_plugin_stop_gate_turns_back_one_idle_and_does_not_loop(tmp_path, home, name):
+    host = MORE_HOSTS[name]
+    why = host.missing()
+    if why:
+        pytest.fail(why)
+    work, host_home = project(tmp_path, host, cli_argv(), home.env, {".plugkit/config.toml": 'gates = "enforce"\n'},
+                              steps=(("prd", "add", "ship the feature"),))
+    item = json.loads((work / ".prd").read_text())[0]["id"]
+    answered = tmp_path / "answered"
+    wrapper = tmp_path / "count-hooks"
+    wrapper.write_text(f'#!/bin/sh\n"$@"\nrc=$?\necho "$3" >> "{answered}"\nexit $rc\n')
+    wrapper.chmod(0o755)
+    plugin = work / (".opencode" if name == "opencode" else ".kilo") / "plugins" / "plugkit.js"
+    plugin.write_text(plugin.read_text().replace("const PLUGKIT = [", f"const PLUGKIT = [{json.dumps(str(wrapper))}, ", 1))
+    stops = lambda: answered.read_text().split().count("Stop") if answered.exists() else 0  # noqa: E731
+    script = Script([Say("Finished."), Say("Finished, really."), Say("Never asked for.")])
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with ModelServer(script) as server:
+        for rel, text in host.files(server.url, str(work)).items():
+            (host_home / rel).parent.mkdir(parents=True, exist_ok=True)
+            (host_home / rel).write_text(text)
+        env = host_env(host_home, {**host.env(server.url), "PWD": str(work)})
+        log = tmp_path / "serve.log"
+        with open(log, "w") as out:
+            serve = subprocess.Popen([str(host.binary), "serve", "--port", str(port), "--hostname", "127.0.0.1"],
+                                     cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: "listening" in log.read_text(), f"{name} serve to listen")
+            done = subprocess.run([str(host.binary), "run", "--attach", f"http://127.0.0.1:{port}", script.prompt],
+                                  cwd=work, env=env, capture_output=True, text=True, timeout=100,
+                                  stdin=subprocess.DEVNULL)
+            why = f"run: {done.returncode} {done.stderr[-1500:]}\nserve: {log.read_text()[-1500:]}"
+            assert done.returncode == 0, why
+            wait_for(lambda: stops() >= 2, f"two Stop answers from the plugin; {why}")
+        finally:
+            serve.terminate()
+            serve.wait(30)
+    turned_back = script.reply_to(0)
+    assert turned_back is not None and "not done yet" in turned_back.newest, why
+    assert f"open work items: {item}" in turned_back.newest, why
+    # The second idle, same reason, was let through: no third request, no loop.
+    assert script.reply_to(1) is None and stops() == 2, why
