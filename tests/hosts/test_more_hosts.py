@@ -54,7 +54,7 @@ STOP_HOSTS = ("copilot",)
 
 
 @pytest.mark.parametrize("name", STOP_HOSTS)
-def test_stop_gate_turns_back_one_stop_while_prd_items_are_open_and_does_not_loop(tmp_path, home, name):
+def test_write_refused_and_stop_gate_turns_back_one_stop_while_prd_items_are_open(tmp_path, home, name):
     host = MORE_HOSTS[name]
     why = host.missing()
     if why:
@@ -62,15 +62,19 @@ def test_stop_gate_turns_back_one_stop_while_prd_items_are_open_and_does_not_loo
     work, host_home = project(tmp_path, host, cli_argv(), home.env, {".plugkit/config.toml": 'gates = "enforce"\n'},
                               steps=(("prd", "add", "ship the feature"),))
     item = json.loads((work / ".prd").read_text())[0]["id"]
-    script = Script([Say("Finished."), Say("Finished, really."), Say("Never asked for.")])
+    script = Script([host.write(str(work / "a.py"), "x = 1\n"), Say("Finished."), Say("Finished, really."),
+                     Say("Never asked for.")])
     result = run(host, script, work, host_home, env={"PWD": str(work)})
     why = result.explain()
     assert result.proc.returncode == 0, why
-    turned_back = script.reply_to(0)
+    refused = script.reply_to(0)
+    assert refused is not None and "PLAN" in refused.newest and "EMIT" in refused.newest, why
+    assert not (work / "a.py").exists(), why
+    turned_back = script.reply_to(1)
     assert turned_back is not None, why
     assert "not done yet" in turned_back.newest and f"open work items: {item}" in turned_back.newest, why
-    # The second stop, for the same reason, is let through: no third request, no loop.
-    assert script.reply_to(1) is None, why
+    # The second stop, for the same reason, is let through: no further request, no loop.
+    assert script.reply_to(2) is None, why
 
 
 def wait_for(condition, what: str, limit_s: float = 60.0) -> None:
@@ -87,7 +91,7 @@ def wait_for(condition, what: str, limit_s: float = 60.0) -> None:
 # server (`serve`), with `run --attach` as the client, and the plugin's answers are counted
 # by a wrapper around the plugkit command it calls.
 @pytest.mark.parametrize("name", ("opencode", "kilo"))
-def test_plugin_stop_gate_turns_back_one_idle_and_does_not_loop(tmp_path, home, name):
+def test_plugin_refuses_a_write_and_stop_gate_turns_back_one_idle_without_loop(tmp_path, home, name):
     host = MORE_HOSTS[name]
     why = host.missing()
     if why:
@@ -102,7 +106,8 @@ def test_plugin_stop_gate_turns_back_one_idle_and_does_not_loop(tmp_path, home, 
     plugin = work / (".opencode" if name == "opencode" else ".kilo") / "plugins" / "plugkit.js"
     plugin.write_text(plugin.read_text().replace("const PLUGKIT = [", f"const PLUGKIT = [{json.dumps(str(wrapper))}, ", 1))
     stops = lambda: answered.read_text().split().count("Stop") if answered.exists() else 0  # noqa: E731
-    script = Script([Say("Finished."), Say("Finished, really."), Say("Never asked for.")])
+    script = Script([host.write(str(work / "a.py"), "x = 1\n"), Say("Finished."), Say("Finished, really."),
+                     Say("Never asked for.")])
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -126,8 +131,11 @@ def test_plugin_stop_gate_turns_back_one_idle_and_does_not_loop(tmp_path, home, 
         finally:
             serve.terminate()
             serve.wait(30)
-    turned_back = script.reply_to(0)
+    refused = script.reply_to(0)
+    assert refused is not None and "PLAN" in refused.newest and "EMIT" in refused.newest, why
+    assert not (work / "a.py").exists(), why
+    turned_back = script.reply_to(1)
     assert turned_back is not None and "not done yet" in turned_back.newest, why
     assert f"open work items: {item}" in turned_back.newest, why
-    # The second idle, same reason, was let through: no third request, no loop.
-    assert script.reply_to(1) is None and stops() == 2, why
+    # The second idle, same reason, was let through: no further request, no loop.
+    assert script.reply_to(2) is None and stops() == 2, why
