@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.hosts.hosts import Host, host_env, project, run, shell_spy
+from tests.hosts.hosts import Host, cache_dir, host_env, project, run, shell_spy
 from tests.hosts.model_server import ModelServer
 from tests.hosts.more_hosts import MORE_HOSTS
 from tests.hosts.script import Say, Script
@@ -139,3 +139,19 @@ def test_plugin_refuses_a_write_and_stop_gate_turns_back_one_idle_without_loop(t
     assert f"open work items: {item}" in turned_back.newest, why
     # The second idle, same reason, was let through: no further request, no loop.
     assert script.reply_to(2) is None and stops() == 2, why
+
+
+def test_runner_unreachable_the_host_keeps_working_with_at_most_one_line(tmp_path, home, host):
+    work, host_home = project(tmp_path, host, cli_argv(), home.env)
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the runner's home would have to be created")
+    script = Script([host.shell("echo ok > side.txt"), Say("All done.")])
+    result = run(host, script, work, host_home, env={"PWD": str(work), "PLUGKIT_HOME": str(blocker / "home")})
+    why = result.explain()
+    assert result.proc.returncode == 0, why
+    assert (work / "side.txt").read_text() == "ok\n", why
+    assert script.reply_to(0) is not None, why
+    cache = str(cache_dir())  # the hosts' own prompts may name their install directory
+    lines = {line for seen in script.main for line in seen.everything.replace(cache, "").splitlines()
+             if "plugkit" in line}
+    assert len(lines) <= 1, lines
