@@ -4,7 +4,7 @@ plugkit's field names, and canonical answers -> stdout bytes.
 Contract (Copilot CLI hooks reference, camelCase event names, which plugkit installs):
 - Config: `{"version": 1, "hooks": {"<event>": [{"type": "command", "bash": "...",
   "timeoutSec": <SECONDS>}]}}`, one file per tool under `.github/hooks/` (plugkit writes
-  its own, `plugkit.json`); user-wide `~/.copilot/hooks/`. No matcher on preToolUse:
+  its own, `plugkit.json`); user-wide `~/.copilot/hooks/` (1.0.102 loads it). No matcher on preToolUse:
   every tool call comes, and the adapter says nothing about those it does not gate.
 - stdin: `sessionId`, `timestamp`, `cwd`; sessionStart `source`; preToolUse `toolName`
   (bash, create, edit, ...) and `toolArgs` (an object, or that object as a JSON string);
