@@ -32,8 +32,8 @@ MORE_HOSTS = {
     "copilot": Host(
         "copilot", "copilot",
         lambda prompt: ["-p", prompt, "--allow-all-tools", "--no-auto-update"],
-        lambda url: {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"{url}/v1", "COPILOT_PROVIDER_API_KEY": KEY,
-                     "COPILOT_MODEL": "gpt-4.1", "COPILOT_ALLOW_ALL": "true", "COPILOT_AUTO_UPDATE": "false"},
+        lambda url: {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"{url}/v1",
+                     "COPILOT_PROVIDER_API_KEY": KEY, "COPILOT_MODEL": "gpt-4.1", "COPILOT_ALLOW_ALL": "true", "COPILOT_AUTO_UPDATE": "false"},
         lambda url, work: {},
         lambda command: Call("bash", {"command": command, "description": "run it"}),
         lambda path, content: Call("create", {"path": path, "file_text": content}),

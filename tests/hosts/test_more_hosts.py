@@ -104,7 +104,8 @@ def test_plugin_refuses_a_write_and_stop_gate_turns_back_one_idle_without_loop(t
     wrapper.write_text(f'#!/bin/sh\n"$@"\nrc=$?\necho "$3" >> "{answered}"\nexit $rc\n')
     wrapper.chmod(0o755)
     plugin = work / (".opencode" if name == "opencode" else ".kilo") / "plugins" / "plugkit.js"
-    plugin.write_text(plugin.read_text().replace("const PLUGKIT = [", f"const PLUGKIT = [{json.dumps(str(wrapper))}, ", 1))
+    relay = plugin.read_text().replace("const PLUGKIT = [", f"const PLUGKIT = [{json.dumps(str(wrapper))}, ", 1)
+    plugin.write_text(relay)
     stops = lambda: answered.read_text().split().count("Stop") if answered.exists() else 0  # noqa: E731
     script = Script([host.write(str(work / "a.py"), "x = 1\n"), Say("Finished."), Say("Finished, really."),
                      Say("Never asked for.")])
