@@ -47,7 +47,7 @@ def parse(argv: list[str], options: dict[str, bool], *, loose: bool = False,
         name, eq, value = word.partition("=")
         kind = options.get(name)
         if kind is None:
-            raise UsageError(f"unknown option {name}" + (f"\n{usage}" if usage else ""))
+            raise UsageError(f"unknown option {name}" + (f"; {_brief(usage)}" if usage else ""))
         if kind is FLAG:
             if eq:
                 raise UsageError(f"{name} takes no value")
@@ -60,8 +60,13 @@ def parse(argv: list[str], options: dict[str, bool], *, loose: bool = False,
             i += 1
         opts[_dest(name)] = value
     if len(pos) < min_pos or (max_pos is not None and len(pos) > max_pos):
-        raise UsageError(usage or "wrong number of arguments")
+        raise UsageError(_brief(usage) if usage else "wrong number of arguments")
     return opts, pos
+
+
+def _brief(usage: str) -> str:
+    """An error shows the synopsis line only (agents read errors through a small window)."""
+    return usage.splitlines()[0].strip() + "; --help shows the rest"
 
 
 def _name(word: str) -> str:

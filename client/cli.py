@@ -20,7 +20,7 @@ Run code (its stdout/stderr stream through; the exit code is the task's):
   exec --lang L [CODE... | --file F | -]
       --timeout S  kill it after S seconds (exit 124)
       --wait S     stop waiting after S seconds (default 15); it keeps running
-      --cwd D  --session ID  --json  --full  --kill-on-interrupt
+      --cwd D  --session ID  --json  --full  --kill-on-interrupt  --no-stdin (EOF at once)
 Follow this session's tasks (TASK is task_N or N; all take --json):
   exec:status TASK [--full]            its state and the output not read yet
   exec:sleep TASK [S] [--until TEXT]   stream output until it ends, TEXT appears or S s pass
@@ -192,9 +192,11 @@ def _guarded() -> int:
         return 130
     except RpcFailure as exc:
         print(f"plugkit: {exc.message}{_data_hint(exc.data)}", file=sys.stderr)
+        _json_error(exc.message, exc.code, exc.data)
         return RPC_EXIT.get(exc.code, 1)
     except ClientError as exc:
         print(f"plugkit: {exc}", file=sys.stderr)
+        _json_error(str(exc), None, None)
         return exc.exit_code
     except Exception as exc:  # a bug of ours: one line, the traceback only on request
         if os.environ.get("PLUGKIT_DEBUG"):
@@ -202,6 +204,20 @@ def _guarded() -> int:
         print(f"plugkit: internal error ({exc.__class__.__name__}: {exc}); rerun with PLUGKIT_DEBUG=1 "
               "for the traceback and report it", file=sys.stderr)
         return 1
+
+
+def _json_error(message: str, code: object, data: object) -> None:
+    """With --json, a failure is a JSON document on stdout too: programs get the same facts."""
+    if "--json" not in sys.argv[1:]:
+        return
+    import json
+
+    error = {"message": message, "code": code}
+    if isinstance(data, dict) and data.get("next"):
+        error["next"] = data["next"]
+    elif isinstance(data, list):
+        error["fields"] = data
+    print(json.dumps({"error": error}))
 
 
 def _data_hint(data: object) -> str:

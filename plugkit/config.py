@@ -65,6 +65,8 @@ class RunnerConfig:
     browser_idle_s: float = DEFAULT_BROWSER_IDLE_S
     # PLUGKIT_PYTHON: the interpreter exec:python runs; None means the runner's own.
     python: Optional[str] = None
+    # PLUGKIT_CGROUPS=0: no cgroup per task (tags only), an operator's opt-out and the bench's baseline.
+    cgroups: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], home: str, port: int) -> "RunnerConfig":
@@ -76,4 +78,5 @@ class RunnerConfig:
             raise ValueError(f"PLUGKIT_BROWSER_IDLE_S={raw_idle!r} is not a number of seconds") from None
         return cls(home=home, port=port, limits=Limits.from_env(environ),
                    chromium=environ.get("PLUGKIT_CHROMIUM") or None, browser_idle_s=max(0.0, idle_s),
-                   python=environ.get("PLUGKIT_PYTHON") or None)
+                   python=environ.get("PLUGKIT_PYTHON") or None,
+                   cgroups=environ.get("PLUGKIT_CGROUPS", "1") != "0")

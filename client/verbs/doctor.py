@@ -230,15 +230,43 @@ def check_state_dir():
 
 
 def check_runner():
-    from client.wire.rpc import connect_verified
+    from client.wire.rpc import Client, ClientError, connect_verified
 
-    conn = connect_verified()
+    try:
+        conn = connect_verified()
+    except ClientError as exc:  # there, but stopped or not answering
+        yield "FAIL", "runner", str(exc), "plugkit runner restart"
+        return
     if conn is None:
         yield "ok", "runner", "not running (the first plugkit command starts it)", ""
+        yield "ok", "task isolation", "decided when the runner starts (see `plugkit doctor` then)", ""
         return
-    conn.close()
     found = read_discovery()
     yield "ok", "runner", f"running, pid {found[1] if found else '?'}", ""
+    try:
+        client = Client(conn)
+    except ClientError as exc:
+        conn.close()
+        yield "FAIL", "runner", str(exc), "plugkit runner restart"
+        return
+    try:
+        process = client.call("debug.snapshot", timeout=5)["snapshot"].get("executors", {}).get("process", {})
+    except ClientError as exc:
+        yield "warn", "task isolation", f"could not ask the runner: {exc}", ""
+        return
+    finally:
+        client.close()
+    yield isolation_row(process.get("isolation") or "tags")
+
+
+def isolation_row(isolation: str) -> tuple[str, str, str, str]:
+    """How the runner contains tasks: a cgroup each, or only environment tags (what can escape)."""
+    if isolation == "tags":
+        return ("warn", "task isolation", "tags only: a task child that drops its environment "
+                "(`setsid env -i ...`) can outlive its task",
+                "run the runner where a cgroup2 subtree is writable (root, or a systemd unit with "
+                "Delegate=yes), and without PLUGKIT_CGROUPS=0")
+    return "ok", "task isolation", isolation, ""
 
 
 CHECKS = (check_languages, check_chromium, check_socat, check_serial, check_port, check_state_dir,

@@ -18,13 +18,16 @@ import time
 from client.show import follow
 from client.show import render
 from client.args import FLAG, VALUE, UsageError, number, parse_or_help
-from client.wire.rpc import ClientError, RunnerUnavailable
+from client.wire.rpc import ClientError, RpcFailure, RunnerUnavailable
 from client.wire.session import Caller, connect
 
 # Long enough that short commands finish within the first request, short enough
 # that a long one's first lines show up promptly.
 FIRST_WAIT_S = 0.2
 DEFAULT_WAIT_S = 15.0
+# The start of a task.exec refusal -> the command to run next (when the runner names none).
+REFUSAL_NEXT = (("unknown language", "plugkit doctor shows which of them this machine can run"),
+                ("code is empty", "plugkit exec --help"))
 
 OPTIONS = {"--session": VALUE, "--cwd": VALUE, "--json": FLAG, "--timeout": VALUE, "--wait": VALUE,
            "--file": VALUE, "--full": FLAG, "--kill-on-interrupt": FLAG, "--no-stdin": FLAG}
@@ -92,7 +95,13 @@ def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, w
         params["stdin"] = ""  # written, then closed: the task's first read is end-of-file
     if timeout_s is not None:
         params["timeout_ms"] = max(1, round(timeout_s * 1000))
-    result = client.call("task.exec", params, timeout=FIRST_WAIT_S + 30)
+    try:
+        result = client.call("task.exec", params, timeout=FIRST_WAIT_S + 30)
+    except RpcFailure as exc:
+        nxt = next((cmd for start_, cmd in REFUSAL_NEXT if exc.message.startswith(start_)), None)
+        if nxt and not exc.data:
+            exc.data = {"next": nxt}
+        raise
     info = result["task"]
     tid = info["task_id"]
     follower.ref = me.ref(tid)

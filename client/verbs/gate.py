@@ -14,6 +14,7 @@ from typing import Callable
 
 from plugkit.vocab import TASK_ID_TAG
 
+from client.verbs.brief import BriefParser, names_next
 from client.show import gate as show
 from client.args import task_id
 from client.wire.session import Caller, connect
@@ -23,11 +24,11 @@ Render = Callable[[dict], list[str]]
 
 def _parser(prog: str, description: str) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction,
                                                    argparse.ArgumentParser]:
-    common = argparse.ArgumentParser(add_help=False)
+    common = BriefParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print the runner's JSON result")
     common.add_argument("--session", help="session id (default: $PLUGKIT_SESSION, else one per directory)")
     common.add_argument("--cwd", help="the directory whose workspace to use (default: the current one)")
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser = BriefParser(prog=prog, description=description)
     return parser, parser.add_subparsers(dest="action", required=True), common
 
 
@@ -63,6 +64,7 @@ def _emit_file(word: str, base: str) -> dict:
         raise ValueError(f"{path}: {exc}; give PATH=SHA256 instead") from None
 
 
+@names_next("gate")
 def gate_main(argv: list[str]) -> int:
     p, sub, common = _parser("plugkit gate", "The workspace's phase: PLAN -> EXECUTE -> EMIT -> VERIFY -> COMPLETE.")
     sub.add_parser("status", parents=[common], help="phase, next conditions, recent transitions")
@@ -101,6 +103,7 @@ def gate_main(argv: list[str]) -> int:
     return _call(a, "gate.context", lambda r: r["lines"])
 
 
+@names_next("mutable")
 def mutable_main(argv: list[str]) -> int:
     p, sub, common = _parser("plugkit mutable", "Named unknowns, resolved only from witnessed task output.")
     add = sub.add_parser("add", parents=[common], help="name an unknown (outside PLAN: back to PLAN)")
@@ -143,6 +146,7 @@ def _item_fields(a: argparse.Namespace) -> dict:
     return out
 
 
+@names_next("prd")
 def prd_main(argv: list[str]) -> int:
     p, sub, common = _parser("plugkit prd", "Work items in .prd at the workspace root.")
     add = sub.add_parser("add", parents=[common], help="add a work item")
@@ -170,6 +174,7 @@ def prd_main(argv: list[str]) -> int:
     return _call(a, "prd.list", show.items)
 
 
+@names_next("evidence")
 def evidence_main(argv: list[str]) -> int:
     p, sub, common = _parser("plugkit evidence", "Receipts under .plugkit/evidence/, verifiable later.")
     add = sub.add_parser("add", parents=[common], help="record a finished task's output or a file")
@@ -203,10 +208,11 @@ def _os_user() -> str:
         return str(os.getuid())
 
 
+@names_next("approve")
 def approve_main(argv: list[str]) -> int:
     """`plugkit approve ID`: a person approves a critical-risk item. Sent with via "cli" and the
     OS user name; the runner refuses approvals that arrive through a hook."""
-    p = argparse.ArgumentParser(prog="plugkit approve", description="Approve a critical-risk work item (a person's step).")
+    p = BriefParser(prog="plugkit approve", description="Approve a critical-risk work item (a person's step).")
     p.add_argument("id", nargs="?", help="the work item to approve")
     p.add_argument("--list", action="store_true", help="show approvals and the critical items still waiting")
     p.add_argument("--json", action="store_true")

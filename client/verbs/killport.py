@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
 
 def _port(word: str) -> int:
     if not word.isdigit() or not 0 < int(word) < 65536:
-        raise UsageError(f"{word!r} is not a TCP port (1-65535)")
+        raise UsageError(f"{word!r} is not a TCP port (1-65535); e.g. plugkit kill-port 8080")
     return int(word)
 
 

@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 
+from client.verbs.brief import BriefParser, names_next
 from client.wire.session import Caller, connect
 
 TYPES = ("user", "feedback", "project", "reference")
@@ -17,11 +18,11 @@ EXAMPLE = ("example: plugkit memory add --type feedback --name 'no mocks' "
 
 
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = BriefParser(add_help=False)
     common.add_argument("--cwd", help="the workspace (default: the current directory)")
     common.add_argument("--session", help="session id (default: $PLUGKIT_SESSION, else one per directory)")
     common.add_argument("--json", action="store_true", help="print the runner's JSON result")
-    p = argparse.ArgumentParser(prog="plugkit memory", description="Memories kept across agent sessions.")
+    p = BriefParser(prog="plugkit memory", description="Memories kept across agent sessions.")
     sub = p.add_subparsers(dest="action", required=True)
     add = sub.add_parser("add", parents=[common], help="save a memory", epilog=EXAMPLE,
                          description="feedback and project memories need 'Why:' and 'How to apply:' lines.")
@@ -41,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@names_next("memory")
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     caller = Caller({"cwd": args.cwd, "session": args.session})

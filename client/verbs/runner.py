@@ -2,11 +2,11 @@
 
 import argparse
 import json
-import os
 import sys
 import time
 
-from client.wire.rpc import Client, ClientError, connect_verified, read_discovery
+from client.wire.instance import Holder, lock_holder, terminate, wait_gone
+from client.wire.rpc import HEALTH_TIMEOUT_S, Client, ClientError, connect_verified, read_discovery
 from plugkit import paths
 
 
@@ -52,22 +52,59 @@ def _format_uptime(seconds: float) -> str:
     return f"{h}h {m}m {s}s" if h else (f"{m}m {s}s" if m else f"{s}s")
 
 
+def _reach() -> tuple[Client | None, str]:
+    """A client for the runner, or None and why not ("" when simply none answers)."""
+    try:
+        conn = connect_verified()
+    except ClientError as exc:
+        return None, str(exc)
+    if conn is None:
+        return None, ""
+    try:
+        return Client(conn), ""
+    except ClientError as exc:  # an unreadable or foreign token file
+        conn.close()
+        return None, str(exc)
+
+
+def _unreachable_line(holder: Holder) -> str:
+    found = read_discovery()
+    where = f"port file says {found[0]}" if found else "no readable port file"
+    state = "stopped (SIGSTOP or Ctrl-Z)" if holder.stopped else f"{holder.describe()} but not answering"
+    return (f"plugkit runner: pid {holder.pid} holds the lock, {state} ({where}); "
+            f"`plugkit runner restart` recovers it")
+
+
 def status(args: argparse.Namespace) -> int:
     if args.watch:
         return _watch(args)
-    conn = connect_verified()
-    if conn is None:
+    client, why = _reach()
+    info = snap = None
+    if client is not None:
+        try:
+            info = client.call("runner.info", timeout=HEALTH_TIMEOUT_S * 2)
+            snap = client.call("debug.snapshot", timeout=HEALTH_TIMEOUT_S * 2)["snapshot"]
+        except ClientError as exc:
+            why, info = str(exc), None
+        finally:
+            client.close()
+    if info is None:
+        # Nobody answered: the instance lock says whether a runner exists all the same.
+        holder = lock_holder()
+        if holder is not None:
+            if args.json:
+                print(json.dumps({"running": True, "answering": False, "pid": holder.pid,
+                                  "state": holder.describe(), "home": paths.home(), "problem": why}))
+            else:
+                print(_unreachable_line(holder))
+                if why:
+                    print(f"plugkit: {why}", file=sys.stderr)
+            return 1
         if args.json:
             print(json.dumps({"running": False, "home": paths.home()}))
         else:
             print(f"plugkit runner: not running (PLUGKIT_HOME={paths.home()}); start it with `plugkit runner start`")
         return 3
-    client = Client(conn)
-    try:
-        info = client.call("runner.info")
-        snap = client.call("debug.snapshot")["snapshot"]
-    finally:
-        client.close()
     if args.json:
         print(json.dumps(dict(info, running=True, debug=snap)))
     else:
@@ -133,35 +170,38 @@ def render_status(info: dict, snap: dict, color: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _wait_gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not os.path.exists(f"/proc/{pid}"):
-            return True
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except OSError:
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def stop(args: argparse.Namespace) -> int:
-    conn = connect_verified()
-    if conn is None:
+    """Ask the runner to shut down; one that cannot be asked (garbage port or token file,
+    stopped, wedged) is found through its instance lock and signalled instead."""
+    holder = lock_holder()
+    client, why = _reach()
+    pid = holder.pid if holder is not None else None
+    asked = False
+    if client is not None:
+        found = read_discovery()
+        pid = pid or (found[1] if found else None)
+        try:
+            client.call("runner.shutdown", timeout=HEALTH_TIMEOUT_S * 2)
+            asked = True
+        except ClientError as exc:
+            why = str(exc)
+        finally:
+            client.close()
+    if pid is None:
         print("plugkit runner: not running")
         return 0
-    pid = read_discovery()[1]  # type: ignore[index]
-    client = Client(conn)
-    try:
-        client.call("runner.shutdown")
-    finally:
-        client.close()
-    if not _wait_gone(pid, 5.0):
-        raise ClientError(f"runner pid {pid} did not stop within 5s; `kill {pid}` ends it")
-    print(f"plugkit runner: stopped (pid {pid})")
+    if asked and wait_gone(pid, 5.0):
+        print(f"plugkit runner: stopped (pid {pid})")
+        return 0
+    holder = lock_holder()
+    if holder is None or holder.pid != pid:
+        if wait_gone(pid, 0.5):
+            print(f"plugkit runner: stopped (pid {pid})")
+            return 0
+        raise ClientError(f"runner pid {pid} did not stop and no longer holds the lock; `kill {pid}` ends it")
+    how = terminate(holder)
+    note = f" ({why.split(';')[0]})" if why else ""
+    print(f"plugkit runner: {how} (pid {pid}){note}")
     return 0
 
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from client.wire.rpc import Connection, RunnerUnavailable, connect_verified
+from client.wire.rpc import Connection, RunnerUnavailable, connect_verified, read_discovery
 from plugkit import paths
 from plugkit.vocab import HOME_TAG, IDENTITY_TAGS
 
@@ -61,6 +61,35 @@ def spawn_runner() -> subprocess.Popen:
         os.close(out)
 
 
+# A runner that holds the instance lock but has no answering port file yet may be booting
+# (started by hand); longer than this and it is stuck or its port file is garbage.
+HOLDER_GRACE_S = 3.0
+
+
+def _wait_for_holder(deadline: float) -> Connection | None:
+    """Spawning beside a runner that holds the lock only fails ("already serves"): wait briefly
+    for it to answer, else say who it is and how to recover."""
+    from client.wire.instance import lock_holder
+
+    holder = lock_holder()
+    if holder is None:
+        return None
+    until = min(deadline, time.monotonic() + HOLDER_GRACE_S)
+    if os.path.exists(paths.port_file()) and (read_discovery() or (0, 0))[1] != holder.pid:
+        until = 0  # a port file that names someone else is damaged, not a boot in progress
+    while time.monotonic() < until and not holder.stopped:
+        conn = connect_verified()
+        if conn is not None:
+            return conn
+        time.sleep(0.05)
+        holder = lock_holder()
+        if holder is None:
+            return None
+    state = "is stopped (SIGSTOP or Ctrl-Z)" if holder.stopped else "holds the lock but does not answer"
+    raise RunnerUnavailable(f"the runner (pid {holder.pid}) {state} (its port or token file may be "
+                            "damaged); `plugkit runner restart` recovers it")
+
+
 def ensure_runner() -> Connection:
     """A verified connection to a runner of this PLUGKIT_HOME, starting one if needed."""
     conn = connect_verified()
@@ -71,6 +100,9 @@ def ensure_runner() -> Connection:
     fd = _lock(paths.start_lock(), deadline)
     try:
         conn = connect_verified()  # somebody else may have started it while we waited
+        if conn is not None:
+            return conn
+        conn = _wait_for_holder(deadline)
         if conn is not None:
             return conn
         proc = spawn_runner()

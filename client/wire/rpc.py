@@ -110,24 +110,60 @@ def _pid_is_ours(pid: int) -> bool:
             return False
 
 
+# A live runner answers /health in milliseconds; one that does not within this is stopped or
+# wedged, and waiting longer only hides that (clients used to hang 5-20 s, issue 17.6).
+HEALTH_TIMEOUT_S = 1.5
+RECOVER = "`plugkit runner restart` recovers it"
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        return data[data.rfind(b")") + 2:][:1].decode()
+    except OSError:
+        return ""
+
+
+def _holds_lock(pid: int) -> bool:
+    """The pid is our runner (not a stopped stranger that inherited a stale port file's pid)."""
+    from client.wire.instance import lock_holder
+
+    holder = lock_holder()
+    return holder is not None and holder.pid == pid
+
+
 def connect_verified() -> Connection | None:
-    """A connection to our live runner, or None. The token is never sent before /health
-    on the same connection confirms a plugkit runner whose pid matches the port file."""
+    """A connection to our live runner, or None when there is none. The token is never sent
+    before /health on the same connection confirms a plugkit runner whose pid matches the
+    port file. A runner that is there but cannot answer (stopped, wedged) is RunnerUnavailable
+    at once, naming the command that recovers it."""
     found = read_discovery()
     if found is None:
         return None
     port, pid = found
     if not _pid_is_ours(pid):
         return None
+    if _state(pid) in ("T", "t") and _holds_lock(pid):
+        raise RunnerUnavailable(f"the runner (pid {pid}) is stopped (SIGSTOP or Ctrl-Z) and cannot "
+                                f"answer; {RECOVER}")
     try:
-        conn = Connection(port)
+        conn = Connection(port, timeout=HEALTH_TIMEOUT_S)
+    except socket.timeout:
+        raise RunnerUnavailable(f"the runner (pid {pid}) does not accept connections on port {port}; "
+                                f"{RECOVER}") from None
     except OSError:
         return None
     try:
         status, body = conn.request("GET", "/health")
         info = json.loads(body) if status == 200 else {}
         if info.get("service") == SERVICE and info.get("pid") == pid:
+            conn.sock.settimeout(5.0)
             return conn
+    except socket.timeout:
+        conn.close()
+        raise RunnerUnavailable(f"the runner (pid {pid}) did not answer within {HEALTH_TIMEOUT_S:g}s "
+                                f"(wedged or overloaded); {RECOVER}") from None
     except (OSError, ValueError, AttributeError):
         pass
     conn.close()

@@ -185,6 +185,10 @@ class TaskInfo(Result):
     duration_ms: Optional[int] = None
     bytes_out: int = 0
     dropped: int = 0
+    # Measured by the task's cgroup (runner/system/cgroups.py); None where there is none
+    # (tags mode) or the kernel lacks the memory controller.
+    cpu_s: Optional[float] = None
+    memory_peak_bytes: Optional[int] = None
     # Running, and blocked reading a stdin only task.input can feed (Linux; else always false).
     waiting_for_input: bool = False
 

@@ -26,7 +26,8 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
                                          retention_s=limits.ledger_retention_s, max_rows=limits.ledger_max_rows))
     executors = registry.build(registry.ExecutorContext(
         runner_id=runner_id, home=config.home, limits=limits,
-        chromium=config.chromium, browser_idle_s=config.browser_idle_s, python=config.python))
+        chromium=config.chromium, browser_idle_s=config.browser_idle_s, python=config.python,
+        cgroups=config.cgroups))
     tasks = TaskManager(executors, limits, ledger=ledger)
     ctx = Context(runtime=runtime, config=config, tasks=tasks,
                   gates=Lazy(lambda: _gate_manager(tasks, config.home)) if gates else None)

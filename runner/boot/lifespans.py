@@ -3,6 +3,7 @@ part; a lifespan starts what it owns, registers its debug snapshots, and on shut
 it (aiohttp runs them in reverse order)."""
 
 import asyncio
+import os
 import time
 from dataclasses import asdict
 from typing import AsyncIterator, Callable
@@ -13,8 +14,9 @@ from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.sweeper import sweep_loop
 from runner.rpc.context import Context
 from runner.system import kill as kill_mod
-from runner.system import logs
+from runner.system import logs, spool
 from runner.system.ledger import LedgerWorker
+from runner.core.tasks.records import TAIL_BYTES
 
 log = logs.get("plugkit.services")
 
@@ -32,6 +34,13 @@ def tasks_lifespan(ctx: Context, ledger: LedgerWorker) -> Lifespan:
         lost = await ledger.mark_lost(time.time())
         if lost:
             log.warning("tasks_lost_with_previous_runner", task_ids=lost)
+        spool_dir = os.path.join(rt.home, "spool")
+        spooled = await asyncio.to_thread(spool.recover, spool_dir, TAIL_BYTES)
+        for task_id in lost:
+            if task_id in spooled:  # what it printed up to the crash
+                await ledger.record_output(task_id, *spooled[task_id])
+        await asyncio.to_thread(spool.clear, spool_dir)
+        manager.spool_dir = spool_dir
         await ledger.evict(time.time())
         providers = {
             "sessions": lambda: manager.snapshot()["sessions"],

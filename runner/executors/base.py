@@ -8,7 +8,7 @@ Refusals are plugkit.refusals (by kind), never wire codes.
 """
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Protocol
+from typing import Any, Callable, Mapping, Optional, Protocol
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,9 @@ class TaskIO(Protocol):
         """A stream ended: what an incomplete UTF-8 sequence held back is written out."""
     def started(self, execution: Execution) -> None:
         """A step started (it takes input and kills now); sets the task's pid from it."""
+    def measured_by(self, probe: Callable[[], Any]) -> None:
+        """Where the task's CPU seconds and peak memory are read (an object with cpu_s and
+        memory_peak_bytes); an executor that cannot measure never calls it."""
 
 
 class Executor(Protocol):

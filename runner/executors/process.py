@@ -5,6 +5,9 @@ project builder (plugkit/languages/projects.py) as a Layout; nothing here knows 
 
 Every task root starts in its own session (start_new_session): one killpg then
 reaches the whole tree, and a Ctrl-C in the runner's terminal never reaches it.
+Where the kernel allows, every task also gets its own cgroup v2 (runner/system/cgroups.py),
+joined before the task runs any code: what leaves the group and drops its tags
+(`setsid env -i ...`) still dies with the task, and its CPU time is counted.
 """
 
 import asyncio
@@ -25,6 +28,7 @@ from plugkit.languages import projects as lang_projects
 from plugkit.languages.model import Layout
 from plugkit.refusals import Invalid, Unavailable
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
+from runner.system import cgroups
 from runner.system import kill as kill_mod
 from runner.system import tags
 
@@ -40,6 +44,7 @@ class ProcessSpec:
     kill_grace_s: float
     tmp_root: str
     python: Optional[str] = None  # PLUGKIT_PYTHON, from the runner's config
+    cgroup_set: Optional[cgroups.TaskCgroups] = None
 
 
 class _Pipes(asyncio.SubprocessProtocol):
@@ -79,8 +84,9 @@ class ProcessRun:
     """The Execution for one running step: input, kill."""
 
     def __init__(self, task_id: int, spec: ProcessSpec, transport: asyncio.SubprocessTransport,
-                 pipes: _Pipes) -> None:
+                 pipes: _Pipes, cgroup: Optional[str] = None) -> None:
         self.task_id, self.spec, self.transport, self.pipes = task_id, spec, transport, pipes
+        self.cgroup = cgroup
         self.pid = transport.get_pid()
         # The pid-reuse guard compares against the kernel's start time with a
         # tolerance far above the microseconds since fork; asking psutil here
@@ -115,6 +121,9 @@ class ProcessRun:
         await asyncio.to_thread(
             kill_mod.kill_tree, pgid=self.pid, root=(self.pid, self.create_time),
             runner_id=self.spec.runner_id, task_id=str(self.task_id), grace_s=self.spec.kill_grace_s)
+        if self.cgroup is not None:
+            # After the TERM grace: whatever is left in the cgroup (tagged or not) is KILLed at once.
+            await asyncio.to_thread(cgroups.kill_cgroup, self.cgroup)
 
 
 class ProcessExecutor:
@@ -158,9 +167,12 @@ class ProcessExecutor:
 
     async def close(self) -> None:
         shutil.rmtree(self.spec.tmp_root, ignore_errors=True)
+        if self.spec.cgroup_set is not None:
+            await asyncio.to_thread(self.spec.cgroup_set.close)
 
     def snapshot(self) -> dict:
-        return {"tmp_root": self.spec.tmp_root}
+        cg = self.spec.cgroup_set
+        return {"tmp_root": self.spec.tmp_root, "isolation": cg.mode.detail if cg else "tags"}
 
     async def run_steps(self, io: TaskIO, layout: Layout, stdin: Optional[str],
                         env: Optional[Mapping[str, str]]) -> tuple[int, bool]:
@@ -168,6 +180,7 @@ class ProcessExecutor:
         Both steps are tagged with the task id, so a kill or timeout reaches whichever
         runs. The temp file or dir, and the layout's leftovers, go on every exit path."""
         workdir = file = None
+        cgroup = self._make_cgroup(io)
         try:
             if layout.in_dir:
                 workdir = tempfile.mkdtemp(prefix=f"task_{io.id}-", dir=self.spec.tmp_root)
@@ -183,26 +196,53 @@ class ProcessExecutor:
                 tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(io.id),
                 tags.SESSION_ID: io.session.session_id, tags.HOME: tags.home_id(self.spec.home)})
             if layout.compile:
-                code_rc = await self._step(io, languages.render(layout.compile, **names), child_env, None)
+                code_rc = await self._step(io, languages.render(layout.compile, **names), child_env, None, cgroup)
                 if code_rc != 0:
                     if code_rc > 0 and layout.compile_hint:  # not for a kill: the hint would mislead
                         io.write_text("info", f"[plugkit] {layout.compile_hint}\n")
                     return code_rc, False
-            return await self._step(io, languages.render(layout.run, **names), child_env, stdin), True
+            return await self._step(io, languages.render(layout.run, **names), child_env, stdin, cgroup), True
         finally:
+            if cgroup is not None:
+                await asyncio.to_thread(self._end_cgroup, io, cgroup)
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             elif file:
                 os.unlink(file)
             _remove_leftovers(layout.leftovers)
 
-    async def _step(self, io: TaskIO, argv: list[str], env: dict[str, str], stdin: Optional[str]) -> int:
+    def _make_cgroup(self, io: TaskIO) -> Optional[str]:
+        cg = self.spec.cgroup_set
+        if cg is None:
+            return None
+        try:
+            path = cg.create(io.id)
+        except OSError:
+            return None  # the tags and the sweeper still reach it
+        io.measured_by(lambda: cg.usage(path))
+        return path
+
+    def _end_cgroup(self, io: TaskIO, path: str) -> None:
+        """The task is over: whatever it left in its cgroup dies, its usage is kept, the cgroup goes."""
+        cg = self.spec.cgroup_set
+        assert cg is not None
+        cg.kill(path)
+        final = cg.usage(path)
+        io.measured_by(lambda: final)
+        cg.remove(path)
+
+    async def _step(self, io: TaskIO, argv: list[str], env: dict[str, str], stdin: Optional[str],
+                    cgroup: Optional[str] = None) -> int:
         loop = asyncio.get_running_loop()
+        if cgroup is not None and shutil.which(argv[0], path=env.get("PATH")) is not None:
+            # The child moves itself in before exec (see cgroups.py). A program that cannot
+            # be found is spawned bare, so its OSError still reads spawn_failed.
+            argv = [*cgroups.SHIM, cgroups.procs_file(cgroup), *argv]
         transport, pipes = await loop.subprocess_exec(
             lambda: _Pipes(io), *argv, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             cwd=io.session.cwd, env=env, start_new_session=True)
-        run = ProcessRun(io.id, self.spec, transport, pipes)
+        run = ProcessRun(io.id, self.spec, transport, pipes, cgroup)
         try:
             io.started(run)
             if stdin is not None:
@@ -264,7 +304,18 @@ def task_dir() -> str:
 def make(ctx) -> ProcessExecutor:
     return ProcessExecutor(ProcessSpec(runner_id=ctx.runner_id, home=ctx.home,
                                        kill_grace_s=ctx.limits.kill_grace_s,
-                                       tmp_root=task_dir(), python=ctx.python))
+                                       tmp_root=task_dir(), python=ctx.python,
+                                       cgroup_set=_task_cgroups(ctx.home, ctx.runner_id) if ctx.cgroups else None))
+
+
+def _task_cgroups(home: str, runner_id: str) -> Optional[cgroups.TaskCgroups]:
+    mode = cgroups.detect_cached()
+    if mode.root is None:
+        return None
+    try:
+        return cgroups.TaskCgroups(mode, home, runner_id)
+    except OSError:
+        return None
 
 
 def _write_tree(workdir: str, layout: Layout, default_name: str) -> str:

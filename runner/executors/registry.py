@@ -31,6 +31,7 @@ class ExecutorContext:
     chromium: Optional[str] = None  # PLUGKIT_CHROMIUM; None: the default path
     browser_idle_s: float = DEFAULT_BROWSER_IDLE_S
     python: Optional[str] = None  # PLUGKIT_PYTHON; None: the runner's own interpreter
+    cgroups: bool = True  # PLUGKIT_CGROUPS; False: tags only, no cgroup per task
 
 
 class Deferred:

@@ -48,8 +48,15 @@ def task_info(task: Task) -> TaskInfo:
         signal=task.signal, reason=task.reason, message=task.message,
         started_at=task.started_at, ended_at=task.ended_at, duration_ms=task.duration_ms,
         bytes_out=task.bytes_out, dropped=task.bytes_out_before + task.buffer.dropped,
-        waiting_for_input=stdin_watch.waiting(task),
+        waiting_for_input=stdin_watch.waiting(task), **_usage(task),
     )
+
+
+def _usage(task: Task) -> dict:
+    if task.usage_probe is None:
+        return {}
+    usage = task.usage_probe()  # the task's cgroup, read live; fixed once the task ended
+    return {"cpu_s": usage.cpu_s, "memory_peak_bytes": usage.memory_peak_bytes}
 
 
 def output(res: ReadResult) -> Output:

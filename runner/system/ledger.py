@@ -185,6 +185,12 @@ class Ledger:
                     " ORDER BY ended_at, task_id LIMIT ?)", (*LIVE, rows - self.max_rows)).rowcount
         return deleted
 
+    def record_output(self, task_id: int, tail: str, bytes_out: int) -> None:
+        """What a task lost with the previous runner had printed (read back from its spool)."""
+        with self._tx() as db:
+            db.execute("UPDATE tasks SET output_tail = ?, bytes_out = max(bytes_out, ?) WHERE task_id = ?",
+                       (_tail(tail, self.tail_bytes), bytes_out, task_id))
+
     def forget(self, task_ids: list[int]) -> int:
         """Delete records an agent closed on purpose (exec:close, session.end)."""
         with self._tx() as db:
@@ -368,6 +374,9 @@ class LedgerWorker:
     async def evict(self, now: float) -> int:
         return await self._call(Ledger.evict, now)
 
+    async def record_output(self, task_id: int, tail: str, bytes_out: int) -> None:
+        await self._call(Ledger.record_output, task_id, tail, bytes_out)
+
     # --- queued -------------------------------------------------------------------
 
     def record_start(self, rec: TaskRecord) -> None:
@@ -389,6 +398,13 @@ class LedgerWorker:
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.wrap_future(self._pool.submit(self._invoke, fn, args))
+
+    def after(self, fn: Callable[[], None]) -> None:
+        """Run fn on the worker once every job submitted before it has run."""
+        try:
+            self._pool.submit(fn)
+        except RuntimeError:  # closed: nothing earlier can still be pending either
+            fn()
 
     async def flush(self) -> None:
         if not self._closed:  # jobs run in order, so a no-op finishing means every earlier one has

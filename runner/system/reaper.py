@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from runner.system import cgroups
 from runner.system import kill as kill_mod
 from runner.system import tags
 
@@ -79,6 +80,11 @@ def reap_orphans(home: str, live_runner_id: str, grace_s: float = 0.5) -> ReapRe
         report = kill_mod.kill_runner_tasks(runner_id, grace_s=grace_s)
         killed += len(set(report.terminated) | set(report.killed))
         survivors.extend(report.survivors)
+    # Task cgroups of dead runners: escapees that dropped their tags (`env -i`) are only there.
+    for runner_id in cgroups.reap_dead_runners(home, live_runner_id, _runner_alive):
+        if runner_id not in dead:
+            dead.append(runner_id)
+            tagged.setdefault(runner_id, {})
     trees = tuple((rid, task_id, tuple(sorted(pids)))
                   for rid in dead for task_id, pids in sorted(tagged[rid].items()))
     return ReapReport(tuple(dead), trees, killed, tuple(survivors), time.monotonic() - began)

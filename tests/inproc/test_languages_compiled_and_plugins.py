@@ -135,9 +135,13 @@ async def test_bad_cargo_line_is_refused_before_a_task_starts(rpc):
     assert "line 2" in str(caught.value) and "Cargo.toml" in str(caught.value)
 
 
-async def test_powershell_runs_when_installed(rpc):
+async def test_powershell_runs_when_installed_and_is_refused_clearly_when_not(rpc):
+    # Debian does not package PowerShell, so CI takes the second branch: both are real behaviour.
     if shutil.which("pwsh") is None:
-        pytest.skip("pwsh is not installed (Debian does not package PowerShell)")
+        with pytest.raises(RpcError) as caught:
+            await rpc("task.exec", lang="pwsh", code='Write-Output "hello from pwsh"', wait_ms=60_000)
+        assert "pwsh" in str(caught.value) and len(str(caught.value).splitlines()) <= 2, str(caught.value)
+        return
     res = await rpc("task.exec", lang="pwsh", code='Write-Output "hello from pwsh"', wait_ms=60_000)
     assert text(res, "stdout").strip() == "hello from pwsh"
 

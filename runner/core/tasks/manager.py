@@ -21,6 +21,7 @@ from runner.core.tasks.task import Execution, SessionKey, Task, TaskPort
 from runner.executors.base import ExecSpec, Executor, Outcome, Prepared
 from runner.system import logs
 from runner.system.ledger import LedgerWorker, TaskRecord
+from runner.system.spool import Spool
 
 log = logs.get("plugkit.tasks")
 
@@ -52,6 +53,7 @@ class TaskManager:
         self._live: set[Task] = set()  # not yet finished: kept apart so counting is O(1)
         self._slots = Slots(limits)  # live tasks plus execs not yet past prepare (see slots.py)
         self.finished_counts: dict[str, int] = {}
+        self.spool_dir: Optional[str] = None  # where running tasks' output is also written (crash copy)
 
     # --- queries -------------------------------------------------------------
 
@@ -160,7 +162,8 @@ class TaskManager:
         # (a serial port, a browser page) is always owned by a task at once.
         session = self._registry.open(key)
         task = Task(id=task_id, session=key, lang=prepared.lang, started_at=self.clock.time(),
-                    buffer=OutputBuffer(self.limits.output_cap_bytes))
+                    buffer=OutputBuffer(self.limits.output_cap_bytes,
+                                        spool=Spool(self.spool_dir, task_id) if self.spool_dir else None))
         session.tasks[task.id] = task
         self._live.add(task)
         digest = code_hash(spec.code)
@@ -206,6 +209,14 @@ class TaskManager:
             self.finished_counts[task.state] = self.finished_counts.get(task.state, 0) + 1
             if self._ledger is not None:
                 self._ledger.record_end(to_record(task, digest))
+            if task.buffer.spool is not None:
+                # Removed on the ledger's thread after the record above: a crash between
+                # the two still finds the output in one place or the other.
+                task.buffer.spool.close()
+                if self._ledger is not None:
+                    self._ledger.after(task.buffer.spool.remove)
+                else:
+                    task.buffer.spool.remove()
             log.info("task_ended", task_id=task.id, session_id=task.session.session_id, state=task.state,
                      reason=task.reason, exit_code=task.exit_code, signal=task.signal)
 

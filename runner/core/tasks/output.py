@@ -11,6 +11,10 @@ import codecs
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from runner.system.spool import Spool
 
 from plugkit.patterns import Pattern
 
@@ -41,7 +45,7 @@ class OutputBuffer:
     across what used to be chunk and stream boundaries without joining anything.
     """
 
-    def __init__(self, cap_bytes: int = 4 << 20) -> None:
+    def __init__(self, cap_bytes: int = 4 << 20, spool: Optional["Spool"] = None) -> None:
         if cap_bytes < 4:
             # Below one 4-byte character the ring could not hold a single whole character.
             raise ValueError("cap_bytes must be at least 4")
@@ -61,6 +65,8 @@ class OutputBuffer:
         # change, so only the new tail (plus a needle-length overlap) needs a look.
         self._misses: dict[tuple[bytes, int], int] = {}
         self._pending = [False] * len(STREAMS)
+        # The crash copy on disk (runner.system.spool): fed the same bytes, in the same order.
+        self.spool = spool
 
     @property
     def start(self) -> int:
@@ -130,6 +136,8 @@ class OutputBuffer:
             self._seg_codes.append(code)
         self._data += blob
         self._end += len(blob)
+        if self.spool is not None:
+            self.spool.write(blob)
         live = len(self._seg_codes) - self._seg_head
         if live > self._max_segments:
             self._evict_to(self._seg_starts[len(self._seg_starts) - self._max_segments])

@@ -4,7 +4,7 @@ TaskIO port an executor writes through (runner/executors/base.py)."""
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from plugkit.vocab import PENDING, TERMINAL_STATES, end_message
 from runner.core.tasks.output import OutputBuffer
@@ -31,6 +31,9 @@ class Task:
     execution: Optional[Execution] = None
     read_cursor: int = 0  # where this session's next "what's new" read starts
     bytes_out_before: int = 0  # output a rehydrated task produced beyond the tail it kept
+    # () -> an object with cpu_s and memory_peak_bytes (runner/system/cgroups.Usage), set by
+    # an executor that can measure its task (a cgroup per task) through TaskPort.measured_by.
+    usage_probe: Optional[Callable[[], Any]] = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -105,3 +108,6 @@ class TaskPort:
 
     def started(self, execution: Execution) -> None:
         self._on_started(execution)
+
+    def measured_by(self, probe: Callable[[], Any]) -> None:
+        self._task.usage_probe = probe

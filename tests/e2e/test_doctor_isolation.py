@@ -1,0 +1,25 @@
+"""`plugkit doctor` says which task isolation is in force: a cgroup per task, or tags only."""
+
+import pytest
+
+from tests.support.runner_home import Home
+
+pytestmark = pytest.mark.e2e
+
+
+def isolation_line(output: str) -> str:
+    return next(row for row in output.splitlines() if "task isolation" in row)
+
+
+@pytest.mark.parametrize("cgroups,level,words", [
+    ("1", "ok", "one cgroup2 per task"), ("0", "warn", "tags only"),
+])
+def test_doctor_names_the_isolation_mode_in_force(home: Home, cgroups, level, words):
+    env = {"PLUGKIT_CGROUPS": cgroups}
+    assert home.cli("runner", "start", env=env).returncode == 0
+    try:
+        doctor = home.cli("doctor")
+    finally:
+        home.cli("runner", "stop")
+    line = isolation_line(doctor.stdout)
+    assert line.startswith(level) and words in line, doctor.stdout
