@@ -24,7 +24,8 @@ from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_ev
 from client.wire.rpc import ClientError
 
 # platform -> adapter module under client/hooks/
-PLATFORMS = {"claude-code": "claude_code", "qwen": "qwen", "gemini": "gemini", "codex": "codex"}
+PLATFORMS = {"claude-code": "claude_code", "qwen": "qwen", "gemini": "gemini", "codex": "codex",
+             "cursor": "cursor", "copilot": "copilot", "opencode": "opencode", "kilo": "opencode"}
 DEFAULT_PLATFORM = "claude-code"
 # Hosts that fire no SessionStart headless (Qwen Code 0.15 `qwen -p`, seen in tests/hosts):
 # their first prompt is where a session begins, so it may start the runner, which answers a
@@ -34,7 +35,7 @@ STDIN_BUDGET_S = float(os.environ.get("PLUGKIT_HOOK_STDIN_TIMEOUT") or 2.0)
 STDIN_CAP = 16 << 20
 RPC_TIMEOUT_S = 5.0  # a gate check reads two small files; a stuck runner must not hold the agent
 SLOW_RPC_TIMEOUT_S = 20.0  # Stop may ask git about the tree; SessionStart builds the memory index
-USAGE = """usage: plugkit hook <Event> [--platform claude-code|qwen|gemini|codex]
+USAGE = """usage: plugkit hook <Event> [--platform claude-code|qwen|gemini|codex|cursor|copilot|opencode|kilo]
 
 Called by an agent platform's hooks with the event JSON on stdin; prints that
 platform's answer. Installed by `plugkit install --platform P`. Fails open (allow,
@@ -105,7 +106,10 @@ def handle(kind: str, platform: str) -> Answer:
     if raw is None:
         return failed(kind, f"no event JSON arrived on stdin within {STDIN_BUDGET_S:g}s")
     try:
-        event = parse_event(kind, platform, json.loads(raw))
+        data = json.loads(raw)
+        # Hosts that spell the fields otherwise (Cursor, Copilot, OpenCode's tools) rename them first.
+        normalize = getattr(adapter(platform), "normalize", None)
+        event = parse_event(kind, platform, normalize(data) if normalize else data)
     except (ValueError, BadEvent) as exc:
         why = str(exc) if isinstance(exc, BadEvent) else "stdin is not valid JSON"
         return failed(kind, f"malformed event: {why}")

@@ -18,15 +18,20 @@ import shlex
 import sys
 
 from client.args import FLAG, VALUE, UsageError, parse_or_help
+from client.hooks import install_hosts
 from client.wire.rpc import ClientError
 from client.wire.session import _quote
 
-USAGE = """usage: plugkit install --platform claude-code|qwen|gemini|codex [--project | --user]
+USAGE = """usage: plugkit install --platform PLATFORM|auto [--project | --user]
                        [--print] [--uninstall]
 
 Writes the platform's hook configuration (merged: your other settings stay):
-  claude-code  .claude/settings.json    qwen   .qwen/settings.json
-  gemini       .gemini/settings.json    codex  .codex/config.toml
+  claude-code  .claude/settings.json    qwen     .qwen/settings.json
+  gemini       .gemini/settings.json    codex    .codex/config.toml
+  cursor       .cursor/hooks.json       copilot  .github/hooks/plugkit.json
+  opencode     .opencode/plugins/plugkit.js (a plugin relaying to `plugkit hook`)
+  kilo         .kilo/plugins/plugkit.js
+  auto         every platform the workspace is configured for or whose program is on PATH
 under the current directory (--project, the default) or your home directory (--user).
   --print      show the file as it would be written; change nothing
   --uninstall  remove the hooks plugkit added, and only those"""
@@ -44,6 +49,16 @@ GEMINI_EVENTS = (("SessionStart", None, 30), ("BeforeAgent", None, 10),
                  ("SessionEnd", None, 15))
 CODEX_EVENTS = (("SessionStart", None, 30), ("UserPromptSubmit", None, 10),
                 ("PreToolUse", "Bash|apply_patch", 60), ("Stop", None, 30))
+# Cursor: shell commands come through beforeShellExecution; preToolUse only for the file
+# tools, so no shell call is handled twice. (No prompt hook: beforeSubmitPrompt has no
+# model context.)
+CURSOR_EVENTS = (("sessionStart", None, 30), ("beforeShellExecution", None, 60),
+                 ("preToolUse", "Write|StrReplace|Edit|Delete", 60), ("stop", None, 30), ("sessionEnd", None, 15))
+# Copilot CLI: camelCase events (its documented answers); preToolUse takes no matcher.
+COPILOT_EVENTS = (("sessionStart", None, 30), ("preToolUse", None, 60), ("agentStop", None, 30),
+                  ("sessionEnd", None, 15))
+# OpenCode / Kilo: the plugin relays these (its own timeout: 60 s per call).
+PLUGIN_EVENTS = (("SessionStart", None, 60), ("PreToolUse", None, 60), ("Stop", None, 60))
 
 
 class Target:
@@ -66,6 +81,10 @@ TARGETS = {
     "codex": Target("toml", ".codex/config.toml", CODEX_EVENTS, note=(
         "Codex runs them only once you trust them: review them in codex's /hooks (it skips new or "
         "changed hooks silently until then); a project's .codex/ is read only in a trusted project")),
+    "cursor": Target("flat", ".cursor/hooks.json", CURSOR_EVENTS),
+    "copilot": Target("flat", ".github/hooks/plugkit.json", COPILOT_EVENTS),
+    "opencode": Target("plugin", ".opencode/plugins/plugkit.js", PLUGIN_EVENTS),
+    "kilo": Target("plugin", ".kilo/plugins/plugkit.js", PLUGIN_EVENTS),
 }
 OPTIONS = {"--platform": VALUE, "--project": FLAG, "--user": FLAG, "--print": FLAG, "--uninstall": FLAG}
 BEGIN = "# >>> plugkit hooks (written by `plugkit install --platform codex`; --uninstall removes this block)"
@@ -75,25 +94,28 @@ END = "# <<< plugkit hooks"
 def main(argv: list[str]) -> int:
     opts, _ = parse_or_help(argv, OPTIONS, USAGE, max_pos=0)
     platform = opts.get("platform")
+    if platform == "auto":
+        return install_auto(argv)
     if platform not in TARGETS:
-        raise UsageError(f"name the platform: --platform {'|'.join(TARGETS)}")
+        raise UsageError(f"name the platform: --platform {'|'.join(TARGETS)}|auto")
     if opts.get("project") and opts.get("user"):
         raise UsageError("give --project or --user, not both")
     target = TARGETS[str(platform)]
     base = os.path.expanduser("~") if opts.get("user") else os.getcwd()
-    path = os.path.join(base, target.path)
+    path = os.path.join(base, install_hosts.USER_PATHS.get(str(platform), target.path) if opts.get("user")
+                        else target.path)
     old = _read(path)
     command = script_command()
     uninstall = bool(opts.get("uninstall"))
-    if target.fmt == "json":
-        new, removed = _merge_json(path, old, target, str(platform), command, uninstall)
-    else:
-        new, removed = _merge_toml(path, old, target, str(platform), command, uninstall)
+    merge = {"json": _merge_json, "toml": _merge_toml, **install_hosts.MERGERS}[target.fmt]
+    new, removed = merge(path, old, target, str(platform), command, uninstall)
     if opts.get("print"):
-        print(f"# {path}" + (" (unchanged)" if new == old else ""))
+        print(f"# {path}" + (" (unchanged)" if new == old else " (removed)" if old and not new else ""))
         print(new, end="" if new.endswith("\n") else "\n")
         return 0
-    if new != old:
+    if old and not new and target.fmt in install_hosts.MERGERS:
+        _remove(path)  # a file plugkit owned whole, now empty
+    elif new != old:
         _write(path, new)
     if uninstall:
         print(f"plugkit: removed {removed} plugkit hook(s) from {path}" if removed
@@ -105,6 +127,27 @@ def main(argv: list[str]) -> int:
         if target.note:
             print(f"plugkit: {target.note}")
     return 0
+
+
+def install_auto(argv: list[str]) -> int:
+    """--platform auto: the same install for every platform the workspace shows."""
+    base = os.path.expanduser("~") if "--user" in argv else os.getcwd()
+    found = install_hosts.detect(base)
+    if not found:
+        raise UsageError(f"no agent host found here (none of their directories in {base}, none of their programs "
+                         f"on PATH); name one: --platform {'|'.join(TARGETS)}")
+    rest = [a for i, a in enumerate(argv) if a != "--platform" and not a.startswith("--platform=")
+            and not (i and argv[i - 1] == "--platform")]
+    for platform in found:
+        main(["--platform", platform, *rest])
+    return 0
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError as exc:
+        raise ClientError(f"cannot remove {path}: {exc.strerror or exc}") from None
 
 
 def script_command() -> str:

@@ -18,7 +18,8 @@ from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Call, Script
 
 PACKAGES = {"claude": "@anthropic-ai/claude-code", "qwen": "@qwen-code/qwen-code",
-            "gemini": "@google/gemini-cli", "codex": "@openai/codex"}
+            "gemini": "@google/gemini-cli", "codex": "@openai/codex",
+            "opencode": "opencode-ai", "kilo": "@kilocode/cli", "copilot": "@github/copilot"}
 # Variables of a real setup that would point a host at a real model or account.
 SCRUB = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "GEMINI_", "GOOGLE_", "QWEN_", "DASHSCOPE_", "XDG_")
 KEY = "sk-plugkit-e2e-dummy"

@@ -158,7 +158,7 @@ def test_invalid_settings_are_never_overwritten(home, tmp_path):
     assert result.returncode == 1 and "not valid JSON" in result.stderr and path.read_text() == "{not json"
 
 
-@pytest.mark.parametrize("args, said", [([], "name the platform"), (["--platform", "cursor"], "name the platform"),
+@pytest.mark.parametrize("args, said", [([], "name the platform"), (["--platform", "nosuchhost"], "name the platform"),
                                         (["--platform", "codex", "--user", "--project"], "not both")])
 def test_usage_errors(home, tmp_path, args, said):
     result = run(home, tmp_path, *args)

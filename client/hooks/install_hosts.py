@@ -1,0 +1,102 @@
+"""The install formats of the hosts added after the first four (Cursor, Copilot CLI,
+OpenCode, Kilo), and `--platform auto`'s detection of the hosts a workspace uses.
+
+- "flat": `{"version": 1, "hooks": {"<event>": [{<command key>: "...", timeout...}]}}`,
+  entries without groups (Cursor's `.cursor/hooks.json`, key `command`, `timeout` in
+  seconds; Copilot's `.github/hooks/plugkit.json`, key `bash`, `timeoutSec`). Merged like
+  the others: entries whose command is ours are replaced or removed, the rest stay; a file
+  left holding nothing is removed.
+- "plugin": a JS file plugkit owns whole (OpenCode's and Kilo's plugin directory), marked
+  on its first line; --uninstall removes it, and refuses a file without the mark.
+"""
+
+import json
+import os
+import shlex
+import shutil
+
+from client.wire.rpc import ClientError
+
+# platform -> (command key, timeout key, extra keys per event)
+FLAT = {"cursor": ("command", "timeout"), "copilot": ("bash", "timeoutSec")}
+FLAT_EXTRA = {"copilot": {"type": "command"}}
+PLUGIN_MARK = "// plugkit relay for OpenCode and Kilo"
+ASSET = os.path.join(os.path.dirname(__file__), "assets", "opencode_plugin.js")
+# --user puts these elsewhere than under ~ + the project path.
+USER_PATHS = {"opencode": ".config/opencode/plugins/plugkit.js", "kilo": ".config/kilo/plugins/plugkit.js",
+              "copilot": ".copilot/hooks/plugkit.json"}
+# platform -> (workspace entries that show it is configured, programs on PATH that show it is installed)
+DETECT = {
+    "claude-code": ((".claude", "CLAUDE.md"), ("claude",)),
+    "qwen": ((".qwen", "QWEN.md"), ("qwen",)),
+    "gemini": ((".gemini", "GEMINI.md"), ("gemini",)),
+    "codex": ((".codex",), ("codex",)),
+    "cursor": ((".cursor", ".cursorrules"), ("cursor", "cursor-agent")),
+    "copilot": ((".github/hooks", ".github/copilot-instructions.md"), ("copilot",)),
+    "opencode": ((".opencode", "opencode.json", "opencode.jsonc"), ("opencode",)),
+    "kilo": ((".kilo", ".kilocode"), ("kilo", "kilocode")),
+}
+
+
+def _is_ours(command: object) -> bool:
+    from client.hooks.install import is_ours
+
+    return is_ours(command)
+
+
+def merge_flat(path: str, old: str, target, platform: str, command: str, uninstall: bool) -> tuple[str, int]:
+    key, timeout_key = FLAT[platform]
+    try:
+        config = json.loads(old) if old.strip() else {}
+    except ValueError as exc:
+        raise ClientError(f"{path} is not valid JSON ({exc}); fix it first, plugkit will not overwrite it") from None
+    if not isinstance(config, dict) or not isinstance(config.get("hooks", {}), dict):
+        raise ClientError(f"{path}: expected a JSON object with a \"hooks\" object; plugkit will not overwrite it")
+    hooks = config.get("hooks", {})
+    removed = 0
+    for event in list(hooks):
+        entries = hooks[event]
+        if not isinstance(entries, list):
+            continue
+        kept = [e for e in entries if not (isinstance(e, dict) and _is_ours(e.get(key)))]
+        removed += len(entries) - len(kept)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not uninstall:
+        for event, matcher, timeout in target.events:
+            entry = {**FLAT_EXTRA.get(platform, {}), key: f"{command} hook {event} --platform {platform}",
+                     timeout_key: timeout}
+            if matcher:
+                entry["matcher"] = matcher
+            hooks.setdefault(event, []).append(entry)
+    config = {"version": config.get("version", 1), **config, "hooks": hooks}
+    if not hooks and set(config) <= {"version", "hooks"}:
+        return "", removed  # nothing but ours was there: the file goes
+    if old.strip() and config == json.loads(old):
+        return old, removed
+    return json.dumps(config, indent=2, ensure_ascii=False) + "\n", removed
+
+
+def merge_plugin(path: str, old: str, target, platform: str, command: str, uninstall: bool) -> tuple[str, int]:
+    if old and not old.startswith(PLUGIN_MARK):
+        raise ClientError(f"{path} exists and was not written by plugkit; move it away first")
+    if uninstall:
+        return "", 1 if old else 0
+    with open(ASSET, encoding="utf-8") as fh:
+        text = fh.read()
+    argv = json.dumps(shlex.split(command))
+    return text.replace("__PLUGKIT__", argv).replace("__PLATFORM__", platform), 1 if old else 0
+
+
+MERGERS = {"flat": merge_flat, "plugin": merge_plugin}
+
+
+def detect(base: str) -> list[str]:
+    """The platforms this workspace is configured for, or whose program is on PATH."""
+    found = []
+    for platform, (entries, programs) in DETECT.items():
+        if any(os.path.exists(os.path.join(base, e)) for e in entries) or any(shutil.which(p) for p in programs):
+            found.append(platform)
+    return found

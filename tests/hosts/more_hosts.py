@@ -1,0 +1,57 @@
+"""The hosts of issue 21 that npm has (OpenCode, Kilo, Copilot CLI), as rows like hosts.HOSTS.
+
+Copilot CLI runs offline with a BYOK provider (COPILOT_OFFLINE, COPILOT_PROVIDER_BASE_URL:
+no GitHub login, telemetry or update check); COPILOT_ALLOW_ALL=true trusts the work
+directory, which is what loads its .github/hooks.
+
+OpenCode and Kilo take an OpenAI-compatible provider from their config file (the base URL
+of the fake model, a dummy key), with model fetching, auto-update and sharing off. Both
+resolve the project from $PWD, not from the process's cwd: the driver sets PWD.
+"""
+
+import json
+
+from tests.hosts.hosts import KEY, Host
+from tests.hosts.script import Call
+
+
+def _provider_config(url: str) -> str:
+    return json.dumps({
+        "autoupdate": False, "share": "disabled", "model": "fake/fake-model",
+        "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "fake",
+                              "options": {"baseURL": f"{url}/v1", "apiKey": KEY},
+                              "models": {"fake-model": {"name": "fake-model", "tool_call": True}}}}})
+
+
+def _quiet(prefix: str) -> dict:
+    return {f"{prefix}_DISABLE_MODELS_FETCH": "1", f"{prefix}_DISABLE_AUTOUPDATE": "1",
+            f"{prefix}_DISABLE_SHARE": "1", f"{prefix}_DISABLE_LSP_DOWNLOAD": "1"}
+
+
+MORE_HOSTS = {
+    "copilot": Host(
+        "copilot", "copilot",
+        lambda prompt: ["-p", prompt, "--allow-all-tools", "--no-auto-update"],
+        lambda url: {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"{url}/v1",
+                     "COPILOT_PROVIDER_API_KEY": KEY, "COPILOT_MODEL": "gpt-4.1", "COPILOT_ALLOW_ALL": "true", "COPILOT_AUTO_UPDATE": "false"},
+        lambda url, work: {},
+        lambda command: Call("bash", {"command": command, "description": "run it"}),
+        lambda path, content: Call("create", {"path": path, "file_text": content}),
+    ),
+    "opencode": Host(
+        "opencode", "opencode",
+        lambda prompt: ["run", prompt],
+        lambda url: _quiet("OPENCODE"),
+        lambda url, work: {".config/opencode/opencode.json": _provider_config(url)},
+        lambda command: Call("bash", {"command": command, "description": "run it"}),
+        lambda path, content: Call("write", {"filePath": path, "content": content}),
+    ),
+    "kilo": Host(
+        "kilo", "kilo",
+        lambda prompt: ["run", prompt],
+        lambda url: _quiet("KILO"),
+        lambda url, work: {".config/kilo/kilo.json": _provider_config(url)},
+        lambda command: Call("bash", {"command": command, "description": "run it"}),
+        lambda path, content: Call("write", {"filePath": path, "content": content}),
+    ),
+}
