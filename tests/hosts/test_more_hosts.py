@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from tests.hosts.hosts import Host, cache_dir, host_env, project, run, shell_spy
+from tests.hosts.hosts import (Host, cache_dir, check_write_refused_then_one_stop_turned_back, host_env, project, run,
+                               shell_spy)
 from tests.hosts.model_server import ModelServer
 from tests.hosts.more_hosts import MORE_HOSTS
 from tests.hosts.script import Say, Script
@@ -65,16 +66,7 @@ def test_write_refused_and_stop_gate_turns_back_one_stop_while_prd_items_are_ope
     script = Script([host.write(str(work / "a.py"), "x = 1\n"), Say("Finished."), Say("Finished, really."),
                      Say("Never asked for.")])
     result = run(host, script, work, host_home, env={"PWD": str(work)})
-    why = result.explain()
-    assert result.proc.returncode == 0, why
-    refused = script.reply_to(0)
-    assert refused is not None and "PLAN" in refused.newest and "EMIT" in refused.newest, why
-    assert not (work / "a.py").exists(), why
-    turned_back = script.reply_to(1)
-    assert turned_back is not None, why
-    assert "not done yet" in turned_back.newest and f"open work items: {item}" in turned_back.newest, why
-    # The second stop, for the same reason, is let through: no further request, no loop.
-    assert script.reply_to(2) is None, why
+    check_write_refused_then_one_stop_turned_back(script, result, work, item)
 
 
 def wait_for(condition, what: str, limit_s: float = 60.0) -> None:
