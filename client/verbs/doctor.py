@@ -262,8 +262,9 @@ def check_runner():
 def isolation_row(isolation: str) -> tuple[str, str, str, str]:
     """How the runner contains tasks: a cgroup each, or only environment tags (what can escape)."""
     if isolation == "tags":
-        return ("warn", "task isolation", "tags only: a task child that drops its environment "
-                "(`setsid env -i ...`) can outlive its task",
+        return ("warn", "task isolation", "tags + adopted orphans: no cgroup per task, so no CPU or memory "
+                "figures, and a task child that drops its environment and leaves the runner's "
+                "process tree (systemd-run, at) can outlive its task",
                 "run the runner where a cgroup2 subtree is writable (root, or a systemd unit with "
                 "Delegate=yes), and without PLUGKIT_CGROUPS=0")
     return "ok", "task isolation", isolation, ""

@@ -11,7 +11,7 @@ from typing import AsyncIterator, Callable
 from aiohttp import web
 
 from runner.core.tasks.manager import TaskManager
-from runner.core.tasks.sweeper import sweep_loop
+from runner.core.tasks.sweeper import stop_adopted, sweep_loop
 from runner.rpc.context import Context
 from runner.system import kill as kill_mod
 from runner.system import logs, spool
@@ -50,8 +50,10 @@ def tasks_lifespan(ctx: Context, ledger: LedgerWorker) -> Lifespan:
             "tasks_by_end_state": lambda: dict(manager.finished_counts),
         }
         ctx.snapshots.update(providers)
-        sweeper = asyncio.create_task(sweep_loop(manager, rt.runner_id, stats, ctx.config.limits.sweep_interval_s),
-                                      name="sweeper")
+        # Tags-only mode (no cgroup per task): untagged escapees are held to their tasks by adoption.
+        adopt = not any(getattr(e, "isolation", "tags") == "cgroup2" for e in manager.executors)
+        sweeper = asyncio.create_task(sweep_loop(manager, rt.runner_id, stats, ctx.config.limits.sweep_interval_s,
+                                                 adopt=adopt), name="sweeper")
         try:
             yield
         finally:
@@ -60,6 +62,8 @@ def tasks_lifespan(ctx: Context, ledger: LedgerWorker) -> Lifespan:
             await manager.shutdown()
             # Anything tagged by this runner that escaped its task's kill goes now.
             await asyncio.to_thread(kill_mod.kill_runner_tasks, rt.runner_id, grace_s=0.2)
+            if adopt:  # and every orphan adopted from a task, tagged or not
+                await asyncio.to_thread(stop_adopted, manager, rt.runner_id, 0.2)
             await ledger.close()
             for name in providers:
                 ctx.snapshots.pop(name, None)

@@ -133,6 +133,8 @@ class ProcessExecutor:
 
     def __init__(self, spec: ProcessSpec) -> None:
         self.spec = spec
+        # "tags": no cgroup per task, so the sweeper holds adopted orphans to their tasks instead.
+        self.isolation = "cgroup2" if spec.cgroup_set is not None else "tags"
         os.makedirs(spec.tmp_root, mode=0o700, exist_ok=True)
         # The runner's environment does not change while it runs: filter it once.
         self._base_env = tags.child_env(os.environ, None, {})

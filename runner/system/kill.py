@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import psutil
 
 from runner.system import tags
+from runner.system.subreaper import start_ticks
 
 _POLL_S = 0.02
 _SWEEP_S = 2.0
@@ -71,6 +72,47 @@ def kill_tree(
 def kill_runner_tasks(runner_id: str, *, grace_s: float = 0.5) -> KillReport:
     """Kill every process tagged with runner_id (shutdown: all tasks, browsers, helpers)."""
     return _kill(runner_id, None, None, None, grace_s)
+
+
+def kill_adopted(pid: int, ticks: int, *, grace_s: float = 0.2) -> KillReport:
+    """Kill an orphan the subreaper adopted (it may carry no tag), its descendants and its group
+    when it leads one: TERM, then after grace_s KILL. ticks is its start time
+    (runner/system/subreaper.start_ticks): a recycled pid is never signalled."""
+    start = time.monotonic()
+    try:
+        proc = psutil.Process(pid)  # pinned first, then checked: a pid recycled after this fails is_running()
+        if start_ticks(pid) != ticks or not _signalable(pid):
+            return KillReport((), (), (), 0.0)
+        group = pid if os.getpgid(pid) == pid and _group_is_ours(pid, (pid, proc.create_time())) else None
+    except (psutil.Error, OSError):
+        return KillReport((), (), (), 0.0)
+
+    def targets() -> list[psutil.Process]:
+        try:
+            found = proc.children(recursive=True)
+        except psutil.Error:
+            found = []
+        return [proc, *found]
+
+    watched = targets()
+    # Group first: a member forked after the scan still gets the TERM.
+    _killpg(group, signal.SIGTERM)
+    terminated = {p.pid for p in watched if _signal(p, signal.SIGTERM)}
+    deadline = start + grace_s
+    while time.monotonic() < deadline and any(_alive(p) for p in watched):
+        time.sleep(_POLL_S)
+    killed: set[int] = set()
+    sweep_deadline = time.monotonic() + _SWEEP_S
+    while True:
+        living = [p for p in {p.pid: p for p in [*watched, *targets()]}.values() if _alive(p)]
+        if group is not None and _alive(proc):
+            _killpg(group, signal.SIGKILL)  # only while the leader lives is the group id surely its
+        if not living or time.monotonic() > sweep_deadline:
+            break
+        killed.update(p.pid for p in living if _signal(p, signal.SIGKILL))
+        time.sleep(_POLL_S)
+    return KillReport(terminated=tuple(sorted(terminated)), killed=tuple(sorted(killed)),
+                      survivors=tuple(sorted(p.pid for p in living)), elapsed_s=time.monotonic() - start)
 
 
 def _kill(

@@ -182,3 +182,48 @@ def _psutil_zombie_children() -> Iterator[tuple[int, float]]:
                 yield child.pid, now - child.create_time()
         except psutil.Error:
             continue
+
+
+def adopted_children() -> list[tuple[int, int]]:
+    """(pid, start time in clock ticks since boot) of each live child we did not spawn ourselves:
+    an orphan of a task, re-parented to us as child subreaper. The start time names the process,
+    so a recycled pid is a different orphan.
+
+    Not ours to adopt: what asyncio spawned (SPAWNED: task roots, Chromium), and anything in our
+    own session (a thread's `prog --version` probe). Every task root starts a session of its
+    own and no descendant can rejoin ours, so an orphan of a task is never in our session."""
+    pids = _linux_children()
+    if pids is None:
+        import psutil  # only where /proc/<pid>/task/*/children is missing
+
+        pids = [c.pid for c in psutil.Process().children()]
+    spawned = SPAWNED.snapshot()
+    mine = os.getsid(0)
+    found = []
+    for pid in pids:
+        if pid in spawned:
+            continue
+        stat = _stat(pid)
+        if stat is None or stat[0] == b"Z" or stat[1] == mine:
+            continue
+        found.append((pid, stat[2]))
+    return found
+
+
+def start_ticks(pid: int) -> int | None:
+    """pid's start time in clock ticks since boot (None: gone, or a zombie)."""
+    stat = _stat(pid)
+    return None if stat is None or stat[0] == b"Z" else stat[2]
+
+
+def _stat(pid: int) -> tuple[bytes, int, int] | None:
+    """(state, session id, start time in ticks) from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2:].split()
+    if len(fields) < 20:
+        return None
+    return fields[0], int(fields[3]), int(fields[19])

@@ -1,4 +1,4 @@
-"""`plugkit doctor` says which task isolation is in force: a cgroup per task, or tags only."""
+"""`plugkit doctor` says which task isolation is in force: a cgroup per task, or tags + adopted orphans."""
 
 import pytest
 
@@ -12,7 +12,7 @@ def isolation_line(output: str) -> str:
 
 
 @pytest.mark.parametrize("cgroups,level,words", [
-    ("1", "ok", "one cgroup2 per task"), ("0", "warn", "tags only"),
+    ("1", "ok", "one cgroup2 per task"), ("0", "warn", "tags + adopted orphans"),
 ])
 def test_doctor_names_the_isolation_mode_in_force(home: Home, cgroups, level, words):
     env = {"PLUGKIT_CGROUPS": cgroups}

@@ -1,5 +1,6 @@
 """Nothing escapes a task (issue 17.2): `setsid env -i` drops the group and every tag, and still
-dies with its task's cgroup on exec:close, on runner stop, and at the boot after a kill -9."""
+dies with its task's cgroup on exec:close, on runner stop, and at the boot after a kill -9.
+Without cgroups (PLUGKIT_CGROUPS=0) it dies as an orphan the runner adopted while its task lived."""
 
 import os
 import random
@@ -43,6 +44,9 @@ def gone(seconds: str, within: float = 5) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+TAGS_ONLY = {"PLUGKIT_CGROUPS": "0"}
 
 
 def start_escapee(home: Home, cwd: str, seconds: str) -> int:
@@ -110,3 +114,39 @@ def test_an_untagged_escapee_of_a_killed_runner_dies_at_the_next_boot(home: Home
     finally:
         home.cli("runner", "stop")
         home.stop_all()
+
+
+def test_tags_only_an_untagged_escapee_dies_when_its_task_ends(home: Home, tmp_path, escapee_seconds):
+    assert home.cli("runner", "start", env=TAGS_ONLY).returncode == 0
+    try:
+        done = rpc(home, "task.exec", {"session_id": "s", "cwd": str(tmp_path), "lang": "bash", "wait_ms": 10_000,
+                                       "code": f"setsid env -i sleep {escapee_seconds} & echo started"})
+        assert done["task"]["state"] == "completed"
+        assert gone(escapee_seconds, within=15)
+        # The sweeper says so (read until its pass has been counted: the kill returns first).
+        deadline = time.monotonic() + 10
+        while rpc(home, "debug.snapshot")["snapshot"]["reaper"]["orphans_killed"] < 1:
+            assert time.monotonic() < deadline, "the escapee died, but not by the sweeper's hand"
+            time.sleep(0.05)
+    finally:
+        home.cli("runner", "stop")
+
+
+def test_tags_only_an_untagged_escapee_dies_on_close(home: Home, tmp_path, escapee_seconds):
+    assert home.cli("runner", "start", env=TAGS_ONLY).returncode == 0
+    try:
+        task_id = start_escapee(home, str(tmp_path), escapee_seconds)
+        closed = home.cli("exec:close", str(task_id), cwd=str(tmp_path), env={"PLUGKIT_SESSION": "s"})
+        assert closed.returncode == 0, closed.stderr
+        assert gone(escapee_seconds, within=15)
+    finally:
+        home.cli("runner", "stop")
+
+
+def test_tags_only_an_untagged_escapee_dies_with_runner_stop(home: Home, tmp_path, escapee_seconds):
+    assert home.cli("runner", "start", env=TAGS_ONLY).returncode == 0
+    try:
+        start_escapee(home, str(tmp_path), escapee_seconds)
+    finally:
+        assert home.cli("runner", "stop").returncode == 0
+    assert gone(escapee_seconds)

@@ -134,3 +134,63 @@ def test_a_sweep_never_takes_the_exit_status_of_a_child_asyncio_spawned(watcher,
     out = json.loads(done.stdout)
     assert (out["stolen"], out["exit"]) == (stolen, exit_code)
     assert out["left"] == []  # a waited-for child leaves the registry
+
+
+# A task's escapee (`setsid ... &`, its task's root gone) is adopted and listed with its start
+# time; a child the runner spawned in its own session (a version probe) is not. The escapee
+# and what it started die by (pid, start time), and a stale start time (a recycled pid) hits nothing.
+ADOPTED = r"""
+import json, os, subprocess, tempfile, time
+from runner.system import subreaper
+from runner.system.kill import kill_adopted
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+subreaper.become_subreaper()
+probe = subprocess.Popen(["sleep", "60"])
+pids = tempfile.NamedTemporaryFile("r")  # not a pipe: the escapee would hold it open
+subprocess.run(["sh", "-c", 'setsid sh -c "sleep 61 & echo \\$! >>$0; wait" "$0" & echo $! >>$0', pids.name],
+               timeout=30)  # returns when the root exits: the escapee is an orphan now
+deadline = time.monotonic() + 10
+while True:
+    seen = [int(x) for x in open(pids.name).read().split()]  # the two shells write in either order
+    if len(seen) == 2 and set(seen) & set(dict(subreaper.adopted_children())):
+        break
+    assert time.monotonic() < deadline, (seen, subreaper.adopted_children())
+    time.sleep(0.01)
+escapee = next(p for p in seen if p in dict(subreaper.adopted_children()))
+child = next(p for p in seen if p != escapee)
+adopted = dict(subreaper.adopted_children())
+ticks = adopted[escapee]
+out = {"listed": sorted(adopted), "escapee": escapee, "child": child, "probe": probe.pid,
+       "stale": kill_adopted(escapee, ticks + 1).terminated}
+out["stale_left_alive"] = alive(escapee) and alive(child)
+report = kill_adopted(escapee, ticks, grace_s=0.2)
+out["terminated"] = sorted(report.terminated)
+out["after"] = [alive(escapee), alive(child)]
+probe.kill()
+probe.wait()
+while True:  # reap the escapee and its child (adopted once the escapee died)
+    try:
+        if os.waitpid(-1, os.WNOHANG)[0] == 0:
+            break
+    except ChildProcessError:
+        break
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux-only")
+def test_an_adopted_escapee_is_listed_apart_from_our_own_children_and_dies_with_its_descendants():
+    done = subprocess.run([sys.executable, "-c", ADOPTED], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["listed"] == [out["escapee"]]  # not the probe (our session), not the escapee's child
+    assert out["stale"] == [] and out["stale_left_alive"]
+    assert set(out["terminated"]) == {out["escapee"], out["child"]}
+    assert out["after"] == [False, False]

@@ -12,6 +12,7 @@ from typing import Optional
 from plugkit.config import Limits
 from plugkit.patterns import BadPattern, compile_client_pattern
 from plugkit.refusals import Conflict, Invalid, NotFound
+from runner.core.tasks.adopted import AdoptedOrphans
 from runner.core.tasks.clock import Clock, LoopClock
 from runner.core.tasks.output import OutputBuffer, ReadResult
 from runner.core.tasks.records import IdSource, code_hash, rehydrate, to_record
@@ -54,6 +55,7 @@ class TaskManager:
         self._slots = Slots(limits)  # live tasks plus execs not yet past prepare (see slots.py)
         self.finished_counts: dict[str, int] = {}
         self.spool_dir: Optional[str] = None  # where running tasks' output is also written (crash copy)
+        self.adopted = AdoptedOrphans()  # orphans held to the process tasks that ran when they were adopted
 
     # --- queries -------------------------------------------------------------
 
@@ -166,6 +168,9 @@ class TaskManager:
                                         spool=Spool(self.spool_dir, task_id) if self.spool_dir else None))
         session.tasks[task.id] = task
         self._live.add(task)
+        if executor.name == "process":
+            # Held from before the spawn: an orphan can be adopted before the task learns its pid.
+            self.adopted.task_started(task.id)
         digest = code_hash(spec.code)
         if self._ledger is not None:
             self._ledger.record_start(to_record(task, digest))
@@ -204,6 +209,7 @@ class TaskManager:
             state, reason, extra = ending
             task.finish(state, reason, now=self.clock.time(), **extra)
             self._live.discard(task)
+            self.adopted.task_ended(task.id)
             self._slots.give(task.session)
             self._pending_end.pop(task.id, None)
             self.finished_counts[task.state] = self.finished_counts.get(task.state, 0) + 1

@@ -3,6 +3,8 @@
 A task's root can exit while a setsid'd grandchild it left behind keeps running
 outside the task's process group; only its environment tag still names the task.
 One /proc scan per interval covers every task that ended since the last one.
+Without a cgroup per task (tags-only mode), an escapee that also dropped its tags is
+found among the runner's adopted children instead (runner/core/tasks/adopted.py).
 """
 
 import asyncio
@@ -21,6 +23,8 @@ class SweepStats:
     sweeps: int = 0
     strays_killed: int = 0
     zombies_reaped: int = 0
+    orphans_killed: int = 0
+    orphans_held: int = 0
     idle_sessions_ended: int = 0
     last_error: str | None = None
     recent: list[dict] = field(default_factory=list)
@@ -38,18 +42,53 @@ def _strays(runner_id: str, live_ids: set[str]) -> list[tuple[str, int]]:
     return found
 
 
+def _helper(pid: int, runner_id: str) -> bool:
+    """A runner-wide helper's process (a Chromium child left by its parent): its executor stops it."""
+    found = tags.read_tags(pid) or {}
+    task_id = found.get(tags.TASK_ID)
+    return found.get(tags.RUNNER_ID) == runner_id and task_id is not None and not task_id.isdecimal()
+
+
+def adopted_orphans(manager: TaskManager, runner_id: str) -> list[tuple[int, int]]:
+    """Our adopted children that are neither a task's root nor a runner helper (blocking)."""
+    roots = manager.managed_pids()
+    return [o for o in subreaper.adopted_children()
+            if o[0] not in roots and (manager.adopted.attributed(o) is not None or not _helper(o[0], runner_id))]
+
+
+def kill_orphans(orphans: list[tuple[int, int]], grace_s: float) -> list[tuple[int, int]]:
+    for pid, ticks in orphans:
+        kill_mod.kill_adopted(pid, ticks, grace_s=grace_s)
+    return orphans
+
+
+def sweep_adopted(manager: TaskManager, runner_id: str, grace_s: float) -> list[tuple[int, int]]:
+    """Attribute new orphans to the tasks around them; kill those whose tasks have all ended."""
+    children = adopted_orphans(manager, runner_id)  # listed before the take: see adopted.py
+    return kill_orphans(manager.adopted.observe(children), grace_s)
+
+
+def stop_adopted(manager: TaskManager, runner_id: str, grace_s: float) -> list[tuple[int, int]]:
+    """Runner stop: every remembered orphan and any adopted since (the last tasks' kill) dies."""
+    pending = set(manager.adopted.take_all()) | set(adopted_orphans(manager, runner_id))
+    return kill_orphans(sorted(pending), grace_s)
+
+
 def sweep_once(manager: TaskManager, runner_id: str, grace_s: float,
-               scan: bool = True) -> tuple[list[int], list[tuple[str, int]]]:
-    """Blocking; run in a thread. Returns (reaped zombie pids, (task id, pid) strays killed).
-    Reaping reads only our own children; the stray scan reads every process's environment."""
+               scan: bool = True, adopt: bool = False
+               ) -> tuple[list[int], list[tuple[str, int]], list[tuple[int, int]]]:
+    """Blocking; run in a thread. Returns (reaped zombie pids, (task id, pid) strays killed,
+    (pid, start ticks) adopted orphans killed). Reaping and adoption read only our own
+    children; the stray scan reads every process's environment."""
     reaped = subreaper.reap_adopted(manager.managed_pids())
+    orphans = sweep_adopted(manager, runner_id, grace_s) if adopt else []
     if not scan:
-        return reaped, []
+        return reaped, [], orphans
     live = {str(t.id) for t in manager.running()}
     strays = _strays(runner_id, live)
     for task_id in sorted({t for t, _ in strays}):
         kill_mod.kill_tree(pgid=None, root=None, runner_id=runner_id, task_id=task_id, grace_s=grace_s)
-    return reaped, strays
+    return reaped, strays, orphans
 
 
 # A scan of every process's environment holds the GIL for milliseconds: it runs when a
@@ -59,7 +98,8 @@ BACKSTOP_PASSES = 60
 
 
 async def sweep_loop(manager: TaskManager, runner_id: str, stats: SweepStats, interval_s: float = 1.0,
-                     grace_s: float = 0.2) -> None:
+                     grace_s: float = 0.2, adopt: bool = False) -> None:
+    """adopt: hold adopted orphans to their tasks (tags-only mode; a task's cgroup does it otherwise)."""
     seen_finished = -1
     quiet_passes = 0
     found_last = False
@@ -72,7 +112,7 @@ async def sweep_loop(manager: TaskManager, runner_id: str, stats: SweepStats, in
         if scan:
             seen_finished, quiet_passes = finished, 0
         try:
-            reaped, strays = await asyncio.to_thread(sweep_once, manager, runner_id, grace_s, scan)
+            reaped, strays, orphans = await asyncio.to_thread(sweep_once, manager, runner_id, grace_s, scan, adopt)
         except Exception as exc:  # the loop must survive a bad /proc read
             stats.last_error = exc.__class__.__name__
             log.exception("sweep_failed")
@@ -81,5 +121,9 @@ async def sweep_loop(manager: TaskManager, runner_id: str, stats: SweepStats, in
         stats.sweeps += 1 if scan else 0
         stats.zombies_reaped += len(reaped)
         stats.strays_killed += len(strays)
+        stats.orphans_killed += len(orphans)
+        stats.orphans_held = len(manager.adopted)
+        for pid, _ticks in orphans:
+            log.info("adopted_orphan_killed", pid=pid)
         for task_id, pid in strays:
             log.info("stray_killed", task_id=int(task_id), pid=pid)
