@@ -14,7 +14,7 @@ from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.sweeper import stop_adopted, sweep_loop
 from runner.rpc.context import Context
 from runner.system import kill as kill_mod
-from runner.system import logs, spool
+from runner.system import logs, spool, subreaper
 from runner.system.ledger import LedgerWorker
 from runner.core.tasks.records import TAIL_BYTES
 
@@ -51,7 +51,10 @@ def tasks_lifespan(ctx: Context, ledger: LedgerWorker) -> Lifespan:
         }
         ctx.snapshots.update(providers)
         # Tags-only mode (no cgroup per task): untagged escapees are held to their tasks by adoption.
-        adopt = not any(getattr(e, "isolation", "tags") == "cgroup2" for e in manager.executors)
+        # Only a subreaper adopts: elsewhere (a runner composed inside a test process) a child in
+        # another session is one the host process spawned, not a task's orphan.
+        adopt = subreaper.is_subreaper() and not any(
+            getattr(e, "isolation", "tags") == "cgroup2" for e in manager.executors)
         sweeper = asyncio.create_task(sweep_loop(manager, rt.runner_id, stats, ctx.config.limits.sweep_interval_s,
                                                  adopt=adopt), name="sweeper")
         try:

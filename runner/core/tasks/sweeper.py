@@ -57,9 +57,13 @@ def adopted_orphans(manager: TaskManager, runner_id: str) -> list[tuple[int, int
 
 
 def kill_orphans(orphans: list[tuple[int, int]], grace_s: float) -> list[tuple[int, int]]:
+    """Kill each; return those that were still there to kill (one that exited on its own is not counted)."""
+    killed = []
     for pid, ticks in orphans:
-        kill_mod.kill_adopted(pid, ticks, grace_s=grace_s)
-    return orphans
+        report = kill_mod.kill_adopted(pid, ticks, grace_s=grace_s)
+        if report.terminated or report.killed:
+            killed.append((pid, ticks))
+    return killed
 
 
 def sweep_adopted(manager: TaskManager, runner_id: str, grace_s: float) -> list[tuple[int, int]]:
