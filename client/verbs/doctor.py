@@ -260,7 +260,7 @@ def check_runner():
 
 
 def isolation_row(isolation: str) -> tuple[str, str, str, str]:
-    """How the runner contains tasks: a cgroup each, or only environment tags (what can escape)."""
+    """How the runner contains tasks: a cgroup each, or environment tags + the orphans it adopts (what can escape)."""
     if isolation == "tags":
         return ("warn", "task isolation", "tags + adopted orphans: no cgroup per task, so no CPU or memory "
                 "figures, and a task child that drops its environment and leaves the runner's "
