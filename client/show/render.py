@@ -56,7 +56,7 @@ def seconds(ms: int | None) -> str:
 
 
 def state_line(info: dict) -> str:
-    """`task_7 running (bash, pid 12, 3.1s so far)` / `task_7 failed: exit 2 (python, 0.4s)`."""
+    """`task_7 running (bash, pid 12, 3.1s so far)` / `task_7 failed: exit 2 (python, 0.4s, cpu 0.31s)`."""
     name, state = f"task_{info['task_id']}", info["state"]
     if not finished(info):
         pid = f", pid {info['pid']}" if info.get("pid") else ""
@@ -69,7 +69,13 @@ def state_line(info: dict) -> str:
     if info.get("reason") not in (None, state, "exit_zero", "exit_nonzero", "signal", "timeout"):
         how.append(info["reason"])
     detail = f": {', '.join(how)}" if how else ""
-    return f"{name} {state}{detail} ({info['lang']}, {seconds(info.get('duration_ms'))})"
+    return f"{name} {state}{detail} ({info['lang']}, {seconds(info.get('duration_ms'))}{usage(info)})"
+
+
+def usage(info: dict) -> str:
+    """`, cpu 1.20s, peak 35.0 MiB` from the task's cgroup; empty where none measured it."""
+    cpu, peak = info.get("cpu_s"), info.get("memory_peak_bytes")
+    return (f", cpu {cpu:.2f}s" if cpu is not None else "") + (f", peak {size(peak)}" if peak is not None else "")
 
 
 def task_table(tasks: list[dict]) -> str:

@@ -75,6 +75,7 @@ def test_an_untagged_escapee_dies_on_close_and_its_usage_is_reported(home: Home,
         assert live["cpu_s"] is not None
         closed = home.cli("exec:close", str(task_id), cwd=str(tmp_path), env={"PLUGKIT_SESSION": "s"})
         assert closed.returncode == 0, closed.stderr
+        assert ", cpu " in closed.stdout + closed.stderr, closed  # the person reads it too, not only --json
         assert gone(escapee_seconds)
         # A task that just returns while its escapee runs on: the escapee ends with it.
         seconds = str(int(escapee_seconds) + 1)
