@@ -155,16 +155,8 @@ def _linux_children() -> list[int] | None:
 
 def _zombie_start(pid: int) -> float | None:
     """Start time in seconds since boot if pid is a zombie, else None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    # comm (field 2) may contain spaces and parentheses; fields resume after the last ')'.
-    fields = data[data.rfind(b")") + 2:].split()
-    if len(fields) < 20 or fields[0] != b"Z":
-        return None
-    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    stat = _stat(pid)
+    return None if stat is None or stat[0] != b"Z" else stat[2] / os.sysconf("SC_CLK_TCK")
 
 
 def _uptime() -> float:
@@ -223,6 +215,7 @@ def _stat(pid: int) -> tuple[bytes, int, int] | None:
             data = f.read()
     except OSError:
         return None
+    # comm (field 2) may contain spaces and parentheses; fields resume after the last ')'.
     fields = data[data.rfind(b")") + 2:].split()
     if len(fields) < 20:
         return None
