@@ -13,7 +13,8 @@ from runner.core.tasks.manager import TaskManager
 from runner.executors import registry
 from runner.http.app import make_app
 from runner.rpc.context import Context, Runtime
-from runner.system.ledger import Ledger, LedgerWorker
+from runner.system.ledger import Ledger
+from runner.system.ledger_worker import LedgerWorker
 
 
 def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple = (),

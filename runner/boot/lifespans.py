@@ -15,7 +15,7 @@ from runner.core.tasks.sweeper import stop_adopted, sweep_loop
 from runner.rpc.context import Context
 from runner.system import kill as kill_mod
 from runner.system import logs, spool, subreaper
-from runner.system.ledger import LedgerWorker
+from runner.system.ledger_worker import LedgerWorker
 from runner.core.tasks.records import TAIL_BYTES
 
 log = logs.get("plugkit.services")

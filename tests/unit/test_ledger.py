@@ -15,7 +15,8 @@ import pytest
 
 from runner.system import ledger as store
 from plugkit.vocab import END_REASONS
-from runner.system.ledger import Ledger, LedgerWorker, TaskRecord
+from runner.system.ledger import Ledger, TaskRecord
+from runner.system.ledger_worker import LedgerWorker
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = 1_700_000_000.0

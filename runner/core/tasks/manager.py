@@ -21,7 +21,8 @@ from runner.core.tasks.slots import Slots
 from runner.core.tasks.task import Execution, SessionKey, Task, TaskPort
 from runner.executors.base import ExecSpec, Executor, Outcome, Prepared
 from runner.system import logs
-from runner.system.ledger import LedgerWorker, TaskRecord
+from runner.system.ledger import TaskRecord
+from runner.system.ledger_worker import LedgerWorker
 from runner.system.spool import Spool
 
 log = logs.get("plugkit.tasks")

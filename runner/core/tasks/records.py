@@ -12,7 +12,8 @@ from typing import Optional
 
 from runner.core.tasks.output import OutputBuffer
 from runner.core.tasks.task import SessionKey, Task
-from runner.system.ledger import LedgerWorker, TaskRecord
+from runner.system.ledger import TaskRecord
+from runner.system.ledger_worker import LedgerWorker
 
 ID_BLOCK = 256
 TAIL_BYTES = 64 << 10
