@@ -48,6 +48,14 @@ def _text(v: Any) -> str:
     return v
 
 
+def _lang(v: Any) -> str:
+    # A worker task is handed the runner's home (the token): a workspace file anyone can
+    # edit must not turn `gate verify` into one.
+    if _text(v).strip().lower() == "worker":
+        raise ValueError("cannot be worker (worker tasks are started by plugkit work only)")
+    return v
+
+
 def _seconds(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 24 * 3600:
         raise ValueError("must be a number of seconds between 1 and 86400")
@@ -64,7 +72,7 @@ def _count(v: Any) -> int:
 KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "gates": ("mode", _mode),
     "verify": ("verify", _text),
-    "verify_lang": ("verify_lang", _text),
+    "verify_lang": ("verify_lang", _lang),
     "verify_timeout_s": ("verify_timeout_s", _seconds),
     "ready_limit": ("ready_limit", _count),
     "work_merge": ("work_merge", _merge),
