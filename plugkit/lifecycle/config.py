@@ -5,6 +5,7 @@
     verify_lang = "bash"        # the language row that runs it
     verify_timeout_s = 600
     ready_limit = 3             # how many items prd.ready offers at once
+    work_merge = "ff"           # how `plugkit work` lands an item: "ff" (rebased, fast-forward) | "merge"
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -25,6 +26,7 @@ class GateConfig:
     verify_lang: str = "bash"
     verify_timeout_s: float = 600.0
     ready_limit: int = 3
+    work_merge: str = "ff"
     problems: tuple[str, ...] = field(default=())
 
 
@@ -34,9 +36,23 @@ def _mode(v: Any) -> str:
     return v
 
 
+def _merge(v: Any) -> str:
+    if v not in ("ff", "merge"):
+        raise ValueError("must be \"ff\" or \"merge\"")
+    return v
+
+
 def _text(v: Any) -> str:
     if not isinstance(v, str) or not v.strip():
         raise ValueError("must be a non-empty string")
+    return v
+
+
+def _lang(v: Any) -> str:
+    # A worker task is handed the runner's home (the token): a workspace file anyone can
+    # edit must not turn `gate verify` into one.
+    if _text(v).strip().lower() == "worker":
+        raise ValueError("cannot be worker (worker tasks are started by plugkit work only)")
     return v
 
 
@@ -56,9 +72,10 @@ def _count(v: Any) -> int:
 KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "gates": ("mode", _mode),
     "verify": ("verify", _text),
-    "verify_lang": ("verify_lang", _text),
+    "verify_lang": ("verify_lang", _lang),
     "verify_timeout_s": ("verify_timeout_s", _seconds),
     "ready_limit": ("ready_limit", _count),
+    "work_merge": ("work_merge", _merge),
 }
 
 

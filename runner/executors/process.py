@@ -193,10 +193,7 @@ class ProcessExecutor:
                     fh.write(layout.source)
             out_dir = workdir or self.spec.tmp_root
             names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{io.id}.out"), dir=out_dir)
-            base = {**self._base_env, **dict(layout.env)} if layout.env else self._base_env
-            child_env = tags.child_env(base, env, {
-                tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(io.id),
-                tags.SESSION_ID: io.session.session_id, tags.HOME: tags.home_id(self.spec.home)})
+            child_env = self.child_env(io, env, layout.env)
             if layout.compile:
                 code_rc = await self._step(io, languages.render(layout.compile, **names), child_env, None, cgroup)
                 if code_rc != 0:
@@ -212,6 +209,29 @@ class ProcessExecutor:
             elif file:
                 os.unlink(file)
             _remove_leftovers(layout.leftovers)
+
+    async def run_argv(self, io: TaskIO, argv: list[str], stdin: Optional[str],
+                       env: Optional[Mapping[str, str]], extra_env: Optional[Mapping[str, str]] = None) -> int:
+        """One argv as the whole task (no code file, no compile): its own cgroup, the tags,
+        live output, kill; returns its return code. `env` is the caller's (filtered like any
+        task's); `extra_env` is the executor's own, set after the tags, so it may carry what
+        child_env scrubs from callers (see executors/worker.py for the one that does)."""
+        cgroup = self._make_cgroup(io)
+        try:
+            child_env = self.child_env(io, env)
+            child_env.update(extra_env or {})
+            return await self._step(io, argv, child_env, stdin, cgroup)
+        finally:
+            if cgroup is not None:
+                await asyncio.to_thread(self._end_cgroup, io, cgroup)
+
+    def child_env(self, io: TaskIO, env: Optional[Mapping[str, str]],
+                  layout_env: tuple = ()) -> dict[str, str]:
+        """The runner's filtered environment, a row's own variables, the caller's, then the tags."""
+        base = {**self._base_env, **dict(layout_env)} if layout_env else self._base_env
+        return tags.child_env(base, env, {
+            tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(io.id),
+            tags.SESSION_ID: io.session.session_id, tags.HOME: tags.home_id(self.spec.home)})
 
     def _make_cgroup(self, io: TaskIO) -> Optional[str]:
         cg = self.spec.cgroup_set

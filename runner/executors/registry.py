@@ -17,6 +17,8 @@ FACTORIES: tuple[tuple[str, str, Optional[frozenset[str]]], ...] = (
     # (name, module, langs)
     ("serial", "runner.executors.serial.executor", frozenset({"serial"})),
     ("browser", "runner.executors.browser.executor", frozenset({"browser"})),
+    # Started by `plugkit work` only (task.exec from the wire refuses the lang).
+    ("worker", "runner.executors.worker", frozenset({"worker"})),
     ("process", "runner.executors.process", None),
 )
 

@@ -5,10 +5,12 @@ empty session id, so no caller can learn what other sessions run."""
 from plugkit.protocol import (Chunk, Output, SessionParams, StreamCut, TaskExecParams, TaskInfo, TaskInputParams,
                               TaskKillParams, TaskList, TaskOutputParams, TaskRef, TaskResult,
                               TaskWaitParams, WaitResult)
+from plugkit.refusals import Forbidden, Invalid
 from runner.core.tasks import bound, stdin_watch
 from runner.core.tasks.manager import TaskManager, Waited
 from runner.core.tasks.output import OutputBuffer
 from runner.executors.base import ExecSpec
+from runner.executors.worker import LANG as WORKER_LANG
 from runner.rpc import shapes
 from runner.rpc.dispatch import Context, rpc
 
@@ -25,12 +27,23 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
     Starts the task and waits up to wait_ms for it to finish; never longer. The
     output returned counts as read by this session. `stdin`, when given, is
     written and then closed (EOF); without it stdin stays open for task.input.
-    Errors: -32602 (unknown language, empty code, bad cwd), -32006 (interpreter
-    missing), -32003 (task limits).
+    Errors: -32602 (unknown language, empty code, bad cwd; lang "worker", which only
+    `plugkit work` starts), -32006 (interpreter missing), -32003 (task limits).
     Example: {"method":"task.exec","params":{"session_id":"s","cwd":"/w","lang":"python",
               "code":"print(1)","wait_ms":5000}}
     """
+    if p.lang.strip().lower() == WORKER_LANG:
+        # A worker task is handed the runner's home (where the token is): from the wire it
+        # would give any caller's code the token, so only the runner's work engine starts one.
+        raise Invalid("worker tasks are started by plugkit work only")
     tasks = _tasks(ctx)
+    worker = ctx.worker_at(p.cwd)
+    if worker is not None:  # code a `plugkit work` worker runs through exec: meets its policy too
+        from runner.rpc.work_hooks import denied_code
+
+        why = denied_code(worker[1], p.lang, p.code, p.cwd)
+        if why is not None:
+            raise Forbidden(why)
     task = await tasks.exec(ExecSpec(session_id=p.session_id, cwd=p.cwd, lang=p.lang, code=p.code,
                                      timeout_s=p.timeout_ms / 1000, stdin=p.stdin, env=p.env))
     await tasks.wait_done(task, p.wait_ms / 1000)

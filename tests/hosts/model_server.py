@@ -13,7 +13,7 @@ import time
 from aiohttp import web
 
 from tests.hosts import api_anthropic, api_gemini, api_openai
-from tests.hosts.script import Script, Seen
+from tests.hosts.script import Hang, Script, Scripts, Seen
 
 # API name -> (module, reader by path or one reader)
 APIS = {"anthropic": (api_anthropic, api_anthropic.read), "openai": (api_openai, api_openai.READERS),
@@ -21,12 +21,13 @@ APIS = {"anthropic": (api_anthropic, api_anthropic.read), "openai": (api_openai,
 
 
 class ModelServer:
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script | Scripts) -> None:
         self.script = script
         self.port = 0
         self.unknown: list[str] = []
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
+        self._stopping: asyncio.Event | None = None  # made on the server's loop; set when it stops
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="fake-model", daemon=True)
 
@@ -53,6 +54,7 @@ class ModelServer:
         self._loop.run_forever()
 
     async def _start(self) -> None:
+        self._stopping = asyncio.Event()
         app = web.Application(client_max_size=64 << 20)
         for api, (module, reader) in APIS.items():
             for method, path, handler, is_model in module.ROUTES:
@@ -65,6 +67,8 @@ class ModelServer:
         self.port = site._server.sockets[0].getsockname()[1]
 
     async def _stop(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()  # held (Hang) requests end first: cleanup waits for handlers
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -81,6 +85,10 @@ class ModelServer:
             main, said, newest, everything = read(body)
             seen = Seen(api, request.path_qs, body, main, said, newest, everything)
             seen.answer = self.script.play(seen)
+            if isinstance(seen.answer, Hang):
+                assert self._stopping is not None
+                await self._stopping.wait()
+                return web.json_response({"error": {"message": "the fake model stopped"}}, status=503)
             try:
                 return await handler(request, body, seen.answer)
             finally:

@@ -28,6 +28,14 @@ class Say:
     text: str
 
 
+@dataclass(frozen=True)
+class Hang:
+    """A turn the fake model never answers: the request is held open until the server stops
+    (a worker stuck on its model, for the stall watchdog). It never shows in a history."""
+
+    why: str = "hang"
+
+
 @dataclass
 class Seen:
     """One request as it arrived: the API's body, plus what the fake read from it."""
@@ -45,8 +53,10 @@ class Seen:
     answer: object = None
 
 
-def mark(turn: Call | Say) -> str:
+def mark(turn: Call | Say | Hang) -> str:
     """The text that shows a turn of the script in a history (every API keeps it verbatim)."""
+    if isinstance(turn, Hang):
+        return f"\0never said: {turn.why}"  # no history holds it: the script stays on this turn
     if isinstance(turn, Say):
         return turn.text
     return next((v for v in turn.args.values() if isinstance(v, str) and v), turn.name)
@@ -102,3 +112,27 @@ class Script:
             if isinstance(prev.answer, Call) and (name is None or prev.answer.name == name) and nxt.turn > prev.turn:
                 out.append(nxt)
         return out
+
+
+class Scripts:
+    """Several conversations against one fake model (parallel workers): each request goes to
+    the script whose prompt text it carries (a worker's prompt starts `work item <id>: ...`,
+    and a script's prompt is that line); a request carrying none is a side request,
+    recorded in `side` and answered as any script answers one."""
+
+    def __init__(self, scripts: list[Script]) -> None:
+        self.scripts = list(scripts)
+        self.side: list[Seen] = []
+        self.lock = threading.Lock()
+
+    def play(self, seen: Seen):
+        for script in self.scripts:
+            if script.prompt in seen.everything:
+                return script.play(seen)
+        seen.main = False
+        with self.lock:
+            self.side.append(seen)
+        return None
+
+    def __getitem__(self, prompt_start: str) -> Script:
+        return next(s for s in self.scripts if s.prompt.startswith(prompt_start))

@@ -1,0 +1,48 @@
+"""The prompt a worker starts with: the item, what counts as done, and the rules of its worktree.
+
+Short and bounded: a worker reads it through its own context window, and the item's lists
+come from a file anyone can edit. The first line is `work item <id>: <subject>` (the fake
+model of the hosts tests routes each conversation on it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_LIST = 12   # acceptance criteria / edge cases shown; the rest are counted
+MAX_LINE = 300  # characters per line (subject, criterion, command)
+
+
+def _cut(text: str) -> str:
+    one = " ".join(str(text).split())  # one line: an item's newlines must not fake a section
+    return one if len(one) <= MAX_LINE else one[:MAX_LINE - 1] + "…"
+
+
+def _section(title: str, lines: list[str]) -> list[str]:
+    if not lines:
+        return []
+    shown = [f"- {_cut(x)}" for x in lines[:MAX_LIST]]
+    if len(lines) > MAX_LIST:
+        shown.append(f"- ... and {len(lines) - MAX_LIST} more in .prd (item above)")
+    return ["", f"{title}:", *shown]
+
+
+def build(item: Any, verify: str | None, branch: str, worktree: str) -> str:
+    """The worker's prompt for `item` (a plugkit.lifecycle.prd.Item). `verify` is the
+    command the runner will run once the worker stops (the item's own, else the workspace's)."""
+    verify = getattr(item, "verify", None) or verify
+    lines = [f"work item {item.id}: {_cut(item.subject)}"]
+    lines += _section("Acceptance criteria", list(item.acceptance))
+    lines += _section("Edge cases to handle", list(item.edge_cases))
+    lines += ["", "Evidence:"]
+    if verify:
+        lines.append(f"- when you stop, the runner runs `{_cut(verify)}` in this worktree; the item is "
+                     "completed only if it passes and your branch has commits")
+    else:
+        lines.append("- when you stop, the item is completed only if your branch has commits")
+    lines += ["", "Rules:",
+              f"- work only inside this worktree ({_cut(worktree)}), on branch {branch}",
+              "- commit your work with git before you stop",
+              "- do not merge, push or switch branches",
+              "- run code with `exec:<lang>` (e.g. exec:python) when plugkit hooks are present"]
+    return "\n".join(lines) + "\n"
