@@ -256,6 +256,8 @@ class _Walk:
             is_op, tok = tokens[i] if i < len(tokens) else (True, "")
             if is_op and tok and (tok[0] in "<>" or tok.startswith("&>")):
                 target = tokens[i + 1][1] if i + 1 < len(tokens) and not tokens[i + 1][0] else ""
+                if words and words[-1].isdigit() and len(words[-1]) <= 2:
+                    words.pop()  # `2>` names a descriptor (shlex splits it off as a word of its own)
                 redirects.append((tok, target))
                 i += 2 if target else 1
                 continue
