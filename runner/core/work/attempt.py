@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from plugkit.lifecycle import prd, work as work_model
-from plugkit.lifecycle.workspace import Workspace
+from plugkit.lifecycle.workspace import PRD_FILE, STATE_DIR, Workspace
 from plugkit.refusals import Refused
 from plugkit.work import prompt as prompt_mod, workers
 from runner.core.gates.manager import GateManager
@@ -26,6 +26,7 @@ from runner.core.tasks.task import Task
 from runner.core.work import git
 from runner.core.work.model import RETRIED, ItemRun, Run
 from runner.executors.base import ExecSpec
+from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs
 
 log = logs.get("plugkit.work")
@@ -139,11 +140,11 @@ class Attempts:
             try:  # the gates' own rules: blockers completed, a person's approval for critical items
                 await p.gates.prd_update(p.ws, it.id, {}, "in_progress", [])
             except Refused as exc:
-                raise Failed("rejected", "refused", exc.message) from None
+                raise Failed(REJECTED, "refused", exc.message) from None
         cfg = p.gates.config(p.ws)
         check = item.verify or cfg.verify
         if not check:
-            raise Failed("rejected", "refused", "no verify command: `plugkit prd update "
+            raise Failed(REJECTED, "refused", "no verify command: `plugkit prd update "
                                                 f"{it.id} --verify CMD` or verify in .plugkit/config.toml")
         try:
             base = await git.tip(p.ws.root, run.branch)
@@ -162,8 +163,9 @@ class Attempts:
             it.phase("cleanup", now())
             it.enter("verifying", now())
             if await git.commits_ahead(p.ws.root, base, it.branch) == 0:
-                raise Failed("rejected", "no_commits", f"nothing committed on {it.branch}: the worker must "
+                raise Failed(REJECTED, "no_commits", f"nothing committed on {it.branch}: the worker must "
                                                        "commit its work before it stops")
+            await self._check_control_files(it, base)
             verified = await self._verify(it, check, cfg)
             it.enter("landing", now())
             verified = await self._land(it, item, check, cfg, verified)
@@ -180,6 +182,15 @@ class Attempts:
                 await git.remove_worktree(p.ws.root, it.worktree)
             except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
                 log.warning("work_worktree_left", item=it.id, error=str(exc))
+
+    async def _check_control_files(self, it: ItemRun, base: str) -> None:
+        """A branch that edits the plan or the checks (`.prd`, `.plugkit/config.toml`'s verify)
+        would weaken what judges every later item: it never lands."""
+        changed = (await git.run(self.p.ws.root, "diff", "--name-only", "--no-renames", f"{base}..{it.branch}",
+                                 "--", PRD_FILE, STATE_DIR)).splitlines()
+        if changed:
+            raise Failed(REJECTED, "control_files", f"{it.branch} changes {', '.join(changed[:3])}: the plan and "
+                                                    "its checks are changed by a person, never by a worker")
 
     async def _install_hooks(self, worktree: str) -> None:
         args = workers.install_args(self.row)
@@ -205,7 +216,7 @@ class Attempts:
         try:
             argv, stdin = workers.command_line(self.row, text, it.worktree, run.command)
         except ValueError as exc:
-            raise Failed("rejected", "refused", str(exc)) from None
+            raise Failed(REJECTED, "refused", str(exc)) from None
         it.session_id = f"plugkit-work-{run.id}-{it.id}-{it.attempt}"
         p.register(it.worktree, it)
         try:
@@ -261,7 +272,7 @@ class Attempts:
         green = task.state == "completed" and task.exit_code == 0
         it.verify = "green" if green else "red"
         if not green:
-            raise Failed("rejected", "verify_failed", f"`{check}` {task.message} in the item's worktree "
+            raise Failed(REJECTED, "verify_failed", f"`{check}` {task.message} in the item's worktree "
                                                       f"(task_{task.id}); `plugkit work logs {it.id} --verify`")
         return task
 

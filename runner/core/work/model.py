@@ -12,15 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from plugkit.protocol.work import WorkItemInfo, WorkRunInfo
+from plugkit.vocab import WORK_LIVE_STATES, WORK_TERMINAL_STATES
 
-LIVE = ("queued", "waiting", "spawning", "running", "verifying", "landing")
-TERMINAL = ("completed", "failed", "killed", "timed_out", "rejected", "blocked")
+LIVE, TERMINAL = WORK_LIVE_STATES, WORK_TERMINAL_STATES
 # Reasons a person reads (the word is in status; this sentence in messages and docs).
 END: dict[str, str] = {
     "landed": "verified in its worktree and landed on the run's branch",
     "worker_exit": "the worker exited with a failure",
     "spawn_failed": "the worker could not be started",
     "no_commits": "the worker stopped without committing anything on its branch",
+    "control_files": "its branch changes .prd or .plugkit/ (the plan and the checks are a person's)",
     "verify_failed": "the verify command failed in the item's worktree",
     "stalled": "the worker was silent (no hook call, no output) past --stall-min",
     "budget": "the run's --budget-min ran out",
@@ -31,7 +32,7 @@ END: dict[str, str] = {
     "refused": "the gates refused to start it",
 }
 # Failures that count toward the two-pass rule (a kill by a person or the budget does not).
-RETRIED = frozenset({"worker_exit", "spawn_failed", "no_commits", "verify_failed", "stalled"})
+RETRIED = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files", "verify_failed", "stalled"})
 
 
 @dataclass
