@@ -200,6 +200,9 @@ GIT_READ_ONLY = frozenset({"status", "log", "diff", "show", "rev-parse", "ls-fil
                            "reflog", "name-rev", "merge-base", "version", "help", "count-objects"})
 
 
+CHDIR_PROGRAMS = frozenset({"make", "gmake", "tar"})
+
+
 def _written(cmd: Cmd) -> list[str]:
     kind, argv = WRITERS.get(cmd.prog), cmd.argv
     words = operands(argv)
@@ -230,6 +233,10 @@ def write_outside(cmd: Cmd, scope: Scope) -> str | None:
         if status == OUTSIDE:
             return where_text(word, status, path)
     run_dir, reads_only = cmd.cwd, cmd.prog in READ_ONLY
+    for i, w in enumerate(cmd.argv[:-1]):  # make -C DIR, tar -C DIR: they work (tar: extracts) there
+        if cmd.prog in CHDIR_PROGRAMS and w in ("-C", "--directory"):
+            run_dir = None if run_dir is None and not os.path.isabs(cmd.argv[i + 1]) else \
+                os.path.join(run_dir or "/", cmd.argv[i + 1])
     if cmd.prog == "git":
         sub, _, dirs = git_parts(cmd.argv)
         reads_only = sub in GIT_READ_ONLY
@@ -237,7 +244,7 @@ def write_outside(cmd: Cmd, scope: Scope) -> str | None:
             run_dir = None if run_dir is None and not os.path.isabs(d) else os.path.join(run_dir or "/", d)
     if run_dir is not None and not reads_only and cmd.argv:
         status, path = scope.where(run_dir, None, shell=False)
-        if status == OUTSIDE:
+        if status == OUTSIDE and path != scope.tmp:  # what it writes there lands under the temp dir
             return f"runs `{cmd.prog}` in {path}"
     return None
 
