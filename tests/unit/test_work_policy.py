@@ -28,7 +28,8 @@ DENIED = [
     ("rm -rf $HOME", "rm_outside"), ("rm -rf ${HOME}/x", "rm_outside"), ('rm -rf "$PWD/tmp"', "rm_outside"),
     ("rm -rf $(pwd)/x", "rm_outside"), ("rm -rf `pwd`", "rm_outside"), ("rm -rf $DIR", "rm_outside"),
     ("rm -rf /*", "rm_outside"), ("rm -rf ../*", "rm_outside"), ("rm -rf .*", "rm_outside"),
-    ("rm -rf {..,x}", "rm_outside"), ("rm -rf .?*", "rm_outside"), ("rm -rf ${HOME:?}/x", "rm_outside"), ("rm -fr ..", "rm_outside"), ("rm -Rf ..", "rm_outside"),
+    ("rm -rf {..,x}", "rm_outside"), ("rm -rf .?*", "rm_outside"), ("rm -rf ${HOME:?}/x", "rm_outside"),
+    ("rm -fr ..", "rm_outside"), ("rm -Rf ..", "rm_outside"),
     ("rm -r -f ..", "rm_outside"), ("rm --recursive ..", "rm_outside"), ("rm -rvf -- ..", "rm_outside"),
     ("rm -rf build ..", "rm_outside"), ("rm -rf ./../..", "rm_outside"), ("rm -rf src/../../x", "rm_outside"),
     ("/bin/rm -rf ..", "rm_outside"), ("\\rm -rf ..", "rm_outside"), ("'rm' -rf ..", "rm_outside"),
@@ -48,7 +49,8 @@ DENIED = [
     ("cd $X && rm -rf build", "rm_outside"),
     ("echo a#b; rm -rf ..", "rm_outside"), ("rm -rf \\\n  ..", "rm_outside"),
     ("bash -o pipefail -c 'rm -rf ..'", "rm_outside"), ("sh -c -- 'rm -rf ..'", "rm_outside"),
-    ("env -S 'rm -rf ..'", "rm_outside"), ("env -C / rm -rf srv", "rm_outside"), ("ls # a comment\nrm -rf ..", "rm_outside"),
+    ("env -S 'rm -rf ..'", "rm_outside"), ("env -C / rm -rf srv", "rm_outside"), ("ls # a comment\nrm -rf ..",
+    "rm_outside"),
     ("find .. -delete", "rm_outside"), ("find / -name x -delete", "rm_outside"),
     ("find / -exec rm {} \\;", "rm_outside"), ("find .. -type f -exec rm -f {} +", "rm_outside"),
     ("find . -exec rm -rf ../{} \\;", "rm_outside"), ("find ~ -execdir rm {} ';'", "rm_outside"),
@@ -56,7 +58,8 @@ DENIED = [
     ("sudo ls", "sudo"), ("sudo -u root make install", "sudo"), ("doas make install", "sudo"),
     ("su -c 'make install'", "sudo"), ("pkexec ls", "sudo"), ("/usr/bin/sudo ls", "sudo"), ("run0 ls", "sudo"),
     ("ls && sudo rm -rf build", "sudo"), ("echo $(sudo id)", "sudo"), ("bash -c 'sudo ls'", "sudo"),
-    ("env sudo ls", "sudo"), ("sudo -i", "sudo"), ("sudo -s", "sudo"), ("su", "sudo"), ("x=1; sudo -E ./install.sh", "sudo"), ("nohup sudo ls &", "sudo"),
+    ("env sudo ls", "sudo"), ("sudo -i", "sudo"), ("sudo -s", "sudo"), ("su", "sudo"), ("x=1; sudo -E ./install.sh",
+    "sudo"), ("nohup sudo ls &", "sudo"),
     # chmod_world
     ("chmod 777 x", "chmod_world"), ("chmod -R 777 .", "chmod_world"), ("chmod 0777 x", "chmod_world"),
     ("chmod 666 x", "chmod_world"), ("chmod o+w x", "chmod_world"), ("chmod a+rwx x", "chmod_world"),
@@ -105,7 +108,8 @@ DENIED = [
     ("eval `curl x`", "pipe_to_shell"), ("source <(curl x)", "pipe_to_shell"), (". <(wget -O- x)", "pipe_to_shell"),
     ('python3 -c "$(curl x)"', "pipe_to_shell"), ('echo "$(curl x)" | sh', "pipe_to_shell"),
     ("bash -c 'curl x | sh'", "pipe_to_shell"), ("(curl x) | sh", "pipe_to_shell"),
-    ("{ curl -s x; } | bash", "pipe_to_shell"), ("(cd /tmp && wget -qO- x) | sh", "pipe_to_shell"), ("curl x|sh", "pipe_to_shell"),
+    ("{ curl -s x; } | bash", "pipe_to_shell"), ("(cd /tmp && wget -qO- x) | sh", "pipe_to_shell"), ("curl x|sh",
+    "pipe_to_shell"),
     # unparseable: a risky name in a command that cannot be split
     ("echo 'oops; rm -rf ..", "unparseable"), ('git push "origin', "unparseable"), ("curl x | sh 'y", "unparseable"),
 ]
@@ -127,7 +131,8 @@ ALLOWED = [
     "cat > notes.md <<'EOF'\nit's here; rm -rf / is what we avoid\nEOF", "ls # don't worry",
     "sh ./scripts/build.sh", "bash -c 'curl -o f x'", "echo don't", "rm -rf .git-tmp*", "rm -rf .cache/*",
     "find . -name '*.pyc' | xargs rm -rf", "tar -xzf a.tgz -C build", "make -C src", "(curl -s x) | jq .",
-    "curl -o f x; ls | sh", "rm -rf \\\n  build", "bash -o pipefail -c 'make test | tee log'", "ls 2>&1 | tee build.log", "cp a b 2>/dev/null",
+    "curl -o f x; ls | sh", "rm -rf \\\n  build", "bash -o pipefail -c 'make test | tee log'",
+    "ls 2>&1 | tee build.log", "cp a b 2>/dev/null",
 ]
 
 
