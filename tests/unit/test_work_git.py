@@ -1,5 +1,6 @@
 """runner.core.work.git against real git in tmp repos: worktrees, integrate, land, roll back."""
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -232,6 +233,14 @@ async def test_the_persons_own_excludes_still_apply_in_the_worktree(repo, item, 
     write(os.path.join(path, "kept.txt"), "x")
     g(path, "add", "-A")
     assert g(path, "diff", "--cached", "--name-only").split() == ["kept.txt"]
+
+
+async def test_parallel_items_start_together(repo, item):
+    # Three slots start at once: the first-time config write must not fail on git's config lock.
+    paths = await asyncio.gather(*(item(n, ["/x"]) for n in "abc"))
+    for n, path in zip("abc", paths):
+        assert g(path, "symbolic-ref", "--short", "HEAD") == f"plugkit/{n}"
+        assert g(path, "config", "--worktree", "core.excludesFile").endswith("plugkit-excludes")
 
 
 async def test_remove_worktree_keeps_the_branch_and_tolerates_missing(repo, item, tmp_path):

@@ -152,13 +152,25 @@ async def _user_excludes(root: str) -> str:
         return ""
 
 
+async def _enable_worktree_config(root: str) -> None:
+    # Parallel items start together and `git config` fails at once on a locked .git/config:
+    # read first (no lock), and a writer that lost the race finds the value set on its retry.
+    for _ in range(20):
+        if await run(root, "config", "--bool", "extensions.worktreeConfig", check=False) == "true":
+            return
+        if await _ok(root, "config", "extensions.worktreeConfig", "true"):
+            return
+        await asyncio.sleep(0.05)
+    await run(root, "config", "extensions.worktreeConfig", "true")  # raises with git's reason
+
+
 async def add_worktree(root: str, path: str, branch: str, base: str, excludes: list[str]) -> None:
     """A worktree at `path` on `branch` (created or reset to `base`), ignoring `excludes` there only."""
     path = os.path.join(root, path)
     await remove_worktree(root, path)  # a registration left by an earlier attempt of this item
     await run(root, "worktree", "add", "--no-track", "-B", branch, path, base)
     # core.excludesFile set per worktree replaces the person's own file, so carry it over.
-    await run(root, "config", "extensions.worktreeConfig", "true")
+    await _enable_worktree_config(root)
     file = os.path.join(await run(path, "rev-parse", "--absolute-git-dir"), "plugkit-excludes")
     own = await _user_excludes(root)
     with open(file, "w", encoding="utf-8") as f:
