@@ -13,12 +13,19 @@ from typing import Optional
 from plugkit.work import policy
 from runner.core.work import git
 from runner.core.work.model import ItemRun, Run
+from runner.system import logs
+
+log = logs.get("plugkit.work")
 
 
 def pre_tool(it: ItemRun, cwd: str, tool_name: str, tool_input: dict) -> tuple[str, str]:
     if it.worktree is None:
         return "allow", ""
-    denial = policy.judge(tool_name, tool_input, os.path.realpath(cwd), it.worktree)
+    try:
+        denial = policy.judge(tool_name, tool_input, os.path.realpath(cwd), it.worktree)
+    except Exception:  # an unattended worker runs with the host's prompts off: fail closed, not open
+        log.exception("work_policy_error", item=it.id, tool=tool_name)
+        return "deny", "plugkit work could not judge this call, so it is refused; do it another way"
     return ("deny", denial.reason) if denial is not None else ("allow", "")
 
 

@@ -5,7 +5,7 @@ another ({item: [[steps of try 1], [steps of try 2]]} when the tries differ).
 
 Steps: ["write", path, text], ["commit", message], ["say", text], ["sleep", s],
 ["hang"], ["exit", code], ["hook", tool_name, tool_input] (a PreToolUse through the real
-`plugkit hook`, its answer printed), ["beat", n, every_s] (n quiet hook calls).
+`plugkit hook`, its answer printed), ["cli", verb, ...] (a plugkit verb, its answer printed), ["beat", n, every_s] (n quiet hook calls).
 """
 
 import json
@@ -57,6 +57,9 @@ def main() -> int:
             return args[0]
         elif kind == "hook":
             print("hook answer:", hook(args[0], args[1]), flush=True)
+        elif kind == "cli":  # a plugkit verb typed by the worker, its answer printed
+            done = subprocess.run(CLI + list(args), capture_output=True, text=True, timeout=60)
+            print(f"cli rc={done.returncode}: {done.stdout.strip()} {done.stderr.strip()}", flush=True)
         elif kind == "beat":
             for _ in range(args[0]):
                 hook("Bash", {"command": "true"})

@@ -78,8 +78,7 @@ class ItemRun:
         self.phases.setdefault(name, now)
 
     def info(self) -> WorkItemInfo:
-        return WorkItemInfo(**{f.name: getattr(self, f.name) for f in dataclasses.fields(WorkItemInfo)
-                               if hasattr(self, f.name)})
+        return WorkItemInfo(**{name: getattr(self, name) for name in WorkItemInfo.model_fields})
 
 
 @dataclass
