@@ -82,6 +82,11 @@ def item(repo, tmp_path):
     return make
 
 
+def test_errors_are_one_line_whatever_they_quote():
+    err = MergeConflict("rebase conflicts in a\nb:  fix\n", ["a\nb"])
+    assert str(err) == "rebase conflicts in a b: fix" and err.files == ["a\nb"]
+
+
 def one_line(err):
     assert "\n" not in str(err), str(err)
     return str(err)
@@ -196,6 +201,15 @@ async def test_add_worktree_branches_from_base(repo, tmp_path):
     assert g(path, "rev-parse", "HEAD") == base
     assert g(path, "symbolic-ref", "--short", "HEAD") == "plugkit/a"
     assert g(repo, "symbolic-ref", "--short", "HEAD") == "main"
+
+
+async def test_add_worktree_takes_a_path_relative_to_root(repo):
+    # The engine keeps worktrees inside the workspace: .plugkit/worktrees/<item>.
+    await wg.add_worktree(repo, ".plugkit/worktrees/a", "plugkit/a", "main", [])
+    path = os.path.join(repo, ".plugkit", "worktrees", "a")
+    assert g(path, "symbolic-ref", "--short", "HEAD") == "plugkit/a"
+    await wg.remove_worktree(repo, ".plugkit/worktrees/a")
+    assert not os.path.exists(path) and "plugkit/a" in g(repo, "branch", "--list", "plugkit/a")
 
 
 async def test_add_worktree_retry_resets_branch_over_a_stale_worktree(repo, item):
@@ -360,12 +374,14 @@ async def test_integrate_refuses_an_unknown_mode(repo, item):
 # --- advance -----------------------------------------------------------------------------------
 
 async def test_advance_lands_and_updates_the_persons_files(repo, item):
+    commit(repo, "g.txt", "person's\n")
     path = await item()
     work = commit(path, "f.txt", edited(9, "worker"))
+    write(os.path.join(repo, "g.txt"), "the person's edit, elsewhere\n")
     await wg.advance(repo, "main", work)
     assert g(repo, "rev-parse", "main") == work
     assert read(os.path.join(repo, "f.txt")) == edited(9, "worker")
-    assert await wg.dirty(repo) == []
+    assert await wg.dirty(repo) == ["g.txt"]  # an edit the landing does not touch stays
 
 
 async def test_advance_refuses_when_main_moved(repo, item):

@@ -39,6 +39,9 @@ _NOT_FF = re.compile(r"not possible to fast-forward", re.I)
 class GitError(Exception):
     """A git step failed; the message is one line: what failed and what a person does next."""
 
+    def __init__(self, message: str) -> None:  # one line, whatever git or a subject put in it
+        super().__init__(" ".join(message.split()))
+
 
 class MergeConflict(GitError):
     def __init__(self, message: str, files: list[str] | None = None) -> None:
