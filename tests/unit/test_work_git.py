@@ -490,3 +490,13 @@ async def test_rollback_reset_refuses_to_clobber_the_persons_edit(repo, item):
     one_line(e.value)
     assert read(os.path.join(repo, "f.txt")) == "the person's edit\n"
     assert g(repo, "rev-parse", "main") == landed
+
+
+async def test_rollback_without_its_tag_changes_nothing(repo, item):
+    path = await item()
+    _, landed = await land(repo, path, "plugkit/a", "ff", [("f.txt", edited(9, "w"))])
+    g(repo, "tag", "-d", "plugkit-pre/plugkit/a")
+    with pytest.raises(GitError) as e:
+        await wg.rollback(repo, "main", "plugkit-pre/plugkit/a", landed, "ff")
+    assert "plugkit-pre/plugkit/a" in one_line(e.value)
+    assert g(repo, "rev-parse", "main") == landed and await wg.dirty(repo) == []

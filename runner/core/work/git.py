@@ -103,12 +103,8 @@ async def _ok(cwd: str, *args: str) -> bool:
     return (await _git(cwd, *args))[0] == 0
 
 
-async def _zlist(cwd: str, *args: str) -> list[str]:
-    return sorted({p for p in (await run(cwd, *args)).split("\0") if p})
-
-
 async def _conflicts(cwd: str) -> list[str]:
-    return await _zlist(cwd, "diff", "--name-only", "-z", "--diff-filter=U")
+    return sorted({p for p in (await run(cwd, "diff", "--name-only", "-z", "--diff-filter=U")).split("\0") if p})
 
 
 async def _in_progress(cwd: str) -> tuple[str, str] | None:
@@ -225,7 +221,7 @@ async def _git_version(root: str) -> tuple[int, int]:
 
 
 async def _attempt(cwd: str, what: str, args: tuple[str, ...], fix: str) -> None:
-    """After a failed rebase/merge/revert: conflicts are aborted and raised, anything else raised."""
+    """Run a rebase/merge/revert; if it stops on conflicts, abort it (all back as it was) and raise."""
     rc, _, err = await _git(cwd, *_PLAIN, *args)
     if rc == 0:
         return
@@ -241,7 +237,7 @@ async def _integrate_ff(root: str, worktree: str, branch: str, onto: str, t: str
     if await _is_ancestor(root, t, f"refs/heads/{branch}"):
         return Integrated(await tip(root, f"refs/heads/{branch}"), False)
     await _attempt(worktree, "rebase", ("rebase", t, branch),
-                 f"the branch {branch} no longer rebases onto {onto}; a person resolves it")
+                   f"the branch {branch} no longer rebases onto {onto}; a person resolves it")
     return Integrated(await tip(worktree, "HEAD"), True)
 
 
@@ -308,8 +304,9 @@ async def tag(root: str, name: str, sha: str) -> None:
     await run(root, "tag", "-f", name, sha)
 
 
-_REVERT = {"ff": lambda tag_name, landed: (f"{tag_name}..{landed}",),
-           "merge": lambda tag_name, landed: ("-m", "1", landed)}
+# How to revert one landed item under later work: its own commits, or its merge against mainline.
+_REVERT = {"ff": lambda before, landed: (f"{before}..{landed}",),
+           "merge": lambda before, landed: ("-m", "1", landed)}
 
 
 async def rollback(root: str, onto: str, tag_name: str, landed: str, mode: str) -> str:
@@ -317,15 +314,15 @@ async def rollback(root: str, onto: str, tag_name: str, landed: str, mode: str) 
     if mode not in _REVERT:
         raise GitError(f"unknown merge mode {mode!r}: use one of {', '.join(_REVERT)}")
     await _on_branch(root, onto)
-    current, landed = await tip(root, "HEAD"), await tip(root, landed)
+    before, landed, current = await tip(root, tag_name), await tip(root, landed), await tip(root, "HEAD")
     if current == landed:
-        rc, _, err = await _git(root, "reset", "-q", "--keep", tag_name)
+        rc, _, err = await _git(root, "reset", "-q", "--keep", before)
         if rc:
             raise GitError(f"rollback of {onto} refused in {root}: {_why(err)}; your uncommitted "
                            "changes touch the same files: commit or stash them, then retry")
         return await tip(root, "HEAD")
     if not await _is_ancestor(root, landed, current):
         raise GitError(f"{landed[:12]} is no longer on {onto} in {root}: nothing to roll back there")
-    await _attempt(root, "revert", ("revert", "--no-edit", *_REVERT[mode](tag_name, landed)),
-                 f"later work on {onto} changed the same lines; a person reverts it by hand")
+    await _attempt(root, "revert", ("revert", "--no-edit", *_REVERT[mode](before, landed)),
+                   f"later work on {onto} changed the same lines; a person reverts it by hand")
     return await tip(root, "HEAD")
