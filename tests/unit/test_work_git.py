@@ -339,6 +339,45 @@ async def test_integrate_merge_makes_a_merge_commit_checked_out_in_the_worktree(
     assert g(repo, "rev-parse", "main", "plugkit/a").split() == [t, work]
 
 
+async def test_integrate_merge_checks_out_exactly_the_merge_not_uncommitted_edits(repo, item):
+    path = await item()
+    commit(path, "f.txt", edited(9, "worker"))
+    write(os.path.join(path, "f.txt"), "left uncommitted: never lands, so never verified\n")
+    got = await wg.integrate(repo, path, "plugkit/a", "main", "merge", "m")
+    assert g(path, "rev-parse", "HEAD") == got.sha and await wg.dirty(path) == []
+    assert read(os.path.join(path, "f.txt")) == edited(9, "worker")
+
+
+async def test_integrate_ff_refuses_to_rebase_over_uncommitted_edits(repo, item):
+    path = await item()
+    work = commit(path, "f.txt", edited(9, "worker"))
+    commit(repo, "g.txt", "person")
+    write(os.path.join(path, "f.txt"), "left uncommitted\n")
+    with pytest.raises(GitError) as e:
+        await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
+    assert not isinstance(e.value, MergeConflict)
+    one_line(e.value)
+    assert g(path, "rev-parse", "HEAD") == work and read(os.path.join(path, "f.txt")) == "left uncommitted\n"
+
+
+async def test_integrate_ff_reports_a_conflict_rerere_would_stage(repo, item):
+    # A person's rerere.autoUpdate would stage a recorded resolution: still a conflict for us.
+    g(repo, "config", "rerere.enabled", "true")
+    g(repo, "config", "rerere.autoUpdate", "true")
+    path = await item()
+    commit(path, "f.txt", edited(5, "worker"))
+    commit(repo, "f.txt", edited(5, "person"))
+    for _ in range(2):  # the first conflict records a resolution, the second would reuse it
+        with pytest.raises(MergeConflict):
+            await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
+        g(path, "rebase", "main", check=False)
+        write(os.path.join(path, "f.txt"), edited(5, "resolved"))
+        g(path, "add", "f.txt")
+        g(path, "-c", "core.editor=true", "rebase", "--continue")  # rerere records it
+        g(path, "reset", "-q", "--hard", "ORIG_HEAD")
+    assert await wg.dirty(path) == []
+
+
 async def test_integrate_merge_even_when_main_did_not_move(repo, item):
     path = await item()
     t = g(repo, "rev-parse", "main")

@@ -18,8 +18,10 @@ _REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GI
 _QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_EDITOR": "true",
               "GIT_SEQUENCE_EDITOR": "true", "GIT_MERGE_AUTOEDIT": "no"}
 # A person's config must not turn our rebase/merge into something else: autostash would hide
-# their edits in a stash we never pop, updateRefs would move branches we do not own.
-_PLAIN = ("-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false", "-c", "merge.autoStash=false")
+# their edits in a stash we never pop, updateRefs would move branches we do not own, rerere's
+# autoupdate would stage a recorded resolution so the conflict goes unreported.
+_PLAIN = ("-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false", "-c", "merge.autoStash=false",
+          "-c", "rerere.autoUpdate=false")
 
 # Operations a repository can be stopped in the middle of: (file in the git dir, what, the fix).
 _IN_PROGRESS = (
@@ -244,7 +246,7 @@ async def _integrate_ff(root: str, worktree: str, branch: str, onto: str, t: str
 async def _integrate_merge(root: str, worktree: str, branch: str, onto: str, t: str, message: str) -> Integrated:
     fix = f"{branch} and {onto} changed the same lines; a person merges them"
     if await _git_version(root) < (2, 38):  # no merge-tree --write-tree: merge in the worktree itself
-        await run(worktree, "checkout", "-q", "--detach", t)
+        await run(worktree, "checkout", "-q", "--force", "--detach", t)
         try:
             await _attempt(worktree, "merge", ("merge", "--no-ff", "--no-edit", "-m", message, branch), fix)
         except GitError:
@@ -260,7 +262,9 @@ async def _integrate_merge(root: str, worktree: str, branch: str, onto: str, t: 
     if rc or not fields:
         raise GitError(f"git merge-tree failed in {root}: {_why(err)}; nothing was changed")
     merge = await run(root, "commit-tree", fields[0], "-p", t, "-p", f"refs/heads/{branch}", "-m", message)
-    await run(worktree, "checkout", "-q", "--detach", merge)  # verify sees exactly the merged tree
+    # --force: verify must see exactly the merged tree, not edits the worker left uncommitted
+    # (they are not on the branch, so they would never land).
+    await run(worktree, "checkout", "-q", "--force", "--detach", merge)
     return Integrated(merge, True)
 
 
