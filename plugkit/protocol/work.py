@@ -12,13 +12,13 @@ from pydantic import Field
 from plugkit.protocol import Cwd, Environment, Offset, Params, Result, SessionId
 from plugkit.protocol.bounds import at_most
 from plugkit.protocol.lifecycle import ItemId
+from plugkit.vocab import WORK_ITEM_STATES
 
 WorkerName = Literal["claude-code", "codex", "qwen", "gemini", "command"]
 MergeMode = Literal["ff", "merge"]
 RunState = Literal["running", "waiting", "halted", "done", "stopped"]
 # Live item states, then the terminal ones (each terminal state comes with a reason word).
-ItemState = Literal["queued", "waiting", "spawning", "running", "verifying", "landing",
-                    "completed", "failed", "killed", "timed_out", "rejected", "blocked"]
+ItemState = Literal[WORK_ITEM_STATES]  # type: ignore[valid-type]  # Literal of the tuple's values
 
 
 class WorkParams(Params):

@@ -17,8 +17,8 @@ from runner.rpc.dispatch import Context, rpc
 
 @rpc(WorkStartParams)
 async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
-    """work.start {session_id, cwd, parallel?=3, items?, worker?="claude-code", run?, afk?, budget_min?,
-    stall_min?=10, merge?, env?} -> {run}
+    """work.start {session_id, cwd, parallel?=3, items?, worker?=claude-code, run?, afk?, budget_min?,
+    stall_min?=10.0, merge?, env?} -> {run}
 
     Starts the run and returns at once (work.status follows it). `run` is the argv of
     worker "command" (the prompt arrives on its stdin); `env` is what the workers inherit.

@@ -10,7 +10,7 @@ import pytest
 from tests.hosts.hosts import HOSTS
 from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Hang, Say, Script, Scripts
-from tests.hosts.work_run import FOUR, committing, four_scripts, git, make_repo, prompt_line
+from tests.hosts.work_run import FOUR, four_scripts, git, make_repo, prompt_line
 from tests.support.runner_home import cli_argv
 
 pytestmark = pytest.mark.e2e

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.hosts.hosts import Host, host_env
-from tests.hosts.script import Call, Say, Script, Scripts
+from tests.hosts.script import Say, Script, Scripts
 
 SUBJECTS = {"w1": "add w1.txt", "w2": "add w2.txt", "w3": "add w3.txt after w1 and w2", "w4": "add w4.txt"}
 
@@ -104,5 +104,3 @@ def four_scripts(host: Host, work: WorkRepo) -> Scripts:
                     committing(host, work, "w4")])
 
 
-def rm_call(host: Host) -> Call:
-    return host.shell("rm -rf ..")

@@ -57,8 +57,10 @@ def main() -> int:
             return args[0]
         elif kind == "hook":
             print("hook answer:", hook(args[0], args[1]), flush=True)
-        elif kind == "cli":  # a plugkit verb typed by the worker, its answer printed
-            done = subprocess.run(CLI + list(args), capture_output=True, text=True, timeout=60)
+        elif kind == "cli":  # a plugkit verb typed by the worker, its answer printed; the worker
+            # drops its task tag first (the client's own refusal), so the runner must judge it
+            env = {k: v for k, v in os.environ.items() if k != "PLUGKIT_TASK_ID"}
+            done = subprocess.run(CLI + list(args), capture_output=True, text=True, timeout=60, env=env)
             print(f"cli rc={done.returncode}: {done.stdout.strip()} {done.stderr.strip()}", flush=True)
         elif kind == "beat":
             for _ in range(args[0]):

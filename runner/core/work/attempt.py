@@ -26,6 +26,7 @@ from runner.core.tasks.task import Task
 from runner.core.work import git
 from runner.core.work.model import RETRIED, ItemRun, Run
 from runner.executors.base import ExecSpec
+from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs
 
 log = logs.get("plugkit.work")
@@ -139,11 +140,11 @@ class Attempts:
             try:  # the gates' own rules: blockers completed, a person's approval for critical items
                 await p.gates.prd_update(p.ws, it.id, {}, "in_progress", [])
             except Refused as exc:
-                raise Failed("rejected", "refused", exc.message) from None
+                raise Failed(REJECTED, "refused", exc.message) from None
         cfg = p.gates.config(p.ws)
         check = item.verify or cfg.verify
         if not check:
-            raise Failed("rejected", "refused", "no verify command: `plugkit prd update "
+            raise Failed(REJECTED, "refused", "no verify command: `plugkit prd update "
                                                 f"{it.id} --verify CMD` or verify in .plugkit/config.toml")
         try:
             base = await git.tip(p.ws.root, run.branch)
@@ -162,7 +163,7 @@ class Attempts:
             it.phase("cleanup", now())
             it.enter("verifying", now())
             if await git.commits_ahead(p.ws.root, base, it.branch) == 0:
-                raise Failed("rejected", "no_commits", f"nothing committed on {it.branch}: the worker must "
+                raise Failed(REJECTED, "no_commits", f"nothing committed on {it.branch}: the worker must "
                                                        "commit its work before it stops")
             verified = await self._verify(it, check, cfg)
             it.enter("landing", now())
@@ -205,7 +206,7 @@ class Attempts:
         try:
             argv, stdin = workers.command_line(self.row, text, it.worktree, run.command)
         except ValueError as exc:
-            raise Failed("rejected", "refused", str(exc)) from None
+            raise Failed(REJECTED, "refused", str(exc)) from None
         it.session_id = f"plugkit-work-{run.id}-{it.id}-{it.attempt}"
         p.register(it.worktree, it)
         try:
@@ -261,7 +262,7 @@ class Attempts:
         green = task.state == "completed" and task.exit_code == 0
         it.verify = "green" if green else "red"
         if not green:
-            raise Failed("rejected", "verify_failed", f"`{check}` {task.message} in the item's worktree "
+            raise Failed(REJECTED, "verify_failed", f"`{check}` {task.message} in the item's worktree "
                                                       f"(task_{task.id}); `plugkit work logs {it.id} --verify`")
         return task
 

@@ -56,14 +56,18 @@ class RunDriver:
     async def _step(self) -> bool:
         """One pass; True when the run is over."""
         run = self.run
-        if self.attempts.stopping:
-            return await self._finish("stopped", None)
         deadline = run.deadline
-        if deadline is not None and self.clock() >= deadline:
+        if deadline is not None and self.clock() >= deadline and not self.attempts.stopping:
             await self.attempts.stop_all("budget")
-            left = [i.id for i in run.items.values() if i.state not in ("completed",)]
-            return await self._finish("halted", f"the budget of {run.budget_min:g} min ran out; "
-                                                f"not completed: {', '.join(left) or 'none'}")
+        if self.attempts.stopping:
+            # Ended workers still finish their attempt (state, .prd status, worktree) first.
+            if any(not t.done() for t in self.workers.values()):
+                return False
+            if self.attempts.stopping == "budget":
+                left = [i.id for i in run.items.values() if i.state != "completed"]
+                return await self._finish("halted", f"the budget of {run.budget_min:g} min ran out; "
+                                                    f"not completed: {', '.join(left) or 'none'}")
+            return await self._finish("stopped", None)
         try:
             listing = await self.attempts.listing()
         except Refused as exc:

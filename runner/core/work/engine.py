@@ -23,6 +23,7 @@ from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
 from runner.core.work.model import ItemRun, Run
 from runner.core.work.store import RunStore
+from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs
 
 log = logs.get("plugkit.work")
@@ -171,7 +172,7 @@ class WorkManager:
             raise Conflict(f"rollback of {item_id} failed: {exc}") from None
         how = "reset" if tip == it.landed else "revert"
         await self.gates.prd_update(ws, item_id, {}, "pending", [])
-        it.enter("rejected", self.clock(), "rolled_back", f"rolled back ({how}); {run.branch} is at {head[:12]}")
+        it.enter(REJECTED, self.clock(), "rolled_back", f"rolled back ({how}); {run.branch} is at {head[:12]}")
         it.landed = None
         self.store.save(run)
         log.warning("work_item_rolled_back", run=run.id, item=item_id, how=how)

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from plugkit.protocol.work import WorkItemInfo, WorkRunInfo
+from plugkit.vocab import WORK_LIVE_STATES, WORK_TERMINAL_STATES
 
-LIVE = ("queued", "waiting", "spawning", "running", "verifying", "landing")
-TERMINAL = ("completed", "failed", "killed", "timed_out", "rejected", "blocked")
+LIVE, TERMINAL = WORK_LIVE_STATES, WORK_TERMINAL_STATES
 # Reasons a person reads (the word is in status; this sentence in messages and docs).
 END: dict[str, str] = {
     "landed": "verified in its worktree and landed on the run's branch",
