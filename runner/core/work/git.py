@@ -46,6 +46,8 @@ class GitError(Exception):
 
 
 class MergeConflict(GitError):
+    """The work and its target changed the same lines; `.files` names them (empty: the target moved)."""
+
     def __init__(self, message: str, files: list[str] | None = None) -> None:
         super().__init__(message)
         self.files = list(files or [])
