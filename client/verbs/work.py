@@ -9,6 +9,7 @@ up to S seconds); `work status` polls. Every form takes --json, --cwd, --session
 Exit codes: 0 done; 1 refused (the line says why); 2 usage.
 """
 
+import argparse
 import json
 import os
 import shlex
@@ -29,8 +30,16 @@ def _common(parser: BriefParser) -> None:
     parser.add_argument("--cwd", help="a directory of the workspace (default: the current one)")
 
 
+def _workers_epilog() -> str:
+    from plugkit.work.workers import WORKERS
+
+    return "workers (how each says it is done):\n" + "\n".join(
+        f"  {name:<12} {row.done}" for name, row in WORKERS.items())
+
+
 def _start_parser() -> BriefParser:
-    p = BriefParser(prog="plugkit work", description=(
+    p = BriefParser(prog="plugkit work", formatter_class=argparse.RawDescriptionHelpFormatter,
+                    epilog=_workers_epilog(), description=(
         "Run the .prd's ready items as coding-agent workers, each in its own git worktree on branch "
         "plugkit/<item>; the runner verifies each item itself and lands it only when its check passes. "
         "Also: plugkit work status|stop|logs ITEM|rollback ITEM."))

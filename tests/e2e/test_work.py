@@ -258,3 +258,14 @@ def test_a_runner_killed_mid_run_loses_nothing_and_the_next_run_finishes(home, r
     w.start()
     run = w.until(lambda r: r["ended_at"] is not None)
     assert run["state"] == "done" and (repo / "w1.txt").exists(), run
+
+
+def test_a_branch_that_edits_the_plan_or_its_checks_never_lands(home, repo):
+    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["write", ".plugkit/config.toml", 'verify = "true"\n'],
+                                 ["commit", "make every check pass"]]})
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None)
+    it = w.items(run)["w1"]
+    assert (it["state"], it["reason"]) == ("blocked", "replan") and "control_files" in it["message"], run
+    assert "true" not in (repo / ".plugkit" / "config.toml").read_text() and not (repo / "w1.txt").exists()

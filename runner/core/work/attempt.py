@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from plugkit.lifecycle import prd, work as work_model
-from plugkit.lifecycle.workspace import Workspace
+from plugkit.lifecycle.workspace import PRD_FILE, STATE_DIR, Workspace
 from plugkit.refusals import Refused
 from plugkit.work import prompt as prompt_mod, workers
 from runner.core.gates.manager import GateManager
@@ -165,6 +165,7 @@ class Attempts:
             if await git.commits_ahead(p.ws.root, base, it.branch) == 0:
                 raise Failed(REJECTED, "no_commits", f"nothing committed on {it.branch}: the worker must "
                                                        "commit its work before it stops")
+            await self._check_control_files(it, base)
             verified = await self._verify(it, check, cfg)
             it.enter("landing", now())
             verified = await self._land(it, item, check, cfg, verified)
@@ -181,6 +182,15 @@ class Attempts:
                 await git.remove_worktree(p.ws.root, it.worktree)
             except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
                 log.warning("work_worktree_left", item=it.id, error=str(exc))
+
+    async def _check_control_files(self, it: ItemRun, base: str) -> None:
+        """A branch that edits the plan or the checks (`.prd`, `.plugkit/config.toml`'s verify)
+        would weaken what judges every later item: it never lands."""
+        changed = (await git.run(self.p.ws.root, "diff", "--name-only", "--no-renames", f"{base}..{it.branch}",
+                                 "--", PRD_FILE, STATE_DIR)).splitlines()
+        if changed:
+            raise Failed(REJECTED, "control_files", f"{it.branch} changes {', '.join(changed[:3])}: the plan and "
+                                                    "its checks are changed by a person, never by a worker")
 
     async def _install_hooks(self, worktree: str) -> None:
         args = workers.install_args(self.row)

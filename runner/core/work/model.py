@@ -21,6 +21,7 @@ END: dict[str, str] = {
     "worker_exit": "the worker exited with a failure",
     "spawn_failed": "the worker could not be started",
     "no_commits": "the worker stopped without committing anything on its branch",
+    "control_files": "its branch changes .prd or .plugkit/ (the plan and the checks are a person's)",
     "verify_failed": "the verify command failed in the item's worktree",
     "stalled": "the worker was silent (no hook call, no output) past --stall-min",
     "budget": "the run's --budget-min ran out",
@@ -31,7 +32,7 @@ END: dict[str, str] = {
     "refused": "the gates refused to start it",
 }
 # Failures that count toward the two-pass rule (a kill by a person or the budget does not).
-RETRIED = frozenset({"worker_exit", "spawn_failed", "no_commits", "verify_failed", "stalled"})
+RETRIED = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files", "verify_failed", "stalled"})
 
 
 @dataclass
