@@ -269,3 +269,13 @@ def test_a_branch_that_edits_the_plan_or_its_checks_never_lands(home, repo):
     it = w.items(run)["w1"]
     assert (it["state"], it["reason"]) == ("blocked", "replan") and "control_files" in it["message"], run
     assert "true" not in (repo / ".plugkit" / "config.toml").read_text() and not (repo / "w1.txt").exists()
+
+
+def test_a_file_left_uncommitted_never_turns_the_check_green(home, repo):
+    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["write", "feature.txt", "not committed"]]})
+    w.add("w1", "--verify", "test -f feature.txt")
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None)
+    it = w.items(run)["w1"]
+    assert (it["state"], it["reason"]) == ("blocked", "replan") and "verify_failed" in it["message"], run
+    assert not (repo / "w1.txt").exists()

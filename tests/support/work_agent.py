@@ -23,7 +23,7 @@ def hook(tool_name: str, tool_input: dict) -> str:
             "tool_name": tool_name, "tool_input": tool_input}
     done = subprocess.run(CLI + ["hook", "PreToolUse", "--platform", "claude-code"], input=json.dumps(data),
                           capture_output=True, text=True, timeout=60)
-    return done.stdout.strip()
+    return done.stdout.strip() or f"(nothing; stderr: {done.stderr.strip()[-300:]})"
 
 
 def main() -> int:

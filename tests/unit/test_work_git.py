@@ -1,5 +1,6 @@
 """runner.core.work.git against real git in tmp repos: worktrees, integrate, land, roll back."""
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -79,6 +80,11 @@ def item(repo, tmp_path):
         await wg.add_worktree(repo, path, f"plugkit/{name}", g(repo, "rev-parse", "HEAD"), list(excludes))
         return path
     return make
+
+
+def test_errors_are_one_line_whatever_they_quote():
+    err = MergeConflict("rebase conflicts in a\nb:  fix\n", ["a\nb"])
+    assert str(err) == "rebase conflicts in a b: fix" and err.files == ["a\nb"]
 
 
 def one_line(err):
@@ -197,6 +203,15 @@ async def test_add_worktree_branches_from_base(repo, tmp_path):
     assert g(repo, "symbolic-ref", "--short", "HEAD") == "main"
 
 
+async def test_add_worktree_takes_a_path_relative_to_root(repo):
+    # The engine keeps worktrees inside the workspace: .plugkit/worktrees/<item>.
+    await wg.add_worktree(repo, ".plugkit/worktrees/a", "plugkit/a", "main", [])
+    path = os.path.join(repo, ".plugkit", "worktrees", "a")
+    assert g(path, "symbolic-ref", "--short", "HEAD") == "plugkit/a"
+    await wg.remove_worktree(repo, ".plugkit/worktrees/a")
+    assert not os.path.exists(path) and "plugkit/a" in g(repo, "branch", "--list", "plugkit/a")
+
+
 async def test_add_worktree_retry_resets_branch_over_a_stale_worktree(repo, item):
     path = await item()
     commit(path, "half.txt", "half done")
@@ -232,6 +247,14 @@ async def test_the_persons_own_excludes_still_apply_in_the_worktree(repo, item, 
     write(os.path.join(path, "kept.txt"), "x")
     g(path, "add", "-A")
     assert g(path, "diff", "--cached", "--name-only").split() == ["kept.txt"]
+
+
+async def test_parallel_items_start_together(repo, item):
+    # Three slots start at once: the first-time config write must not fail on git's config lock.
+    paths = await asyncio.gather(*(item(n, ["/x"]) for n in "abc"))
+    for n, path in zip("abc", paths):
+        assert g(path, "symbolic-ref", "--short", "HEAD") == f"plugkit/{n}"
+        assert g(path, "config", "--worktree", "core.excludesFile").endswith("plugkit-excludes")
 
 
 async def test_remove_worktree_keeps_the_branch_and_tolerates_missing(repo, item, tmp_path):
@@ -316,6 +339,45 @@ async def test_integrate_merge_makes_a_merge_commit_checked_out_in_the_worktree(
     assert g(repo, "rev-parse", "main", "plugkit/a").split() == [t, work]
 
 
+async def test_integrate_merge_checks_out_exactly_the_merge_not_uncommitted_edits(repo, item):
+    path = await item()
+    commit(path, "f.txt", edited(9, "worker"))
+    write(os.path.join(path, "f.txt"), "left uncommitted: never lands, so never verified\n")
+    got = await wg.integrate(repo, path, "plugkit/a", "main", "merge", "m")
+    assert g(path, "rev-parse", "HEAD") == got.sha and await wg.dirty(path) == []
+    assert read(os.path.join(path, "f.txt")) == edited(9, "worker")
+
+
+async def test_integrate_ff_refuses_to_rebase_over_uncommitted_edits(repo, item):
+    path = await item()
+    work = commit(path, "f.txt", edited(9, "worker"))
+    commit(repo, "g.txt", "person")
+    write(os.path.join(path, "f.txt"), "left uncommitted\n")
+    with pytest.raises(GitError) as e:
+        await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
+    assert not isinstance(e.value, MergeConflict)
+    one_line(e.value)
+    assert g(path, "rev-parse", "HEAD") == work and read(os.path.join(path, "f.txt")) == "left uncommitted\n"
+
+
+async def test_integrate_ff_reports_a_conflict_rerere_would_stage(repo, item):
+    # A person's rerere.autoUpdate would stage a recorded resolution: still a conflict for us.
+    g(repo, "config", "rerere.enabled", "true")
+    g(repo, "config", "rerere.autoUpdate", "true")
+    path = await item()
+    commit(path, "f.txt", edited(5, "worker"))
+    commit(repo, "f.txt", edited(5, "person"))
+    for _ in range(2):  # the first conflict records a resolution, the second would reuse it
+        with pytest.raises(MergeConflict):
+            await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
+        g(path, "rebase", "main", check=False)
+        write(os.path.join(path, "f.txt"), edited(5, "resolved"))
+        g(path, "add", "f.txt")
+        g(path, "-c", "core.editor=true", "rebase", "--continue")  # rerere records it
+        g(path, "reset", "-q", "--hard", "ORIG_HEAD")
+    assert await wg.dirty(path) == []
+
+
 async def test_integrate_merge_even_when_main_did_not_move(repo, item):
     path = await item()
     t = g(repo, "rev-parse", "main")
@@ -351,12 +413,14 @@ async def test_integrate_refuses_an_unknown_mode(repo, item):
 # --- advance -----------------------------------------------------------------------------------
 
 async def test_advance_lands_and_updates_the_persons_files(repo, item):
+    commit(repo, "g.txt", "person's\n")
     path = await item()
     work = commit(path, "f.txt", edited(9, "worker"))
+    write(os.path.join(repo, "g.txt"), "the person's edit, elsewhere\n")
     await wg.advance(repo, "main", work)
     assert g(repo, "rev-parse", "main") == work
     assert read(os.path.join(repo, "f.txt")) == edited(9, "worker")
-    assert await wg.dirty(repo) == []
+    assert await wg.dirty(repo) == ["g.txt"]  # an edit the landing does not touch stays
 
 
 async def test_advance_refuses_when_main_moved(repo, item):
@@ -465,3 +529,13 @@ async def test_rollback_reset_refuses_to_clobber_the_persons_edit(repo, item):
     one_line(e.value)
     assert read(os.path.join(repo, "f.txt")) == "the person's edit\n"
     assert g(repo, "rev-parse", "main") == landed
+
+
+async def test_rollback_without_its_tag_changes_nothing(repo, item):
+    path = await item()
+    _, landed = await land(repo, path, "plugkit/a", "ff", [("f.txt", edited(9, "w"))])
+    g(repo, "tag", "-d", "plugkit-pre/plugkit/a")
+    with pytest.raises(GitError) as e:
+        await wg.rollback(repo, "main", "plugkit-pre/plugkit/a", landed, "ff")
+    assert "plugkit-pre/plugkit/a" in one_line(e.value)
+    assert g(repo, "rev-parse", "main") == landed and await wg.dirty(repo) == []

@@ -166,6 +166,7 @@ class Attempts:
                 raise Failed(REJECTED, "no_commits", f"nothing committed on {it.branch}: the worker must "
                                                        "commit its work before it stops")
             await self._check_control_files(it, base)
+            await self._committed_only(it)
             verified = await self._verify(it, check, cfg)
             it.enter("landing", now())
             verified = await self._land(it, item, check, cfg, verified)
@@ -182,6 +183,16 @@ class Attempts:
                 await git.remove_worktree(p.ws.root, it.worktree)
             except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
                 log.warning("work_worktree_left", item=it.id, error=str(exc))
+
+    async def _committed_only(self, it: ItemRun) -> None:
+        """Only commits land, so only commits are checked: what the worker left uncommitted is
+        dropped first (else a file it never committed could turn the check green)."""
+        assert it.worktree is not None
+        left = await git.dirty(it.worktree)
+        if left:
+            await git.run(it.worktree, "reset", "-q", "--hard", "HEAD")
+            await git.run(it.worktree, "clean", "-q", "-fd")
+            it.message = f"{len(left)} uncommitted change(s) dropped before the check ({', '.join(left[:3])})"
 
     async def _check_control_files(self, it: ItemRun, base: str) -> None:
         """A branch that edits the plan or the checks (`.prd`, `.plugkit/config.toml`'s verify)

@@ -90,7 +90,9 @@ class WorkManager:
                   stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.run) if p.run else None,
                   selected=list(p.items))
         env = dict(p.env or {})
-        env["PLUGKIT_PORT"] = str(self.port)
+        # The worker's hooks reach this runner, and fail closed: a worker runs with its host's own
+        # permission prompts off, so a hook that cannot answer must deny, not wave the call through.
+        env.update(PLUGKIT_PORT=str(self.port), PLUGKIT_HOOKS_FAIL="closed")
         attempts = Attempts(run, Plumbing(self.tasks, self.gates, ws, env, self._register, self._unregister,
                                           self.clock))
         driver = RunDriver(run, attempts, self.store.save, self.clock)

@@ -18,8 +18,10 @@ _REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GI
 _QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_EDITOR": "true",
               "GIT_SEQUENCE_EDITOR": "true", "GIT_MERGE_AUTOEDIT": "no"}
 # A person's config must not turn our rebase/merge into something else: autostash would hide
-# their edits in a stash we never pop, updateRefs would move branches we do not own.
-_PLAIN = ("-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false", "-c", "merge.autoStash=false")
+# their edits in a stash we never pop, updateRefs would move branches we do not own, rerere's
+# autoupdate would stage a recorded resolution so the conflict goes unreported.
+_PLAIN = ("-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false", "-c", "merge.autoStash=false",
+          "-c", "rerere.autoUpdate=false")
 
 # Operations a repository can be stopped in the middle of: (file in the git dir, what, the fix).
 _IN_PROGRESS = (
@@ -39,8 +41,13 @@ _NOT_FF = re.compile(r"not possible to fast-forward", re.I)
 class GitError(Exception):
     """A git step failed; the message is one line: what failed and what a person does next."""
 
+    def __init__(self, message: str) -> None:  # one line, whatever git or a subject put in it
+        super().__init__(" ".join(message.split()))
+
 
 class MergeConflict(GitError):
+    """The work and its target changed the same lines; `.files` names them (empty: the target moved)."""
+
     def __init__(self, message: str, files: list[str] | None = None) -> None:
         super().__init__(message)
         self.files = list(files or [])
@@ -100,12 +107,8 @@ async def _ok(cwd: str, *args: str) -> bool:
     return (await _git(cwd, *args))[0] == 0
 
 
-async def _zlist(cwd: str, *args: str) -> list[str]:
-    return sorted({p for p in (await run(cwd, *args)).split("\0") if p})
-
-
 async def _conflicts(cwd: str) -> list[str]:
-    return await _zlist(cwd, "diff", "--name-only", "-z", "--diff-filter=U")
+    return sorted({p for p in (await run(cwd, "diff", "--name-only", "-z", "--diff-filter=U")).split("\0") if p})
 
 
 async def _in_progress(cwd: str) -> tuple[str, str] | None:
@@ -152,13 +155,25 @@ async def _user_excludes(root: str) -> str:
         return ""
 
 
+async def _enable_worktree_config(root: str) -> None:
+    # Parallel items start together and `git config` fails at once on a locked .git/config:
+    # read first (no lock), and a writer that lost the race finds the value set on its retry.
+    for _ in range(20):
+        if await run(root, "config", "--bool", "extensions.worktreeConfig", check=False) == "true":
+            return
+        if await _ok(root, "config", "extensions.worktreeConfig", "true"):
+            return
+        await asyncio.sleep(0.05)
+    await run(root, "config", "extensions.worktreeConfig", "true")  # raises with git's reason
+
+
 async def add_worktree(root: str, path: str, branch: str, base: str, excludes: list[str]) -> None:
     """A worktree at `path` on `branch` (created or reset to `base`), ignoring `excludes` there only."""
     path = os.path.join(root, path)
     await remove_worktree(root, path)  # a registration left by an earlier attempt of this item
     await run(root, "worktree", "add", "--no-track", "-B", branch, path, base)
     # core.excludesFile set per worktree replaces the person's own file, so carry it over.
-    await run(root, "config", "extensions.worktreeConfig", "true")
+    await _enable_worktree_config(root)
     file = os.path.join(await run(path, "rev-parse", "--absolute-git-dir"), "plugkit-excludes")
     own = await _user_excludes(root)
     with open(file, "w", encoding="utf-8") as f:
@@ -210,7 +225,7 @@ async def _git_version(root: str) -> tuple[int, int]:
 
 
 async def _attempt(cwd: str, what: str, args: tuple[str, ...], fix: str) -> None:
-    """After a failed rebase/merge/revert: conflicts are aborted and raised, anything else raised."""
+    """Run a rebase/merge/revert; if it stops on conflicts, abort it (all back as it was) and raise."""
     rc, _, err = await _git(cwd, *_PLAIN, *args)
     if rc == 0:
         return
@@ -226,14 +241,14 @@ async def _integrate_ff(root: str, worktree: str, branch: str, onto: str, t: str
     if await _is_ancestor(root, t, f"refs/heads/{branch}"):
         return Integrated(await tip(root, f"refs/heads/{branch}"), False)
     await _attempt(worktree, "rebase", ("rebase", t, branch),
-                 f"the branch {branch} no longer rebases onto {onto}; a person resolves it")
+                   f"the branch {branch} no longer rebases onto {onto}; a person resolves it")
     return Integrated(await tip(worktree, "HEAD"), True)
 
 
 async def _integrate_merge(root: str, worktree: str, branch: str, onto: str, t: str, message: str) -> Integrated:
     fix = f"{branch} and {onto} changed the same lines; a person merges them"
     if await _git_version(root) < (2, 38):  # no merge-tree --write-tree: merge in the worktree itself
-        await run(worktree, "checkout", "-q", "--detach", t)
+        await run(worktree, "checkout", "-q", "--force", "--detach", t)
         try:
             await _attempt(worktree, "merge", ("merge", "--no-ff", "--no-edit", "-m", message, branch), fix)
         except GitError:
@@ -249,7 +264,9 @@ async def _integrate_merge(root: str, worktree: str, branch: str, onto: str, t: 
     if rc or not fields:
         raise GitError(f"git merge-tree failed in {root}: {_why(err)}; nothing was changed")
     merge = await run(root, "commit-tree", fields[0], "-p", t, "-p", f"refs/heads/{branch}", "-m", message)
-    await run(worktree, "checkout", "-q", "--detach", merge)  # verify sees exactly the merged tree
+    # --force: verify must see exactly the merged tree, not edits the worker left uncommitted
+    # (they are not on the branch, so they would never land).
+    await run(worktree, "checkout", "-q", "--force", "--detach", merge)
     return Integrated(merge, True)
 
 
@@ -293,8 +310,9 @@ async def tag(root: str, name: str, sha: str) -> None:
     await run(root, "tag", "-f", name, sha)
 
 
-_REVERT = {"ff": lambda tag_name, landed: (f"{tag_name}..{landed}",),
-           "merge": lambda tag_name, landed: ("-m", "1", landed)}
+# How to revert one landed item under later work: its own commits, or its merge against mainline.
+_REVERT = {"ff": lambda before, landed: (f"{before}..{landed}",),
+           "merge": lambda before, landed: ("-m", "1", landed)}
 
 
 async def rollback(root: str, onto: str, tag_name: str, landed: str, mode: str) -> str:
@@ -302,15 +320,15 @@ async def rollback(root: str, onto: str, tag_name: str, landed: str, mode: str) 
     if mode not in _REVERT:
         raise GitError(f"unknown merge mode {mode!r}: use one of {', '.join(_REVERT)}")
     await _on_branch(root, onto)
-    current, landed = await tip(root, "HEAD"), await tip(root, landed)
+    before, landed, current = await tip(root, tag_name), await tip(root, landed), await tip(root, "HEAD")
     if current == landed:
-        rc, _, err = await _git(root, "reset", "-q", "--keep", tag_name)
+        rc, _, err = await _git(root, "reset", "-q", "--keep", before)
         if rc:
             raise GitError(f"rollback of {onto} refused in {root}: {_why(err)}; your uncommitted "
                            "changes touch the same files: commit or stash them, then retry")
         return await tip(root, "HEAD")
     if not await _is_ancestor(root, landed, current):
         raise GitError(f"{landed[:12]} is no longer on {onto} in {root}: nothing to roll back there")
-    await _attempt(root, "revert", ("revert", "--no-edit", *_REVERT[mode](tag_name, landed)),
-                 f"later work on {onto} changed the same lines; a person reverts it by hand")
+    await _attempt(root, "revert", ("revert", "--no-edit", *_REVERT[mode](before, landed)),
+                   f"later work on {onto} changed the same lines; a person reverts it by hand")
     return await tip(root, "HEAD")
