@@ -112,13 +112,13 @@ def rm_outside(cmd: Cmd, scope: Scope) -> str | None:
         words = starts if "-delete" in expr or runs & DELETERS else []
     elif cmd.prog == "rm" and _recursive(cmd.argv):
         words = operands(cmd.argv)
-        if cmd.via_xargs:  # xargs hands rm what the command before it printed
-            words += [w for w in cmd.upstream[1:] if not w.startswith("-")]
+        if cmd.via_xargs:  # xargs hands rm what the command before it printed: paths under its words
+            words += [os.path.join(w, "{}") for w in cmd.upstream[1:] if not w.startswith("-")]
     else:
         return None
     for word in words:
         status, path = scope.where(word, cmd.cwd)
-        if status != INSIDE or path == scope.root:  # the worktree itself goes with its .git link
+        if status != INSIDE or (path == scope.root and cmd.prog == "rm"):  # the worktree itself, .git link and all
             return where_text(word, status, path) if status != INSIDE else f"`{word}` is the worktree itself"
     return None
 
@@ -350,7 +350,8 @@ def _with_find_execs(cmds: list[Cmd]) -> Iterator[Cmd]:
                 continue
             end = next((k for k in range(j + 1, len(expr)) if expr[k] in (";", "+")), len(expr))
             for start in starts[:MAX_FIND_STARTS]:
-                argv = [x.replace("{}", start) for x in expr[j + 1:end]]
+                # what find hands over lies under a start path: `find . -exec rm -rf {} +` is no `rm -rf .`
+                argv = [x.replace("{}", os.path.join(start, "{}")) for x in expr[j + 1:end]]
                 if argv:
                     yield from parse(shlex.join(argv), cmd.cwd, 1)
 

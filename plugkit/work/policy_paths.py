@@ -81,14 +81,15 @@ def _braces(word: str) -> list[str]:
 
 
 def _glob_base(word: str) -> str:
-    """The directory a glob lists: `../*` -> `..`, `/*` -> `/`. A component like `.*` or `..?` may
-    match `..` (bash before 5.2 did), so it counts as `..`; `.git*` cannot."""
+    """What a glob can match, as a child of the directory it lists: `../*` -> `../*`, `/*` -> `/*`.
+    A component like `.*` or `..?` may match `..` (bash before 5.2 did), so it counts as `..`;
+    `.git*` cannot."""
     k = min((word.find(ch) for ch in "*?[" if ch in word), default=-1)
     if k < 0:
         return word
     cut = word.rfind("/", 0, k) + 1
     base = word[:cut] or "."
-    return os.path.join(base, "..") if word[cut:k] in (".", "..") else base
+    return os.path.join(base, "..") if word[cut:k] in (".", "..") else os.path.join(base, "*")
 
 
 def where_text(word: str, status: str, path: str) -> str:

@@ -124,7 +124,12 @@ ALLOWED = [
     "echo hi > out.txt", "echo hi >> src/log", "make 2>/dev/null", "make > /dev/null 2>&1", "ls >&2",
     "cat /etc/hosts", "ls /", "cd .. && ls", "cd / && ls", "diff ../other a", "cp /etc/hosts .", "cp a /tmp/b",
     "mv a b", "ln -s /usr/bin/python3 py", "find . -name '*.pyc' -delete", "find /etc -name x",
-    "find . -exec grep -l x {} +", "echo 'rm -rf /'", "command -v rm", "bash -c 'rm -rf build'",
+    "find . -exec grep -l x {} +", "find . -type d -name __pycache__ -exec rm -rf {} +",
+    "find . -name '*.sh' -exec chmod +x {} \\;", f"cd {W} && pytest -q", "python -m pytest -q 2>&1 | tail -20",
+    "git add -A && git commit -m 'w1: add the parser'", "grep -rn foo . --include=*.py | head",
+    'cd "$(git rev-parse --show-toplevel)" && make', "export PATH=$HOME/.local/bin:$PATH && which ruff",
+    "mkdir -p src/x && touch src/x/__init__.py", "sed -i 's/a/b/' src/a.py", "ls -la ~/",
+    "cat > /tmp/t.py <<'EOF'\nprint('hi')\nEOF\npython3 /tmp/t.py", "echo 'rm -rf /'", "command -v rm", "bash -c 'rm -rf build'",
     "echo $HOME", "ls | xargs rm -f", "pytest -q tests/", "npm install && npm test", "echo 'it''s' fine",
     "python3 -c \"open('out.txt','w').write('x')\"", "tee out.log", "dd if=/dev/zero of=img bs=1M count=1",
     'git commit -m "$(cat <<\'EOF\'\nDon\'t rm -rf anything (really)\nEOF\n)"',
@@ -146,9 +151,10 @@ def test_denies_destructive_commands_in_every_shell_tool(host, command, rule):
     assert "\n" not in denial.reason and denial.reason.startswith("plugkit work: ")
 
 
+@pytest.mark.parametrize("cwd", [W, SUB])
 @pytest.mark.parametrize("command", ALLOWED)
-def test_allows_ordinary_work_inside_the_worktree(command):
-    assert judge("Bash", {"command": command}, SUB, W) is None, command
+def test_allows_ordinary_work_inside_the_worktree(command, cwd):
+    assert judge("Bash", {"command": command}, cwd, W) is None, command
 
 
 def test_reason_names_the_worktree_the_culprit_and_what_to_do():
