@@ -41,6 +41,8 @@ Lifecycle gates, per workspace (all take --json):
   prd add|update|list|ready     work items in .prd
   evidence add|list|show|verify receipts under .plugkit/evidence
   approve ID | --list           a person approves a critical-risk item
+  work [--parallel N] [--worker W] [--afk] ...   agents work the .prd's items, verified by the runner
+  work status|stop|logs ITEM|rollback ITEM        follow and steer that run
 Memory kept across sessions (all take --json):
   memory add|list|show|forget|search|index
 Agent platforms (P: claude-code, qwen, gemini, codex):
@@ -107,6 +109,7 @@ VERBS = {
     "prd": _verb("verbs.gate", "prd_main"),
     "evidence": _verb("verbs.gate", "evidence_main"),
     "approve": _verb("verbs.gate", "approve_main"),
+    "work": _verb("verbs.work", "main"),
 }
 
 # verb prefix -> handler(verb, argv): `exec:python` is exec with lang "python".

@@ -53,3 +53,12 @@ TAG_NAMES: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TA
 # The tags that say which runner/task/session a process belongs to. Never inherited: a runner (or
 # a task) started from inside another runner's task would otherwise be killed along with it.
 IDENTITY_TAGS: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TAG})
+
+# --- plugkit work: the state of an item's worker --------------------------------------------------
+# queued -> (waiting for a person's approval) -> spawning -> running -> verifying -> landing -> one
+# terminal state, with a reason word. "rejected" exists here and only here: the runner refused to
+# close the item on the worker's word (its check was red, nothing was committed, ...).
+WORK_LIVE_STATES: tuple[str, ...] = ("queued", "waiting", "spawning", "running", "verifying", "landing")
+WORK_REJECTED = "rejected"
+WORK_TERMINAL_STATES: tuple[str, ...] = (COMPLETED, FAILED, KILLED, TIMED_OUT, WORK_REJECTED, "blocked")
+WORK_ITEM_STATES: tuple[str, ...] = WORK_LIVE_STATES + WORK_TERMINAL_STATES

@@ -398,7 +398,7 @@ CASES = {
 
 
 # Each issue's benchmarks live beside this file and plug their CASES in here.
-EXTRA_MODULES = ("bench_cli", "bench_serial", "bench_hooks", "bench_browser", "bench_hosts")
+EXTRA_MODULES = ("bench_cli", "bench_serial", "bench_hooks", "bench_browser", "bench_hosts", "bench_work")
 
 
 def all_cases() -> dict:

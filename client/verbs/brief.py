@@ -21,6 +21,7 @@ NEXT = {
     "evidence": "plugkit evidence list",
     "approve": "plugkit approve --list",
     "memory": "plugkit memory list",
+    "work": "plugkit work status",
 }
 
 

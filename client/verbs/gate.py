@@ -138,11 +138,13 @@ def _item_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--effort", choices=["small", "medium", "large"])
     parser.add_argument("--risk", choices=["low", "medium", "high", "critical"])
     parser.add_argument("--status", choices=["pending", "in_progress", "completed", "blocked"])
+    parser.add_argument("--verify", metavar="COMMAND",
+                        help="the item's own check (else the workspace's verify); `plugkit work` runs it")
 
 
 def _item_fields(a: argparse.Namespace) -> dict:
     out = {dest: [v for v in getattr(a, dest) if v] for _f, dest in ITEM_LISTS if getattr(a, dest) is not None}
-    out.update({k: getattr(a, k) for k in ("effort", "risk", "status") if getattr(a, k) is not None})
+    out.update({k: getattr(a, k) for k in ("effort", "risk", "status", "verify") if getattr(a, k) is not None})
     return out
 
 

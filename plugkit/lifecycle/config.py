@@ -5,6 +5,7 @@
     verify_lang = "bash"        # the language row that runs it
     verify_timeout_s = 600
     ready_limit = 3             # how many items prd.ready offers at once
+    work_merge = "ff"           # how `plugkit work` lands an item: "ff" (rebased, fast-forward) | "merge"
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -25,12 +26,19 @@ class GateConfig:
     verify_lang: str = "bash"
     verify_timeout_s: float = 600.0
     ready_limit: int = 3
+    work_merge: str = "ff"
     problems: tuple[str, ...] = field(default=())
 
 
 def _mode(v: Any) -> str:
     if v not in MODES:
         raise ValueError(f"must be one of {', '.join(MODES)}")
+    return v
+
+
+def _merge(v: Any) -> str:
+    if v not in ("ff", "merge"):
+        raise ValueError("must be \"ff\" or \"merge\"")
     return v
 
 
@@ -67,6 +75,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "verify_lang": ("verify_lang", _lang),
     "verify_timeout_s": ("verify_timeout_s", _seconds),
     "ready_limit": ("ready_limit", _count),
+    "work_merge": ("work_merge", _merge),
 }
 
 

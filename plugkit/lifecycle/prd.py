@@ -36,6 +36,9 @@ class Item(BaseModel):
     effort: Effort = "medium"
     risk: Risk = "low"
     evidence: list[str] = []  # receipt ids named when it was completed
+    # The item's own check (else the workspace's `verify`): `plugkit work` runs it in the
+    # item's worktree once its worker stops, and completes the item only if it passes.
+    verify: Optional[str] = Field(default=None, min_length=1, max_length=2000)
 
 
 Edges = list[tuple[str, str]]  # (blocker, blocked), in a stable order

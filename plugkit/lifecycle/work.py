@@ -16,7 +16,7 @@ from plugkit.lifecycle.errors import Conflict, Forbidden, Invalid
 from plugkit.lifecycle.state import Approval, State, Transition
 from plugkit.lifecycle.workspace import Workspace, atomic_write
 
-SCALAR_FIELDS = ("subject", "acceptance", "edge_cases", "effort", "risk")
+SCALAR_FIELDS = ("subject", "acceptance", "edge_cases", "effort", "risk", "verify")
 
 
 def _save_items(ws: Workspace, items: list[prd.Item]) -> None:

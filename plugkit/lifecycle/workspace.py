@@ -23,7 +23,8 @@ __all__ = ["MARKERS", "PRD_FILE", "STATE_DIR", "Workspace", "atomic_write", "fin
 # own: state.json changes on every transition, and a worktree made dirty by the gate's own
 # bookkeeping could never pass the "git worktree clean" condition. config.toml and lang/ are
 # not listed: they are the user's, to commit.
-OWNED_IGNORES = ("state.json", "state.json.corrupt-*", "state.lock", "evidence/", "*.tmp", ".gitignore")
+OWNED_IGNORES = ("state.json", "state.json.corrupt-*", "state.lock", "evidence/", "*.tmp", ".gitignore",
+                 "worktrees/")
 
 
 @dataclass(frozen=True)

@@ -195,6 +195,7 @@ class PrdAddParams(WorkspaceParams):
     blocking: list[str] = Field(default=[], max_length=100)
     effort: ItemEffort = "medium"
     risk: ItemRisk = "low"
+    verify: Optional[str] = Field(default=None, min_length=1, max_length=2000)  # the item's own check
 
 
 class PrdUpdateParams(WorkspaceParams):
@@ -207,6 +208,7 @@ class PrdUpdateParams(WorkspaceParams):
     blocking: Optional[list[str]] = _Texts
     effort: Optional[ItemEffort] = None
     risk: Optional[ItemRisk] = None
+    verify: Optional[str] = Field(default=None, min_length=1, max_length=2000)
     evidence: list[str] = Field(default=[], max_length=100)  # receipt ids; required to complete
 
 
@@ -226,6 +228,7 @@ class PrdItem(Result):
     risk: ItemRisk
     evidence: list[str]
     approved: bool = False
+    verify: Optional[str] = None
 
 
 class PrdAdded(Result):

@@ -8,7 +8,7 @@ from aiohttp import web
 from plugkit import paths
 from plugkit.config import RunnerConfig
 from plugkit.lazy import Lazy
-from runner.boot.lifespans import gates_lifespan, tasks_lifespan
+from runner.boot.lifespans import gates_lifespan, tasks_lifespan, work_lifespan
 from runner.core.tasks.manager import TaskManager
 from runner.executors import registry
 from runner.http.app import make_app
@@ -32,10 +32,13 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
     tasks = TaskManager(executors, limits, ledger=ledger)
     ctx = Context(runtime=runtime, config=config, tasks=tasks,
                   gates=Lazy(lambda: _gate_manager(tasks, config.home)) if gates else None)
+    if ctx.gates is not None:
+        ctx.work = Lazy(lambda: _work_manager(ctx))
     ctx.snapshots["hooks"] = ctx.hooks.snapshot
     app = make_app(ctx, namespaces)
-    # Started in this order, stopped in reverse: the gates stop before the tasks they read.
-    app.cleanup_ctx.extend((tasks_lifespan(ctx, ledger), gates_lifespan(ctx)))
+    # Started in this order, stopped in reverse: work runs stop before the gates, the gates
+    # before the tasks they read.
+    app.cleanup_ctx.extend((tasks_lifespan(ctx, ledger), gates_lifespan(ctx), work_lifespan(ctx)))
     return app
 
 
@@ -43,3 +46,9 @@ def _gate_manager(tasks: TaskManager, home: str):  # -> GateManager, imported on
     from runner.core.gates.manager import GateManager
 
     return GateManager(tasks, home=home)  # its ledger and sealing key live in the home
+
+
+def _work_manager(ctx: Context):  # -> WorkManager, imported on the first work.* call
+    from runner.core.work.engine import WorkManager
+
+    return WorkManager(ctx.tasks, ctx.gate_manager(), home=ctx.runtime.home, port=ctx.runtime.port)

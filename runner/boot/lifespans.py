@@ -92,3 +92,21 @@ def gates_lifespan(ctx: Context) -> Lifespan:
 
     return lifespan
 
+
+
+def work_lifespan(ctx: Context) -> Lifespan:
+    """`plugkit work` runs: on shutdown each live run is recorded as halted (its workers are
+    killed with every other task right after), so the next runner shows what happened."""
+
+    async def lifespan(app: web.Application) -> AsyncIterator[None]:
+        work = ctx.work
+        if work is not None:
+            ctx.snapshots["work"] = lambda: work.get().snapshot() if work.built else {"loaded": False}
+        try:
+            yield
+        finally:
+            ctx.snapshots.pop("work", None)
+            if work is not None and work.built:
+                await work.get().close()
+
+    return lifespan

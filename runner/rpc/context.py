@@ -17,6 +17,7 @@ from runner.rpc.hook_memory import HookMemory
 
 if TYPE_CHECKING:  # the lifecycle model costs tens of milliseconds to import: only on first use
     from runner.core.gates.manager import GateManager
+    from runner.core.work.engine import WorkManager
 
 
 # Upper bounds in milliseconds; the last bucket catches the rest.
@@ -75,6 +76,8 @@ class Context:
     hooks: HookMemory = field(default_factory=HookMemory)
     # Built on first use. None: a runner composed without gates; every hook call is allowed.
     gates: "Optional[Lazy[GateManager]]" = None
+    # `plugkit work` runs, built on the first work.* call (needs the gates). None without gates.
+    work: "Optional[Lazy[WorkManager]]" = None
     # name -> () -> dict for debug.snapshot: registered by what is running now, removed when it stops.
     snapshots: dict[str, Callable[[], Any]] = field(default_factory=dict)
 
@@ -83,3 +86,14 @@ class Context:
         if self.gates is None:
             raise RuntimeError("this runner was composed without gates")
         return self.gates.get()
+
+    def work_manager(self) -> "WorkManager":
+        if self.work is None:
+            raise RuntimeError("this runner was composed without gates, so without plugkit work")
+        return self.work.get()
+
+    def worker_at(self, cwd: str):
+        """The live `plugkit work` worker whose worktree holds cwd (its heartbeat counted), else
+        None; never builds the work manager (a runner that never ran `plugkit work` pays nothing)."""
+        manager = self.work.peek() if self.work is not None else None
+        return manager.worker_at(cwd) if manager is not None else None

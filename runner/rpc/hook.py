@@ -39,6 +39,13 @@ USAGE_LINE = ("plugkit: to run code, make a Bash call whose first line is `exec:
               "`exec:close task_N` follow tasks up.")
 
 
+def _work_hooks():
+    """Imported only when a `plugkit work` worker calls: other hook calls never pay for it."""
+    from runner.rpc import work_hooks
+
+    return work_hooks
+
+
 def _key(p: HookSessionParams) -> SessionKey:
     return session_key(p.session_id, p.cwd)
 
@@ -118,6 +125,9 @@ def _task_lines(ctx: Context, p: HookSessionParams) -> list[str]:
 
 
 async def _status(ctx: Context, p: HookSessionParams) -> list[str]:
+    worker = ctx.worker_at(p.cwd)
+    if worker is not None:  # a `plugkit work` worker: its item is its plan, the runner its verifier
+        return _task_lines(ctx, p) + _work_hooks().context_lines(*worker)
     return _task_lines(ctx, p) + await gate_lines(ctx, p)
 
 
@@ -189,7 +199,11 @@ async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
     the rest itself). `platform` says whether the host can show the person a permission
     prompt (claude-code, qwen): an approval the person confirms there is then accepted.
     """
-    decision, reason = await gate_decision(ctx, p)
+    worker = ctx.worker_at(p.cwd)
+    if worker is not None:
+        decision, reason = _work_hooks().pre_tool(worker[1], p.cwd, p.tool_name, dict(p.tool_input))
+    else:
+        decision, reason = await gate_decision(ctx, p)
     return HookDecision(decision=decision, reason=reason)  # type: ignore[arg-type]
 
 
@@ -203,7 +217,11 @@ async def stop(ctx: Context, p: HookStopParams) -> HookStopResult:
     anyway. A non-blocking answer may carry a reason for the person (advisory gates).
     """
     key, memory = _key(p), ctx.hooks
-    block, reason = await gate_stop(ctx, p)
+    worker = ctx.worker_at(p.cwd)
+    if worker is not None:
+        block, reason = await _work_hooks().stop(*worker)
+    else:
+        block, reason = await gate_stop(ctx, p)
     if block and p.stop_hook_active and memory.last_block(key) == reason:
         block, reason = False, "plugkit: letting the agent stop (it was already told once): " + reason
     memory.remember_block(key, reason if block else None)
@@ -218,6 +236,7 @@ async def session_end(ctx: Context, p: HookSessionParams) -> HookSessionEnded:
     serial ports released, its tasks forgotten. An unknown session ends with nothing killed.
     """
     ctx.hooks.forget(_key(p))
+    ctx.worker_at(p.cwd)  # a heartbeat
     return HookSessionEnded(killed=await ctx.tasks.end_session(p.session_id, p.cwd))
 
 

@@ -24,6 +24,7 @@ NAMESPACES = {
     "evidence": "runner.rpc.evidence",
     "approval": "runner.rpc.approval",
     "hook": "runner.rpc.hook",
+    "work": "runner.rpc.work",
 }
 
 

@@ -14,7 +14,7 @@ from runner.core.gates.manager import GateManager
 from runner.rpc import shapes
 from runner.rpc.dispatch import Context, rpc
 
-_LINK_AND_TEXT = ("subject", "acceptance", "edge_cases", "blocked_by", "blocking", "effort", "risk")
+_LINK_AND_TEXT = ("subject", "acceptance", "edge_cases", "blocked_by", "blocking", "effort", "risk", "verify")
 
 
 def _gates(ctx: Context) -> GateManager:
@@ -24,7 +24,7 @@ def _gates(ctx: Context) -> GateManager:
 @rpc(PrdAddParams)
 async def add(ctx: Context, p: PrdAddParams) -> PrdAdded:
     """prd.add {session_id, cwd, subject, id?, status?, acceptance?, edge_cases?, blocked_by?,
-    blocking?, effort?, risk?} -> {item, transition?}
+    blocking?, effort?, risk?, verify?} -> {item, transition?}
 
     id defaults to the next wN. In PLAN the item counts toward the planning pass; in
     COMPLETE it reopens the workspace (COMPLETE -> PLAN, row new_work).
@@ -40,7 +40,7 @@ async def add(ctx: Context, p: PrdAddParams) -> PrdAdded:
 @rpc(PrdUpdateParams)
 async def update(ctx: Context, p: PrdUpdateParams) -> PrdItem:
     """prd.update {session_id, cwd, id, subject?, status?, acceptance?, edge_cases?, blocked_by?,
-    blocking?, effort?, risk?, evidence?: [receipt ids]} -> PrdItem
+    blocking?, effort?, risk?, verify?, evidence?: [receipt ids]} -> PrdItem
 
     Only the fields given change (a list given replaces the list). status "completed"
     requires `evidence`: receipts sealed by this runner, whose tasks its ledger holds.

@@ -5,7 +5,7 @@ empty session id, so no caller can learn what other sessions run."""
 from plugkit.protocol import (Chunk, Output, SessionParams, StreamCut, TaskExecParams, TaskInfo, TaskInputParams,
                               TaskKillParams, TaskList, TaskOutputParams, TaskRef, TaskResult,
                               TaskWaitParams, WaitResult)
-from plugkit.refusals import Invalid
+from plugkit.refusals import Forbidden, Invalid
 from runner.core.tasks import bound, stdin_watch
 from runner.core.tasks.manager import TaskManager, Waited
 from runner.core.tasks.output import OutputBuffer
@@ -37,6 +37,13 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
         # would give any caller's code the token, so only the runner's work engine starts one.
         raise Invalid("worker tasks are started by plugkit work only")
     tasks = _tasks(ctx)
+    worker = ctx.worker_at(p.cwd)
+    if worker is not None:  # code a `plugkit work` worker runs through exec: meets its policy too
+        from runner.rpc.work_hooks import denied_code
+
+        why = denied_code(worker[1], p.lang, p.code, p.cwd)
+        if why is not None:
+            raise Forbidden(why)
     task = await tasks.exec(ExecSpec(session_id=p.session_id, cwd=p.cwd, lang=p.lang, code=p.code,
                                      timeout_s=p.timeout_ms / 1000, stdin=p.stdin, env=p.env))
     await tasks.wait_done(task, p.wait_ms / 1000)

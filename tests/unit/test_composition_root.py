@@ -10,6 +10,7 @@ from pathlib import Path
 from plugkit.config import RunnerConfig
 from plugkit.lazy import Lazy
 from runner.core.gates.manager import GateManager
+from runner.core.work.engine import WorkManager
 from runner.rpc.context import Context
 
 RUNNER = Path(__file__).resolve().parents[2] / "runner"
@@ -32,7 +33,7 @@ def _modules() -> dict[str, set[str]]:
 
 
 def test_every_context_field_has_a_concrete_type():
-    hints = typing.get_type_hints(Context, localns={"GateManager": GateManager})
+    hints = typing.get_type_hints(Context, localns={"GateManager": GateManager, "WorkManager": WorkManager})
     loose = {typing.Any, object, dict, list}
     for f in dataclasses.fields(Context):
         hint = hints[f.name]
@@ -41,6 +42,7 @@ def test_every_context_field_has_a_concrete_type():
         assert typing.Any not in args or f.name == "snapshots", f"Context.{f.name} is typed {hint!r}"
     assert hints["config"] is RunnerConfig
     assert hints["gates"] == typing.Optional[Lazy[GateManager]]
+    assert hints["work"] == typing.Optional[Lazy[WorkManager]]
     assert "services" not in {f.name for f in dataclasses.fields(Context)}  # no string-keyed locator
 
 

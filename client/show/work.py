@@ -1,0 +1,49 @@
+"""How `plugkit work` answers read: the run's state first (why it halted or waits), then
+one line per item, bounded, then the next command."""
+
+import time
+
+MAX_ITEMS = 12
+
+
+def _ago(ts: float | None) -> str:
+    if not ts:
+        return ""
+    s = max(0.0, time.time() - ts)
+    return f"{s:.0f} s ago" if s < 120 else f"{s / 60:.0f} min ago"
+
+
+def item_line(it: dict) -> str:
+    word = it["state"] + (f"/{it['reason']}" if it.get("reason") and it["state"] != "waiting" else "")
+    parts = [f"  {it['id']:<8} {word:<24}"]
+    if it.get("task_id") is not None and it["state"] in ("running", "spawning"):
+        parts.append(f"task_{it['task_id']}, heartbeat {_ago(it.get('last_beat_at'))}")
+    if it.get("verify"):
+        parts.append(f"verify {it['verify']}")
+    if it.get("landed"):
+        parts.append(f"landed {it['landed'][:12]}")
+    if it.get("receipt"):
+        parts.append(f"receipt {it['receipt'][:12]}")
+    if it.get("attempt", 0) > 1:
+        parts.append(f"attempt {it['attempt']}")
+    line = "  ".join(p for p in parts if p)
+    if it.get("message") and it["state"] not in ("running", "completed"):
+        line += f"\n           {it['message'][:200]}"
+    return line
+
+
+def run_lines(run: dict | None) -> list[str]:
+    if run is None:
+        return ["no plugkit work run in this workspace yet; `plugkit work --help` shows how to start one"]
+    head = f"run {run['id']} {run['state']}"
+    if run.get("halt"):
+        head += f": {run['halt']}"
+    lines = [head, f"  worker {run['worker']}, parallel {run['parallel']}{', afk' if run['afk'] else ''}, "
+                   f"lands on {run['branch']} ({run['merge']})"]
+    items = run["items"]
+    lines += [item_line(it) for it in items[:MAX_ITEMS]]
+    if len(items) > MAX_ITEMS:
+        lines.append(f"  ... and {len(items) - MAX_ITEMS} more (`plugkit work status --json`)")
+    if run["state"] in ("running", "waiting", "halted") and run.get("ended_at") is None:
+        lines.append("next: plugkit work status --wait 60 | plugkit work logs ITEM | plugkit work stop")
+    return lines

@@ -1,0 +1,159 @@
+"""`plugkit work`: the runner drives coding agents as workers through the .prd.
+
+    plugkit work [--parallel N] [--items ID...] [--worker W] [--run PROGRAM] [--afk]
+                 [--budget-min M] [--stall-min M] [--merge ff|merge] [--wait S]
+    plugkit work status [--wait S] | stop | logs ITEM [--verify] [--follow] | rollback ITEM
+
+The run lives in the runner: this command starts it and returns (`--wait S` follows it for
+up to S seconds); `work status` polls. Every form takes --json, --cwd, --session.
+Exit codes: 0 done; 1 refused (the line says why); 2 usage.
+"""
+
+import argparse
+import json
+import os
+import shlex
+import sys
+
+from client.show import work as show
+from client.verbs.brief import BriefParser, names_next
+from client.wire.session import Caller, connect
+
+SUBS = ("status", "stop", "logs", "rollback")
+WORKERS = ("claude-code", "codex", "qwen", "gemini", "command")
+LOG_TAIL = 8 << 10
+
+
+def _common(parser: BriefParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the runner's JSON result")
+    parser.add_argument("--session", help="session id (default: $PLUGKIT_SESSION, else one per directory)")
+    parser.add_argument("--cwd", help="a directory of the workspace (default: the current one)")
+
+
+def _workers_epilog() -> str:
+    from plugkit.work.workers import WORKERS
+
+    return "workers (how each says it is done):\n" + "\n".join(
+        f"  {name:<12} {row.done}" for name, row in WORKERS.items())
+
+
+def _start_parser() -> BriefParser:
+    p = BriefParser(prog="plugkit work", formatter_class=argparse.RawDescriptionHelpFormatter,
+                    epilog=_workers_epilog(), description=(
+        "Run the .prd's ready items as coding-agent workers, each in its own git worktree on branch "
+        "plugkit/<item>; the runner verifies each item itself and lands it only when its check passes. "
+        "Also: plugkit work status|stop|logs ITEM|rollback ITEM."))
+    p.add_argument("--parallel", type=int, default=3, help="workers at once (default 3)")
+    p.add_argument("--items", nargs="+", default=[], metavar="ID", help="only these items (default: every open one)")
+    p.add_argument("--worker", choices=WORKERS, default="claude-code", help="the agent that works each item")
+    p.add_argument("--run", metavar="PROGRAM", help="--worker command: the program (a shell-quoted line), "
+                                                   "run in the worktree with the prompt on stdin")
+    p.add_argument("--afk", action="store_true", help="unattended: halt (never guess) on an approval, a "
+                                                     "conflict, an item failing twice, the budget")
+    p.add_argument("--budget-min", type=float, help="bound the whole run (minutes)")
+    p.add_argument("--stall-min", type=float, default=10.0, help="end a worker silent this long (default 10)")
+    p.add_argument("--merge", choices=("ff", "merge"), help="land by fast-forward (rebased) or merge commit "
+                                                          "(default: work_merge in .plugkit/config.toml, else ff)")
+    p.add_argument("--wait", type=float, default=0.0, help="follow the run up to S seconds before returning")
+    _common(p)
+    return p
+
+
+def _call(a, method: str, **params) -> dict:
+    me = Caller({"cwd": a.cwd, "session": a.session})
+    client = connect()
+    try:
+        return client.call(method, me.params(**params), timeout=660.0)
+    finally:
+        client.close()
+
+
+def _print(a, result: dict, lines: list[str]) -> int:
+    print(json.dumps(result, indent=1) if a.json else "\n".join(lines))
+    return 0
+
+
+def _wait_ms(seconds: float) -> int:
+    return int(max(0.0, min(seconds, 600.0)) * 1000)
+
+
+@names_next("work")
+def main(argv: list[str]) -> int:
+    if argv and argv[0] in SUBS:
+        return SUB_MAINS[argv[0]](argv[1:])
+    a = _start_parser().parse_args(argv)
+    if a.run is not None and not any(w == "--worker" or w.startswith("--worker=") for w in argv):
+        a.worker = "command"  # --run alone means the command worker
+    params: dict = {"parallel": a.parallel, "items": a.items, "worker": a.worker, "afk": a.afk,
+                    "stall_min": a.stall_min, "env": dict(os.environ)}
+    if a.run is not None:
+        try:
+            params["run"] = shlex.split(a.run)
+        except ValueError as exc:
+            print(f"plugkit work: --run: {exc}; quote it as one shell line", file=sys.stderr)
+            return 2
+    params.update({k: v for k, v in (("budget_min", a.budget_min), ("merge", a.merge)) if v is not None})
+    result = _call(a, "work.start", **params)
+    if a.wait > 0:
+        result = _call(a, "work.status", wait_ms=_wait_ms(a.wait))
+    return _print(a, result, show.run_lines(result["run"]))
+
+
+def _status(argv: list[str]) -> int:
+    p = BriefParser(prog="plugkit work status", description="The workspace's latest run, why it halted first.")
+    p.add_argument("--wait", type=float, default=0.0, help="wait up to S seconds for it to halt or end")
+    _common(p)
+    a = p.parse_args(argv)
+    result = _call(a, "work.status", wait_ms=_wait_ms(a.wait))
+    return _print(a, result, show.run_lines(result["run"]))
+
+
+def _stop(argv: list[str]) -> int:
+    p = BriefParser(prog="plugkit work stop", description="End every running worker and the run.")
+    _common(p)
+    a = p.parse_args(argv)
+    result = _call(a, "work.stop")
+    return _print(a, result, show.run_lines(result["run"]))
+
+
+def _rollback(argv: list[str]) -> int:
+    p = BriefParser(prog="plugkit work rollback", description="Undo a landed high or critical item.")
+    p.add_argument("item")
+    _common(p)
+    a = p.parse_args(argv)
+    r = _call(a, "work.rollback", item=a.item)
+    return _print(a, r, [f"{r['item']} rolled back by {r['how']}; the branch is at {r['head'][:12]}; "
+                         f"the item is pending again"])
+
+
+def _logs(argv: list[str]) -> int:
+    p = BriefParser(prog="plugkit work logs", description="A worker's output (its latest attempt).")
+    p.add_argument("item")
+    p.add_argument("--verify", action="store_true", help="the item's latest verify run instead")
+    p.add_argument("--follow", action="store_true", help="keep printing until the task ends")
+    p.add_argument("--all", action="store_true", help="from the start (default: the last 8 KB)")
+    _common(p)
+    a = p.parse_args(argv)
+    r = _call(a, "work.logs", item=a.item, verify=a.verify, max_bytes=0)
+    if a.json and not a.follow:
+        r = _call(a, "work.logs", item=a.item, verify=a.verify, cursor=0 if a.all else max(0, r["end"] - LOG_TAIL))
+        return _print(a, r, [])
+    if r["task_id"] is None:
+        print(f"{a.item} has not started a {'verify run' if a.verify else 'worker'} yet")
+        return 0
+    cursor = 0 if a.all else max(0, r["end"] - LOG_TAIL)
+    if cursor:
+        print(f"[plugkit] ... {cursor} earlier bytes (--all shows them)")
+    while True:
+        r = _call(a, "work.logs", item=a.item, verify=a.verify, cursor=cursor, wait_ms=10_000 if a.follow else 0)
+        for _stream, text in r["chunks"]:
+            sys.stdout.write(text)
+        sys.stdout.flush()
+        cursor = r["cursor"]
+        if r["more"]:
+            continue
+        if not a.follow or r["finished"]:
+            return 0
+
+
+SUB_MAINS = {"status": _status, "stop": _stop, "logs": _logs, "rollback": _rollback}

@@ -1,0 +1,115 @@
+"""work.* — the runner drives coding agents as workers through the `.prd` (the wire contract).
+
+A run belongs to one workspace (plugkit.workspace.find_root of cwd); at most one live run
+per workspace. Items run in their own git worktrees, are verified by the runner, and land
+on the branch the run started from.
+"""
+
+from typing import Annotated, Literal, Optional
+
+from pydantic import Field
+
+from plugkit.protocol import Cwd, Environment, Offset, Params, Result, SessionId
+from plugkit.protocol.bounds import at_most
+from plugkit.protocol.lifecycle import ItemId
+from plugkit.vocab import WORK_ITEM_STATES
+
+WorkerName = Literal["claude-code", "codex", "qwen", "gemini", "command"]
+MergeMode = Literal["ff", "merge"]
+RunState = Literal["running", "waiting", "halted", "done", "stopped"]
+# Live item states, then the terminal ones (each terminal state comes with a reason word).
+ItemState = Literal[WORK_ITEM_STATES]  # type: ignore[valid-type]  # Literal of the tuple's values
+
+
+class WorkParams(Params):
+    session_id: str = SessionId
+    cwd: Cwd
+
+
+class WorkStartParams(WorkParams):
+    parallel: int = Field(default=3, ge=1, le=16)
+    items: list[Annotated[str, ItemId]] = Field(default=[], max_length=1000)
+    worker: WorkerName = "claude-code"
+    run: Optional[list[Annotated[str, Field(min_length=1, max_length=4096)]]] = Field(
+        default=None, min_length=1, max_length=256)  # argv of --worker command
+    afk: bool = False
+    budget_min: Optional[float] = Field(default=None, gt=0, le=7 * 24 * 60)
+    stall_min: float = Field(default=10.0, gt=0, le=24 * 60)
+    merge: Optional[MergeMode] = None  # None: the workspace's work_merge, else "ff"
+    env: Optional[Environment] = None  # the caller's environment: the workers inherit it
+
+
+class WorkStatusParams(WorkParams):
+    wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0  # until the run halts or ends
+
+
+class WorkItemParams(WorkParams):
+    item: str = ItemId
+
+
+class WorkLogsParams(WorkItemParams):
+    verify: bool = False  # the item's latest verify run instead of its worker
+    cursor: Optional[Offset] = None
+    max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
+    wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0  # until new output or the end
+
+
+class WorkItemInfo(Result):
+    id: str
+    subject: str
+    state: ItemState
+    reason: Optional[str] = None  # why it is in that state (terminal: the end reason word)
+    message: Optional[str] = None  # one line for a person
+    attempt: int = 0
+    branch: Optional[str] = None
+    worktree: Optional[str] = None
+    task_id: Optional[int] = None  # the worker task (its own session)
+    verify_task_id: Optional[int] = None
+    verify: Optional[str] = None  # green | red | none
+    receipt: Optional[str] = None
+    landed: Optional[str] = None  # the sha the item landed as on the run's branch
+    rollback_tag: Optional[str] = None
+    last_beat_at: Optional[float] = None
+    started_at: Optional[float] = None
+    ended_at: Optional[float] = None
+    worker_s: float = 0.0  # the workers' own wall time, summed over attempts
+    phases: dict[str, float] = {}  # spawn/boot/loop/terminate/cleanup -> when entered
+
+
+class WorkRunInfo(Result):
+    id: str
+    workspace: str
+    state: RunState
+    halt: Optional[str] = None  # the one line a person reads first: why it halted or waits
+    worker: str
+    parallel: int
+    afk: bool
+    merge: str
+    branch: str
+    base: str
+    started_at: float
+    ended_at: Optional[float] = None
+    budget_min: Optional[float] = None
+    stall_min: float
+    items: list[WorkItemInfo]
+    waves: list[list[str]] = []
+
+
+class WorkStatus(Result):
+    run: Optional[WorkRunInfo] = None  # None: no run ever started in this workspace
+
+
+class WorkLogs(Result):
+    item: str
+    task_id: Optional[int] = None
+    chunks: list[tuple[str, str]] = []  # (stream, text)
+    cursor: int = 0
+    end: int = 0  # where the output ends now (a reader wanting only the tail starts near it)
+    more: bool = False
+    finished: bool = True
+
+
+class WorkRolledBack(Result):
+    item: str
+    head: str
+    how: str  # reset | revert

@@ -1,0 +1,363 @@
+"""A shell command line read as the flat list of simple commands it would run, for the work policy.
+
+Not a shell: enough of one to judge a worker's command by what it names. shlex (posix,
+punctuation_chars) splits the words and operators; a quote-aware pre-pass lifts what shlex
+cannot see: `$(..)`, backticks and `<(..)` (replaced by a marker, their text parsed as commands of
+their own), `#` comments (shlex would end a word at `a#b`, hiding the rest of the line) and
+here-document bodies (prose with apostrophes would be unbalanced quotes). Every pass is a
+linear scan; nesting (`bash -c`, substitutions, here-docs fed to a shell) is followed to
+MAX_DEPTH levels and deeper text is returned opaque, for a name scan.
+
+Known to be approximate, on the safe side: a quoted `;`, `|`, `(` or `>` counts as an operator
+(shlex does not say which tokens were quoted), so `echo ';' rm -rf /` reads as two commands.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+
+MAX_DEPTH = 4
+# A lifted $(..) is replaced by one private-use code point, its index: one character, because
+# shlex builds a word by `self.token += c` (quadratic in the word's length) and a word of many
+# substitutions must stay short. Past MAX_SUBS in one text, or MAX_TEXT characters, the text is
+# judged by a name scan only (the same bound keeps the number of nested parses linear).
+MARK_BASE, MAX_SUBS = 0xE000, 0x1900
+MAX_TEXT = 256 * 1024
+PATH_MAX = 4096
+_MARK = re.compile("[\ue000-\uf8ff]")
+_PUNCT = ";&|()<>\n"
+# shlex hands back runs of punctuation (`);`, `>&`, `&&`); these are the operators a run splits into.
+_OPS = frozenset({"&>>", "<<<", "<<-", ";;&", "&>", ">>", ">&", ">|", "<&", "<>", "<<", "&&", "||", "|&", ";;",
+                  ";&", ">", "<", "|", "&", ";", "(", ")", "\n"})
+WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+RESERVED = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "coproc"})
+# Programs that run the rest of their arguments as a command: name -> (options taking a value,
+# positional words to skip before the command). `command -v` only looks a name up (see _unwrap).
+WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+    "env": (frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}), 0),
+    "command": (frozenset(), 0), "builtin": (frozenset(), 0), "exec": (frozenset({"-a"}), 0),
+    "nohup": (frozenset(), 0), "time": (frozenset({"-f", "-o"}), 0), "setsid": (frozenset(), 0),
+    "nice": (frozenset({"-n", "--adjustment"}), 0), "ionice": (frozenset({"-c", "-n", "-p"}), 0),
+    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
+    "stdbuf": (frozenset({"-i", "-o", "-e"}), 0), "chronic": (frozenset(), 0), "unbuffer": (frozenset(), 0),
+    "xargs": (frozenset({"-I", "-i", "-n", "-P", "-L", "-l", "-s", "-d", "-E", "-e", "-a", "--max-args",
+                         "--max-procs", "--delimiter", "--arg-file", "--replace"}), 0),
+    "busybox": (frozenset(), 0),
+    # judged by the sudo row from Cmd.wrappers; unwrapped so what they would run is judged too
+    "sudo": (frozenset({"-u", "-g", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "-h"}), 0),
+    "doas": (frozenset({"-u", "-C"}), 0), "pkexec": (frozenset({"--user"}), 0), "run0": (frozenset({"-u"}), 0),
+}
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash"})
+# The programs fed_by and sub_programs record: only these matter to the policy, and keeping the
+# sets this small keeps a 30 000-stage pipeline linear.
+FETCHERS = frozenset({"curl", "wget", "fetch"})
+
+
+@dataclass(frozen=True)
+class Cmd:
+    """One simple command as it would run: words unquoted, wrappers (env, nohup, xargs..) removed."""
+
+    argv: tuple[str, ...]
+    cwd: str | None  # where it runs; None once a `cd` went somewhere the text cannot tell
+    redirects: tuple[tuple[str, str], ...] = ()  # (operator, target word)
+    fed_by: frozenset[str] = frozenset()  # FETCHERS earlier in its pipeline (with their substitutions)
+    upstream: tuple[str, ...] = ()  # argv of the command piping into it (what `xargs` passes on)
+    sub_programs: frozenset[str] = frozenset()  # FETCHERS inside its $(..), `..`, <(..)
+    via_xargs: bool = False
+    wrappers: tuple[str, ...] = ()  # the wrappers it ran behind (`sudo` is judged from here too)
+    opaque: str = ""  # why this text could not be parsed ("" when it was)
+    words: tuple[str, ...] = ()  # as written, wrappers included: what a reason quotes
+    prog: str = field(init=False)  # the program's name: argv[0] without its directory
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prog", program(self.argv[0]) if self.argv else "")
+
+    def text(self, limit: int = 80) -> str:
+        s = _MARK.sub("$(..)", " ".join(self.words or self.argv)).replace("\n", " ")
+        return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def program(word: str) -> str:
+    """`/usr/bin/rm`, `\\rm`, `'rm'` are all rm (quotes and backslashes are gone after shlex)."""
+    return os.path.basename(word.rstrip("/")) or word
+
+
+def dynamic(word: str) -> bool:
+    """The word holds something only the running shell knows: $VAR, $(..), `..`."""
+    return "$" in word or "`" in word or bool(_MARK.search(word))
+
+
+def _lift(text: str) -> tuple[str, list[str], list[str], str]:
+    """(text with substitutions replaced by markers, their texts, top-level here-doc bodies,
+    why it cannot be parsed or ""). Only the outermost substitutions are lifted; inner ones stay in their
+    text, to be lifted when that text is parsed (a level deeper)."""
+    out: list[str] = []
+    sub: list[str] | None = None  # the outermost open substitution's text, if any
+    subs: list[str] = []
+    bodies: list[str] = []
+    stack: list[list] = []  # frames: ["dq"] | ["bq"] | ["sub", open parens]
+    pending: list[tuple[str, bool]] = []  # here-docs whose body starts at the next newline
+    i, n = 0, len(text)
+
+    def emit(s: str) -> None:
+        (sub if sub is not None else out).append(s)
+
+    while i < n:
+        c = text[i]
+        top = stack[-1][0] if stack else ""
+        if c == "\\":
+            emit(text[i:i + 2])
+            i += 2
+            continue
+        opener = "$(" if text.startswith("$(", i) else "`" if c == "`" and top != "bq" else ""
+        if not opener and top != "dq" and text.startswith(("<(", ">("), i):
+            opener = text[i:i + 2]
+        if opener:
+            stack.append(["bq" if opener == "`" else "sub", 0])
+            if sub is None:
+                sub = []
+                stack[-1].append(True)  # marks the frame whose close ends the lifted text
+            else:
+                emit(opener)
+            i += len(opener)
+            continue
+        closes = (top == "dq" and c == '"') or (top == "bq" and c == "`") or (
+            top == "sub" and c == ")" and not stack[-1][1])
+        if closes:
+            frame = stack.pop()
+            if len(frame) > 2:
+                if len(subs) == MAX_SUBS:
+                    return text, subs, bodies, "too many substitutions to judge"
+                subs.append("".join(sub or ()))
+                sub = None
+                emit(chr(MARK_BASE + len(subs) - 1))
+            else:
+                emit(c)
+            i += 1
+            continue
+        if top == "dq":
+            emit(c)
+            i += 1
+            continue
+        if top == "sub" and c in "()":
+            stack[-1][1] += 1 if c == "(" else -1
+        if c == "'":
+            j = text.find("'", i + 1)
+            if j < 0:
+                return text, subs, bodies, "unbalanced quotes"
+            emit(text[i:j + 1])
+            i = j + 1
+            continue
+        if c == '"':
+            stack.append(["dq"])
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n;&|()"):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            if sub is not None:
+                emit(text[i:j])  # a deeper text keeps its comment: its own parse drops it
+            i = j
+            continue
+        elif text.startswith("<<", i) and not text.startswith("<<<", i):
+            j = i + 2 + (text[i + 2:i + 3] == "-")
+            while j < n and text[j] in " \t":
+                j += 1
+            k = j
+            while k < n and text[k] not in " \t\n;&|()<>":
+                k += 1
+            pending.append((text[j:k].translate(_UNQUOTE), text[i + 2:i + 3] == "-"))
+            emit(text[i:k])
+            i = k
+            continue
+        elif c == "\n" and pending:
+            start = i = i + 1
+            for delimiter, strip_tabs in pending:
+                lines = []
+                while i < n:
+                    j = text.find("\n", i)
+                    j = n if j < 0 else j
+                    line, i = text[i:j], j + 1
+                    if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                        break
+                    lines.append(line)
+                if sub is None:
+                    bodies.append("\n".join(lines))
+            pending.clear()
+            emit("\n" if sub is None else text[start - 1:i])
+            continue
+        emit(c)
+        i += 1
+    return "".join(out), subs, bodies, "unbalanced quotes or parentheses" if stack else ""
+
+
+_UNQUOTE = str.maketrans("", "", "'\"\\")
+
+
+def _tokens(flat: str) -> list[tuple[bool, str]]:
+    """(is_operator, text) pairs. Raises ValueError where shlex cannot split (a trailing `\\`)."""
+    lex = shlex.shlex(flat, posix=True, punctuation_chars=_PUNCT)
+    lex.whitespace = " \t\r"  # a newline separates commands: it is an operator here
+    lex.whitespace_split = True
+    lex.commenters = ""  # comments are gone already (_lift knows where a word starts)
+    out: list[tuple[bool, str]] = []
+    for tok in lex:
+        if tok and all(ch in _PUNCT for ch in tok):
+            i = 0
+            while i < len(tok):
+                size = next(s for s in (3, 2, 1) if tok[i:i + s] in _OPS or s == 1)
+                out.append((True, tok[i:i + size]))
+                i += size
+        else:
+            out.append((False, tok))
+    return out
+
+
+def opaque(text: str, why: str, cwd: str | None) -> Cmd:
+    """Best-effort words of a text that was not parsed, for a name scan."""
+    words = text.translate(str.maketrans({ch: " " for ch in _PUNCT + "'\"`\\$"})).split()
+    return Cmd(tuple(words), cwd, opaque=why)
+
+
+def parse(text: str, cwd: str | None, depth: int = 0) -> list[Cmd]:
+    """Every simple command in `text`, nested ones included (substitutions, `sh -c`, here-docs)."""
+    if depth > MAX_DEPTH:
+        return [opaque(text, "nested too deeply to judge", cwd)]
+    if len(text) > MAX_TEXT:
+        return [opaque(text, "too long to judge", cwd)]
+    flat, subs, bodies, unparsed = _lift(text)
+    if unparsed:
+        return [opaque(text, unparsed, cwd)]
+    try:
+        tokens = _tokens(flat)
+    except ValueError as exc:
+        return [opaque(text, str(exc).lower(), cwd)]
+    return _Walk(subs, bodies, depth).run(tokens, cwd)
+
+
+class _Walk:
+    """Groups tokens into simple commands, tracking `cd` and pipelines."""
+
+    def __init__(self, subs: list[str], bodies: list[str], depth: int):
+        self.subs, self.bodies, self.depth = subs, bodies, depth
+        self.out: list[Cmd] = []
+        self.heredocs = 0
+
+    def run(self, tokens: list[tuple[bool, str]], cwd: str | None) -> list[Cmd]:
+        words: list[str] = []
+        redirects: list[tuple[str, str]] = []
+        cwds: list[str | None] = []  # saved at each `(`: a subshell's cd does not leak out
+        fed: frozenset[str] = frozenset()
+        upstream: tuple[str, ...] = ()
+        i = 0
+        while i <= len(tokens):
+            is_op, tok = tokens[i] if i < len(tokens) else (True, "")
+            if is_op and tok and (tok[0] in "<>" or tok.startswith("&>")):
+                target = tokens[i + 1][1] if i + 1 < len(tokens) and not tokens[i + 1][0] else ""
+                redirects.append((tok, target))
+                i += 2 if target else 1
+                continue
+            if not is_op:
+                words.append(tok)
+                i += 1
+                continue
+            cmd = self.finish(words, redirects, cwd, fed, upstream)
+            if cmd is not None:
+                if cmd.prog in ("cd", "pushd", "popd", "chdir"):
+                    cwd = change_dir(cmd.argv, cwd)
+                if tok in ("|", "|&"):
+                    fed, upstream = fed | (({cmd.prog} & FETCHERS) | cmd.sub_programs), cmd.argv
+            if tok not in ("|", "|&"):
+                fed, upstream = frozenset(), ()
+            if tok == "(":
+                cwds.append(cwd)
+            elif tok == ")" and cwds:
+                cwd = cwds.pop()
+            words, redirects = [], []
+            i += 1
+        return self.out
+
+    def finish(self, words, redirects, cwd, fed, upstream) -> Cmd | None:
+        for op, _ in redirects:
+            if op in ("<<", "<<-"):
+                self.heredocs += 1
+        argv, wrappers, via_xargs = _unwrap(words)
+        subs = [ord(m.group()) - MARK_BASE for w in (*words, *(t for _, t in redirects)) for m in _MARK.finditer(w)]
+        sub_programs: set[str] = set()
+        for k in subs:
+            if k < len(self.subs):
+                for inner in parse(self.subs[k], cwd, self.depth + 1):
+                    self.out.append(inner)
+                    sub_programs |= ({inner.prog} & FETCHERS) | inner.sub_programs
+        if not argv and not redirects:
+            return None
+        script = None
+        if argv and program(argv[0]) in SHELLS:
+            script = shell_script(argv)
+            if script is None and any(op in ("<<", "<<-") for op, _ in redirects):
+                script = self.bodies[self.heredocs - 1] if 0 < self.heredocs <= len(self.bodies) else None
+        if script is not None:  # judged command by command; not a substitution (`sh -c 'curl -o f u'` is fine)
+            self.out.extend(parse(script, cwd, self.depth + 1))
+        cmd = Cmd(tuple(argv), cwd, tuple(redirects), fed, upstream, frozenset(sub_programs), via_xargs,
+                  tuple(wrappers), words=tuple(words))
+        self.out.append(cmd)
+        return cmd
+
+
+def shell_script(argv) -> str | None:
+    """The text `sh -c TEXT` (also -lc, -ec, -xc) runs."""
+    for i, w in enumerate(argv[1:], 1):
+        if w.startswith("-") and not w.startswith("--") and "c" in w[1:]:
+            return argv[i + 1] if i + 1 < len(argv) else None
+        if not w.startswith("-") and not w.startswith("+"):
+            return None
+    return None
+
+
+def _unwrap(words: list[str]) -> tuple[list[str], list[str], bool]:
+    """Drop what runs the real program: assignments, reserved words, wrappers with their options.
+    Bounded: each round removes at least one word."""
+    wrappers: list[str] = []
+    via_xargs = False
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if _ASSIGNMENT.match(w) or w in RESERVED:
+            i += 1
+            continue
+        name = program(w)
+        row = WRAPPERS.get(name)
+        if row is None:
+            break
+        takes_value, positional = row
+        wrappers.append(name)
+        via_xargs = via_xargs or name == "xargs"
+        i += 1
+        while i < len(words) and words[i].startswith("-") and words[i] != "-":
+            if words[i] == "--":
+                i += 1
+                break
+            if name == "command" and words[i] in ("-v", "-V"):
+                return [], wrappers, via_xargs  # `command -v rm` looks rm up, runs nothing
+            i += 2 if words[i] in takes_value else 1
+        while name == "env" and i < len(words) and _ASSIGNMENT.match(words[i]):
+            i += 1
+        i += positional
+    return words[i:], wrappers, via_xargs
+
+
+def change_dir(argv: tuple[str, ...], cwd: str | None) -> str | None:
+    """Where `cd ARG` leaves the shell; None when the text cannot tell (`cd -`, `cd $X`, `popd`)."""
+    args = [a for a in argv[1:] if not (a.startswith("-") and a != "-")]
+    if program(argv[0]) == "popd" or (args and (args[0] == "-" or dynamic(args[0]))):
+        return None
+    target = os.path.expanduser(args[0] if args else "~")
+    if len(target) + len(cwd or "") > PATH_MAX:
+        return None  # no such directory can exist; and a cwd growing without bound would cost quadratic time
+    if target.startswith("~"):
+        return None
+    if not os.path.isabs(target) and cwd is None:
+        return None
+    return os.path.normpath(os.path.join(cwd or "/", target))

@@ -1,0 +1,330 @@
+"""One item's worker, trigger to cleanup: worktree, hooks, spawn, boot, loop (heartbeats and
+the stall watchdog), terminate, then the runner's own evidence: commits on the branch, the
+verify command run in the worktree as a witnessed task, landing, receipt, completion.
+
+An attempt that fails (worker failure, no commits, verify red, stalled) is tried once more
+from a fresh worktree; a second failure ends the item `blocked/replan` and takes the
+workspace back to PLAN: the two-pass rule. A kill by `work stop` or the budget is not a
+failure of the item and is not retried.
+"""
+
+import asyncio
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from plugkit.lifecycle import prd, work as work_model
+from plugkit.lifecycle.workspace import PRD_FILE, STATE_DIR, Workspace
+from plugkit.refusals import Refused
+from plugkit.work import prompt as prompt_mod, workers
+from runner.core.gates.manager import GateManager
+from runner.core.gates.witness import witness
+from runner.core.tasks.manager import TaskManager
+from runner.core.tasks.task import Task
+from runner.core.work import git
+from runner.core.work.model import RETRIED, ItemRun, Run
+from runner.executors.base import ExecSpec
+from plugkit.vocab import WORK_REJECTED as REJECTED
+from runner.system import logs
+
+log = logs.get("plugkit.work")
+TAGGED_RISKS = frozenset({"high", "critical"})
+WORKER_TIMEOUT_S = 7 * 24 * 3600.0  # the stall watchdog and the budget end workers, not this
+INSTALL_TIMEOUT_S = 60.0
+
+
+class Failed(Exception):
+    """How an attempt ended when it did not land: (state, reason, one line)."""
+
+    def __init__(self, state: str, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.state, self.reason, self.message = state, reason, message
+
+
+@dataclass
+class Plumbing:
+    tasks: TaskManager
+    gates: GateManager
+    ws: Workspace
+    env: dict[str, str]  # the caller's environment plus how to reach this runner
+    register: Callable[[str, ItemRun], None]
+    unregister: Callable[[str], None]
+    clock: Callable[[], float]
+
+
+class Attempts:
+    def __init__(self, run: Run, p: Plumbing) -> None:
+        self.run, self.p = run, p
+        self.row = workers.row(run.worker)
+        self.stopping: Optional[str] = None  # "stopped" | "budget": every worker is being ended
+        self.land_lock = asyncio.Lock()  # one landing at a time: each lands on the tip the last one left
+        self.live: dict[str, Task] = {}
+        self.on_end: Callable[[ItemRun], None] = lambda it: None
+
+    async def listing(self) -> work_model.Listing:
+        return await self.p.gates.read(self.p.ws, work_model.prd_list)
+
+    async def stop_all(self, why: str) -> None:
+        self.stopping = self.stopping or why
+        state, reason = ("timed_out", "budget") if why == "budget" else ("killed", "stopped")
+        await asyncio.gather(*(self.p.tasks.end(t, state, reason) for t in list(self.live.values())),
+                             return_exceptions=True)
+
+    def beat(self, it: ItemRun) -> None:
+        now = self.p.clock()
+        if "boot" in it.phases:
+            it.phase("loop", now)
+        elif it.state == "running":
+            it.phase("boot", now)
+        it.last_beat_at = now
+
+    # --- the item ----------------------------------------------------------------------
+
+    async def run_item(self, it: ItemRun) -> None:
+        now = self.p.clock
+        try:
+            while True:
+                try:
+                    await self._attempt(it)
+                    break
+                except Failed as f:
+                    if f.reason in RETRIED and not self.stopping:
+                        it.failures += 1
+                        if it.failures < 2:
+                            it.enter("spawning", now(), f.reason, f"attempt {it.attempt} {f.state}/{f.reason}: "
+                                                                  f"{f.message}; trying once more")
+                            continue
+                        await self._replan(it, f)
+                        break
+                    it.enter(f.state, now(), f.reason, f.message)
+                    await self._prd_status(it, "blocked" if f.reason in ("merge_conflict", "land_failed") else
+                                           None if f.reason == "refused" else "pending")
+                    break
+        except asyncio.CancelledError:
+            it.enter("killed", now(), "runner_restarted", "the runner stopped while the worker ran")
+            raise
+        except Exception as exc:  # a bug must end the item visibly, never hang the run
+            log.exception("work_item_error", item=it.id)
+            it.enter("failed", now(), "internal", f"plugkit work failed on this item ({exc.__class__.__name__}); "
+                                                  "see the runner log")
+        finally:
+            log.info("work_item_ended", run=self.run.id, item=it.id, state=it.state, reason=it.reason)
+            self.on_end(it)
+
+    async def _replan(self, it: ItemRun, last: Failed) -> None:
+        it.enter("blocked", self.p.clock(), "replan", f"failed twice (last: {last.state}/{last.reason}: "
+                                                      f"{last.message}); back to PLAN: rethink the item")
+        await self._prd_status(it, "blocked")
+        try:
+            await self.p.gates.retreat(self.p.ws, "replan", f"plugkit work: {it.id} failed twice")
+        except Refused:
+            pass  # already in PLAN, or the gates not in use here: the item's status says it
+
+    async def _prd_status(self, it: ItemRun, status: Optional[str]) -> None:
+        if status is None:
+            return
+        try:
+            await self.p.gates.prd_update(self.p.ws, it.id, {}, status, [])
+        except Refused as exc:
+            log.warning("work_prd_status_failed", item=it.id, status=status, error=exc.message)
+
+    async def _attempt(self, it: ItemRun) -> None:
+        p, run, now = self.p, self.run, self.p.clock
+        it.attempt += 1
+        it.started_at = it.started_at or now()
+        it.phase("spawn", now())
+        item = prd.get((await self.listing()).items, it.id)
+        if it.attempt == 1:
+            try:  # the gates' own rules: blockers completed, a person's approval for critical items
+                await p.gates.prd_update(p.ws, it.id, {}, "in_progress", [])
+            except Refused as exc:
+                raise Failed(REJECTED, "refused", exc.message) from None
+        cfg = p.gates.config(p.ws)
+        check = item.verify or cfg.verify
+        if not check:
+            raise Failed(REJECTED, "refused", "no verify command: `plugkit prd update "
+                                                f"{it.id} --verify CMD` or verify in .plugkit/config.toml")
+        try:
+            base = await git.tip(p.ws.root, run.branch)
+            it.branch, it.worktree = f"plugkit/{it.id}", os.path.join(p.ws.root, ".plugkit", "worktrees", it.id)
+            await asyncio.to_thread(ensure_ignored, p.ws)
+            excludes = [f"/{self.row.hooks_file}"] if self.row.hooks_file else []
+            await git.add_worktree(p.ws.root, it.worktree, it.branch, base, excludes)
+            await self._install_hooks(it.worktree)
+        except git.GitError as exc:
+            raise Failed("failed", "spawn_failed", str(exc)) from None
+        try:
+            task = await self._spawn(it, item, check)
+            await self._watch(it, task)
+            it.phase("terminate", now())
+            await self._judge_worker(it, task)
+            it.phase("cleanup", now())
+            it.enter("verifying", now())
+            if await git.commits_ahead(p.ws.root, base, it.branch) == 0:
+                raise Failed(REJECTED, "no_commits", f"nothing committed on {it.branch}: the worker must "
+                                                       "commit its work before it stops")
+            await self._check_control_files(it, base)
+            await self._committed_only(it)
+            verified = await self._verify(it, check, cfg)
+            it.enter("landing", now())
+            verified = await self._land(it, item, check, cfg, verified)
+            await self._complete(it, check, verified)
+        except git.MergeConflict as exc:
+            files = f" ({', '.join(exc.files[:5])})" if exc.files else ""
+            raise Failed("blocked", "merge_conflict", f"{exc}{files}; branch {it.branch} is kept") from None
+        except git.GitError as exc:
+            raise Failed("blocked", "land_failed", f"{exc}; branch {it.branch} is kept") from None
+        finally:
+            self.live.pop(it.id, None)
+            p.unregister(it.worktree)
+            try:
+                await git.remove_worktree(p.ws.root, it.worktree)
+            except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
+                log.warning("work_worktree_left", item=it.id, error=str(exc))
+
+    async def _committed_only(self, it: ItemRun) -> None:
+        """Only commits land, so only commits are checked: what the worker left uncommitted is
+        dropped first (else a file it never committed could turn the check green)."""
+        assert it.worktree is not None
+        left = await git.dirty(it.worktree)
+        if left:
+            await git.run(it.worktree, "reset", "-q", "--hard", "HEAD")
+            await git.run(it.worktree, "clean", "-q", "-fd")
+            it.message = f"{len(left)} uncommitted change(s) dropped before the check ({', '.join(left[:3])})"
+
+    async def _check_control_files(self, it: ItemRun, base: str) -> None:
+        """A branch that edits the plan or the checks (`.prd`, `.plugkit/config.toml`'s verify)
+        would weaken what judges every later item: it never lands."""
+        changed = (await git.run(self.p.ws.root, "diff", "--name-only", "--no-renames", f"{base}..{it.branch}",
+                                 "--", PRD_FILE, STATE_DIR)).splitlines()
+        if changed:
+            raise Failed(REJECTED, "control_files", f"{it.branch} changes {', '.join(changed[:3])}: the plan and "
+                                                    "its checks are changed by a person, never by a worker")
+
+    async def _install_hooks(self, worktree: str) -> None:
+        args = workers.install_args(self.row)
+        if args is None:
+            return
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "client.cli", *args, cwd=worktree, env={**os.environ, **self.p.env},
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        try:
+            _out, err = await asyncio.wait_for(proc.communicate(), INSTALL_TIMEOUT_S)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            proc.kill()
+            await proc.wait()
+            raise
+        if proc.returncode != 0:
+            line = (err.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
+            raise Failed("failed", "spawn_failed", f"plugkit install --platform {self.row.platform} failed: {line}")
+
+    async def _spawn(self, it: ItemRun, item: prd.Item, check: str) -> Task:
+        p, run = self.p, self.run
+        assert it.worktree is not None and it.branch is not None
+        text = prompt_mod.build(item, check, it.branch, it.worktree)
+        try:
+            argv, stdin = workers.command_line(self.row, text, it.worktree, run.command)
+        except ValueError as exc:
+            raise Failed(REJECTED, "refused", str(exc)) from None
+        it.session_id = f"plugkit-work-{run.id}-{it.id}-{it.attempt}"
+        p.register(it.worktree, it)
+        try:
+            task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=it.worktree, lang="worker",
+                                               code=json.dumps(argv), timeout_s=WORKER_TIMEOUT_S, stdin=stdin,
+                                               env=p.env))
+        except Refused as exc:
+            raise Failed("failed", "spawn_failed", exc.message) from None
+        self.live[it.id] = task
+        it.task_id, it.verify_task_id, it.verify = task.id, None, None
+        it.enter("running", p.clock())
+        it.last_beat_at = p.clock()
+        log.info("work_worker_started", run=run.id, item=it.id, task_id=task.id, attempt=it.attempt)
+        return task
+
+    async def _watch(self, it: ItemRun, task: Task) -> None:
+        """Until the worker ends; output counts as a heartbeat (hook calls beat through beat())."""
+        stall_s, seen = self.run.stall_min * 60, task.bytes_out
+        while not task.finished:
+            left = (it.last_beat_at or 0) + stall_s - self.p.clock()
+            if left <= 0:
+                log.warning("work_worker_stalled", item=it.id, task_id=task.id)
+                await self.p.tasks.end(task, "timed_out", "stalled")
+                break
+            await self.p.tasks.wait_done(task, min(1.0, left))
+            if task.bytes_out != seen:
+                seen = task.bytes_out
+                self.beat(it)
+        await task.done.wait()
+        it.worker_s += task.duration_ms / 1000
+
+    async def _judge_worker(self, it: ItemRun, task: Task) -> None:
+        logs_hint = f"`plugkit work logs {it.id}`"
+        if task.reason == "stalled":
+            raise Failed("timed_out", "stalled", f"no hook call and no output for {self.run.stall_min:g} min "
+                                                 f"(task_{task.id} ended); {logs_hint}")
+        if task.reason == "budget":
+            raise Failed("timed_out", "budget", f"the run's budget ran out (task_{task.id} ended)")
+        if self.stopping or task.reason in ("killed", "runner_shutdown", "session_end"):
+            raise Failed("killed", "stopped", f"task_{task.id} {task.message}")
+        if task.state != "completed":
+            raise Failed("failed", "spawn_failed" if task.reason == "spawn_failed" else "worker_exit",
+                         f"{task.message}; {logs_hint}")
+
+    async def _verify(self, it: ItemRun, check: str, cfg) -> Task:
+        """The check, run by the runner in the worktree: the evidence, not the worker's word."""
+        p = self.p
+        assert it.session_id is not None and it.worktree is not None
+        task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=it.worktree, lang=cfg.verify_lang,
+                                           code=check, timeout_s=cfg.verify_timeout_s))
+        it.verify_task_id = task.id
+        await task.done.wait()
+        green = task.state == "completed" and task.exit_code == 0
+        it.verify = "green" if green else "red"
+        if not green:
+            raise Failed(REJECTED, "verify_failed", f"`{check}` {task.message} in the item's worktree "
+                                                      f"(task_{task.id}); `plugkit work logs {it.id} --verify`")
+        return task
+
+    async def _land(self, it: ItemRun, item: prd.Item, check: str, cfg, verified: Task) -> Task:
+        p, run = self.p, self.run
+        assert it.worktree is not None and it.branch is not None
+        async with self.land_lock:
+            done = await git.integrate(p.ws.root, it.worktree, it.branch, run.branch, run.merge,
+                                       f"plugkit work: {it.id} {item.subject[:60]}")
+            if done.changed:  # rebased onto (or merged with) what landed meanwhile: check that tree too
+                verified = await self._verify(it, check, cfg)
+            before = await git.tip(p.ws.root, run.branch)
+            if item.risk in TAGGED_RISKS:
+                it.rollback_tag = f"plugkit/pre-{it.id}"
+                await git.tag(p.ws.root, it.rollback_tag, before)
+            await git.advance(p.ws.root, run.branch, done.sha)
+            it.landed = done.sha
+        log.info("work_item_landed", run=run.id, item=it.id, sha=done.sha)
+        return verified
+
+    async def _complete(self, it: ItemRun, check: str, verified: Task) -> None:
+        p = self.p
+        seen = await witness(p.tasks, verified)
+        receipt = await p.gates.call(p.ws, work_model.evidence_add, seen, None,
+                                     f"plugkit work {it.id}: {check}"[:200],
+                                     f"verify green in {it.worktree}; landed as {it.landed}", p.clock())
+        await p.gates.prd_update(p.ws, it.id, {}, "completed", [receipt.id])
+        it.receipt = receipt.id
+        it.enter("completed", p.clock(), "landed", f"landed as {(it.landed or '')[:12]} on {self.run.branch}; "
+                                                   f"receipt {receipt.id}")
+
+
+def ensure_ignored(ws: Workspace) -> None:
+    """Worktrees live in `.plugkit/worktrees/`: never part of the person's `git status`."""
+    ws.ensure_dir()
+    path = os.path.join(ws.dir, ".gitignore")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except FileNotFoundError:
+        lines = []
+    if "worktrees/" not in lines:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("worktrees/\n")

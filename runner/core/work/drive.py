@@ -1,0 +1,175 @@
+"""One run's scheduler: waves of ready items, at most `parallel` workers at once, halts.
+
+The loop re-reads the `.prd` (through the gates, so its rules hold: blockers completed, a
+person's approval for critical items) every time a worker ends and at least every second,
+starts what is ready into free slots, and settles the run's state: running, waiting (for a
+person's approval), halted (AFK: it never guesses), done, stopped. Each item's own
+lifecycle is runner/core/work/attempt.py.
+"""
+
+import asyncio
+from typing import Callable, Optional
+
+from plugkit.lifecycle import work as work_model
+from plugkit.refusals import Refused
+from runner.core.work.attempt import Attempts
+from runner.core.work.model import END, ItemRun, Run
+
+# Terminal reasons that halt an unattended run (no new worker starts; the running ones finish).
+AFK_HALTS = frozenset({"merge_conflict", "land_failed", "replan"})
+TICK_S = 1.0
+
+
+class RunDriver:
+    def __init__(self, run: Run, attempts: Attempts, save: Callable[[Run], None],
+                 clock: Callable[[], float]) -> None:
+        self.run, self.attempts, self._save, self.clock = run, attempts, save, clock
+        self.wake = asyncio.Event()
+        self.halting: Optional[str] = None  # an AFK halt waiting for the running workers to finish
+        self.workers: dict[str, asyncio.Task] = {}
+        attempts.on_end = self._item_ended
+
+    # --- the loop ------------------------------------------------------------------------
+
+    async def drive(self) -> None:
+        try:
+            while not await self._step():
+                self.wake.clear()
+                try:
+                    await asyncio.wait_for(self.wake.wait(), self._tick())
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            for task in list(self.workers.values()):
+                if not task.done():
+                    task.cancel()
+            if self.workers:
+                await asyncio.gather(*self.workers.values(), return_exceptions=True)
+            if self.run.ended_at is None:
+                self.run.ended_at = self.clock()
+            self.save()
+
+    def _tick(self) -> float:
+        deadline = self.run.deadline
+        return TICK_S if deadline is None else max(0.01, min(TICK_S, deadline - self.clock()))
+
+    async def _step(self) -> bool:
+        """One pass; True when the run is over."""
+        run = self.run
+        deadline = run.deadline
+        if deadline is not None and self.clock() >= deadline and not self.attempts.stopping:
+            await self.attempts.stop_all("budget")
+        if self.attempts.stopping:
+            # Ended workers still finish their attempt (state, .prd status, worktree) first.
+            if any(not t.done() for t in self.workers.values()):
+                return False
+            if self.attempts.stopping == "budget":
+                left = [i.id for i in run.items.values() if i.state != "completed"]
+                return await self._finish("halted", f"the budget of {run.budget_min:g} min ran out; "
+                                                    f"not completed: {', '.join(left) or 'none'}")
+            return await self._finish("stopped", None)
+        try:
+            listing = await self.attempts.listing()
+        except Refused as exc:
+            if not self._active():
+                return await self._finish("halted", f".prd cannot be read: {exc.message}")
+            return False
+        self._sync(listing)
+        if self.halting is None:
+            self._start_ready(listing)
+        return await self._settle(listing)
+
+    def _sync(self, listing: work_model.Listing) -> None:
+        """Items of the run as the .prd has them now (a person may add or edit items)."""
+        run = self.run
+        run.waves = listing.waves
+        wanted = set(run.selected) if run.selected else None
+        for item in listing.items:
+            if (wanted is None or item.id in wanted) and item.id not in run.items and item.status != "completed":
+                run.items[item.id] = ItemRun(id=item.id, subject=item.subject, risk=item.risk)
+            if item.id in run.items:
+                it = run.items[item.id]
+                it.subject, it.risk = item.subject, item.risk
+
+    def _active(self) -> list[ItemRun]:
+        return [i for i in self.run.items.values() if i.active]
+
+    def _start_ready(self, listing: work_model.Listing) -> None:
+        by_id = {i.id: i for i in listing.items}
+        now = self.clock()
+        for it in self.run.items.values():
+            if len(self._active()) >= self.run.parallel:
+                return
+            item = by_id.get(it.id)
+            if it.state not in ("queued", "waiting") or item is None or item.status != "pending":
+                continue
+            if any(by_id[b].status != "completed" for b in item.blocked_by if b in by_id):
+                continue
+            if item.risk == "critical" and item.id not in listing.approvals:
+                if it.state != "waiting":
+                    it.enter("waiting", now, "needs_approval",
+                             f"critical: a person approves it first (the user runs `plugkit approve {it.id}`)")
+                continue
+            it.enter("spawning", now)
+            self.workers[it.id] = asyncio.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
+
+    async def _settle(self, listing: work_model.Listing) -> bool:
+        run = self.run
+        items = list(run.items.values())
+        active = self._active()
+        if self.halting is not None:
+            if active:
+                run.state, run.halt = "running", f"halting once {len(active)} running worker(s) finish: {self.halting}"
+                self.save()
+                return False
+            return await self._finish("halted", self.halting)
+        waiting = [i for i in items if i.state == "waiting"]
+        if active:
+            run.state = "running"
+            run.halt = (f"{', '.join(i.id for i in waiting)} wait(s) for a person's approval "
+                        f"(`plugkit approve {waiting[0].id}`)") if waiting else None
+            self.save()
+            return False
+        if waiting:
+            run.state = "halted" if run.afk else "waiting"
+            run.halt = (f"{waiting[0].id} is critical and waits for a person's approval: the user runs "
+                        f"`plugkit approve {waiting[0].id}` (the run resumes by itself)")
+            self.save()
+            return False
+        if all(i.state == "completed" for i in items):
+            return await self._finish("done", None)
+        return await self._finish("halted", "nothing more can run: " + self._stuck(listing))
+
+    def _stuck(self, listing: work_model.Listing) -> str:
+        by_id = {i.id: i for i in listing.items}
+        why = []
+        for it in self.run.items.values():
+            if it.state == "queued":
+                item = by_id.get(it.id)
+                if item is None:
+                    why.append(f"{it.id} is no longer in .prd")
+                elif item.status != "pending":
+                    why.append(f"{it.id} is {item.status} in .prd")
+                else:
+                    waits = [b for b in item.blocked_by if b in by_id and by_id[b].status != "completed"]
+                    why.append(f"{it.id} waits on {', '.join(waits)}")
+            elif it.state != "completed":
+                why.append(f"{it.id} {it.state}/{it.reason}")
+        return "; ".join(why)[:600] or "no open items"
+
+    async def _finish(self, state: str, halt: Optional[str]) -> bool:
+        self.run.state, self.run.halt = state, halt
+        self.run.ended_at = self.clock()
+        self.save()
+        return True
+
+    # --- events --------------------------------------------------------------------------
+
+    def _item_ended(self, it: ItemRun) -> None:
+        if self.run.afk and it.reason in AFK_HALTS and self.halting is None:
+            self.halting = f"{it.id} {it.state}/{it.reason}: {it.message or END.get(it.reason or '', '')}"
+        self.save()
+        self.wake.set()
+
+    def save(self) -> None:
+        self._save(self.run)

@@ -1,0 +1,221 @@
+"""WorkManager: `plugkit work` runs, one live run per workspace, driven inside the runner.
+
+Start checks what would make a run fail later (a git repo on a branch, a verify command
+for every item, the worker known), then hands the run to a RunDriver task owned here; the
+client may exit at once. Hook calls from inside a worker's worktree find their worker here
+(`worker_at`): they are its heartbeat, and the hook path applies the worker policy to them.
+"""
+
+import asyncio
+import os
+import secrets
+import time
+from typing import Callable, Optional
+
+from plugkit.lifecycle import work as work_model
+from plugkit.protocol.work import WorkStartParams
+from plugkit.refusals import Conflict, Invalid, NotFound
+from plugkit.work import workers
+from runner.core.gates.manager import GateManager
+from runner.core.tasks.manager import TaskManager
+from runner.core.work import git
+from runner.core.work.attempt import Attempts, Plumbing
+from runner.core.work.drive import RunDriver
+from runner.core.work.model import ItemRun, Run
+from runner.core.work.store import RunStore
+from plugkit.vocab import WORK_REJECTED as REJECTED
+from runner.system import logs
+
+log = logs.get("plugkit.work")
+
+
+class WorkManager:
+    def __init__(self, tasks: TaskManager, gates: GateManager, home: Optional[str], port: int,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.tasks, self.gates, self.port, self.clock = tasks, gates, port, clock
+        self.home = home
+        self.store = RunStore(home)
+        self.runs: dict[str, Run] = {}  # workspace root -> its latest run
+        self.drivers: dict[str, RunDriver] = {}  # workspace root -> the live run's driver
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._worktrees: dict[str, tuple[Run, ItemRun, Attempts]] = {}  # realpath -> its worker
+
+    # --- runs ------------------------------------------------------------------------------
+
+    def latest(self, root: str) -> Optional[Run]:
+        if root not in self.runs:
+            run = self.store.load(root)
+            if run is not None and run.ended_at is None:  # live when the last runner stopped
+                now = self.clock()
+                for it in run.items.values():
+                    if it.live:
+                        it.enter("killed", now, "runner_restarted", "the runner stopped while the run was live")
+                run.state, run.ended_at = "halted", now
+                run.halt = "the runner stopped during this run; `plugkit work` starts a new one (landed items stay)"
+                self.store.save(run)
+            if run is not None:
+                self.runs[root] = run
+        return self.runs.get(root)
+
+    async def start(self, session_id: str, cwd: str, p: WorkStartParams) -> Run:
+        ws = self.gates.workspace(session_id, cwd)
+        root = ws.root
+        old = self.latest(root)
+        if old is not None and root in self.drivers:
+            raise Conflict(f"run {old.id} is live in this workspace: `plugkit work status`, or "
+                           "`plugkit work stop` first")
+        try:
+            row = workers.row(p.worker)
+            workers.command_line(row, "", root, list(p.run) if p.run else None)
+        except ValueError as exc:
+            raise Invalid(str(exc)) from None
+        branch, base = await self._start_point(root)
+        listing = await self.gates.read(ws, work_model.prd_list)
+        known = {i.id for i in listing.items}
+        missing = [i for i in p.items if i not in known]
+        if missing:
+            raise NotFound(f"no work item {', '.join(missing)} in .prd (`plugkit prd list`)")
+        chosen = [i for i in listing.items if i.status != "completed" and (not p.items or i.id in p.items)]
+        if not chosen:
+            raise Conflict("no open work item to run (`plugkit prd add SUBJECT` adds one)")
+        cfg = self.gates.config(ws)
+        unverifiable = [i.id for i in chosen if not (i.verify or cfg.verify)]
+        if unverifiable:
+            raise Invalid(f"no verify command for {', '.join(unverifiable[:5])}: set verify in "
+                          ".plugkit/config.toml or `plugkit prd update ID --verify CMD`; an item closes only "
+                          "on a check the runner runs")
+        await self._release_stale(ws, old, listing)
+        run = Run(id=secrets.token_hex(4), workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk,
+                  merge=p.merge or cfg.work_merge, branch=branch, base=base, started_at=self.clock(),
+                  stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.run) if p.run else None,
+                  selected=list(p.items))
+        env = dict(p.env or {})
+        # The worker's hooks reach this runner, and fail closed: a worker runs with its host's own
+        # permission prompts off, so a hook that cannot answer must deny, not wave the call through.
+        env.update(PLUGKIT_PORT=str(self.port), PLUGKIT_HOOKS_FAIL="closed")
+        attempts = Attempts(run, Plumbing(self.tasks, self.gates, ws, env, self._register, self._unregister,
+                                          self.clock))
+        driver = RunDriver(run, attempts, self.store.save, self.clock)
+        self.runs[root], self.drivers[root] = run, driver
+        driver.save()
+        task = asyncio.create_task(driver.drive(), name=f"work-run-{run.id}")
+        self._tasks[root] = task
+        task.add_done_callback(lambda _t, r=root: self._ended(r))
+        log.info("work_run_started", run=run.id, workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk)
+        return run
+
+    async def _start_point(self, root: str) -> tuple[str, str]:
+        try:
+            return await git.start_point(root)
+        except git.GitError as exc:
+            raise Conflict(f"plugkit work needs a git repository on a branch: {exc}") from None
+
+    async def _release_stale(self, ws, old: Optional[Run], listing) -> None:
+        """Items a dead run left in_progress go back to pending: nobody works on them now."""
+        if old is None:
+            return
+        ours = {i for i, it in old.items.items() if it.state != "completed"}
+        for item in listing.items:
+            if item.id in ours and item.status == "in_progress":
+                await self.gates.prd_update(ws, item.id, {}, "pending", [])
+
+    def _ended(self, root: str) -> None:
+        self.drivers.pop(root, None)
+        self._tasks.pop(root, None)
+        run = self.runs.get(root)
+        if run is not None:
+            log.info("work_run_ended", run=run.id, state=run.state, halt=run.halt)
+
+    def run_of(self, session_id: str, cwd: str) -> Run:
+        root = self.gates.workspace(session_id, cwd).root
+        run = self.latest(root)
+        if run is None:
+            raise NotFound("no plugkit work run in this workspace yet (`plugkit work` starts one)")
+        return run
+
+    async def wait(self, run: Run, timeout_s: float) -> None:
+        """Until the run halts, waits for a person, or ends (or the timeout)."""
+        driver = self.drivers.get(run.workspace)
+        deadline = self.clock() + timeout_s
+        while driver is not None and run.ended_at is None and run.state == "running" and self.clock() < deadline:
+            await asyncio.sleep(min(0.2, max(0.0, deadline - self.clock())))
+
+    async def stop(self, session_id: str, cwd: str) -> Run:
+        run = self.run_of(session_id, cwd)
+        driver = self.drivers.get(run.workspace)
+        if driver is None:
+            return run
+        await driver.attempts.stop_all("stopped")
+        driver.wake.set()
+        task = self._tasks.get(run.workspace)
+        if task is not None:
+            await asyncio.shield(task)
+        return run
+
+    def item(self, run: Run, item_id: str) -> ItemRun:
+        it = run.items.get(item_id)
+        if it is None:
+            raise NotFound(f"no item {item_id} in run {run.id} (`plugkit work status` lists them)")
+        return it
+
+    async def rollback(self, session_id: str, cwd: str, item_id: str) -> tuple[str, str]:
+        run = self.run_of(session_id, cwd)
+        it = self.item(run, item_id)
+        if it.landed is None or it.rollback_tag is None:
+            raise Conflict(f"{item_id} has no rollback point: only high and critical items are tagged before "
+                           f"they land{'' if it.landed is None else f'; undo it with git revert {it.landed[:12]}'}")
+        if run.workspace in self.drivers:
+            raise Conflict(f"run {run.id} is still live: `plugkit work stop` first, then roll back")
+        ws = self.gates.workspace(session_id, cwd)
+        try:
+            tip = await git.tip(run.workspace, run.branch)
+            head = await git.rollback(run.workspace, run.branch, it.rollback_tag, it.landed, run.merge)
+        except git.GitError as exc:
+            raise Conflict(f"rollback of {item_id} failed: {exc}") from None
+        how = "reset" if tip == it.landed else "revert"
+        await self.gates.prd_update(ws, item_id, {}, "pending", [])
+        it.enter(REJECTED, self.clock(), "rolled_back", f"rolled back ({how}); {run.branch} is at {head[:12]}")
+        it.landed = None
+        self.store.save(run)
+        log.warning("work_item_rolled_back", run=run.id, item=item_id, how=how)
+        return head, how
+
+    # --- workers, as the hooks see them ---------------------------------------------------------
+
+    def _register(self, worktree: str, it: ItemRun) -> None:
+        run = next(r for r in self.runs.values() if it in r.items.values())
+        self._worktrees[os.path.realpath(worktree)] = (run, it, self.drivers[run.workspace].attempts)
+
+    def _unregister(self, worktree: Optional[str]) -> None:
+        if worktree is not None:
+            self._worktrees.pop(os.path.realpath(worktree), None)
+
+    def worker_at(self, cwd: str) -> Optional[tuple[Run, ItemRun]]:
+        """The live worker whose worktree holds cwd, its heartbeat counted; None elsewhere."""
+        if not self._worktrees:
+            return None
+        real = os.path.realpath(cwd)
+        for root, (run, it, attempts) in self._worktrees.items():
+            if real == root or real.startswith(root + os.sep):
+                attempts.beat(it)
+                return run, it
+        return None
+
+    async def close(self) -> None:
+        for task in list(self._tasks.values()):
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        for run in self.runs.values():
+            if run.ended_at is None or run.state in ("running", "waiting"):
+                run.state = "halted"
+                run.halt = "the runner stopped during this run; `plugkit work` starts a new one (landed items stay)"
+                run.ended_at = run.ended_at or self.clock()
+                self.store.save(run)
+
+    def snapshot(self) -> dict:
+        return {"runs": [{"workspace": r.workspace, "id": r.id, "state": r.state, "halt": r.halt, "waves": r.waves,
+                          "items": {i.id: {"state": i.state, "reason": i.reason, "branch": i.branch,
+                                           "task_id": i.task_id, "last_beat_at": i.last_beat_at,
+                                           "verify": i.verify} for i in r.items.values()}}
+                         for r in self.runs.values()],
+                "workers": len(self._worktrees)}

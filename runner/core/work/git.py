@@ -1,0 +1,334 @@
+"""The git operations of `plugkit work`: a worktree per item, integrating its branch, landing, rollback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+from dataclasses import dataclass
+
+TIMEOUT_S = 120.0
+
+# Variables that point git at another repository or index (a hook that calls us inherits them);
+# `git rev-parse --local-env-vars` lists the family.
+_REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+             "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX", "GIT_NAMESPACE", "GIT_IMPLICIT_WORK_TREE")
+_QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_EDITOR": "true",
+              "GIT_SEQUENCE_EDITOR": "true", "GIT_MERGE_AUTOEDIT": "no"}
+# A person's config must not turn our rebase/merge into something else: autostash would hide
+# their edits in a stash we never pop, updateRefs would move branches we do not own, rerere's
+# autoupdate would stage a recorded resolution so the conflict goes unreported.
+_PLAIN = ("-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false", "-c", "merge.autoStash=false",
+          "-c", "rerere.autoUpdate=false")
+
+# Operations a repository can be stopped in the middle of: (file in the git dir, what, the fix).
+_IN_PROGRESS = (
+    ("MERGE_HEAD", "a merge", "git merge --continue (or --abort)"),
+    ("rebase-merge", "a rebase", "git rebase --continue (or --abort)"),
+    ("rebase-apply", "a rebase or am", "git rebase --continue or git am --continue (or --abort)"),
+    ("CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue (or --abort)"),
+    ("REVERT_HEAD", "a revert", "git revert --continue (or --abort)"),
+    ("sequencer", "a cherry-pick/revert sequence", "git cherry-pick/revert --continue (or --abort)"),
+)
+
+# Why `git merge --ff-only` refused in the main worktree, from its stderr.
+_OVERWRITE = re.compile(r"(local changes to the following files|untracked working tree files) would be")
+_NOT_FF = re.compile(r"not possible to fast-forward", re.I)
+
+
+class GitError(Exception):
+    """A git step failed; the message is one line: what failed and what a person does next."""
+
+    def __init__(self, message: str) -> None:  # one line, whatever git or a subject put in it
+        super().__init__(" ".join(message.split()))
+
+
+class MergeConflict(GitError):
+    """The work and its target changed the same lines; `.files` names them (empty: the target moved)."""
+
+    def __init__(self, message: str, files: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.files = list(files or [])
+
+
+@dataclass(frozen=True)
+class Integrated:
+    sha: str  # the commit that, once verified, becomes the starting branch's tip
+    changed: bool  # differs from the branch tip the worker left: verify it again before landing
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV}
+    env.update(_QUIET_ENV)
+    return env
+
+
+def _why(err: str) -> str:
+    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+    picked = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), lines[0] if lines else "")
+    return picked[:240] or "no message"
+
+
+async def _git(cwd: str, *args: str, input: bytes | None = None) -> tuple[int, str, str]:
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "git", *args, cwd=cwd, env=_env(), stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+            start_new_session=True)  # its own group: a hook or alias git started dies with it
+    except OSError as e:  # no git on PATH, or cwd missing
+        raise GitError(f"cannot run git in {cwd}: {e.strerror}; install git or check the path") from e
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(input), TIMEOUT_S)
+    except BaseException as e:  # timeout or cancellation: the git process must not outlive us
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+        if isinstance(e, asyncio.TimeoutError):
+            raise GitError(f"git {args[0]} took over {TIMEOUT_S:.0f} s in {cwd} (a lock or a hook "
+                           f"hanging?); run `git -C {cwd} {' '.join(args)}` by hand") from None
+        raise
+    return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+async def run(cwd: str, *args: str, check: bool = True, input: bytes | None = None) -> str:
+    """git's stdout, stripped; with check=False also when git failed."""
+    rc, out, err = await _git(cwd, *args, input=input)
+    if rc and check:
+        raise GitError(f"git {' '.join(args[:2])} failed in {cwd}: {_why(err)}"
+                       f" (run `git -C {cwd} {' '.join(args)}` to see it whole)")
+    return out.strip()
+
+
+async def _ok(cwd: str, *args: str) -> bool:
+    return (await _git(cwd, *args))[0] == 0
+
+
+async def _conflicts(cwd: str) -> list[str]:
+    return sorted({p for p in (await run(cwd, "diff", "--name-only", "-z", "--diff-filter=U")).split("\0") if p})
+
+
+async def _in_progress(cwd: str) -> tuple[str, str] | None:
+    gitdir = await run(cwd, "rev-parse", "--absolute-git-dir")
+    return next(((what, fix) for name, what, fix in _IN_PROGRESS
+                 if os.path.exists(os.path.join(gitdir, name))), None)
+
+
+async def start_point(root: str) -> tuple[str, str]:
+    """(branch, tip sha) checked out in `root`, refusing states a run cannot start from."""
+    if not await _ok(root, "rev-parse", "--git-dir"):
+        raise GitError(f"{root} is not a git repository: run `git init` and commit there, then retry")
+    branch = await run(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)
+    if not branch:
+        head = await run(root, "rev-parse", "--short", "HEAD", check=False)
+        raise GitError(f"HEAD in {root} is detached at {head}: run `git switch <branch>` "
+                       "(or `git switch -c <new-branch>`) there first")
+    sha = await run(root, "rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
+    if not sha:
+        raise GitError(f"branch {branch} in {root} has no commit yet: make a first commit "
+                       "(`git commit --allow-empty -m init`), then retry")
+    stopped = await _in_progress(root)
+    if stopped:
+        raise GitError(f"{stopped[0]} is in progress in {root}: finish it with {stopped[1]}, then retry")
+    return branch, sha
+
+
+async def _registered(root: str, path: str) -> bool:
+    listing = await run(root, "worktree", "list", "--porcelain")
+    real = os.path.realpath(path)
+    return any(os.path.realpath(ln[9:]) == real for ln in listing.splitlines()
+               if ln.startswith("worktree "))
+
+
+async def _user_excludes(root: str) -> str:
+    """The excludes file git uses for the person today, so it still applies under our override."""
+    configured = await run(root, "config", "--type=path", "core.excludesFile", check=False)
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    try:
+        with open(configured or os.path.join(xdg, "git", "ignore"), encoding="utf-8",
+                  errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+async def _enable_worktree_config(root: str) -> None:
+    # Parallel items start together and `git config` fails at once on a locked .git/config:
+    # read first (no lock), and a writer that lost the race finds the value set on its retry.
+    for _ in range(20):
+        if await run(root, "config", "--bool", "extensions.worktreeConfig", check=False) == "true":
+            return
+        if await _ok(root, "config", "extensions.worktreeConfig", "true"):
+            return
+        await asyncio.sleep(0.05)
+    await run(root, "config", "extensions.worktreeConfig", "true")  # raises with git's reason
+
+
+async def add_worktree(root: str, path: str, branch: str, base: str, excludes: list[str]) -> None:
+    """A worktree at `path` on `branch` (created or reset to `base`), ignoring `excludes` there only."""
+    path = os.path.join(root, path)
+    await remove_worktree(root, path)  # a registration left by an earlier attempt of this item
+    await run(root, "worktree", "add", "--no-track", "-B", branch, path, base)
+    # core.excludesFile set per worktree replaces the person's own file, so carry it over.
+    await _enable_worktree_config(root)
+    file = os.path.join(await run(path, "rev-parse", "--absolute-git-dir"), "plugkit-excludes")
+    own = await _user_excludes(root)
+    with open(file, "w", encoding="utf-8") as f:
+        f.write("".join(f"{p}\n" for p in excludes) + "# the person's own excludes\n" + own)
+    await run(path, "config", "--worktree", "core.excludesFile", file)
+
+
+async def remove_worktree(root: str, path: str) -> None:
+    """Remove the worktree at `path` (edits in it are dropped), keep its branch; missing: no-op."""
+    path = os.path.join(root, path)
+    if os.path.exists(path) and await _registered(root, path):
+        await run(root, "worktree", "remove", "--force", "--force", path)  # twice: even if locked
+    await run(root, "worktree", "prune")
+
+
+async def commits_ahead(root: str, base: str, branch: str) -> int:
+    return int(await run(root, "rev-list", "--count", f"{base}..{branch}"))
+
+
+async def dirty(path: str) -> list[str]:
+    """Paths with uncommitted changes in the worktree, untracked files included."""
+    rc, out, err = await _git(path, "status", "--porcelain", "-z", "--untracked-files=all")
+    if rc:
+        raise GitError(f"git status failed in {path}: {_why(err)}; is it still a worktree?")
+    found, skip = [], False
+    for entry in out.split("\0"):
+        if skip or not entry:  # a rename's second field is its old path
+            skip = False
+            continue
+        found.append(entry[3:])
+        skip = entry[0] in "RC"
+    return sorted(set(found))
+
+
+async def tip(root: str, ref: str) -> str:
+    sha = await run(root, "rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False)
+    if not sha:
+        raise GitError(f"no commit named {ref} in {root}: check `git -C {root} log -1 {ref}`")
+    return sha
+
+
+async def _is_ancestor(root: str, a: str, b: str) -> bool:
+    return await _ok(root, "merge-base", "--is-ancestor", a, b)
+
+
+async def _git_version(root: str) -> tuple[int, int]:
+    m = re.search(r"(\d+)\.(\d+)", await run(root, "--version"))
+    return (int(m[1]), int(m[2])) if m else (0, 0)
+
+
+async def _attempt(cwd: str, what: str, args: tuple[str, ...], fix: str) -> None:
+    """Run a rebase/merge/revert; if it stops on conflicts, abort it (all back as it was) and raise."""
+    rc, _, err = await _git(cwd, *_PLAIN, *args)
+    if rc == 0:
+        return
+    files = await _conflicts(cwd)
+    if await _in_progress(cwd):
+        await run(cwd, what, "--abort")
+    if files:
+        raise MergeConflict(f"{what} conflicts in {', '.join(files)[:200]}: {fix}", files)
+    raise GitError(f"git {what} failed in {cwd}: {_why(err)}; nothing was changed")
+
+
+async def _integrate_ff(root: str, worktree: str, branch: str, onto: str, t: str, message: str) -> Integrated:
+    if await _is_ancestor(root, t, f"refs/heads/{branch}"):
+        return Integrated(await tip(root, f"refs/heads/{branch}"), False)
+    await _attempt(worktree, "rebase", ("rebase", t, branch),
+                   f"the branch {branch} no longer rebases onto {onto}; a person resolves it")
+    return Integrated(await tip(worktree, "HEAD"), True)
+
+
+async def _integrate_merge(root: str, worktree: str, branch: str, onto: str, t: str, message: str) -> Integrated:
+    fix = f"{branch} and {onto} changed the same lines; a person merges them"
+    if await _git_version(root) < (2, 38):  # no merge-tree --write-tree: merge in the worktree itself
+        await run(worktree, "checkout", "-q", "--force", "--detach", t)
+        try:
+            await _attempt(worktree, "merge", ("merge", "--no-ff", "--no-edit", "-m", message, branch), fix)
+        except GitError:
+            await run(worktree, "checkout", "-q", branch)
+            raise
+        return Integrated(await tip(worktree, "HEAD"), True)
+    rc, out, err = await _git(root, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z",
+                              t, f"refs/heads/{branch}")
+    fields = [f for f in out.split("\0") if f]
+    if rc == 1:
+        files = sorted(set(fields[1:]))
+        raise MergeConflict(f"merge conflicts in {', '.join(files)[:200]}: {fix}", files)
+    if rc or not fields:
+        raise GitError(f"git merge-tree failed in {root}: {_why(err)}; nothing was changed")
+    merge = await run(root, "commit-tree", fields[0], "-p", t, "-p", f"refs/heads/{branch}", "-m", message)
+    # --force: verify must see exactly the merged tree, not edits the worker left uncommitted
+    # (they are not on the branch, so they would never land).
+    await run(worktree, "checkout", "-q", "--force", "--detach", merge)
+    return Integrated(merge, True)
+
+
+_INTEGRATE = {"ff": _integrate_ff, "merge": _integrate_merge}
+
+
+async def integrate(root: str, worktree: str, branch: str, onto: str, mode: str, message: str) -> Integrated:
+    """Prepare `branch` to land on `onto`: as is, rebased (ff) or as a merge commit (merge)."""
+    if mode not in _INTEGRATE:
+        raise GitError(f"unknown merge mode {mode!r}: use one of {', '.join(_INTEGRATE)}")
+    t = await tip(root, f"refs/heads/{onto}")
+    return await _INTEGRATE[mode](root, worktree, branch, onto, t, message)
+
+
+async def _on_branch(root: str, onto: str) -> None:
+    current = await run(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)
+    if current != onto:
+        now = f"branch {current}" if current else "a detached HEAD"
+        raise GitError(f"{root} has {now} checked out, not {onto}: run `git switch {onto}` there, then retry")
+
+
+async def advance(root: str, onto: str, sha: str) -> None:
+    """Fast-forward `onto`, checked out in `root`, to `sha`; all or nothing."""
+    await _on_branch(root, onto)
+    moved = MergeConflict(f"{onto} moved since this item was integrated: integrate it again", [])
+    if not await _is_ancestor(root, f"refs/heads/{onto}", sha):
+        raise moved
+    rc, _, err = await _git(root, *_PLAIN, "merge", "-q", "--ff-only", sha)
+    if rc == 0:
+        return
+    if _OVERWRITE.search(err):
+        files = sorted({ln.strip() for ln in err.splitlines() if ln.startswith("\t")})
+        raise MergeConflict(f"uncommitted changes in {root} to {', '.join(files)[:200]} would be "
+                            "overwritten by landing: commit or stash them, then retry", files)
+    if _NOT_FF.search(err):
+        raise moved
+    raise GitError(f"landing on {onto} failed in {root}: {_why(err)}; nothing was changed")
+
+
+async def tag(root: str, name: str, sha: str) -> None:
+    await run(root, "tag", "-f", name, sha)
+
+
+# How to revert one landed item under later work: its own commits, or its merge against mainline.
+_REVERT = {"ff": lambda before, landed: (f"{before}..{landed}",),
+           "merge": lambda before, landed: ("-m", "1", landed)}
+
+
+async def rollback(root: str, onto: str, tag_name: str, landed: str, mode: str) -> str:
+    """Undo one landed item on `onto`: reset if nothing came after it, else revert it; the new tip."""
+    if mode not in _REVERT:
+        raise GitError(f"unknown merge mode {mode!r}: use one of {', '.join(_REVERT)}")
+    await _on_branch(root, onto)
+    before, landed, current = await tip(root, tag_name), await tip(root, landed), await tip(root, "HEAD")
+    if current == landed:
+        rc, _, err = await _git(root, "reset", "-q", "--keep", before)
+        if rc:
+            raise GitError(f"rollback of {onto} refused in {root}: {_why(err)}; your uncommitted "
+                           "changes touch the same files: commit or stash them, then retry")
+        return await tip(root, "HEAD")
+    if not await _is_ancestor(root, landed, current):
+        raise GitError(f"{landed[:12]} is no longer on {onto} in {root}: nothing to roll back there")
+    await _attempt(root, "revert", ("revert", "--no-edit", *_REVERT[mode](before, landed)),
+                   f"later work on {onto} changed the same lines; a person reverts it by hand")
+    return await tip(root, "HEAD")

@@ -1,0 +1,93 @@
+"""work.* — the runner drives coding agents as workers through the `.prd` (plugkit work).
+
+A run belongs to the workspace of cwd; one live run per workspace. Each ready item gets a
+worker (a task of its own session) in its own git worktree on branch plugkit/<item>; when
+the worker stops the runner runs the item's verify command there, and only a green check
+on committed work lands the branch and completes the item with a receipt.
+Errors: -32602 bad params or no verify command, -32001 no run / no such item, -32005 a
+run already live (or not a git repo on a branch).
+"""
+
+from plugkit.protocol.work import (
+    WorkItemParams, WorkLogs, WorkLogsParams, WorkParams, WorkRolledBack, WorkStartParams, WorkStatus,
+    WorkStatusParams,
+)
+from runner.rpc.dispatch import Context, rpc
+
+
+@rpc(WorkStartParams)
+async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
+    """work.start {session_id, cwd, parallel?=3, items?, worker?=claude-code, run?, afk?, budget_min?,
+    stall_min?=10.0, merge?, env?} -> {run}
+
+    Starts the run and returns at once (work.status follows it). `run` is the argv of
+    worker "command" (the prompt arrives on its stdin); `env` is what the workers inherit.
+    Example: {"method":"work.start","params":{"session_id":"s","cwd":"/w","worker":"command",
+              "run":["python3","agent.py"],"afk":true}}
+    """
+    run = await ctx.work_manager().start(p.session_id, p.cwd, p)
+    return WorkStatus(run=run.info())
+
+
+@rpc(WorkStatusParams)
+async def status(ctx: Context, p: WorkStatusParams) -> WorkStatus:
+    """work.status {session_id, cwd, wait_ms?=0} -> {run: WorkRunInfo | null}
+
+    The workspace's latest run: its state (running | waiting | halted | done | stopped),
+    `halt` (why it halted or waits: the line a person reads first), each item's state,
+    reason, branch, worker task, last heartbeat, verify result and receipt. wait_ms waits
+    until the run halts, waits for a person, or ends.
+    """
+    work = ctx.work_manager()
+    root = ctx.gate_manager().workspace(p.session_id, p.cwd).root
+    run = work.latest(root)
+    if run is not None and p.wait_ms:
+        await work.wait(run, p.wait_ms / 1000)
+    return WorkStatus(run=run.info() if run is not None else None)
+
+
+@rpc(WorkParams)
+async def stop(ctx: Context, p: WorkParams) -> WorkStatus:
+    """work.stop {session_id, cwd} -> {run}
+
+    Ends every running worker (killed/stopped; their items go back to pending) and the run.
+    """
+    run = await ctx.work_manager().stop(p.session_id, p.cwd)
+    return WorkStatus(run=run.info())
+
+
+@rpc(WorkLogsParams)
+async def logs(ctx: Context, p: WorkLogsParams) -> WorkLogs:
+    """work.logs {session_id, cwd, item, verify?, cursor?, max_bytes?, wait_ms?} -> {item, task_id, chunks,
+    cursor, end, more, finished}
+
+    The output of the item's latest worker task (verify: its latest verify run) from cursor
+    (0 when omitted); wait_ms waits for output past cursor or the task's end.
+    """
+    work = ctx.work_manager()
+    it = work.item(work.run_of(p.session_id, p.cwd), p.item)
+    task_id = it.verify_task_id if p.verify else it.task_id
+    task = await ctx.tasks.find(task_id) if task_id is not None else None
+    if task is None:
+        return WorkLogs(item=p.item, task_id=task_id)
+    cursor = p.cursor or 0
+    if p.wait_ms and not task.finished and task.buffer.end <= cursor:
+        await ctx.tasks.wait(task, p.wait_ms / 1000, None, None, cursor)
+    got = ctx.tasks.read(task, cursor, p.max_bytes)
+    return WorkLogs(item=p.item, task_id=task.id, chunks=got.chunks, cursor=got.cursor, end=task.buffer.end,
+                    more=got.more, finished=task.finished)
+
+
+@rpc(WorkItemParams)
+async def rollback(ctx: Context, p: WorkItemParams) -> WorkRolledBack:
+    """work.rollback {session_id, cwd, item} -> {item, head, how}
+
+    Undoes a landed high or critical item from the tag set before it landed: a reset when
+    nothing landed after it, else a revert of its commits. The item goes back to pending.
+    """
+    head, how = await ctx.work_manager().rollback(p.session_id, p.cwd, p.item)
+    return WorkRolledBack(item=p.item, head=head, how=how)
+
+
+METHODS = {"work.start": start, "work.status": status, "work.stop": stop, "work.logs": logs,
+           "work.rollback": rollback}

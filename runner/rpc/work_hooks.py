@@ -1,0 +1,59 @@
+"""What the hooks answer inside a `plugkit work` worker's worktree.
+
+A worker is held by the runner, not by the workspace's phase gates: its item is its plan
+and the runner's own verify run is its evidence. So its PreToolUse answer is the
+destructive-command policy (plugkit/work/policy.py: deny), its Stop is turned back once
+while nothing is committed or the tree is dirty (the runner lands commits only), and its
+context says which item it works on and what closes it.
+"""
+
+import os
+from typing import Optional
+
+from plugkit.work import policy
+from runner.core.work import git
+from runner.core.work.model import ItemRun, Run
+from runner.system import logs
+
+log = logs.get("plugkit.work")
+
+
+def pre_tool(it: ItemRun, cwd: str, tool_name: str, tool_input: dict) -> tuple[str, str]:
+    if it.worktree is None:
+        return "allow", ""
+    try:
+        denial = policy.judge(tool_name, tool_input, os.path.realpath(cwd), it.worktree)
+    except Exception:  # an unattended worker runs with the host's prompts off: fail closed, not open
+        log.exception("work_policy_error", item=it.id, tool=tool_name)
+        return "deny", "plugkit work could not judge this call, so it is refused; do it another way"
+    return ("deny", denial.reason) if denial is not None else ("allow", "")
+
+
+def denied_code(it: ItemRun, lang: str, code: str, cwd: str) -> Optional[str]:
+    if it.worktree is None:
+        return None
+    denial = policy.judge_code(lang, code, os.path.realpath(cwd), it.worktree)
+    return denial.reason if denial is not None else None
+
+
+async def stop(run: Run, it: ItemRun) -> tuple[bool, str]:
+    if it.worktree is None or it.branch is None or it.stop_blocked >= it.attempt:
+        return False, ""
+    try:
+        dirty = await git.dirty(it.worktree)
+        ahead = await git.commits_ahead(run.workspace, run.branch, it.branch)
+    except git.GitError:
+        return False, ""
+    if not dirty and ahead:
+        return False, ""
+    it.stop_blocked = it.attempt  # once per attempt: a worker that cannot commit must still stop
+    what = (f"{len(dirty)} uncommitted change(s) ({', '.join(dirty[:3])})" if dirty else "nothing committed")
+    return True, (f"plugkit work: {what} on {it.branch}; commit your work (git add -A && git commit -m "
+                  f"'{it.id}: ...') before you stop: the runner verifies and lands commits only")
+
+
+def context_lines(run: Run, it: ItemRun) -> list[str]:
+    return [f"plugkit work: you are the worker for item {it.id} (attempt {it.attempt}) on branch "
+            f"{it.branch} in {it.worktree}",
+            "when you stop, the runner runs the item's verify command here and lands your commits only "
+            "if it passes; work only inside this worktree, commit before you stop"]

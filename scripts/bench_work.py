@@ -1,0 +1,68 @@
+"""`plugkit work` end to end: the 4-item .prd of tests/hosts (two independent items, one
+depending on both, one critical, approved up front) worked by real Claude Code workers
+against the scripted fake model, three at a time. Reported: the run's wall time, from
+`plugkit work` to the last item landed, beside the sum of the workers' own times (what the
+same items cost one after another, without plugkit's verify and landing). A missing host
+yields a FAIL row naming why.
+
+`python scripts/bench_work.py [--quick]` runs just this row.
+"""
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import PLUGKIT, Row, Sandbox  # noqa: E402
+from tests.hosts.hosts import HOSTS  # noqa: E402
+from tests.hosts.model_server import ModelServer  # noqa: E402
+from tests.hosts.script import Scripts  # noqa: E402
+from tests.hosts.work_run import FOUR, four_scripts, make_repo  # noqa: E402
+
+
+def _s(x: float) -> str:
+    return f"{x:.1f} s"
+
+
+def case_work(quick: bool) -> list[Row]:
+    host = HOSTS["claude"]
+    label = "work: 4-item .prd, 3 Claude Code workers at once, wall time"
+    why = host.missing()
+    if why:
+        return [Row(label, "-", "-", "-", "host installed", False), Row(f"  ({why})", "-", "-", "-", "-", False)]
+    box = Sandbox()
+    saved = {k: os.environ.get(k) for k in ("PLUGKIT_HOME", "PLUGKIT_PORT")}
+    os.environ.update({k: box.env[k] for k in saved})  # make_repo hands these to the workers
+    try:
+        with ModelServer(Scripts([])) as server:
+            work = make_repo(Path(tempfile.mkdtemp(prefix="bench-work-", dir=box.dir)), host, [PLUGKIT],
+                             server.url, FOUR)
+            server.script = four_scripts(host, work)
+            work.cli("approve", "w4")
+            began = time.monotonic()
+            work.cli("work", "--worker", "claude-code", "--afk", "--parallel", "3")
+            run = work.until(lambda r: r["ended_at"] is not None, timeout=300)
+            wall = time.monotonic() - began
+        if run["state"] != "done":
+            return [Row(label, "-", "-", "-", "run done", False), Row(f"  ({run['state']}: {run['halt']})", "-", "-",
+                                                                      "-", "-", False)]
+        workers = sum(i["worker_s"] for i in run["items"])
+        return [Row(label, _s(wall), f"workers' own time, summed {_s(workers)}", f"{wall / workers:.2f}x",
+                    "< 1.00x (parallel pays)", wall < workers)]
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        box.close()
+
+
+CASES = {"work_4_items": case_work}
+
+if __name__ == "__main__":
+    os.execv(sys.executable, [sys.executable, str(Path(__file__).resolve().parent / "bench.py"), *CASES, *sys.argv[1:]])

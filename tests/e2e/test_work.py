@@ -1,0 +1,282 @@
+"""`plugkit work` with the command worker (tests/support/work_agent.py), against the real
+runner and real git: waves and parallel slots, landing only on the runner's own green
+check, the two-pass rule, the stall watchdog, the budget, AFK halts and approvals, merge
+conflicts, stop, rollback, and the worker policy through the real hook."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.agent import git, make_repo
+from tests.support.runner_home import rpc
+
+pytestmark = pytest.mark.e2e
+AGENT = str(Path(__file__).resolve().parents[1] / "support" / "work_agent.py")
+
+
+class Work:
+    def __init__(self, home, repo: Path, plan: dict) -> None:
+        self.home, self.repo = home, repo
+        self.plan_file = repo.parent / "plan.json"
+        self.plan_file.write_text(json.dumps(plan))
+        self.env = {"PLUGKIT_E2E_WORK_PLAN": str(self.plan_file), "PLUGKIT_E2E_WORK_DIR": str(repo.parent)}
+
+    def cli(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
+        done = self.home.cli(*args, cwd=self.repo, env=self.env, timeout=120)
+        if ok:
+            assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done
+
+    def add(self, item: str, *flags: str) -> None:
+        self.cli("prd", "add", f"make {item}", "--id", item, *flags)
+
+    def start(self, *flags: str) -> dict:
+        return json.loads(self.cli("work", "--run", f"{sys.executable} {AGENT}", "--json", *flags).stdout)["run"]
+
+    def status(self, wait: float = 0) -> dict:
+        return json.loads(self.cli("work", "status", "--json", "--wait", str(wait)).stdout)["run"]
+
+    def until(self, check, timeout: float = 90) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.status(wait=2)
+            if check(run):
+                return run
+            assert time.monotonic() < deadline, json.dumps(run, indent=1)
+
+    def settled(self, timeout: float = 90) -> dict:
+        return self.until(lambda r: r["ended_at"] is not None or r["state"] in ("waiting", "halted"), timeout)
+
+    def items(self, run: dict) -> dict:
+        return {i["id"]: i for i in run["items"]}
+
+    def prd(self) -> dict:
+        return {i["id"]: i for i in json.loads((self.repo / ".prd").read_text())}
+
+
+def commit_file(name: str, text: str = "done\n") -> list:
+    return [["write", name, text], ["commit", f"add {name}"]]
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    return make_repo(tmp_path / "repo", 'gates = "advisory"\n')
+
+
+def test_waves_in_parallel_land_only_on_green_and_halt_on_the_critical_item(home, repo):
+    w = Work(home, repo, {
+        "w1": [["sleep", 1.5], *commit_file("w1.txt")], "w2": [["sleep", 1.5], *commit_file("w2.txt")],
+        "w3": [["cli", "approve", "w4"], *commit_file("w3.txt")], "w4": commit_file("w4.txt")})
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.add("w2", "--verify", "test -f w2.txt")
+    w.add("w3", "--verify", "test -f w1.txt && test -f w2.txt && test -f w3.txt", "--blocked-by", "w1",
+          "--blocked-by", "w2")
+    w.add("w4", "--verify", "test -f w4.txt", "--risk", "critical", "--blocked-by", "w3")
+    w.start("--afk", "--parallel", "2")
+    run = w.settled()
+    items = w.items(run)
+    assert run["state"] == "halted" and "plugkit approve w4" in run["halt"], run
+    assert [items[i]["state"] for i in ("w1", "w2", "w3")] == ["completed"] * 3, run
+    assert items["w4"]["state"] == "waiting", run
+    # Two workers at once: each started before the other ended.
+    w1, w2 = items["w1"], items["w2"]
+    assert max(w1["phases"]["spawn"], w2["phases"]["spawn"]) < min(w1["phases"]["terminate"],
+                                                                    w2["phases"]["terminate"]), run
+    assert items["w3"]["phases"]["spawn"] >= max(w1["ended_at"], w2["ended_at"]), run
+    for name in ("w1.txt", "w2.txt", "w3.txt"):
+        assert (repo / name).exists(), name
+    prd = w.prd()
+    assert [prd[i]["status"] for i in ("w1", "w2", "w3", "w4")] == ["completed"] * 3 + ["pending"]
+    assert all(prd[i]["evidence"] == [items[i]["receipt"]] for i in ("w1", "w2", "w3"))
+    assert git(repo, "status", "--porcelain", "--untracked-files=all").strip() in ("", "M .prd", "?? .prd")
+    # w3's worker tried to approve w4 itself: refused (its process tree holds a task).
+    said = w.cli("work", "logs", "w3", "--all").stdout
+    assert "cli rc=1" in said and "approval refused" in said, said
+    # A person approves from their own terminal: the halted run resumes by itself.
+    w.cli("approve", "w4")
+    run = w.until(lambda r: r["ended_at"] is not None)
+    assert run["state"] == "done" and w.items(run)["w4"]["state"] == "completed", run
+    assert w.items(run)["w4"]["rollback_tag"] == "plugkit/pre-w4"
+    assert (repo / "w4.txt").exists()
+    receipts = json.loads(w.cli("evidence", "verify", "--json").stdout)
+    assert receipts["ok"] and receipts["checked"] == 4, receipts
+    # The critical item comes undone from its tag; it is pending again.
+    done = w.cli("work", "rollback", "w4")
+    assert "reset" in done.stdout and not (repo / "w4.txt").exists()
+    assert w.prd()["w4"]["status"] == "pending"
+    assert not (repo / ".plugkit" / "worktrees" / "w1").exists()
+    assert git(repo, "branch", "--list", "plugkit/*").split() == ["plugkit/w1", "plugkit/w2", "plugkit/w3",
+                                                                  "plugkit/w4"]
+
+
+def test_done_claimed_without_a_green_check_is_not_completed_and_goes_back_to_plan_after_two(home, repo):
+    w = Work(home, repo, {"w1": [["write", "notes.txt", "I think it works"], ["commit", "wip"],
+                                 ["say", "All done, the tests pass."]]})
+    w.add("w1", "--verify", "test -f feature.txt")
+    w.start("--afk")
+    run = w.settled()
+    it = w.items(run)["w1"]
+    assert (it["state"], it["reason"], it["attempt"]) == ("blocked", "replan", 2), run
+    assert "verify_failed" in it["message"] and run["state"] == "halted" and "replan" in run["halt"], run
+    assert w.prd()["w1"]["status"] == "blocked" and not w.prd()["w1"]["evidence"]
+    assert not (repo / "notes.txt").exists()  # nothing landed
+    log = w.cli("work", "logs", "w1", "--verify").stdout
+    assert "exited with" in log or log == "" or "feature" not in log  # the check's own output, bounded
+
+
+def test_second_try_can_succeed_and_no_commits_is_rejected(home, repo):
+    w = Work(home, repo, {"w1": [[["say", "forgot to commit"], ["write", "w1.txt", "x"]],
+                                  commit_file("w1.txt")]})
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None)
+    it = w.items(run)["w1"]
+    assert (it["state"], it["attempt"], run["state"]) == ("completed", 2, "done"), run
+    assert (repo / "w1.txt").exists()
+
+
+def test_a_silent_worker_is_ended_stalled_and_a_quiet_one_beating_through_hooks_is_not(home, repo):
+    w = Work(home, repo, {"w1": [["say", "thinking"], ["hang"]],
+                          "w2": [["beat", 5, 1.0], *commit_file("w2.txt")]})
+    w.add("w1", "--verify", "true")
+    w.add("w2", "--verify", "test -f w2.txt")
+    w.start("--stall-min", "0.05")  # 3 s
+    run = w.until(lambda r: r["ended_at"] is not None or all(
+        i["state"] in ("completed", "blocked") for i in r["items"]), timeout=100)
+    items = w.items(run)
+    assert items["w1"]["state"] == "blocked" and "stalled" in items["w1"]["message"], run
+    assert items["w2"]["state"] == "completed", run
+
+
+def test_budget_halts_the_run_and_stop_returns_items_to_pending(home, repo):
+    w = Work(home, repo, {"w1": [["hang"]], "w2": [["hang"]]})
+    w.add("w1", "--verify", "true")
+    w.start("--afk", "--budget-min", "0.05", "--items", "w1")
+    run = w.until(lambda r: r["ended_at"] is not None)
+    assert run["state"] == "halted" and "budget" in run["halt"], run
+    assert (w.items(run)["w1"]["state"], w.items(run)["w1"]["reason"]) == ("timed_out", "budget"), run
+    assert w.prd()["w1"]["status"] == "pending"
+    w.add("w2", "--verify", "true")
+    w.start("--items", "w2")
+    w.until(lambda r: w.items(r)["w2"]["state"] == "running")
+    run = json.loads(w.cli("work", "stop", "--json").stdout)["run"]
+    assert run["state"] == "stopped" and (w.items(run)["w2"]["state"], w.items(run)["w2"]["reason"]) == (
+        "killed", "stopped"), run
+    assert w.prd()["w2"]["status"] == "pending"
+
+
+def test_a_conflict_blocks_the_item_keeps_its_branch_and_halts_an_afk_run(home, repo):
+    w = Work(home, repo, {"w1": [["sleep", 0.5], *commit_file("same.txt", "one\n")],
+                          "w2": [["sleep", 2.5], *commit_file("same.txt", "two\n")]})
+    w.add("w1", "--verify", "test -f same.txt")
+    w.add("w2", "--verify", "test -f same.txt")
+    w.start("--afk")
+    run = w.settled()
+    items = w.items(run)
+    assert items["w1"]["state"] == "completed", run
+    assert (items["w2"]["state"], items["w2"]["reason"]) == ("blocked", "merge_conflict"), run
+    assert run["state"] == "halted" and "merge_conflict" in run["halt"], run
+    assert (repo / "same.txt").read_text() == "one\n"
+    assert git(repo, "show", "plugkit/w2:same.txt") == "two\n"  # kept for a person
+    assert w.prd()["w2"]["status"] == "blocked"
+
+
+def test_the_worker_policy_denies_destructive_calls_through_the_real_hook(home, repo, tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious\n")
+    w = Work(home, repo, {"w1": [["hook", "Bash", {"command": "rm -rf .."}],
+                                 ["hook", "Bash", {"command": f"rm -rf {victim}"}],
+                                 ["hook", "Write", {"file_path": str(victim / "x.txt"), "content": "x"}],
+                                 ["hook", "Bash", {"command": "sudo ls"}],
+                                 ["hook", "Bash", {"command": "ls -la"}],
+                                 *commit_file("w1.txt")]})
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None)
+    assert w.items(run)["w1"]["state"] == "completed", run
+    log = w.cli("work", "logs", "w1", "--all").stdout
+    answers = [line for line in log.splitlines() if line.startswith("hook answer:")]
+    assert len(answers) == 5, log
+    for answer in answers[:4]:
+        assert '"permissionDecision": "deny"' in answer and "plugkit work" in answer, answer
+    assert "deny" not in answers[4], answers[4]
+    assert (victim / "keep.txt").exists()
+
+
+def test_what_a_run_refuses_up_front(home, repo, tmp_path):
+    w = Work(home, repo, {})
+    assert "no open work item" in w.cli("work", "--run", "true", ok=False).stderr
+    w.add("w1")
+    done = w.cli("work", "--run", "true", ok=False)
+    assert done.returncode == 2 and "no verify command for w1" in done.stderr, done.stderr
+    done = w.cli("work", "--items", "nope", "--run", "true", ok=False)
+    assert done.returncode == 1 and "no work item nope" in done.stderr
+    done = w.cli("work", "--worker", "command", ok=False)
+    assert done.returncode == 2 and "--run" in done.stderr, done.stderr
+    git(repo, "checkout", "-q", "--detach")
+    (repo / ".plugkit" / "config.toml").write_text('verify = "true"\n')
+    done = w.cli("work", "--run", "true", ok=False)
+    assert "branch" in done.stderr and done.returncode == 1, done.stderr
+    assert "no plugkit work run" in w.cli("work", "status").stdout
+
+
+def test_merge_mode_lands_a_merge_commit_and_debug_shows_the_run(home, repo):
+    w = Work(home, repo, {"w1": commit_file("w1.txt")})
+    w.add("w1", "--verify", "test -f w1.txt", "--risk", "high")
+    w.start("--merge", "merge")
+    run = w.until(lambda r: r["ended_at"] is not None)
+    it = w.items(run)["w1"]
+    assert (run["state"], it["state"], run["merge"]) == ("done", "completed", "merge"), run
+    parents = git(repo, "log", "-1", "--format=%P", "main").split()
+    assert len(parents) == 2 and it["landed"] == git(repo, "rev-parse", "main").strip(), parents
+    assert git(repo, "rev-parse", "plugkit/pre-w1").strip() == parents[0]  # high risk: tagged first
+    work_view = rpc(home, "debug.snapshot")["snapshot"]["work"]  # the same JSON as GET /debug
+    assert work_view["runs"][0]["items"]["w1"]["state"] == "completed", work_view
+    assert work_view["runs"][0]["items"]["w1"]["branch"] == "plugkit/w1" and "waves" in work_view["runs"][0]
+
+
+def test_a_runner_killed_mid_run_loses_nothing_and_the_next_run_finishes(home, repo):
+    w = Work(home, repo, {"w1": [[["say", "working"], ["hang"]], commit_file("w1.txt")]})
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    w.until(lambda r: w.items(r)["w1"]["state"] == "running")
+    pid = home.discovery()["pid"]
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run = w.status()  # a new runner, from the run's file
+    it = w.items(run)["w1"]
+    assert run["state"] == "halted" and "runner stopped" in run["halt"], run
+    assert (it["state"], it["reason"]) == ("killed", "runner_restarted"), run
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None)
+    assert run["state"] == "done" and (repo / "w1.txt").exists(), run
+
+
+def test_a_branch_that_edits_the_plan_or_its_checks_never_lands(home, repo):
+    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["write", ".plugkit/config.toml", 'verify = "true"\n'],
+                                 ["commit", "make every check pass"]]})
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None)
+    it = w.items(run)["w1"]
+    assert (it["state"], it["reason"]) == ("blocked", "replan") and "control_files" in it["message"], run
+    assert "true" not in (repo / ".plugkit" / "config.toml").read_text() and not (repo / "w1.txt").exists()
+
+
+def test_a_file_left_uncommitted_never_turns_the_check_green(home, repo):
+    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["write", "feature.txt", "not committed"]]})
+    w.add("w1", "--verify", "test -f feature.txt")
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None)
+    it = w.items(run)["w1"]
+    assert (it["state"], it["reason"]) == ("blocked", "replan") and "verify_failed" in it["message"], run
+    assert not (repo / "w1.txt").exists()

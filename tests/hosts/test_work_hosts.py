@@ -1,0 +1,76 @@
+"""`plugkit work` driving a real agent host (Claude Code, from npm) as its workers, each
+against the scripted fake model: a 4-item .prd (two independent items, one depending on
+both, one critical) run unattended two at a time; a worker claiming "done" on a red check;
+a worker that hangs; a worker trying `rm -rf ..`."""
+
+import json
+
+import pytest
+
+from tests.hosts.hosts import HOSTS
+from tests.hosts.model_server import ModelServer
+from tests.hosts.script import Hang, Say, Script, Scripts
+from tests.hosts.work_run import FOUR, four_scripts, git, make_repo, prompt_line
+from tests.support.runner_home import cli_argv
+
+pytestmark = pytest.mark.e2e
+HOST = HOSTS["claude"]
+
+
+@pytest.fixture
+def host():
+    why = HOST.missing()
+    if why:
+        pytest.fail(why)
+    return HOST
+
+
+def items(run: dict) -> dict:
+    return {i["id"]: i for i in run["items"]}
+
+
+def test_four_items_two_in_parallel_landed_then_halted_on_the_critical_one(tmp_path, home, host):
+    with ModelServer(Scripts([])) as server:
+        work = make_repo(tmp_path, host, cli_argv(), server.url, FOUR)
+        server.script = scripts = four_scripts(host, work)
+        work.cli("work", "--worker", "claude-code", "--afk", "--parallel", "2", "--stall-min", "2")
+        run = work.settled()
+        got = items(run)
+        why = json.dumps(run, indent=1)
+        assert run["state"] == "halted" and "plugkit approve w4" in run["halt"], why
+        assert [got[i]["state"] for i in ("w1", "w2", "w3", "w4")] == ["completed"] * 3 + ["waiting"], why
+        w1, w2 = got["w1"]["phases"], got["w2"]["phases"]
+        assert max(w1["spawn"], w2["spawn"]) < min(w1["terminate"], w2["terminate"]), why  # at once
+        assert got["w3"]["phases"]["spawn"] >= max(got["w1"]["ended_at"], got["w2"]["ended_at"]), why
+        # The hooks in each worktree reached this runner: the boot heartbeat, and w3's
+        # `rm -rf ..` refused with the policy's reason, which the model read.
+        assert all("boot" in got[i]["phases"] for i in ("w1", "w2", "w3")), why
+        denied = scripts[prompt_line("w3")].reply_to(0)
+        assert denied is not None and "plugkit work" in denied.newest and "worktree" in denied.newest, why
+        assert (work.repo / "README").exists() and (work.repo.parent / "host-home").exists()
+        for name in ("w1.txt", "w2.txt", "w3.txt"):
+            assert (work.repo / name).exists(), name
+        assert ".claude" not in git(work.repo, "ls-files")  # the worker's hook config stayed out
+        work.cli("approve", "w4")
+        run = work.until(lambda r: r["ended_at"] is not None)
+        assert run["state"] == "done" and items(run)["w4"]["state"] == "completed", json.dumps(run, indent=1)
+        prd = {i["id"]: i for i in json.loads((work.repo / ".prd").read_text())}
+        assert all(prd[i]["status"] == "completed" and prd[i]["evidence"] for i in FOUR)
+
+
+def test_done_on_a_red_check_is_not_completed_and_a_hanging_worker_is_ended_stalled(tmp_path, home, host):
+    with ModelServer(Scripts([])) as server:
+        work = make_repo(tmp_path, host, cli_argv(), server.url,
+                         {"lazy": ("test -f feature.txt", ()), "hang": ("true", ())})
+        lazy = Script([host.shell("echo notes > notes.txt && git add -A && git commit -qm notes"),
+                       Say("All done: the feature works and the tests pass.")], prompt=prompt_line("lazy"))
+        server.script = Scripts([lazy, Script([Hang()], prompt=prompt_line("hang"))])
+        work.cli("work", "--worker", "claude-code", "--stall-min", "0.1")
+        run = work.until(lambda r: r["ended_at"] is not None)
+        got = items(run)
+        why = json.dumps(run, indent=1)
+        assert (got["lazy"]["state"], got["lazy"]["reason"], got["lazy"]["attempt"]) == ("blocked", "replan", 2), why
+        assert "verify_failed" in got["lazy"]["message"] and got["lazy"]["verify"] == "red", why
+        assert not (work.repo / "notes.txt").exists(), why  # nothing landed
+        assert (got["hang"]["state"], got["hang"]["reason"]) == ("blocked", "replan"), why
+        assert "stalled" in got["hang"]["message"], why

@@ -1,0 +1,73 @@
+"""A scripted coding agent for `plugkit work --worker command` tests: reads the prompt on
+stdin, finds its item on the first line (`work item <id>:`), and does what the plan file
+($PLUGKIT_E2E_WORK_PLAN, JSON {item: [step, ...]}) says for that item, one attempt after
+another ({item: [[steps of try 1], [steps of try 2]]} when the tries differ).
+
+Steps: ["write", path, text], ["commit", message], ["say", text], ["sleep", s],
+["hang"], ["exit", code], ["hook", tool_name, tool_input] (a PreToolUse through the real
+`plugkit hook`, its answer printed), ["cli", verb, ...] (a plugkit verb, its answer printed), ["beat", n, every_s] (n quiet hook calls).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+CLI = [sys.executable, "-m", "client.cli"]
+
+
+def hook(tool_name: str, tool_input: dict) -> str:
+    data = {"session_id": "worker-host", "cwd": os.getcwd(), "hook_event_name": "PreToolUse",
+            "tool_name": tool_name, "tool_input": tool_input}
+    done = subprocess.run(CLI + ["hook", "PreToolUse", "--platform", "claude-code"], input=json.dumps(data),
+                          capture_output=True, text=True, timeout=60)
+    return done.stdout.strip() or f"(nothing; stderr: {done.stderr.strip()[-300:]})"
+
+
+def main() -> int:
+    prompt = sys.stdin.read()
+    item = re.search(r"work item ([A-Za-z0-9_.-]+):", prompt.splitlines()[0]).group(1)
+    with open(os.environ["PLUGKIT_E2E_WORK_PLAN"]) as fh:
+        plan = json.load(fh)[item]
+    if plan and isinstance(plan[0][0], list):  # one list of steps per attempt
+        tries = os.path.join(os.environ["PLUGKIT_E2E_WORK_DIR"], f"{item}.tries")
+        n = len(open(tries).read()) if os.path.exists(tries) else 0
+        with open(tries, "a") as fh:
+            fh.write("x")
+        plan = plan[min(n, len(plan) - 1)]
+    print(f"agent on {item}", flush=True)
+    for step in plan:
+        kind, args = step[0], step[1:]
+        if kind == "write":
+            os.makedirs(os.path.dirname(args[0]) or ".", exist_ok=True)
+            with open(args[0], "w") as fh:
+                fh.write(args[1])
+        elif kind == "commit":
+            subprocess.run(["git", "add", "-A"], check=True)
+            subprocess.run(["git", "commit", "-qm", args[0]], check=True)
+        elif kind == "say":
+            print(args[0], flush=True)
+        elif kind == "sleep":
+            time.sleep(args[0])
+        elif kind == "hang":
+            time.sleep(3600)
+        elif kind == "exit":
+            return args[0]
+        elif kind == "hook":
+            print("hook answer:", hook(args[0], args[1]), flush=True)
+        elif kind == "cli":  # a plugkit verb typed by the worker, its answer printed; the worker
+            # drops its task tag first (the client's own refusal), so the runner must judge it
+            env = {k: v for k, v in os.environ.items() if k != "PLUGKIT_TASK_ID"}
+            done = subprocess.run(CLI + list(args), capture_output=True, text=True, timeout=60, env=env)
+            print(f"cli rc={done.returncode}: {done.stdout.strip()} {done.stderr.strip()}", flush=True)
+        elif kind == "beat":
+            for _ in range(args[0]):
+                hook("Bash", {"command": "true"})
+                time.sleep(args[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
