@@ -6,12 +6,14 @@ permission prompts off: nobody is there to answer them, and plugkit's hooks (ins
 the worktree, talking to this runner) are the guard instead: the gates, the destructive-command
 policy, the Stop gate. Nothing a person's own configuration provides (auth type, model, base
 URL, API key) is baked in: the worker inherits the environment of whoever ran `plugkit work`.
-Pure: standard library and plugkit only.
+Standard library and plugkit only; the codex row reads back the hooks file its install wrote.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tomllib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -27,13 +29,36 @@ class WorkerRow:
     done: str                  # one line: how this worker says it is done (`plugkit work --help`)
 
 
-def _codex_trust(worktree: str) -> list[str]:
-    # Codex reads a project's .codex/config.toml (where plugkit installs the hooks) only in a
-    # project a person trusted, and skips an untrusted one silently. `--trust` would write that
-    # trust into the user's own ~/.codex/config.toml for every worktree ever made; a `-c`
-    # override trusts this worktree for this run only. The path is a TOML quoted key (JSON
-    # string escaping is valid TOML basic-string escaping), so dots and spaces in it are safe.
-    return ["-c", f"projects.{json.dumps(worktree)}.trust_level=\"trusted\""]
+def _toml(value: object) -> str:
+    """A TOML inline value (what a codex `-c key=value` takes). JSON string escaping is valid
+    TOML basic-string escaping, so any text is safe as a key or a string."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(str(k))}={_toml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_toml(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value))
+
+
+def _codex_hooks(worktree: str) -> list[str]:
+    # Codex never reads a linked worktree's .codex/config.toml (where `plugkit install` wrote
+    # the hooks): it maps the worktree to its main repository and reads that one's .codex/
+    # (seen in codex 0.169: `--trust` there records [projects."<main repo>"], and a trusted
+    # worktree's own hooks never run). So the installed hooks are handed over as a `-c hooks=`
+    # override, read back from the file the install wrote. And the worktree is marked
+    # untrusted for this run: hooks of every config layer run, so a main repo whose
+    # .codex/config.toml carries plugkit's hooks too would run each of them twice (an exec:
+    # line twice). The user's own ~/.codex/config.toml (auth, model, provider) still applies.
+    try:
+        with open(os.path.join(worktree, ".codex", "config.toml"), "rb") as fh:
+            hooks = tomllib.load(fh).get("hooks")
+    except (OSError, tomllib.TOMLDecodeError):
+        hooks = None
+    untrusted = ["-c", f"projects={{{json.dumps(worktree)}={{trust_level=\"untrusted\"}}}}"]
+    return [*untrusted, "-c", f"hooks={_toml(hooks)}"] if isinstance(hooks, dict) and hooks else untrusted
 
 
 WORKERS: dict[str, WorkerRow] = {row.name: row for row in (
@@ -50,7 +75,7 @@ WORKERS: dict[str, WorkerRow] = {row.name: row for row in (
         # hook is the guard. --dangerously-bypass-hook-trust: Codex runs a new hook only after
         # a person trusted it in /hooks; these are plugkit's own, just installed by the runner.
         lambda prompt, worktree: ["exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-                                  "--dangerously-bypass-hook-trust", *_codex_trust(worktree), prompt],
+                                  "--dangerously-bypass-hook-trust", *_codex_hooks(worktree), prompt],
         False, "`codex exec` exits 0 after its last turn; plugkit's Stop hook may turn it back first"),
     WorkerRow(
         "qwen", "qwen", "qwen", ".qwen/settings.json",

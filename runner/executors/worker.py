@@ -4,7 +4,9 @@ Wire contract (an ExecSpec the work engine builds; task.exec from the wire refus
 lang, see runner/rpc/task.py):
   code   a JSON list of non-empty strings: the argv (plugkit/work/workers.py builds it).
   cwd    the item's worktree (the task's session is the worker's own).
-  stdin  the prompt for a `command` worker (written, then closed); None for the hosts.
+  stdin  the prompt for a `command` worker; None for the hosts. Either way stdin is closed
+         once written: nobody types into an unattended worker, and a host that finds stdin
+         open waits on it (codex exec: "Reading additional input from stdin..." until killed).
   env    the environment of whoever ran `plugkit work` (filtered like any task's).
 argv[0] is found on the PATH the child will see (env's PATH if given, else the runner's);
 a missing program is refused before any task exists. The task runs through the process
@@ -64,7 +66,8 @@ class WorkerExecutor:
         return Prepared(LANG, [found, *argv[1:]])
 
     async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
-        rc = await self.process.run_argv(io, prepared.payload, spec.stdin, spec.env, self._runner_env())
+        stdin = spec.stdin if spec.stdin is not None else ""  # closed at once (see the docstring)
+        rc = await self.process.run_argv(io, prepared.payload, stdin, spec.env, self._runner_env())
         return outcome_of(io.id, rc, True)
 
     def _runner_env(self) -> dict[str, str]:

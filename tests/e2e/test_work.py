@@ -239,6 +239,7 @@ def test_merge_mode_lands_a_merge_commit_and_debug_shows_the_run(home, repo):
     assert git(repo, "rev-parse", "plugkit/pre-w1").strip() == parents[0]  # high risk: tagged first
     work_view = rpc(home, "debug.snapshot")["snapshot"]["work"]  # the same JSON as GET /debug
     assert work_view["runs"][0]["items"]["w1"]["state"] == "completed", work_view
+    assert work_view["runs"][0]["items"]["w1"]["branch"] == "plugkit/w1" and "waves" in work_view["runs"][0]
 
 
 def test_a_runner_killed_mid_run_loses_nothing_and_the_next_run_finishes(home, repo):

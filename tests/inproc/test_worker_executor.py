@@ -163,3 +163,9 @@ def test_a_real_runner_refuses_exec_worker_from_the_cli_and_the_raw_rpc(home, tm
         assert listed["tasks"] == [] and not leak.exists()
     finally:
         home.stop_all()
+
+
+async def test_a_host_workers_stdin_is_closed_so_nothing_waits_on_it(runner):
+    task = await runner.tasks.exec(worker(runner, ["sh", "-c", 'cat; echo "eof-seen"']))
+    await runner.tasks.wait_done(task, 30)
+    assert task.state == "completed" and "eof-seen" in text(task)

@@ -43,15 +43,48 @@ def test_no_row_bakes_in_what_a_users_own_config_provides(name):
     assert not any("model" in a or "base_url" in a or "api_key" in a for a in argv), argv
 
 
-@pytest.mark.parametrize("worktree", ["/tmp/w", "/tmp/a.b/c d/plugkit-w1", '/tmp/q"uote\\x'])
-def test_codex_trusts_exactly_the_worktree_for_this_run(worktree):
-    argv, _ = workers.command_line(workers.row("codex"), "p", worktree, None)
-    override = argv[argv.index("-c") + 1]
-    key, _, value = override.partition("=")
-    # The -c key is a dotted TOML path: parsed as TOML it names projects.<worktree>.trust_level.
-    parsed = tomllib.loads(f"{key} = {value}\n")
-    assert parsed == {"projects": {worktree: {"trust_level": "trusted"}}}
-    assert "--dangerously-bypass-hook-trust" in argv and argv.index("exec") == 1
+CODEX_INSTALLED = """# >>> plugkit hooks
+[[hooks.SessionStart]]
+[[hooks.SessionStart.hooks]]
+type = "command"
+command = "/opt/pk \\"q\\"/plugkit hook SessionStart --platform codex"
+timeout = 30
+
+[[hooks.PreToolUse]]
+matcher = "Bash|apply_patch"
+[[hooks.PreToolUse.hooks]]
+type = "command"
+command = "/opt/pk/plugkit hook PreToolUse --platform codex"
+timeout = 60
+"""
+
+
+def overrides(argv: list[str]) -> dict:
+    """Each codex `-c key=value`, parsed as the TOML it is."""
+    found = {}
+    for flag, value in zip(argv, argv[1:]):
+        if flag == "-c":
+            found.update(tomllib.loads(value.replace("=", " = ", 1) + "\n"))
+    return found
+
+
+@pytest.mark.parametrize("name", ["w", "a.b c", 'q"uote\\x', "ünï"])
+def test_codex_gets_the_installed_hooks_on_its_command_line_and_never_a_second_copy(tmp_path, name):
+    worktree = tmp_path / name
+    (worktree / ".codex").mkdir(parents=True)
+    (worktree / ".codex" / "config.toml").write_text(CODEX_INSTALLED)
+    argv, _ = workers.command_line(workers.row("codex"), "p", str(worktree), None)
+    got = overrides(argv)
+    # Exactly the hooks the install wrote (codex never reads a worktree's own .codex/) ...
+    assert got["hooks"] == tomllib.loads(CODEX_INSTALLED)["hooks"]
+    # ... and the project layer (the main repo's .codex/, maybe holding plugkit's hooks too) off.
+    assert got["projects"] == {str(worktree): {"trust_level": "untrusted"}}
+    assert "--dangerously-bypass-hook-trust" in argv and argv[:2] == ["codex", "exec"] and argv[-1] == "p"
+
+
+def test_codex_without_installed_hooks_still_starts(tmp_path):
+    argv, _ = workers.command_line(workers.row("codex"), "p", str(tmp_path), None)
+    assert "hooks" not in overrides(argv) and argv[-1] == "p"
 
 
 def test_the_command_worker_runs_the_given_program_with_the_prompt_on_stdin():

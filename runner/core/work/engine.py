@@ -213,7 +213,7 @@ class WorkManager:
                 self.store.save(run)
 
     def snapshot(self) -> dict:
-        return {"runs": [{"workspace": r.workspace, "id": r.id, "state": r.state, "halt": r.halt,
+        return {"runs": [{"workspace": r.workspace, "id": r.id, "state": r.state, "halt": r.halt, "waves": r.waves,
                           "items": {i.id: {"state": i.state, "reason": i.reason, "branch": i.branch,
                                            "task_id": i.task_id, "last_beat_at": i.last_beat_at,
                                            "verify": i.verify} for i in r.items.values()}}
