@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from plugkit.lifecycle.policy import PATCH_FILES, PATH_KEYS, SHELL_TOOLS, WRITE_TOOLS
-from plugkit.work.policy_paths import INSIDE, OUTSIDE, Scope, operands, options_end, short_flags, where_text
+from plugkit.work.policy_paths import INSIDE, OUTSIDE, UNKNOWN, Scope, operands, options_end, short_flags, where_text
 from plugkit.work.policy_shell import FETCHERS, SHELLS, WRITE_REDIRECTS, Cmd, dynamic, parse, program
 
 SHELL_LANGS = frozenset({"bash", "sh", "zsh"})
@@ -302,7 +302,7 @@ def judge(tool_name: str, tool_input: dict, cwd: str, worktree: str) -> Denial |
     if tool_name in WRITE_TOOLS or tool_name in EXTRA_WRITE_TOOLS:
         for path in written_paths(tool_input):
             status, real = scope.where(path, cwd, shell=False)
-            if status != INSIDE:
+            if status in (OUTSIDE, UNKNOWN):
                 return _deny(_WRITE_ROW, f"{tool_name} {path}", f"{path} is {real}", scope)
     return None
 

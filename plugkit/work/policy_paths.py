@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from plugkit.work.policy_shell import dynamic
 
 INSIDE, OUTSIDE, UNKNOWN = "inside", "outside", "unknown"
+# The temp dir and /dev/null & co: a worker may write there, not delete trees there (other
+# processes' files live in /tmp too).
+SCRATCH = "scratch"
+_RANK = {OUTSIDE: 0, UNKNOWN: 1, SCRATCH: 2, INSIDE: 3}  # the worst answer of several wins
 DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
 _HOME_VAR = re.compile(r"\$(?:HOME\b|\{HOME\})")
 
@@ -26,28 +30,28 @@ class Scope:
 
     root: str
     tmp: str
+    repo: str = ""  # the checkout the worktree hangs off: never scratch, even when it lies under /tmp
     # One judgment resolves the same directory many times (every command in it); realpath is
     # lstat per component, so it is asked once. Per judgment: the disk may change between calls.
     _seen: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def of(cls, worktree: str) -> "Scope":
-        return cls(os.path.realpath(worktree), os.path.realpath(tempfile.gettempdir()))
+        root = os.path.realpath(worktree)
+        parts = root.split(os.sep)  # <repo>/.plugkit/worktrees/<item id>
+        repo = os.sep.join(parts[:-3]) if parts[-3:-1] == [".plugkit", "worktrees"] else ""
+        return cls(root, os.path.realpath(tempfile.gettempdir()), repo)
 
     def where(self, word: str, cwd: str | None, shell: bool = True) -> tuple[str, str]:
-        """(INSIDE | OUTSIDE | UNKNOWN, the path it resolved to). In shell words, `~`, `$HOME`,
-        braces and globs are expanded as far as the text tells (a glob by its fixed prefix)."""
+        """(INSIDE | SCRATCH | OUTSIDE | UNKNOWN, the path it resolved to). In shell words, `~`,
+        `$HOME`, braces and globs are expanded as far as the text tells (a glob by its fixed prefix)."""
         if shell:
             word = _HOME_VAR.sub(lambda m: os.path.expanduser("~"), word)
             if dynamic(word):
                 return UNKNOWN, word
-            found = []
-            for alt in _braces(word):
-                status, path = self._one(_glob_base(alt), cwd)
-                if status != INSIDE:
-                    return status, path
-                found.append(path)
-            return INSIDE, self.root if self.root in found else found[-1]
+            found = sorted((self._one(_glob_base(alt), cwd) for alt in _braces(word)),
+                           key=lambda r: (_RANK[r[0]], r[1] != self.root))
+            return found[0]
         return self._one(word, cwd)
 
     def _one(self, path: str, cwd: str | None) -> tuple[str, str]:
@@ -64,11 +68,12 @@ class Scope:
             return UNKNOWN, path
         full = os.path.normpath(os.path.join(cwd or "/", path))
         if full in DEVICES or full.startswith("/dev/fd/"):
-            return INSIDE, full
+            return SCRATCH, full
         real = os.path.realpath(full)  # a symlink inside the worktree may point anywhere
-        if real == self.root or real.startswith(self.root + os.sep) or real.startswith(self.tmp + os.sep):
+        if real == self.root or real.startswith(self.root + os.sep):
             return INSIDE, real
-        return OUTSIDE, real
+        in_repo = bool(self.repo) and (real == self.repo or real.startswith(self.repo + os.sep))
+        return (SCRATCH if real.startswith(self.tmp + os.sep) and not in_repo else OUTSIDE), real
 
 
 def _braces(word: str) -> list[str]:

@@ -45,7 +45,8 @@ DENIED = [
     ("if true; then rm -rf ..; fi", "rm_outside"), ("for d in a; do rm -rf ..; done", "rm_outside"),
     ("bash -c 'rm -rf ..'", "rm_outside"), ('sh -c "rm -rf .."', "rm_outside"), ("zsh -lc 'rm -rf ..'", "rm_outside"),
     ("bash -c \"sh -c 'rm -rf ..'\"", "rm_outside"), ("bash <<EOF\nrm -rf ..\nEOF", "rm_outside"),
-    ("cd .. && rm -rf w1", "rm_outside"), ("rm -rf " + W, "rm_outside"), ("cd / && rm -rf srv", "rm_outside"),
+    ("rm -rf /tmp/pk-scratch", "rm_outside"), ("rm -rf /tmp/*", "rm_outside"), ("rm -rf /tmp", "rm_outside"),
+    ("find /tmp -delete", "rm_outside"), ("cd .. && rm -rf w1", "rm_outside"), ("rm -rf " + W, "rm_outside"), ("cd / && rm -rf srv", "rm_outside"),
     ("cd $X && rm -rf build", "rm_outside"),
     ("echo a#b; rm -rf ..", "rm_outside"), ("rm -rf \\\n  ..", "rm_outside"),
     ("bash -o pipefail -c 'rm -rf ..'", "rm_outside"), ("sh -c -- 'rm -rf ..'", "rm_outside"),
@@ -116,7 +117,7 @@ DENIED = [
 
 ALLOWED = [
     "rm -rf build", "rm -rf ./node_modules", "rm a.txt", "rm -rf src/../build", "rm -f *.o", "rm -rf build/*",
-    "rm -rf /tmp/pk-scratch", "cd src && rm -rf ../build", "git push", "git push origin main",
+    "rm /tmp/pk-scratch.txt", "rm -f /tmp/a /tmp/b", "cd src && rm -rf ../build", "git push", "git push origin main",
     "git push -u origin HEAD", "git push --set-upstream origin w1", "git status", "git -C src log",
     "git -C /other/repo log --oneline", "chmod 755 x", "chmod +x run.sh", "chmod u+w,go-w x", "chmod 644 a b",
     "chmod 775 dir", "curl -o f https://x", "curl -s https://x | jq .", "curl x | python3 -m json.tool",
@@ -228,6 +229,19 @@ def test_symlink_pointing_inside_stays_inside(worktree, command):
 def test_relative_cwd_is_read_against_the_worktree(worktree):
     assert judge("Bash", {"command": "rm -rf ../x"}, "build", worktree) is None
     assert judge("Bash", {"command": "rm -rf ../.."}, "build", worktree).rule == "rm_outside"
+
+
+def test_the_temp_dir_takes_writes_but_not_the_repo_under_it(tmp_path, monkeypatch):
+    # Repos under /tmp are common (CI, tests): the temp-dir allowance must not open the main checkout.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    wt = tmp_path / "repo" / ".plugkit" / "worktrees" / "w1"
+    wt.mkdir(parents=True)
+    for command in ("echo x > ../../../README.md", f"cp a {tmp_path}/repo/src/", "cd ../../.. && git commit -am x"):
+        assert judge("Bash", {"command": command}, str(wt), str(wt)).rule == "write_outside", command
+    assert judge("Write", {"file_path": str(tmp_path / "repo" / "a.py")}, str(wt), str(wt)).rule == "write_outside"
+    assert judge("Bash", {"command": f"echo x > {tmp_path}/scratch.log"}, str(wt), str(wt)) is None
+    assert judge("Write", {"file_path": str(tmp_path / "notes.txt")}, str(wt), str(wt)) is None
+    assert judge("Bash", {"command": f"rm -rf {tmp_path}/other"}, str(wt), str(wt)).rule == "rm_outside"
 
 
 def _nested(command: str, depth: int) -> str:
