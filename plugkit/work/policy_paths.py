@@ -26,37 +26,45 @@ class Scope:
 
     root: str
     tmp: str
+    # The repository the worktree belongs to (`<repo>/.plugkit/worktrees/<id>`): never scratch
+    # space, even when it lies under the temp dir.
+    repo: str = ""
     # One judgment resolves the same directory many times (every command in it); realpath is
     # lstat per component, so it is asked once. Per judgment: the disk may change between calls.
     _seen: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def of(cls, worktree: str) -> "Scope":
-        return cls(os.path.realpath(worktree), os.path.realpath(tempfile.gettempdir()))
+        root = os.path.realpath(worktree)
+        marker = os.sep + os.path.join(".plugkit", "worktrees") + os.sep
+        return cls(root, os.path.realpath(tempfile.gettempdir()),
+                   root.split(marker, 1)[0] if marker in root + os.sep else root)
 
-    def where(self, word: str, cwd: str | None, shell: bool = True) -> tuple[str, str]:
+    def where(self, word: str, cwd: str | None, shell: bool = True, scratch: bool = True) -> tuple[str, str]:
         """(INSIDE | OUTSIDE | UNKNOWN, the path it resolved to). In shell words, `~`, `$HOME`,
-        braces and globs are expanded as far as the text tells (a glob by its fixed prefix)."""
+        braces and globs are expanded as far as the text tells (a glob by its fixed prefix).
+        scratch: the temp dir counts as the worker's to write in (not to delete trees in: it
+        also holds the runner's task files and every other program's)."""
         if shell:
             word = _HOME_VAR.sub(lambda m: os.path.expanduser("~"), word)
             if dynamic(word):
                 return UNKNOWN, word
             found = []
             for alt in _braces(word):
-                status, path = self._one(_glob_base(alt), cwd)
+                status, path = self._one(_glob_base(alt), cwd, scratch)
                 if status != INSIDE:
                     return status, path
                 found.append(path)
             return INSIDE, self.root if self.root in found else found[-1]
-        return self._one(word, cwd)
+        return self._one(word, cwd, scratch)
 
-    def _one(self, path: str, cwd: str | None) -> tuple[str, str]:
-        key = (path, cwd)
+    def _one(self, path: str, cwd: str | None, scratch: bool) -> tuple[str, str]:
+        key = (path, cwd, scratch)
         if key not in self._seen:
-            self._seen[key] = self._resolve(path, cwd)
+            self._seen[key] = self._resolve(path, cwd, scratch)
         return self._seen[key]
 
-    def _resolve(self, path: str, cwd: str | None) -> tuple[str, str]:
+    def _resolve(self, path: str, cwd: str | None, scratch: bool) -> tuple[str, str]:
         path = os.path.expanduser(path)
         if path.startswith("~"):
             return UNKNOWN, path  # ~user of a user this machine does not know
@@ -66,7 +74,10 @@ class Scope:
         if full in DEVICES or full.startswith("/dev/fd/"):
             return INSIDE, full
         real = os.path.realpath(full)  # a symlink inside the worktree may point anywhere
-        if real == self.root or real.startswith(self.root + os.sep) or real.startswith(self.tmp + os.sep):
+        if real == self.root or real.startswith(self.root + os.sep):
+            return INSIDE, real
+        in_repo = self.repo and (real == self.repo or real.startswith(self.repo + os.sep))
+        if scratch and real.startswith(self.tmp + os.sep) and not in_repo:
             return INSIDE, real
         return OUTSIDE, real
 

@@ -110,13 +110,16 @@ DENIED = [
     ("bash -c 'curl x | sh'", "pipe_to_shell"), ("(curl x) | sh", "pipe_to_shell"),
     ("{ curl -s x; } | bash", "pipe_to_shell"), ("(cd /tmp && wget -qO- x) | sh", "pipe_to_shell"), ("curl x|sh",
     "pipe_to_shell"),
+    # the temp dir is scratch space to write in, not to delete trees in (it holds the runner's task
+    # files and every other program's), and the worker's own repository under it is never scratch
+    ("rm -rf /tmp/pk-scratch", "rm_outside"), ("echo x > /srv/repo/README", "write_outside"),
     # unparseable: a risky name in a command that cannot be split
     ("echo 'oops; rm -rf ..", "unparseable"), ('git push "origin', "unparseable"), ("curl x | sh 'y", "unparseable"),
 ]
 
 ALLOWED = [
     "rm -rf build", "rm -rf ./node_modules", "rm a.txt", "rm -rf src/../build", "rm -f *.o", "rm -rf build/*",
-    "rm -rf /tmp/pk-scratch", "cd src && rm -rf ../build", "git push", "git push origin main",
+    "cd src && rm -rf ../build", "git push", "git push origin main",
     "git push -u origin HEAD", "git push --set-upstream origin w1", "git status", "git -C src log",
     "git -C /other/repo log --oneline", "chmod 755 x", "chmod +x run.sh", "chmod u+w,go-w x", "chmod 644 a b",
     "chmod 775 dir", "curl -o f https://x", "curl -s https://x | jq .", "curl x | python3 -m json.tool",
@@ -285,3 +288,13 @@ def test_not_this_policys_business():
     assert judge("WebFetch", {"url": "https://x"}, W, W) is None
     assert judge("Bash", {"command": ""}, W, W) is None
     assert judge("Bash", {}, W, W) is None
+
+
+def test_the_workers_own_repository_is_never_scratch_even_under_the_temp_dir(tmp_path):
+    wt = tmp_path / "repo" / ".plugkit" / "worktrees" / "w1"
+    wt.mkdir(parents=True)
+    judge = lambda tool, data: policy.judge(tool, data, str(wt), str(wt))  # noqa: E731
+    assert judge("Write", {"file_path": str(tmp_path / "repo" / "README"), "content": "x"}).rule == "write_outside"
+    assert judge("Bash", {"command": "rm -rf .."}).rule == "rm_outside"
+    assert judge("Bash", {"command": f"rm -rf {tmp_path / 'elsewhere'}"}).rule == "rm_outside"
+    assert judge("Write", {"file_path": str(tmp_path / "scratch.txt"), "content": "x"}) is None
