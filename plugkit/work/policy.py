@@ -117,7 +117,7 @@ def rm_outside(cmd: Cmd, scope: Scope) -> str | None:
     else:
         return None
     for word in words:
-        status, path = scope.where(word, cmd.cwd)
+        status, path = scope.where(word, cmd.cwd)  # SCRATCH too: /tmp is not for rm -rf
         if status != INSIDE or (path == scope.root and cmd.prog == "rm"):  # the worktree itself, .git link and all
             return where_text(word, status, path) if status != INSIDE else f"`{word}` is the worktree itself"
     return None

@@ -30,7 +30,9 @@ class Scope:
 
     root: str
     tmp: str
-    repo: str = ""  # the checkout the worktree hangs off: never scratch, even when it lies under /tmp
+    # The repository the worktree belongs to (`<repo>/.plugkit/worktrees/<id>`): never scratch
+    # space, even when it lies under the temp dir.
+    repo: str = ""
     # One judgment resolves the same directory many times (every command in it); realpath is
     # lstat per component, so it is asked once. Per judgment: the disk may change between calls.
     _seen: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -38,9 +40,9 @@ class Scope:
     @classmethod
     def of(cls, worktree: str) -> "Scope":
         root = os.path.realpath(worktree)
-        parts = root.split(os.sep)  # <repo>/.plugkit/worktrees/<item id>
-        repo = os.sep.join(parts[:-3]) if parts[-3:-1] == [".plugkit", "worktrees"] else ""
-        return cls(root, os.path.realpath(tempfile.gettempdir()), repo)
+        marker = os.sep + os.path.join(".plugkit", "worktrees") + os.sep
+        return cls(root, os.path.realpath(tempfile.gettempdir()),
+                   root.split(marker, 1)[0] if marker in root + os.sep else root)
 
     def where(self, word: str, cwd: str | None, shell: bool = True) -> tuple[str, str]:
         """(INSIDE | SCRATCH | OUTSIDE | UNKNOWN, the path it resolved to). In shell words, `~`,

@@ -45,8 +45,9 @@ DENIED = [
     ("if true; then rm -rf ..; fi", "rm_outside"), ("for d in a; do rm -rf ..; done", "rm_outside"),
     ("bash -c 'rm -rf ..'", "rm_outside"), ('sh -c "rm -rf .."', "rm_outside"), ("zsh -lc 'rm -rf ..'", "rm_outside"),
     ("bash -c \"sh -c 'rm -rf ..'\"", "rm_outside"), ("bash <<EOF\nrm -rf ..\nEOF", "rm_outside"),
-    ("rm -rf /tmp/pk-scratch", "rm_outside"), ("rm -rf /tmp/*", "rm_outside"), ("rm -rf /tmp", "rm_outside"),
-    ("find /tmp -delete", "rm_outside"), ("cd .. && rm -rf w1", "rm_outside"), ("rm -rf " + W, "rm_outside"), ("cd / && rm -rf srv", "rm_outside"),
+    ("rm -rf /tmp/*", "rm_outside"), ("rm -rf /tmp", "rm_outside"),
+    ("find /tmp -delete", "rm_outside"), ("cd .. && rm -rf w1", "rm_outside"), ("rm -rf " + W, "rm_outside"),
+    ("cd / && rm -rf srv", "rm_outside"),
     ("cd $X && rm -rf build", "rm_outside"),
     ("echo a#b; rm -rf ..", "rm_outside"), ("rm -rf \\\n  ..", "rm_outside"),
     ("bash -o pipefail -c 'rm -rf ..'", "rm_outside"), ("sh -c -- 'rm -rf ..'", "rm_outside"),
@@ -111,6 +112,9 @@ DENIED = [
     ("bash -c 'curl x | sh'", "pipe_to_shell"), ("(curl x) | sh", "pipe_to_shell"),
     ("{ curl -s x; } | bash", "pipe_to_shell"), ("(cd /tmp && wget -qO- x) | sh", "pipe_to_shell"), ("curl x|sh",
     "pipe_to_shell"),
+    # the temp dir is scratch space to write in, not to delete trees in (it holds the runner's task
+    # files and every other program's), and the worker's own repository under it is never scratch
+    ("rm -rf /tmp/pk-scratch", "rm_outside"), ("echo x > /srv/repo/README", "write_outside"),
     # unparseable: a risky name in a command that cannot be split
     ("echo 'oops; rm -rf ..", "unparseable"), ('git push "origin', "unparseable"), ("curl x | sh 'y", "unparseable"),
 ]
@@ -300,3 +304,13 @@ def test_not_this_policys_business():
     assert judge("WebFetch", {"url": "https://x"}, W, W) is None
     assert judge("Bash", {"command": ""}, W, W) is None
     assert judge("Bash", {}, W, W) is None
+
+
+def test_the_workers_own_repository_is_never_scratch_even_under_the_temp_dir(tmp_path):
+    wt = tmp_path / "repo" / ".plugkit" / "worktrees" / "w1"
+    wt.mkdir(parents=True)
+    judge = lambda tool, data: policy.judge(tool, data, str(wt), str(wt))  # noqa: E731
+    assert judge("Write", {"file_path": str(tmp_path / "repo" / "README"), "content": "x"}).rule == "write_outside"
+    assert judge("Bash", {"command": "rm -rf .."}).rule == "rm_outside"
+    assert judge("Bash", {"command": f"rm -rf {tmp_path / 'elsewhere'}"}).rule == "rm_outside"
+    assert judge("Write", {"file_path": str(tmp_path / "scratch.txt"), "content": "x"}) is None
