@@ -4,13 +4,17 @@ judge() reads a host tool call (any host's spelling of its shell and file tools,
 plugkit.lifecycle.policy's tables) and returns the first row of ROWS it breaks, or None.
 judge_code() does the same for code a worker runs through the runner (`exec:bash` ...).
 
-A guard rail for a cooperative but careless agent, not a sandbox. It reads what a command
-names, so it cannot see what a program does once it runs: `python -c "shutil.rmtree('/')"`,
-`make clean` whose Makefile deletes `..`, a script downloaded to a file and run later, a git
-alias, a path taken from a variable for a plain (non-recursive) write. judge_code() therefore
-judges only shell code; Python, Node and the rest get None (a command policy cannot read them).
-Isolation comes from the worktree and the runner; this stops the common accidents early, with
-a one-line reason the agent can act on.
+A guard rail for a cooperative but careless agent, not a sandbox: it reads what a command
+names, never what a program does once it runs. Knowingly not caught: code in another language
+(`python -c "shutil.rmtree('..')"`, `perl -e`, `node -e`; judge_code() returns None for every
+language but the shells: a command policy cannot read them); what a program does by itself
+(`make clean` whose Makefile deletes `..`, `npm install -g`, `pip install --user`, a git alias,
+`git config core.hooksPath`); a script fetched to a file and run by a later command; a plain
+(non-recursive) write to a path held in a variable (`> "$OUT"`, `cp a "$DEST"`); a here-doc fed
+to a shell through a pipe (`cat <<EOF | sh`); `sed -i`/`perl -i` on files outside; `rsync`/`scp`
+to remote hosts; `-exec` inside an `-exec`'d find; a `cd` inside `$(..)` leaking out. Isolation
+is the worktree and the runner's; this stops the common accidents early, with a one-line reason
+the agent can act on.
 """
 
 from __future__ import annotations
