@@ -187,11 +187,7 @@ def test_a_conflict_blocks_the_item_keeps_its_branch_and_halts_an_afk_run(home, 
     assert w.prd()["w2"]["status"] == "blocked"
 
 
-def test_the_worker_policy_denies_destructive_calls_through_the_real_hook(home, repo, tmp_path, monkeypatch):
-    # The policy lets a worker write under the system temp dir; tmp_path lies there, so the
-    # runner gets a temp dir of its own and the victim is outside both.
-    (tmp_path / "systmp").mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "systmp"))
+def test_the_worker_policy_denies_destructive_calls_through_the_real_hook(home, repo, tmp_path):
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "keep.txt").write_text("precious\n")
