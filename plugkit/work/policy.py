@@ -207,7 +207,46 @@ GIT_READ_ONLY = frozenset({"status", "log", "diff", "show", "rev-parse", "ls-fil
 CHDIR_PROGRAMS = frozenset({"make", "gmake", "tar"})
 
 
+SED_VALUE_OPTIONS = frozenset({"-e", "-f", "--expression", "--file", "-l", "--line-length"})
+GIT_VALUE_OPTIONS = frozenset({"-b", "-B", "--branch", "-o", "--origin", "-c", "--config", "--depth", "--reference",
+                               "--separate-git-dir", "-j", "--jobs", "--template", "-u", "--upload-pack", "--filter"})
+
+
+def _positional(args: tuple[str, ...], takes_value: frozenset[str]) -> list[str]:
+    out, i = [], 0
+    while i < len(args):
+        if args[i] in takes_value:
+            i += 1
+        elif not args[i].startswith("-") or args[i] == "-":
+            out.append(args[i])
+        i += 1
+    return out
+
+
+def _sed_files(argv: tuple[str, ...]) -> list[str]:
+    """The files `sed -i` rewrites: its operands, less the script when no -e/-f gave one."""
+    if "i" not in short_flags(argv) and not any(w.startswith("--in-place") for w in argv[1:]):
+        return []
+    scripted = any(w in ("-e", "-f", "--expression", "--file") or w.startswith(("--expression=", "--file="))
+                   for w in argv[1:])
+    words = _positional(argv[1:], SED_VALUE_OPTIONS)
+    return words if scripted else words[1:]
+
+
+def _git_written(sub: str, args: tuple[str, ...]) -> list[str]:
+    """Where `git clone URL DIR` and `git worktree add DIR` create a tree."""
+    if sub == "clone":
+        return _positional(args, GIT_VALUE_OPTIONS)[1:2]
+    if sub == "worktree" and args[:1] == ("add",):
+        return _positional(args[1:], GIT_VALUE_OPTIONS)[:1]
+    return []
+
+
 def _written(cmd: Cmd) -> list[str]:
+    if cmd.prog == "sed":
+        return _sed_files(cmd.argv)
+    if cmd.prog == "git":
+        return _git_written(*git_parts(cmd.argv)[:2])
     kind, argv = WRITERS.get(cmd.prog), cmd.argv
     words = operands(argv)
     if kind == "of":

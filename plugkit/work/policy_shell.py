@@ -247,6 +247,7 @@ class _Walk:
         self.subs, self.bodies, self.depth = subs, bodies, depth
         self.out: list[Cmd] = []
         self.heredocs = 0
+        self.last_body: str | None = None  # the here-doc of the command finished last
 
     def run(self, tokens: list[tuple[bool, str]], cwd: str | None) -> list[Cmd]:
         words: list[str] = []
@@ -256,6 +257,7 @@ class _Walk:
         closed: frozenset[str] = frozenset()  # ... inside the group that just closed: `(curl x) | sh`
         fed: frozenset[str] = frozenset()
         upstream: tuple[str, ...] = ()
+        piped_body: str | None = None
         i = 0
         while i <= len(tokens):
             is_op, tok = tokens[i] if i < len(tokens) else (True, "")
@@ -270,7 +272,8 @@ class _Walk:
                 words.append(tok)
                 i += 1
                 continue
-            cmd = self.finish(words, redirects, cwd, fed, upstream)
+            cmd = self.finish(words, redirects, cwd, fed, upstream, piped_body)
+            piped_body = self.last_body if tok in ("|", "|&") else None
             ran = closed
             if cmd is not None:
                 if cmd.prog in ("cd", "pushd", "popd", "chdir"):
@@ -297,10 +300,13 @@ class _Walk:
             i += 1
         return self.out
 
-    def finish(self, words, redirects, cwd, fed, upstream) -> Cmd | None:
-        for op, _ in redirects:
-            if op in ("<<", "<<-"):
-                self.heredocs += 1
+    def finish(self, words, redirects, cwd, fed, upstream, stdin_body=None) -> Cmd | None:
+        """The command `words` make, with what it runs nested appended first. stdin_body: the
+        here-doc of the command piping into it (`cat <<EOF | sh`)."""
+        heredocs = sum(op in ("<<", "<<-") for op, _ in redirects)
+        self.heredocs += heredocs
+        body = self.bodies[self.heredocs - 1] if heredocs and 0 < self.heredocs <= len(self.bodies) else None
+        self.last_body = body
         argv, wrappers, via_xargs, chdirs = _unwrap(words)
         for d in chdirs:
             cwd = change_dir(("cd", d), cwd)
@@ -316,8 +322,8 @@ class _Walk:
         script = None
         if argv and program(argv[0]) in SHELLS:
             script = shell_script(argv)
-            if script is None and any(op in ("<<", "<<-") for op, _ in redirects):
-                script = self.bodies[self.heredocs - 1] if 0 < self.heredocs <= len(self.bodies) else None
+            if script is None and all(a.startswith("-") for a in argv[1:]):  # it reads its program from stdin
+                script = body if body is not None else stdin_body
         if script is not None:  # judged command by command; not a substitution (`sh -c 'curl -o f u'` is fine)
             self.out.extend(parse(script, cwd, self.depth + 1))
         cmd = Cmd(tuple(argv), cwd, tuple(redirects), fed, upstream, frozenset(sub_programs), via_xargs,
