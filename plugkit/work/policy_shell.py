@@ -1,12 +1,10 @@
 """A shell command line read as the flat list of simple commands it would run, for the work policy.
 
 Not a shell: enough of one to judge a worker's command by what it names. shlex (posix,
-punctuation_chars) splits the words and operators; a quote-aware pre-pass lifts what shlex
-cannot see: `$(..)`, backticks and `<(..)` (replaced by a marker, their text parsed as commands of
-their own), `#` comments (shlex would end a word at `a#b`, hiding the rest of the line) and
-here-document bodies (prose with apostrophes would be unbalanced quotes). Every pass is a
-linear scan; nesting (`bash -c`, substitutions, here-docs fed to a shell) is followed to
-MAX_DEPTH levels and deeper text is returned opaque, for a name scan.
+punctuation_chars) splits the words and operators, after policy_lift's pre-pass took out what
+shlex cannot see (substitutions, comments, here-doc bodies). Every pass is a linear scan;
+nesting (`bash -c`, substitutions, here-docs fed to a shell) is followed to MAX_DEPTH levels and
+deeper text is returned opaque, for a name scan.
 
 Known to be approximate, on the safe side: a quoted `;`, `|`, `(` or `>` counts as an operator
 (shlex does not say which tokens were quoted), so `echo ';' rm -rf /` reads as two commands.
@@ -19,15 +17,13 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from plugkit.work.policy_lift import MARK, MARK_BASE, lift
+
 MAX_DEPTH = 4
-# A lifted $(..) is replaced by one private-use code point, its index: one character, because
-# shlex builds a word by `self.token += c` (quadratic in the word's length) and a word of many
-# substitutions must stay short. Past MAX_SUBS in one text, or MAX_TEXT characters, the text is
-# judged by a name scan only (the same bound keeps the number of nested parses linear).
-MARK_BASE, MAX_SUBS = 0xE000, 0x1900
+# Past MAX_TEXT characters a text is judged by a name scan only: shlex builds a word by
+# `self.token += c`, quadratic in the word's length.
 MAX_TEXT = 256 * 1024
 PATH_MAX = 4096
-_MARK = re.compile("[\ue000-\uf8ff]")
 _PUNCT = ";&|()<>\n"
 # shlex hands back runs of punctuation (`);`, `>&`, `&&`); these are the operators a run splits into.
 _OPS = frozenset({"&>>", "<<<", "<<-", ";;&", "&>", ">>", ">&", ">|", "<&", "<>", "<<", "&&", "||", "|&", ";;",
@@ -77,7 +73,7 @@ class Cmd:
         object.__setattr__(self, "prog", program(self.argv[0]) if self.argv else "")
 
     def text(self, limit: int = 80) -> str:
-        s = _MARK.sub("$(..)", " ".join(self.words or self.argv)).replace("\n", " ")
+        s = MARK.sub("$(..)", " ".join(self.words or self.argv)).replace("\n", " ")
         return s if len(s) <= limit else s[:limit - 3] + "..."
 
 
@@ -88,115 +84,8 @@ def program(word: str) -> str:
 
 def dynamic(word: str) -> bool:
     """The word holds something only the running shell knows: $VAR, $(..), `..`."""
-    return "$" in word or "`" in word or bool(_MARK.search(word))
+    return "$" in word or "`" in word or bool(MARK.search(word))
 
-
-def _lift(text: str) -> tuple[str, list[str], list[str], str]:
-    """(text with substitutions replaced by markers, their texts, top-level here-doc bodies,
-    why it cannot be parsed or ""). Only the outermost substitutions are lifted; inner ones stay in their
-    text, to be lifted when that text is parsed (a level deeper)."""
-    out: list[str] = []
-    sub: list[str] | None = None  # the outermost open substitution's text, if any
-    subs: list[str] = []
-    bodies: list[str] = []
-    stack: list[list] = []  # frames: ["dq"] | ["bq"] | ["sub", open parens]
-    pending: list[tuple[str, bool]] = []  # here-docs whose body starts at the next newline
-    i, n = 0, len(text)
-
-    def emit(s: str) -> None:
-        (sub if sub is not None else out).append(s)
-
-    while i < n:
-        c = text[i]
-        top = stack[-1][0] if stack else ""
-        if c == "\\":
-            if text.startswith("\n", i + 1):  # a line continuation: gone, as in the shell
-                i += 2
-                continue
-            emit(text[i:i + 2])
-            i += 2
-            continue
-        opener = "$(" if text.startswith("$(", i) else "`" if c == "`" and top != "bq" else ""
-        if not opener and top != "dq" and text.startswith(("<(", ">("), i):
-            opener = text[i:i + 2]
-        if opener:
-            stack.append(["bq" if opener == "`" else "sub", 0])
-            if sub is None:
-                sub = []
-                stack[-1].append(True)  # marks the frame whose close ends the lifted text
-            else:
-                emit(opener)
-            i += len(opener)
-            continue
-        closes = (top == "dq" and c == '"') or (top == "bq" and c == "`") or (
-            top == "sub" and c == ")" and not stack[-1][1])
-        if closes:
-            frame = stack.pop()
-            if len(frame) > 2:
-                if len(subs) == MAX_SUBS:
-                    return text, subs, bodies, "too many substitutions to judge"
-                subs.append("".join(sub or ()))
-                sub = None
-                emit(chr(MARK_BASE + len(subs) - 1))
-            else:
-                emit(c)
-            i += 1
-            continue
-        if top == "dq":
-            emit(c)
-            i += 1
-            continue
-        if top == "sub" and c in "()":
-            stack[-1][1] += 1 if c == "(" else -1
-        if c == "'":
-            j = text.find("'", i + 1)
-            if j < 0:
-                return text, subs, bodies, "unbalanced quotes"
-            emit(text[i:j + 1])
-            i = j + 1
-            continue
-        if c == '"':
-            stack.append(["dq"])
-        elif c == "#" and (i == 0 or text[i - 1] in " \t\n;&|()"):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            if sub is not None:
-                emit(text[i:j])  # a deeper text keeps its comment: its own parse drops it
-            i = j
-            continue
-        elif text.startswith("<<", i) and not text.startswith("<<<", i):
-            j = i + 2 + (text[i + 2:i + 3] == "-")
-            while j < n and text[j] in " \t":
-                j += 1
-            k = j
-            while k < n and text[k] not in " \t\n;&|()<>":
-                k += 1
-            pending.append((text[j:k].translate(_UNQUOTE), text[i + 2:i + 3] == "-"))
-            emit(text[i:k])
-            i = k
-            continue
-        elif c == "\n" and pending:
-            start = i = i + 1
-            for delimiter, strip_tabs in pending:
-                lines = []
-                while i < n:
-                    j = text.find("\n", i)
-                    j = n if j < 0 else j
-                    line, i = text[i:j], j + 1
-                    if (line.lstrip("\t") if strip_tabs else line) == delimiter:
-                        break
-                    lines.append(line)
-                if sub is None:
-                    bodies.append("\n".join(lines))
-            pending.clear()
-            emit("\n" if sub is None else text[start - 1:i])
-            continue
-        emit(c)
-        i += 1
-    return "".join(out), subs, bodies, "unbalanced quotes or parentheses" if stack else ""
-
-
-_UNQUOTE = str.maketrans("", "", "'\"\\")
 
 
 def _tokens(flat: str) -> list[tuple[bool, str]]:
@@ -230,7 +119,7 @@ def parse(text: str, cwd: str | None, depth: int = 0) -> list[Cmd]:
         return [opaque(text, "nested too deeply to judge", cwd)]
     if len(text) > MAX_TEXT:
         return [opaque(text, "too long to judge", cwd)]
-    flat, subs, bodies, unparsed = _lift(text)
+    flat, subs, bodies, unparsed = lift(text)
     if unparsed:
         return [opaque(text, unparsed, cwd)]
     try:
@@ -310,7 +199,7 @@ class _Walk:
         argv, wrappers, via_xargs, chdirs = _unwrap(words)
         for d in chdirs:
             cwd = change_dir(("cd", d), cwd)
-        subs = [ord(m.group()) - MARK_BASE for w in (*words, *(t for _, t in redirects)) for m in _MARK.finditer(w)]
+        subs = [ord(m.group()) - MARK_BASE for w in (*words, *(t for _, t in redirects)) for m in MARK.finditer(w)]
         sub_programs: set[str] = set()
         for k in subs:
             if k < len(self.subs):
