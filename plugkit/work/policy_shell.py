@@ -42,7 +42,9 @@ WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "stdbuf": (frozenset({"-i", "-o", "-e"}), 0), "chronic": (frozenset(), 0), "unbuffer": (frozenset(), 0),
     "xargs": (frozenset({"-I", "-i", "-n", "-P", "-L", "-l", "-s", "-d", "-E", "-e", "-a", "--max-args",
                          "--max-procs", "--delimiter", "--arg-file", "--replace"}), 0),
-    "busybox": (frozenset(), 0),
+    "busybox": (frozenset(), 0), "watch": (frozenset({"-n", "--interval"}), 0),
+    "flock": (frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}), 1),  # flock LOCKFILE CMD
+    "chrt": (frozenset(), 1), "taskset": (frozenset(), 1),  # chrt PRIO CMD, taskset MASK CMD
     # judged by the sudo row from Cmd.wrappers; unwrapped so what they would run is judged too
     "sudo": (frozenset({"-u", "-g", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "-h"}), 0),
     "doas": (frozenset({"-u", "-C"}), 0), "pkexec": (frozenset({"--user"}), 0), "run0": (frozenset({"-u"}), 0),
