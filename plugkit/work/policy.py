@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from plugkit.lifecycle.policy import PATCH_FILES, PATH_KEYS, SHELL_TOOLS, WRITE_TOOLS
-from plugkit.work.policy_checks import (EXEC_ACTIONS, chmod_world, find_parts, pipe_to_shell, privileged, push_force,
-                                        rm_outside, unparseable, write_outside)
-from plugkit.work.policy_paths import OUTSIDE, UNKNOWN, Scope
+from plugkit.work.policy_checks import (EXEC_ACTIONS, chmod_world, find_parts, hooks_config, pipe_to_shell, privileged,
+                                        push_force, rm_outside, unparseable, write_outside)
+from plugkit.work.policy_paths import INSIDE, OUTSIDE, UNKNOWN, Scope
 from plugkit.work.policy_shell import Cmd, parse
 
 SHELL_LANGS = frozenset({"bash", "sh", "zsh"})
@@ -62,10 +62,13 @@ ROWS: tuple[Row, ...] = (
     Row("chmod_world", chmod_world, "makes files writable by everyone ({detail})", "use 755/644 or u+x"),
     Row("write_outside", write_outside, "writes outside your worktree {root} ({detail})",
         "write only inside it (or under the temp dir)"),
+    Row("hooks_config", hooks_config, "edits the hook configuration that runs this policy ({detail})",
+        "leave it as the runner installed it; if a hook is in the way, say so in your final message"),
     Row("unparseable", unparseable, "could not be parsed ({detail})",
         "write it with balanced quotes, or put it in a script file inside your worktree and run that"),
 )
 _WRITE_ROW = next(r for r in ROWS if r.rule == "write_outside")
+_HOOKS_ROW = next(r for r in ROWS if r.rule == "hooks_config")
 _UNPARSEABLE_ROW = ROWS[-1]
 
 
@@ -83,6 +86,9 @@ def judge(tool_name: str, tool_input: dict, cwd: str, worktree: str) -> Denial |
             status, real = scope.where(path, cwd, shell=False)
             if status in (OUTSIDE, UNKNOWN):
                 return _deny(_WRITE_ROW, f"{tool_name} {path}", f"{path} is {real}", scope)
+            config = scope.hook_config(real) if status == INSIDE else None
+            if config:
+                return _deny(_HOOKS_ROW, f"{tool_name} {path}", config, scope)
     return None
 
 

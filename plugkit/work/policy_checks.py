@@ -262,6 +262,27 @@ def write_outside(cmd: Cmd, scope: Scope) -> str | None:
     return None
 
 
+def _targets(cmd: Cmd) -> list[tuple[str, bool]]:
+    """(word, whether it goes away) for everything the command writes, moves or deletes."""
+    out = [(t, False) for op, t in cmd.redirects
+           if op in WRITE_REDIRECTS and not (op == ">&" and (t.isdigit() or t == "-"))]
+    written = _written(cmd)
+    if cmd.prog == "mv":  # the sources go away, the destination receives
+        return out + [(w, True) for w in written[:-1]] + [(w, False) for w in written[-1:]]
+    if cmd.prog == "find" and "-delete" in cmd.argv:
+        written = find_parts(cmd.argv)[0]
+    return out + [(w, cmd.prog in DELETERS or cmd.prog == "find") for w in written]
+
+
+def hooks_config(cmd: Cmd, scope: Scope) -> str | None:
+    for word, deletes in _targets(cmd):
+        status, path = scope.where(word, cmd.cwd)
+        config = scope.hook_config(path, deletes) if status == INSIDE else None
+        if config:
+            return config
+    return None
+
+
 RISKY = frozenset({"rm", "rmdir", "shred", "unlink", "sudo", "doas", "su", "pkexec", "run0", "chmod", "chown",
                    "dd", "curl", "wget", "fetch", "mv", "cp", "tee", "install", "ln", "truncate"})
 

@@ -20,6 +20,10 @@ INSIDE, OUTSIDE, UNKNOWN = "inside", "outside", "unknown"
 # processes' files live in /tmp too).
 SCRATCH = "scratch"
 _RANK = {OUTSIDE: 0, UNKNOWN: 1, SCRATCH: 2, INSIDE: 3}  # the worst answer of several wins
+# Where `plugkit hooks install` puts each host's hooks in a worktree (client/hooks/install.py):
+# the configuration that makes this policy run at all, so a worker never edits it.
+HOOK_CONFIGS = (".claude/settings.json", ".claude/settings.local.json", ".qwen/settings.json",
+                ".gemini/settings.json", ".codex/config.toml", ".cursor/hooks.json", ".github/hooks")
 DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
 _HOME_VAR = re.compile(r"\$(?:HOME\b|\{HOME\})")
 
@@ -55,6 +59,14 @@ class Scope:
                            key=lambda r: (_RANK[r[0]], r[1] != self.root))
             return found[0]
         return self._one(word, cwd)
+
+    def hook_config(self, path: str, deletes: bool = False) -> str | None:
+        """The hook configuration a resolved path is (or holds, when the path is deleted or moved)."""
+        if not path.startswith(self.root + os.sep):
+            return None
+        rel = path[len(self.root) + 1:]
+        return next((c for c in HOOK_CONFIGS if rel == c or rel.startswith(c + os.sep)
+                     or (deletes and c.startswith(rel + os.sep))), None)
 
     def _one(self, path: str, cwd: str | None) -> tuple[str, str]:
         key = (path, cwd)

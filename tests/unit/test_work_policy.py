@@ -122,6 +122,11 @@ DENIED = [
     # the temp dir is scratch space to write in, not to delete trees in (it holds the runner's task
     # files and every other program's), and the worker's own repository under it is never scratch
     ("rm -rf /tmp/pk-scratch", "rm_outside"), ("echo x > /srv/repo/README", "write_outside"),
+    # hooks_config: the worker's own hooks are what run this policy
+    ("echo '{}' > .claude/settings.json", "hooks_config"), ("rm -rf .claude", "hooks_config"),
+    ("sed -i s/PreToolUse/x/ .gemini/settings.json", "hooks_config"), ("mv .qwen/settings.json x", "hooks_config"),
+    ("rm .codex/config.toml", "hooks_config"), ("cp /dev/null .claude/settings.local.json", "hooks_config"),
+    ("cd src && tee ../.cursor/hooks.json", "hooks_config"), ("rm -rf .github", "hooks_config"),
     # unparseable: a risky name in a command that cannot be split
     ("echo 'oops; rm -rf ..", "unparseable"), ('git push "origin', "unparseable"), ("curl x | sh 'y", "unparseable"),
 ]
@@ -148,7 +153,9 @@ ALLOWED = [
     'git commit -m "$(cat <<\'EOF\'\nDon\'t rm -rf anything (really)\nEOF\n)"',
     "cat > notes.md <<'EOF'\nit's here; rm -rf / is what we avoid\nEOF", "ls # don't worry",
     "sh ./scripts/build.sh", "bash -c 'curl -o f x'", "echo don't", "rm -rf .git-tmp*", "rm -rf .cache/*",
-    "find . -name '*.pyc' | xargs rm -rf", "sed -i -e s/a/b/ src/a.py", "sed -n 1,5p /etc/hosts",
+    "find . -name '*.pyc' | xargs rm -rf", "cat .claude/settings.json", "cp ci.yml .github/workflows/",
+    "mkdir -p .claude/commands && echo x > .claude/commands/a.md", "git add .github/workflows/ci.yml",
+    "sed -i -e s/a/b/ src/a.py", "sed -n 1,5p /etc/hosts",
     "git clone https://x/r.git vendor/r", "git clone -b main https://x/r.git", "cat <<EOF | sh\nmake test\nEOF",
     "tar -xzf a.tgz -C build", "make -C src", "(curl -s x) | jq .",
     "curl -o f x; ls | sh", "rm -rf \\\n  build", "bash -o pipefail -c 'make test | tee log'",
@@ -188,6 +195,17 @@ FILE_CALLS = [
     ("apply_patch", {"input": "*** Begin Patch\n*** Update File: a.py\n*** Move to: /etc/a.py\n*** End Patch"}),
     ("apply_patch", {"patch": "*** Begin Patch\n*** Update File: a.py\n*** Delete File: /srv/repo/setup.py\n"}),
 ]
+
+
+@pytest.mark.parametrize("tool,tool_input", [
+    ("Write", {"file_path": W + "/.claude/settings.json", "content": "{}"}),
+    ("Edit", {"file_path": ".claude/settings.local.json"}), ("replace", {"file_path": ".gemini/settings.json"}),
+    ("edit", {"file_path": ".qwen/settings.json"}), ("apply_patch", {"input": "*** Update File: .codex/config.toml\n"}),
+    ("write_file", {"file_path": ".github/hooks/plugkit.json"}),
+])
+def test_denies_file_tools_editing_the_workers_hooks(tool, tool_input):
+    denial = judge(tool, tool_input, W, W)
+    assert denial is not None and denial.rule == "hooks_config", denial
 
 
 @pytest.mark.parametrize("tool,tool_input", FILE_CALLS)
@@ -306,7 +324,7 @@ def test_judge_code_leaves_other_languages_alone(lang):
 
 def test_rows_are_a_table_with_stable_names():
     assert [r.rule for r in policy.ROWS] == ["sudo", "pipe_to_shell", "rm_outside", "push_force", "chmod_world",
-                                             "write_outside", "unparseable"]
+                                             "write_outside", "hooks_config", "unparseable"]
 
 
 def test_not_this_policys_business():
