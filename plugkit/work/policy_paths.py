@@ -61,12 +61,13 @@ class Scope:
         return self._one(word, cwd)
 
     def hook_config(self, path: str, deletes: bool = False) -> str | None:
-        """The hook configuration a resolved path is (or holds, when the path is deleted or moved)."""
+        """The hook configuration a resolved path is (or holds, when the path is deleted or moved:
+        `rm -rf .claude` matters only where .claude/settings.json exists)."""
         if not path.startswith(self.root + os.sep):
             return None
         rel = path[len(self.root) + 1:]
-        return next((c for c in HOOK_CONFIGS if rel == c or rel.startswith(c + os.sep)
-                     or (deletes and c.startswith(rel + os.sep))), None)
+        return next((c for c in HOOK_CONFIGS if rel == c or rel.startswith(c + os.sep) or (
+            deletes and c.startswith(rel + os.sep) and os.path.lexists(os.path.join(self.root, c)))), None)
 
     def _one(self, path: str, cwd: str | None) -> tuple[str, str]:
         key = (path, cwd)

@@ -123,10 +123,10 @@ DENIED = [
     # files and every other program's), and the worker's own repository under it is never scratch
     ("rm -rf /tmp/pk-scratch", "rm_outside"), ("echo x > /srv/repo/README", "write_outside"),
     # hooks_config: the worker's own hooks are what run this policy
-    ("echo '{}' > .claude/settings.json", "hooks_config"), ("rm -rf .claude", "hooks_config"),
+    ("echo '{}' > .claude/settings.json", "hooks_config"),
     ("sed -i s/PreToolUse/x/ .gemini/settings.json", "hooks_config"), ("mv .qwen/settings.json x", "hooks_config"),
     ("rm .codex/config.toml", "hooks_config"), ("cp /dev/null .claude/settings.local.json", "hooks_config"),
-    ("cd src && tee ../.cursor/hooks.json", "hooks_config"), ("rm -rf .github", "hooks_config"),
+    ("cd src && tee ../.cursor/hooks.json", "hooks_config"),
     # unparseable: a risky name in a command that cannot be split
     ("echo 'oops; rm -rf ..", "unparseable"), ('git push "origin', "unparseable"), ("curl x | sh 'y", "unparseable"),
 ]
@@ -255,6 +255,15 @@ def test_symlink_inside_the_worktree_pointing_outside_is_outside(worktree, tool,
 @pytest.mark.parametrize("command", ["rm -rf inner", "rm -rf build", "echo x > inner/f", "rm -rf inner/*"])
 def test_symlink_pointing_inside_stays_inside(worktree, command):
     assert judge("Bash", {"command": command}, worktree, worktree) is None
+
+
+def test_deleting_a_directory_that_holds_the_hooks_is_denied(worktree):
+    os.makedirs(os.path.join(worktree, ".claude"))
+    with open(os.path.join(worktree, ".claude", "settings.json"), "w") as f:
+        f.write("{}")
+    for command in ("rm -rf .claude", "rm -rf ./.claude/", "mv .claude old-claude", "find .claude -delete"):
+        assert judge("Bash", {"command": command}, worktree, worktree).rule == "hooks_config", command
+    assert judge("Bash", {"command": "rm -rf .github"}, worktree, worktree) is None  # holds no hooks here
 
 
 def test_relative_cwd_is_read_against_the_worktree(worktree):
