@@ -266,6 +266,18 @@ def test_deleting_a_directory_that_holds_the_hooks_is_denied(worktree):
     assert judge("Bash", {"command": "rm -rf .github"}, worktree, worktree) is None  # holds no hooks here
 
 
+@pytest.mark.parametrize("tool,tool_input,rule", [
+    ("exec_command", {"cmd": "rm -rf build", "workdir": "/etc"}, "rm_outside"),
+    ("shell", {"command": ["bash", "-lc", "touch x"], "workdir": ".."}, "write_outside"),
+    ("run_shell_command", {"command": "rm -rf build", "directory": "../.."}, "rm_outside"),
+    ("exec_command", {"cmd": "rm -rf build", "workdir": W + "/src"}, None),
+    ("run_shell_command", {"command": "touch x", "directory": "src"}, None),
+])
+def test_the_shell_tools_own_working_directory_counts(tool, tool_input, rule):
+    denial = judge(tool, tool_input, W, W)
+    assert (denial.rule if denial else None) == rule, denial
+
+
 def test_relative_cwd_is_read_against_the_worktree(worktree):
     assert judge("Bash", {"command": "rm -rf ../x"}, "build", worktree) is None
     assert judge("Bash", {"command": "rm -rf ../.."}, "build", worktree).rule == "rm_outside"
