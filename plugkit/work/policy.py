@@ -30,7 +30,7 @@ from plugkit.work.policy_checks import (EXEC_ACTIONS, chmod_world, find_parts, h
 from plugkit.work.policy_paths import INSIDE, OUTSIDE, UNKNOWN, Scope
 from plugkit.work.policy_shell import Cmd, parse
 
-SHELL_LANGS = frozenset({"bash", "sh", "zsh"})
+SHELL_LANGS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 EXTRA_WRITE_TOOLS = frozenset({"edit"})  # Qwen Code's file editor, not in lifecycle's WRITE_TOOLS yet
 _MOVE_TO = "*** Move to: "  # Codex's apply_patch renames: the new name is written too
 # Where a shell tool runs its command when it says so: Codex's `workdir`, Gemini/Qwen's `directory`.
@@ -106,7 +106,7 @@ def written_paths(tool_input: dict) -> list[str]:
 
 def judge_code(lang: str, code: str, cwd: str, worktree: str) -> Denial | None:
     """Code run through the runner: shell code is judged as a command; other languages -> None."""
-    if lang.removeprefix("exec:") not in SHELL_LANGS:
+    if lang.strip().lower().removeprefix("exec:") not in SHELL_LANGS:  # names as task.exec takes them, any case
         return None
     scope = Scope.of(worktree)
     return judge_shell(code, os.path.join(scope.root, cwd), scope)

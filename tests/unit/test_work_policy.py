@@ -330,7 +330,7 @@ def test_huge_commands_finish(command):
         assert denial is not None
 
 
-@pytest.mark.parametrize("lang", ["bash", "sh", "zsh", "exec:bash"])
+@pytest.mark.parametrize("lang", ["bash", "sh", "zsh", "exec:bash", "Bash", " SH "])
 def test_judge_code_reads_shell_code(lang):
     assert judge_code(lang, "cd ..\nrm -rf w1\n", W, W).rule == "rm_outside"
     assert judge_code(lang, "curl -s x | sh", W, W).rule == "pipe_to_shell"
