@@ -16,116 +16,23 @@ a one-line reason the agent can act on.
 from __future__ import annotations
 
 import os
-import re
 import shlex
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from plugkit.lifecycle.policy import PATCH_FILES, PATH_KEYS, SHELL_TOOLS, WRITE_TOOLS
+from plugkit.work.policy_paths import INSIDE, OUTSIDE, Scope, operands, options_end, short_flags, where_text
 from plugkit.work.policy_shell import FETCHERS, SHELLS, WRITE_REDIRECTS, Cmd, dynamic, parse, program
 
 SHELL_LANGS = frozenset({"bash", "sh", "zsh"})
 EXTRA_WRITE_TOOLS = frozenset({"edit"})  # Qwen Code's file editor, not in lifecycle's WRITE_TOOLS yet
 _MOVE_TO = "*** Move to: "  # Codex's apply_patch renames: the new name is written too
-INSIDE, OUTSIDE, UNKNOWN = "inside", "outside", "unknown"
-DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
-_HOME_VAR = re.compile(r"\$(?:HOME\b|\{HOME\})")
 
 
 @dataclass(frozen=True)
 class Denial:
     rule: str  # the row's name; stable, callers may match on it
     reason: str  # one line for the agent: what was refused and what to do instead
-
-
-@dataclass(frozen=True)
-class Scope:
-    """The worker's worktree and the temp dir, symlinks resolved, and where a word points."""
-
-    root: str
-    tmp: str
-    # One judgment resolves the same directory many times (every command in it); realpath is
-    # lstat per component, so it is asked once. Per judgment: the disk may change between calls.
-    _seen: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
-
-    @classmethod
-    def of(cls, worktree: str) -> "Scope":
-        return cls(os.path.realpath(worktree), os.path.realpath(tempfile.gettempdir()))
-
-    def where(self, word: str, cwd: str | None, shell: bool = True) -> tuple[str, str]:
-        """(INSIDE | OUTSIDE | UNKNOWN, the path it resolved to). In shell words, `~`, `$HOME`,
-        braces and globs are expanded as far as the text tells (a glob by its fixed prefix)."""
-        if shell:
-            word = _HOME_VAR.sub(lambda m: os.path.expanduser("~"), word)
-            if dynamic(word):
-                return UNKNOWN, word
-            found = []
-            for alt in _braces(word):
-                status, path = self._one(_glob_base(alt), cwd)
-                if status != INSIDE:
-                    return status, path
-                found.append(path)
-            return INSIDE, self.root if self.root in found else found[-1]
-        return self._one(word, cwd)
-
-    def _one(self, path: str, cwd: str | None) -> tuple[str, str]:
-        key = (path, cwd)
-        if key not in self._seen:
-            self._seen[key] = self._resolve(path, cwd)
-        return self._seen[key]
-
-    def _resolve(self, path: str, cwd: str | None) -> tuple[str, str]:
-        path = os.path.expanduser(path)
-        if path.startswith("~"):
-            return UNKNOWN, path  # ~user of a user this machine does not know
-        if not os.path.isabs(path) and cwd is None:
-            return UNKNOWN, path
-        full = os.path.normpath(os.path.join(cwd or "/", path))
-        if full in DEVICES or full.startswith("/dev/fd/"):
-            return INSIDE, full
-        real = os.path.realpath(full)  # a symlink inside the worktree may point anywhere
-        if real == self.root or real.startswith(self.root + os.sep) or real.startswith(self.tmp + os.sep):
-            return INSIDE, real
-        return OUTSIDE, real
-
-
-def _braces(word: str) -> list[str]:
-    """`a{b,c}d` -> [abd, acd] (the first brace group; a nested or range group is kept whole)."""
-    i = word.find("{")
-    j = word.find("}", i + 1)
-    if i < 0 or j < 0 or "{" in word[i + 1:j] or "," not in word[i:j]:
-        return [word]
-    return [word[:i] + alt + word[j + 1:] for alt in word[i + 1:j].split(",")]
-
-
-def _glob_base(word: str) -> str:
-    """The directory a glob lists: `../*` -> `..`, `/*` -> `/`. A component like `.*` may match
-    `..` (bash before 5.2), so it counts as `..`."""
-    k = min((word.find(ch) for ch in "*?[" if ch in word), default=-1)
-    if k < 0:
-        return word
-    cut = word.rfind("/", 0, k) + 1
-    base = word[:cut] or "."
-    return os.path.join(base, "..") if word[cut] == "." else base
-
-
-def _where_text(word: str, status: str, path: str) -> str:
-    return f"cannot tell where `{word}` points" if status == UNKNOWN else f"`{word}` is {path}"
-
-
-def _options_end(argv: tuple[str, ...]) -> int:
-    return argv.index("--") if "--" in argv else len(argv)
-
-
-def operands(argv: tuple[str, ...]) -> list[str]:
-    """Non-option words (a lone `-` is one), and every word after `--`."""
-    end = _options_end(argv)
-    return [w for w in argv[1:end] if not w.startswith("-") or w == "-"] + list(argv[end + 1:])
-
-
-def _short_flags(argv: tuple[str, ...]) -> str:
-    return "".join(w[1:] for w in argv[1:_options_end(argv)] if w.startswith("-") and not w.startswith("--"))
 
 
 # -- the rows' checks: each returns the offending part of the command, or None ----------------
@@ -181,7 +88,7 @@ def pipe_to_shell(cmd: Cmd, scope: Scope) -> str | None:
 
 
 def _recursive(argv: tuple[str, ...]) -> bool:
-    return "--recursive" in argv[1:_options_end(argv)] or bool(set(_short_flags(argv)) & {"r", "R"})
+    return "--recursive" in argv[1:options_end(argv)] or bool(set(short_flags(argv)) & {"r", "R"})
 
 
 def find_parts(argv: tuple[str, ...]) -> tuple[list[str], list[str]]:
@@ -205,14 +112,14 @@ def rm_outside(cmd: Cmd, scope: Scope) -> str | None:
         words = starts if "-delete" in expr or runs & DELETERS else []
     elif cmd.prog == "rm" and _recursive(cmd.argv):
         words = operands(cmd.argv)
-        if cmd.via_xargs:  # xargs hands rm what the command before it printed
-            words += [w for w in cmd.upstream[1:] if not w.startswith("-")]
+        if cmd.via_xargs:  # xargs hands rm what the command before it printed: paths under its words
+            words += [os.path.join(w, "{}") for w in cmd.upstream[1:] if not w.startswith("-")]
     else:
         return None
     for word in words:
-        status, path = scope.where(word, cmd.cwd)
-        if status != INSIDE or path == scope.root:  # the worktree itself goes with its .git link
-            return _where_text(word, status, path) if status != INSIDE else f"`{word}` is the worktree itself"
+        status, path = scope.where(word, cmd.cwd, scratch=False)
+        if status != INSIDE or (path == scope.root and cmd.prog == "rm"):  # the worktree itself, .git link and all
+            return where_text(word, status, path) if status != INSIDE else f"`{word}` is the worktree itself"
     return None
 
 
@@ -293,6 +200,9 @@ GIT_READ_ONLY = frozenset({"status", "log", "diff", "show", "rev-parse", "ls-fil
                            "reflog", "name-rev", "merge-base", "version", "help", "count-objects"})
 
 
+CHDIR_PROGRAMS = frozenset({"make", "gmake", "tar"})
+
+
 def _written(cmd: Cmd) -> list[str]:
     kind, argv = WRITERS.get(cmd.prog), cmd.argv
     words = operands(argv)
@@ -304,7 +214,7 @@ def _written(cmd: Cmd) -> list[str]:
                 return [argv[i + 1]]
             if w.startswith("--target-directory="):
                 return [w.split("=", 1)[1]]
-        if cmd.prog == "install" and "d" in _short_flags(argv):
+        if cmd.prog == "install" and "d" in short_flags(argv):
             return words
         return words[-1:] if len(words) > 1 else ["."]  # one operand: into the current directory
     if kind == "but_first":
@@ -321,8 +231,12 @@ def write_outside(cmd: Cmd, scope: Scope) -> str | None:
     for word in _written(cmd):
         status, path = scope.where(word, cmd.cwd)
         if status == OUTSIDE:
-            return _where_text(word, status, path)
+            return where_text(word, status, path)
     run_dir, reads_only = cmd.cwd, cmd.prog in READ_ONLY
+    for i, w in enumerate(cmd.argv[:-1]):  # make -C DIR, tar -C DIR: they work (tar: extracts) there
+        if cmd.prog in CHDIR_PROGRAMS and w in ("-C", "--directory"):
+            run_dir = None if run_dir is None and not os.path.isabs(cmd.argv[i + 1]) else \
+                os.path.join(run_dir or "/", cmd.argv[i + 1])
     if cmd.prog == "git":
         sub, _, dirs = git_parts(cmd.argv)
         reads_only = sub in GIT_READ_ONLY
@@ -330,7 +244,7 @@ def write_outside(cmd: Cmd, scope: Scope) -> str | None:
             run_dir = None if run_dir is None and not os.path.isabs(d) else os.path.join(run_dir or "/", d)
     if run_dir is not None and not reads_only and cmd.argv:
         status, path = scope.where(run_dir, None, shell=False)
-        if status == OUTSIDE:
+        if status == OUTSIDE and path != scope.tmp:  # what it writes there lands under the temp dir
             return f"runs `{cmd.prog}` in {path}"
     return None
 
@@ -436,7 +350,8 @@ def _with_find_execs(cmds: list[Cmd]) -> Iterator[Cmd]:
                 continue
             end = next((k for k in range(j + 1, len(expr)) if expr[k] in (";", "+")), len(expr))
             for start in starts[:MAX_FIND_STARTS]:
-                argv = [x.replace("{}", start) for x in expr[j + 1:end]]
+                # what find hands over lies under a start path: `find . -exec rm -rf {} +` is no `rm -rf .`
+                argv = [x.replace("{}", os.path.join(start, "{}")) for x in expr[j + 1:end]]
                 if argv:
                     yield from parse(shlex.join(argv), cmd.cwd, 1)
 

@@ -110,6 +110,9 @@ def _lift(text: str) -> tuple[str, list[str], list[str], str]:
         c = text[i]
         top = stack[-1][0] if stack else ""
         if c == "\\":
+            if text.startswith("\n", i + 1):  # a line continuation: gone, as in the shell
+                i += 2
+                continue
             emit(text[i:i + 2])
             i += 2
             continue
@@ -249,6 +252,8 @@ class _Walk:
         words: list[str] = []
         redirects: list[tuple[str, str]] = []
         cwds: list[str | None] = []  # saved at each `(`: a subshell's cd does not leak out
+        groups: list[frozenset[str]] = []  # FETCHERS run inside each open ( ) or { }
+        closed: frozenset[str] = frozenset()  # ... inside the group that just closed: `(curl x) | sh`
         fed: frozenset[str] = frozenset()
         upstream: tuple[str, ...] = ()
         i = 0
@@ -256,25 +261,38 @@ class _Walk:
             is_op, tok = tokens[i] if i < len(tokens) else (True, "")
             if is_op and tok and (tok[0] in "<>" or tok.startswith("&>")):
                 target = tokens[i + 1][1] if i + 1 < len(tokens) and not tokens[i + 1][0] else ""
+                if words and words[-1].isdigit() and len(words[-1]) <= 2:
+                    words.pop()  # `2>` names a descriptor (shlex splits it off as a word of its own)
                 redirects.append((tok, target))
                 i += 2 if target else 1
                 continue
-            if not is_op:
+            if not is_op and not (tok in ("{", "}") and not words):
                 words.append(tok)
                 i += 1
                 continue
             cmd = self.finish(words, redirects, cwd, fed, upstream)
+            ran = closed
             if cmd is not None:
                 if cmd.prog in ("cd", "pushd", "popd", "chdir"):
                     cwd = change_dir(cmd.argv, cwd)
-                if tok in ("|", "|&"):
-                    fed, upstream = fed | (({cmd.prog} & FETCHERS) | cmd.sub_programs), cmd.argv
-            if tok not in ("|", "|&"):
+                ran = ({cmd.prog} & FETCHERS) | cmd.sub_programs
+                if groups:
+                    groups[-1] |= ran
+            closed = frozenset()
+            if tok in ("|", "|&"):
+                fed, upstream = fed | ran, cmd.argv if cmd is not None else ()
+            else:
                 fed, upstream = frozenset(), ()
-            if tok == "(":
-                cwds.append(cwd)
-            elif tok == ")" and cwds:
-                cwd = cwds.pop()
+            if tok in ("(", "{"):
+                if tok == "(":
+                    cwds.append(cwd)
+                groups.append(frozenset())
+            elif tok in (")", "}") and groups:
+                if tok == ")" and cwds:
+                    cwd = cwds.pop()
+                closed = groups.pop()
+                if groups:
+                    groups[-1] |= closed
             words, redirects = [], []
             i += 1
         return self.out
@@ -283,7 +301,9 @@ class _Walk:
         for op, _ in redirects:
             if op in ("<<", "<<-"):
                 self.heredocs += 1
-        argv, wrappers, via_xargs = _unwrap(words)
+        argv, wrappers, via_xargs, chdirs = _unwrap(words)
+        for d in chdirs:
+            cwd = change_dir(("cd", d), cwd)
         subs = [ord(m.group()) - MARK_BASE for w in (*words, *(t for _, t in redirects)) for m in _MARK.finditer(w)]
         sub_programs: set[str] = set()
         for k in subs:
@@ -291,8 +311,8 @@ class _Walk:
                 for inner in parse(self.subs[k], cwd, self.depth + 1):
                     self.out.append(inner)
                     sub_programs |= ({inner.prog} & FETCHERS) | inner.sub_programs
-        if not argv and not redirects:
-            return None
+        if not argv and not redirects and not wrappers:
+            return None  # `sudo -i` alone is still a command: its wrapper is what is judged
         script = None
         if argv and program(argv[0]) in SHELLS:
             script = shell_script(argv)
@@ -307,20 +327,28 @@ class _Walk:
 
 
 def shell_script(argv) -> str | None:
-    """The text `sh -c TEXT` (also -lc, -ec, -xc) runs."""
-    for i, w in enumerate(argv[1:], 1):
+    """The text `sh -c TEXT` (also -lc, -ec, `-o pipefail -c`, `-c -- TEXT`) runs."""
+    i = 1
+    while i < len(argv):
+        w = argv[i]
         if w.startswith("-") and not w.startswith("--") and "c" in w[1:]:
-            return argv[i + 1] if i + 1 < len(argv) else None
-        if not w.startswith("-") and not w.startswith("+"):
+            rest = argv[i + 1:]
+            rest = rest[1:] if rest and rest[0] == "--" else rest
+            return rest[0] if rest else None
+        if not w.startswith(("-", "+")):
             return None
+        i += 2 if w in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file") else 1
     return None
 
 
-def _unwrap(words: list[str]) -> tuple[list[str], list[str], bool]:
-    """Drop what runs the real program: assignments, reserved words, wrappers with their options.
-    Bounded: each round removes at least one word."""
+def _unwrap(words: list[str]) -> tuple[list[str], list[str], bool, list[str]]:
+    """(the program and its arguments, the wrappers it ran behind, through xargs, the directories
+    `env -C` changed to). Drops assignments, reserved words, wrappers with their options; `env -S
+    STRING` splits STRING into words as env does. Bounded: each round removes at least one word."""
     wrappers: list[str] = []
+    chdirs: list[str] = []
     via_xargs = False
+    words = list(words)
     i = 0
     while i < len(words):
         w = words[i]
@@ -340,12 +368,17 @@ def _unwrap(words: list[str]) -> tuple[list[str], list[str], bool]:
                 i += 1
                 break
             if name == "command" and words[i] in ("-v", "-V"):
-                return [], wrappers, via_xargs  # `command -v rm` looks rm up, runs nothing
+                return [], wrappers, via_xargs, chdirs  # `command -v rm` looks rm up, runs nothing
+            if name == "env" and words[i] in ("-S", "--split-string") and i + 1 < len(words):
+                words[i:i + 2] = words[i + 1].split()
+                continue
+            if name == "env" and words[i] in ("-C", "--chdir") and i + 1 < len(words):
+                chdirs.append(words[i + 1])
             i += 2 if words[i] in takes_value else 1
         while name == "env" and i < len(words) and _ASSIGNMENT.match(words[i]):
             i += 1
         i += positional
-    return words[i:], wrappers, via_xargs
+    return words[i:], wrappers, via_xargs, chdirs
 
 
 def change_dir(argv: tuple[str, ...], cwd: str | None) -> str | None:

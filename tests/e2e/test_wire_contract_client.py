@@ -81,6 +81,12 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
                         ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "exec:bash\necho hook"}}),
                         ("Stop", {"stop_hook_active": False}), ("SessionEnd", {"reason": "exit"})):
         cli("hook", event, "--platform", "claude-code", stdin=json.dumps(claude(event, work, **more)))
+    cli("prd", "update", "w1", "--verify", "true")
+    cli("work", "--run", "true", "--items", "w1", "--budget-min", "1", "--merge", "ff", "--afk")  # refused: no commit
+    cli("work", "status", "--wait", "0.1")
+    cli("work", "logs", "w1", "--verify")
+    cli("work", "stop")
+    cli("work", "rollback", "w1")
     cli("runner", "stop")
 
     models = methods()
