@@ -73,7 +73,9 @@ WORKERS: dict[str, WorkerRow] = {row.name: row for row in (
         False, "exits 0 when its headless turn (-p) ends; plugkit's Stop hook may turn it back first"),
     WorkerRow(
         "codex", "codex", "codex", ".codex/config.toml",
-        # exec: headless. --skip-git-repo-check: a worktree's .git is a file, not a dir.
+        # exec: headless. --skip-git-repo-check: its check refuses "Not inside a trusted
+        # directory"; a git worktree passes it today (0.169), but this run marks the worktree
+        # untrusted (below), so the check is not left to decide.
         # --dangerously-bypass-approvals-and-sandbox: no approval prompt; plugkit's PreToolUse
         # hook is the guard. --dangerously-bypass-hook-trust: Codex runs a new hook only after
         # a person trusted it in /hooks; these are plugkit's own, just installed by the runner.

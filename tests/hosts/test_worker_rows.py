@@ -6,8 +6,10 @@ hooks reach it as they would reach the daemon), against the scripted fake model.
 
 The fake model, routed on the prompt's first line (`work item <id>: ...`), writes a file
 with the host's write tool, commits it with its shell tool, and says done. Nothing the
-row leaves out (auth type, model, the project's trust) is given on the command line:
-the host's HOME holds it, as a person's own config would.
+row leaves out (auth type, model, provider) is given on the command line: the host's HOME
+holds it, as a person's own config would, including what makes it hardest for the row
+(Gemini's folder trust on; Codex trusting the main repo, whose committed .codex/ holds
+plugkit's hooks too: each hook must still run once).
 A host whose package is missing fails, naming the fix.
 """
 
