@@ -39,8 +39,7 @@ async def status(ctx: Context, p: WorkStatusParams) -> WorkStatus:
     until the run halts, waits for a person, or ends.
     """
     work = ctx.work_manager()
-    root = ctx.gate_manager().workspace(p.session_id, p.cwd).root
-    run = work.latest(root)
+    run = work.latest(work.root_of(p.session_id, p.cwd))
     if run is not None and p.wait_ms:
         await work.wait(run, p.wait_ms / 1000)
     return WorkStatus(run=run.info() if run is not None else None)

@@ -193,9 +193,10 @@ def test_the_worker_policy_denies_destructive_calls_through_the_real_hook(home, 
     (victim / "keep.txt").write_text("precious\n")
     w = Work(home, repo, {"w1": [["hook", "Bash", {"command": "rm -rf .."}],
                                  ["hook", "Bash", {"command": f"rm -rf {victim}"}],
-                                 ["hook", "Write", {"file_path": str(victim / "x.txt"), "content": "x"}],
+                                 ["hook", "Write", {"file_path": str(repo / "README"), "content": "x"}],
                                  ["hook", "Bash", {"command": "sudo ls"}],
                                  ["hook", "Bash", {"command": "ls -la"}],
+                                 ["cli", "work", "--run", "true"], ["cli", "work", "status"],
                                  *commit_file("w1.txt")]})
     w.add("w1", "--verify", "test -f w1.txt")
     w.start()
@@ -207,7 +208,10 @@ def test_the_worker_policy_denies_destructive_calls_through_the_real_hook(home, 
     for answer in answers[:4]:
         assert '"permissionDecision": "deny"' in answer and "plugkit work" in answer, answer
     assert "deny" not in answers[4], answers[4]
-    assert (victim / "keep.txt").exists()
+    # A worker cannot start workers of its own; it sees the run it belongs to.
+    assert "cli rc=1" in log and "not from inside a worker's worktree" in log, log
+    assert "cli rc=0: run " in log and "w1" in log
+    assert (victim / "keep.txt").exists() and (repo / "README").read_text() == "a workspace\n"
 
 
 def test_what_a_run_refuses_up_front(home, repo, tmp_path):

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from plugkit.lifecycle import work as work_model
 from plugkit.protocol.work import WorkStartParams
-from plugkit.refusals import Conflict, Invalid, NotFound
+from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
 from plugkit.work import workers
 from runner.core.gates.manager import GateManager
 from runner.core.tasks.manager import TaskManager
@@ -58,6 +58,9 @@ class WorkManager:
         return self.runs.get(root)
 
     async def start(self, session_id: str, cwd: str, p: WorkStartParams) -> Run:
+        if self._worker_of(cwd) is not None:  # a worker starting workers of its own: never
+            raise Forbidden("plugkit work is started by a person in the project, not from inside a worker's "
+                            "worktree; finish this item and stop")
         ws = self.gates.workspace(session_id, cwd)
         root = ws.root
         old = self.latest(root)
@@ -126,8 +129,13 @@ class WorkManager:
         if run is not None:
             log.info("work_run_ended", run=run.id, state=run.state, halt=run.halt)
 
+    def root_of(self, session_id: str, cwd: str) -> str:
+        """The workspace whose runs cwd sees: inside a worker's worktree, the run's own."""
+        worker = self._worker_of(cwd)
+        return worker[0].workspace if worker is not None else self.gates.workspace(session_id, cwd).root
+
     def run_of(self, session_id: str, cwd: str) -> Run:
-        root = self.gates.workspace(session_id, cwd).root
+        root = self.root_of(session_id, cwd)
         run = self.latest(root)
         if run is None:
             raise NotFound("no plugkit work run in this workspace yet (`plugkit work` starts one)")
@@ -190,16 +198,23 @@ class WorkManager:
         if worktree is not None:
             self._worktrees.pop(os.path.realpath(worktree), None)
 
-    def worker_at(self, cwd: str) -> Optional[tuple[Run, ItemRun]]:
-        """The live worker whose worktree holds cwd, its heartbeat counted; None elsewhere."""
+    def _worker_of(self, cwd: str) -> Optional[tuple[Run, ItemRun, Attempts]]:
         if not self._worktrees:
             return None
         real = os.path.realpath(cwd)
-        for root, (run, it, attempts) in self._worktrees.items():
+        for root, found in self._worktrees.items():
             if real == root or real.startswith(root + os.sep):
-                attempts.beat(it)
-                return run, it
+                return found
         return None
+
+    def worker_at(self, cwd: str) -> Optional[tuple[Run, ItemRun]]:
+        """The live worker whose worktree holds cwd, its heartbeat counted; None elsewhere."""
+        found = self._worker_of(cwd)
+        if found is None:
+            return None
+        run, it, attempts = found
+        attempts.beat(it)
+        return run, it
 
     async def close(self) -> None:
         for task in list(self._tasks.values()):
