@@ -15,7 +15,7 @@ import json
 import os
 import tomllib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,9 @@ class WorkerRow:
     args: Callable[[str, str], list[str]]  # (prompt, worktree) -> argv after the program
     prompt_on_stdin: bool      # True: the prompt is written to stdin, then closed
     done: str                  # one line: how this worker says it is done (`plugkit work --help`)
+    # Variables this host needs set for an unattended run in a fresh worktree, over the
+    # caller's environment (see environment()); never a user's auth, model or endpoint.
+    env: tuple[tuple[str, str], ...] = ()
 
 
 def _toml(value: object) -> str:
@@ -70,7 +73,9 @@ WORKERS: dict[str, WorkerRow] = {row.name: row for row in (
         False, "exits 0 when its headless turn (-p) ends; plugkit's Stop hook may turn it back first"),
     WorkerRow(
         "codex", "codex", "codex", ".codex/config.toml",
-        # exec: headless. --skip-git-repo-check: a worktree's .git is a file, not a dir.
+        # exec: headless. --skip-git-repo-check: its check refuses "Not inside a trusted
+        # directory"; a git worktree passes it today (0.169), but this run marks the worktree
+        # untrusted (below), so the check is not left to decide.
         # --dangerously-bypass-approvals-and-sandbox: no approval prompt; plugkit's PreToolUse
         # hook is the guard. --dangerously-bypass-hook-trust: Codex runs a new hook only after
         # a person trusted it in /hooks; these are plugkit's own, just installed by the runner.
@@ -86,7 +91,12 @@ WORKERS: dict[str, WorkerRow] = {row.name: row for row in (
         "gemini", "gemini", "gemini", ".gemini/settings.json",
         # --yolo: as qwen; its BeforeTool hook still decides.
         lambda prompt, worktree: ["-p", prompt, "--yolo"],
-        False, "exits 0 when its headless turn (-p) ends; plugkit's AfterAgent hook may turn it back first"),
+        False, "exits 0 when its headless turn (-p) ends; plugkit's AfterAgent hook may turn it back first",
+        # A person who turned on Gemini CLI's folder trust never trusted a fresh worktree:
+        # headless, it exits 55 there. Its --skip-trust is no cure: it trusts the folder only
+        # after the settings were read, so the run goes on WITHOUT the worktree's
+        # .gemini/settings.json, plugkit's hooks (seen in 0.61). The variable is read first.
+        env=(("GEMINI_CLI_TRUST_WORKSPACE", "true"),)),
     WorkerRow(
         "command", None, None, None,
         # Any program (--run PROGRAM ARGS...): a custom agent, or a test's script.
@@ -110,6 +120,11 @@ def command_line(row: WorkerRow, prompt: str, worktree: str, run: list[str] | No
         return [*run, *row.args(prompt, worktree)], prompt
     argv = [row.program, *row.args(prompt, worktree)]
     return argv, (prompt if row.prompt_on_stdin else None)
+
+
+def environment(row: WorkerRow, caller: Mapping[str, str]) -> dict[str, str]:
+    """The worker's environment: the caller's (whoever ran `plugkit work`), plus the row's own."""
+    return {**caller, **dict(row.env)}
 
 
 def install_args(row: WorkerRow) -> list[str] | None:

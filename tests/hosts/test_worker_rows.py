@@ -6,8 +6,10 @@ hooks reach it as they would reach the daemon), against the scripted fake model.
 
 The fake model, routed on the prompt's first line (`work item <id>: ...`), writes a file
 with the host's write tool, commits it with its shell tool, and says done. Nothing the
-row leaves out (auth type, model, the project's trust) is given on the command line:
-the host's HOME holds it, as a person's own config would.
+row leaves out (auth type, model, provider) is given on the command line: the host's HOME
+holds it, as a person's own config would, including what makes it hardest for the row
+(Gemini's folder trust on; Codex trusting the main repo, whose committed .codex/ holds
+plugkit's hooks too: each hook must still run once).
 A host whose package is missing fails, naming the fix.
 """
 
@@ -55,7 +57,9 @@ def user_config(name: str, url: str, repo: Path) -> dict:
             "telemetry": {"enabled": False}, "general": {"disableAutoUpdate": True, "enableAutoUpdate": False}})}
     if name == "gemini":
         return {".gemini/settings.json": json.dumps({
-            "security": {"auth": {"selectedType": "gemini-api-key"}}, "model": {"name": "gemini-2.5-flash"},
+            # Folder trust on, and this worktree never trusted: the row's --skip-trust must do it.
+            "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": True}},
+            "model": {"name": "gemini-2.5-flash"},
             "general": {"disableAutoUpdate": True, "enableAutoUpdateNotification": False},
             "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}})}
     return {}
@@ -141,6 +145,8 @@ async def start(ctx, name: str, host: Host, w: Worker, url: str, timeout_s: floa
     env = host_env(w.host_home, host.env(url))
     env["PATH"] = f"{cache_dir() / 'node_modules' / '.bin'}:{env['PATH']}"
     env.pop("PLUGKIT_HOME", None)  # the executor itself must point the hooks at this runner
+    env.pop("GEMINI_CLI_TRUST_WORKSPACE", None)  # trust comes from the row, not the test's env
+    env = workers.environment(workers.row(name), env)  # as the engine builds it
     argv, stdin = workers.command_line(workers.row(name), w.prompt, str(w.worktree), None)
     return await ctx.tasks.exec(ExecSpec(session_id=f"worker-{w.item}", cwd=str(w.worktree), lang="worker",
                                          code=json.dumps(argv), stdin=stdin, env=env, timeout_s=timeout_s))

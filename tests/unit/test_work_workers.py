@@ -139,3 +139,14 @@ def test_the_prompt_is_bounded_whatever_the_prd_holds():
     assert f"and {200 - prompt.MAX_LIST} more" in text and f"and {50 - prompt.MAX_LIST} more" in text
     # An item's newlines cannot open a section of their own.
     assert text.count("\nRules:\n") == 1
+
+
+def test_the_worker_environment_is_the_callers_plus_only_what_the_row_needs():
+    caller = {"PATH": "/bin", "GEMINI_API_KEY": "theirs", "GEMINI_CLI_TRUST_WORKSPACE": "false"}
+    env = workers.environment(workers.row("gemini"), caller)
+    # Gemini's folder trust would end a headless run in a fresh worktree (or, with --skip-trust,
+    # run it without the worktree's hooks): the row trusts the worktree for this run.
+    assert env == {**caller, "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+    for name in ("claude-code", "codex", "qwen", "command"):
+        assert workers.environment(workers.row(name), caller) == caller
+    assert caller["GEMINI_CLI_TRUST_WORKSPACE"] == "false"  # the caller's dict is left alone

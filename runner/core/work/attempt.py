@@ -233,7 +233,7 @@ class Attempts:
         try:
             task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=it.worktree, lang="worker",
                                                code=json.dumps(argv), timeout_s=WORKER_TIMEOUT_S, stdin=stdin,
-                                               env=p.env))
+                                               env=workers.environment(self.row, p.env)))
         except Refused as exc:
             raise Failed("failed", "spawn_failed", exc.message) from None
         self.live[it.id] = task
