@@ -73,7 +73,7 @@ class WorkItemInfo(Result):
     started_at: Optional[float] = None
     ended_at: Optional[float] = None
     worker_s: float = 0.0  # the workers' own wall time, summed over attempts
-    phases: dict[str, float] = {}  # spawn/boot/loop/terminate/cleanup -> when entered
+    phases: dict[str, float] = {}  # trigger/spawn/boot/loop/terminate/cleanup -> when first entered
 
 
 class WorkRunInfo(Result):

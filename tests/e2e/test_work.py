@@ -89,6 +89,10 @@ def test_waves_in_parallel_land_only_on_green_and_halt_on_the_critical_item(home
     assert max(w1["phases"]["spawn"], w2["phases"]["spawn"]) < min(w1["phases"]["terminate"],
                                                                     w2["phases"]["terminate"]), run
     assert items["w3"]["phases"]["spawn"] >= max(w1["ended_at"], w2["ended_at"]), run
+    # trigger -> spawn -> boot (its first output) -> terminate -> cleanup, in that order
+    order = ["trigger", "spawn", "boot", "terminate", "cleanup"]
+    got = w1["phases"]
+    assert [p for p in order if p in got] == order and [got[p] for p in order] == sorted(got[p] for p in order), got
     for name in ("w1.txt", "w2.txt", "w3.txt"):
         assert (repo / name).exists(), name
     prd = w.prd()

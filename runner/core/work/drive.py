@@ -111,6 +111,7 @@ class RunDriver:
                              f"critical: a person approves it first (the user runs `plugkit approve {it.id}`)")
                 continue
             it.enter("spawning", now)
+            it.phase("trigger", now)
             self.workers[it.id] = asyncio.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
 
     async def _settle(self, listing: work_model.Listing) -> bool:
