@@ -5,12 +5,14 @@ conflicts, stop, rollback, and the worker policy through the real hook."""
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.support.agent import git, make_repo
@@ -288,3 +290,34 @@ def test_a_file_left_uncommitted_never_turns_the_check_green(home, repo):
     it = w.items(run)["w1"]
     assert (it["state"], it["reason"]) == ("blocked", "replan") and "verify_failed" in it["message"], run
     assert not (repo / "w1.txt").exists()
+
+
+@pytest.mark.parametrize("cgroups", ["1", "0"])
+def test_what_a_worker_leaves_running_dies_with_it(home, repo, cgroups):
+    seconds = f"{random.randint(100_000, 999_999)}"  # how the escapee is found: it carries none of our marks
+    w = Work(home, repo, {"w1": [["shell", f"setsid env -i sleep {seconds} &"], ["sleep", 0.5],
+                                 *commit_file("w1.txt")]})
+    w.add("w1", "--verify", "test -f w1.txt")
+    assert home.cli("runner", "start", env={"PLUGKIT_CGROUPS": cgroups}).returncode == 0
+    try:
+        w.start()
+        run = w.until(lambda r: r["ended_at"] is not None)
+        assert w.items(run)["w1"]["state"] == "completed", run
+        deadline = time.monotonic() + 15
+        while escapees(seconds):
+            assert time.monotonic() < deadline, "the worker's escapee outlived it"
+            time.sleep(0.05)
+    finally:
+        for pid in escapees(seconds):
+            os.kill(pid, signal.SIGKILL)
+
+
+def escapees(seconds: str) -> list[int]:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if p.info["cmdline"] == ["sleep", seconds] and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p.pid)
+        except psutil.Error:
+            continue
+    return found

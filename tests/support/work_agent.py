@@ -5,7 +5,8 @@ another ({item: [[steps of try 1], [steps of try 2]]} when the tries differ).
 
 Steps: ["write", path, text], ["commit", message], ["say", text], ["sleep", s],
 ["hang"], ["exit", code], ["hook", tool_name, tool_input] (a PreToolUse through the real
-`plugkit hook`, its answer printed), ["cli", verb, ...] (a plugkit verb, its answer printed), ["beat", n, every_s] (n quiet hook calls).
+`plugkit hook`, its answer printed), ["cli", verb, ...] (a plugkit verb, its answer printed),
+["shell", line], ["beat", n, every_s] (n quiet hook calls).
 """
 
 import json
@@ -62,6 +63,8 @@ def main() -> int:
             env = {k: v for k, v in os.environ.items() if k != "PLUGKIT_TASK_ID"}
             done = subprocess.run(CLI + list(args), capture_output=True, text=True, timeout=60, env=env)
             print(f"cli rc={done.returncode}: {done.stdout.strip()} {done.stderr.strip()}", flush=True)
+        elif kind == "shell":  # a shell line, as an agent's Bash tool would run it
+            subprocess.run(args[0], shell=True, check=False)
         elif kind == "beat":
             for _ in range(args[0]):
                 hook("Bash", {"command": "true"})

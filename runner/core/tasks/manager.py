@@ -25,6 +25,9 @@ from runner.system.ledger import TaskRecord
 from runner.system.ledger_worker import LedgerWorker
 from runner.system.spool import Spool
 
+# Executors whose tasks are OS process trees (a worker is an agent host run as a process):
+# orphans adopted while they run are held to them in tags mode.
+SPAWNS_PROCESSES = frozenset({"process", "worker"})
 log = logs.get("plugkit.tasks")
 
 # Finished tasks kept per session for status/output; older ones are forgotten first.
@@ -169,7 +172,7 @@ class TaskManager:
                                         spool=Spool(self.spool_dir, task_id) if self.spool_dir else None))
         session.tasks[task.id] = task
         self._live.add(task)
-        if executor.name == "process":
+        if executor.name in SPAWNS_PROCESSES:
             # Held from before the spawn: an orphan can be adopted before the task learns its pid.
             self.adopted.task_started(task.id)
         digest = code_hash(spec.code)

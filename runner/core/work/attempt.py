@@ -103,7 +103,8 @@ class Attempts:
                                            None if f.reason == "refused" else "pending")
                     break
         except asyncio.CancelledError:
-            it.enter("killed", now(), "runner_restarted", "the runner stopped while the worker ran")
+            if it.live:  # what already ended (landed, say) stays as it ended
+                it.enter("killed", now(), "runner_restarted", "the runner stopped while the worker ran")
             raise
         except Exception as exc:  # a bug must end the item visibly, never hang the run
             log.exception("work_item_error", item=it.id)

@@ -39,10 +39,12 @@ class RunDriver:
                     await asyncio.wait_for(self.wake.wait(), self._tick())
                 except asyncio.TimeoutError:
                     pass
-        finally:
+        except asyncio.CancelledError:  # the runner is stopping: the attempts end with it
             for task in list(self.workers.values()):
-                if not task.done():
-                    task.cancel()
+                task.cancel()
+            raise
+        finally:
+            # An item's attempt may still be tidying up (its worktree) after it reached its state.
             if self.workers:
                 await asyncio.gather(*self.workers.values(), return_exceptions=True)
             if self.run.ended_at is None:
