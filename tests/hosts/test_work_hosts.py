@@ -1,7 +1,8 @@
-"""`plugkit work` driving a real agent host (Claude Code, from npm) as its workers, each
-against the scripted fake model: a 4-item .prd (two independent items, one depending on
-both, one critical) run unattended two at a time; a worker claiming "done" on a red check;
-a worker that hangs; a worker trying `rm -rf ..`."""
+"""`plugkit work` driving real agent hosts (from npm) as its workers, each against the scripted
+fake model: a 4-item .prd (two independent items, one depending on both, one critical) run
+unattended two at a time by each of Claude Code, Qwen Code, Gemini CLI and Codex CLI, its
+third worker trying `rm -rf ..`; and with Claude Code, a worker claiming "done" on a red
+check and a worker that hangs."""
 
 import json
 
@@ -10,30 +11,43 @@ import pytest
 from tests.hosts.hosts import HOSTS
 from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Hang, Say, Script, Scripts
-from tests.hosts.work_run import FOUR, four_scripts, git, make_repo, prompt_line
+from tests.hosts.work_run import FOUR, committing, four_scripts, git, make_repo, prompt_line
 from tests.support.runner_home import cli_argv
 
 pytestmark = pytest.mark.e2e
-HOST = HOSTS["claude"]
+FOUR_HOSTS = ("claude", "qwen", "gemini", "codex")
+# Where `plugkit install` puts each worker's hooks in its worktree: never committed.
+HOOK_DIRS = {"claude-code": ".claude", "qwen": ".qwen", "gemini": ".gemini", "codex": ".codex"}
+
+
+def installed(name: str):
+    host = HOSTS[name]
+    why = host.missing()
+    if why:
+        pytest.fail(why)
+    return host
 
 
 @pytest.fixture
 def host():
-    why = HOST.missing()
-    if why:
-        pytest.fail(why)
-    return HOST
+    return installed("claude")
+
+
+@pytest.fixture(params=FOUR_HOSTS)
+def any_host(request):
+    return installed(request.param)
 
 
 def items(run: dict) -> dict:
     return {i["id"]: i for i in run["items"]}
 
 
-def test_four_items_two_in_parallel_landed_then_halted_on_the_critical_one(tmp_path, home, host):
+def test_four_items_two_in_parallel_landed_then_halted_on_the_critical_one(tmp_path, home, any_host):
+    host = any_host
     with ModelServer(Scripts([])) as server:
         work = make_repo(tmp_path, host, cli_argv(), server.url, FOUR)
         server.script = scripts = four_scripts(host, work)
-        work.cli("work", "--worker", "claude-code", "--afk", "--parallel", "2", "--stall-min", "2")
+        work.cli("work", "--worker", host.platform, "--afk", "--parallel", "2", "--stall-min", "2")
         run = work.settled()
         got = items(run)
         why = json.dumps(run, indent=1)
@@ -50,7 +64,7 @@ def test_four_items_two_in_parallel_landed_then_halted_on_the_critical_one(tmp_p
         assert (work.repo / "README").exists() and (work.repo.parent / "host-home").exists()
         for name in ("w1.txt", "w2.txt", "w3.txt"):
             assert (work.repo / name).exists(), name
-        assert ".claude" not in git(work.repo, "ls-files")  # the worker's hook config stayed out
+        assert HOOK_DIRS[host.platform] not in git(work.repo, "ls-files")  # the worker's hook config stayed out
         work.cli("approve", "w4")
         run = work.until(lambda r: r["ended_at"] is not None)
         assert run["state"] == "done" and items(run)["w4"]["state"] == "completed", json.dumps(run, indent=1)
@@ -74,3 +88,19 @@ def test_done_on_a_red_check_is_not_completed_and_a_hanging_worker_is_ended_stal
         assert not (work.repo / "notes.txt").exists(), why  # nothing landed
         assert (got["hang"]["state"], got["hang"]["reason"]) == ("blocked", "replan"), why
         assert "stalled" in got["hang"]["message"], why
+
+
+def test_a_project_that_commits_its_host_settings_never_gets_the_workers_hooks(tmp_path, home, host):
+    with ModelServer(Scripts([])) as server:
+        work = make_repo(tmp_path, host, cli_argv(), server.url, {"w1": ("test -f w1.txt", ())})
+        settings = work.repo / ".claude" / "settings.json"
+        settings.parent.mkdir()
+        settings.write_text('{"permissions": {"allow": ["Bash(ls:*)"]}}\n')
+        git(work.repo, "add", "-A")
+        git(work.repo, "commit", "-qm", "the project's own Claude settings")
+        server.script = Scripts([committing(host, work, "w1")])
+        work.cli("work", "--worker", "claude-code")
+        run = work.until(lambda r: r["ended_at"] is not None)
+        assert run["state"] == "done", json.dumps(run, indent=1)
+        assert "boot" in items(run)["w1"]["phases"]  # the hooks were in place for the worker
+        assert git(work.repo, "show", "main:.claude/settings.json") == '{"permissions": {"allow": ["Bash(ls:*)"]}}\n'

@@ -151,7 +151,8 @@ class Attempts:
             base = await git.tip(p.ws.root, run.branch)
             it.branch, it.worktree = f"plugkit/{it.id}", os.path.join(p.ws.root, ".plugkit", "worktrees", it.id)
             await asyncio.to_thread(ensure_ignored, p.ws)
-            excludes = [f"/{self.row.hooks_file}"] if self.row.hooks_file else []
+            # The file and whatever its host keeps beside it (Qwen leaves settings.json.orig).
+            excludes = [f"/{self.row.hooks_file}*"] if self.row.hooks_file else []
             await git.add_worktree(p.ws.root, it.worktree, it.branch, base, excludes)
             await self._install_hooks(it.worktree)
         except git.GitError as exc:
@@ -220,6 +221,10 @@ class Attempts:
         if proc.returncode != 0:
             line = (err.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
             raise Failed("failed", "spawn_failed", f"plugkit install --platform {self.row.platform} failed: {line}")
+        if self.row.hooks_file and await git.run(worktree, "ls-files", "--", self.row.hooks_file):
+            # The project commits this file: our merge into it must not ride along on the worker's
+            # `git add -A` into the project (pointing its hooks at this machine's plugkit).
+            await git.run(worktree, "update-index", "--skip-worktree", "--", self.row.hooks_file)
 
     async def _spawn(self, it: ItemRun, item: prd.Item, check: str) -> Task:
         p, run = self.p, self.run
