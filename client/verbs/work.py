@@ -14,6 +14,7 @@ import json
 import os
 import shlex
 import sys
+import time
 
 from client.show import work as show
 from client.verbs.brief import BriefParser, names_next
@@ -22,6 +23,7 @@ from client.wire.session import Caller, connect
 SUBS = ("status", "stop", "logs", "rollback")
 WORKERS = ("claude-code", "codex", "qwen", "gemini", "command")
 LOG_TAIL = 8 << 10
+FOLLOW_START_S = 600.0  # --follow on an item still queued waits this long for its worker
 
 
 def _common(parser: BriefParser) -> None:
@@ -135,6 +137,10 @@ def _logs(argv: list[str]) -> int:
     _common(p)
     a = p.parse_args(argv)
     r = _call(a, "work.logs", item=a.item, verify=a.verify, max_bytes=0)
+    deadline = time.monotonic() + FOLLOW_START_S
+    while a.follow and r["task_id"] is None and time.monotonic() < deadline:  # queued: wait for it to start
+        time.sleep(0.3)
+        r = _call(a, "work.logs", item=a.item, verify=a.verify, max_bytes=0)
     if a.json and not a.follow:
         r = _call(a, "work.logs", item=a.item, verify=a.verify, cursor=0 if a.all else max(0, r["end"] - LOG_TAIL))
         return _print(a, r, [])

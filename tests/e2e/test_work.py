@@ -238,9 +238,13 @@ def test_what_a_run_refuses_up_front(home, repo, tmp_path):
 
 
 def test_merge_mode_lands_a_merge_commit_and_debug_shows_the_run(home, repo):
-    w = Work(home, repo, {"w1": commit_file("w1.txt")})
+    w = Work(home, repo, {"w1": [["say", "one"], ["sleep", 0.3], ["say", "two"], *commit_file("w1.txt")]})
+    (repo / ".plugkit" / "config.toml").write_text('gates = "advisory"\nwork_merge = "merge"\n')  # the workspace says so
+    git(repo, "commit", "-qam", "land work by merge commits")
     w.add("w1", "--verify", "test -f w1.txt", "--risk", "high")
-    w.start("--merge", "merge")
+    w.start()
+    followed = w.cli("work", "logs", "w1", "--follow").stdout  # until the worker ends
+    assert "one\n" in followed and followed.rstrip().endswith("two"), followed
     run = w.until(lambda r: r["ended_at"] is not None)
     it = w.items(run)["w1"]
     assert (run["state"], it["state"], run["merge"]) == ("done", "completed", "merge"), run
