@@ -154,10 +154,13 @@ class Attempts:
             # The file and whatever its host keeps beside it (Qwen leaves settings.json.orig).
             excludes = [f"/{self.row.hooks_file}*"] if self.row.hooks_file else []
             await git.add_worktree(p.ws.root, it.worktree, it.branch, base, excludes)
-            await self._install_hooks(it.worktree)
         except git.GitError as exc:
             raise Failed("failed", "spawn_failed", str(exc)) from None
         try:
+            try:
+                await self._install_hooks(it.worktree)
+            except git.GitError as exc:
+                raise Failed("failed", "spawn_failed", f"hooks for the worker: {exc}") from None
             task = await self._spawn(it, item, check)
             await self._watch(it, task)
             it.phase("terminate", now())
