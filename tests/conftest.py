@@ -1,10 +1,17 @@
 """Shared fixtures. The autouse leak check fails any test that leaves a process behind."""
 
 import os
+import signal
 import time
 
 import psutil
 import pytest
+
+# A suite started in the background by a non-interactive shell (`cmd &`, as CI scripts and
+# nohup do) inherits SIGINT ignored, and an ignored signal stays ignored across exec: every
+# CLI a test sends Ctrl-C would ignore it. The tests of Ctrl-C need it delivered.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Every process a test starts (runners, tasks, CLIs) inherits this marker, so
 # the leak check can find them even after they were reparented away from us.
