@@ -1,9 +1,9 @@
-"""runner.core.work.git against real git in tmp repos: worktrees, integrate, land, roll back."""
+"""runner.core.work.git against real git in tmp repos: running git, the start point, worktrees,
+small queries (landing and rolling back: test_work_git_landing.py)."""
 
 import asyncio
 import os
 import shutil
-import subprocess
 import time
 
 import psutil
@@ -12,84 +12,28 @@ import pytest
 
 from runner.core.work import git as wg
 from runner.core.work.git import GitError, MergeConflict
-
-
-def g(cwd, *args, check=True):
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    if check and done.returncode:
-        raise AssertionError(f"git {' '.join(args)}: {done.stderr}")
-    return done.stdout.strip()
-
-
-def write(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
-def commit(cwd, name, text, msg=None):
-    write(os.path.join(cwd, name), text)
-    g(cwd, "add", "-A")
-    g(cwd, "commit", "-q", "-m", msg or f"edit {name}")
-    return g(cwd, "rev-parse", "HEAD")
-
-
-LINES = "".join(f"line {i}\n" for i in range(1, 11))
-
-
-def edited(n, word):
-    """LINES with line n replaced: two edits of the same line conflict, of distant lines do not."""
-    return LINES.replace(f"line {n}\n", f"{word}\n")
+from tests.support.git_repos import commit, edited, g, main_repo, one_line, person_git, worktree_maker, write
 
 
 @pytest.fixture(autouse=True)
 def gitenv(tmp_path, monkeypatch):
-    """A person's git setup of our own: identity, no system config, an empty XDG home."""
-    home = tmp_path / "home"
-    home.mkdir()
-    cfg = home / ".gitconfig"
-    cfg.write_text("[user]\n\tname = Tester\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for var in ("XDG_CONFIG_HOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(var, raising=False)
-    return home
+    return person_git(tmp_path, monkeypatch)
 
 
 @pytest.fixture
 def repo(tmp_path):
-    root = str(tmp_path / "repo")
-    os.makedirs(root)
-    g(root, "init", "-q")
-    commit(root, "f.txt", LINES, "init")
-    return root
+    return main_repo(tmp_path)
 
 
 @pytest.fixture
 def item(repo, tmp_path):
-    """A worker's worktree on plugkit/a, made from main's tip."""
-    async def make(name="a", excludes=()):
-        path = str(tmp_path / "wt" / name)
-        await wg.add_worktree(repo, path, f"plugkit/{name}", g(repo, "rev-parse", "HEAD"), list(excludes))
-        return path
-    return make
+    return worktree_maker(repo, tmp_path)
+
 
 
 def test_errors_are_one_line_whatever_they_quote():
     err = MergeConflict("rebase conflicts in a\nb:  fix\n", ["a\nb"])
     assert str(err) == "rebase conflicts in a b: fix" and err.files == ["a\nb"]
-
-
-def one_line(err):
-    assert "\n" not in str(err), str(err)
-    return str(err)
 
 
 # --- run ---------------------------------------------------------------------------------------
@@ -283,259 +227,3 @@ async def test_commits_ahead_dirty_and_tip(repo, item):
     with pytest.raises(GitError) as e:
         await wg.tip(repo, "no-such")
     one_line(e.value)
-
-
-# --- integrate ---------------------------------------------------------------------------------
-
-async def test_integrate_ff_when_main_did_not_move(repo, item):
-    path = await item()
-    work = commit(path, "f.txt", edited(9, "worker"))
-    got = await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
-    assert got == wg.Integrated(work, False)
-
-
-async def test_integrate_ff_rebases_a_diverged_branch(repo, item):
-    path = await item()
-    work = commit(path, "f.txt", edited(9, "worker"))
-    t = commit(repo, "f.txt", edited(1, "person"))
-    got = await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
-    assert got.changed and got.sha != work
-    assert g(repo, "merge-base", "--is-ancestor", t, got.sha, check=False) == ""
-    assert g(path, "rev-parse", "HEAD") == got.sha == g(repo, "rev-parse", "plugkit/a")
-    assert read(os.path.join(path, "f.txt")) == edited(1, "person").replace("line 9\n", "worker\n")
-
-
-async def test_integrate_ff_conflict_aborts_the_rebase(repo, item):
-    path = await item()
-    work = commit(path, "f.txt", edited(5, "worker"))
-    commit(repo, "f.txt", edited(5, "person"))
-    with pytest.raises(MergeConflict) as e:
-        await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
-    assert e.value.files == ["f.txt"]
-    one_line(e.value)
-    assert await wg.dirty(path) == []
-    assert g(path, "symbolic-ref", "--short", "HEAD") == "plugkit/a"
-    assert g(path, "rev-parse", "HEAD") == work
-    assert not os.path.exists(os.path.join(g(path, "rev-parse", "--absolute-git-dir"), "rebase-merge"))
-
-
-@pytest.mark.parametrize("old_git", [False, True])
-async def test_integrate_merge_makes_a_merge_commit_checked_out_in_the_worktree(
-        repo, item, monkeypatch, old_git):
-    if old_git:  # git < 2.38: no merge-tree --write-tree, so the merge happens in the worktree
-        async def old(root):
-            return (2, 37)
-        monkeypatch.setattr(wg, "_git_version", old)
-    path = await item()
-    work = commit(path, "f.txt", edited(9, "worker"))
-    t = commit(repo, "f.txt", edited(1, "person"))
-    got = await wg.integrate(repo, path, "plugkit/a", "main", "merge", "plugkit: item a")
-    assert got.changed
-    assert g(repo, "rev-parse", f"{got.sha}^1", f"{got.sha}^2").split() == [t, work]
-    assert g(repo, "log", "-1", "--format=%s", got.sha) == "plugkit: item a"
-    assert g(path, "symbolic-ref", "-q", "HEAD", check=False) == ""  # detached
-    assert g(path, "rev-parse", "HEAD") == got.sha
-    assert await wg.dirty(path) == []
-    assert g(repo, "rev-parse", "main", "plugkit/a").split() == [t, work]
-
-
-async def test_integrate_merge_checks_out_exactly_the_merge_not_uncommitted_edits(repo, item):
-    path = await item()
-    commit(path, "f.txt", edited(9, "worker"))
-    write(os.path.join(path, "f.txt"), "left uncommitted: never lands, so never verified\n")
-    got = await wg.integrate(repo, path, "plugkit/a", "main", "merge", "m")
-    assert g(path, "rev-parse", "HEAD") == got.sha and await wg.dirty(path) == []
-    assert read(os.path.join(path, "f.txt")) == edited(9, "worker")
-
-
-async def test_integrate_ff_refuses_to_rebase_over_uncommitted_edits(repo, item):
-    path = await item()
-    work = commit(path, "f.txt", edited(9, "worker"))
-    commit(repo, "g.txt", "person")
-    write(os.path.join(path, "f.txt"), "left uncommitted\n")
-    with pytest.raises(GitError) as e:
-        await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
-    assert not isinstance(e.value, MergeConflict)
-    one_line(e.value)
-    assert g(path, "rev-parse", "HEAD") == work and read(os.path.join(path, "f.txt")) == "left uncommitted\n"
-
-
-async def test_integrate_ff_reports_a_conflict_rerere_would_stage(repo, item):
-    # A person's rerere.autoUpdate would stage a recorded resolution: still a conflict for us.
-    g(repo, "config", "rerere.enabled", "true")
-    g(repo, "config", "rerere.autoUpdate", "true")
-    path = await item()
-    commit(path, "f.txt", edited(5, "worker"))
-    commit(repo, "f.txt", edited(5, "person"))
-    for _ in range(2):  # the first conflict records a resolution, the second would reuse it
-        with pytest.raises(MergeConflict):
-            await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
-        g(path, "rebase", "main", check=False)
-        write(os.path.join(path, "f.txt"), edited(5, "resolved"))
-        g(path, "add", "f.txt")
-        g(path, "-c", "core.editor=true", "rebase", "--continue")  # rerere records it
-        g(path, "reset", "-q", "--hard", "ORIG_HEAD")
-    assert await wg.dirty(path) == []
-
-
-async def test_integrate_merge_even_when_main_did_not_move(repo, item):
-    path = await item()
-    t = g(repo, "rev-parse", "main")
-    work = commit(path, "f.txt", edited(9, "worker"))
-    got = await wg.integrate(repo, path, "plugkit/a", "main", "merge", "m")
-    assert g(repo, "rev-parse", f"{got.sha}^1", f"{got.sha}^2").split() == [t, work]
-
-
-@pytest.mark.parametrize("old_git", [False, True])
-async def test_integrate_merge_conflict_changes_nothing(repo, item, monkeypatch, old_git):
-    if old_git:
-        async def old(root):
-            return (2, 37)
-        monkeypatch.setattr(wg, "_git_version", old)
-    path = await item()
-    work = commit(path, "f.txt", edited(5, "worker"))
-    t = commit(repo, "f.txt", edited(5, "person"))
-    with pytest.raises(MergeConflict) as e:
-        await wg.integrate(repo, path, "plugkit/a", "main", "merge", "m")
-    assert e.value.files == ["f.txt"]
-    one_line(e.value)
-    assert g(repo, "rev-parse", "main", "plugkit/a").split() == [t, work]
-    assert g(path, "symbolic-ref", "--short", "HEAD") == "plugkit/a"
-    assert await wg.dirty(path) == [] and await wg.dirty(repo) == []
-
-
-async def test_integrate_refuses_an_unknown_mode(repo, item):
-    path = await item()
-    with pytest.raises(GitError):
-        await wg.integrate(repo, path, "plugkit/a", "main", "squash", "m")
-
-
-# --- advance -----------------------------------------------------------------------------------
-
-async def test_advance_lands_and_updates_the_persons_files(repo, item):
-    commit(repo, "g.txt", "person's\n")
-    path = await item()
-    work = commit(path, "f.txt", edited(9, "worker"))
-    write(os.path.join(repo, "g.txt"), "the person's edit, elsewhere\n")
-    await wg.advance(repo, "main", work)
-    assert g(repo, "rev-parse", "main") == work
-    assert read(os.path.join(repo, "f.txt")) == edited(9, "worker")
-    assert await wg.dirty(repo) == ["g.txt"]  # an edit the landing does not touch stays
-
-
-async def test_advance_refuses_when_main_moved(repo, item):
-    path = await item()
-    work = commit(path, "f.txt", edited(9, "worker"))
-    t = commit(repo, "g.txt", "person")
-    with pytest.raises(MergeConflict) as e:
-        await wg.advance(repo, "main", work)
-    assert e.value.files == [] and "moved" in one_line(e.value)
-    assert g(repo, "rev-parse", "main") == t and read(os.path.join(repo, "f.txt")) == LINES
-
-
-@pytest.mark.parametrize("tracked", [True, False])
-async def test_advance_keeps_the_persons_uncommitted_edit(repo, item, tracked):
-    path = await item()
-    name = "f.txt" if tracked else "new.txt"
-    work = commit(path, name, edited(9, "worker"))
-    write(os.path.join(repo, name), "the person's edit\n")
-    with pytest.raises(MergeConflict) as e:
-        await wg.advance(repo, "main", work)
-    assert e.value.files == [name] and "commit or stash" in one_line(e.value)
-    assert read(os.path.join(repo, name)) == "the person's edit\n"
-    assert g(repo, "rev-parse", "main") != work
-
-
-async def test_advance_refuses_another_checked_out_branch(repo, item):
-    path = await item()
-    work = commit(path, "f.txt", edited(9, "worker"))
-    g(repo, "switch", "-q", "-c", "elsewhere")
-    with pytest.raises(GitError) as e:
-        await wg.advance(repo, "main", work)
-    assert not isinstance(e.value, MergeConflict)
-    assert "elsewhere" in one_line(e.value) and "git switch main" in str(e.value)
-
-
-# --- the parallel case -------------------------------------------------------------------------
-
-@pytest.mark.parametrize("mode", ["ff", "merge"])
-async def test_two_items_from_one_base_both_land(repo, item, mode):
-    a, b = await item("a"), await item("b")
-    commit(a, "f.txt", edited(2, "A"))
-    commit(b, "f.txt", edited(9, "B"))
-    first = await wg.integrate(repo, a, "plugkit/a", "main", mode, "a")
-    await wg.advance(repo, "main", first.sha)
-    second = await wg.integrate(repo, b, "plugkit/b", "main", mode, "b")
-    assert second.changed
-    await wg.advance(repo, "main", second.sha)
-    assert read(os.path.join(repo, "f.txt")) == edited(2, "A").replace("line 9\n", "B\n")
-
-
-# --- rollback ----------------------------------------------------------------------------------
-
-async def land(repo, path, branch, mode, files):
-    for name, text in files:
-        commit(path, name, text)
-    got = await wg.integrate(repo, path, branch, "main", mode, f"land {branch}")
-    before = g(repo, "rev-parse", "main")
-    await wg.tag(repo, f"plugkit-pre/{branch}", before)
-    await wg.advance(repo, "main", got.sha)
-    return before, got.sha
-
-
-@pytest.mark.parametrize("mode", ["ff", "merge"])
-async def test_rollback_resets_when_nothing_came_after(repo, item, mode):
-    path = await item()
-    before, landed = await land(repo, path, "plugkit/a", mode, [("f.txt", edited(9, "w")), ("n", "n")])
-    write(os.path.join(repo, "notes.txt"), "the person's edit")  # untouched by the item: kept
-    new = await wg.rollback(repo, "main", "plugkit-pre/plugkit/a", landed, mode)
-    assert new == before == g(repo, "rev-parse", "main")
-    assert read(os.path.join(repo, "f.txt")) == LINES and not os.path.exists(os.path.join(repo, "n"))
-    assert read(os.path.join(repo, "notes.txt")) == "the person's edit"
-
-
-@pytest.mark.parametrize("mode", ["ff", "merge"])
-async def test_rollback_reverts_under_later_work(repo, item, mode):
-    path = await item()
-    _, landed = await land(repo, path, "plugkit/a", mode, [("f.txt", edited(9, "w")), ("n", "n")])
-    later = commit(repo, "f.txt", edited(1, "later").replace("line 9\n", "w\n"))
-    new = await wg.rollback(repo, "main", "plugkit-pre/plugkit/a", landed, mode)
-    assert g(repo, "merge-base", "--is-ancestor", later, new, check=False) == ""
-    assert read(os.path.join(repo, "f.txt")) == edited(1, "later")
-    assert not os.path.exists(os.path.join(repo, "n"))
-    assert await wg.dirty(repo) == []
-
-
-@pytest.mark.parametrize("mode", ["ff", "merge"])
-async def test_rollback_conflicting_revert_is_aborted(repo, item, mode):
-    path = await item()
-    _, landed = await land(repo, path, "plugkit/a", mode, [("f.txt", edited(9, "w"))])
-    later = commit(repo, "f.txt", edited(9, "later"))
-    with pytest.raises(MergeConflict) as e:
-        await wg.rollback(repo, "main", "plugkit-pre/plugkit/a", landed, mode)
-    assert e.value.files == ["f.txt"]
-    one_line(e.value)
-    assert g(repo, "rev-parse", "main") == later and await wg.dirty(repo) == []
-    gitdir = g(repo, "rev-parse", "--absolute-git-dir")
-    assert not any(os.path.exists(os.path.join(gitdir, n)) for n in ("REVERT_HEAD", "sequencer"))
-
-
-async def test_rollback_reset_refuses_to_clobber_the_persons_edit(repo, item):
-    path = await item()
-    _, landed = await land(repo, path, "plugkit/a", "ff", [("f.txt", edited(9, "w"))])
-    write(os.path.join(repo, "f.txt"), "the person's edit\n")
-    with pytest.raises(GitError) as e:
-        await wg.rollback(repo, "main", "plugkit-pre/plugkit/a", landed, "ff")
-    one_line(e.value)
-    assert read(os.path.join(repo, "f.txt")) == "the person's edit\n"
-    assert g(repo, "rev-parse", "main") == landed
-
-
-async def test_rollback_without_its_tag_changes_nothing(repo, item):
-    path = await item()
-    _, landed = await land(repo, path, "plugkit/a", "ff", [("f.txt", edited(9, "w"))])
-    g(repo, "tag", "-d", "plugkit-pre/plugkit/a")
-    with pytest.raises(GitError) as e:
-        await wg.rollback(repo, "main", "plugkit-pre/plugkit/a", landed, "ff")
-    assert "plugkit-pre/plugkit/a" in one_line(e.value)
-    assert g(repo, "rev-parse", "main") == landed and await wg.dirty(repo) == []
