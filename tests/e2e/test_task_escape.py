@@ -3,7 +3,6 @@ dies with its task's cgroup on exec:close, on runner stop, and at the boot after
 Without cgroups (PLUGKIT_CGROUPS=0) it dies as an orphan the runner adopted while its task lived."""
 
 import os
-import random
 import signal
 import time
 
@@ -11,6 +10,7 @@ import psutil
 import pytest
 
 from runner.system import cgroups
+from tests.support.escapees import escapees, gone, kill_all, unique_seconds
 from tests.support.runner_home import Home, rpc
 
 pytestmark = pytest.mark.e2e
@@ -20,30 +20,9 @@ pytestmark = pytest.mark.e2e
 def escapee_seconds():
     """A sleep length no other process on the machine uses: how we find the escapee, which
     carries none of our marks. Killed at teardown should the test fail."""
-    seconds = f"{random.randint(100_000, 999_999)}"
+    seconds = unique_seconds()
     yield seconds
-    for pid in escapees(seconds):
-        os.kill(pid, signal.SIGKILL)
-
-
-def escapees(seconds: str) -> list[int]:
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
-        try:
-            if p.info["cmdline"] == ["sleep", seconds] and p.status() != psutil.STATUS_ZOMBIE:
-                found.append(p.pid)
-        except psutil.Error:
-            continue
-    return found
-
-
-def gone(seconds: str, within: float = 5) -> bool:
-    deadline = time.monotonic() + within
-    while escapees(seconds):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    kill_all(seconds)
 
 
 TAGS_ONLY = {"PLUGKIT_CGROUPS": "0"}

@@ -5,17 +5,16 @@ conflicts, stop, rollback, and the worker policy through the real hook."""
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from tests.support.agent import git, make_repo
+from tests.support.escapees import gone, kill_all, unique_seconds
 from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e
@@ -298,7 +297,7 @@ def test_a_file_left_uncommitted_never_turns_the_check_green(home, repo):
 
 @pytest.mark.parametrize("cgroups", ["1", "0"])
 def test_what_a_worker_leaves_running_dies_with_it(home, repo, cgroups):
-    seconds = f"{random.randint(100_000, 999_999)}"  # how the escapee is found: it carries none of our marks
+    seconds = unique_seconds()
     w = Work(home, repo, {"w1": [["shell", f"setsid env -i sleep {seconds} &"], ["sleep", 0.5],
                                  *commit_file("w1.txt")]})
     w.add("w1", "--verify", "test -f w1.txt")
@@ -307,21 +306,7 @@ def test_what_a_worker_leaves_running_dies_with_it(home, repo, cgroups):
         w.start()
         run = w.until(lambda r: r["ended_at"] is not None)
         assert w.items(run)["w1"]["state"] == "completed", run
-        deadline = time.monotonic() + 15
-        while escapees(seconds):
-            assert time.monotonic() < deadline, "the worker's escapee outlived it"
-            time.sleep(0.05)
+        assert gone(seconds, within=15), "the worker's escapee outlived it"
     finally:
-        for pid in escapees(seconds):
-            os.kill(pid, signal.SIGKILL)
+        kill_all(seconds)
 
-
-def escapees(seconds: str) -> list[int]:
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
-        try:
-            if p.info["cmdline"] == ["sleep", seconds] and p.status() != psutil.STATUS_ZOMBIE:
-                found.append(p.pid)
-        except psutil.Error:
-            continue
-    return found

@@ -57,6 +57,25 @@ class Host:
         return None
 
 
+def installed(host: Host) -> Host:
+    """The host, or the test fails naming the fix: a missing host is never a skip."""
+    why = host.missing()
+    if why:
+        import pytest  # only tests get here: the bench rows report a missing host themselves
+
+        pytest.fail(why)
+    return host
+
+
+ENFORCED = {".plugkit/config.toml": 'gates = "enforce"\n'}
+
+
+def gated_project(base: Path, host: Host, plugkit: list[str], env: dict):
+    """`project` under enforced gates with one open work item: (work, host_home, item id)."""
+    work, host_home = project(base, host, plugkit, env, dict(ENFORCED), steps=(("prd", "add", "ship the feature"),))
+    return work, host_home, json.loads((work / ".prd").read_text())[0]["id"]
+
+
 def _codex_config(url: str, work: str) -> str:
     # gpt-5.5 is a model Codex knows: with it Codex offers apply_patch (unknown models get no
     # file tool). The project is trusted the way /trust would record it, so the project's

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from tests.hosts.hosts import (Host, cache_dir, check_write_refused_then_one_stop_turned_back, host_env, project, run,
-                               shell_spy)
+from tests.hosts.hosts import (Host, cache_dir, check_write_refused_then_one_stop_turned_back, gated_project, host_env,
+                               installed, project, run, shell_spy)
 from tests.hosts.model_server import ModelServer
 from tests.hosts.more_hosts import MORE_HOSTS
 from tests.hosts.script import Say, Script
@@ -27,11 +27,7 @@ SPIED = ("exec:python", "exec:bash", "spy-check")
 
 @pytest.fixture(params=list(MORE_HOSTS))
 def host(request) -> Host:
-    host = MORE_HOSTS[request.param]
-    why = host.missing()
-    if why:
-        pytest.fail(why)
-    return host
+    return installed(MORE_HOSTS[request.param])
 
 
 def test_exec_is_run_by_the_runner_and_session_context_reaches_the_model(tmp_path, home, host):
@@ -56,13 +52,8 @@ STOP_HOSTS = ("copilot",)
 
 @pytest.mark.parametrize("name", STOP_HOSTS)
 def test_write_refused_and_stop_gate_turns_back_one_stop_while_prd_items_are_open(tmp_path, home, name):
-    host = MORE_HOSTS[name]
-    why = host.missing()
-    if why:
-        pytest.fail(why)
-    work, host_home = project(tmp_path, host, cli_argv(), home.env, {".plugkit/config.toml": 'gates = "enforce"\n'},
-                              steps=(("prd", "add", "ship the feature"),))
-    item = json.loads((work / ".prd").read_text())[0]["id"]
+    host = installed(MORE_HOSTS[name])
+    work, host_home, item = gated_project(tmp_path, host, cli_argv(), home.env)
     script = Script([host.write(str(work / "a.py"), "x = 1\n"), Say("Finished."), Say("Finished, really."),
                      Say("Never asked for.")])
     result = run(host, script, work, host_home, env={"PWD": str(work)})
@@ -84,13 +75,8 @@ def wait_for(condition, what: str, limit_s: float = 60.0) -> None:
 # by a wrapper around the plugkit command it calls.
 @pytest.mark.parametrize("name", ("opencode", "kilo"))
 def test_plugin_refuses_a_write_and_stop_gate_turns_back_one_idle_without_loop(tmp_path, home, name):
-    host = MORE_HOSTS[name]
-    why = host.missing()
-    if why:
-        pytest.fail(why)
-    work, host_home = project(tmp_path, host, cli_argv(), home.env, {".plugkit/config.toml": 'gates = "enforce"\n'},
-                              steps=(("prd", "add", "ship the feature"),))
-    item = json.loads((work / ".prd").read_text())[0]["id"]
+    host = installed(MORE_HOSTS[name])
+    work, host_home, item = gated_project(tmp_path, host, cli_argv(), home.env)
     answered = tmp_path / "answered"
     wrapper = tmp_path / "count-hooks"
     wrapper.write_text(f'#!/bin/sh\n"$@"\nrc=$?\necho "$3" >> "{answered}"\nexit $rc\n')

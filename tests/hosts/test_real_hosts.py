@@ -7,13 +7,12 @@ under enforced gates (a write refused, a Stop turned back once and then let thro
 once with the runner unreachable (fail-open). A host whose package is missing fails.
 """
 
-import json
 import subprocess
 
 import pytest
 
-from tests.hosts.hosts import (HOSTS, Host, cache_dir, check_write_refused_then_one_stop_turned_back, project, record_hooks,
-                               recorded_hooks, run, shell_spy)
+from tests.hosts.hosts import (HOSTS, Host, cache_dir, check_write_refused_then_one_stop_turned_back, gated_project,
+                               installed, project, record_hooks, recorded_hooks, run, shell_spy)
 from tests.hosts.script import Say, Script
 from tests.support.runner_home import cli_argv
 
@@ -28,11 +27,7 @@ STOP_FLAGS = {"qwen": [True, True]}
 
 @pytest.fixture(params=list(HOSTS))
 def host(request) -> Host:
-    host = HOSTS[request.param]
-    why = host.missing()
-    if why:
-        pytest.fail(why)
-    return host
+    return installed(HOSTS[request.param])
 
 
 def scratch(tmp_path, home, host: Host, files: dict | None = None, steps: tuple = ()):
@@ -61,9 +56,7 @@ def test_exec_is_run_by_the_runner_and_session_context_reaches_the_model(tmp_pat
 
 
 def test_enforced_gates_refuse_a_write_and_turn_back_one_stop(tmp_path, home, host):
-    work, host_home = scratch(tmp_path, home, host, {".plugkit/config.toml": 'gates = "enforce"\n'},
-                              steps=(("prd", "add", "ship the feature"),))
-    item = json.loads((work / ".prd").read_text())[0]["id"]
+    work, host_home, item = gated_project(tmp_path, host, cli_argv(), home.env)
     hooks = tmp_path / "hooks"
     record_hooks(work, host, cli_argv()[0], hooks)
     subprocess.run(["git", "commit", "-qam", "record hooks"], cwd=work, check=True, capture_output=True)

@@ -8,10 +8,11 @@ import json
 
 import pytest
 
-from tests.hosts.hosts import HOSTS
+from tests.hosts.hosts import HOSTS, installed
 from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Hang, Say, Script, Scripts
-from tests.hosts.work_run import FOUR, committing, four_scripts, git, make_repo, prompt_line
+from tests.hosts.work_run import FOUR, committing, four_scripts, make_repo, prompt_line
+from tests.support.agent import git
 from tests.support.runner_home import cli_argv
 
 pytestmark = pytest.mark.e2e
@@ -20,22 +21,14 @@ FOUR_HOSTS = ("claude", "qwen", "gemini", "codex")
 HOOK_DIRS = {"claude-code": ".claude", "qwen": ".qwen", "gemini": ".gemini", "codex": ".codex"}
 
 
-def installed(name: str):
-    host = HOSTS[name]
-    why = host.missing()
-    if why:
-        pytest.fail(why)
-    return host
-
-
 @pytest.fixture
 def host():
-    return installed("claude")
+    return installed(HOSTS["claude"])
 
 
 @pytest.fixture(params=FOUR_HOSTS)
 def any_host(request):
-    return installed(request.param)
+    return installed(HOSTS[request.param])
 
 
 def items(run: dict) -> dict:

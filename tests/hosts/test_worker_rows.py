@@ -30,7 +30,7 @@ from runner.boot import config as boot_config
 from runner.boot.compose import compose
 from runner.executors.base import ExecSpec
 from runner.http.keys import CONTEXT
-from tests.hosts.hosts import HOSTS, Host, cache_dir, host_env, project
+from tests.hosts.hosts import HOSTS, Host, cache_dir, host_env, installed, project
 from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Hang, Say, Script, Scripts
 from tests.support.runner_home import cli_argv
@@ -97,11 +97,7 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def host_of(name: str) -> Host:
-    host = HOSTS[ROWS[name]]
-    why = host.missing()
-    if why:
-        pytest.fail(why)
-    return host
+    return installed(HOSTS[ROWS[name]])
 
 
 @dataclasses.dataclass

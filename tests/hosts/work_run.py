@@ -13,16 +13,13 @@ from pathlib import Path
 
 from tests.hosts.hosts import Host, host_env
 from tests.hosts.script import Say, Script, Scripts
+from tests.support.agent import git
 
 SUBJECTS = {"w1": "add w1.txt", "w2": "add w2.txt", "w3": "add w3.txt after w1 and w2", "w4": "add w4.txt"}
 
 
 def prompt_line(item: str) -> str:
     return f"work item {item}: {SUBJECTS.get(item, item)}"
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
 
 
 @dataclass
