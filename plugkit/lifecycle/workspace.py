@@ -79,9 +79,16 @@ class Workspace:
             raise Invalid(str(exc)) from None
         os.makedirs(self.dir, exist_ok=True)
         ignore = os.path.join(self.dir, ".gitignore")
-        if not os.path.exists(ignore):
+        try:
+            with open(ignore, encoding="utf-8") as fh:
+                have = fh.read()
+        except FileNotFoundError:
             atomic_write(ignore, ("# written by plugkit: its own state, never committed\n"
                                   + "\n".join(OWNED_IGNORES) + "\n").encode())
+            return
+        missing = [p for p in OWNED_IGNORES if p not in have.splitlines()]
+        if missing:  # written by an older plugkit: what it owns now is added, the rest kept
+            atomic_write(ignore, (have + ("" if have.endswith("\n") else "\n") + "\n".join(missing) + "\n").encode())
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:

@@ -6,11 +6,12 @@ import asyncio
 import os
 import time
 from dataclasses import asdict
-from typing import AsyncIterator, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 
-from runner.core.tasks.manager import TaskManager
+from plugkit.lazy import Lazy
+
 from runner.core.tasks.sweeper import stop_adopted, sweep_loop
 from runner.rpc.context import Context
 from runner.system import kill as kill_mod
@@ -74,39 +75,40 @@ def tasks_lifespan(ctx: Context, ledger: LedgerWorker) -> Lifespan:
     return lifespan
 
 
-def gates_lifespan(ctx: Context) -> Lifespan:
-    """The gates own no background work (a verify run's outcome is read when next asked
-    for, from the task or the ledger): their lifespan only shows them in debug.snapshot.
-    Listed after the tasks' lifespan, so it stops before the TaskManager does."""
+def lazy_part_lifespan(ctx: Context, name: str, part: "Lazy[Any] | None",
+                       stop: Callable[[Any], Awaitable[None]]) -> Lifespan:
+    """A part built on first use (the gates, `plugkit work`): shown in debug.snapshot under
+    `name` while the runner lives, stopped on shutdown only if it was ever built."""
 
     async def lifespan(app: web.Application) -> AsyncIterator[None]:
-        gates = ctx.gates
-        if gates is not None:
-            ctx.snapshots["gates"] = lambda: gates.get().snapshot() if gates.built else {"loaded": False}
+        if part is not None:
+            ctx.snapshots[name] = lambda: part.get().snapshot() if part.built else {"loaded": False}
         try:
             yield
         finally:
-            ctx.snapshots.pop("gates", None)
-            if gates is not None and gates.built:
-                gates.get().close()  # the gates' sqlite ledger
+            ctx.snapshots.pop(name, None)
+            if part is not None and part.built:
+                await stop(part.get())
 
     return lifespan
 
+
+def gates_lifespan(ctx: Context) -> Lifespan:
+    """The gates own no background work (a verify run's outcome is read when next asked
+    for, from the task or the ledger): their lifespan only shows them and closes their sqlite
+    ledger. Listed after the tasks' lifespan, so it stops before the TaskManager does."""
+
+    async def close(gates: Any) -> None:
+        gates.close()
+
+    return lazy_part_lifespan(ctx, "gates", ctx.gates, close)
 
 
 def work_lifespan(ctx: Context) -> Lifespan:
     """`plugkit work` runs: on shutdown each live run is recorded as halted (its workers are
     killed with every other task right after), so the next runner shows what happened."""
 
-    async def lifespan(app: web.Application) -> AsyncIterator[None]:
-        work = ctx.work
-        if work is not None:
-            ctx.snapshots["work"] = lambda: work.get().snapshot() if work.built else {"loaded": False}
-        try:
-            yield
-        finally:
-            ctx.snapshots.pop("work", None)
-            if work is not None and work.built:
-                await work.get().close()
+    async def close(work: Any) -> None:
+        await work.close()
 
-    return lifespan
+    return lazy_part_lifespan(ctx, "work", ctx.work, close)

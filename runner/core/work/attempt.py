@@ -150,7 +150,7 @@ class Attempts:
         try:
             base = await git.tip(p.ws.root, run.branch)
             it.branch, it.worktree = f"plugkit/{it.id}", os.path.join(p.ws.root, ".plugkit", "worktrees", it.id)
-            await asyncio.to_thread(ensure_ignored, p.ws)
+            await asyncio.to_thread(p.ws.ensure_dir)  # .plugkit/.gitignore keeps worktrees/ out of git
             # The file and whatever its host keeps beside it (Qwen leaves settings.json.orig).
             excludes = [f"/{self.row.hooks_file}*"] if self.row.hooks_file else []
             await git.add_worktree(p.ws.root, it.worktree, it.branch, base, excludes)
@@ -324,16 +324,3 @@ class Attempts:
         it.enter("completed", p.clock(), "landed", f"landed as {(it.landed or '')[:12]} on {self.run.branch}; "
                                                    f"receipt {receipt.id}")
 
-
-def ensure_ignored(ws: Workspace) -> None:
-    """Worktrees live in `.plugkit/worktrees/`: never part of the person's `git status`."""
-    ws.ensure_dir()
-    path = os.path.join(ws.dir, ".gitignore")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except FileNotFoundError:
-        lines = []
-    if "worktrees/" not in lines:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write("worktrees/\n")

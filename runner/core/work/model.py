@@ -104,19 +104,12 @@ class Run:
     waves: list[list[str]] = field(default_factory=list)
 
     @property
-    def live(self) -> bool:
-        return self.state in ("running", "waiting", "halted") and self.ended_at is None
-
-    @property
     def deadline(self) -> Optional[float]:
         return None if self.budget_min is None else self.started_at + self.budget_min * 60
 
     def info(self) -> WorkRunInfo:
-        return WorkRunInfo(
-            id=self.id, workspace=self.workspace, state=self.state, halt=self.halt, worker=self.worker,
-            parallel=self.parallel, afk=self.afk, merge=self.merge, branch=self.branch, base=self.base,
-            started_at=self.started_at, ended_at=self.ended_at, budget_min=self.budget_min,
-            stall_min=self.stall_min, items=[i.info() for i in self.items.values()], waves=self.waves)
+        fields = {name: getattr(self, name) for name in WorkRunInfo.model_fields if name != "items"}
+        return WorkRunInfo(**fields, items=[i.info() for i in self.items.values()])
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
