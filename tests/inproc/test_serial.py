@@ -9,171 +9,29 @@ just as a board's console would see the host hang up.
 import asyncio
 import json
 import os
-import re
-import select
-import shutil
-import socket
 import subprocess
 import sys
-import time
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from runner.http.keys import CONTEXT
-from runner.system import serial_devices as serial_ports
 from tests.support.inproc import RpcError, call
-
-SOCAT_MISSING = ("socat is missing; the serial tests need real pseudo-terminals: "
-                 "apt-get install -y socat")
-
-
-@dataclass
-class PtyPair:
-    proc: subprocess.Popen
-    near: str  # the runner opens this one
-    far: str   # the test plays the device here
-    log: Path
-
-    def wait_linked(self, timeout: float = 10.0) -> None:
-        """With wait-slave, socat polls for the near end's open before it moves data (and
-        before it can notice a close): wait until it says the line is up."""
-        deadline = time.monotonic() + timeout
-        while "starting data transfer loop" not in self.log.read_text():
-            assert time.monotonic() < deadline, f"socat never linked: {self.log.read_text()[-500:]}"
-            time.sleep(0.01)
+from tests.support.serial_ptys import (far_ends, held_ports, open_serial, pty_pairs, read_all, read_far, refused,
+                                      runner_fds_on, serial_rpc, text, write_all)
 
 
 @pytest.fixture
 def ptys(tmp_path):
-    """start(hangup_on_close=True) -> a live socat pty pair; every socat is killed at teardown."""
-    if shutil.which("socat") is None:
-        pytest.fail(SOCAT_MISSING)
-    started: list[subprocess.Popen] = []
-
-    def start(hangup_on_close: bool = True) -> PtyPair:
-        log = tmp_path / f"socat{len(started)}.log"
-        near = "pty,raw,echo=0" + (",wait-slave" if hangup_on_close else "")
-        with open(log, "w") as err:  # a file, not a pipe: socat never blocks on its own log
-            proc = subprocess.Popen(["socat", "-d", "-d", "pty,raw,echo=0", near],
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
-        started.append(proc)
-        deadline = time.monotonic() + 10
-        while len(paths := re.findall(r"PTY is (\S+)", log.read_text())) < 2:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"socat did not start its ptys: {log.read_text()[-500:]}")
-            time.sleep(0.01)
-        return PtyPair(proc, near=paths[1], far=paths[0], log=log)
-
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
+    yield from pty_pairs(tmp_path)
 
 
 @pytest.fixture
 def far_fds():
-    """Open far ends (blocking fds, as a device's firmware would have); closed at teardown."""
-    fds: list[int] = []
-
-    def open_far(path: str) -> int:
-        fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
-        fds.append(fd)
-        return fd
-
-    yield open_far
-    for fd in fds:
-        os.close(fd)
+    yield from far_ends()
 
 
 @pytest.fixture
 async def rpc(make_client, tmp_path):
-    client = await make_client()
-    work = tmp_path / "work"
-    work.mkdir()
-
-    async def do(method: str, session: str = "s1", **params):
-        return await call(client, method, session_id=session, cwd=str(work), **params)
-
-    do.client, do.work = client, work
-    return do
-
-
-async def open_serial(rpc, port: str, session: str = "s1", **settings) -> dict:
-    res = await rpc("task.exec", session=session, lang="serial", timeout_ms=120_000,
-                    code=json.dumps({"port": port, **settings}))
-    # The port is open once exec answers; the task turns "running" on the next loop turn.
-    assert res["task"]["state"] in ("pending", "running"), res["task"]
-    return res["task"]
-
-
-def text(output: dict, stream: str = "stdout") -> str:
-    return "".join(c["text"] for c in output["chunks"] if c["stream"] == stream)
-
-
-async def read_all(rpc, task_id: int) -> str:
-    cursor, got = 0, []
-    while True:
-        out = await rpc("task.output", task_id=task_id, cursor=cursor, max_bytes=1 << 20)
-        got.append(text(out))
-        cursor = out["cursor"]
-        if not out["more"]:
-            return "".join(got)
-
-
-def held_ports(rpc) -> list:
-    manager = rpc.client.server.app[CONTEXT].tasks
-    serial_ex = next(e for e in manager.executors if e.name == "serial")
-    return serial_ex.snapshot()["ports"]
-
-
-def runner_fds_on(path: str) -> list[str]:
-    """Descriptors of this process (the in-process runner) that point at the device."""
-    found = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            if os.readlink(f"/proc/self/fd/{fd}") == path:
-                found.append(fd)
-        except OSError:
-            continue
-    return found
-
-
-def write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def read_far(fd: int, want: bytes | None, timeout: float = 5.0) -> bytes:
-    """Read the far end until `want` is seen, EOF/hangup (returns what came), or timeout."""
-    got = bytearray()
-    deadline = time.monotonic() + timeout
-    while (left := deadline - time.monotonic()) > 0:
-        if not select.select([fd], [], [], left)[0]:
-            break
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:  # EIO: the pty's master is gone
-            return bytes(got) + b"<EOF>"
-        if not chunk:
-            return bytes(got) + b"<EOF>"
-        got += chunk
-        if want is not None and want in got:
-            break
-    return bytes(got)
-
-
-async def refused(rpc, code: int, port_or_spec, **extra) -> str:
-    spec = port_or_spec if isinstance(port_or_spec, str) else json.dumps(port_or_spec)
-    with pytest.raises(RpcError) as err:
-        await rpc("task.exec", lang="serial", code=spec, **extra)
-    assert err.value.code == code, (err.value.code, str(err.value))
-    assert (await rpc("task.list"))["tasks"] == []  # refused before any task existed
-    assert held_ports(rpc) == []
-    return str(err.value)
+    return await serial_rpc(make_client, tmp_path)
 
 
 # --- reading and writing ---------------------------------------------------------
@@ -372,126 +230,3 @@ async def test_device_locked_by_another_process_is_refused_naming_its_pid(rpc, p
         holder.kill()
         holder.wait()
         holder.stdout.close()
-
-
-# --- refusals, each by the attack it stops ---------------------------------------------
-
-async def test_refuses_files_outside_dev_however_they_are_named(rpc, tmp_path):
-    link = tmp_path / "innocent-tty"
-    link.symlink_to("/etc/passwd")
-    for port in ("/etc/passwd", "/dev/../etc/passwd", "/dev/pts/../../etc/shadow", str(link)):
-        message = await refused(rpc, -32602, {"port": port})
-        assert "not under /dev" in message, message
-    assert "absolute device path" in await refused(rpc, -32602, {"port": "ttyUSB0"})
-
-
-async def test_refuses_what_is_planted_in_world_writable_dev_shm(rpc):
-    planted = Path("/dev/shm") / f"plugkit-test-{os.getpid()}"
-    link = Path("/dev/shm") / f"plugkit-test-link-{os.getpid()}"
-    planted.write_text("not a device")
-    link.symlink_to("/etc/passwd")
-    try:
-        assert "regular file, not a character device" in await refused(rpc, -32602, {"port": str(planted)})
-        assert "not under /dev" in await refused(rpc, -32602, {"port": str(link)})
-    finally:
-        planted.unlink()
-        link.unlink()
-
-
-async def test_refuses_directories(rpc):
-    assert "a directory, not a character device" in await refused(rpc, -32602, {"port": "/dev/pts"})
-
-
-async def test_refuses_character_devices_that_are_not_serial_lines(rpc):
-    # Opening some of them acts by itself (/dev/watchdog arms a reboot): only ttys are opened.
-    assert "not a tty" in await refused(rpc, -32602, {"port": "/dev/null"})
-    for port, what in (("/dev/tty", "controlling terminal"), ("/dev/console", "console"),
-                       ("/dev/ptmx", "pty multiplexer")):
-        assert what in await refused(rpc, -32602, {"port": port})
-    if os.path.exists("/dev/tty1"):
-        assert "virtual console" in await refused(rpc, -32602, {"port": "/dev/tty1"})
-
-
-async def test_refuses_network_urls_without_connecting(rpc, tmp_path):
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(4)
-        listener.setblocking(False)
-        port = listener.getsockname()[1]
-        for url in (f"socket://127.0.0.1:{port}", f"rfc2217://127.0.0.1:{port}",
-                    f"SOCKET://127.0.0.1:{port}", f"spy://socket://127.0.0.1:{port}"):
-            message = await refused(rpc, -32602, {"port": url})
-            assert "refused" in message and "/dev" in message
-        with pytest.raises(BlockingIOError):
-            listener.accept()  # nobody connected
-    # hwgrep:// would open whatever port a regex matches, past every path check.
-    await refused(rpc, -32602, {"port": "hwgrep://.*"})
-    # spy:// writes its log wherever ?file= says.
-    target = tmp_path / "spied"
-    await refused(rpc, -32602, {"port": f"spy://loop://?file={target}"})
-    assert not target.exists()
-    # loop:// is for tests, bare: its options (logging) are not an open door either.
-    await refused(rpc, -32602, {"port": "loop://?logging=debug"})
-
-
-async def test_missing_device_is_unavailable(rpc):
-    message = await refused(rpc, -32006, {"port": "/dev/ttyUSB-plugkit-missing"})
-    assert "no such device" in message and "plugged in" in message
-
-
-@pytest.mark.parametrize("bad", [
-    {"baud": 0}, {"baud": -9600}, {"baud": "fast"}, {"baud": 10**9}, {"baud": 9600.5},
-    {"bytesize": 9}, {"parity": "X"}, {"stopbits": 3}, {"eol": "lf"}, {"rtscts": "sometimes"},
-])
-async def test_bad_settings_are_refused_before_anything_opens(rpc, ptys, bad):
-    pair = ptys(hangup_on_close=False)
-    message = await refused(rpc, -32602, {"port": pair.near, **bad})
-    assert "invalid serial settings" in message and next(iter(bad)) in message
-    assert runner_fds_on(pair.near) == []
-
-
-async def test_malformed_code_and_env_are_refused(rpc):
-    assert "invalid serial settings" in await refused(rpc, -32602, '{"port": "loop://",')
-    assert "env" in await refused(rpc, -32602, {"port": "loop://"}, env={"A": "1"})
-    assert "hex" in await refused(rpc, -32602, {"port": "loop://", "hex": True}, stdin="zz")
-
-
-def test_permission_message_names_the_group_to_join():
-    import grp
-
-    dialout = grp.getgrnam("dialout").gr_gid if _has_group("dialout") else 20
-    st = os.stat_result((0o20660, 0, 0, 1, 0, dialout, 0, 0, 0, 0))
-    message = serial_ports.permission_message("/dev/ttyUSB0", st)
-    name = grp.getgrgid(dialout).gr_name if _has_gid(dialout) else str(dialout)
-    assert f"group {name}" in message and f"usermod -aG {name}" in message
-    root_only = os.stat_result((0o20600, 0, 0, 1, 0, 0, 0, 0, 0, 0))
-    assert "udev rule" in serial_ports.permission_message("/dev/ttyS0", root_only)
-
-
-def _has_group(name: str) -> bool:
-    import grp
-
-    try:
-        grp.getgrnam(name)
-        return True
-    except KeyError:
-        return False
-
-
-def _has_gid(gid: int) -> bool:
-    import grp
-
-    try:
-        grp.getgrgid(gid)
-        return True
-    except KeyError:
-        return False
-
-
-# --- serial.list -------------------------------------------------------------------
-
-async def test_serial_list_answers_even_when_empty(rpc):
-    res = await call(rpc.client, "serial.list")
-    assert isinstance(res["ports"], list)
-    for port in res["ports"]:
-        assert port["device"].startswith("/dev/") and {"description", "hwid"} <= port.keys()
