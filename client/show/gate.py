@@ -101,6 +101,14 @@ def receipt(r: dict) -> str:
     return f"{r['id']}  {_when(r['created_at'])}  {r['kind']:<11} {what}{subject}"
 
 
+def item_checked(r: dict) -> list[str]:
+    at = f" at {r['head'][:12]}" if r.get("head") else ""
+    done = (f"complete it: plugkit prd update {r['item_id']} --status completed --evidence {r['receipt']}"
+            if r["outcome"] == "green" else "fix it and run `plugkit prd verify` again")
+    return [f"{r['item_id']}'s check {r['outcome']}{at}: task_{r['task_id']} {r['detail']}; receipt {r['receipt']}",
+            done]
+
+
 def receipt_detail(r: dict) -> list[str]:
     lines = [receipt(r), f"  sha256 {r['sha256']} ({r['size']} bytes)"]
     if r.get("task"):

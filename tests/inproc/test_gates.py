@@ -175,12 +175,16 @@ async def test_unpushed_commits_block_complete_when_an_upstream_exists(rpc, tmp_
 
 
 async def test_completing_an_item_requires_evidence(rpc):
-    await rpc("prd.add", subject="login form", acceptance=["rejects a bad password"])
+    await rpc("prd.add", subject="login form", acceptance=["rejects a bad password"], verify="echo 3 passed")
     err = await refused(rpc("prd.update", id="w1", status="completed"))
     assert err.code == errors.CONFLICT and "requires naming evidence" in str(err)
     receipt = await rpc("evidence.add", task_id=await rpc.run("echo 3 passed"), subject="w1")
-    done = await rpc("prd.update", id="w1", status="completed", evidence=[receipt["id"][:8]])
-    assert done["status"] == "completed" and done["evidence"] == [receipt["id"]]
+    err = await refused(rpc("prd.update", id="w1", status="completed", evidence=[receipt["id"][:8]]))
+    assert err.code == errors.CONFLICT and "at no known git HEAD" in str(err)  # not run as its check
+    checked = await rpc("prd.verify", id="w1")
+    assert checked["outcome"] == "green" and checked["head"]
+    done = await rpc("prd.update", id="w1", status="completed", evidence=[checked["receipt"][:8]])
+    assert done["status"] == "completed" and done["evidence"] == [checked["receipt"]]
     cycle = await refused(rpc("prd.add", id="w2", subject="x", blocked_by=["w2"]))
     assert cycle.code == errors.INVALID_PARAMS and cycle.data == {"cycle": ["w2", "w2"]}
 
