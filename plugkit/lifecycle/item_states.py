@@ -43,6 +43,12 @@ def check_of(item: prd.Item, site: Site) -> Optional[str]:
     return item.verify or site.verify
 
 
+def waiting_for_approval(items: list[prd.Item], st: State) -> list[prd.Item]:
+    """Critical items no person approved, whatever their status: the rules never let one past
+    pending without it, but a ledger from before them may hold one further on."""
+    return [i for i in items if i.risk == "critical" and i.id not in st.approvals]
+
+
 def admit(item: prd.Item, st: State) -> None:
     if item.risk == "critical" and item.status in APPROVED_ONLY_STATES and item.id not in st.approvals:
         raise Forbidden(f"{item.id} is critical-risk: a person must approve it first "

@@ -143,7 +143,5 @@ def approval_list(ws: Workspace) -> tuple[list[Approval], list[str]]:
         items = gating.load_items(ws)
     except Conflict:
         items = []
-    # Whatever its status: an item the rules never let past pending without one, but a ledger
-    # from before those rules (or a person's restore) may hold one further on.
-    waiting = [i.id for i in items if i.risk == "critical" and i.id not in st.approvals]
+    waiting = [i.id for i in item_states.waiting_for_approval(items, st)]
     return sorted(st.approvals.values(), key=lambda a: a.at), waiting
