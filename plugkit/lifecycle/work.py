@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from plugkit.lifecycle import authority, evidence, gating, item_states, prd, state as state_mod
 from plugkit.lifecycle.errors import Conflict, Forbidden, Invalid
-from plugkit.lifecycle.state import Approval, State, Transition
+from plugkit.lifecycle.state import Approval, Transition
 from plugkit.lifecycle.workspace import Workspace, atomic_write
 
 SCALAR_FIELDS = ("subject", "acceptance", "edge_cases", "effort", "risk", "verify")

@@ -46,9 +46,12 @@ class CheckRun:
 
 
 async def site(gates: "GateManager", ws: Workspace, with_git: bool) -> item_states.Site:
+    """A repository without a commit yet has no HEAD to pin a run to: judged as no repository."""
     cfg = gates.config(ws)
     git = await git_facts(ws.root) if with_git else None
-    return item_states.Site(verify=cfg.verify, lang=cfg.verify_lang, repo=bool(git and git.repo),
+    if git is not None and git.error:  # never judge a completion blind: git's view is part of it
+        raise Conflict(f"cannot read the git HEAD to judge the completion against ({git.error}); retry")
+    return item_states.Site(verify=cfg.verify, lang=cfg.verify_lang, repo=bool(git and git.repo and git.head),
                             head=git.head if git else None)
 
 
