@@ -115,6 +115,8 @@ def receipt_detail(r: dict) -> list[str]:
         t = r["task"]
         lines.append(f"  task_{t['task_id']} of session {t['session_id']} ({t['lang']}): {t['state']}, "
                      f"exit code {t['exit_code']}, code sha256 {t['code_sha256']}")
+    if r.get("head"):
+        lines.append(f"  run as a check at git HEAD {r['head']}")
     if r.get("note"):
         lines.append(f"  note: {r['note']}")
     return lines

@@ -62,6 +62,7 @@ def test_only_the_runners_run_of_the_check_at_head_completes_it(agent):
     (agent.repo / "done.txt").write_text("done\n")
     green = agent.json("prd", "verify", "w1")
     assert green["outcome"] == "green" and green["head"] == git(agent.repo, "rev-parse", "HEAD").strip()
+    assert f"run as a check at git HEAD {green['head']}" in agent.plugkit("evidence", "show", green["receipt"]).stdout
     git(agent.repo, "add", "done.txt")
     git(agent.repo, "commit", "-q", "-m", "done")  # HEAD moves: the run no longer checked what is there
     refused = complete(agent, green["receipt"], ok=False)
