@@ -55,7 +55,15 @@ async def site(gates: "GateManager", ws: Workspace, with_git: bool) -> item_stat
                             head=git.head if git else None)
 
 
-async def person(gates: "GateManager", ws: Workspace, item_id: str, asker: Optional[Asker]) -> item_states.Person:
+async def person(gates: "GateManager", ws: Workspace, item_id: str, new_check: Optional[str],
+                 site: item_states.Site, asker: Optional[Asker]) -> Optional[item_states.Person]:
+    """The caller judged as approval.grant judges it, only when the update would change a check
+    the item has (None: no judgement needed; the model checks again under the lock)."""
+    if new_check is None:
+        return None
+    current = item_states.check_of(prd.get(await gates.read(ws, load_items), item_id), site)
+    if current is None or new_check == current:
+        return None
     if asker is None:  # the runner's own callers (plugkit work) never change a check
         return item_states.Person()
     who = await asyncio.to_thread(peers.caller, asker.peer, asker.port, asker.runner_pid)

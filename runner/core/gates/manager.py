@@ -303,10 +303,11 @@ class GateManager:
             if problems:
                 raise Conflict(f"receipt {rid} does not verify: {'; '.join(problems)}")
         site = await checks.site(self, ws, with_git=status == "completed")
-        person = await checks.person(self, ws, item_id, asker) if "verify" in changes else item_states.Person()
-        updated = await self.call(ws, work.prd_update, item_id, changes, status, refs, site, person)
-        if "verify" in changes and person.ok:
-            log.warning("gate_check_changed_by_person", workspace=ws.root, item=item_id)
+        person = await checks.person(self, ws, item_id, changes.get("verify"), site, asker)
+        updated = await self.call(ws, work.prd_update, item_id, changes, status, refs, site,
+                                  person or item_states.Person())
+        if person is not None and person.ok:
+            log.warning("gate_check_changed_by_person", workspace=ws.root, item=item_id, check=changes["verify"][:200])
         return updated
 
     async def prd_check(self, session_id: str, ws: Workspace, item_id: str) -> checks.CheckRun:
