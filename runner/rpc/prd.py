@@ -2,8 +2,9 @@
 
 blocked_by/blocking stay bidirectional whichever side is edited; a change closing a cycle
 is refused (-32602, data.cycle names it). Completing an item requires naming evidence
-receipts that still verify; a critical-risk item starts only once a person approved it
-(-32002). Errors: -32001 no such item, -32005 blocked by unfinished items, .prd unreadable.
+receipts that still verify, one of them its check run green at HEAD (prd.verify); a
+critical-risk item is in_progress or completed only once a person approved it (-32002).
+Errors: -32001 no such item, -32005 blocked by unfinished items, .prd unreadable.
 """
 
 from plugkit.lifecycle import work

@@ -307,7 +307,8 @@ class GateManager:
         updated = await self.call(ws, work.prd_update, item_id, changes, status, refs, site,
                                   person or item_states.Person())
         if person is not None and person.ok:
-            log.warning("gate_check_changed_by_person", workspace=ws.root, item=item_id, check=changes["verify"][:200])
+            log.warning("gate_check_changed_by_person", workspace=ws.root, item=item_id,
+                        check=changes["verify"][:200])
         return updated
 
     async def prd_check(self, session_id: str, ws: Workspace, item_id: str) -> checks.CheckRun:
