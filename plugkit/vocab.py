@@ -62,3 +62,18 @@ WORK_LIVE_STATES: tuple[str, ...] = ("queued", "waiting", "spawning", "running",
 WORK_REJECTED = "rejected"
 WORK_TERMINAL_STATES: tuple[str, ...] = (COMPLETED, FAILED, KILLED, TIMED_OUT, WORK_REJECTED, "blocked")
 WORK_ITEM_STATES: tuple[str, ...] = WORK_LIVE_STATES + WORK_TERMINAL_STATES
+
+# --- work items (.prd): an item's status and the moves between them ---------------------------
+# Every move goes through plugkit.lifecycle.item_states.move, which asserts it here. A completed
+# item is reopened (pending: `plugkit work` rolled it back; in_progress: worked on again), never
+# parked as blocked: its receipts say it was done.
+ITEM_STATES: tuple[str, ...] = ("pending", "in_progress", "completed", "blocked")
+ITEM_ALLOWED: dict[str, frozenset[str]] = {
+    "pending": frozenset({"in_progress", "completed", "blocked"}),
+    "in_progress": frozenset({"pending", "completed", "blocked"}),
+    "blocked": frozenset({"pending", "in_progress", "completed"}),
+    "completed": frozenset({"pending", "in_progress"}),
+}
+# The states a critical-risk item holds only with a person's approval, however it got there
+# (prd update, plugkit work, a .prd adopted on first contact, a risk raised on the way).
+APPROVED_ONLY_STATES: frozenset[str] = frozenset({"in_progress", "completed"})

@@ -245,4 +245,4 @@ def settle_verify(ws: Workspace, w: Optional[Witnessed], now: float) -> None:
         v.outcome = "green" if green else "red"
         v.detail = f"task_{v.task_id} ended {w.seen.state} (exit code {w.seen.exit_code})"
         v.receipt = evidence.record_output(ws, "verify", w.seen.output.encode(), w.task, "verify",
-                                           v.detail, now).id
+                                           v.detail, now, head=v.head).id
