@@ -1,8 +1,10 @@
-"""The import contracts of issue 15, enforced: import-linter's contracts in pyproject.toml (runner
-layers boot -> http -> rpc -> core -> executors -> system; client never imports runner; plugkit
-imports neither; runner.system imports nothing else of runner), proved live by breaking them in a
-copy. That the runner has no import cycle is test_composition_root.test_the_runner_has_no_import_cycle."""
+"""The import contracts of issues 15 and 27, enforced: import-linter's contracts in pyproject.toml
+(runner layers boot -> http -> rpc -> core -> executors -> system, rpc and http reaching executors
+and system only through core; client never imports runner; plugkit imports neither; runner.system
+imports nothing else of runner; client.args is a leaf), and no import cycle anywhere in plugkit,
+runner or client, counting imports inside functions. Each is proved live by breaking it in a copy."""
 
+import ast
 import pathlib
 import shutil
 import subprocess
@@ -21,6 +23,53 @@ def lint_imports(where: pathlib.Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(script), "--no-cache", "--no-logo", "--config", str(where / "pyproject.toml")],
                           cwd=where, capture_output=True, text=True, timeout=100,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(where)})
+
+
+def _module_name(root: pathlib.Path, path: pathlib.Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: pathlib.Path, modules: set[str]) -> set[str]:
+    """The project modules a file imports, at any depth: a cycle hidden in a function is still a
+    cycle (it only waits for the first call to bite). `from pkg import sub` imports the submodule,
+    not pkg's own code beyond its __init__, which every submodule import runs first anyway."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.update(f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                         for a in node.names)
+    return found & modules
+
+
+def import_cycle(root: pathlib.Path) -> list[str] | None:
+    """The first import cycle among the project's modules under root, as a trail, else None."""
+    files = {_module_name(root, p): p for package in PACKAGES for p in (root / package).rglob("*.py")}
+    graph = {name: _imports(path, set(files)) - {name} for name, path in files.items()}
+    done: set[str] = set()
+
+    def walk(name: str, trail: list[str]) -> list[str] | None:
+        if name in trail:
+            return trail[trail.index(name):] + [name]
+        if name in done:
+            return None
+        for dep in sorted(graph[name]):
+            if (cycle := walk(dep, trail + [name])) is not None:
+                return cycle
+        done.add(name)
+        return None
+
+    for name in sorted(graph):
+        if (cycle := walk(name, [])) is not None:
+            return cycle
+    return None
+
+
+def test_no_import_cycle_in_plugkit_runner_or_client():
+    cycle = import_cycle(ROOT)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
 def test_the_import_contracts_hold():
