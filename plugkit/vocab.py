@@ -54,6 +54,11 @@ TAG_NAMES: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TA
 # a task) started from inside another runner's task would otherwise be killed along with it.
 IDENTITY_TAGS: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TAG})
 
+# --- languages only the runner starts ------------------------------------------------------------
+# A worker task is handed the runner's home (where the token is): task.exec refuses it from the
+# wire, and only `plugkit work`'s engine starts one.
+WORKER_LANG = "worker"
+
 # --- plugkit work: the state of an item's worker --------------------------------------------------
 # queued -> (waiting for a person's approval) -> spawning -> running -> verifying -> landing -> one
 # terminal state, with a reason word. "rejected" exists here and only here: the runner refused to

@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from plugkit.lifecycle import config, evidence, item_states, prd
 from plugkit.lifecycle.errors import Conflict, GateError
-from plugkit.lifecycle.state import State
+from plugkit.lifecycle.model import State
 from plugkit.lifecycle.workspace import Workspace, atomic_write
 
 STATE_VIEW = ".plugkit/state.json"

@@ -15,7 +15,7 @@ from typing import Optional
 from plugkit.lifecycle import prd
 from plugkit.lifecycle.errors import Conflict, Forbidden
 from plugkit.lifecycle.evidence import Receipt, sha256_bytes
-from plugkit.lifecycle.state import State
+from plugkit.lifecycle.model import State
 from plugkit.vocab import APPROVED_ONLY_STATES, ITEM_ALLOWED
 
 COMPLETED = "completed"

@@ -15,8 +15,8 @@ from plugkit.protocol.lifecycle import (
 from runner.core.gates.checks import Asker
 from runner.core.gates.manager import GateManager
 from runner.rpc import shapes
+from runner.rpc.context import PEER
 from runner.rpc.dispatch import Context, rpc
-from runner.system import peers
 
 _LINK_AND_TEXT = ("subject", "acceptance", "edge_cases", "blocked_by", "blocking", "effort", "risk", "verify")
 
@@ -54,7 +54,7 @@ async def update(ctx: Context, p: PrdUpdateParams) -> PrdItem:
     """
     gates = _gates(ctx)
     changes = {k: getattr(p, k) for k in _LINK_AND_TEXT if getattr(p, k) is not None}
-    asker = Asker(peers.PEER.get(), ctx.runtime.port, ctx.runtime.pid)
+    asker = Asker(PEER.get(), ctx.runtime.port, ctx.runtime.pid)
     item = await gates.prd_update(gates.workspace(p.session_id, p.cwd), p.id, changes, p.status,
                                   list(p.evidence), asker)
     return shapes.item(item, {})

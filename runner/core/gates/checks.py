@@ -11,21 +11,40 @@ approval.grant does), so whatever counts as a person there counts here.
 """
 
 import asyncio
+from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Callable, Optional, Protocol, TypeVar
 
 from plugkit.lifecycle import item_states, prd, work
+from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import Conflict
 from plugkit.lifecycle.evidence import Receipt
 from plugkit.lifecycle.gating import load_items
 from plugkit.lifecycle.workspace import Workspace
+from runner.core.gates.approvals import ApprovalDesk
 from runner.core.gates.witness import git_facts, witness
+from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
 from runner.executors.base import ExecSpec
 from runner.system import peers
 
-if TYPE_CHECKING:
-    from runner.core.gates.manager import GateManager
+T = TypeVar("T")
+
+
+class Gates(Protocol):
+    """What these checks use of the gate manager, which calls them: named here, so the manager
+    is not imported back (runner.core.gates.manager <-> checks was an import cycle)."""
+
+    tasks: TaskManager
+    desk: ApprovalDesk
+    counters: Counter
+    clock: Callable[[], float]
+
+    async def call(self, ws: Workspace, fn: Callable[..., T], *args: Any) -> T: ...
+
+    async def read(self, ws: Workspace, fn: Callable[..., T], *args: Any) -> T: ...
+
+    def config(self, ws: Workspace) -> GateConfig: ...
 
 
 @dataclass(frozen=True)
@@ -45,7 +64,7 @@ class CheckRun:
     green: bool
 
 
-async def site(gates: "GateManager", ws: Workspace, with_git: bool) -> item_states.Site:
+async def site(gates: Gates, ws: Workspace, with_git: bool) -> item_states.Site:
     """A repository without a commit yet has no HEAD to pin a run to: judged as no repository."""
     cfg = gates.config(ws)
     git = await git_facts(ws.root) if with_git else None
@@ -55,7 +74,7 @@ async def site(gates: "GateManager", ws: Workspace, with_git: bool) -> item_stat
                             head=git.head if git else None)
 
 
-async def person(gates: "GateManager", ws: Workspace, item_id: str, new_check: Optional[str],
+async def person(gates: Gates, ws: Workspace, item_id: str, new_check: Optional[str],
                  site: item_states.Site, asker: Optional[Asker]) -> Optional[item_states.Person]:
     """The caller judged as approval.grant judges it, only when the update would change a check
     the item has (None: no judgement needed; the model checks again under the lock)."""
@@ -71,7 +90,7 @@ async def person(gates: "GateManager", ws: Workspace, item_id: str, new_check: O
     return item_states.Person(verdict.ok, verdict.reason)
 
 
-async def run_check(gates: "GateManager", session_id: str, ws: Workspace, item_id: str) -> CheckRun:
+async def run_check(gates: Gates, session_id: str, ws: Workspace, item_id: str) -> CheckRun:
     cfg = gates.config(ws)
     item = prd.get(await gates.read(ws, load_items), item_id)
     check = item.verify or cfg.verify
