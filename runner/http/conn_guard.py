@@ -1,0 +1,179 @@
+"""Connections before they are requests: who may open one, how many one peer may hold, and
+how long one may take to say what it wants. Each rule names the attack it stops.
+
+Why these seams. aiohttp parses inside its protocol (RequestHandler) and calls the app
+only once a request's headers are complete, so an app middleware never sees a half-sent
+request; the asyncio protocol factory sees every connection the moment it is accepted.
+So: GuardedSite hands the loop a factory that wraps aiohttp's own handler (the wrapper
+refuses a connection in connection_made, before the transport reads a byte, and counts
+what each peer holds); the header deadline is aiohttp's keepalive_timeout, which closes a
+connection whose next request is not complete that long after it opened or was last
+answered (runner/boot/serve.py sets it); and body_guard, the innermost middleware, reads
+the body under a deadline, since a handler awaiting a half-sent body is not idle to aiohttp.
+
+1. Another local user: the runner is loopback-only, but every uid can dial loopback. A
+   connection whose socket another uid owns is closed unread (its token guard would hold,
+   yet every connection it keeps open costs us a descriptor).
+2. A flood from our own uid (the agent): at most MAX_PER_PEER connections per uid; past
+   that, its oldest connection not serving a request is closed, so a flood evicts itself
+   while a client that sends its request at once still gets through.
+3. Half-sent requests: closed after REQUEST_DEADLINE_S (headers) or BODY_DEADLINE_S (body).
+"""
+
+import asyncio
+import os
+from collections import OrderedDict
+from typing import Awaitable, Callable, Optional
+
+from aiohttp import web
+
+from runner.system import logs
+from runner.system.socket_owner import owner_uid
+
+log = logs.get("plugkit.guards")
+
+REQUEST_DEADLINE_S = 5.0
+BODY_DEADLINE_S = 5.0
+LINGER_S = 1.0  # how long the unread body of a refused request is drained before the close
+MAX_PER_PEER = 256
+# A deep accept queue: under a flood the loop accepts in bursts, and a client the kernel
+# turns away waits out SYN retries (1 s, 3 s, ...) however fast the runner answers later.
+BACKLOG = 1024
+
+
+class ConnGuard:
+    """Who holds which connection: uid -> transports (oldest first) -> serving a request?"""
+
+    def __init__(self, uid: int, max_per_peer: int = MAX_PER_PEER) -> None:
+        self.uid, self.max_per_peer = uid, max_per_peer
+        self.peers: dict[int, OrderedDict[asyncio.BaseTransport, bool]] = {}
+        self.refused = self.evicted = 0
+
+    def admit(self, transport: asyncio.BaseTransport) -> bool:
+        sock = transport.get_extra_info("socket")
+        peer, local = transport.get_extra_info("peername"), transport.get_extra_info("sockname")
+        uid = owner_uid(peer, local, sock.family) if sock is not None and peer and local else None
+        if uid != self.uid:
+            self.refused += 1
+            log.warning("connection_refused", reason="other_uid" if uid is not None else "unknown_owner",
+                        uid=uid)
+            return False
+        held = self.peers.setdefault(uid, OrderedDict())
+        if len(held) >= self.max_per_peer and not self._evict(held):
+            self.refused += 1
+            log.warning("connection_refused", reason="peer_cap", uid=uid, held=len(held))
+            return False
+        held[transport] = False
+        return True
+
+    def _evict(self, held: "OrderedDict[asyncio.BaseTransport, bool]") -> bool:
+        victim = next((t for t, serving in held.items() if not serving), None)
+        if victim is None:
+            return False
+        del held[victim]
+        victim.abort()
+        self.evicted += 1
+        if self.evicted == 1 or self.evicted % 1000 == 0:
+            log.warning("connections_evicted", total=self.evicted, cap=self.max_per_peer)
+        return True
+
+    def serving(self, transport: Optional[asyncio.BaseTransport], flag: bool) -> None:
+        for held in self.peers.values():
+            if transport in held:
+                held[transport] = flag
+                return
+
+    def release(self, transport: asyncio.BaseTransport) -> None:
+        for uid, held in list(self.peers.items()):
+            if held.pop(transport, None) is not None and not held:
+                del self.peers[uid]
+
+    def snapshot(self) -> dict:
+        return {"open": sum(len(h) for h in self.peers.values()), "refused": self.refused,
+                "evicted": self.evicted, "max_per_peer": self.max_per_peer}
+
+
+class _Guarded(asyncio.Protocol):
+    """aiohttp's handler behind the guard: every transport callback is passed through,
+    except for a connection the guard refused, which the handler never sees."""
+
+    def __init__(self, inner: asyncio.Protocol, guard: ConnGuard) -> None:
+        self.inner, self.guard, self.transport = inner, guard, None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if not self.guard.admit(transport):
+            transport.abort()  # before the loop's first read: not a byte of theirs is parsed
+            return
+        self.transport = transport
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.transport is not None:
+            self.inner.data_received(data)
+
+    def eof_received(self) -> Optional[bool]:
+        return self.inner.eof_received() if self.transport is not None else None
+
+    def connection_lost(self, exc: Optional[BaseException]) -> None:
+        if self.transport is not None:
+            self.guard.release(self.transport)
+            self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        if self.transport is not None:
+            self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.transport is not None:
+            self.inner.resume_writing()
+
+
+class GuardedSite(web.SockSite):
+    """web.SockSite whose connections pass the ConnGuard first."""
+
+    def __init__(self, runner: web.BaseRunner, sock, guard: ConnGuard, **kwargs) -> None:
+        super().__init__(runner, sock, **kwargs)
+        self.guard = guard
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)  # registers the site with its runner
+        server = self._runner.server
+        assert server is not None
+        self._server = await asyncio.get_running_loop().create_server(
+            lambda: _Guarded(server(), self.guard), sock=self._sock, backlog=BACKLOG)
+
+
+def body_guard(guard: ConnGuard) -> Callable:
+    """The innermost middleware: marks a connection as serving (never evicted) while its
+    request runs, and reads the body under BODY_DEADLINE_S (the handler then reads it from
+    aiohttp's cache), closing the connection of a body that does not arrive."""
+
+    @web.middleware
+    async def body_deadline(request: web.Request,
+                            handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        transport = request.transport
+        guard.serving(transport, True)
+        try:
+            if request.body_exists:
+                try:
+                    await asyncio.wait_for(request.read(), BODY_DEADLINE_S)
+                except web.HTTPRequestEntityTooLarge:
+                    return web.json_response({"error": "body too large"}, status=413)
+                except asyncio.TimeoutError:
+                    log.warning("request_refused", status=408, reason="body_deadline", path=request.path)
+                    # Connection: close; the unread rest lingers at most lingering_time (serve.py).
+                    raise web.HTTPRequestTimeout(text=f"body not sent within {BODY_DEADLINE_S:g}s",
+                                                 headers={"Connection": "close"}) from None
+                except (ConnectionError, RuntimeError):
+                    # The peer left mid-body: nobody to answer, and nothing worth a logged
+                    # traceback (a thousand peers leaving at once would each cost one).
+                    return web.Response(status=400)
+            return await handler(request)
+        finally:
+            guard.serving(transport, False)
+
+    return body_deadline
+
+
+def make_guard(uid: Optional[int] = None) -> ConnGuard:
+    return ConnGuard(os.getuid() if uid is None else uid)
