@@ -22,6 +22,7 @@ import time
 
 from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_event, shell_command, slim
 from client.wire.rpc import ClientError
+from plugkit.vocab import SESSION_ID_TAG
 
 # platform -> adapter module under client/hooks/
 PLATFORMS = {"claude-code": "claude_code", "qwen": "qwen", "gemini": "gemini", "codex": "codex",
@@ -188,7 +189,12 @@ def call(method: str, params: dict, start: bool = False, timeout: float = RPC_TI
 
 
 def _session(event: Event, **more: object) -> dict:
-    return {"session_id": event.session_id, "cwd": event.cwd, **more}
+    # The tag the runner set on a `plugkit work` worker's task: its host hands it to its hooks.
+    worker = os.environ.get(SESSION_ID_TAG)
+    # Sent only from inside a worker (spawned by this runner, so of its version): a runner of
+    # the previous version keeps answering every other session's hooks.
+    return {"session_id": event.session_id, "cwd": event.cwd, **({"worker_session": worker} if worker else {}),
+            **more}
 
 
 def write_env_file(session_id: str) -> None:
