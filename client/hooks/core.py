@@ -9,7 +9,9 @@ session; if no runner answers; if anything in here fails: one line on stderr and
 no-op answer (allow, no context, no block). With PLUGKIT_HOOKS_FAIL=closed those same
 failures deny a tool call (and block a Stop once, never while stop_hook_active). Only
 SessionStart and exec: commands start a runner (and prompts, on the hosts in PROMPT_STARTS);
-every other event, finding none, fails open at once. Exit code 2 is never used: platforms ignore stdout on 2.
+every other event, finding none, fails open at once, except in a workspace that enforces its
+gates: there a file write is denied and a Stop turned back once, naming `plugkit runner restart`
+(enforced_answer). Exit code 2 is never used: platforms ignore stdout on 2.
 
 Hot path (a plain tool call): this module, one adapter, client.wire.rpc; stdlib json/os/sys/
 time/select only. The exec: machinery is imported only for exec: commands.
@@ -21,7 +23,7 @@ import sys
 import time
 
 from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_event, shell_command, slim
-from client.wire.rpc import ClientError
+from client.wire.rpc import ClientError, RpcFailure
 from plugkit.vocab import SESSION_ID_TAG
 
 # platform -> adapter module under client/hooks/
@@ -116,8 +118,10 @@ def handle(kind: str, platform: str) -> Answer:
         return failed(kind, f"malformed event: {why}")
     try:
         return HANDLERS[kind](event)
-    except ClientError as exc:
+    except RpcFailure as exc:  # the runner answered: an error of ours or the call's, not a runner down
         return failed(kind, str(exc).splitlines()[0], event)
+    except ClientError as exc:
+        return failed(kind, str(exc).splitlines()[0], event, unreachable=True)
     except Exception as exc:
         return failed(kind, internal_error(exc), event)
 
@@ -130,9 +134,14 @@ def internal_error(exc: Exception) -> str:
     return f"internal error ({exc.__class__.__name__}: {exc}); rerun with PLUGKIT_DEBUG=1 for the traceback"
 
 
-def failed(kind: str, why: str, event: Event | None = None) -> Answer:
+def failed(kind: str, why: str, event: Event | None = None, unreachable: bool = False) -> Answer:
     """The fail-safe answer: open by default; closed denies tool calls and blocks a Stop, but
-    only one known not to be a continuation (stop_hook_active false): never a loop."""
+    only one known not to be a continuation (stop_hook_active false): never a loop. A runner
+    that does not answer in a workspace that enforces its gates fails closed by itself."""
+    if unreachable and event is not None:
+        answer = enforced_answer(kind, why, event)
+        if answer is not None:
+            return answer
     closed = os.environ.get("PLUGKIT_HOOKS_FAIL", "").strip().lower() == "closed"
     if closed and kind == "pre_tool":
         note(f"{why}; denying (PLUGKIT_HOOKS_FAIL=closed)")
@@ -144,6 +153,32 @@ def failed(kind: str, why: str, event: Event | None = None) -> Answer:
                                          f"is done: {why}")
     note(f"{why}; {'allowing' if kind == 'pre_tool' else 'doing nothing'} (fail-open)")
     return NOOP
+
+
+def enforced_answer(kind: str, why: str, event: Event) -> Answer | None:
+    """Under gates = "enforce" (plugkit/enforce_pins.py: pinned by the runner, or configured),
+    whoever stops or wedges the runner must not switch the gates off: a file-writing tool is
+    denied and a Stop turned back (once: never while stop_hook_active). Shell calls stay
+    allowed, or nobody could run the restart; elsewhere the host is never blocked by plugkit."""
+    if kind == "pre_tool":
+        from plugkit.lifecycle.policy import WRITE_TOOLS  # the gates' own list: the same writes
+
+        if event.tool_name not in WRITE_TOOLS:
+            return None
+    elif kind != "stop" or event.stop_hook_active:
+        return None
+    from plugkit.enforce_pins import enforcing
+
+    try:
+        root = enforcing(event.cwd)
+    except (OSError, ValueError):
+        return None
+    if root is None:
+        return None
+    line = (f"plugkit gates are enforced in {root} and no runner answers ({why}); run "
+            f"`plugkit runner restart`, then retry")
+    note(f"{why}; {'denying' if kind == 'pre_tool' else 'blocking this stop once'} (gates enforced in {root})")
+    return Answer("deny", line) if kind == "pre_tool" else Answer(block=True, reason=line)
 
 
 def read_stdin(budget_s: float | None = None) -> bytes | None:

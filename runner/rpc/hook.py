@@ -14,6 +14,7 @@ turns into an error here: pre_tool allows with a warning, stop does not block.
 import asyncio
 import os
 
+from plugkit import enforce_pins
 from plugkit.refusals import Refused
 from plugkit.memory import index_for_context
 from plugkit.vocab import LIVE_STATES
@@ -87,6 +88,18 @@ def _gates(ctx: Context, p: HookSessionParams):
 # (state.json), a .prd or a .plugkit/config.toml opts it in (Workspace.opted_in).
 
 
+def _pin_enforced(ctx: Context, root: str, mode: str) -> None:
+    """Where the gates' mode meets a hook: from now on the client knows, without this runner,
+    that `root` enforces, and fails closed there when no runner answers (plugkit/enforce_pins.py)."""
+    if mode != "enforce":
+        return
+    try:
+        if enforce_pins.pin(ctx.runtime.home, root):
+            log.info("gates_enforce_pinned", root=root)
+    except OSError as exc:
+        log.warning("gates_enforce_pin_failed", root=root, error=exc.strerror or str(exc))
+
+
 async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
     gates = _gates(ctx, p)
     if gates is None:
@@ -95,7 +108,8 @@ async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
         ws = gates.workspace(p.session_id, p.cwd)
         if not ws.opted_in:
             return "allow", ""
-        verdict, _mode = await gates.check(ws, "PreToolUse", p.tool_name, dict(p.tool_input), p.platform)
+        verdict, mode = await gates.check(ws, "PreToolUse", p.tool_name, dict(p.tool_input), p.platform)
+        _pin_enforced(ctx, ws.root, mode)
     except Refused as exc:
         # A gate that cannot read its workspace must not stop every tool call of the agent.
         return "allow", f"plugkit gates could not check this call ({exc.message}); it was allowed"
@@ -110,7 +124,8 @@ async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
         ws = gates.workspace(p.session_id, p.cwd)
         if not ws.opted_in:
             return False, ""
-        verdict, _mode = await gates.stop(ws, p.stop_hook_active)
+        verdict, mode = await gates.stop(ws, p.stop_hook_active)
+        _pin_enforced(ctx, ws.root, mode)
     except Refused as exc:
         return False, f"plugkit gates could not check whether the work is done ({exc.message})"
     return verdict.block, verdict.reason
