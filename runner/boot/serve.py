@@ -60,12 +60,11 @@ async def serve(sock: socket.socket, config: RunnerConfig, runner_id: str,
     app.middlewares.append(conn_guard.body_guard(guard))  # innermost: after the token guard
     ctx.snapshots["connections"] = guard.snapshot
     # shutdown_timeout bounds how long in-flight requests may finish: the whole
-    # stop must stay under 2 s, whatever is running. keepalive_timeout is aiohttp's clock for
-    # a connection with no complete request (since it opened or was last answered): the
-    # header deadline. lingering_time bounds the unread body of a refused request.
+    # stop must stay under 2 s, whatever is running. keepalive_timeout: how long an answered
+    # connection may idle (a half-sent request has the guard's much shorter clock);
+    # lingering_time bounds the unread body of a refused request.
     app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.75, access_log=None,
-                               keepalive_timeout=conn_guard.REQUEST_DEADLINE_S,
-                               lingering_time=conn_guard.LINGER_S)
+                               keepalive_timeout=conn_guard.IDLE_S, lingering_time=conn_guard.LINGER_S)
     await app_runner.setup()
     await conn_guard.GuardedSite(app_runner, sock, guard).start()
     # Token first, port last: a client that sees the port file can read the token.

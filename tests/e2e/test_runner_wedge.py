@@ -147,3 +147,24 @@ def test_a_connection_from_another_user_is_closed_before_a_byte_is_read(home, ru
     log = (home.path / "runner.log")
     if log.exists():
         assert "bad_host" not in log.read_text()
+
+
+def test_a_keep_alive_client_may_pause_between_calls_but_not_inside_one(home, runner):
+    from client.wire.rpc import Client, Connection
+
+    client = Client(Connection(home.port, timeout=20), token=home.token())
+    try:
+        assert client.call("runner.info")["pid"] == runner.pid
+        time.sleep(6.5)  # longer than a request may take to arrive, shorter than the idle allowance
+        assert client.call("runner.info")["pid"] == runner.pid
+        # The same connection starts a request and stops halfway: dropped, not held open.
+        client.conn.sock.sendall(HALF_HEADERS.format(port=home.port).encode())
+        client.conn.sock.settimeout(CLOSE_WITHIN_S)
+        started = time.monotonic()
+        try:
+            assert client.conn.sock.recv(1) == b""
+        except ConnectionResetError:
+            pass
+        assert time.monotonic() - started < 10
+    finally:
+        client.close()
