@@ -17,6 +17,9 @@ NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, NLMSG_ERROR = 4, 20, 1, 2
 NO_COOKIE = 0xFFFFFFFF  # INET_DIAG_NOCOOKIE: match the tuple, whatever the socket's cookie
 UID_AT = 16 + 64  # nlmsghdr, then inet_diag_msg's family..inode: uid after the sockid and 3 counters
 TABLES = {socket.AF_INET: "/proc/net/tcp", socket.AF_INET6: "/proc/net/tcp6"}
+# The client end's states that still have an owner: ESTABLISHED, and FIN_WAIT1/2 (it sent its
+# request and shut its side). TIME_WAIT is a kernel remnant that reports uid 0: nobody.
+ALIVE = frozenset({1, 4, 5})
 
 
 def _diag(peer: tuple, local: tuple, family: int) -> Optional[int]:
@@ -31,6 +34,8 @@ def _diag(peer: tuple, local: tuple, family: int) -> Optional[int]:
         data = nl.recv(8192)
     if len(data) < UID_AT + 4 or struct.unpack_from("=H", data, 4)[0] == NLMSG_ERROR:
         return None  # ENOENT: no such connection (the peer already left)
+    if data[16 + 1] not in ALIVE:  # inet_diag_msg.idiag_state
+        return None
     return struct.unpack_from("=I", data, UID_AT)[0]
 
 
@@ -41,14 +46,14 @@ def _hex(host: str, family: int) -> str:
 
 
 def _table(peer: tuple, local: tuple, family: int) -> Optional[int]:
-    needle = f"{_hex(peer[0], family)}:{peer[1]:04X} {_hex(local[0], family)}:{local[1]:04X} 01 ".encode()
+    needle = f"{_hex(peer[0], family)}:{peer[1]:04X} {_hex(local[0], family)}:{local[1]:04X} ".encode()
     with open(TABLES[family], "rb") as fh:
         data = fh.read()
     at = data.find(needle)
     if at < 0:
         return None
     fields = data[at:data.find(b"\n", at)].split()  # local rem st tx:rx tr:tm retrnsmt uid ...
-    return int(fields[6])
+    return int(fields[6]) if int(fields[2], 16) in ALIVE else None
 
 
 def owner_uid(peer: tuple, local: tuple, family: int = socket.AF_INET) -> Optional[int]:
