@@ -11,7 +11,7 @@ failures deny a tool call (and block a Stop once, never while stop_hook_active).
 SessionStart and exec: commands start a runner (and prompts, on the hosts in PROMPT_STARTS);
 every other event, finding none, fails open at once, except in a workspace that enforces its
 gates: there a file write is denied and a Stop turned back once, naming `plugkit runner restart`
-(enforced_answer). Exit code 2 is never used: platforms ignore stdout on 2.
+(client/hooks/fail_closed.py). Exit code 2 is never used: platforms ignore stdout on 2.
 
 Hot path (a plain tool call): this module, one adapter, client.wire.rpc; stdlib json/os/sys/
 time/select only. The exec: machinery is imported only for exec: commands.
@@ -138,9 +138,12 @@ def failed(kind: str, why: str, event: Event | None = None, unreachable: bool = 
     """The fail-safe answer: open by default; closed denies tool calls and blocks a Stop, but
     only one known not to be a continuation (stop_hook_active false): never a loop. A runner
     that does not answer in a workspace that enforces its gates fails closed by itself."""
-    if unreachable and event is not None:
+    if unreachable and event is not None and kind in ("pre_tool", "stop"):
+        from client.hooks.fail_closed import enforced_answer  # the failure path alone pays for it
+
         answer = enforced_answer(kind, why, event)
         if answer is not None:
+            note(f"{why}; {'denying' if kind == 'pre_tool' else 'blocking this stop once'} (gates enforced here)")
             return answer
     closed = os.environ.get("PLUGKIT_HOOKS_FAIL", "").strip().lower() == "closed"
     if closed and kind == "pre_tool":
@@ -153,32 +156,6 @@ def failed(kind: str, why: str, event: Event | None = None, unreachable: bool = 
                                          f"is done: {why}")
     note(f"{why}; {'allowing' if kind == 'pre_tool' else 'doing nothing'} (fail-open)")
     return NOOP
-
-
-def enforced_answer(kind: str, why: str, event: Event) -> Answer | None:
-    """Under gates = "enforce" (plugkit/enforce_pins.py: pinned by the runner, or configured),
-    whoever stops or wedges the runner must not switch the gates off: a file-writing tool is
-    denied and a Stop turned back (once: never while stop_hook_active). Shell calls stay
-    allowed, or nobody could run the restart; elsewhere the host is never blocked by plugkit."""
-    if kind == "pre_tool":
-        from plugkit.lifecycle.policy import WRITE_TOOLS  # the gates' own list: the same writes
-
-        if event.tool_name not in WRITE_TOOLS:
-            return None
-    elif kind != "stop" or event.stop_hook_active:
-        return None
-    from plugkit.enforce_pins import enforcing
-
-    try:
-        root = enforcing(event.cwd)
-    except (OSError, ValueError):
-        return None
-    if root is None:
-        return None
-    line = (f"plugkit gates are enforced in {root} and no runner answers ({why}); run "
-            f"`plugkit runner restart`, then retry")
-    note(f"{why}; {'denying' if kind == 'pre_tool' else 'blocking this stop once'} (gates enforced in {root})")
-    return Answer("deny", line) if kind == "pre_tool" else Answer(block=True, reason=line)
 
 
 def read_stdin(budget_s: float | None = None) -> bytes | None:
