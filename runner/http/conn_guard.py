@@ -31,7 +31,7 @@ from typing import Awaitable, Callable, Optional
 from aiohttp import web
 
 from runner.system import logs
-from runner.system.socket_owner import owner_uid
+from runner.system.socket_owner import UNKNOWABLE, owner_uid
 
 log = logs.get("plugkit.guards")
 
@@ -109,11 +109,18 @@ class ConnGuard:
         self.peers: dict[int, OrderedDict[asyncio.BaseTransport, _Guarded]] = {}
         self.conns: dict[asyncio.BaseTransport, _Guarded] = {}
         self.refused = self.evicted = self.expired = 0
+        self.unknowable = False
 
     def admit(self, transport: asyncio.BaseTransport, conn: _Guarded) -> bool:
         sock = transport.get_extra_info("socket")
         peer, local = transport.get_extra_info("peername"), transport.get_extra_info("sockname")
         uid = owner_uid(peer, local, sock.family) if sock is not None and peer and local else None
+        if uid == UNKNOWABLE:
+            # A kernel that cannot name owners must not lock out everyone, ourselves included:
+            # such peers share our uid's cap (and are logged once).
+            if not self.unknowable:
+                log.warning("peer_uid_unknowable", why="neither sock_diag nor /proc/net/tcp answers")
+            self.unknowable, uid = True, self.uid
         if uid != self.uid:
             self.refused += 1
             log.warning("connection_refused", reason="other_uid" if uid is not None else "unknown_owner", uid=uid)

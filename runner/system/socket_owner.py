@@ -56,14 +56,20 @@ def _table(peer: tuple, local: tuple, family: int) -> Optional[int]:
     return int(fields[6]) if int(fields[2], 16) in ALIVE else None
 
 
+UNKNOWABLE = -1  # neither lookup could be asked (no sock_diag, no /proc/net): not "nobody"
+
+
 def owner_uid(peer: tuple, local: tuple, family: int = socket.AF_INET) -> Optional[int]:
-    """The uid of the socket at `peer` connected to our `local`; None when there is no such
-    live connection (the peer already left) or the kernel cannot say."""
+    """The uid of the socket at `peer` connected to our `local`; None when the kernel says
+    there is no such live connection (the peer already left); UNKNOWABLE when it cannot be
+    asked at all (a sandbox without sock_diag or /proc/net)."""
     try:
         return _diag(peer, local, family)
     except (OSError, ValueError, struct.error):
         pass
     try:
         return _table(peer, local, family)
-    except (OSError, ValueError, KeyError, IndexError):
+    except (ValueError, KeyError, IndexError):
         return None
+    except OSError:
+        return UNKNOWABLE

@@ -30,3 +30,14 @@ def test_both_lookups_name_our_uid_and_nobody_once_the_peer_left():
     finally:
         for s in (server, client, accepted):
             s.close()
+
+
+def test_a_kernel_that_cannot_be_asked_is_unknowable_not_nobody(monkeypatch):
+    server, client, accepted, peer = _pair()
+    try:
+        monkeypatch.setattr(socket_owner, "NETLINK_SOCK_DIAG", 31337)  # no such netlink family
+        monkeypatch.setattr(socket_owner, "TABLES", {socket.AF_INET: "/nonexistent/net/tcp"})
+        assert socket_owner.owner_uid(peer, accepted.getsockname()) == socket_owner.UNKNOWABLE
+    finally:
+        for s in (server, client, accepted):
+            s.close()
