@@ -17,7 +17,7 @@ from runner.boot.compose import compose
 from runner.http import conn_guard
 from runner.http.keys import CONTEXT
 from runner.system import logs
-from runner.system import subreaper
+from runner.system import socket_owner, subreaper
 from runner.system.reaper import ReapReport
 
 log = logs.get("plugkit.server")
@@ -56,7 +56,7 @@ async def serve(sock: socket.socket, config: RunnerConfig, runner_id: str,
         "instance": {"path": paths.instance_lock(home), "held_by": runtime.pid},
         "start": {"path": paths.start_lock(home), "held_by_clients_only": True}}
     # Who may hold a connection, and for how long a half-sent request (runner/http/conn_guard.py).
-    guard = conn_guard.make_guard()
+    guard = conn_guard.make_guard(socket_owner.owner_uid)
     app.middlewares.append(conn_guard.body_guard(guard))  # innermost: after the token guard
     ctx.snapshots["connections"] = guard.snapshot
     # shutdown_timeout bounds how long in-flight requests may finish: the whole

@@ -28,10 +28,16 @@ import os
 from collections import OrderedDict
 from typing import Awaitable, Callable, Optional
 
+# The port the kernel's answer comes through (runner/system/socket_owner.py's owner_uid, handed
+# in by the composition in runner/boot/serve.py: transport never reaches the system layer):
+# (peer, local, family) -> the uid owning the peer's socket; None: no such live connection;
+# UNKNOWABLE: the kernel cannot be asked.
+OwnerOf = Callable[[tuple, tuple, int], Optional[int]]
+UNKNOWABLE = -1
+
 from aiohttp import web
 
 from runner.system import logs
-from runner.system.socket_owner import UNKNOWABLE, owner_uid
 
 log = logs.get("plugkit.guards")
 
@@ -104,8 +110,8 @@ class _Guarded(asyncio.Protocol):
 class ConnGuard:
     """Who holds which connection: uid -> transports, oldest first."""
 
-    def __init__(self, uid: int, max_per_peer: int = MAX_PER_PEER) -> None:
-        self.uid, self.max_per_peer = uid, max_per_peer
+    def __init__(self, uid: int, owner_of: OwnerOf, max_per_peer: int = MAX_PER_PEER) -> None:
+        self.uid, self.owner_of, self.max_per_peer = uid, owner_of, max_per_peer
         self.peers: dict[int, OrderedDict[asyncio.BaseTransport, _Guarded]] = {}
         self.conns: dict[asyncio.BaseTransport, _Guarded] = {}
         self.refused = self.evicted = self.expired = 0
@@ -114,7 +120,7 @@ class ConnGuard:
     def admit(self, transport: asyncio.BaseTransport, conn: _Guarded) -> bool:
         sock = transport.get_extra_info("socket")
         peer, local = transport.get_extra_info("peername"), transport.get_extra_info("sockname")
-        uid = owner_uid(peer, local, sock.family) if sock is not None and peer and local else None
+        uid = self.owner_of(peer, local, sock.family) if sock is not None and peer and local else None
         if uid == UNKNOWABLE:
             # A kernel that cannot name owners must not lock out everyone, ourselves included:
             # such peers share our uid's cap (and are logged once).
@@ -210,5 +216,5 @@ def body_guard(guard: ConnGuard) -> Callable:
     return body_deadline
 
 
-def make_guard(uid: Optional[int] = None) -> ConnGuard:
-    return ConnGuard(os.getuid() if uid is None else uid)
+def make_guard(owner_of: OwnerOf, uid: Optional[int] = None) -> ConnGuard:
+    return ConnGuard(os.getuid() if uid is None else uid, owner_of)

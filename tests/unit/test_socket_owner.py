@@ -4,6 +4,7 @@
 import os
 import socket
 
+from runner.http import conn_guard
 from runner.system import socket_owner
 
 
@@ -38,6 +39,7 @@ def test_a_kernel_that_cannot_be_asked_is_unknowable_not_nobody(monkeypatch):
         monkeypatch.setattr(socket_owner, "NETLINK_SOCK_DIAG", 31337)  # no such netlink family
         monkeypatch.setattr(socket_owner, "TABLES", {socket.AF_INET: "/nonexistent/net/tcp"})
         assert socket_owner.owner_uid(peer, accepted.getsockname()) == socket_owner.UNKNOWABLE
+        assert socket_owner.UNKNOWABLE == conn_guard.UNKNOWABLE  # the guard's port speaks the same value
     finally:
         for s in (server, client, accepted):
             s.close()
