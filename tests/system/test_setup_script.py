@@ -201,7 +201,8 @@ def test_setup_stops_on_a_drifted_lock_before_installing_anything(checkout):
 
 def test_ci_runs_exactly_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
-    command = readme.split("Set up and run the whole test suite:", 1)[1].strip().splitlines()[0]
+    after = readme.split("Set up and run the whole test suite", 1)[1]
+    command = next(line.strip() for line in after.splitlines() if line.startswith("    "))
     assert command == "scripts/test"
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
     assert ci[-1] == f"exec {command}"
