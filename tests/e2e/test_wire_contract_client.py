@@ -11,8 +11,7 @@ import sys
 import pytest
 
 from tests.support.runner_home import free_port
-from tests.support.wire_models import methods
-from tests.unit.test_wire_contract import client_method_literals
+from tests.support.wire_models import client_method_literals, methods
 
 pytestmark = pytest.mark.e2e
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -53,7 +53,7 @@ class Host:
         """Why this host cannot run here, in one line naming the fix; None when it can."""
         if not self.binary.exists():
             return (f"{PACKAGES[self.name]} is not installed: {self.binary} is missing; run scripts/setup "
-                    f"(npm ci of tests/hosts/package.json into {cache_dir()}, which needs the npm registry)")
+                    f"(npm install of tests/hosts/package-lock.json into {cache_dir()}, which needs the npm registry)")
         return None
 
 

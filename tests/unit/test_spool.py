@@ -46,13 +46,19 @@ def test_a_tail_cut_inside_a_character_starts_at_the_next_one(tmp_path):
     assert text == "üü"
 
 
-def test_a_full_disk_turns_the_spool_off_not_the_task(tmp_path):
-    sp = spool.Spool(str(tmp_path / "missing" / "x"), 1, half=10)
+def test_a_failed_write_turns_the_spool_off_not_the_task(tmp_path):
+    target = tmp_path / "missing" / "x"
+    sp = spool.Spool(str(target), 1, half=10)
     os.makedirs(tmp_path / "missing")
-    (tmp_path / "missing" / "x").write_text("a file where the directory should be")
-    sp.write(b"data")  # open fails: no exception, no more tries
+    target.write_text("a file where the directory should be")
+    sp.write(b"data")  # open fails (as on a full disk): no exception reaches the task
+    # The way is clear now, yet the spool stays off: one failure, no more tries on every feed.
+    target.unlink()
+    target.mkdir()
     sp.write(b"more")
+    assert files(target) == {} and spool.recover(str(target), 100) == {}
     sp.remove()
+    assert files(target) == {}
 
 
 def test_clear_empties_the_directory(tmp_path):

@@ -3,16 +3,13 @@ docstring's signature line) and used in a third (the client's dicts). Here the f
 equal for every method: names, which are optional, stated defaults, and enumerated values. What
 the client sends is checked against the models in tests/e2e/test_wire_contract_client.py."""
 
-import ast
-import pathlib
 import re
 import typing
 
 import pytest
 
-from tests.support.wire_models import methods
+from tests.support.wire_models import client_method_literals, methods
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 METHODS = methods()
 _ITEM = re.compile(r"^(?P<name>[a-z_]+)(?P<optional>\?)?(?:=(?P<default>[^\s:]+))?(?::\s*(?P<type>.+))?$")
 
@@ -88,23 +85,6 @@ def test_the_parser_reads_every_shape_the_docstrings_use():
         "d": {"optional": True, "default": None, "type": None},
         "e": {"optional": True, "default": None, "type": None},
     }
-
-
-FILE_SUFFIXES = {"log", "out", "lock", "pid", "json", "toml"}  # runner.log is a file, not a method
-
-
-def client_method_literals() -> dict[str, list[str]]:
-    """Every "namespace.verb" string in the client whose namespace the runner serves -> where."""
-    from runner.rpc.namespaces import NAMESPACES
-
-    found: dict[str, list[str]] = {}
-    for path in sorted((ROOT / "client").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                    and re.fullmatch(r"[a-z]+\.[a-z_]+", node.value) and node.value.split(".")[0] in NAMESPACES \
-                    and node.value.split(".")[1] not in FILE_SUFFIXES:
-                found.setdefault(node.value, []).append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    return found
 
 
 def test_every_method_the_client_names_exists():
