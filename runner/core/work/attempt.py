@@ -24,7 +24,8 @@ from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
 from runner.core.work import git
-from runner.core.work.model import RETRIED, ItemRun, Run
+from runner.core.work.model import HELD, RETRIED, ItemRun, Run
+from runner.core.work.refs import RefGuard, owned_by_workers
 from runner.executors.base import ExecSpec
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs
@@ -62,6 +63,7 @@ class Attempts:
         self.land_lock = asyncio.Lock()  # one landing at a time: each lands on the tip the last one left
         self.live: dict[str, Task] = {}
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
+        self.refs = RefGuard(p.ws.root, run.id)
         self.on_end: Callable[[ItemRun], None] = lambda it: None
 
     async def listing(self) -> work_model.Listing:
@@ -100,7 +102,7 @@ class Attempts:
                         await self._replan(it, f)
                         break
                     it.enter(f.state, now(), f.reason, f.message)
-                    await self._prd_status(it, "blocked" if f.reason in ("merge_conflict", "land_failed") else
+                    await self._prd_status(it, "blocked" if f.reason in HELD else
                                            None if f.reason == "refused" else "pending")
                     break
         except asyncio.CancelledError:
@@ -162,9 +164,12 @@ class Attempts:
                 await self._install_hooks(it.worktree)
             except git.GitError as exc:
                 raise Failed("failed", "spawn_failed", f"hooks for the worker: {exc}") from None
+            async with self.land_lock:  # not mid-landing: the snapshot must hold the runner's last move
+                await self.refs.watch(it.id)
             task = await self._spawn(it, item, check)
             await self._watch(it, task)
             it.phase("terminate", now())
+            await self._check_refs(it)
             await self._judge_worker(it, task)
             it.phase("cleanup", now())
             it.enter("verifying", now())
@@ -184,10 +189,28 @@ class Attempts:
         finally:
             self.live.pop(it.id, None)
             p.unregister(it.worktree)
+            await self.refs.settle(it.id, it.branch)
             try:
                 await git.remove_worktree(p.ws.root, it.worktree)
             except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
                 log.warning("work_worktree_left", item=it.id, error=str(exc))
+
+    async def _check_refs(self, it: ItemRun) -> None:
+        """Every ref but the live workers' own branches is the runner's: what this worker moved is
+        put back (runner/core/work/refs.py), and the item never lands."""
+        async with self.land_lock:  # the runner's own moves are all written into the snapshot by now
+            live = [i.branch for i in self.run.items.values() if i.active or i is it]
+            moves = await self.refs.moved(it.id, owned_by_workers(live))
+            if not moves:
+                return
+            kept, failed = await self.refs.restore(it.id, moves)
+        log.warning("work_refs_moved", run=self.run.id, item=it.id, refs=[m.text() for m in moves][:10],
+                    failed=failed)
+        what = "; ".join(m.text() for m in moves[:4]) + (f" and {len(moves) - 4} more" if len(moves) > 4 else "")
+        undo = f"restored, what it wrote kept as {', '.join(kept[:3])}" if kept else "restored"
+        raise Failed(REJECTED, "refs_moved", f"the worker moved refs only the runner moves ({what}); {undo}"
+                                             f"{'; ' + failed[0] if failed else ''}; a person looks before "
+                                             f"`plugkit prd update {it.id} --status pending`")
 
     async def _committed_only(self, it: ItemRun) -> None:
         """Only commits land, so only commits are checked: what the worker left uncommitted is
@@ -312,7 +335,9 @@ class Attempts:
             if item.risk in TAGGED_RISKS:
                 it.rollback_tag = f"plugkit/pre-{it.id}"
                 await git.tag(p.ws.root, it.rollback_tag, before)
+                self.refs.ours(f"refs/tags/{it.rollback_tag}", before)
             await git.advance(p.ws.root, run.branch, done.sha)
+            self.refs.ours(f"refs/heads/{run.branch}", done.sha)
             it.landed = done.sha
             log.info("work_item_landed", run=run.id, item=it.id, sha=done.sha)
             await self._complete(it, check, verified)

@@ -13,10 +13,10 @@ from typing import Callable, Optional
 from plugkit.lifecycle import work as work_model
 from plugkit.refusals import Refused
 from runner.core.work.attempt import Attempts
-from runner.core.work.model import END, ItemRun, Run
+from runner.core.work.model import END, HELD, ItemRun, Run
 
 # Terminal reasons that halt an unattended run (no new worker starts; the running ones finish).
-AFK_HALTS = frozenset({"merge_conflict", "land_failed", "replan"})
+AFK_HALTS = HELD | {"replan"}
 TICK_S = 1.0
 
 

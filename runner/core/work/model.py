@@ -30,7 +30,11 @@ END: dict[str, str] = {
     "merge_conflict": "its branch does not land cleanly; the branch is kept for a person",
     "replan": "it failed twice: back to PLAN instead of a third try",
     "refused": "the gates refused to start it",
+    "refs_moved": "the worker moved refs only the runner moves (restored; what it wrote kept as evidence)",
+    "touches_check": "its branch changes the files of its own check; held until a person allows it",
 }
+# Ends a person looks at first: the .prd item is marked blocked and an unattended run halts.
+HELD = frozenset({"merge_conflict", "land_failed", "refs_moved", "touches_check"})
 # Failures that count toward the two-pass rule (a kill by a person or the budget does not).
 RETRIED = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files", "verify_failed", "stalled"})
 
