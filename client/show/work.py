@@ -4,6 +4,7 @@ one line per item, bounded, then the next command."""
 import time
 
 MAX_ITEMS = 12
+DIFF_LINES = 12
 
 
 def _ago(ts: float | None) -> str:
@@ -28,7 +29,14 @@ def item_line(it: dict) -> str:
         parts.append(f"attempt {it['attempt']}")
     line = "  ".join(p for p in parts if p)
     if it.get("message") and it["state"] not in ("running", "completed"):
-        line += f"\n           {it['message'][:200]}"
+        first, _, rest = it["message"].partition("\n")  # touches_check: the diff follows its line
+        line += f"\n           {first[:200]}"
+        diff = rest.splitlines()
+        line += "".join(f"\n             {d[:160]}" for d in diff[:DIFF_LINES])
+        if len(diff) > DIFF_LINES:
+            line += f"\n             ... {len(diff) - DIFF_LINES} more lines (`plugkit work status --json`)"
+    if it.get("refused"):
+        line += f"\n           refused {len(it['refused'])} call(s) on others' items: {it['refused'][-1][:160]}"
     return line
 
 

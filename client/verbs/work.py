@@ -3,6 +3,7 @@
     plugkit work [--parallel N] [--items ID...] [--worker W] [--run PROGRAM] [--afk]
                  [--budget-min M] [--stall-min M] [--merge ff|merge] [--wait S]
     plugkit work status [--wait S] | stop | logs ITEM [--verify] [--follow] | rollback ITEM
+    plugkit work allow-check ITEM   (a person: the item's branch may change its own check)
 
 The run lives in the runner: this command starts it and returns (`--wait S` follows it for
 up to S seconds); `work status` polls. Every form takes --json, --cwd, --session.
@@ -20,7 +21,7 @@ from client.show import work as show
 from client.verbs.brief import BriefParser, names_next
 from client.wire.session import Caller, connect
 
-SUBS = ("status", "stop", "logs", "rollback")
+SUBS = ("status", "stop", "logs", "rollback", "allow-check")
 WORKERS = ("claude-code", "codex", "qwen", "gemini", "command")
 LOG_TAIL = 8 << 10
 FOLLOW_START_S = 600.0  # --follow on an item still queued waits this long for its worker
@@ -128,6 +129,18 @@ def _rollback(argv: list[str]) -> int:
                          f"the item is pending again"])
 
 
+def _allow_check(argv: list[str]) -> int:
+    p = BriefParser(prog="plugkit work allow-check", description=(
+        "A person lets the item's branch change the files of its own check (held blocked/touches_check "
+        "until then); kept until the item lands."))
+    p.add_argument("item")
+    _common(p)
+    a = p.parse_args(argv)
+    r = _call(a, "work.allow_check", item=a.item)
+    return _print(a, r, [f"{a.item} may change its own check ({r['run']['check_allowed'].get(a.item)}); "
+                         f"next: plugkit prd update {a.item} --status pending && plugkit work"])
+
+
 def _logs(argv: list[str]) -> int:
     p = BriefParser(prog="plugkit work logs", description="A worker's output (its latest attempt).")
     p.add_argument("item")
@@ -162,4 +175,4 @@ def _logs(argv: list[str]) -> int:
             return 0
 
 
-SUB_MAINS = {"status": _status, "stop": _stop, "logs": _logs, "rollback": _rollback}
+SUB_MAINS = {"status": _status, "stop": _stop, "logs": _logs, "rollback": _rollback, "allow-check": _allow_check}

@@ -23,7 +23,7 @@ from runner.core.gates.manager import GateManager
 from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
-from runner.core.work import git
+from runner.core.work import check as check_files, git
 from runner.core.work.model import HELD, RETRIED, ItemRun, Run
 from runner.core.work.refs import RefGuard, owned_by_workers
 from runner.executors.base import ExecSpec
@@ -177,6 +177,7 @@ class Attempts:
                 raise Failed(REJECTED, "no_commits", f"nothing committed on {it.branch}: the worker must "
                                                        "commit its work before it stops")
             await self._check_control_files(it, base)
+            await self._check_the_check(it, base, check, cfg)
             await self._committed_only(it)
             verified = await self._verify(it, check, cfg)
             it.enter("landing", now())
@@ -230,6 +231,23 @@ class Attempts:
         if changed:
             raise Failed(REJECTED, "control_files", f"{it.branch} changes {', '.join(changed[:3])}: the plan and "
                                                     "its checks are changed by a person, never by a worker")
+
+    async def _check_the_check(self, it: ItemRun, base: str, check: str, cfg) -> None:
+        """The check's files are the person's (runner/core/work/check.py): a branch changing them is
+        held with its diff, unless a person allowed this item to change its check."""
+        assert it.branch is not None
+        paths = await check_files.files(self.p.ws.root, base, check, cfg.work_check_paths)
+        changed, diff = await check_files.touched(self.p.ws.root, base, it.branch, paths)
+        if not changed:
+            return
+        allowed = self.run.check_allowed.get(it.id)
+        if allowed is not None:
+            log.warning("work_check_changed_allowed", item=it.id, files=changed[:10], by=allowed)
+            return
+        raise Failed("blocked", "touches_check", f"{it.branch} changes its own check ({', '.join(changed[:3])}); "
+                                                 f"a person reads the diff (`git diff {base[:12]} {it.branch}`) "
+                                                 f"and, if it is right, runs `plugkit work allow-check {it.id}`, "
+                                                 f"then `plugkit prd update {it.id} --status pending`\n{diff}")
 
     async def _install_hooks(self, worktree: str) -> None:
         args = workers.install_args(self.row)
@@ -351,6 +369,7 @@ class Attempts:
                                      self.checked_at.get(verified.id))
         await p.gates.prd_update(p.ws, it.id, {}, "completed", [receipt.id])
         it.receipt = receipt.id
+        self.run.check_allowed.pop(it.id, None)  # used: the next change to its check needs a new one
         it.enter("completed", p.clock(), "landed", f"landed as {(it.landed or '')[:12]} on {self.run.branch}; "
                                                    f"receipt {receipt.id}")
 

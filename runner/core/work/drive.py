@@ -170,7 +170,8 @@ class RunDriver:
 
     def _item_ended(self, it: ItemRun) -> None:
         if self.run.afk and it.reason in AFK_HALTS and self.halting is None:
-            self.halting = f"{it.id} {it.state}/{it.reason}: {it.message or END.get(it.reason or '', '')}"
+            first = (it.message or END.get(it.reason or "", "")).split("\n", 1)[0]  # touches_check: its diff follows
+            self.halting = f"{it.id} {it.state}/{it.reason}: {first}"
         self.save()
         self.wake.set()
 

@@ -24,7 +24,7 @@ from runner.core.work.drive import RunDriver
 from runner.core.work.model import ItemRun, Run
 from runner.core.work.store import RunStore
 from plugkit.vocab import WORK_REJECTED as REJECTED
-from runner.system import logs
+from runner.system import logs, peers
 
 log = logs.get("plugkit.work")
 
@@ -91,7 +91,7 @@ class WorkManager:
         run = Run(id=secrets.token_hex(4), workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk,
                   merge=p.merge or cfg.work_merge, branch=branch, base=base, started_at=self.clock(),
                   stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.run) if p.run else None,
-                  selected=list(p.items))
+                  selected=list(p.items), check_allowed=dict(old.check_allowed) if old is not None else {})
         env = dict(p.env or {})
         # The worker's hooks reach this runner, and fail closed: a worker runs with its host's own
         # permission prompts off, so a hook that cannot answer must deny, not wave the call through.
@@ -187,6 +187,26 @@ class WorkManager:
         self.store.save(run)
         log.warning("work_item_rolled_back", run=run.id, item=item_id, how=how)
         return head, how
+
+    async def allow_check(self, session_id: str, cwd: str, item_id: str, peer: Optional[tuple], port: int,
+                          runner_pid: int) -> Run:
+        """A person lets an item's branch change its own check (held blocked/touches_check until then).
+        Judged like an approval, by the caller's process ancestry: a worker or an agent is refused."""
+        run = self.run_of(session_id, cwd)
+        listing = await self.gates.read(self.gates.workspace(session_id, cwd), work_model.prd_list)
+        if item_id not in {i.id for i in listing.items}:
+            raise NotFound(f"no work item {item_id} in .prd (`plugkit prd list`)")
+        who = await asyncio.to_thread(peers.caller, peer, port, runner_pid)
+        verdict = self.gates.desk.judge(run.workspace, item_id, who)
+        if not verdict.ok or who is None:
+            log.warning("work_allow_check_refused", run=run.id, item=item_id, why=verdict.reason,
+                        chain=list(who.chain) if who else None)
+            raise Forbidden(f"allow-check refused: {verdict.reason}. A person allows it from their own "
+                            f"terminal: `plugkit work allow-check {item_id}`")
+        run.check_allowed[item_id] = f"{who.user} ({verdict.channel}{', ' + who.tty if who.tty else ''})"
+        self.store.save(run)
+        log.warning("work_check_allowed", run=run.id, item=item_id, by=run.check_allowed[item_id])
+        return run
 
     # --- workers, as the hooks see them ---------------------------------------------------------
 

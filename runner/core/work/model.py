@@ -64,6 +64,7 @@ class ItemRun:
     worker_s: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
     stop_blocked: int = 0  # the attempt whose Stop was turned back once (never twice)
+    refused: list[str] = field(default_factory=list)  # what its worker tried on others' items, refused
 
     @property
     def live(self) -> bool:
@@ -105,6 +106,9 @@ class Run:
     halt: Optional[str] = None
     ended_at: Optional[float] = None
     items: dict[str, ItemRun] = field(default_factory=dict)
+    # item -> who allowed it to change its own check (a person, judged by the approvals' check);
+    # carried into the next run until the item lands.
+    check_allowed: dict[str, str] = field(default_factory=dict)
     waves: list[list[str]] = field(default_factory=list)
 
     @property
