@@ -151,7 +151,7 @@ def cli(*args):
     return done
 cli("prd", "update", "w2", "--verify", "true")
 ran = cli("exec:bash", "--json", "echo done")
-task = json.loads(ran.stdout)["task_id"] if ran.returncode == 0 else 0
+task = json.loads(ran.stdout)["task"]["task_id"] if ran.returncode == 0 else 0
 got = cli("evidence", "add", "--task", str(task), "--json")
 receipt = json.loads(got.stdout)["id"] if got.returncode == 0 else "0000000"
 cli("prd", "update", "w2", "--status", "completed", "--evidence", receipt)
@@ -163,7 +163,7 @@ cli("prd", "add", "a new item from the worker", "--verify", "true")
 def test_a_worker_cannot_act_on_items_that_are_not_its_own(home, repo, tmp_path):
     w = Work(home, repo, {"w1": [["shell", attack_script(tmp_path, repo)], *commit_file("w1.txt")]})
     w.add("w1", "--verify", "test -f w1.txt")
-    w.add("w2", "--verify", "false", "--blocked-by", "w1")
+    w.add("w2", "--verify", "false")
     w.start("--items", "w1")
     run = w.until(lambda r: r["ended_at"] is not None)
     it = w.items(run)["w1"]

@@ -27,6 +27,7 @@ from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs, peers
 
 log = logs.get("plugkit.work")
+MAX_REFUSED = 20
 
 
 class WorkManager:
@@ -226,6 +227,29 @@ class WorkManager:
             if real == root or real.startswith(root + os.sep):
                 return found
         return None
+
+    def owner_of(self, cwd: str) -> Optional[ItemRun]:
+        """The live worker whose worktree holds cwd (no heartbeat counted)."""
+        found = self._worker_of(cwd)
+        return found[1] if found is not None else None
+
+    @property
+    def has_workers(self) -> bool:
+        return bool(self._worktrees)
+
+    def worker_of_task(self, task_id: Optional[int], session_id: Optional[str]) -> Optional[tuple[Run, ItemRun]]:
+        """The live worker whose task this is: the worker itself (its task id), or a task it ran
+        through the runner (the worker's own session)."""
+        for run, it, _attempts in self._worktrees.values():
+            if (task_id is not None and task_id == it.task_id) or (session_id and session_id == it.session_id):
+                return run, it
+        return None
+
+    def refused(self, run: Run, it: ItemRun, what: str) -> None:
+        """A worker's call on what is not its own, refused: kept on its item for a person to read."""
+        it.refused = (it.refused + [what[:300]])[-MAX_REFUSED:]
+        self.store.save(run)
+        log.warning("work_worker_refused", run=run.id, item=it.id, call=what[:300])
 
     def worker_at(self, cwd: str, beat: bool = True) -> Optional[tuple[Run, ItemRun]]:
         """The live worker whose worktree holds cwd, its heartbeat counted (unless `beat` is
