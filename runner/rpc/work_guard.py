@@ -24,9 +24,9 @@ from runner.rpc import errors as rpc_errors
 from runner.rpc.context import Context
 from runner.system import peers
 
-GUARDED = frozenset({"prd.add", "prd.update", "evidence.add", "mutable.add", "mutable.resolve", "gate.advance",
-                     "gate.retreat", "gate.emit", "gate.verify", "gate.restore", "approval.grant", "work.start",
-                     "work.stop", "work.rollback", "work.allow_check"})
+GUARDED = frozenset({"prd.add", "prd.update", "prd.verify", "evidence.add", "mutable.add", "mutable.resolve",
+                     "gate.advance", "gate.retreat", "gate.emit", "gate.verify", "gate.restore", "approval.grant",
+                     "work.start", "work.stop", "work.rollback", "work.allow_check"})
 _TARGETS = ("id", "item_id", "item", "subject")
 
 
