@@ -52,6 +52,11 @@ def parse_argv(code: str) -> list[str]:
     return argv
 
 
+def program_path(program: str, env: Optional[dict]) -> Optional[str]:
+    """Where `program` is on the PATH the worker will see (env's PATH if given, else the runner's)."""
+    return shutil.which(program, path=(env or {}).get("PATH") or os.environ.get("PATH"))
+
+
 class WorkerExecutor:
     name = "worker"
 
@@ -64,8 +69,7 @@ class WorkerExecutor:
 
     async def prepare(self, spec: ExecSpec) -> Prepared:
         argv = parse_argv(spec.code)
-        path = (spec.env or {}).get("PATH") or os.environ.get("PATH")
-        found = shutil.which(argv[0], path=path)
+        found = program_path(argv[0], spec.env)
         if found is None:
             raise Unavailable(f"worker program {argv[0]!r} is not on PATH; install it or pass "
                               "--worker command --run PROGRAM")

@@ -34,14 +34,16 @@ log = logs.get("plugkit.work")
 TAGGED_RISKS = frozenset({"high", "critical"})
 WORKER_TIMEOUT_S = 7 * 24 * 3600.0  # the stall watchdog and the budget end workers, not this
 INSTALL_TIMEOUT_S = 60.0
+TAIL_BYTES, TAIL_LINES = 2048, 12  # of a red check's output, shown to the next attempt
 
 
 class Failed(Exception):
     """How an attempt ended when it did not land: (state, reason, one line)."""
 
-    def __init__(self, state: str, reason: str, message: str) -> None:
+    def __init__(self, state: str, reason: str, message: str, detail: str = "") -> None:
         super().__init__(message)
         self.state, self.reason, self.message = state, reason, message
+        self.detail = detail  # the last lines of the check's output, for the next attempt's prompt
 
 
 @dataclass
@@ -96,6 +98,8 @@ class Attempts:
                     if f.reason in RETRIED and not self.stopping:
                         it.failures += 1
                         if it.failures < 2:
+                            it.last_failure = f"attempt {it.attempt} {f.state}/{f.reason}: {f.message}" + (
+                                f"\nthe last lines of its output:\n{f.detail}" if f.detail else "")
                             it.enter("spawning", now(), f.reason, f"attempt {it.attempt} {f.state}/{f.reason}: "
                                                                   f"{f.message}; trying once more")
                             continue
@@ -273,7 +277,7 @@ class Attempts:
     async def _spawn(self, it: ItemRun, item: prd.Item, check: str) -> Task:
         p, run = self.p, self.run
         assert it.worktree is not None and it.branch is not None
-        text = prompt_mod.build(item, check, it.branch, it.worktree)
+        text = prompt_mod.build(item, check, it.branch, it.worktree, it.last_failure if it.attempt > 1 else None)
         try:
             argv, stdin = workers.command_line(self.row, text, it.worktree, run.command)
         except ValueError as exc:
@@ -335,8 +339,11 @@ class Attempts:
         green = task.state == "completed" and task.exit_code == 0
         it.verify = "green" if green else "red"
         if not green:
+            tail = "".join(text for _stream, text in p.tasks.read(task, max(0, task.buffer.end - TAIL_BYTES),
+                                                                     TAIL_BYTES).chunks)
             raise Failed(REJECTED, "verify_failed", f"`{check}` {task.message} in the item's worktree "
-                                                      f"(task_{task.id}); `plugkit work logs {it.id} --verify`")
+                                                      f"(task_{task.id}); `plugkit work logs {it.id} --verify`",
+                         "\n".join(tail.splitlines()[-TAIL_LINES:]))
         return task
 
     async def _land(self, it: ItemRun, item: prd.Item, check: str, cfg, verified: Task) -> None:

@@ -22,8 +22,9 @@ TICK_S = 1.0
 
 class RunDriver:
     def __init__(self, run: Run, attempts: Attempts, save: Callable[[Run], None],
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], earlier: Optional[dict[str, ItemRun]] = None) -> None:
         self.run, self.attempts, self._save, self.clock = run, attempts, save, clock
+        self.earlier = earlier or {}  # the previous run's items: why one it left blocked is blocked
         self.wake = asyncio.Event()
         self.halting: Optional[str] = None  # an AFK halt waiting for the running workers to finish
         self.workers: dict[str, asyncio.Task] = {}
@@ -92,6 +93,18 @@ class RunDriver:
             if item.id in run.items:
                 it = run.items[item.id]
                 it.subject, it.risk = item.subject, item.risk
+                self._held(it, item.status)
+
+    def _held(self, it: ItemRun, status: str) -> None:
+        """An item blocked in .prd (an earlier run held it, or a person) says why and how to retry,
+        and is queued again once a person re-queues it."""
+        if it.state == "queued" and status == "blocked":
+            prev = self.earlier.get(it.id)
+            why = (prev.message or prev.reason or "").split("\n", 1)[0] if prev and prev.state == "blocked" else ""
+            it.enter("blocked", self.clock(), "held", f"blocked ({why[:300] or 'blocked in .prd'}): "
+                                                      f"`plugkit prd update {it.id} --status pending` to retry")
+        elif it.state == "blocked" and it.reason == "held" and status == "pending":
+            it.enter("queued", self.clock())
 
     def _active(self) -> list[ItemRun]:
         return [i for i in self.run.items.values() if i.active]
@@ -156,6 +169,8 @@ class RunDriver:
                 else:
                     waits = [b for b in item.blocked_by if b in by_id and by_id[b].status != "completed"]
                     why.append(f"{it.id} waits on {', '.join(waits)}")
+            elif it.reason == "held":
+                why.append(f"{it.id} {it.message}")
             elif it.state != "completed":
                 why.append(f"{it.id} {it.state}/{it.reason}")
         return "; ".join(why)[:600] or "no open items"

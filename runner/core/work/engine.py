@@ -23,6 +23,7 @@ from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
 from runner.core.work.model import ItemRun, Run
 from runner.core.work.store import RunStore
+from runner.executors.worker import program_path
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs, peers
 
@@ -70,9 +71,12 @@ class WorkManager:
                            "`plugkit work stop` first")
         try:
             row = workers.row(p.worker)
-            workers.command_line(row, "", root, list(p.run) if p.run else None)
+            argv, _stdin = workers.command_line(row, "", root, list(p.run) if p.run else None)
         except ValueError as exc:
             raise Invalid(str(exc)) from None
+        if program_path(argv[0], workers.environment(row, dict(p.env or {}))) is None:  # every item would fail twice on it and send the run to PLAN
+            raise Invalid(f"worker program {argv[0]!r} is not on PATH: install it, pick another "
+                          "with --worker, or --worker command --run PROGRAM")
         branch, base = await self._start_point(root)
         listing = await self.gates.read(ws, work_model.prd_list)
         known = {i.id for i in listing.items}
@@ -99,7 +103,7 @@ class WorkManager:
         env.update(PLUGKIT_PORT=str(self.port), PLUGKIT_HOOKS_FAIL="closed")
         attempts = Attempts(run, Plumbing(self.tasks, self.gates, ws, env, self._register, self._unregister,
                                           self.clock))
-        driver = RunDriver(run, attempts, self.store.save, self.clock)
+        driver = RunDriver(run, attempts, self.store.save, self.clock, dict(old.items) if old is not None else None)
         self.runs[root], self.drivers[root] = run, driver
         driver.save()
         task = asyncio.create_task(driver.drive(), name=f"work-run-{run.id}")

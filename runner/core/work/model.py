@@ -30,6 +30,7 @@ END: dict[str, str] = {
     "merge_conflict": "its branch does not land cleanly; the branch is kept for a person",
     "replan": "it failed twice: back to PLAN instead of a third try",
     "refused": "the gates refused to start it",
+    "held": "blocked in .prd (by an earlier run, or a person): `plugkit prd update ID --status pending` re-queues it",
     "refs_moved": "the worker moved refs only the runner moves (restored; what it wrote kept as evidence)",
     "touches_check": "its branch changes the files of its own check; held until a person allows it",
 }
@@ -64,6 +65,7 @@ class ItemRun:
     worker_s: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
     stop_blocked: int = 0  # the attempt whose Stop was turned back once (never twice)
+    last_failure: Optional[str] = None  # why the last attempt failed: the next attempt's prompt says it
     refused: list[str] = field(default_factory=list)  # what its worker tried on others' items, refused
 
     @property
