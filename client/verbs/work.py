@@ -7,7 +7,8 @@
 
 The run lives in the runner: this command starts it and returns (`--wait S` follows it for
 up to S seconds); `work status` polls. Every form takes --json, --cwd, --session.
-Exit codes: 0 done; 1 refused (the line says why); 2 usage.
+Exit codes: 0 done (or started, without --wait); 1 refused (the line says why); 2 usage;
+3 with --wait: the run halted or stopped, or an item ended without completing.
 """
 
 import argparse
@@ -97,9 +98,11 @@ def main(argv: list[str]) -> int:
             return 2
     params.update({k: v for k, v in (("budget_min", a.budget_min), ("merge", a.merge)) if v is not None})
     result = _call(a, "work.start", **params)
-    if a.wait > 0:
-        result = _call(a, "work.status", wait_ms=_wait_ms(a.wait))
-    return _print(a, result, show.run_lines(result["run"]))
+    if a.wait <= 0:
+        return _print(a, result, show.run_lines(result["run"]))
+    result = _call(a, "work.status", wait_ms=_wait_ms(a.wait))
+    _print(a, result, show.run_lines(result["run"]))
+    return show.wait_exit(result["run"])
 
 
 def _status(argv: list[str]) -> int:
@@ -158,7 +161,9 @@ def _logs(argv: list[str]) -> int:
         r = _call(a, "work.logs", item=a.item, verify=a.verify, cursor=0 if a.all else max(0, r["end"] - LOG_TAIL))
         return _print(a, r, [])
     if r["task_id"] is None:
-        print(f"{a.item} has not started a {'verify run' if a.verify else 'worker'} yet")
+        run = _call(a, "work.status")["run"]
+        it = next((i for i in (run or {}).get("items", []) if i["id"] == a.item), None)
+        print(show.never_started(a.item, "verify run" if a.verify else "worker", it))
         return 0
     cursor = 0 if a.all else max(0, r["end"] - LOG_TAIL)
     if cursor:

@@ -2,8 +2,8 @@
 command that fixes it (the command worker, tests/support/work_agent.py, against the real runner)."""
 
 import json
-import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +56,44 @@ def test_the_second_attempt_is_told_why_the_first_failed(home, repo):
     prompt = w.cli("work", "logs", "w1", "--all").stdout  # attempt 2's worker printed its prompt
     assert "The previous attempt failed" in prompt and "verify_failed" in prompt, prompt
     assert "exited with code 1" in prompt and "| the check wants ok.txt" in prompt, prompt
+
+
+AGENT_RUN = ("--run", f"{sys.executable} {Path(__file__).resolve().parents[1] / 'support' / 'work_agent.py'}")
+
+
+def test_rollback_of_a_critical_item_revokes_its_approval(home, repo):
+    w = Work(home, repo, {"w1": commit_file("w1.txt")})
+    w.add("w1", "--verify", "test -f w1.txt", "--risk", "critical")
+    w.cli("approve", "w1")
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None)
+    assert w.items(run)["w1"]["state"] == "completed", run
+    assert git(repo, "branch", "--list", "plugkit/w1").strip() == ""  # landed: its branch is gone
+    done = w.cli("work", "rollback", "w1")
+    assert "reset" in done.stdout and not (repo / "w1.txt").exists()
+    assert "w1" in json.loads(w.cli("approve", "--list", "--json").stdout)["waiting"]
+    assert "revoked" in w.items(w.status())["w1"]["message"]
+    w.start()
+    run = w.settled()
+    assert w.items(run)["w1"]["state"] == "waiting" and not (repo / "w1.txt").exists(), run
+
+
+def test_wait_exits_non_zero_when_the_run_halts_and_stop_without_a_run_says_so(home, repo):
+    w = Work(home, repo, {"w1": commit_file("w1.txt")})
+    w.add("w1", "--verify", "false")
+    done = w.cli("work", *AGENT_RUN, "--afk", "--wait", "90", ok=False)
+    assert done.returncode == 3 and "halted" in done.stdout, (done.stdout, done.stderr)
+    done = w.cli("work", "stop", ok=False)
+    assert done.returncode == 1 and "no live run to stop" in done.stderr, done.stderr
+
+
+def test_logs_say_why_a_worker_never_started_and_status_wait_follows_an_approval(home, repo):
+    w = Work(home, repo, {"w1": commit_file("w1.txt")})
+    w.add("w1", "--verify", "test -f w1.txt", "--risk", "critical")
+    w.start()
+    w.until(lambda r: r["state"] == "waiting")
+    said = w.cli("work", "logs", "w1").stdout
+    assert "has not started a worker" in said and "approval" in said, said
+    w.cli("approve", "w1")
+    run = json.loads(w.cli("work", "status", "--json", "--wait", "60").stdout)["run"]
+    assert run["state"] == "done" and w.items(run)["w1"]["state"] == "completed", run

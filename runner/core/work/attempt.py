@@ -16,16 +16,16 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from plugkit.lifecycle import prd, work as work_model
-from plugkit.lifecycle.workspace import PRD_FILE, STATE_DIR, Workspace
+from plugkit.lifecycle.workspace import Workspace
 from plugkit.refusals import Refused
 from plugkit.work import prompt as prompt_mod, workers
 from runner.core.gates.manager import GateManager
 from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
-from runner.core.work import check as check_files, git
-from runner.core.work.model import HELD, RETRIED, ItemRun, Run
-from runner.core.work.refs import RefGuard, owned_by_workers
+from runner.core.work import git, held
+from runner.core.work.model import HELD, RETRIED, Failed, ItemRun, Run
+from runner.core.work.refs import RefGuard
 from runner.executors.base import ExecSpec
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs
@@ -35,15 +35,6 @@ TAGGED_RISKS = frozenset({"high", "critical"})
 WORKER_TIMEOUT_S = 7 * 24 * 3600.0  # the stall watchdog and the budget end workers, not this
 INSTALL_TIMEOUT_S = 60.0
 TAIL_BYTES, TAIL_LINES = 2048, 12  # of a red check's output, shown to the next attempt
-
-
-class Failed(Exception):
-    """How an attempt ended when it did not land: (state, reason, one line)."""
-
-    def __init__(self, state: str, reason: str, message: str, detail: str = "") -> None:
-        super().__init__(message)
-        self.state, self.reason, self.message = state, reason, message
-        self.detail = detail  # the last lines of the check's output, for the next attempt's prompt
 
 
 @dataclass
@@ -173,15 +164,15 @@ class Attempts:
             task = await self._spawn(it, item, check)
             await self._watch(it, task)
             it.phase("terminate", now())
-            await self._check_refs(it)
+            await held.refs_moved(self, it)
             await self._judge_worker(it, task)
             it.phase("cleanup", now())
             it.enter("verifying", now())
             if await git.commits_ahead(p.ws.root, base, it.branch) == 0:
                 raise Failed(REJECTED, "no_commits", f"nothing committed on {it.branch}: the worker must "
                                                        "commit its work before it stops")
-            await self._check_control_files(it, base)
-            await self._check_the_check(it, base, check, cfg)
+            await held.control_files(p.ws.root, it, base)
+            await held.changes_its_check(p.ws.root, run, it, base, check, cfg)
             await self._committed_only(it)
             verified = await self._verify(it, check, cfg)
             it.enter("landing", now())
@@ -199,23 +190,19 @@ class Attempts:
                 await git.remove_worktree(p.ws.root, it.worktree)
             except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
                 log.warning("work_worktree_left", item=it.id, error=str(exc))
+            if it.landed is not None:
+                await self._drop_branch(it)
 
-    async def _check_refs(self, it: ItemRun) -> None:
-        """Every ref but the live workers' own branches is the runner's: what this worker moved is
-        put back (runner/core/work/refs.py), and the item never lands."""
-        async with self.land_lock:  # the runner's own moves are all written into the snapshot by now
-            live = [i.branch for i in self.run.items.values() if i.active or i is it]
-            moves = await self.refs.moved(it.id, owned_by_workers(live))
-            if not moves:
-                return
-            kept, failed = await self.refs.restore(it.id, moves)
-        log.warning("work_refs_moved", run=self.run.id, item=it.id, refs=[m.text() for m in moves][:10],
-                    failed=failed)
-        what = "; ".join(m.text() for m in moves[:4]) + (f" and {len(moves) - 4} more" if len(moves) > 4 else "")
-        undo = f"restored, what it wrote kept as {', '.join(kept[:3])}" if kept else "restored"
-        raise Failed(REJECTED, "refs_moved", f"the worker moved refs only the runner moves ({what}); {undo}"
-                                             f"{'; ' + failed[0] if failed else ''}; a person looks before "
-                                             f"`plugkit prd update {it.id} --status pending`")
+    async def _drop_branch(self, it: ItemRun) -> None:
+        """A landed item's branch is on the run's branch now: it goes (its pre-landing tag stays),
+        so `git branch` lists only what still waits for a person."""
+        ref = f"refs/heads/{it.branch}"
+        try:
+            await git.run(self.p.ws.root, "update-ref", "-d", ref)
+        except git.GitError as exc:
+            log.warning("work_branch_left", item=it.id, error=str(exc))
+            return
+        self.refs.ours(ref, None)
 
     async def _committed_only(self, it: ItemRun) -> None:
         """Only commits land, so only commits are checked: what the worker left uncommitted is
@@ -226,32 +213,6 @@ class Attempts:
             await git.run(it.worktree, "reset", "-q", "--hard", "HEAD")
             await git.run(it.worktree, "clean", "-q", "-fd")
             it.message = f"{len(left)} uncommitted change(s) dropped before the check ({', '.join(left[:3])})"
-
-    async def _check_control_files(self, it: ItemRun, base: str) -> None:
-        """A branch that edits the plan or the checks (`.prd`, `.plugkit/config.toml`'s verify)
-        would weaken what judges every later item: it never lands."""
-        changed = (await git.run(self.p.ws.root, "diff", "--name-only", "--no-renames", f"{base}..{it.branch}",
-                                 "--", PRD_FILE, STATE_DIR)).splitlines()
-        if changed:
-            raise Failed(REJECTED, "control_files", f"{it.branch} changes {', '.join(changed[:3])}: the plan and "
-                                                    "its checks are changed by a person, never by a worker")
-
-    async def _check_the_check(self, it: ItemRun, base: str, check: str, cfg) -> None:
-        """The check's files are the person's (runner/core/work/check.py): a branch changing them is
-        held with its diff, unless a person allowed this item to change its check."""
-        assert it.branch is not None
-        paths = await check_files.files(self.p.ws.root, base, check, cfg.work_check_paths)
-        changed, diff = await check_files.touched(self.p.ws.root, base, it.branch, paths)
-        if not changed:
-            return
-        allowed = self.run.check_allowed.get(it.id)
-        if allowed is not None:
-            log.warning("work_check_changed_allowed", item=it.id, files=changed[:10], by=allowed)
-            return
-        raise Failed("blocked", "touches_check", f"{it.branch} changes its own check ({', '.join(changed[:3])}); "
-                                                 f"a person reads the diff (`git diff {base[:12]} {it.branch}`) "
-                                                 f"and, if it is right, runs `plugkit work allow-check {it.id}`, "
-                                                 f"then `plugkit prd update {it.id} --status pending`\n{diff}")
 
     async def _install_hooks(self, worktree: str) -> None:
         args = workers.install_args(self.row)

@@ -28,6 +28,8 @@ class RunDriver:
         self.wake = asyncio.Event()
         self.halting: Optional[str] = None  # an AFK halt waiting for the running workers to finish
         self.workers: dict[str, asyncio.Task] = {}
+        self.passes = 0  # how many times the loop looked at the .prd
+        self.looked = asyncio.Event()
         attempts.on_end = self._item_ended
 
     # --- the loop ------------------------------------------------------------------------
@@ -56,8 +58,27 @@ class RunDriver:
         deadline = self.run.deadline
         return TICK_S if deadline is None else max(0.01, min(TICK_S, deadline - self.clock()))
 
+    async def look_again(self, timeout_s: float) -> None:
+        """Until the loop made one more pass (or the timeout): a caller's wait starts from fresh state."""
+        seen = self.passes
+        self.wake.set()
+        try:
+            async with asyncio.timeout(timeout_s):
+                while self.passes == seen:
+                    self.looked.clear()
+                    await self.looked.wait()
+        except TimeoutError:
+            pass
+
     async def _step(self) -> bool:
         """One pass; True when the run is over."""
+        try:
+            return await self._pass()
+        finally:
+            self.passes += 1
+            self.looked.set()
+
+    async def _pass(self) -> bool:
         run = self.run
         deadline = run.deadline
         if deadline is not None and self.clock() >= deadline and not self.attempts.stopping:

@@ -150,6 +150,10 @@ class WorkManager:
         """Until the run halts, waits for a person, or ends (or the timeout)."""
         driver = self.drivers.get(run.workspace)
         deadline = self.clock() + timeout_s
+        if driver is not None and run.state != "running":
+            # Waiting for a person who may just have answered (`plugkit approve`): the driver looks
+            # again now, so the wait follows the resumed run instead of the stale line.
+            await driver.look_again(min(2.0, timeout_s))
         while driver is not None and run.ended_at is None and run.state == "running" and self.clock() < deadline:
             await asyncio.sleep(min(0.2, max(0.0, deadline - self.clock())))
 
@@ -157,7 +161,7 @@ class WorkManager:
         run = self.run_of(session_id, cwd)
         driver = self.drivers.get(run.workspace)
         if driver is None:
-            return run
+            raise Conflict(f"no live run to stop: run {run.id} is already {run.state} (`plugkit work status`)")
         await driver.attempts.stop_all("stopped")
         driver.wake.set()
         task = self._tasks.get(run.workspace)
@@ -187,7 +191,11 @@ class WorkManager:
             raise Conflict(f"rollback of {item_id} failed: {exc}") from None
         how = "reset" if tip == it.landed else "revert"
         await self.gates.prd_update(ws, item_id, {}, "pending", [])
-        it.enter(REJECTED, self.clock(), "rolled_back", f"rolled back ({how}); {run.branch} is at {head[:12]}")
+        # What the person approved was this landing: running the item again needs a new approval.
+        revoked = await self.gates.call(ws, work_model.approval_revoke, item_id)
+        it.enter(REJECTED, self.clock(), "rolled_back", f"rolled back ({how}); {run.branch} is at {head[:12]}"
+                 + ("; its approval is revoked (`plugkit approve " + item_id + "` before it runs again)"
+                    if revoked else ""))
         it.landed = None
         self.store.save(run)
         log.warning("work_item_rolled_back", run=run.id, item=item_id, how=how)

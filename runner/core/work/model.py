@@ -30,6 +30,9 @@ END: dict[str, str] = {
     "merge_conflict": "its branch does not land cleanly; the branch is kept for a person",
     "replan": "it failed twice: back to PLAN instead of a third try",
     "refused": "the gates refused to start it",
+    "rolled_back": "a person rolled the landed item back (plugkit work rollback); it is pending again",
+    "land_failed": "git could not land it; the branch is kept for a person",
+    "internal": "plugkit work failed on this item (a bug: see the runner log)",
     "held": "blocked in .prd (by an earlier run, or a person): `plugkit prd update ID --status pending` re-queues it",
     "refs_moved": "the worker moved refs only the runner moves (restored; what it wrote kept as evidence)",
     "touches_check": "its branch changes the files of its own check; held until a person allows it",
@@ -38,6 +41,15 @@ END: dict[str, str] = {
 HELD = frozenset({"merge_conflict", "land_failed", "refs_moved", "touches_check"})
 # Failures that count toward the two-pass rule (a kill by a person or the budget does not).
 RETRIED = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files", "verify_failed", "stalled"})
+
+
+class Failed(Exception):
+    """How an attempt ended when it did not land: (state, reason, one line)."""
+
+    def __init__(self, state: str, reason: str, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.state, self.reason, self.message = state, reason, message
+        self.detail = detail  # the last lines of the check's output, for the next attempt's prompt
 
 
 @dataclass
