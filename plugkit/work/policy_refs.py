@@ -29,8 +29,7 @@ _TAG_READ = ("-l", "--list", "-v", "--verify", "--contains", "--no-contains", "-
              "--no-merged", "-n")
 _NEW_BRANCH = frozenset({"-b", "-B", "-c", "-C", "--orphan"})
 _REWRITERS = {"filter-branch": "rewrites every branch", "filter-repo": "rewrites every branch",
-              "replace": "writes refs/replace/", "notes": "writes refs/notes/"}
-_NOTES_READ = frozenset({"", "list", "show"})
+              "replace": "writes refs/replace/"}  # not notes: they annotate commits and land nothing
 _LOCAL = (".", "/", "./", "../", "file:")
 
 
@@ -85,7 +84,7 @@ def _named(sub: str, args: tuple[str, ...]) -> list[str] | str:
         return "--update-refs moves every branch on the way"
     if sub in ("push", "fetch"):
         return _refspecs(sub, words)
-    if sub in _REWRITERS and not (sub == "notes" and (words[:1] or [""])[0] in _NOTES_READ):
+    if sub in _REWRITERS:
         return _REWRITERS[sub]
     return []
 

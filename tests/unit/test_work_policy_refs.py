@@ -18,7 +18,7 @@ DENIED = [
     "git checkout -B main", "git checkout -b feature", "git switch -c feature", "git switch -C main origin/main",
     "git switch release", "git checkout --ignore-other-worktrees main", "git worktree add -b side ../x",
     "git symbolic-ref HEAD refs/heads/main", "git rebase --update-refs main", "git filter-branch -- --all",
-    "git replace HEAD~1 HEAD", "git notes add -m x", "cd src && git branch -f main",
+    "git replace HEAD~1 HEAD", "cd src && git branch -f main",
     "bash -c 'git update-ref refs/heads/main HEAD'", "git -c x=y update-ref refs/heads/main HEAD",
 ]
 
@@ -29,7 +29,7 @@ ALLOWED = [
     "git tag", "git tag -l 'v*'", "git tag --contains HEAD", "git checkout -- a.txt", "git checkout HEAD~1 -- a",
     "git checkout -b plugkit/w1", "git switch --detach HEAD~1", "git switch plugkit/w1", "git reset --hard HEAD~1",
     "git rebase -i HEAD~3", "git push origin HEAD", "git push -u origin plugkit/w1", "git fetch origin",
-    "git fetch origin main", "git fetch origin main:refs/remotes/origin/main", "git notes show", "git stash",
+    "git fetch origin main", "git fetch origin main:refs/remotes/origin/main", "git notes show", "git notes add -m x", "git stash",
     "git symbolic-ref HEAD", "git log --oneline main..HEAD", "git merge main", "git cherry-pick abc123",
 ]
 

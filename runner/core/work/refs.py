@@ -9,8 +9,9 @@ when the worker ends anything else that moved, appeared or vanished is restored,
 worker wrote kept under refs/plugkit/evidence/<run>/<item>/.
 
 Not judged: the branches of workers still running (each owns its own; a worker moving a
-sibling's branch is caught only by that sibling's check) and refs/remotes/ (a fetch
-mirrors the remote; nothing lands from there).
+sibling's branch is caught only by that sibling's check), refs/remotes/ (a fetch mirrors the
+remote) and refs/notes/ (Qwen Code records its attribution as notes on every commit): nothing
+lands from either.
 """
 
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from runner.core.work import git
 
 OWN_PREFIX = "refs/heads/"
 EVIDENCE = "refs/plugkit/evidence/"
-FREE = ("refs/remotes/",)
+FREE = ("refs/remotes/", "refs/notes/")
 HEAD = "HEAD"  # the person's checkout's HEAD ("ref: refs/heads/main", or a sha when detached)
 
 
