@@ -28,7 +28,7 @@ def _words(command: str) -> list[str]:
     try:
         words = shlex.split(command, comments=True)
     except ValueError:  # unbalanced quotes: the plain words still name files
-        words = command.split()
+        words = [w.strip("'\"") for w in command.split()]
     out = []
     for w in words:
         w = w.split("::", 1)[0]  # pytest's node ids: tests/test_a.py::test_b
