@@ -10,6 +10,7 @@ import pytest
 
 from tests.e2e.test_work import Work, commit_file
 from tests.support.agent import git, make_repo
+from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e
 
@@ -137,7 +138,7 @@ def test_the_files_a_project_names_as_its_check_are_held_too(home, repo):
     assert not (repo / "src.txt").exists()
 
 
-def attack_script(tmp_path: Path, repo: Path) -> str:
+def attack_script(tmp_path: Path, repo: Path, done: str = "") -> str:
     """What the worker of w1 runs: plugkit verbs aimed at the main checkout (--cwd) and at w2."""
     script = tmp_path / "attack.py"
     script.write_text(f"""
@@ -156,6 +157,8 @@ got = cli("evidence", "add", "--task", str(task), "--json")
 receipt = json.loads(got.stdout)["id"] if got.returncode == 0 else "0000000"
 cli("prd", "update", "w2", "--status", "completed", "--evidence", receipt)
 cli("prd", "add", "a new item from the worker", "--verify", "true")
+if {done!r}:
+    open({done!r}, "w").write("done")
 """)
     return f"{sys.executable} {script}"
 
@@ -175,3 +178,22 @@ def test_a_worker_cannot_act_on_items_that_are_not_its_own(home, repo, tmp_path)
     assert any("prd.update" in r and "w2" in r for r in it["refused"]), why  # logged on its item
     log = w.cli("work", "logs", "w1", "--all").stdout
     assert log.count("rc 1") >= 3 and "worker" in log, log
+
+
+def test_a_worker_that_escapes_its_process_tree_and_drops_its_tags_is_still_refused(home, repo, tmp_path):
+    """Detached (setsid, orphaned to the runner) with the task tags unset: its cgroup still says whose it is."""
+    done, out = tmp_path / "attack.done", tmp_path / "attack.out"
+    escape = (f"(env -u PLUGKIT_TASK_ID -u PLUGKIT_SESSION_ID setsid {attack_script(tmp_path, repo, str(done))} "
+              f"> {out} 2>&1 &); for i in $(seq 300); do [ -s {done} ] && break; sleep 0.2; done")
+    w = Work(home, repo, {"w1": [["shell", escape], *commit_file("w1.txt")]})
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.add("w2", "--verify", "false")
+    w.start("--items", "w1")
+    run = w.until(lambda r: r["ended_at"] is not None)
+    if rpc(home, "debug.snapshot")["snapshot"]["executors"]["worker"].get("isolation") != "cgroup2":
+        pytest.skip("no cgroups here: a process that drops its tags and its parents cannot be traced")
+    prd = w.prd()
+    why = json.dumps(run, indent=1) + out.read_text()
+    assert w.items(run)["w1"]["state"] == "completed", why
+    assert (prd["w2"]["status"], prd["w2"]["verify"]) == ("pending", "false") and set(prd) == {"w1", "w2"}, why
+    assert out.read_text().count("a worker acts on its own item only") >= 2, why  # refused, not failed
