@@ -46,7 +46,7 @@ def _start_parser() -> BriefParser:
                     epilog=_workers_epilog(), description=(
         "Run the .prd's ready items as coding-agent workers, each in its own git worktree on branch "
         "plugkit/<item>; the runner verifies each item itself and lands it only when its check passes. "
-        "Also: plugkit work status|stop|logs ITEM|rollback ITEM."))
+        "Also: plugkit work status|stop|logs ITEM|rollback ITEM|allow-check ITEM."))
     p.add_argument("--parallel", type=int, default=3, help="workers at once (default 3)")
     p.add_argument("--items", nargs="+", default=[], metavar="ID", help="only these items (default: every open one)")
     p.add_argument("--worker", choices=WORKERS, default="claude-code", help="the agent that works each item")
