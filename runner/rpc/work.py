@@ -12,8 +12,8 @@ from plugkit.protocol.work import (
     WorkItemParams, WorkLogs, WorkLogsParams, WorkParams, WorkRolledBack, WorkStartParams, WorkStatus,
     WorkStatusParams,
 )
+from runner.rpc.context import PEER
 from runner.rpc.dispatch import Context, rpc
-from runner.system import peers
 
 
 @rpc(WorkStartParams)
@@ -98,7 +98,7 @@ async def allow_check(ctx: Context, p: WorkItemParams) -> WorkStatus:
     the caller's process ancestry like approval.grant. Errors: -32002 the caller is a worker,
     a task or an agent; -32001 no run yet or no such item.
     """
-    run = await ctx.work_manager().allow_check(p.session_id, p.cwd, p.item, peers.PEER.get(), ctx.runtime.port,
+    run = await ctx.work_manager().allow_check(p.session_id, p.cwd, p.item, PEER.get(), ctx.runtime.port,
                                                ctx.runtime.pid)
     return WorkStatus(run=run.info())
 

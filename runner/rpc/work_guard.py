@@ -4,7 +4,8 @@ A worker holds the runner's home by design (runner/executors/worker.py: its hook
 reach this runner), so the token says nothing about who calls: the calling process does.
 While workers run, each call that changes a workspace's plan, gates, evidence, approvals
 or runs (GUARDED) is traced to its caller (runner.system.peers finds the process holding
-the connection; runner.executors.worker.task_of its task, by ancestry tags, then cgroup).
+the connection; runner.executors.worker.task_of its task, by ancestry tags, then cgroup:
+both reached through the work manager).
 From a worker's process tree, or a task the worker ran through the runner, such a call is
 allowed only inside the worker's own worktree; aimed anywhere else (the person's checkout
 with `--cwd`, another workspace) it is refused and logged on the worker's item. Reads
@@ -14,15 +15,13 @@ A caller the runner cannot trace is let through (a person's call must not fail b
 /proc could not be read); a worker runs as the same user, so its processes are traced.
 """
 
-import asyncio
 from typing import Any, Optional
 
 from jsonrpcserver import Error
 
 from plugkit.refusals import Forbidden
 from runner.rpc import errors as rpc_errors
-from runner.rpc.context import Context
-from runner.system import peers
+from runner.rpc.context import PEER, Context
 
 GUARDED = frozenset({"prd.add", "prd.update", "prd.verify", "evidence.add", "mutable.add", "mutable.resolve",
                      "gate.advance", "gate.retreat", "gate.emit", "gate.verify", "gate.restore", "approval.grant",
@@ -30,21 +29,13 @@ GUARDED = frozenset({"prd.add", "prd.update", "prd.verify", "evidence.add", "mut
 _TARGETS = ("id", "item_id", "item", "subject")
 
 
-def _caller_task(peer: tuple, port: int, home: str) -> tuple[Optional[int], Optional[str]]:
-    from runner.executors.worker import task_of  # psutil and /proc: only while workers run
-
-    pid = peers.peer_pid(peer, port)
-    return task_of(pid, home) if pid is not None else (None, None)
-
-
 async def refusal(ctx: Context, name: str, params: dict[str, Any]) -> Optional[Error]:
     """The error answering a worker's call on what is not its own; None for every other call."""
     manager = ctx.work.peek() if ctx.work is not None else None
-    peer = peers.PEER.get()
+    peer = PEER.get()
     if manager is None or not manager.has_workers or not peer:
         return None
-    task_id, session_id = await asyncio.to_thread(_caller_task, peer, ctx.runtime.port, ctx.runtime.home)
-    worker = manager.worker_of_task(task_id, session_id)
+    worker = await manager.worker_calling(peer, ctx.runtime.port, ctx.runtime.home)
     if worker is None:
         return None
     run, it = worker

@@ -164,7 +164,7 @@ class Attempts:
             task = await self._spawn(it, item, check)
             await self._watch(it, task)
             it.phase("terminate", now())
-            await held.refs_moved(self, it)
+            await held.refs_moved(run, it, self.refs, self.land_lock)
             await self._judge_worker(it, task)
             it.phase("cleanup", now())
             it.enter("verifying", now())

@@ -23,12 +23,18 @@ from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
 from runner.core.work.model import ItemRun, Run
 from runner.core.work.store import RunStore
-from runner.executors.worker import program_path
+from runner.executors.worker import program_path, task_of
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs, peers
 
 log = logs.get("plugkit.work")
 MAX_REFUSED = 20
+
+
+def _caller_task(peer: tuple, port: int, home: str) -> tuple[Optional[int], Optional[str]]:
+    """Blocking (psutil, /proc): the connection's process, then the plugkit task it belongs to."""
+    pid = peers.peer_pid(peer, port)
+    return task_of(pid, home) if pid is not None else (None, None)
 
 
 class WorkManager:
@@ -248,6 +254,11 @@ class WorkManager:
     @property
     def has_workers(self) -> bool:
         return bool(self._worktrees)
+
+    async def worker_calling(self, peer: tuple, port: int, home: str) -> Optional[tuple[Run, ItemRun]]:
+        """The live worker whose process (or a task it ran) holds the connection from `peer`, else None."""
+        task_id, session_id = await asyncio.to_thread(_caller_task, peer, port, home)
+        return self.worker_of_task(task_id, session_id)
 
     def worker_of_task(self, task_id: Optional[int], session_id: Optional[str]) -> Optional[tuple[Run, ItemRun]]:
         """The live worker whose task this is: the worker itself (its task id), or a task it ran

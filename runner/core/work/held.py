@@ -3,31 +3,27 @@ move refs (runner/core/work/refs.py), change the plan or the checks' configurati
 the files of its own check (runner/core/work/check.py). Each raises Failed: the item is held
 for a person, never retried, never landed."""
 
-from typing import TYPE_CHECKING
+import asyncio
 
 from plugkit.lifecycle.workspace import PRD_FILE, STATE_DIR
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.core.work import check as check_files, git
 from runner.core.work.model import Failed, ItemRun, Run
-from runner.core.work.refs import owned_by_workers
+from runner.core.work.refs import RefGuard, owned_by_workers
 from runner.system import logs
-
-if TYPE_CHECKING:
-    from runner.core.work.attempt import Attempts
 
 log = logs.get("plugkit.work")
 
 
-async def refs_moved(attempts: "Attempts", it: ItemRun) -> None:
+async def refs_moved(run: Run, it: ItemRun, refs: RefGuard, land_lock: asyncio.Lock) -> None:
     """Every ref but the live workers' own branches is the runner's: what this worker moved is
     put back, what it wrote kept as evidence, and the item never lands."""
-    run = attempts.run
-    async with attempts.land_lock:  # the runner's own moves are all written into the snapshot by now
+    async with land_lock:  # the runner's own moves are all written into the snapshot by now
         live = [i.branch for i in run.items.values() if i.active or i is it]
-        moves = await attempts.refs.moved(it.id, owned_by_workers(live))
+        moves = await refs.moved(it.id, owned_by_workers(live))
         if not moves:
             return
-        kept, failed = await attempts.refs.restore(it.id, moves)
+        kept, failed = await refs.restore(it.id, moves)
     log.warning("work_refs_moved", run=run.id, item=it.id, refs=[m.text() for m in moves][:10], failed=failed)
     what = "; ".join(m.text() for m in moves[:4]) + (f" and {len(moves) - 4} more" if len(moves) > 4 else "")
     undo = f"restored, what it wrote kept as {', '.join(kept[:3])}" if kept else "restored"
