@@ -4,6 +4,7 @@ one line per item, bounded, then the next command."""
 import time
 
 MAX_ITEMS = 12
+DIFF_LINES = 12
 
 
 def _ago(ts: float | None) -> str:
@@ -28,7 +29,14 @@ def item_line(it: dict) -> str:
         parts.append(f"attempt {it['attempt']}")
     line = "  ".join(p for p in parts if p)
     if it.get("message") and it["state"] not in ("running", "completed"):
-        line += f"\n           {it['message'][:200]}"
+        first, _, rest = it["message"].partition("\n")  # touches_check: the diff follows its line
+        line += f"\n           {first[:200]}"
+        diff = rest.splitlines()
+        line += "".join(f"\n             {d[:160]}" for d in diff[:DIFF_LINES])
+        if len(diff) > DIFF_LINES:
+            line += f"\n             ... {len(diff) - DIFF_LINES} more lines (`plugkit work status --json`)"
+    if it.get("refused"):
+        line += f"\n           refused {len(it['refused'])} call(s) on others' items: {it['refused'][-1][:160]}"
     return line
 
 
@@ -47,3 +55,29 @@ def run_lines(run: dict | None) -> list[str]:
     if run["state"] in ("running", "waiting", "halted") and run.get("ended_at") is None:
         lines.append("next: plugkit work status --wait 60 | plugkit work logs ITEM | plugkit work stop")
     return lines
+
+
+# Item states that ended without the item completing: `plugkit work --wait` exits 3 on them.
+UNFINISHED = frozenset({"failed", "killed", "timed_out", "rejected", "blocked"})
+
+
+def wait_exit(run: dict | None) -> int:
+    """0 when the run is done or still going; 3 when it halted or stopped, or an item ended unfinished."""
+    if run is None:
+        return 0
+    if run["state"] in ("halted", "stopped") or any(i["state"] in UNFINISHED for i in run["items"]):
+        return 3
+    return 0
+
+
+def never_started(item: str, what: str, it: dict | None) -> str:
+    """Why an item's worker (or verify run) has no output: the item's own state and reason."""
+    if it is None:
+        return f"{item} is not in this run (`plugkit work status` lists its items)"
+    why = {"queued": "it is queued: waiting for its blockers or a free slot",
+           "waiting": "it waits for a person's approval"}.get(it["state"], f"it is {it['state']}"
+                                                                             f"{'/' + it['reason'] if it.get('reason') else ''}")
+    line = f"{item} has not started a {what}: {why}"
+    if it.get("message"):
+        line += f" ({it['message'].splitlines()[0][:200]})"
+    return line

@@ -3,10 +3,12 @@
     plugkit work [--parallel N] [--items ID...] [--worker W] [--run PROGRAM] [--afk]
                  [--budget-min M] [--stall-min M] [--merge ff|merge] [--wait S]
     plugkit work status [--wait S] | stop | logs ITEM [--verify] [--follow] | rollback ITEM
+    plugkit work allow-check ITEM   (a person: the item's branch may change its own check)
 
 The run lives in the runner: this command starts it and returns (`--wait S` follows it for
 up to S seconds); `work status` polls. Every form takes --json, --cwd, --session.
-Exit codes: 0 done; 1 refused (the line says why); 2 usage.
+Exit codes: 0 done (or started, without --wait); 1 refused (the line says why); 2 usage;
+3 with --wait: the run halted or stopped, or an item ended without completing.
 """
 
 import argparse
@@ -20,7 +22,7 @@ from client.show import work as show
 from client.verbs.brief import BriefParser, names_next
 from client.wire.session import Caller, connect
 
-SUBS = ("status", "stop", "logs", "rollback")
+SUBS = ("status", "stop", "logs", "rollback", "allow-check")
 WORKERS = ("claude-code", "codex", "qwen", "gemini", "command")
 LOG_TAIL = 8 << 10
 FOLLOW_START_S = 600.0  # --follow on an item still queued waits this long for its worker
@@ -44,7 +46,7 @@ def _start_parser() -> BriefParser:
                     epilog=_workers_epilog(), description=(
         "Run the .prd's ready items as coding-agent workers, each in its own git worktree on branch "
         "plugkit/<item>; the runner verifies each item itself and lands it only when its check passes. "
-        "Also: plugkit work status|stop|logs ITEM|rollback ITEM."))
+        "Also: plugkit work status|stop|logs ITEM|rollback ITEM|allow-check ITEM."))
     p.add_argument("--parallel", type=int, default=3, help="workers at once (default 3)")
     p.add_argument("--items", nargs="+", default=[], metavar="ID", help="only these items (default: every open one)")
     p.add_argument("--worker", choices=WORKERS, default="claude-code", help="the agent that works each item")
@@ -96,9 +98,11 @@ def main(argv: list[str]) -> int:
             return 2
     params.update({k: v for k, v in (("budget_min", a.budget_min), ("merge", a.merge)) if v is not None})
     result = _call(a, "work.start", **params)
-    if a.wait > 0:
-        result = _call(a, "work.status", wait_ms=_wait_ms(a.wait))
-    return _print(a, result, show.run_lines(result["run"]))
+    if a.wait <= 0:
+        return _print(a, result, show.run_lines(result["run"]))
+    result = _call(a, "work.status", wait_ms=_wait_ms(a.wait))
+    _print(a, result, show.run_lines(result["run"]))
+    return show.wait_exit(result["run"])
 
 
 def _status(argv: list[str]) -> int:
@@ -128,6 +132,18 @@ def _rollback(argv: list[str]) -> int:
                          f"the item is pending again"])
 
 
+def _allow_check(argv: list[str]) -> int:
+    p = BriefParser(prog="plugkit work allow-check", description=(
+        "A person lets the item's branch change the files of its own check (held blocked/touches_check "
+        "until then); kept until the item lands."))
+    p.add_argument("item")
+    _common(p)
+    a = p.parse_args(argv)
+    r = _call(a, "work.allow_check", item=a.item)
+    return _print(a, r, [f"{a.item} may change its own check ({r['run']['check_allowed'].get(a.item)}); "
+                         f"next: plugkit prd update {a.item} --status pending && plugkit work"])
+
+
 def _logs(argv: list[str]) -> int:
     p = BriefParser(prog="plugkit work logs", description="A worker's output (its latest attempt).")
     p.add_argument("item")
@@ -145,7 +161,9 @@ def _logs(argv: list[str]) -> int:
         r = _call(a, "work.logs", item=a.item, verify=a.verify, cursor=0 if a.all else max(0, r["end"] - LOG_TAIL))
         return _print(a, r, [])
     if r["task_id"] is None:
-        print(f"{a.item} has not started a {'verify run' if a.verify else 'worker'} yet")
+        run = _call(a, "work.status")["run"]
+        it = next((i for i in (run or {}).get("items", []) if i["id"] == a.item), None)
+        print(show.never_started(a.item, "verify run" if a.verify else "worker", it))
         return 0
     cursor = 0 if a.all else max(0, r["end"] - LOG_TAIL)
     if cursor:
@@ -162,4 +180,4 @@ def _logs(argv: list[str]) -> int:
             return 0
 
 
-SUB_MAINS = {"status": _status, "stop": _stop, "logs": _logs, "rollback": _rollback}
+SUB_MAINS = {"status": _status, "stop": _stop, "logs": _logs, "rollback": _rollback, "allow-check": _allow_check}

@@ -6,6 +6,7 @@
     verify_timeout_s = 600
     ready_limit = 3             # how many items prd.ready offers at once
     work_merge = "ff"           # how `plugkit work` lands an item: "ff" (rebased, fast-forward) | "merge"
+    work_check_paths = ["tests/"]   # what an item's check runs beyond the files its verify names
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -27,6 +28,7 @@ class GateConfig:
     verify_timeout_s: float = 600.0
     ready_limit: int = 3
     work_merge: str = "ff"
+    work_check_paths: tuple[str, ...] = ()
     problems: tuple[str, ...] = field(default=())
 
 
@@ -46,6 +48,12 @@ def _text(v: Any) -> str:
     if not isinstance(v, str) or not v.strip():
         raise ValueError("must be a non-empty string")
     return v
+
+
+def _paths(v: Any) -> tuple[str, ...]:
+    if not isinstance(v, list) or len(v) > 100 or not all(isinstance(p, str) and p.strip() for p in v):
+        raise ValueError("must be a list of paths relative to the workspace (at most 100)")
+    return tuple(v)
 
 
 def _lang(v: Any) -> str:
@@ -76,6 +84,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "verify_timeout_s": ("verify_timeout_s", _seconds),
     "ready_limit": ("ready_limit", _count),
     "work_merge": ("work_merge", _merge),
+    "work_check_paths": ("work_check_paths", _paths),
 }
 
 

@@ -136,6 +136,12 @@ def approval_grant(ws: Workspace, item_id: str, user: str, via: str, now: float,
         return st.approvals[item_id].model_copy()
 
 
+def approval_revoke(ws: Workspace, item_id: str) -> bool:
+    """The item's approval, if any, goes: what it approved was undone (plugkit work rollback)."""
+    with state_mod.transaction(ws) as st:
+        return st.approvals.pop(item_id, None) is not None
+
+
 def approval_list(ws: Workspace) -> tuple[list[Approval], list[str]]:
     """(approvals, critical items still waiting for one)."""
     st = state_mod.load(ws)

@@ -74,6 +74,7 @@ class WorkItemInfo(Result):
     ended_at: Optional[float] = None
     worker_s: float = 0.0  # the workers' own wall time, summed over attempts
     phases: dict[str, float] = {}  # trigger/spawn/boot/loop/terminate/cleanup -> when first entered
+    refused: list[str] = []  # what its worker tried on items not its own (refused, newest last)
 
 
 class WorkRunInfo(Result):
@@ -93,6 +94,7 @@ class WorkRunInfo(Result):
     stall_min: float
     items: list[WorkItemInfo]
     waves: list[list[str]] = []
+    check_allowed: dict[str, str] = {}  # item -> the person who allowed it to change its own check
 
 
 class WorkStatus(Result):

@@ -28,6 +28,7 @@ from plugkit.lifecycle.policy import PATCH_FILES, PATH_KEYS, SHELL_TOOLS, WRITE_
 from plugkit.work.policy_checks import (EXEC_ACTIONS, chmod_world, find_parts, hooks_config, pipe_to_shell, privileged,
                                         push_force, rm_outside, unparseable, write_outside)
 from plugkit.work.policy_paths import INSIDE, OUTSIDE, UNKNOWN, Scope
+from plugkit.work.policy_refs import other_ref
 from plugkit.work.policy_shell import Cmd, parse
 
 SHELL_LANGS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
@@ -61,6 +62,9 @@ ROWS: tuple[Row, ...] = (
         "delete only inside it, with literal paths (no $VAR, ~ or ..)"),
     Row("push_force", push_force, "rewrites or deletes remote history ({detail})",
         "push without force (`git push origin BRANCH`); a force-push is a person's decision"),
+    Row("other_ref", other_ref, "moves a ref that is not the worker's ({detail})",
+        "commit on your own branch only: the runner lands it after its check and moves every other "
+        "branch and tag itself (a moved ref is put back and the item rejected)"),
     Row("chmod_world", chmod_world, "makes files writable by everyone ({detail})", "use 755/644 or u+x"),
     Row("write_outside", write_outside, "writes outside your worktree {root} ({detail})",
         "write only inside it (or under the temp dir)"),

@@ -27,9 +27,10 @@ def _section(title: str, lines: list[str]) -> list[str]:
     return ["", f"{title}:", *shown]
 
 
-def build(item: Any, verify: str | None, branch: str, worktree: str) -> str:
+def build(item: Any, verify: str | None, branch: str, worktree: str, previous: str | None = None) -> str:
     """The worker's prompt for `item` (a plugkit.lifecycle.prd.Item). `verify` is the
-    command the runner will run once the worker stops (the item's own, else the workspace's)."""
+    command the runner will run once the worker stops (the item's own, else the workspace's);
+    `previous`, why the last attempt failed (its first line, then the check's last lines)."""
     verify = getattr(item, "verify", None) or verify
     lines = [f"work item {item.id}: {_cut(item.subject)}"]
     lines += _section("Acceptance criteria", list(item.acceptance))
@@ -45,4 +46,8 @@ def build(item: Any, verify: str | None, branch: str, worktree: str) -> str:
               "- commit your work with git before you stop",
               "- do not merge, push or switch branches",
               "- run code with `exec:<lang>` (e.g. exec:python) when plugkit hooks are present"]
+    if previous:
+        first, *rest = previous.splitlines()
+        lines += ["", "The previous attempt failed; start from what it says:", f"- {_cut(first)}"]
+        lines += [f"  | {line[:MAX_LINE]}" for line in rest[:MAX_LIST + 1]]
     return "\n".join(lines) + "\n"

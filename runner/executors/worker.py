@@ -24,13 +24,18 @@ out the home, only the runner's own work engine may start it: the wire refuses i
 
 import json
 import os
+import re
 import shutil
 from typing import Optional
+
+import psutil
 
 from plugkit.refusals import Invalid, Unavailable
 from plugkit.vocab import WORKER_LANG
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.executors.process import ProcessExecutor, make as make_process, outcome_of
+from runner.system import tags
+from runner.system.cgroups import home_key
 
 LANG = WORKER_LANG
 HOME_VAR, PORT_VAR = "PLUGKIT_HOME", "PLUGKIT_PORT"
@@ -47,6 +52,11 @@ def parse_argv(code: str) -> list[str]:
     return argv
 
 
+def program_path(program: str, env: Optional[dict]) -> Optional[str]:
+    """Where `program` is on the PATH the worker will see (env's PATH if given, else the runner's)."""
+    return shutil.which(program, path=(env or {}).get("PATH") or os.environ.get("PATH"))
+
+
 class WorkerExecutor:
     name = "worker"
 
@@ -59,8 +69,7 @@ class WorkerExecutor:
 
     async def prepare(self, spec: ExecSpec) -> Prepared:
         argv = parse_argv(spec.code)
-        path = (spec.env or {}).get("PATH") or os.environ.get("PATH")
-        found = shutil.which(argv[0], path=path)
+        found = program_path(argv[0], spec.env)
         if found is None:
             raise Unavailable(f"worker program {argv[0]!r} is not on PATH; install it or pass "
                               "--worker command --run PROGRAM")
@@ -87,6 +96,40 @@ class WorkerExecutor:
 
     def snapshot(self) -> dict:
         return {"isolation": self.process.isolation}
+
+
+MAX_DEPTH = 64
+_TASK_CGROUP = re.compile(r"/plugkit/([0-9a-f]{12})/[^/]+/task_(\d+)$")
+
+
+def task_of(pid: int, home: str) -> tuple[Optional[int], Optional[str]]:
+    """(task id, session id) of the plugkit task process `pid` belongs to, or (None, None).
+
+    Blocking (reads /proc): call it in a thread. Its ancestry first: the first tagged process
+    from it up (a worker drops PLUGKIT_TASK_ID from its own environment; its parent still has
+    it). Then its cgroup, which a process cannot leave by `setsid` or a double fork: the task's
+    own (`.../plugkit/<this home>/<runner>/task_<id>`), when cgroups are in use.
+    """
+    try:
+        chain = [psutil.Process(pid)]
+        chain += chain[0].parents()[:MAX_DEPTH]
+    except psutil.Error:
+        return None, None
+    for proc in chain:
+        found = tags.read_tags(proc.pid) or {}
+        if found.get(tags.HOME) == tags.home_id(home) and (found.get(tags.TASK_ID) or found.get(tags.SESSION_ID)):
+            task = found.get(tags.TASK_ID, "")
+            return (int(task) if task.isdigit() else None), found.get(tags.SESSION_ID)
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None, None
+    for line in lines:
+        m = _TASK_CGROUP.search(line.rsplit(":", 1)[-1])
+        if m and m[1] == home_key(home):
+            return int(m[2]), None
+    return None, None
 
 
 def make(ctx) -> WorkerExecutor:

@@ -10,6 +10,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
+from runner.rpc import work_guard
+
 NAMESPACES = {
     "runner": "runner.rpc.runner",
     "debug": "runner.rpc.debug",
@@ -74,10 +76,14 @@ def build_methods(extra: tuple = ()) -> Methods:
 
 
 def _counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    guarded = name in work_guard.GUARDED  # a `plugkit work` worker makes these on its own item only
+
     async def method(ctx: Any, *args: Any, **kwargs: Any) -> Any:
         ctx.runtime.requests[name] += 1
         started = time.perf_counter()
         try:
+            if guarded and (refused := await work_guard.refusal(ctx, name, kwargs)) is not None:
+                return refused
             return await fn(ctx, *args, **kwargs)
         finally:
             ctx.runtime.latency.record(name, time.perf_counter() - started)

@@ -12,6 +12,7 @@ from plugkit.protocol.work import (
     WorkItemParams, WorkLogs, WorkLogsParams, WorkParams, WorkRolledBack, WorkStartParams, WorkStatus,
     WorkStatusParams,
 )
+from runner.rpc.context import PEER
 from runner.rpc.dispatch import Context, rpc
 
 
@@ -88,5 +89,19 @@ async def rollback(ctx: Context, p: WorkItemParams) -> WorkRolledBack:
     return WorkRolledBack(item=p.item, head=head, how=how)
 
 
+@rpc(WorkItemParams)
+async def allow_check(ctx: Context, p: WorkItemParams) -> WorkStatus:
+    """work.allow_check {session_id, cwd, item} -> {run}
+
+    A person lets the item's branch change the files of its own check (an item whose branch
+    does is held blocked/touches_check with the diff); kept until the item lands. Judged by
+    the caller's process ancestry like approval.grant. Errors: -32002 the caller is a worker,
+    a task or an agent; -32001 no run yet or no such item.
+    """
+    run = await ctx.work_manager().allow_check(p.session_id, p.cwd, p.item, PEER.get(), ctx.runtime.port,
+                                               ctx.runtime.pid)
+    return WorkStatus(run=run.info())
+
+
 METHODS = {"work.start": start, "work.status": status, "work.stop": stop, "work.logs": logs,
-           "work.rollback": rollback}
+           "work.rollback": rollback, "work.allow_check": allow_check}

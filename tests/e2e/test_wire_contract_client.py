@@ -87,6 +87,7 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
     cli("work", "logs", "w1", "--verify")
     cli("work", "stop")
     cli("work", "rollback", "w1")
+    cli("work", "allow-check", "w1")
     cli("runner", "stop")
 
     models = methods()

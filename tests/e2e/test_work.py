@@ -116,8 +116,8 @@ def test_waves_in_parallel_land_only_on_green_and_halt_on_the_critical_item(home
     assert "reset" in done.stdout and not (repo / "w4.txt").exists()
     assert w.prd()["w4"]["status"] == "pending"
     assert not (repo / ".plugkit" / "worktrees" / "w1").exists()
-    assert git(repo, "branch", "--list", "plugkit/*").split() == ["plugkit/w1", "plugkit/w2", "plugkit/w3",
-                                                                  "plugkit/w4"]
+    assert git(repo, "branch", "--list", "plugkit/*").split() == []  # landed: their branches are gone
+    assert git(repo, "tag", "--list", "plugkit/*").split() == ["plugkit/pre-w4"]  # the rollback point stays
 
 
 def test_done_claimed_without_a_green_check_is_not_completed_and_goes_back_to_plan_after_two(home, repo):

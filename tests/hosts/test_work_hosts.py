@@ -2,7 +2,7 @@
 fake model: a 4-item .prd (two independent items, one depending on both, one critical) run
 unattended two at a time by each of Claude Code, Qwen Code, Gemini CLI and Codex CLI, its
 third worker trying `rm -rf ..`; and with Claude Code, a worker claiming "done" on a red
-check and a worker that hangs."""
+check, a worker that hangs, and workers moving `main` and rewriting their own check."""
 
 import json
 
@@ -97,3 +97,32 @@ def test_a_project_that_commits_its_host_settings_never_gets_the_workers_hooks(t
         assert run["state"] == "done", json.dumps(run, indent=1)
         assert "boot" in items(run)["w1"]["phases"]  # the hooks were in place for the worker
         assert git(work.repo, "show", "main:.claude/settings.json") == '{"permissions": {"allow": ["Bash(ls:*)"]}}\n'
+
+
+def test_a_real_worker_moving_main_or_rewriting_its_check_lands_nothing(tmp_path, home, host):
+    with ModelServer(Scripts([])) as server:
+        work = make_repo(tmp_path, host, cli_argv(), server.url,
+                         {"refs": ("test -f refs.txt && false", ()), "check": ("sh check.sh", ())})
+        (work.repo / "check.sh").write_text("test -f feature.txt\n")
+        git(work.repo, "add", "check.sh")
+        git(work.repo, "commit", "-qm", "the check")
+        main = git(work.repo, "rev-parse", "main").strip()
+        sneak = "python3 -c \"import subprocess; subprocess.run(['git', 'update-ref', 'refs/heads/main', 'HEAD'])\""
+        refs = Script([host.shell("echo x > refs.txt && git add -A && git commit -qm refs"),
+                       host.shell("git update-ref refs/heads/main HEAD"),  # the policy denies it
+                       host.shell(sneak),  # code the policy cannot read: the runner restores main
+                       Say("refs is done.")], prompt=prompt_line("refs"))
+        check = Script([host.shell("echo 'exit 0' > check.sh && git add -A && git commit -qm 'the check passes now'"),
+                        Say("check is done.")], prompt=prompt_line("check"))
+        server.script = Scripts([refs, check])
+        work.cli("work", "--worker", "claude-code", "--parallel", "2")
+        run = work.until(lambda r: r["ended_at"] is not None)
+        got = items(run)
+        why = json.dumps(run, indent=1)
+        assert (got["refs"]["state"], got["refs"]["reason"]) == ("rejected", "refs_moved"), why
+        denied = refs.reply_to(1)
+        assert denied is not None and "plugkit/refs" in denied.newest, why
+        assert (got["check"]["state"], got["check"]["reason"]) == ("blocked", "touches_check"), why
+        assert "+exit 0" in got["check"]["message"], why
+        assert git(work.repo, "rev-parse", "main").strip() == main, why  # nothing landed
+        assert (work.repo / "check.sh").read_text() == "test -f feature.txt\n"

@@ -6,7 +6,7 @@ another ({item: [[steps of try 1], [steps of try 2]]} when the tries differ).
 Steps: ["write", path, text], ["commit", message], ["say", text], ["sleep", s],
 ["hang"], ["exit", code], ["hook", tool_name, tool_input] (a PreToolUse through the real
 `plugkit hook`, its answer printed), ["cli", verb, ...] (a plugkit verb, its answer printed),
-["shell", line], ["beat", n, every_s] (n quiet hook calls).
+["shell", line], ["beat", n, every_s] (n quiet hook calls), ["prompt"] (prints the prompt it got).
 """
 
 import json
@@ -48,6 +48,8 @@ def main() -> int:
         elif kind == "commit":
             subprocess.run(["git", "add", "-A"], check=True)
             subprocess.run(["git", "commit", "-qm", args[0]], check=True)
+        elif kind == "prompt":
+            print(prompt, flush=True)
         elif kind == "say":
             print(args[0], flush=True)
         elif kind == "sleep":

@@ -16,15 +16,16 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from plugkit.lifecycle import prd, work as work_model
-from plugkit.lifecycle.workspace import PRD_FILE, STATE_DIR, Workspace
+from plugkit.lifecycle.workspace import Workspace
 from plugkit.refusals import Refused
 from plugkit.work import prompt as prompt_mod, workers
 from runner.core.gates.manager import GateManager
 from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
-from runner.core.work import git
-from runner.core.work.model import RETRIED, ItemRun, Run
+from runner.core.work import git, held
+from runner.core.work.model import HELD, RETRIED, Failed, ItemRun, Run
+from runner.core.work.refs import RefGuard
 from runner.executors.base import ExecSpec
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs
@@ -33,14 +34,7 @@ log = logs.get("plugkit.work")
 TAGGED_RISKS = frozenset({"high", "critical"})
 WORKER_TIMEOUT_S = 7 * 24 * 3600.0  # the stall watchdog and the budget end workers, not this
 INSTALL_TIMEOUT_S = 60.0
-
-
-class Failed(Exception):
-    """How an attempt ended when it did not land: (state, reason, one line)."""
-
-    def __init__(self, state: str, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.state, self.reason, self.message = state, reason, message
+TAIL_BYTES, TAIL_LINES = 2048, 12  # of a red check's output, shown to the next attempt
 
 
 @dataclass
@@ -62,6 +56,7 @@ class Attempts:
         self.land_lock = asyncio.Lock()  # one landing at a time: each lands on the tip the last one left
         self.live: dict[str, Task] = {}
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
+        self.refs = RefGuard(p.ws.root, run.id)
         self.on_end: Callable[[ItemRun], None] = lambda it: None
 
     async def listing(self) -> work_model.Listing:
@@ -94,13 +89,15 @@ class Attempts:
                     if f.reason in RETRIED and not self.stopping:
                         it.failures += 1
                         if it.failures < 2:
+                            it.last_failure = f"attempt {it.attempt} {f.state}/{f.reason}: {f.message}" + (
+                                f"\nthe last lines of its output:\n{f.detail}" if f.detail else "")
                             it.enter("spawning", now(), f.reason, f"attempt {it.attempt} {f.state}/{f.reason}: "
                                                                   f"{f.message}; trying once more")
                             continue
                         await self._replan(it, f)
                         break
                     it.enter(f.state, now(), f.reason, f.message)
-                    await self._prd_status(it, "blocked" if f.reason in ("merge_conflict", "land_failed") else
+                    await self._prd_status(it, "blocked" if f.reason in HELD else
                                            None if f.reason == "refused" else "pending")
                     break
         except asyncio.CancelledError:
@@ -162,16 +159,20 @@ class Attempts:
                 await self._install_hooks(it.worktree)
             except git.GitError as exc:
                 raise Failed("failed", "spawn_failed", f"hooks for the worker: {exc}") from None
+            async with self.land_lock:  # not mid-landing: the snapshot must hold the runner's last move
+                await self.refs.watch(it.id)
             task = await self._spawn(it, item, check)
             await self._watch(it, task)
             it.phase("terminate", now())
+            await held.refs_moved(run, it, self.refs, self.land_lock)
             await self._judge_worker(it, task)
             it.phase("cleanup", now())
             it.enter("verifying", now())
             if await git.commits_ahead(p.ws.root, base, it.branch) == 0:
                 raise Failed(REJECTED, "no_commits", f"nothing committed on {it.branch}: the worker must "
                                                        "commit its work before it stops")
-            await self._check_control_files(it, base)
+            await held.control_files(p.ws.root, it, base)
+            await held.changes_its_check(p.ws.root, run, it, base, check, cfg)
             await self._committed_only(it)
             verified = await self._verify(it, check, cfg)
             it.enter("landing", now())
@@ -184,10 +185,24 @@ class Attempts:
         finally:
             self.live.pop(it.id, None)
             p.unregister(it.worktree)
+            await self.refs.settle(it.id, it.branch)
             try:
                 await git.remove_worktree(p.ws.root, it.worktree)
             except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
                 log.warning("work_worktree_left", item=it.id, error=str(exc))
+            if it.landed is not None:
+                await self._drop_branch(it)
+
+    async def _drop_branch(self, it: ItemRun) -> None:
+        """A landed item's branch is on the run's branch now: it goes (its pre-landing tag stays),
+        so `git branch` lists only what still waits for a person."""
+        ref = f"refs/heads/{it.branch}"
+        try:
+            await git.run(self.p.ws.root, "update-ref", "-d", ref)
+        except git.GitError as exc:
+            log.warning("work_branch_left", item=it.id, error=str(exc))
+            return
+        self.refs.ours(ref, None)
 
     async def _committed_only(self, it: ItemRun) -> None:
         """Only commits land, so only commits are checked: what the worker left uncommitted is
@@ -198,15 +213,6 @@ class Attempts:
             await git.run(it.worktree, "reset", "-q", "--hard", "HEAD")
             await git.run(it.worktree, "clean", "-q", "-fd")
             it.message = f"{len(left)} uncommitted change(s) dropped before the check ({', '.join(left[:3])})"
-
-    async def _check_control_files(self, it: ItemRun, base: str) -> None:
-        """A branch that edits the plan or the checks (`.prd`, `.plugkit/config.toml`'s verify)
-        would weaken what judges every later item: it never lands."""
-        changed = (await git.run(self.p.ws.root, "diff", "--name-only", "--no-renames", f"{base}..{it.branch}",
-                                 "--", PRD_FILE, STATE_DIR)).splitlines()
-        if changed:
-            raise Failed(REJECTED, "control_files", f"{it.branch} changes {', '.join(changed[:3])}: the plan and "
-                                                    "its checks are changed by a person, never by a worker")
 
     async def _install_hooks(self, worktree: str) -> None:
         args = workers.install_args(self.row)
@@ -232,7 +238,7 @@ class Attempts:
     async def _spawn(self, it: ItemRun, item: prd.Item, check: str) -> Task:
         p, run = self.p, self.run
         assert it.worktree is not None and it.branch is not None
-        text = prompt_mod.build(item, check, it.branch, it.worktree)
+        text = prompt_mod.build(item, check, it.branch, it.worktree, it.last_failure if it.attempt > 1 else None)
         try:
             argv, stdin = workers.command_line(self.row, text, it.worktree, run.command)
         except ValueError as exc:
@@ -294,8 +300,11 @@ class Attempts:
         green = task.state == "completed" and task.exit_code == 0
         it.verify = "green" if green else "red"
         if not green:
+            tail = "".join(text for _stream, text in p.tasks.read(task, max(0, task.buffer.end - TAIL_BYTES),
+                                                                     TAIL_BYTES).chunks)
             raise Failed(REJECTED, "verify_failed", f"`{check}` {task.message} in the item's worktree "
-                                                      f"(task_{task.id}); `plugkit work logs {it.id} --verify`")
+                                                      f"(task_{task.id}); `plugkit work logs {it.id} --verify`",
+                         "\n".join(tail.splitlines()[-TAIL_LINES:]))
         return task
 
     async def _land(self, it: ItemRun, item: prd.Item, check: str, cfg, verified: Task) -> None:
@@ -312,7 +321,9 @@ class Attempts:
             if item.risk in TAGGED_RISKS:
                 it.rollback_tag = f"plugkit/pre-{it.id}"
                 await git.tag(p.ws.root, it.rollback_tag, before)
+                self.refs.ours(f"refs/tags/{it.rollback_tag}", before)
             await git.advance(p.ws.root, run.branch, done.sha)
+            self.refs.ours(f"refs/heads/{run.branch}", done.sha)
             it.landed = done.sha
             log.info("work_item_landed", run=run.id, item=it.id, sha=done.sha)
             await self._complete(it, check, verified)
@@ -326,6 +337,7 @@ class Attempts:
                                      self.checked_at.get(verified.id))
         await p.gates.prd_update(p.ws, it.id, {}, "completed", [receipt.id])
         it.receipt = receipt.id
+        self.run.check_allowed.pop(it.id, None)  # used: the next change to its check needs a new one
         it.enter("completed", p.clock(), "landed", f"landed as {(it.landed or '')[:12]} on {self.run.branch}; "
                                                    f"receipt {receipt.id}")
 

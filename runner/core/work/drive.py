@@ -13,20 +13,23 @@ from typing import Callable, Optional
 from plugkit.lifecycle import work as work_model
 from plugkit.refusals import Refused
 from runner.core.work.attempt import Attempts
-from runner.core.work.model import END, ItemRun, Run
+from runner.core.work.model import END, HELD, ItemRun, Run
 
 # Terminal reasons that halt an unattended run (no new worker starts; the running ones finish).
-AFK_HALTS = frozenset({"merge_conflict", "land_failed", "replan"})
+AFK_HALTS = HELD | {"replan"}
 TICK_S = 1.0
 
 
 class RunDriver:
     def __init__(self, run: Run, attempts: Attempts, save: Callable[[Run], None],
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], earlier: Optional[dict[str, ItemRun]] = None) -> None:
         self.run, self.attempts, self._save, self.clock = run, attempts, save, clock
+        self.earlier = earlier or {}  # the previous run's items: why one it left blocked is blocked
         self.wake = asyncio.Event()
         self.halting: Optional[str] = None  # an AFK halt waiting for the running workers to finish
         self.workers: dict[str, asyncio.Task] = {}
+        self.passes = 0  # how many times the loop looked at the .prd
+        self.looked = asyncio.Event()
         attempts.on_end = self._item_ended
 
     # --- the loop ------------------------------------------------------------------------
@@ -55,8 +58,27 @@ class RunDriver:
         deadline = self.run.deadline
         return TICK_S if deadline is None else max(0.01, min(TICK_S, deadline - self.clock()))
 
+    async def look_again(self, timeout_s: float) -> None:
+        """Until the loop made one more pass (or the timeout): a caller's wait starts from fresh state."""
+        seen = self.passes
+        self.wake.set()
+        try:
+            async with asyncio.timeout(timeout_s):
+                while self.passes == seen:
+                    self.looked.clear()
+                    await self.looked.wait()
+        except TimeoutError:
+            pass
+
     async def _step(self) -> bool:
         """One pass; True when the run is over."""
+        try:
+            return await self._pass()
+        finally:
+            self.passes += 1
+            self.looked.set()
+
+    async def _pass(self) -> bool:
         run = self.run
         deadline = run.deadline
         if deadline is not None and self.clock() >= deadline and not self.attempts.stopping:
@@ -92,6 +114,18 @@ class RunDriver:
             if item.id in run.items:
                 it = run.items[item.id]
                 it.subject, it.risk = item.subject, item.risk
+                self._held(it, item.status)
+
+    def _held(self, it: ItemRun, status: str) -> None:
+        """An item blocked in .prd (an earlier run held it, or a person) says why and how to retry,
+        and is queued again once a person re-queues it."""
+        if it.state == "queued" and status == "blocked":
+            prev = self.earlier.get(it.id)
+            why = (prev.message or prev.reason or "").split("\n", 1)[0] if prev and prev.state == "blocked" else ""
+            it.enter("blocked", self.clock(), "held", f"blocked ({why[:300] or 'blocked in .prd'}): "
+                                                      f"`plugkit prd update {it.id} --status pending` to retry")
+        elif it.state == "blocked" and it.reason == "held" and status == "pending":
+            it.enter("queued", self.clock())
 
     def _active(self) -> list[ItemRun]:
         return [i for i in self.run.items.values() if i.active]
@@ -156,6 +190,8 @@ class RunDriver:
                 else:
                     waits = [b for b in item.blocked_by if b in by_id and by_id[b].status != "completed"]
                     why.append(f"{it.id} waits on {', '.join(waits)}")
+            elif it.reason == "held":
+                why.append(f"{it.id} {it.message}")
             elif it.state != "completed":
                 why.append(f"{it.id} {it.state}/{it.reason}")
         return "; ".join(why)[:600] or "no open items"
@@ -170,7 +206,8 @@ class RunDriver:
 
     def _item_ended(self, it: ItemRun) -> None:
         if self.run.afk and it.reason in AFK_HALTS and self.halting is None:
-            self.halting = f"{it.id} {it.state}/{it.reason}: {it.message or END.get(it.reason or '', '')}"
+            first = (it.message or END.get(it.reason or "", "")).split("\n", 1)[0]  # touches_check: its diff follows
+            self.halting = f"{it.id} {it.state}/{it.reason}: {first}"
         self.save()
         self.wake.set()
 

@@ -23,10 +23,18 @@ from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
 from runner.core.work.model import ItemRun, Run
 from runner.core.work.store import RunStore
+from runner.executors.worker import program_path, task_of
 from plugkit.vocab import WORK_REJECTED as REJECTED
-from runner.system import logs
+from runner.system import logs, peers
 
 log = logs.get("plugkit.work")
+MAX_REFUSED = 20
+
+
+def _caller_task(peer: tuple, port: int, home: str) -> tuple[Optional[int], Optional[str]]:
+    """Blocking (psutil, /proc): the connection's process, then the plugkit task it belongs to."""
+    pid = peers.peer_pid(peer, port)
+    return task_of(pid, home) if pid is not None else (None, None)
 
 
 class WorkManager:
@@ -69,9 +77,12 @@ class WorkManager:
                            "`plugkit work stop` first")
         try:
             row = workers.row(p.worker)
-            workers.command_line(row, "", root, list(p.run) if p.run else None)
+            argv, _stdin = workers.command_line(row, "", root, list(p.run) if p.run else None)
         except ValueError as exc:
             raise Invalid(str(exc)) from None
+        if program_path(argv[0], workers.environment(row, dict(p.env or {}))) is None:  # every item would fail twice on it and send the run to PLAN
+            raise Invalid(f"worker program {argv[0]!r} is not on PATH: install it, pick another "
+                          "with --worker, or --worker command --run PROGRAM")
         branch, base = await self._start_point(root)
         listing = await self.gates.read(ws, work_model.prd_list)
         known = {i.id for i in listing.items}
@@ -91,14 +102,14 @@ class WorkManager:
         run = Run(id=secrets.token_hex(4), workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk,
                   merge=p.merge or cfg.work_merge, branch=branch, base=base, started_at=self.clock(),
                   stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.run) if p.run else None,
-                  selected=list(p.items))
+                  selected=list(p.items), check_allowed=dict(old.check_allowed) if old is not None else {})
         env = dict(p.env or {})
         # The worker's hooks reach this runner, and fail closed: a worker runs with its host's own
         # permission prompts off, so a hook that cannot answer must deny, not wave the call through.
         env.update(PLUGKIT_PORT=str(self.port), PLUGKIT_HOOKS_FAIL="closed")
         attempts = Attempts(run, Plumbing(self.tasks, self.gates, ws, env, self._register, self._unregister,
                                           self.clock))
-        driver = RunDriver(run, attempts, self.store.save, self.clock)
+        driver = RunDriver(run, attempts, self.store.save, self.clock, dict(old.items) if old is not None else None)
         self.runs[root], self.drivers[root] = run, driver
         driver.save()
         task = asyncio.create_task(driver.drive(), name=f"work-run-{run.id}")
@@ -145,6 +156,10 @@ class WorkManager:
         """Until the run halts, waits for a person, or ends (or the timeout)."""
         driver = self.drivers.get(run.workspace)
         deadline = self.clock() + timeout_s
+        if driver is not None and run.state != "running":
+            # Waiting for a person who may just have answered (`plugkit approve`): the driver looks
+            # again now, so the wait follows the resumed run instead of the stale line.
+            await driver.look_again(min(2.0, timeout_s))
         while driver is not None and run.ended_at is None and run.state == "running" and self.clock() < deadline:
             await asyncio.sleep(min(0.2, max(0.0, deadline - self.clock())))
 
@@ -152,7 +167,7 @@ class WorkManager:
         run = self.run_of(session_id, cwd)
         driver = self.drivers.get(run.workspace)
         if driver is None:
-            return run
+            raise Conflict(f"no live run to stop: run {run.id} is already {run.state} (`plugkit work status`)")
         await driver.attempts.stop_all("stopped")
         driver.wake.set()
         task = self._tasks.get(run.workspace)
@@ -182,11 +197,35 @@ class WorkManager:
             raise Conflict(f"rollback of {item_id} failed: {exc}") from None
         how = "reset" if tip == it.landed else "revert"
         await self.gates.prd_update(ws, item_id, {}, "pending", [])
-        it.enter(REJECTED, self.clock(), "rolled_back", f"rolled back ({how}); {run.branch} is at {head[:12]}")
+        # What the person approved was this landing: running the item again needs a new approval.
+        revoked = await self.gates.call(ws, work_model.approval_revoke, item_id)
+        it.enter(REJECTED, self.clock(), "rolled_back", f"rolled back ({how}); {run.branch} is at {head[:12]}"
+                 + ("; its approval is revoked (`plugkit approve " + item_id + "` before it runs again)"
+                    if revoked else ""))
         it.landed = None
         self.store.save(run)
         log.warning("work_item_rolled_back", run=run.id, item=item_id, how=how)
         return head, how
+
+    async def allow_check(self, session_id: str, cwd: str, item_id: str, peer: Optional[tuple], port: int,
+                          runner_pid: int) -> Run:
+        """A person lets an item's branch change its own check (held blocked/touches_check until then).
+        Judged like an approval, by the caller's process ancestry: a worker or an agent is refused."""
+        run = self.run_of(session_id, cwd)
+        listing = await self.gates.read(self.gates.workspace(session_id, cwd), work_model.prd_list)
+        if item_id not in {i.id for i in listing.items}:
+            raise NotFound(f"no work item {item_id} in .prd (`plugkit prd list`)")
+        who = await asyncio.to_thread(peers.caller, peer, port, runner_pid)
+        verdict = self.gates.desk.judge(run.workspace, item_id, who)
+        if not verdict.ok or who is None:
+            log.warning("work_allow_check_refused", run=run.id, item=item_id, why=verdict.reason,
+                        chain=list(who.chain) if who else None)
+            raise Forbidden(f"allow-check refused: {verdict.reason}. A person allows it from their own "
+                            f"terminal: `plugkit work allow-check {item_id}`")
+        run.check_allowed[item_id] = f"{who.user} ({verdict.channel}{', ' + who.tty if who.tty else ''})"
+        self.store.save(run)
+        log.warning("work_check_allowed", run=run.id, item=item_id, by=run.check_allowed[item_id])
+        return run
 
     # --- workers, as the hooks see them ---------------------------------------------------------
 
@@ -206,6 +245,34 @@ class WorkManager:
             if real == root or real.startswith(root + os.sep):
                 return found
         return None
+
+    def owner_of(self, cwd: str) -> Optional[ItemRun]:
+        """The live worker whose worktree holds cwd (no heartbeat counted)."""
+        found = self._worker_of(cwd)
+        return found[1] if found is not None else None
+
+    @property
+    def has_workers(self) -> bool:
+        return bool(self._worktrees)
+
+    async def worker_calling(self, peer: tuple, port: int, home: str) -> Optional[tuple[Run, ItemRun]]:
+        """The live worker whose process (or a task it ran) holds the connection from `peer`, else None."""
+        task_id, session_id = await asyncio.to_thread(_caller_task, peer, port, home)
+        return self.worker_of_task(task_id, session_id)
+
+    def worker_of_task(self, task_id: Optional[int], session_id: Optional[str]) -> Optional[tuple[Run, ItemRun]]:
+        """The live worker whose task this is: the worker itself (its task id), or a task it ran
+        through the runner (the worker's own session)."""
+        for run, it, _attempts in self._worktrees.values():
+            if (task_id is not None and task_id == it.task_id) or (session_id and session_id == it.session_id):
+                return run, it
+        return None
+
+    def refused(self, run: Run, it: ItemRun, what: str) -> None:
+        """A worker's call on what is not its own, refused: kept on its item for a person to read."""
+        it.refused = (it.refused + [what[:300]])[-MAX_REFUSED:]
+        self.store.save(run)
+        log.warning("work_worker_refused", run=run.id, item=it.id, call=what[:300])
 
     def worker_at(self, cwd: str, beat: bool = True) -> Optional[tuple[Run, ItemRun]]:
         """The live worker whose worktree holds cwd, its heartbeat counted (unless `beat` is

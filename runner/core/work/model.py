@@ -30,9 +30,26 @@ END: dict[str, str] = {
     "merge_conflict": "its branch does not land cleanly; the branch is kept for a person",
     "replan": "it failed twice: back to PLAN instead of a third try",
     "refused": "the gates refused to start it",
+    "rolled_back": "a person rolled the landed item back (plugkit work rollback); it is pending again",
+    "land_failed": "git could not land it; the branch is kept for a person",
+    "internal": "plugkit work failed on this item (a bug: see the runner log)",
+    "held": "blocked in .prd (by an earlier run, or a person): `plugkit prd update ID --status pending` re-queues it",
+    "refs_moved": "the worker moved refs only the runner moves (restored; what it wrote kept as evidence)",
+    "touches_check": "its branch changes the files of its own check; held until a person allows it",
 }
+# Ends a person looks at first: the .prd item is marked blocked and an unattended run halts.
+HELD = frozenset({"merge_conflict", "land_failed", "refs_moved", "touches_check"})
 # Failures that count toward the two-pass rule (a kill by a person or the budget does not).
 RETRIED = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files", "verify_failed", "stalled"})
+
+
+class Failed(Exception):
+    """How an attempt ended when it did not land: (state, reason, one line)."""
+
+    def __init__(self, state: str, reason: str, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.state, self.reason, self.message = state, reason, message
+        self.detail = detail  # the last lines of the check's output, for the next attempt's prompt
 
 
 @dataclass
@@ -60,6 +77,8 @@ class ItemRun:
     worker_s: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
     stop_blocked: int = 0  # the attempt whose Stop was turned back once (never twice)
+    last_failure: Optional[str] = None  # why the last attempt failed: the next attempt's prompt says it
+    refused: list[str] = field(default_factory=list)  # what its worker tried on others' items, refused
 
     @property
     def live(self) -> bool:
@@ -101,6 +120,9 @@ class Run:
     halt: Optional[str] = None
     ended_at: Optional[float] = None
     items: dict[str, ItemRun] = field(default_factory=dict)
+    # item -> who allowed it to change its own check (a person, judged by the approvals' check);
+    # carried into the next run until the item lands.
+    check_allowed: dict[str, str] = field(default_factory=dict)
     waves: list[list[str]] = field(default_factory=list)
 
     @property

@@ -1,0 +1,60 @@
+"""What a worker's branch may not do, checked once the worker ended and before its check runs:
+move refs (runner/core/work/refs.py), change the plan or the checks' configuration, or change
+the files of its own check (runner/core/work/check.py). Each raises Failed: the item is held
+for a person, never retried, never landed."""
+
+import asyncio
+
+from plugkit.lifecycle.workspace import PRD_FILE, STATE_DIR
+from plugkit.vocab import WORK_REJECTED as REJECTED
+from runner.core.work import check as check_files, git
+from runner.core.work.model import Failed, ItemRun, Run
+from runner.core.work.refs import RefGuard, owned_by_workers
+from runner.system import logs
+
+log = logs.get("plugkit.work")
+
+
+async def refs_moved(run: Run, it: ItemRun, refs: RefGuard, land_lock: asyncio.Lock) -> None:
+    """Every ref but the live workers' own branches is the runner's: what this worker moved is
+    put back, what it wrote kept as evidence, and the item never lands."""
+    async with land_lock:  # the runner's own moves are all written into the snapshot by now
+        live = [i.branch for i in run.items.values() if i.active or i is it]
+        moves = await refs.moved(it.id, owned_by_workers(live))
+        if not moves:
+            return
+        kept, failed = await refs.restore(it.id, moves)
+    log.warning("work_refs_moved", run=run.id, item=it.id, refs=[m.text() for m in moves][:10], failed=failed)
+    what = "; ".join(m.text() for m in moves[:4]) + (f" and {len(moves) - 4} more" if len(moves) > 4 else "")
+    undo = f"restored, what it wrote kept as {', '.join(kept[:3])}" if kept else "restored"
+    raise Failed(REJECTED, "refs_moved", f"the worker moved refs only the runner moves ({what}); {undo}"
+                                         f"{'; ' + failed[0] if failed else ''}; a person looks before "
+                                         f"`plugkit prd update {it.id} --status pending`")
+
+
+async def control_files(root: str, it: ItemRun, base: str) -> None:
+    """A branch that edits the plan or the checks (`.prd`, `.plugkit/config.toml`'s verify)
+    would weaken what judges every later item: it never lands."""
+    changed = (await git.run(root, "diff", "--name-only", "--no-renames", f"{base}..{it.branch}",
+                             "--", PRD_FILE, STATE_DIR)).splitlines()
+    if changed:
+        raise Failed(REJECTED, "control_files", f"{it.branch} changes {', '.join(changed[:3])}: the plan and "
+                                                "its checks are changed by a person, never by a worker")
+
+
+async def changes_its_check(root: str, run: Run, it: ItemRun, base: str, check: str, cfg) -> None:
+    """The check's files are the person's: a branch changing them is held with its diff, unless
+    a person allowed this item to change its check (`plugkit work allow-check`)."""
+    assert it.branch is not None
+    paths = await check_files.files(root, base, check, cfg.work_check_paths)
+    changed, diff = await check_files.touched(root, base, it.branch, paths)
+    if not changed:
+        return
+    allowed = run.check_allowed.get(it.id)
+    if allowed is not None:
+        log.warning("work_check_changed_allowed", item=it.id, files=changed[:10], by=allowed)
+        return
+    raise Failed("blocked", "touches_check", f"{it.branch} changes its own check ({', '.join(changed[:3])}); "
+                                             f"a person reads the diff (`git diff {base[:12]} {it.branch}`) "
+                                             f"and, if it is right, runs `plugkit work allow-check {it.id}`, "
+                                             f"then `plugkit prd update {it.id} --status pending`\n{diff}")

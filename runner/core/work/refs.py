@@ -1,0 +1,119 @@
+"""The refs of a run's repository are the runner's, except each worker's own branch.
+
+A worktree shares every ref with the person's checkout, so a worker that runs
+`git update-ref refs/heads/main HEAD` lands unverified work without any check, and one that
+resets `main` drops a sibling's landed commit. The policy denies the usual spellings; this
+is the evidence-based half that no spelling escapes: each worker's refs are snapshotted
+when it spawns, every ref the runner moves itself is written into the live snapshots, and
+when the worker ends anything else that moved, appeared or vanished is restored, what the
+worker wrote kept under refs/plugkit/evidence/<run>/<item>/.
+
+Not judged: the branches of workers still running (each owns its own; a worker moving a
+sibling's branch is caught only by that sibling's check), refs/remotes/ (a fetch mirrors the
+remote) and refs/notes/ (Qwen Code records its attribution as notes on every commit): nothing
+lands from either.
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from runner.core.work import git
+
+OWN_PREFIX = "refs/heads/"
+EVIDENCE = "refs/plugkit/evidence/"
+FREE = ("refs/remotes/", "refs/notes/")
+HEAD = "HEAD"  # the person's checkout's HEAD ("ref: refs/heads/main", or a sha when detached)
+
+
+@dataclass(frozen=True)
+class Move:
+    ref: str
+    was: Optional[str]  # None: the worker created it
+    now: Optional[str]  # None: the worker deleted it
+
+    def text(self) -> str:
+        short = lambda v: "(none)" if v is None else v.removeprefix("ref: ")[:12]  # noqa: E731
+        return f"{self.ref} {short(self.was)} -> {short(self.now)}"
+
+
+async def read(root: str) -> dict[str, str]:
+    out = await git.run(root, "for-each-ref", "--format=%(refname) %(objectname)")
+    found = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    head = await git.run(root, "symbolic-ref", "-q", "HEAD", check=False)
+    found[HEAD] = f"ref: {head}" if head else await git.run(root, "rev-parse", "-q", "--verify", "HEAD",
+                                                            check=False)
+    return {k: v for k, v in found.items() if not k.startswith(FREE)}
+
+
+class RefGuard:
+    """One per run: a snapshot per live worker, kept in step with what the runner moves."""
+
+    def __init__(self, root: str, run_id: str) -> None:
+        self.root, self.run_id = root, run_id
+        self._snaps: dict[str, dict[str, str]] = {}
+
+    async def watch(self, item_id: str) -> None:
+        self._snaps[item_id] = await read(self.root)
+
+    def ours(self, ref: str, sha: Optional[str]) -> None:
+        """The runner moved `ref` itself (None: deleted it): no worker did."""
+        for snap in self._snaps.values():
+            if sha is None:
+                snap.pop(ref, None)
+            else:
+                snap[ref] = sha
+
+    async def settle(self, item_id: str, branch: Optional[str]) -> None:
+        """The worker's attempt is over: its branch, as it is now, is no longer anyone's doing."""
+        self._snaps.pop(item_id, None)
+        if branch is not None:
+            ref = OWN_PREFIX + branch
+            self.ours(ref, await git.run(self.root, "rev-parse", "-q", "--verify", ref, check=False) or None)
+
+    async def moved(self, item_id: str, owned: set[str]) -> list[Move]:
+        """What changed since the worker spawned, less the refs of live workers (`owned`)."""
+        snap = self._snaps.get(item_id)
+        if snap is None:
+            return []
+        now = await read(self.root)
+        return [Move(ref, snap.get(ref), now.get(ref)) for ref in sorted(set(snap) | set(now))
+                if ref not in owned and not ref.startswith(EVIDENCE) and snap.get(ref) != now.get(ref)]
+
+    async def restore(self, item_id: str, moves: list[Move]) -> tuple[list[str], list[str]]:
+        """Every move undone, what the worker wrote kept as evidence: (evidence refs, what failed)."""
+        kept, failed, lines = [], [], []
+        for m in moves:
+            if m.ref == HEAD:
+                continue
+            if m.now is not None:
+                evidence = f"{EVIDENCE}{self.run_id}/{item_id}/{m.ref.removeprefix('refs/')}"
+                lines.append(f"update {evidence} {m.now}")
+                kept.append(evidence)
+            lines.append(f"delete {m.ref} {m.now}" if m.was is None else f"create {m.ref} {m.was}"
+                         if m.now is None else f"update {m.ref} {m.was} {m.now}")
+        if lines:
+            try:
+                await git.run(self.root, "update-ref", "--stdin", input=("\n".join(lines) + "\n").encode())
+            except git.GitError as exc:
+                failed.append(str(exc))
+        for m in moves:
+            if m.ref == HEAD and m.was is not None:
+                failed += await self._checkout(m.was)
+        for m in moves:
+            self.ours(m.ref, m.was)
+        for ref in kept:
+            self.ours(ref, await git.run(self.root, "rev-parse", "-q", "--verify", ref, check=False) or None)
+        return kept, failed
+
+    async def _checkout(self, was: str) -> list[str]:
+        target = was.removeprefix("ref: ").removeprefix(OWN_PREFIX)
+        try:
+            await git.run(self.root, "checkout", "-q", target)
+        except git.GitError as exc:
+            return [f"{self.root} no longer has {target} checked out and switching back failed ({exc}): "
+                    f"run `git -C {self.root} switch {target}`"]
+        return []
+
+
+def owned_by_workers(branches: list[Optional[str]]) -> set[str]:
+    return {OWN_PREFIX + b for b in branches if b}
