@@ -3,6 +3,8 @@ one line per item, bounded, then the next command."""
 
 import time
 
+from plugkit import vocab
+
 MAX_ITEMS = 12
 DIFF_LINES = 12
 
@@ -58,7 +60,7 @@ def run_lines(run: dict | None) -> list[str]:
 
 
 # Item states that ended without the item completing: `plugkit work --wait` exits 3 on them.
-UNFINISHED = frozenset({"failed", "killed", "timed_out", "rejected", "blocked"})
+UNFINISHED = frozenset(vocab.WORK_TERMINAL_STATES) - {vocab.COMPLETED}
 
 
 def wait_exit(run: dict | None) -> int:
