@@ -144,3 +144,49 @@ def caller(peer: Optional[tuple], local_port: int, runner_pid: int) -> Optional[
         return describe(pid, runner_pid)
     except psutil.Error:
         return None
+
+
+# --- the agent host a session runs in -------------------------------------------------------
+# Hosts without a session-end event (`qwen -p`) leave the tasks their agent started running
+# after they exit; the runner ties a session to the host process its calls come from and
+# ends the session when that process is gone (runner/core/tasks/hosts.py).
+
+@dataclass(frozen=True)
+class AgentHost:
+    pid: int
+    create_time: float  # psutil's: with the pid, names this process even after the pid is reused
+    label: str
+
+    def alive(self) -> bool:
+        """Blocking (one /proc read). A zombie counts as gone: the host has exited."""
+        try:
+            proc = psutil.Process(self.pid)
+            return proc.create_time() == self.create_time and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+
+def is_agent_host(proc: psutil.Process) -> Optional[str]:
+    """Which agent host `proc` is (its label), or None. The one place the session tie asks;
+    repoint it at a shared host table when there is one."""
+    return _agent(proc)
+
+
+def agent_host(peer: Optional[tuple], local_port: int) -> Optional[AgentHost]:
+    """The nearest ancestor of the peer's process (a hook or the CLI) that is an agent host;
+    None for a person's terminal, an unknown peer or a process already gone. Blocking."""
+    pid = peer_pid(peer, local_port) if peer else None
+    if pid is None:
+        return None
+    try:
+        current: Optional[psutil.Process] = psutil.Process(pid).parent()
+        for _ in range(MAX_DEPTH):
+            if current is None or current.pid <= 1:
+                return None
+            label = is_agent_host(current)
+            if label is not None:
+                return AgentHost(current.pid, current.create_time(), label)
+            current = current.parent()
+    except psutil.Error:
+        return None
+    return None

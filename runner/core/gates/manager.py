@@ -110,7 +110,7 @@ class GateManager:
         return config_mod.load(ws.config_path)
 
     def running_in(self, ws: Workspace) -> tuple[int, ...]:
-        return tuple(sorted(t.id for t in self.tasks.running() if root_or_none(t.session.cwd) == ws.root))
+        return tuple(sorted(t.id for t in self.tasks.running() if root_or_none(t.cwd) == ws.root))
 
     async def external(self, ws: Workspace, with_git: bool) -> External:
         git = await git_facts(ws.root) if with_git else GitFacts()
@@ -244,7 +244,7 @@ class GateManager:
         another session counts only when that session works in this same workspace; the
         receipt then records both sessions (`by_session` is the one asking)."""
         task = await find_task(self.tasks, task_id)
-        if task is None or root_or_none(task.session.cwd) != ws.root:
+        if task is None or root_or_none(task.cwd) != ws.root:
             raise NotFound(f"no task_{task_id} ran in this workspace ({ws.root})",
                            {"next": "plugkit exec:tasks lists this session's tasks"})
         if not task.finished:
