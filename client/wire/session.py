@@ -39,12 +39,7 @@ class Caller:
         return {"session_id": self.session_id, "cwd": self.cwd, **more}
 
     def environ(self) -> dict | None:
-        """Our environment for task.exec: the task runs in it, and its program is found on its
-        PATH (an activated venv's python). Without plugkit's token (the runner drops it anyway);
-        None when it is over the wire's bound, and the task then gets the runner's."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PLUGKIT_TOKEN")}
-        size = sum(len(k) + len(v) + 2 for k, v in env.items())
-        return env if size <= ENVIRON_MAX_BYTES and len(env) <= 4096 else None
+        return caller_environ()
 
     def ref(self, task_id: int, **more: object) -> dict:
         return self.params(task_id=task_id, **more)
@@ -61,6 +56,15 @@ class Caller:
 
     def describe(self) -> str:
         return f"session {self.session_id!r}, cwd {self.cwd}"
+
+
+def caller_environ() -> dict | None:
+    """Our environment for task.exec (and gate.verify): the task runs in it, and its program is
+    found on its PATH (an activated venv's python). Without plugkit's token (the runner drops it
+    anyway); None when it is over the wire's bound, and the task then gets the runner's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLUGKIT_TOKEN")}
+    size = sum(len(k) + len(v) + 2 for k, v in env.items())
+    return env if size <= ENVIRON_MAX_BYTES and len(env) <= 4096 else None
 
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-")

@@ -115,7 +115,7 @@ async def verify(ctx: Context, p: GateVerifyParams) -> VerifyStarted:
     command configured, or a verify run already running.
     """
     gates = _gates(ctx)
-    info, run = await gates.verify(p.session_id, gates.workspace(p.session_id, p.cwd), p.wait_ms)
+    info, run = await gates.verify(p.session_id, gates.workspace(p.session_id, p.cwd), p.wait_ms, p.environ)
     return VerifyStarted(task=shapes.task_info(info), verify=shapes.shape(VerifyInfo, run))
 
 

@@ -13,7 +13,7 @@ import time
 import weakref
 from collections import Counter
 from dataclasses import replace
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Mapping, Optional, TypeVar
 
 from plugkit.lifecycle import config as config_mod, gating, hooks, state as state_mod
 from plugkit.lifecycle.config import GateConfig
@@ -162,7 +162,8 @@ class GateManager:
         pairs = [(f.path, f.sha256 or sha256_bytes((f.content or "").encode())) for f in files]
         return await self.call(ws, gating.declare_emission, pairs)
 
-    async def verify(self, session_id: str, ws: Workspace, wait_ms: int) -> tuple[Task, VerifyRun]:
+    async def verify(self, session_id: str, ws: Workspace, wait_ms: int,
+                     environ: Optional[Mapping[str, str]] = None) -> tuple[Task, VerifyRun]:
         """Start the configured verify command as a task of the caller's session, in the workspace."""
         await self.settle_verify(ws)
         cfg = self.config(ws)
@@ -171,7 +172,7 @@ class GateManager:
             head = (await git_facts(ws.root)).head
             started = await self.tasks.exec(ExecSpec(
                 session_id=session_id, cwd=ws.root, lang=cfg.verify_lang, code=cfg.verify or "",
-                timeout_s=cfg.verify_timeout_s))
+                timeout_s=cfg.verify_timeout_s, environ=environ))
             task_id = started.id
             await self._thread(gating.record_verify_start, ws, VerifyRun(
                 task_id=task_id, session_id=session_id, started_at=self.clock(), head=head))
