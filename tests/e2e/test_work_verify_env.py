@@ -1,0 +1,24 @@
+"""A `plugkit work` verify runs in the environment of whoever started the run (issue 30.2), not
+the runner's: a person's activated venv and exported variables are what their check needs (a
+verify under plugkit's own interpreter crashed on its pytest plugins). The runner is started
+first, from an environment without the variable, so only the run's start can bring it."""
+
+import sys
+
+import pytest
+
+from tests.e2e.test_work import AGENT, Work, commit_file
+from tests.support.agent import make_repo
+
+pytestmark = pytest.mark.e2e
+
+
+def test_the_verify_sees_the_environment_the_run_was_started_in(home, tmp_path):
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\n')
+    assert home.cli("runner", "start").returncode == 0
+    w = Work(home, repo, {"v1": commit_file("v1.txt")})
+    w.add("v1", "--verify", 'test "$PROJECT_CHECK_VAR" = from-the-person && test -f v1.txt')
+    w.env["PROJECT_CHECK_VAR"] = "from-the-person"
+    w.cli("work", "--run", f"{sys.executable} {AGENT}", "--json", "--afk")
+    run = w.settled()
+    assert w.items(run)["v1"]["verify"] == "green" and run["state"] == "done", run
