@@ -348,28 +348,28 @@ class TaskManager:
         return await self._end_session(session, "session_end") if session is not None else []
 
     async def end_gone_hosts(self) -> list[int]:
-        """End the sessions whose agent host exited (the sweep calls it); returns the ids killed."""
+        """End the sessions whose agent host exited (the sweep calls it), their tasks still listed."""
         killed: list[int] = []
         for session in await asyncio.to_thread(self.hosts.gone, self._registry.sessions()):
-            killed += await self._end_session(session, "host_gone")
+            killed += await self._end_session(session, "host_gone", forget=False)
         return killed
 
-    async def _end_session(self, session: Session, reason: str) -> list[int]:
-        """Kill the session's tasks but the detached ones; a session still running a detached
-        task stays (it holds what that task uses), else its executors' resources go and it is
-        forgotten. Its finished tasks are forgotten either way."""
+    async def _end_session(self, session: Session, reason: str, forget: bool = True) -> list[int]:
+        """Kill the session's tasks but the detached ones, which keep the session and what its
+        executors hold for them; else those go (and with forget, the session and its records)."""
         key = session.key
         live = [t for t in session.tasks.values() if not t.finished and not t.detached]
         await asyncio.gather(*(self.end(t, "killed", reason) for t in live))
+        session.host = None  # ended: what still runs is detached
         kept = {i: t for i, t in session.tasks.items() if not t.finished}
-        if not kept:
-            for executor in self.executors:
-                await executor.end_session(key)
-            self._registry.close(key)
-        gone, session.tasks = sorted(set(session.tasks) - set(kept)), kept
-        session.host = None  # the host has ended it: what stays is detached
-        if self._ledger is not None:
-            self._ledger.forget(gone)
+        for executor in self.executors if not kept else ():
+            await executor.end_session(key)
+        if forget:
+            if not kept:
+                self._registry.close(key)
+            gone, session.tasks = sorted(set(session.tasks) - set(kept)), kept
+            if self._ledger is not None:
+                self._ledger.forget(gone)
         log.info("session_ended", session_id=key.session_id, root=key.root, reason=reason,
                  killed=[t.id for t in live], kept=sorted(kept))
         return [t.id for t in live]
