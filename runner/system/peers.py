@@ -166,10 +166,25 @@ class AgentHost:
             return False
 
 
+INTERPRETERS = frozenset({"node", "bun", "deno"})
+
+
 def is_agent_host(proc: psutil.Process) -> Optional[str]:
     """Which agent host `proc` is (its label), or None. The one place the session tie asks;
-    repoint it at a shared host table when there is one."""
-    return _agent(proc)
+    repoint it at a shared host table when there is one. Besides _agent's rule, a host run
+    by its interpreter through npm's bin link (`node .../node_modules/.bin/qwen -p ...`:
+    comm "node", no package name on the line) is known by the script's name."""
+    label = _agent(proc)
+    if label is not None:
+        return label
+    try:
+        argv = proc.cmdline()
+    except psutil.Error:
+        return None
+    if len(argv) > 1 and os.path.basename(argv[0]) in INTERPRETERS:
+        script = os.path.basename(argv[1])
+        return next((row[0] for row in AGENT_HOSTS if script in row[1]), None)
+    return None
 
 
 def agent_host(peer: Optional[tuple], local_port: int) -> Optional[AgentHost]:
