@@ -231,7 +231,8 @@ class ProcessExecutor:
         """The caller's environment (else the runner's), filtered; a row's own variables; the
         caller's extra `env`; then the tags. Filtered: plugkit's secrets (the token, its home)
         and identity tags never pass from either, whatever the caller sent."""
-        base = tags.child_env(environ, None, {}) if environ is not None else self._base_env
+        # PWD too: the caller's names where it was, the task runs in its own cwd.
+        base = {**tags.child_env(environ, None, {}), "PWD": io.cwd} if environ is not None else self._base_env
         base = {**base, **dict(layout_env)} if layout_env else base
         return tags.child_env(base, env, {
             tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(io.id),

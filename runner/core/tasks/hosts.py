@@ -46,9 +46,13 @@ class HostTies:
             log.info("session_tied", session_id=session.key.session_id, root=session.key.root,
                      host=session.host.label, host_pid=session.host.pid)
 
-    @staticmethod
-    def gone(sessions: list[Session]) -> list[Session]:
-        """Sessions running a task that may not outlive them whose host has exited (blocking)."""
-        return [s for s in sessions
-                if s.host is not None and any(not t.finished and not t.detached for t in s.tasks.values())
-                and not s.host.alive()]
+    async def gone(self, sessions: list[Session]) -> list[Session]:
+        """Sessions running a task that may not outlive them whose host has exited. The /proc
+        reads go to a thread, and only when some session is tied and runs such a task: an idle
+        runner's sweep costs nothing here."""
+        tied = [s for s in sessions
+                if s.host is not None and any(not t.finished and not t.detached for t in s.tasks.values())]
+        if not tied:
+            return []
+        alive = await asyncio.to_thread(lambda: [s.host.alive() for s in tied])
+        return [s for s, up in zip(tied, alive) if not up]

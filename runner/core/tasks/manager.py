@@ -350,7 +350,7 @@ class TaskManager:
     async def end_gone_hosts(self) -> list[int]:
         """End the sessions whose agent host exited (the sweep calls it), their tasks still listed."""
         killed: list[int] = []
-        for session in await asyncio.to_thread(self.hosts.gone, self._registry.sessions()):
+        for session in await self.hosts.gone(self._registry.sessions()):
             killed += await self._end_session(session, "host_gone", forget=False)
         return killed
 
