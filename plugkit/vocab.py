@@ -65,7 +65,7 @@ WORK_TERMINAL_STATES: tuple[str, ...] = (COMPLETED, FAILED, KILLED, TIMED_OUT, W
 WORK_ITEM_STATES: tuple[str, ...] = WORK_LIVE_STATES + WORK_TERMINAL_STATES
 
 # --- the caller's environment on the wire (task.exec `environ`) ----------------------------------
-# At most this many bytes of NAME=VALUE entries: the client sends its whole environment with every
+# At most this many characters of NAME=VALUE entries: the client sends its whole environment with every
 # task.exec, and the request body is capped at 1 MiB with code and stdin (512 KiB each) inside it.
 # A caller over it sends none, and its task runs in the runner's environment.
-ENVIRON_MAX_BYTES = 256 << 10
+ENVIRON_MAX_CHARS = 256 << 10

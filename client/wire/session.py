@@ -11,7 +11,7 @@ import os
 from client.args import UsageError
 from client.wire.rpc import Client, ClientError, RpcFailure, connect_verified
 from plugkit import errors
-from plugkit.vocab import ENVIRON_MAX_BYTES
+from plugkit.vocab import ENVIRON_MAX_CHARS
 
 
 class Caller:
@@ -64,7 +64,7 @@ def caller_environ() -> dict | None:
     anyway); None when it is over the wire's bound, and the task then gets the runner's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLUGKIT_TOKEN")}
     size = sum(len(k) + len(v) + 2 for k, v in env.items())
-    return env if size <= ENVIRON_MAX_BYTES and len(env) <= 4096 else None
+    return env if size <= ENVIRON_MAX_CHARS and len(env) <= 4096 else None
 
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-")

@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from plugkit.protocol.bounds import at_most, max_chars
-from plugkit.vocab import ENVIRON_MAX_BYTES, TASK_STATES
+from plugkit.vocab import ENVIRON_MAX_CHARS, TASK_STATES
 
 
 # --- values that reach the OS, decided here once (issue 17.7) ------------------
@@ -44,8 +44,8 @@ def _environment(env: dict[str, str]) -> dict[str, str]:
 
 
 def _environ_size(env: dict[str, str]) -> dict[str, str]:
-    if sum(len(k) + len(v) + 2 for k, v in env.items()) > ENVIRON_MAX_BYTES:
-        raise ValueError(f"the environment is over {ENVIRON_MAX_BYTES} bytes; send none (the task then runs "
+    if sum(len(k) + len(v) + 2 for k, v in env.items()) > ENVIRON_MAX_CHARS:
+        raise ValueError(f"the environment is over {ENVIRON_MAX_CHARS} bytes; send none (the task then runs "
                          "in the runner's environment) or unset large variables")
     return env
 
@@ -60,7 +60,7 @@ OsPath = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_no
 TaskId = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Offset = Annotated[int, Field(ge=0, le=INT64_MAX)]  # byte cursors
 Environment = Annotated[dict[str, str], Field(max_length=4096), AfterValidator(_environment)]
-# A caller's whole environment (its size in characters; the client checks the same bound in bytes).
+# A caller's whole environment, at most ENVIRON_MAX_CHARS characters of NAME=VALUE (the client checks the same).
 CallerEnvironment = Annotated[dict[str, str], Field(max_length=4096), AfterValidator(_environment),
                               AfterValidator(_environ_size)]
 

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from plugkit.languages import LanguageError, lookup, resolve
 from plugkit.protocol import TaskExecParams
-from plugkit.vocab import ENVIRON_MAX_BYTES
+from plugkit.vocab import ENVIRON_MAX_CHARS
 
 
 def program(path, name: str):
@@ -63,7 +63,7 @@ def test_the_wire_refuses_an_environment_over_its_bound():
     base = {"session_id": "s", "cwd": "/w", "lang": "bash", "code": "true"}
     assert TaskExecParams(**base, environ={"A": "x" * 1000}).environ == {"A": "x" * 1000}
     with pytest.raises(ValidationError, match="environment is over"):
-        TaskExecParams(**base, environ={"A": "x" * ENVIRON_MAX_BYTES})
+        TaskExecParams(**base, environ={"A": "x" * ENVIRON_MAX_CHARS})
 
 
 def test_the_client_sends_its_environment_without_the_token_and_none_when_too_big(monkeypatch):
@@ -74,5 +74,5 @@ def test_the_client_sends_its_environment_without_the_token_and_none_when_too_bi
     sent = caller_environ()
     assert sent is not None and sent["MY_VAR"] == "1" and "PLUGKIT_TOKEN" not in sent
     assert sent["PATH"] == os.environ["PATH"]
-    monkeypatch.setenv("HUGE", "x" * ENVIRON_MAX_BYTES)
+    monkeypatch.setenv("HUGE", "x" * ENVIRON_MAX_CHARS)
     assert caller_environ() is None
