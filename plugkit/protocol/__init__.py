@@ -45,7 +45,7 @@ def _environment(env: dict[str, str]) -> dict[str, str]:
 
 def _environ_size(env: dict[str, str]) -> dict[str, str]:
     if sum(len(k) + len(v) + 2 for k, v in env.items()) > ENVIRON_MAX_CHARS:
-        raise ValueError(f"the environment is over {ENVIRON_MAX_CHARS} bytes; send none (the task then runs "
+        raise ValueError(f"the environment is over {ENVIRON_MAX_CHARS} characters; send none (the task then runs "
                          "in the runner's environment) or unset large variables")
     return env
 
