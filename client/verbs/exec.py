@@ -12,6 +12,7 @@ commands are printed. Ctrl-C leaves it running too (unless --kill-on-interrupt);
 a reader that goes away (`| head -1`) kills it, as `yes | head -1` would.
 """
 
+import os
 import sys
 import time
 
@@ -107,6 +108,7 @@ def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, w
         params["environ"] = environ
     if detach:
         params["detach"] = True
+    params["caller_pid"] = os.getpid()  # the runner ties the session to the agent host above us
     if no_stdin:
         params["stdin"] = ""  # written, then closed: the task's first read is end-of-file
     if timeout_s is not None:

@@ -131,6 +131,9 @@ class TaskExecParams(Params):
     # runner sets), and the PATH a language's program is found on. Without it: the runner's.
     environ: Optional[CallerEnvironment] = None
     detach: bool = False  # outlives its session: not killed at session end or when its agent host exits
+    # The caller's own pid (the CLI's, the hook's): checked to hold this connection, then its
+    # nearest agent-host ancestor is the session's host. Without it the session is tied to none.
+    caller_pid: Optional[int] = Field(default=None, ge=1, le=PID_MAX)
     wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
 

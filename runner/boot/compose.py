@@ -31,7 +31,7 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
         chromium=config.chromium, browser_idle_s=config.browser_idle_s, python=config.python,
         cgroups=config.cgroups))
     # A session is tied to the agent host its first exec came from, and ends when it exits.
-    tasks = TaskManager(executors, limits, ledger=ledger, hosts=lambda peer: peers.agent_host(peer, config.port))
+    tasks = TaskManager(executors, limits, ledger=ledger, hosts=lambda peer, pid: peers.agent_host(peer, config.port, pid))
     ctx = Context(runtime=runtime, config=config, tasks=tasks,
                   gates=Lazy(lambda: _gate_manager(tasks, config.home)) if gates else None)
     if ctx.gates is not None:

@@ -26,9 +26,9 @@ class FakeHost:
 async def world():
     host, asked = FakeHost(), []
 
-    def finder(peer):
-        asked.append(peer)
-        return host if peer == ("127.0.0.1", 5000) else None
+    def finder(peer, pid):
+        asked.append((peer, pid))
+        return host if pid == 77 else None
 
     fake = FakeExecutor()
     tasks = TaskManager([fake], Limits(), clock=FakeClock(), hosts=finder)
@@ -36,16 +36,17 @@ async def world():
     await tasks.shutdown()
 
 
-def spec(cwd, peer=("127.0.0.1", 5000), detach=False, session="s") -> ExecSpec:
-    return ExecSpec(session_id=session, cwd=str(cwd), lang="fake", code="work", peer=peer, detach=detach)
+def spec(cwd, pid=77, detach=False, session="s") -> ExecSpec:
+    return ExecSpec(session_id=session, cwd=str(cwd), lang="fake", code="work", peer=("127.0.0.1", 5000),
+                    caller_pid=pid, detach=detach)
 
 
 async def test_the_host_is_asked_once_per_session(tmp_path, world):
     tasks, _host, asked = world
     await tasks.exec(spec(tmp_path))
-    await tasks.exec(spec(tmp_path, peer=("127.0.0.1", 5001)))
-    await tasks.exec(spec(tmp_path, session="other", peer=None))  # no peer (in-process): nothing asked
-    assert asked == [("127.0.0.1", 5000)]
+    await tasks.exec(spec(tmp_path, pid=78))
+    await tasks.exec(spec(tmp_path, session="other", pid=None))  # a raw RPC caller names none: not asked
+    assert asked == [(("127.0.0.1", 5000), 77)]
 
 
 async def test_a_gone_host_kills_the_sessions_tasks_but_the_detached_one(tmp_path, world):
@@ -64,7 +65,7 @@ async def test_a_gone_host_kills_the_sessions_tasks_but_the_detached_one(tmp_pat
 
 async def test_a_person_without_a_host_is_never_ended_by_the_sweep(tmp_path, world):
     tasks, host, _ = world
-    task = await tasks.exec(spec(tmp_path, peer=("127.0.0.1", 6000)))  # the finder finds no host
+    task = await tasks.exec(spec(tmp_path, pid=6000))  # the finder finds no host
     await settle()
     host.up = False
     assert await tasks.end_gone_hosts() == [] and not task.finished

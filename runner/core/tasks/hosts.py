@@ -24,25 +24,33 @@ class Host(Protocol):
     def alive(self) -> bool: ...
 
 
-# peer address -> the agent host above it (blocking: scans /proc), or None
-HostFinder = Callable[[tuple], Optional[Host]]
+# (peer address, the pid the caller names) -> the agent host above it (blocking: reads /proc), or None
+HostFinder = Callable[[tuple, int], Optional[Host]]
+ASK = object()  # find's answer when the session was asked before: nothing to tie
 
 
 class HostTies:
     def __init__(self, finder: Optional[HostFinder]) -> None:
         self.finder = finder
 
-    async def tie(self, session: Session, peer: Optional[tuple]) -> None:
-        """Once per session (a person's terminal finds none, and is not asked again)."""
-        if self.finder is None or peer is None or session.host_asked:
-            return
-        session.host_asked = True
+    async def find(self, session: Optional[Session], peer: Optional[tuple], pid: Optional[int]) -> object:
+        """The host for a session's first exec (None: a person's terminal), or ASK when there is
+        nothing to find: asked before, or a caller that named no pid (a raw RPC client). Called
+        before the task starts, so its few ms never delay the task's first output."""
+        if self.finder is None or peer is None or pid is None or (session is not None and session.host_asked):
+            return ASK
         try:
-            session.host = await asyncio.to_thread(self.finder, peer)
+            return await asyncio.to_thread(self.finder, peer, pid)
         except Exception:  # an unreadable /proc must not fail the exec
             log.exception("host_lookup_failed")
+            return None
+
+    @staticmethod
+    def tie(session: Session, found: object) -> None:
+        if found is ASK or session.host_asked:
             return
-        if session.host is not None:
+        session.host_asked, session.host = True, found
+        if found is not None:
             log.info("session_tied", session_id=session.key.session_id, root=session.key.root,
                      host=session.host.label, host_pid=session.host.pid)
 

@@ -159,6 +159,7 @@ class TaskManager:
             raise Invalid("code is empty; pass the code to run")
         key = session_key(spec.session_id, cwd)
         spec = replace(spec, cwd=cwd, root=key.root)  # executors run it where the caller is
+        host = await self.hosts.find(self._registry.peek(key), spec.peer, spec.caller_pid)
         executor = next(e for e in self.executors if e.claims(spec.lang))
         self._slots.take(key)  # before the first await: see slots.py
         try:
@@ -170,6 +171,7 @@ class TaskManager:
         # No await between prepare returning and the task existing: what prepare opened
         # (a serial port, a browser page) is always owned by a task at once.
         session = self._registry.open(key)
+        self.hosts.tie(session, host)
         task = Task(id=task_id, session=key, cwd=cwd, detached=spec.detach, lang=prepared.lang,
                     started_at=self.clock.time(),
                     buffer=OutputBuffer(self.limits.output_cap_bytes,
@@ -188,7 +190,6 @@ class TaskManager:
         self._supervisors.add(supervisor)
         supervisor.add_done_callback(self._supervisors.discard)
         log.info("task_started", task_id=task.id, session_id=key.session_id, cwd=cwd, lang=task.lang)
-        await self.hosts.tie(session, spec.peer)  # after the task exists: see the note above
         return task
 
     def _trim_finished(self, tasks: dict[int, Task]) -> None:

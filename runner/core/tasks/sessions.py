@@ -60,6 +60,10 @@ class SessionRegistry:
             session.last_activity = self.clock()
         return session
 
+    def peek(self, key: SessionKey) -> Session | None:
+        """The session, if any, without counting as activity."""
+        return self._sessions.get(key)
+
     def open(self, key: SessionKey) -> Session:
         session = self.find(key)
         if session is None:
