@@ -11,7 +11,7 @@ the first positional is part of the positionals, so `exec:bash ls -la` works;
 before it, an unknown option is a typo and an error.
 """
 
-from client.wire.rpc import ClientError
+from client import ClientError
 
 FLAG = False
 VALUE = True

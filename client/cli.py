@@ -38,7 +38,7 @@ The machine:
 Lifecycle gates, per workspace (all take --json):
   gate status|advance [TO]|retreat TRIGGER REASON|emit PATH...|verify|context
   mutable add|resolve|list      named unknowns, resolved only by witnessed tasks
-  prd add|update|list|ready     work items in .prd
+  prd add|update|verify|list|ready   work items in .prd (verify: run its check, for a receipt)
   evidence add|list|show|verify receipts under .plugkit/evidence
   approve ID | --list           a person approves a critical-risk item
   work [--parallel N] [--worker W] [--afk] ...   agents work the .prd's items, verified by the runner

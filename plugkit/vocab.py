@@ -55,6 +55,11 @@ TAG_NAMES: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TA
 # a task) started from inside another runner's task would otherwise be killed along with it.
 IDENTITY_TAGS: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TAG})
 
+# --- languages only the runner starts ------------------------------------------------------------
+# A worker task is handed the runner's home (where the token is): task.exec refuses it from the
+# wire, and only `plugkit work`'s engine starts one.
+WORKER_LANG = "worker"
+
 # --- plugkit work: the state of an item's worker --------------------------------------------------
 # queued -> (waiting for a person's approval) -> spawning -> running -> verifying -> landing -> one
 # terminal state, with a reason word. "rejected" exists here and only here: the runner refused to
@@ -69,3 +74,18 @@ WORK_ITEM_STATES: tuple[str, ...] = WORK_LIVE_STATES + WORK_TERMINAL_STATES
 # task.exec, and the request body is capped at 1 MiB with code and stdin (512 KiB each) inside it.
 # A caller over it sends none, and its task runs in the runner's environment.
 ENVIRON_MAX_CHARS = 256 << 10
+
+# --- work items (.prd): an item's status and the moves between them ---------------------------
+# Every move goes through plugkit.lifecycle.item_states.move, which asserts it here. A completed
+# item is reopened (pending: `plugkit work` rolled it back; in_progress: worked on again), never
+# parked as blocked: its receipts say it was done.
+ITEM_STATES: tuple[str, ...] = ("pending", "in_progress", "completed", "blocked")
+ITEM_ALLOWED: dict[str, frozenset[str]] = {
+    "pending": frozenset({"in_progress", "completed", "blocked"}),
+    "in_progress": frozenset({"pending", "completed", "blocked"}),
+    "blocked": frozenset({"pending", "in_progress", "completed"}),
+    "completed": frozenset({"pending", "in_progress"}),
+}
+# The states a critical-risk item holds only with a person's approval, however it got there
+# (prd update, plugkit work, a .prd adopted on first contact, a risk raised on the way).
+APPROVED_ONLY_STATES: frozenset[str] = frozenset({"in_progress", "completed"})

@@ -8,19 +8,17 @@ those, plus any group or key left empty by their removal. Codex's TOML cannot be
 rewritten without a TOML writer, so there plugkit owns one marked block at the end of the
 file; the result is parsed back with tomllib before anything is written.
 
-Commands name the installed console script by its absolute path: a bare `python3` or
-`plugkit` may resolve, per PATH, to another interpreter or a slow shim.
+The command written is client/hooks/install_command.py's.
 """
 
 import json
 import os
-import shlex
-import sys
 
 from client.args import FLAG, VALUE, UsageError, parse_or_help
 from client.hooks import install_hosts
+# What install writes and how it knows its own: apart, because install_hosts needs it too.
+from client.hooks.install_command import is_ours, script_command
 from client.wire.rpc import ClientError
-from client.wire.session import _quote
 
 USAGE = """usage: plugkit install --platform PLATFORM|auto [--project | --user]
                        [--print] [--uninstall]
@@ -148,31 +146,6 @@ def _remove(path: str) -> None:
         os.unlink(path)
     except OSError as exc:
         raise ClientError(f"cannot remove {path}: {exc.strerror or exc}") from None
-
-
-def script_command() -> str:
-    """The absolute path of the plugkit console script running now (else of this venv's)."""
-    argv0 = sys.argv[0]
-    if os.path.basename(argv0) == "plugkit" and os.path.isfile(argv0):
-        return _quote(os.path.abspath(argv0))
-    beside = os.path.join(os.path.dirname(sys.executable), "plugkit")
-    if os.path.isfile(beside):
-        return _quote(beside)
-    # No console script (run as a module): the interpreter itself, by absolute path.
-    return f"{_quote(os.path.abspath(sys.executable))} -m client.cli"
-
-
-def is_ours(command: object) -> bool:
-    """`<dir>/plugkit hook ...` or `<python> -m client.cli hook ...`: what install writes."""
-    if not isinstance(command, str):
-        return False
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    if len(words) >= 2 and os.path.basename(words[0]) == "plugkit" and words[1] == "hook":
-        return True
-    return len(words) >= 4 and words[1:4] == ["-m", "client.cli", "hook"]
 
 
 def _entry(target: Target, platform: str, command: str, event: str, timeout: int) -> dict:

@@ -15,6 +15,7 @@ import os
 import shlex
 import shutil
 
+from client.hooks.install_command import is_ours
 from client.wire.rpc import ClientError
 
 # platform -> (command key, timeout key, extra keys per event)
@@ -38,12 +39,6 @@ DETECT = {
 }
 
 
-def _is_ours(command: object) -> bool:
-    from client.hooks.install import is_ours
-
-    return is_ours(command)
-
-
 def merge_flat(path: str, old: str, target, platform: str, command: str, uninstall: bool) -> tuple[str, int]:
     key, timeout_key = FLAT[platform]
     try:
@@ -58,7 +53,7 @@ def merge_flat(path: str, old: str, target, platform: str, command: str, uninsta
         entries = hooks[event]
         if not isinstance(entries, list):
             continue
-        kept = [e for e in entries if not (isinstance(e, dict) and _is_ours(e.get(key)))]
+        kept = [e for e in entries if not (isinstance(e, dict) and is_ours(e.get(key)))]
         removed += len(entries) - len(kept)
         if kept:
             hooks[event] = kept

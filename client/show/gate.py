@@ -101,12 +101,22 @@ def receipt(r: dict) -> str:
     return f"{r['id']}  {_when(r['created_at'])}  {r['kind']:<11} {what}{subject}"
 
 
+def item_checked(r: dict) -> list[str]:
+    at = f" at {r['head'][:12]}" if r.get("head") else ""
+    done = (f"complete it: plugkit prd update {r['item_id']} --status completed --evidence {r['receipt']}"
+            if r["outcome"] == "green" else "fix it and run `plugkit prd verify` again")
+    return [f"{r['item_id']}'s check {r['outcome']}{at}: task_{r['task_id']} {r['detail']}; receipt {r['receipt']}",
+            done]
+
+
 def receipt_detail(r: dict) -> list[str]:
     lines = [receipt(r), f"  sha256 {r['sha256']} ({r['size']} bytes)"]
     if r.get("task"):
         t = r["task"]
         lines.append(f"  task_{t['task_id']} of session {t['session_id']} ({t['lang']}): {t['state']}, "
                      f"exit code {t['exit_code']}, code sha256 {t['code_sha256']}")
+    if r.get("head"):
+        lines.append(f"  run as a check at git HEAD {r['head']}")
     if r.get("note"):
         lines.append(f"  note: {r['note']}")
     return lines

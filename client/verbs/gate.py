@@ -155,11 +155,15 @@ def prd_main(argv: list[str]) -> int:
     add.add_argument("subject", nargs="+")
     add.add_argument("--id", help="default: the next wN")
     _item_flags(add)
-    upd = sub.add_parser("update", parents=[common], help="change a work item (completing names evidence)")
+    upd = sub.add_parser("update", parents=[common],
+                         help="change a work item (completing names a receipt of `plugkit prd verify ID`)")
     upd.add_argument("id")
     upd.add_argument("--subject")
     upd.add_argument("--evidence", action="append", default=[], metavar="RECEIPT", help="repeatable")
     _item_flags(upd)
+    ver = sub.add_parser("verify", parents=[common],
+                         help="run the item's check (its --verify, else the workspace's), witnessed at HEAD")
+    ver.add_argument("id")
     sub.add_parser("list", parents=[common], help="every item and the dependency waves")
     ready = sub.add_parser("ready", parents=[common], help="the next wave: pending items whose blockers are done")
     ready.add_argument("--limit", type=int)
@@ -171,6 +175,8 @@ def prd_main(argv: list[str]) -> int:
         extra = {"subject": a.subject} if a.subject else {}
         return _call(a, "prd.update", lambda r: [show.item(r)], id=a.id, evidence=a.evidence, **extra,
                      **_item_fields(a))
+    if a.action == "verify":
+        return _call(a, "prd.verify", show.item_checked, lambda r: r["outcome"] == "green", id=a.id)
     if a.action == "ready":
         return _call(a, "prd.ready", show.items, **({"limit": a.limit} if a.limit else {}))
     return _call(a, "prd.list", show.items)

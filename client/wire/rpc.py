@@ -8,13 +8,8 @@ import json
 import os
 import socket
 
+from client import ClientError  # at the package root, as client.args needs it too; callers still import it here
 from plugkit import SERVICE, paths
-
-
-class ClientError(Exception):
-    """Something the user must act on; `str()` is the one-or-two-line message."""
-
-    exit_code = 1
 
 
 class RunnerUnavailable(ClientError):

@@ -15,8 +15,9 @@ blocked), naming no evidence, is a proposal; it is adopted into the ledger by th
 write, and read as an open item until then.
 
 A workspace the ledger has never seen is imported once from its files: `.prd` items as
-they are, except that an item marked completed whose receipts this runner did not seal
-comes in as pending; `.plugkit/state.json` is not imported (phase, mutables and
+they are, except that an item the rules of a move would not let hold its status comes in
+as pending (a critical item under way or done, since no approval is imported; a completed
+item without a sealed receipt of its check run green); `.plugkit/state.json` is not imported (phase, mutables and
 approvals count only when the runner saw them happen) and a notice says so.
 """
 
@@ -26,9 +27,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from plugkit.lifecycle import evidence, prd
+from plugkit.lifecycle import config, evidence, item_states, prd
 from plugkit.lifecycle.errors import Conflict, GateError
-from plugkit.lifecycle.state import State
+from plugkit.lifecycle.model import State
 from plugkit.lifecycle.workspace import Workspace, atomic_write
 
 STATE_VIEW = ".plugkit/state.json"
@@ -92,19 +93,41 @@ def _bootstrap(ws: Workspace) -> Record:
         st.notice("state.json predates the runner's ledger and was not imported: the gates start from PLAN "
                   "(phase, mutables and approvals count only when the runner saw them happen)")
     items = prd.parse(items_bytes) if items_bytes is not None else []  # unreadable: Conflict, as before
+    site = _site(ws)
     for item in items:
-        if item.status == "completed" and not _sealed(ws, item.evidence):
+        why = _not_admitted(ws, item, st, site)
+        if why:
             item.status = "pending"
-            st.notice(f"{item.id} was marked completed in .prd without receipts this runner sealed: "
-                      "pending until it is completed through plugkit")
+            st.notice(f"{item.id} {why}: pending until it is moved on through plugkit")
     return Record(st.model_dump_json(), prd.dump(items).decode(), state_bytes, items_bytes)
 
 
-def _sealed(ws: Workspace, refs: list[str]) -> bool:
+def _site(ws: Workspace) -> item_states.Site:
+    """HEAD is not asked about on import: the work may have been done commits ago."""
+    cfg = config.load(ws.config_path)
+    return item_states.Site(verify=cfg.verify, lang=cfg.verify_lang)
+
+
+def _not_admitted(ws: Workspace, item: prd.Item, st: State, site: item_states.Site) -> str:
+    """Why an imported item cannot keep the status its file gives it ("" when it can): the
+    same rules as a move through plugkit, as no approval is imported (approvals are not)."""
     try:
-        return bool(refs) and all(not evidence.verify(ws, r, r.id) for r in (evidence.find(ws, x) for x in refs))
+        item_states.admit(item, st)
     except GateError:
-        return False
+        return "is critical-risk and no person approved it here"
+    if item.status != "completed":
+        return ""
+    try:
+        receipts = [evidence.find(ws, x) for x in item.evidence]
+    except GateError:
+        receipts = []
+    if not receipts or any(evidence.verify(ws, r, r.id) for r in receipts):
+        return "was marked completed in .prd without receipts this runner sealed"
+    try:
+        item_states.require_proof(item, receipts, site)
+    except GateError:
+        return "was marked completed in .prd without a receipt of its check run green by this runner"
+    return ""
 
 
 # --- comparing views with what the runner wrote ---------------------------------------------

@@ -55,6 +55,9 @@ class Receipt(BaseModel):
     subject: str = ""  # what it witnesses: "mutable:NAME", "verify", an item id, ...
     note: str = ""
     workspace: str = ""  # the root it was made for: a receipt copied elsewhere does not verify
+    # The git HEAD its task ran at, when the runner started that task as a check and HEAD had
+    # not moved by its end (prd.verify, gate verify, plugkit work); None: not known.
+    head: Optional[str] = None
     mac: str = ""  # the runner's seal over id + body (hex HMAC-SHA256)
 
 
@@ -72,6 +75,8 @@ def sha256_file(path: str) -> str:
 
 def _canonical(receipt: Receipt) -> bytes:
     body = receipt.model_dump(mode="json", exclude={"id", "mac"})
+    if body["head"] is None:  # receipts written before `head` existed keep their ids and seals
+        del body["head"]
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -106,7 +111,7 @@ def _store(ws: Workspace, receipt: Receipt) -> Receipt:
 
 
 def record_output(ws: Workspace, kind: Kind, output: bytes, task: TaskWitness, subject: str,
-                  note: str, now: float) -> Receipt:
+                  note: str, now: float, head: Optional[str] = None) -> Receipt:
     """Call with the workspace lock held. The blob is content-addressed: the same output
     twice is stored once."""
     digest = sha256_bytes(output)
@@ -115,7 +120,7 @@ def record_output(ws: Workspace, kind: Kind, output: bytes, task: TaskWitness, s
     if not os.path.exists(blob) or sha256_file(blob) != digest:
         atomic_write(blob, output)
     return _store(ws, Receipt(kind=kind, created_at=now, sha256=digest, size=len(output),
-                              task=task, subject=subject, note=note))
+                              task=task, subject=subject, note=note, head=head))
 
 
 def record_file(ws: Workspace, path: str, subject: str, note: str, now: float) -> Receipt:

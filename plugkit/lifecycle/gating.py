@@ -14,8 +14,9 @@ from typing import Optional
 from plugkit.lifecycle import authority, evidence, mutables, prd, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import Conflict, Forbidden, Invalid
-from plugkit.lifecycle.phases import (BACKWARD, FORWARD_FROM, ROW, Check, Facts, GitFacts, enter,
-                                      evaluate)
+# note_item_added is the phase machine's (state.py needs it below gating): work.py still takes it here.
+from plugkit.lifecycle.phases import (BACKWARD, FORWARD_FROM, Check, Facts, GitFacts, enter, evaluate,  # noqa: F401
+                                      note_item_added)
 from plugkit.lifecycle.state import EmitDecl, State, Transition, VerifyRun
 from plugkit.lifecycle.workspace import Workspace
 
@@ -136,22 +137,6 @@ def retreat(ws: Workspace, trigger: str, reason: str, now: float, by_agent: bool
         return enter(st, rule.target, trigger, [], now, reason)
 
 
-def _new_work(st: State, label: str, now: float) -> Optional[Transition]:
-    """Something was added: it counts toward the planning pass, or reopens a finished workspace."""
-    if st.phase == "PLAN":
-        st.plan_added.append(label)
-        return None
-    if st.phase == "COMPLETE":
-        st.new_work.append(label)
-        row = ROW["new_work"]
-        return enter(st, row.target, row.name, [Check("new_work_arrived", True, list(st.new_work))], now)
-    return None
-
-
-def note_item_added(st: State, item_id: str, now: float) -> Optional[Transition]:
-    return _new_work(st, f"item {item_id}", now)
-
-
 def add_mutable(ws: Workspace, name: str, expected: Optional[str], description: str,
                 now: float) -> tuple[mutables.Mutable, State, Optional[Transition]]:
     with state_mod.transaction(ws) as st:
@@ -245,4 +230,4 @@ def settle_verify(ws: Workspace, w: Optional[Witnessed], now: float) -> None:
         v.outcome = "green" if green else "red"
         v.detail = f"task_{v.task_id} ended {w.seen.state} (exit code {w.seen.exit_code})"
         v.receipt = evidence.record_output(ws, "verify", w.seen.output.encode(), w.task, "verify",
-                                           v.detail, now).id
+                                           v.detail, now, head=v.head).id

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from plugkit.lifecycle import authority, config as config_mod, prd, state as state_mod
+from plugkit.lifecycle import authority, config as config_mod, item_states, prd, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import Conflict
 from plugkit.lifecycle.gating import External, facts, load_items
@@ -102,7 +102,7 @@ def context_lines(ws: Workspace) -> list[str]:
     wave = prd.ready(items, cfg.ready_limit)
     if wave:
         lines.append("ready now: " + "; ".join(f"{i.id} {_short(i.subject, 40)}" for i in wave))
-    waiting = [i for i in items if i.risk == "critical" and i.status != "completed" and i.id not in st.approvals]
+    waiting = item_states.waiting_for_approval(items, st)
     for item in waiting[:3]:
         lines.append(f"needs a person's approval (critical): {item.id} {_short(item.subject)} "
                      f"-> the user runs `plugkit approve {item.id}`")

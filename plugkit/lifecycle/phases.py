@@ -11,7 +11,7 @@ the new phase must witness afresh.
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from plugkit.lifecycle.state import Phase, State, Transition
+from plugkit.lifecycle.model import Phase, State, Transition
 
 PHASES: tuple[Phase, ...] = ("PLAN", "EXECUTE", "EMIT", "VERIFY", "COMPLETE")
 
@@ -168,3 +168,19 @@ def enter(state: State, target: Phase, trigger: str, checks: list[Check], now: f
     state.last_stop_reason = None
     ON_ENTER.get(target, lambda s: None)(state)
     return record
+
+
+def _new_work(st: State, label: str, now: float) -> Optional[Transition]:
+    """Something was added: it counts toward the planning pass, or reopens a finished workspace."""
+    if st.phase == "PLAN":
+        st.plan_added.append(label)
+        return None
+    if st.phase == "COMPLETE":
+        st.new_work.append(label)
+        row = ROW["new_work"]
+        return enter(st, row.target, row.name, [Check("new_work_arrived", True, list(st.new_work))], now)
+    return None
+
+
+def note_item_added(st: State, item_id: str, now: float) -> Optional[Transition]:
+    return _new_work(st, f"item {item_id}", now)

@@ -2,8 +2,9 @@
 
 Every write holds the workspace lock for the whole read-modify-write of `.prd` and
 state.json, so two agents updating items at once cannot lose one another's change.
-The rules a person relies on live here: completing an item names receipts that still
-verify; a critical item starts (or stops being critical) only after a person approved it.
+Status moves and the rules a person relies on (approvals, checks) are item_states'; here,
+that completing names receipts that still verify, and a critical item stops being critical
+only after a person approved it.
 """
 
 from dataclasses import dataclass
@@ -11,9 +12,9 @@ from typing import Any, Optional
 
 from pydantic import ValidationError
 
-from plugkit.lifecycle import authority, evidence, gating, prd, state as state_mod
+from plugkit.lifecycle import authority, evidence, gating, item_states, prd, state as state_mod
 from plugkit.lifecycle.errors import Conflict, Forbidden, Invalid
-from plugkit.lifecycle.state import Approval, State, Transition
+from plugkit.lifecycle.state import Approval, Transition
 from plugkit.lifecycle.workspace import Workspace, atomic_write
 
 SCALAR_FIELDS = ("subject", "acceptance", "edge_cases", "effort", "risk", "verify")
@@ -35,27 +36,17 @@ def _validated(data: dict[str, Any]) -> prd.Item:
         raise Invalid(f"work item {where}: {first['msg']}") from None
 
 
-def _check_start(items: list[prd.Item], item: prd.Item, st: State) -> None:
-    waiting = prd.unfinished_blockers(items, item)
-    if waiting:
-        raise Conflict(f"{item.id} is blocked by unfinished {', '.join(waiting)}")
-    if item.risk == "critical" and item.id not in st.approvals:
-        raise Forbidden(f"{item.id} is critical-risk: a person must approve it first "
-                        f"(the user runs `plugkit approve {item.id}`)")
-
-
-def _check_evidence(ws: Workspace, item_id: str, refs: list[str]) -> list[str]:
-    if not refs:
-        raise Conflict(f"completing {item_id} requires naming evidence receipts "
-                       "(`plugkit evidence list`; `plugkit evidence add --task N` records one)")
-    ids = []
+def _receipts(ws: Workspace, refs: list[str]) -> list[evidence.Receipt]:
+    """The named receipts, each still verifying (the seal, its artifact); whether one proves an
+    item's check is item_states' question."""
+    found = []
     for ref in refs:
         receipt = evidence.find(ws, ref)
         problems = evidence.verify(ws, receipt, receipt.id)
         if problems:
             raise Conflict(f"receipt {receipt.id} does not verify: {'; '.join(problems)}")
-        ids.append(receipt.id)
-    return ids
+        found.append(receipt)
+    return found
 
 
 def prd_add(ws: Workspace, fields: dict[str, Any], now: float) -> tuple[prd.Item, Optional[Transition]]:
@@ -64,16 +55,20 @@ def prd_add(ws: Workspace, fields: dict[str, Any], now: float) -> tuple[prd.Item
         item = _validated({**fields, "id": fields.get("id") or prd.next_id(items)})
         if item.status == "completed":
             raise Conflict("add the item as pending, then complete it naming its evidence")
-        if item.status == "in_progress":
-            _check_start(items, item, st)
-        prd.add(items, item)
+        wanted, item.status = item.status, "pending"
+        prd.add(items, item)  # linked first: its blockers are part of the move
+        if wanted != item.status:  # added as under way: a move like any other (blockers, approval)
+            item_states.move(items, item, wanted, st, item_states.Site(), [])
         _save_items(ws, items)
         moved = gating.note_item_added(st, item.id, now)
         return item.model_copy(deep=True), moved
 
 
 def prd_update(ws: Workspace, item_id: str, changes: dict[str, Any], status: Optional[str],
-               evidence_refs: list[str]) -> prd.Item:
+               evidence_refs: list[str], site: item_states.Site = item_states.Site(),
+               person: item_states.Person = item_states.Person()) -> prd.Item:
+    """`site` is what the runner sees now (the workspace's check, git's HEAD); `person`, whether
+    the caller passed the approvals' person check (only a change of an item's check asks)."""
     with state_mod.transaction(ws) as st:
         items = gating.load_items(ws)
         item = prd.get(items, item_id)
@@ -82,18 +77,15 @@ def prd_update(ws: Workspace, item_id: str, changes: dict[str, Any], status: Opt
         scalars = {k: v for k, v in changes.items() if k in SCALAR_FIELDS}
         if item.risk == "critical" and scalars.get("risk", "critical") != "critical" and item_id not in st.approvals:
             raise Forbidden(f"{item_id} is critical-risk; lowering that is a person's call (`plugkit approve {item_id}`)")
+        if "verify" in scalars:
+            item_states.check_change(item, scalars["verify"], site, person)
         updated = _validated({**item.model_dump(), **scalars})
+        receipts = _receipts(ws, evidence_refs)
         if status is not None and status != item.status:
-            if status == "in_progress":
-                _check_start(items, updated, st)
-            elif status == "completed":
-                waiting = prd.unfinished_blockers(items, updated)
-                if waiting:
-                    raise Conflict(f"{item_id} is blocked by unfinished {', '.join(waiting)}")
-                updated.evidence = _check_evidence(ws, item_id, evidence_refs)
-            updated.status = status
-        elif evidence_refs:
-            updated.evidence = _check_evidence(ws, item_id, evidence_refs)
+            item_states.move(items, updated, status, st, site, receipts)
+        if receipts:
+            updated.evidence = [r.id for r in receipts]
+        item_states.admit(updated, st)  # whatever changed (a risk raised on an item under way)
         items[items.index(item)] = updated
         _save_items(ws, items)
         return updated.model_copy(deep=True)
@@ -117,13 +109,13 @@ def prd_ready(ws: Workspace, limit: int) -> Listing:
 
 
 def evidence_add(ws: Workspace, witnessed: Optional[gating.Witnessed], path: Optional[str], subject: str,
-                 note: str, now: float) -> evidence.Receipt:
+                 note: str, now: float, head: Optional[str] = None) -> evidence.Receipt:
     if (witnessed is None) == (path is None):
         raise Invalid("name a finished task or a file, exactly one")
     with ws.locked():
         if witnessed is not None:
             return evidence.record_output(ws, "task_output", witnessed.seen.output.encode(), witnessed.task,
-                                          subject, note, now)
+                                          subject, note, now, head=head)
         return evidence.record_file(ws, path or "", subject, note, now)
 
 
@@ -151,5 +143,5 @@ def approval_list(ws: Workspace) -> tuple[list[Approval], list[str]]:
         items = gating.load_items(ws)
     except Conflict:
         items = []
-    waiting = [i.id for i in items if i.risk == "critical" and i.status != "completed" and i.id not in st.approvals]
+    waiting = [i.id for i in item_states.waiting_for_approval(items, st)]
     return sorted(st.approvals.values(), key=lambda a: a.at), waiting

@@ -213,6 +213,20 @@ class PrdUpdateParams(WorkspaceParams):
     evidence: list[str] = Field(default=[], max_length=100)  # receipt ids; required to complete
 
 
+class PrdVerifyParams(WorkspaceParams):
+    id: str = ItemId
+
+
+class PrdVerified(Result):
+    item_id: str
+    check: str
+    task_id: int
+    outcome: Literal["green", "red"]
+    detail: str  # how the task ended
+    receipt: str  # the receipt's id: name it to complete the item (green, HEAD unmoved)
+    head: Optional[str] = None  # the git HEAD it ran at (None: no repository, or HEAD moved meanwhile)
+
+
 class PrdReadyParams(WorkspaceParams):
     limit: Optional[int] = Field(default=None, ge=1, le=100)  # default: config ready_limit (3)
 
@@ -267,6 +281,7 @@ class ReceiptInfo(Result):
     task: Optional[dict] = None  # task_id, session_id, lang, code_sha256, state, exit_code, truncated
     subject: str = ""
     note: str = ""
+    head: Optional[str] = None  # the git HEAD its check ran at, when the runner ran it as one
 
 
 class EvidenceList(Result):

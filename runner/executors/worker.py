@@ -28,10 +28,11 @@ import shutil
 from typing import Optional
 
 from plugkit.refusals import Invalid, Unavailable
+from plugkit.vocab import WORKER_LANG
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.executors.process import ProcessExecutor, make as make_process, outcome_of
 
-LANG = "worker"
+LANG = WORKER_LANG
 HOME_VAR, PORT_VAR = "PLUGKIT_HOME", "PLUGKIT_PORT"
 
 

@@ -6,10 +6,9 @@ from aiohttp import web
 from plugkit import SERVICE
 from runner.http.guards import make_guard
 from runner.http.keys import CONTEXT
-from runner.rpc.context import Context
+from runner.rpc.context import PEER, Context
 from runner.rpc.dispatch import dispatch
 from runner.rpc.namespaces import build_methods
-from runner.system import peers
 
 
 def make_app(ctx: Context, namespaces: tuple = ()) -> web.Application:
@@ -35,7 +34,7 @@ def make_app(ctx: Context, namespaces: tuple = ()) -> web.Application:
         except UnicodeDecodeError:
             body = "\0"  # not JSON: reported as a parse error below
         # Who is calling, for the methods that must know (approval.grant walks its ancestry).
-        peers.PEER.set(request.transport.get_extra_info("peername") if request.transport else None)
+        PEER.set(request.transport.get_extra_info("peername") if request.transport else None)
         response = await dispatch(body, methods, ctx, limits.max_batch)
         if response is None:  # notifications only: nothing to say
             return web.Response(status=204)

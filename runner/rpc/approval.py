@@ -12,8 +12,8 @@ from plugkit.lifecycle import work
 from plugkit.protocol.lifecycle import ApprovalGrantParams, ApprovalInfo, ApprovalList, WorkspaceParams
 from runner.core.gates.manager import GateManager
 from runner.rpc import shapes
+from runner.rpc.context import PEER
 from runner.rpc.dispatch import Context, rpc
-from runner.system import peers
 
 
 def _gates(ctx: Context) -> GateManager:
@@ -31,7 +31,7 @@ async def grant(ctx: Context, p: ApprovalGrantParams) -> ApprovalInfo:
               "via":"cli","user":"alice"}}
     """
     gates = _gates(ctx)
-    approval = await gates.grant(gates.workspace(p.session_id, p.cwd), p.item_id, p.via, peers.PEER.get(),
+    approval = await gates.grant(gates.workspace(p.session_id, p.cwd), p.item_id, p.via, PEER.get(),
                                  ctx.runtime.port, ctx.runtime.pid)
     return shapes.shape(ApprovalInfo, approval)
 

@@ -1,7 +1,9 @@
 """Context: what every RPC method receives, typed field by field, built once by the
-composition root (runner/boot/compose.py); Runtime, the runner's live state in it."""
+composition root (runner/boot/compose.py); Runtime, the runner's live state in it; PEER, who is
+calling on the request being served."""
 
 import asyncio
+import contextvars
 import os
 import time
 from collections import Counter
@@ -19,6 +21,10 @@ if TYPE_CHECKING:  # the lifecycle model costs tens of milliseconds to import: o
     from runner.core.gates.manager import GateManager
     from runner.core.work.engine import WorkManager
 
+
+# The peer address (host, port) of the request being served: set by the HTTP layer per
+# request, read by the methods that must know their caller (approval.grant).
+PEER: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("plugkit_peer", default=None)
 
 # Upper bounds in milliseconds; the last bucket catches the rest.
 BUCKETS_MS = (0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000, float("inf"))

@@ -1,12 +1,8 @@
 """port.* — free a TCP port by killing whatever listens on it (`plugkit kill-port`)."""
 
-import asyncio
-import os
-
-from plugkit import errors
 from plugkit.protocol.port import KilledProcess, PortKillParams, PortKillResult
+from runner.core import machine
 from runner.rpc.dispatch import Context, rpc
-from runner.system import ports
 
 
 @rpc(PortKillParams)
@@ -20,18 +16,7 @@ async def kill(ctx: Context, p: PortKillParams) -> PortKillResult:
     (then nothing is killed). The client frees the runner's own port locally.
     Example: {"method":"port.kill","params":{"port":8000}}
     """
-    spare = {os.getpid(): "the plugkit runner itself"}
-    if p.caller_pid and p.caller_pid != os.getpid():
-        spare[p.caller_pid] = "the plugkit command that asked"
-    try:
-        # psutil scans /proc and the kill sleeps through a grace: off the event loop.
-        freed, survivors = await asyncio.to_thread(ports.kill_port, p.port, spare)
-    except ports.KillRefused as exc:
-        hint = None
-        if exc.pid == os.getpid():
-            hint = {"next": f"plugkit kill-port {p.port} (the client frees the runner's own port "
-                            "itself), or plugkit runner restart"}
-        raise errors.RpcError(errors.FORBIDDEN, f"{exc}; not killing it", hint) from None
+    freed, survivors = await machine.kill_port(p.port, p.caller_pid)
     return PortKillResult(port=p.port, survivors=survivors,
                           killed=[KilledProcess(pid=f.pid, command=f.command, processes=f.processes)
                                   for f in freed])

@@ -2,16 +2,20 @@
 
 blocked_by/blocking stay bidirectional whichever side is edited; a change closing a cycle
 is refused (-32602, data.cycle names it). Completing an item requires naming evidence
-receipts that still verify; a critical-risk item starts only once a person approved it
-(-32002). Errors: -32001 no such item, -32005 blocked by unfinished items, .prd unreadable.
+receipts that still verify, one of them its check run green at HEAD (prd.verify); a
+critical-risk item is in_progress or completed only once a person approved it (-32002).
+Errors: -32001 no such item, -32005 blocked by unfinished items, .prd unreadable.
 """
 
 from plugkit.lifecycle import work
 from plugkit.protocol.lifecycle import (
-    PrdAddParams, PrdAdded, PrdItem, PrdList, PrdReadyParams, PrdUpdateParams, WorkspaceParams,
+    PrdAddParams, PrdAdded, PrdItem, PrdList, PrdReadyParams, PrdUpdateParams, PrdVerified, PrdVerifyParams,
+    WorkspaceParams,
 )
+from runner.core.gates.checks import Asker
 from runner.core.gates.manager import GateManager
 from runner.rpc import shapes
+from runner.rpc.context import PEER
 from runner.rpc.dispatch import Context, rpc
 
 _LINK_AND_TEXT = ("subject", "acceptance", "edge_cases", "blocked_by", "blocking", "effort", "risk", "verify")
@@ -43,12 +47,33 @@ async def update(ctx: Context, p: PrdUpdateParams) -> PrdItem:
     blocking?, effort?, risk?, verify?, evidence?: [receipt ids]} -> PrdItem
 
     Only the fields given change (a list given replaces the list). status "completed"
-    requires `evidence`: receipts sealed by this runner, whose tasks its ledger holds.
+    requires `evidence`: receipts sealed by this runner, whose tasks its ledger holds, one
+    of them a green run of the item's check at the current git HEAD (prd.verify makes one).
+    Changing a check the item has (its own, or the workspace's it falls back to) is a
+    person's act, judged by the caller's process ancestry as approval.grant is: -32002 else.
     """
     gates = _gates(ctx)
     changes = {k: getattr(p, k) for k in _LINK_AND_TEXT if getattr(p, k) is not None}
-    item = await gates.prd_update(gates.workspace(p.session_id, p.cwd), p.id, changes, p.status, list(p.evidence))
+    asker = Asker(PEER.get(), ctx.runtime.port, ctx.runtime.pid)
+    item = await gates.prd_update(gates.workspace(p.session_id, p.cwd), p.id, changes, p.status,
+                                  list(p.evidence), asker)
     return shapes.item(item, {})
+
+
+@rpc(PrdVerifyParams)
+async def verify(ctx: Context, p: PrdVerifyParams) -> PrdVerified:
+    """prd.verify {session_id, cwd, id} -> {item_id, check, task_id, outcome, detail, receipt, head?}
+
+    Runs the item's check (its verify, else the workspace's) as a task of the caller's session
+    in the workspace, waits for it (up to verify_timeout_s), and seals a receipt naming the
+    git HEAD it ran at. Errors: -32001 no such item, -32005 the item has no check.
+    Example: {"method":"prd.verify","params":{"session_id":"s","cwd":"/w","id":"w1"}}
+    """
+    gates = _gates(ctx)
+    run = await gates.prd_check(p.session_id, gates.workspace(p.session_id, p.cwd), p.id)
+    return PrdVerified(item_id=p.id, check=run.check,
+                       task_id=run.task.id, outcome="green" if run.green else "red", detail=run.task.message,
+                       receipt=run.receipt.id, head=run.receipt.head)
 
 
 @rpc(WorkspaceParams)
@@ -72,4 +97,4 @@ async def ready(ctx: Context, p: PrdReadyParams) -> PrdList:
     return PrdList(items=[shapes.item(i, listing.approvals) for i in listing.items], waves=listing.waves)
 
 
-METHODS = {"prd.add": add, "prd.update": update, "prd.list": list_, "prd.ready": ready}
+METHODS = {"prd.add": add, "prd.update": update, "prd.verify": verify, "prd.list": list_, "prd.ready": ready}

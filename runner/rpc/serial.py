@@ -4,11 +4,9 @@ Opening one is task.exec with lang "serial" (see runner/executors/serial/executo
 what `code` carries); closing it is task.kill.
 """
 
-import asyncio
-
 from plugkit.protocol import NoParams
 from plugkit.protocol.serial import SerialListResult, SerialPortInfo
-from runner.system import serial_devices as serial_ports
+from runner.core import machine
 from runner.rpc.dispatch import Context, rpc
 
 
@@ -24,8 +22,7 @@ async def list_(ctx: Context, p: NoParams) -> SerialListResult:
     -> {"ports":[{"device":"/dev/ttyUSB0","description":"CP2102 USB to UART Bridge Controller",
                   "hwid":"USB VID:PID=10C4:EA60 SER=0001 LOCATION=1-1.2:1.0","vid":4292,"pid":60000,...}]}
     """
-    # list_ports walks sysfs: off the event loop, so other sessions keep being served.
-    found = await asyncio.to_thread(serial_ports.list_ports)
+    found = await machine.serial_ports()
     return SerialListResult(ports=[SerialPortInfo(**vars(p)) for p in found])
 
 

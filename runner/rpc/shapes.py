@@ -6,7 +6,7 @@ from typing import Any, Optional, Type, TypeVar
 from pydantic import BaseModel
 
 from plugkit.lifecycle.phases import Check
-from plugkit.lifecycle.state import Transition
+from plugkit.lifecycle.model import Transition  # not .state: the first task.* call skips the storage code
 from plugkit.protocol import Chunk, Output, TaskInfo, WaitResult
 from plugkit.protocol.lifecycle import ConditionInfo, PrdItem, ReceiptInfo, TransitionInfo
 from runner.core.tasks import stdin_watch

@@ -6,11 +6,10 @@ from plugkit.protocol import (Chunk, Output, SessionParams, StreamCut, TaskExecP
                               TaskKillParams, TaskList, TaskOutputParams, TaskRef, TaskResult,
                               TaskWaitParams, WaitResult)
 from plugkit.refusals import Forbidden, Invalid
+from plugkit.vocab import WORKER_LANG
 from runner.core.tasks import bound, stdin_watch
-from runner.core.tasks.manager import TaskManager, Waited
+from runner.core.tasks.manager import ExecSpec, TaskManager, Waited
 from runner.core.tasks.output import OutputBuffer
-from runner.executors.base import ExecSpec
-from runner.executors.worker import LANG as WORKER_LANG
 from runner.rpc import shapes
 from runner.system import peers
 from runner.rpc.dispatch import Context, rpc

@@ -14,7 +14,6 @@ parents (setsid + double fork lands on the runner, which is caught; `systemd-run
 recorded; the README says what a real boundary needs.
 """
 
-import contextvars
 import os
 import pwd
 from dataclasses import dataclass
@@ -23,10 +22,6 @@ from typing import Optional
 import psutil
 
 from runner.system import tags
-
-# The peer address (host, port) of the request being served: set by the HTTP layer per
-# request, read by the methods that must know their caller (approval.grant).
-PEER: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("plugkit_peer", default=None)
 
 # (label, process names, command-line fragments): a row per agent host. Names are what
 # /proc/PID/comm shows; fragments catch node-launched CLIs whose comm is just "node".

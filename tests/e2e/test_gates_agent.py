@@ -119,19 +119,25 @@ def test_agent_reaches_complete_only_the_honest_way(home, repo, tmp_path):
     assert not blocked and "uncommitted changes" in note
     assert agent.stop()[0]  # a fresh turn is blocked again
 
-    # Work items: completing needs evidence; the critical one needs a person's approval.
+    # Work items: completing needs a green run of the item's check (here the workspace's) at
+    # HEAD, witnessed by the runner; the critical one needs a person's approval too.
     agent.plugkit("prd", "update", "w1", "--status", "in_progress")
     refused = agent.plugkit("prd", "update", "w1", "--status", "completed", ok=False)
     assert "requires naming evidence receipts" in refused.stderr
     file_receipt = agent.json("evidence", "add", "--file", "hello.txt", "--subject", "w1")["id"]
-    agent.plugkit("prd", "update", "w1", "--status", "completed", "--evidence", file_receipt[:8])
+    refused = agent.plugkit("prd", "update", "w1", "--status", "completed", "--evidence", file_receipt[:8], ok=False)
+    assert "is not a receipt of w1's check" in refused.stderr and "plugkit prd verify w1" in refused.stderr
+    checked = agent.json("prd", "verify", "w1")
+    assert checked["outcome"] == "green" and checked["check"] == VERIFY
+    agent.plugkit("prd", "update", "w1", "--status", "completed", "--evidence", checked["receipt"][:8])
     refused = agent.plugkit("prd", "update", "w2", "--status", "in_progress", ok=False)
     assert "critical-risk: a person must approve it first" in refused.stderr
     # The person, in their own terminal (never inside a runner task, whatever ran this test).
     approved = home.cli("approve", "w2", "--session", SID, "--cwd", str(repo), env={"PLUGKIT_TASK_ID": ""})
     assert approved.returncode == 0 and approved.stdout.startswith("approved w2 as "), approved.stderr
     agent.plugkit("prd", "update", "w2", "--status", "in_progress")
-    agent.plugkit("prd", "update", "w2", "--status", "completed", "--evidence", resolved["receipt"])
+    checked = agent.json("prd", "verify", "w2")
+    agent.plugkit("prd", "update", "w2", "--status", "completed", "--evidence", checked["receipt"])
 
     # Commit (the hook lets it through now), then EMIT -> VERIFY -> COMPLETE.
     assert agent.bash("git add hello.txt .prd && git commit -m 'say hello'") == ("allow", "")

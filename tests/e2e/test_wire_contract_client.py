@@ -62,6 +62,7 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
     cli("prd", "update", "w1", "--status", "in_progress", "--blocked-by", "")
     cli("prd", "list")
     cli("prd", "ready", "--limit", "3")
+    cli("prd", "verify", "w1")  # no check anywhere: refused, but sent
     cli("evidence", "add", "--task", "task_1", "--subject", "w1")
     added = cli("evidence", "add", "--file", "app.py", "--json")
     assert added.returncode == 0, added.stderr

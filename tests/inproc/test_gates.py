@@ -175,12 +175,16 @@ async def test_unpushed_commits_block_complete_when_an_upstream_exists(rpc, tmp_
 
 
 async def test_completing_an_item_requires_evidence(rpc):
-    await rpc("prd.add", subject="login form", acceptance=["rejects a bad password"])
+    await rpc("prd.add", subject="login form", acceptance=["rejects a bad password"], verify="echo 3 passed")
     err = await refused(rpc("prd.update", id="w1", status="completed"))
     assert err.code == errors.CONFLICT and "requires naming evidence" in str(err)
     receipt = await rpc("evidence.add", task_id=await rpc.run("echo 3 passed"), subject="w1")
-    done = await rpc("prd.update", id="w1", status="completed", evidence=[receipt["id"][:8]])
-    assert done["status"] == "completed" and done["evidence"] == [receipt["id"]]
+    err = await refused(rpc("prd.update", id="w1", status="completed", evidence=[receipt["id"][:8]]))
+    assert err.code == errors.CONFLICT and "at no known git HEAD" in str(err)  # not run as its check
+    checked = await rpc("prd.verify", id="w1")
+    assert checked["outcome"] == "green" and checked["head"]
+    done = await rpc("prd.update", id="w1", status="completed", evidence=[checked["receipt"][:8]])
+    assert done["status"] == "completed" and done["evidence"] == [checked["receipt"]]
     cycle = await refused(rpc("prd.add", id="w2", subject="x", blocked_by=["w2"]))
     assert cycle.code == errors.INVALID_PARAMS and cycle.data == {"cycle": ["w2", "w2"]}
 
@@ -241,3 +245,20 @@ async def test_every_method_validates_session_and_cwd(rpc, tmp_path):
     no_session = await refused(rpc("mutable.list", session=""))
     bad_trigger = await refused(rpc("gate.retreat", trigger="unresolved_after_two_attempts", reason="x"))
     assert bad_cwd.code == no_session.code == bad_trigger.code == errors.INVALID_PARAMS
+
+
+async def test_the_workspaces_verify_run_completes_an_item_checked_by_it(rpc):
+    """gate verify's receipt names the HEAD it ran at: an item whose check is the workspace's
+    completes on it, and one with a check of its own does not."""
+    rpc.configure('gates = "enforce"\nverify = "echo verified"\n')
+    await rpc("prd.add", id="w1", subject="uses the workspace's check")
+    await rpc("prd.add", id="w2", subject="has its own", verify="echo mine")
+    assert not (await rpc("gate.advance"))["ok"]  # this planning pass added the items: one more
+    await to_verify(rpc)
+    started = await rpc("gate.verify", wait_ms=10_000)
+    receipt = started["verify"]["receipt"]
+    assert (await rpc("evidence.show", receipt_id=receipt))["head"] == started["verify"]["head"]
+    done = await rpc("prd.update", id="w1", status="completed", evidence=[receipt])
+    assert done["status"] == "completed"
+    err = await refused(rpc("prd.update", id="w2", status="completed", evidence=[receipt]))
+    assert "is not a receipt of w2's check" in str(err)

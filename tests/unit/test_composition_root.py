@@ -60,29 +60,6 @@ def test_nothing_below_boot_imports_boot():
     assert offenders == []
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(RUNNER.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def test_the_runner_has_no_import_cycle():
-    """Function-level imports count too: a cycle hidden in a function is still a cycle."""
-    files = {_module_name(p): p for p in RUNNER.rglob("*.py")}
-    graph = {name: {i for i in _imports(path) if i in files and i != name} for name, path in files.items()}
-    done: set[str] = set()
-
-    def walk(name: str, trail: list[str]) -> None:
-        if name in trail:
-            raise AssertionError("import cycle: " + " -> ".join(trail[trail.index(name):] + [name]))
-        if name not in done:
-            for dep in sorted(graph[name]):
-                walk(dep, trail + [name])
-            done.add(name)
-
-    for name in sorted(graph):
-        walk(name, [])
-
-
 def test_lazy_builds_once_and_peek_never_builds():
     built: list[int] = []
     lazy = Lazy(lambda: built.append(1) or len(built))

@@ -1,8 +1,10 @@
-"""The import contracts of issue 15, enforced: import-linter's contracts in pyproject.toml (runner
-layers boot -> http -> rpc -> core -> executors -> system; client never imports runner; plugkit
-imports neither; runner.system imports nothing else of runner), proved live by breaking them in a
-copy. That the runner has no import cycle is test_composition_root.test_the_runner_has_no_import_cycle."""
+"""The import contracts of issues 15 and 27, enforced: import-linter's contracts in pyproject.toml
+(runner layers boot -> http -> rpc -> core -> executors -> system, rpc and http reaching executors
+and system only through core; client never imports runner; plugkit imports neither; runner.system
+imports nothing else of runner; client.args is a leaf), and no import cycle anywhere in plugkit,
+runner or client, counting imports inside functions. Each is proved live by breaking it in a copy."""
 
+import ast
 import pathlib
 import shutil
 import subprocess
@@ -21,6 +23,53 @@ def lint_imports(where: pathlib.Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(script), "--no-cache", "--no-logo", "--config", str(where / "pyproject.toml")],
                           cwd=where, capture_output=True, text=True, timeout=100,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(where)})
+
+
+def _module_name(root: pathlib.Path, path: pathlib.Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: pathlib.Path, modules: set[str]) -> set[str]:
+    """The project modules a file imports, at any depth: a cycle hidden in a function is still a
+    cycle (it only waits for the first call to bite). `from pkg import sub` imports the submodule,
+    not pkg's own code beyond its __init__, which every submodule import runs first anyway."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.update(f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                         for a in node.names)
+    return found & modules
+
+
+def import_cycle(root: pathlib.Path) -> list[str] | None:
+    """The first import cycle among the project's modules under root, as a trail, else None."""
+    files = {_module_name(root, p): p for package in PACKAGES for p in (root / package).rglob("*.py")}
+    graph = {name: _imports(path, set(files)) - {name} for name, path in files.items()}
+    done: set[str] = set()
+
+    def walk(name: str, trail: list[str]) -> list[str] | None:
+        if name in trail:
+            return trail[trail.index(name):] + [name]
+        if name in done:
+            return None
+        for dep in sorted(graph[name]):
+            if (cycle := walk(dep, trail + [name])) is not None:
+                return cycle
+        done.add(name)
+        return None
+
+    for name in sorted(graph):
+        if (cycle := walk(name, [])) is not None:
+            return cycle
+    return None
+
+
+def test_no_import_cycle_in_plugkit_runner_or_client():
+    cycle = import_cycle(ROOT)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
 def test_the_import_contracts_hold():
@@ -44,6 +93,14 @@ BREAKS = [
     ("plugkit/paths.py", "import client.cli", "plugkit imports neither the runner nor the client"),
     ("runner/system/kill.py", "import runner.core.tasks.manager", "runner.system imports nothing else"),
     ("runner/core/tasks/output.py", "import runner.rpc.dispatch", "runner layers"),
+    ("runner/rpc/port.py", "import runner.system.ports", "reach executors and system only through core"),
+    ("runner/rpc/task.py", "import runner.executors.worker", "reach executors and system only through core"),
+    ("runner/http/app.py", "import runner.system.peers", "reach executors and system only through core"),
+    ("client/args.py", "import client.wire.rpc", "client.args parses words and nothing else"),
+    # The two cycles issue 27 found, as they were: a model importing its store back, and a
+    # host-format module importing the installer that imports it.
+    ("plugkit/lifecycle/model.py", "import plugkit.lifecycle.state", "no import cycle"),
+    ("client/hooks/install_hosts.py", "import client.hooks.install", "no import cycle"),
 ]
 
 
@@ -58,4 +115,24 @@ def test_each_contract_catches_the_import_it_forbids(tree_copy, module, line, co
         path.write_text(original)
     assert done.returncode == 1, done.stdout
     broken = done.stdout.split("Broken contracts", 1)[1]
-    assert contract in broken and line.split()[1] in broken
+    imported = line.split()[1]  # named in full, or relative to its package by the cycle contract
+    assert contract in broken and (imported in broken or f"-> .{imported.rsplit('.', 1)[-1]} " in broken)
+
+
+CYCLES = [  # (a module, a function-level import closing a cycle through it)
+    ("plugkit/lifecycle/model.py", "from plugkit.lifecycle import state"),
+    ("client/hooks/install_hosts.py", "from client.hooks import install"),
+    ("runner/core/tasks/output.py", "import runner.core.tasks.manager"),
+]
+
+
+@pytest.mark.parametrize("module,line", CYCLES, ids=[c[0] for c in CYCLES])
+def test_the_cycle_walk_catches_a_cycle_hidden_in_a_function(tree_copy, module, line):
+    path = tree_copy / module
+    original = path.read_text()
+    path.write_text(original + f"\n\ndef _smuggled():\n    {line}\n")
+    try:
+        cycle = import_cycle(tree_copy)
+    finally:
+        path.write_text(original)
+    assert cycle is not None and _module_name(tree_copy, path) in cycle

@@ -9,6 +9,7 @@ import pytest
 
 from plugkit.lifecycle import authority, evidence, gating, state as state_mod, work
 from plugkit.lifecycle.workspace import Workspace
+from tests.unit.test_lifecycle_item_states import check_receipt
 
 NOW = 1_700_000_000.0
 KEY = b"k" * 32
@@ -119,18 +120,24 @@ def test_first_contact_imports_items_but_not_completion_without_sealed_receipts(
     root = tmp_path / "old"
     root.mkdir()
     plain = Workspace(os.path.realpath(root))  # the files as an older plugkit (or anyone) left them
-    work.prd_add(plain, {"subject": "done before"}, NOW)
-    work.prd_add(plain, {"subject": "done, honestly"}, NOW)
+    for subject in ("done before", "done, honestly", "done, a file says", "critical, under way"):
+        work.prd_add(plain, {"subject": subject, "verify": "make test"}, NOW)
     items = read(plain.prd_path)
     ws = Workspace(plain.root, seal=KEY, ledger=MemoryLedger())
     (root / "report.txt").write_text("all green\n")
-    receipt = evidence.record_file(ws, "report.txt", "w2", "", NOW)  # sealed by "the runner"
+    receipt = check_receipt(ws)  # sealed by "the runner": a green run of the items' check
+    in_a_file = evidence.record_file(ws, "report.txt", "w3", "", NOW)
     items[0].update(status="completed", evidence=["0123456789abcdef0123"])
     items[1].update(status="completed", evidence=[receipt.id])
+    items[2].update(status="completed", evidence=[in_a_file.id])
+    items[3].update(status="in_progress", risk="critical")
     with open(plain.prd_path, "w") as fh:
         json.dump(items, fh)
     st = state_mod.load(ws)
-    assert [(i.id, i.status) for i in gating.load_items(ws)] == [("w1", "pending"), ("w2", "completed")]
+    assert [(i.id, i.status) for i in gating.load_items(ws)] == [
+        ("w1", "pending"), ("w2", "completed"), ("w3", "pending"), ("w4", "pending")]
     assert any("state.json predates the runner's ledger" in n for n in st.notices)
     assert any("w1 was marked completed in .prd without receipts" in n for n in st.notices)
+    assert any("w3 was marked completed in .prd without a receipt of its check" in n for n in st.notices)
+    assert any("w4 is critical-risk and no person approved it here" in n for n in st.notices)
     assert authority.findings(ws) == []  # what was there at first contact is not an edit

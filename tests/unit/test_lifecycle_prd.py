@@ -10,6 +10,7 @@ import pytest
 from plugkit.lifecycle import errors, prd, work
 from plugkit.lifecycle.prd import Item
 from plugkit.lifecycle.workspace import Workspace
+from tests.unit.test_lifecycle_item_states import check_receipt
 
 NOW = 1000.0
 
@@ -99,7 +100,7 @@ def receipt_for(ws, name="proof.txt"):
 
 
 def test_completing_needs_evidence_that_still_verifies(ws):
-    work.prd_add(ws, {"subject": "login"}, NOW)
+    work.prd_add(ws, {"subject": "login", "verify": "make test"}, NOW)
     with pytest.raises(errors.Conflict, match="requires naming evidence"):
         work.prd_update(ws, "w1", {}, "completed", [])
     with pytest.raises(errors.NotFound, match="no evidence receipt"):
@@ -108,7 +109,9 @@ def test_completing_needs_evidence_that_still_verifies(ws):
     Path(ws.root, "proof.txt").write_text("edited\n")
     with pytest.raises(errors.Conflict, match="changed since"):
         work.prd_update(ws, "w1", {}, "completed", [receipt.id[:8]])
-    receipt = receipt_for(ws)
+    with pytest.raises(errors.Conflict, match="not a receipt of w1's check"):  # a file proves no run
+        work.prd_update(ws, "w1", {}, "completed", [receipt_for(ws).id[:8]])
+    receipt = check_receipt(ws)
     done = work.prd_update(ws, "w1", {}, "completed", [receipt.id[:8]])
     assert (done.status, done.evidence) == ("completed", [receipt.id])
     on_disk = json.loads(Path(ws.prd_path).read_text())

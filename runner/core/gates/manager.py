@@ -19,7 +19,7 @@ from plugkit.lifecycle import config as config_mod, gating, hooks, state as stat
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import GateError
 from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
-from plugkit.lifecycle import authority, evidence as ev, work
+from plugkit.lifecycle import authority, evidence as ev, item_states, work
 from plugkit.lifecycle.evidence import Receipt, sha256_bytes
 from plugkit.lifecycle.gating import External
 from plugkit.lifecycle.phases import GitFacts
@@ -32,6 +32,7 @@ from runner.system import logs
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
 from runner.executors.base import ExecSpec
+from runner.core.gates import checks
 from runner.core.gates.approvals import ApprovalDesk
 from runner.core.gates.keys import load_key
 from runner.core.gates.store import GateStore
@@ -294,13 +295,26 @@ class GateManager:
         return out
 
     async def prd_update(self, ws: Workspace, item_id: str, changes: dict, status: Optional[str],
-                         refs: list[str]) -> Any:
+                         refs: list[str], asker: Optional[checks.Asker] = None) -> Any:
         """Receipts named for an item are checked against the ledger first (async), then the
-        update re-checks their seals under the workspace lock."""
+        update re-checks their seals under the workspace lock, with what the runner sees now
+        (git's HEAD, for a completion) and, for a change of the item's check, whether the
+        caller is a person (`asker`: the RPC's connection; None for the runner's own calls)."""
         for rid, problems in await self.verify_evidence(ws, refs) if refs else []:
             if problems:
                 raise Conflict(f"receipt {rid} does not verify: {'; '.join(problems)}")
-        return await self.call(ws, work.prd_update, item_id, changes, status, refs)
+        site = await checks.site(self, ws, with_git=status == "completed")
+        person = await checks.person(self, ws, item_id, changes.get("verify"), site, asker)
+        updated = await self.call(ws, work.prd_update, item_id, changes, status, refs, site,
+                                  person or item_states.Person())
+        if person is not None and person.ok:
+            log.warning("gate_check_changed_by_person", workspace=ws.root, item=item_id,
+                        check=changes["verify"][:200])
+        return updated
+
+    async def prd_check(self, session_id: str, ws: Workspace, item_id: str) -> checks.CheckRun:
+        """prd.verify: the item's check run now, witnessed, its receipt naming HEAD."""
+        return await checks.run_check(self, session_id, ws, item_id)
 
     def close(self) -> None:
         if self._store is not None:

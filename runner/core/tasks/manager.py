@@ -20,6 +20,7 @@ from runner.core.tasks.records import IdSource, code_hash, record_key, rehydrate
 from runner.core.tasks.sessions import Session, SessionRegistry, not_found, session_key
 from runner.core.tasks.slots import Slots
 from runner.core.tasks.task import Execution, SessionKey, Task, TaskPort
+# ExecSpec is this manager's input: runner/rpc names it from here, never from the executors.
 from runner.executors.base import ExecSpec, Executor, Outcome, Prepared
 from runner.system import logs
 from runner.system.ledger import TaskRecord

@@ -61,6 +61,7 @@ class Attempts:
         self.stopping: Optional[str] = None  # "stopped" | "budget": every worker is being ended
         self.land_lock = asyncio.Lock()  # one landing at a time: each lands on the tip the last one left
         self.live: dict[str, Task] = {}
+        self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
         self.on_end: Callable[[ItemRun], None] = lambda it: None
 
     async def listing(self) -> work_model.Listing:
@@ -174,8 +175,7 @@ class Attempts:
             await self._committed_only(it)
             verified = await self._verify(it, check, cfg)
             it.enter("landing", now())
-            verified = await self._land(it, item, check, cfg, verified)
-            await self._complete(it, check, verified)
+            await self._land(it, item, check, cfg, verified)
         except git.MergeConflict as exc:
             files = f" ({', '.join(exc.files[:5])})" if exc.files else ""
             raise Failed("blocked", "merge_conflict", f"{exc}{files}; branch {it.branch} is kept") from None
@@ -285,11 +285,13 @@ class Attempts:
         """The check, run by the runner in the worktree: the evidence, not the worker's word."""
         p = self.p
         assert it.session_id is not None and it.worktree is not None
+        head = await git.tip(it.worktree, "HEAD")  # the commit checked: the receipt names it
         # In the environment of whoever started the run (its venv, its PATH), not the runner's.
         task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=it.worktree, lang=cfg.verify_lang,
                                            code=check, timeout_s=cfg.verify_timeout_s, environ=p.env or None))
         it.verify_task_id = task.id
         await task.done.wait()
+        self.checked_at[task.id] = head
         green = task.state == "completed" and task.exit_code == 0
         it.verify = "green" if green else "red"
         if not green:
@@ -297,7 +299,9 @@ class Attempts:
                                                       f"(task_{task.id}); `plugkit work logs {it.id} --verify`")
         return task
 
-    async def _land(self, it: ItemRun, item: prd.Item, check: str, cfg, verified: Task) -> Task:
+    async def _land(self, it: ItemRun, item: prd.Item, check: str, cfg, verified: Task) -> None:
+        """Lands, then completes the item under the same lock: the completion's receipt must name
+        the HEAD it checked, and the next item to land would move it."""
         p, run = self.p, self.run
         assert it.worktree is not None and it.branch is not None
         async with self.land_lock:
@@ -311,15 +315,16 @@ class Attempts:
                 await git.tag(p.ws.root, it.rollback_tag, before)
             await git.advance(p.ws.root, run.branch, done.sha)
             it.landed = done.sha
-        log.info("work_item_landed", run=run.id, item=it.id, sha=done.sha)
-        return verified
+            log.info("work_item_landed", run=run.id, item=it.id, sha=done.sha)
+            await self._complete(it, check, verified)
 
     async def _complete(self, it: ItemRun, check: str, verified: Task) -> None:
         p = self.p
         seen = await witness(p.tasks, verified)
         receipt = await p.gates.call(p.ws, work_model.evidence_add, seen, None,
                                      f"plugkit work {it.id}: {check}"[:200],
-                                     f"verify green in {it.worktree}; landed as {it.landed}", p.clock())
+                                     f"verify green in {it.worktree}; landed as {it.landed}", p.clock(),
+                                     self.checked_at.get(verified.id))
         await p.gates.prd_update(p.ws, it.id, {}, "completed", [receipt.id])
         it.receipt = receipt.id
         it.enter("completed", p.clock(), "landed", f"landed as {(it.landed or '')[:12]} on {self.run.branch}; "
