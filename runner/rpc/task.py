@@ -11,7 +11,7 @@ from runner.core.tasks import bound, stdin_watch
 from runner.core.tasks.manager import ExecSpec, TaskManager, Waited
 from runner.core.tasks.output import OutputBuffer
 from runner.rpc import shapes
-from runner.system import peers
+from runner.rpc.context import PEER
 from runner.rpc.dispatch import Context, rpc
 
 
@@ -50,7 +50,7 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
             raise Forbidden(why)
     task = await tasks.exec(ExecSpec(session_id=p.session_id, cwd=p.cwd, lang=p.lang, code=p.code,
                                      timeout_s=p.timeout_ms / 1000, stdin=p.stdin, env=p.env, environ=p.environ,
-                                     detach=p.detach, peer=peers.PEER.get(), caller_pid=p.caller_pid))
+                                     detach=p.detach, peer=PEER.get(), caller_pid=p.caller_pid))
     await tasks.wait_done(task, p.wait_ms / 1000)
     return TaskResult(task=shapes.task_info(task), output=shapes.output(tasks.read(task, None, p.max_bytes)))
 
