@@ -176,7 +176,8 @@ def prd_main(argv: list[str]) -> int:
         return _call(a, "prd.update", lambda r: [show.item(r)], id=a.id, evidence=a.evidence, **extra,
                      **_item_fields(a))
     if a.action == "verify":
-        return _call(a, "prd.verify", show.item_checked, lambda r: r["outcome"] == "green", id=a.id)
+        return _call(a, "prd.verify", show.item_checked, lambda r: r["outcome"] == "green", id=a.id,
+                     environ=caller_environ())
     if a.action == "ready":
         return _call(a, "prd.ready", show.items, **({"limit": a.limit} if a.limit else {}))
     return _call(a, "prd.list", show.items)

@@ -215,6 +215,7 @@ class PrdUpdateParams(WorkspaceParams):
 
 class PrdVerifyParams(WorkspaceParams):
     id: str = ItemId
+    environ: Optional[CallerEnvironment] = None  # the caller's: the check runs in it
 
 
 class PrdVerified(Result):

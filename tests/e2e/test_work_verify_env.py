@@ -1,7 +1,8 @@
-"""A `plugkit work` verify runs in the environment of whoever started the run (issue 30.2), not
-the runner's: a person's activated venv and exported variables are what their check needs (a
-verify under plugkit's own interpreter crashed on its pytest plugins). The runner is started
-first, from an environment without the variable, so only the run's start can bring it."""
+"""A verify runs in its caller's environment (issue 30.2), not the runner's: `plugkit work`'s in
+that of whoever started the run, `plugkit prd verify`'s (and `gate verify`'s) in its caller's. A
+person's activated venv and exported variables are what their check needs (a verify under
+plugkit's own interpreter crashed on its pytest plugins). The runner is started first, from an
+environment without the variable, so only the caller can bring it."""
 
 import sys
 
@@ -22,3 +23,13 @@ def test_the_verify_sees_the_environment_the_run_was_started_in(home, tmp_path):
     w.cli("work", "--run", f"{sys.executable} {AGENT}", "--json", "--afk")
     run = w.settled()
     assert w.items(run)["v1"]["verify"] == "green" and run["state"] == "done", run
+
+
+def test_prd_verify_runs_the_check_in_the_callers_environment(home, tmp_path):
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\n')
+    assert home.cli("runner", "start").returncode == 0
+    env = {"PROJECT_CHECK_VAR": "from-the-person"}
+    assert home.cli("prd", "add", "make v1", "--id", "v1", "--verify", 'test "$PROJECT_CHECK_VAR" = from-the-person',
+                    cwd=repo, env=env).returncode == 0
+    done = home.cli("prd", "verify", "v1", "--json", cwd=repo, env=env)
+    assert done.returncode == 0 and '"green"' in done.stdout, done.stdout + done.stderr

@@ -312,9 +312,10 @@ class GateManager:
                         check=changes["verify"][:200])
         return updated
 
-    async def prd_check(self, session_id: str, ws: Workspace, item_id: str) -> checks.CheckRun:
-        """prd.verify: the item's check run now, witnessed, its receipt naming HEAD."""
-        return await checks.run_check(self, session_id, ws, item_id)
+    async def prd_check(self, session_id: str, ws: Workspace, item_id: str,
+                        environ: Optional[Mapping[str, str]] = None) -> checks.CheckRun:
+        """prd.verify: the item's check run now (in the caller's environ), witnessed, its receipt naming HEAD."""
+        return await checks.run_check(self, session_id, ws, item_id, environ)
 
     def close(self) -> None:
         if self._store is not None:
