@@ -1,8 +1,9 @@
 """Sessions as an agent in a real host lives them (issue 30.1 and 30.3), headless against the
 scripted fake model: Claude Code remembers a `cd` between Bash calls and sends the new cwd to
 the hooks, and the task its agent started before the `cd` is still its own (found, and killed
-at the end); `qwen -p` fires no SessionEnd, and the background task its agent left behind dies
-when the host exits, unless it was started with --detach."""
+at the end); `qwen -p` fires no SessionEnd (and Codex's is not registered yet), and the
+background task its agent left behind dies when the host exits, unless it was started with
+--detach. Gemini CLI too, which does fire one: the tie does not depend on it."""
 
 import pytest
 
@@ -47,8 +48,9 @@ def test_claude_code_keeps_its_session_across_a_cd_and_ends_it_from_there(tmp_pa
     assert gone(seconds, within=10), why
 
 
-def test_qwen_headless_leaves_nothing_running_but_what_it_detached(tmp_path, home, sleeps):
-    host = installed(HOSTS["qwen"])
+@pytest.mark.parametrize("name", ["qwen", "codex", "gemini"])
+def test_a_headless_host_leaves_nothing_running_but_what_it_detached(tmp_path, home, sleeps, name):
+    host = installed(HOSTS[name])
     work, host_home = project(tmp_path, host, cli_argv(), home.env)
     left, kept = sleeps(), sleeps()
     script = Script([host.shell(f"exec:bash --wait 1\nsleep {left}"),
@@ -59,6 +61,7 @@ def test_qwen_headless_leaves_nothing_running_but_what_it_detached(tmp_path, hom
     for turn in (0, 1):
         reply = script.reply_to(turn)
         assert reply is not None and "still running" in reply.newest, why
-    # No SessionEnd from `qwen -p`: the runner saw its host exit and ended the session.
+    # No SessionEnd from `qwen -p` (nor one registered for Codex yet): the runner saw its host
+    # exit and ended the session.
     assert gone(left, within=10), why
     assert escapees(kept), why  # started to outlive its session on purpose
