@@ -3,7 +3,7 @@ scripted fake model: Claude Code remembers a `cd` between Bash calls and sends t
 the hooks, and the task its agent started before the `cd` is still its own (found, and killed
 at the end); `qwen -p` fires no SessionEnd (and Codex's is not registered yet), and the
 background task its agent left behind dies when the host exits, unless it was started with
---detach. Gemini CLI too, which does fire one: the tie does not depend on it."""
+--detach. Gemini CLI too: the tie does not depend on which session-end events a host fires."""
 
 import pytest
 
