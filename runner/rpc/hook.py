@@ -268,7 +268,8 @@ async def session_end(ctx: Context, p: HookSessionParams) -> HookSessionEnded:
     """hook.session_end {session_id, cwd} -> {killed: [task ids]}
 
     Ends the session: its running tasks are killed (whole trees), its browser page and
-    serial ports released, its tasks forgotten. An unknown session ends with nothing killed.
+    serial ports released, its tasks forgotten; a task started with detach runs on (and
+    keeps what it uses). An unknown session ends with nothing killed.
     """
     ctx.hooks.forget(_key(p))
     _worker(ctx, p)  # a heartbeat
