@@ -199,7 +199,8 @@ def tasks(argv: list[str], sink=None, caller: Caller | None = None) -> int:
 
 CLEANUP_USAGE = f"""usage: plugkit session-cleanup {SESSION_FLAGS}
 
-Kills every task of this session (whole process trees) and forgets them all.
+Kills every task of this session (whole process trees) and forgets them all, but
+those started with --detach: they run on (exec:close ends one).
 Starts no runner: with none running there is nothing to clean up."""
 
 

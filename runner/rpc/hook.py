@@ -189,13 +189,13 @@ async def session_start(ctx: Context, p: HookSessionStartParams) -> HookContext:
     memory index; at most 40 lines. Example: {"method":"hook.session_start","params":
     {"session_id":"5f1c","cwd":"/w","platform":"claude-code","source":"startup"}}
     """
-    log.info("hook_session_start", session_id=p.session_id, cwd=_key(p).cwd, platform=p.platform, source=p.source)
+    log.info("hook_session_start", session_id=p.session_id, cwd=p.cwd, platform=p.platform, source=p.source)
     return HookContext(context=await _start(ctx, p))
 
 
 async def _start(ctx: Context, p: HookSessionParams) -> str:
     key = _key(p)
-    if os.path.isdir(key.cwd):
+    if os.path.isdir(p.cwd):
         ctx.tasks.open_session(p.session_id, p.cwd)
     status = await _status(ctx, p)
     ctx.hooks.remember_sent(key, "\n".join(status))
@@ -214,7 +214,7 @@ async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
     """
     key, memory = _key(p), ctx.hooks
     if not memory.started(key):
-        log.info("hook_session_start", session_id=p.session_id, cwd=key.cwd, source="first prompt")
+        log.info("hook_session_start", session_id=p.session_id, cwd=p.cwd, source="first prompt")
         return HookPromptResult(context=await _start(ctx, p), changed=True)
     status = "\n".join(await _status(ctx, p))
     if status == memory.sent(key):
@@ -268,7 +268,8 @@ async def session_end(ctx: Context, p: HookSessionParams) -> HookSessionEnded:
     """hook.session_end {session_id, cwd} -> {killed: [task ids]}
 
     Ends the session: its running tasks are killed (whole trees), its browser page and
-    serial ports released, its tasks forgotten. An unknown session ends with nothing killed.
+    serial ports released, its tasks forgotten; a task started with detach runs on (and
+    keeps what it uses). An unknown session ends with nothing killed.
     """
     ctx.hooks.forget(_key(p))
     _worker(ctx, p)  # a heartbeat
