@@ -182,7 +182,7 @@ async def _memory_index(ctx: Context, p: HookSessionParams) -> list[str]:
 
 @rpc(HookSessionStartParams)
 async def session_start(ctx: Context, p: HookSessionStartParams) -> HookContext:
-    """hook.session_start {session_id, cwd, platform?, source?} -> {context}
+    """hook.session_start {session_id, cwd, worker_session?, platform?, source?} -> {context}
 
     Registers the session and returns the short context for the model: how to run code,
     this session's running tasks, the gates' lines (phase, unknowns, next step) and the
@@ -205,7 +205,7 @@ async def _start(ctx: Context, p: HookSessionParams) -> str:
 
 @rpc(HookSessionParams)
 async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
-    """hook.prompt {session_id, cwd} -> {context, changed}
+    """hook.prompt {session_id, cwd, worker_session?} -> {context, changed}
 
     The same status as session_start (running tasks, gate lines), but only when it differs
     from the last one this session was given; else context "" and changed false. A session
@@ -225,7 +225,7 @@ async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
 
 @rpc(HookPreToolParams)
 async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
-    """hook.pre_tool {session_id, cwd, tool_name?, tool_input?, platform?}
+    """hook.pre_tool {session_id, cwd, worker_session?, tool_name?, tool_input?, platform?}
     -> {decision: allow|deny|ask, reason}
 
     The gates' answer for this tool call (allow with an empty reason when no gates are
@@ -244,7 +244,7 @@ async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
 
 @rpc(HookStopParams)
 async def stop(ctx: Context, p: HookStopParams) -> HookStopResult:
-    """hook.stop {session_id, cwd, stop_hook_active?} -> {block, reason}
+    """hook.stop {session_id, cwd, worker_session?, stop_hook_active?} -> {block, reason}
 
     Whether the agent may stop (the gates decide). Loop guard: when stop_hook_active is true
     (the agent is already continuing because of a block) and the reason is the one this
@@ -265,7 +265,7 @@ async def stop(ctx: Context, p: HookStopParams) -> HookStopResult:
 
 @rpc(HookSessionParams)
 async def session_end(ctx: Context, p: HookSessionParams) -> HookSessionEnded:
-    """hook.session_end {session_id, cwd} -> {killed: [task ids]}
+    """hook.session_end {session_id, cwd, worker_session?} -> {killed: [task ids]}
 
     Ends the session: its running tasks are killed (whole trees), its browser page and
     serial ports released, its tasks forgotten; a task started with detach runs on (and
