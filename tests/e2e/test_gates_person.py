@@ -3,15 +3,13 @@ with a controlling terminal that no agent host, task or adopted orphan holds. Ea
 here was accepted as a person's `terminal` approval before: "no agent found" passed."""
 
 import base64
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_gates_approvals import agent, fake_host, run_under_host, waiting  # noqa: F401 (fixture)
-from tests.support.runner_home import cli_argv
+from tests.support.person import at_terminal
 
 pytestmark = pytest.mark.e2e
 
@@ -26,12 +24,7 @@ def detached(command: str, out: str = "approve.out") -> str:
 
 
 def in_terminal(home, cwd: Path, argv: list[str]) -> subprocess.CompletedProcess:
-    """`argv` run as the session leader of a pseudo-terminal of its own: how a person starts a
-    program in a terminal window (pty.spawn: setsid, then the pty's slave as its terminal)."""
-    env = {**home.env, "PATH": f"{Path(cli_argv()[0]).parent}:{os.environ['PATH']}"}
-    spawn = f"import pty, sys; sys.exit(pty.spawn({argv!r}) >> 8)"
-    return subprocess.run([sys.executable, "-c", spawn], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=60)
+    return at_terminal(argv, home.env, cwd=cwd)
 
 
 def test_rejects_an_approve_detached_with_setsid_from_an_agent_hosts_shell(agent, home, tmp_path):
