@@ -9,15 +9,18 @@ pid) and judges two things, both read from /proc, never from what the caller say
 - its ancestry: a plugkit task (tagged environment), an orphan the runner adopted as
   child subreaper (an escaped task), or an agent host (the one table, plugkit.hosts)
   anywhere above it means the agent is asking;
+- the environment of each of those: the variables a host sets in its tools' shells
+  (CLAUDECODE, OPENCODE, ...: the table's markers) stay in a process that detached from
+  the host (setsid, a pty of its own) unless it clears them;
 - its controlling terminal (/proc/PID/stat tty_nr): a person types at one. A process
   with none (setsid, a tool's pipe, a daemon) is not a person; and every process of the
   session holding that terminal is checked like the ancestry, so an agent host running
   in the terminal (or a task that opened one) holds it, not a person.
 
 Same-uid limits, on purpose stated (README, "What the gates can and cannot stop"): a
-process can fake its name or clear its environment, and a pseudo-terminal the agent
-opens in a process it detached (`setsid script ...`), or keys it types into a person's
-terminal (`tmux send-keys`), look like a person's.
+process can fake its name, and a pseudo-terminal the agent opens in a process it
+detached with its environment cleared (`setsid env -i script ...`), or keys it types into
+a person's terminal (`tmux send-keys`), look like a person's.
 """
 
 import os
@@ -27,7 +30,7 @@ from typing import Optional
 
 import psutil
 
-from plugkit.hosts import host_of
+from plugkit.hosts import host_of, marked_by
 from runner.system import procstate, tags
 
 MAX_DEPTH = 64
@@ -45,6 +48,7 @@ class Caller:
     shell_cmdline: tuple[str, ...] = ()  # the process right under the agent host (its tool's shell)
     ctty: bool = False  # whether the caller has a controlling terminal
     tty_holder: Optional[str] = None  # why that terminal is not a person's: who else is in its session
+    marked: Optional[str] = None  # a host's marker in the environment of the caller or an ancestor
 
 
 def peer_pid(peer: tuple, local_port: int) -> Optional[int]:
@@ -64,6 +68,16 @@ def _agent(proc: psutil.Process) -> Optional[str]:
     return host.label if host is not None else None
 
 
+def _marker(proc: psutil.Process) -> Optional[str]:
+    """A host's marker variable in the process's environment: a shell a host started, or a
+    process that inherited its environment (detached with setsid, in a pty of its own)."""
+    try:
+        found = marked_by(proc.environ())
+    except psutil.Error:
+        return None
+    return None if found is None else f"{found[1]} from {found[0].label} ({proc.pid})"
+
+
 def _not_a_person(proc: psutil.Process, runner_pid: int) -> Optional[str]:
     """Why one process of a terminal's session is the agent's, or None."""
     found = tags.read_tags(proc.pid) or {}
@@ -75,7 +89,7 @@ def _not_a_person(proc: psutil.Process, runner_pid: int) -> Optional[str]:
     except psutil.Error:
         return None
     agent = _agent(proc)
-    return f"{agent} ({proc.pid})" if agent else None
+    return f"{agent} ({proc.pid})" if agent else _marker(proc)
 
 
 def terminal_holder(pid: int, runner_pid: int) -> tuple[bool, Optional[str]]:
@@ -108,7 +122,7 @@ def describe(pid: int, runner_pid: int) -> Caller:
     """The caller's ancestry, judged: a plugkit task, an agent host, or neither."""
     proc = psutil.Process(pid)
     chain: list[str] = []
-    task = agent = None
+    task = agent = marked = None
     agent_pid = None
     tty = None
     below: Optional[psutil.Process] = None
@@ -131,6 +145,8 @@ def describe(pid: int, runner_pid: int) -> Caller:
             task = f"{name}[{current.pid}] is plugkit task {found.get(tags.TASK_ID, '?')}"
         if task is None and current.pid == runner_pid and depth > 0:
             task = "its parent is the runner itself (an orphan the runner adopted: an escaped task)"
+        if marked is None:
+            marked = _marker(current)
         if agent is None:
             agent = _agent(current)
             if agent is not None:
@@ -150,7 +166,8 @@ def describe(pid: int, runner_pid: int) -> Caller:
             pass
     ctty, holder = terminal_holder(pid, runner_pid)
     return Caller(pid=pid, user=_user(proc), tty=tty if ctty else None, chain=tuple(chain), task=task,
-                  agent=agent, agent_pid=agent_pid, shell_cmdline=shell_cmdline, ctty=ctty, tty_holder=holder)
+                  agent=agent, agent_pid=agent_pid, shell_cmdline=shell_cmdline, ctty=ctty, tty_holder=holder,
+                  marked=marked)
 
 
 def caller(peer: Optional[tuple], local_port: int, runner_pid: int) -> Optional[Caller]:

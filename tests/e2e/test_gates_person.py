@@ -3,6 +3,7 @@ with a controlling terminal that no agent host, task or adopted orphan holds. Ea
 here was accepted as a person's `terminal` approval before: "no agent found" passed."""
 
 import base64
+import os
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from tests.e2e.test_gates_approvals import agent, fake_host, run_under_host, waiting  # noqa: F401 (fixture)
 from tests.support.person import at_terminal
+from tests.support.runner_home import cli_argv
 
 pytestmark = pytest.mark.e2e
 
@@ -42,6 +44,20 @@ def test_rejects_a_hidden_approve_under_every_host_plugkit_installs(agent, home,
     done = in_terminal(home, agent.repo, [str(fake_host(tmp_path, name)), command])
     assert "rc=1" in done.stdout and "approval refused" in done.stdout, (done.stdout, done.stderr)
     assert "c3" in waiting(agent)
+
+
+def test_rejects_an_approve_in_a_pty_of_its_own_detached_from_an_agent_hosts_shell(agent, home, tmp_path):
+    # `script` gives the approve a terminal whose session holds nothing else, and setsid takes
+    # `script` away from the host: what is left is the environment the host gave its shell
+    # (Claude Code sets CLAUDECODE=1 in its Bash tool's, which the fake host's caller does here).
+    hidden = base64.b64encode(b"plugkit approve c6; echo rc=$?").decode()
+    command = (f'(setsid script -qec "sh -c \\"\\$(echo {hidden} | base64 -d)\\"" /dev/null > pty.out 2>&1 &); '
+               "for i in $(seq 200); do grep -q rc= pty.out 2>/dev/null && break; sleep 0.1; done; cat pty.out")
+    env = {**home.env, "PATH": f"{Path(cli_argv()[0]).parent}:{os.environ['PATH']}", "CLAUDECODE": "1"}
+    done = subprocess.run([str(fake_host(tmp_path)), command], cwd=agent.repo, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert "rc=1" in done.stdout and "CLAUDECODE from Claude Code" in done.stdout, (done.stdout, done.stderr)
+    assert "c6" in waiting(agent)
 
 
 def test_rejects_an_approve_orphaned_inside_a_terminal_an_agent_host_holds(agent, home, tmp_path):

@@ -5,7 +5,7 @@ import pytest
 
 from client.hooks.install import TARGETS
 from client.hooks.install_hosts import DETECT
-from plugkit.hosts import BY_PLATFORM, host_of
+from plugkit.hosts import BY_PLATFORM, host_of, marked_by
 
 
 def test_every_installable_host_is_in_the_table_the_runner_reads():
@@ -30,3 +30,9 @@ def test_each_host_is_recognised_as_it_runs(comm, argv, platform):
 def test_a_shell_or_an_editor_is_no_host():
     assert host_of("bash", ("bash", "-c", "claude-notes.sh")) is None
     assert host_of("vim", ("vim", "kilo.txt")) is None
+
+
+def test_a_hosts_shell_is_known_by_the_environment_it_was_given():
+    assert marked_by({"CLAUDECODE": "1"})[0].platform == "claude-code"
+    assert marked_by({"OPENCODE": "1", "KILO": "1"})[0].platform == "kilo"  # Kilo sets both
+    assert marked_by({"HOME": "/root", "CLAUDECODE": ""}) is None

@@ -26,3 +26,8 @@ def test_a_terminal_of_its_own_is_a_person():
 def test_a_task_or_an_unknown_caller_never_is():
     assert not ApprovalDesk().judge("/w", "c1", caller(ctty=True, task="task 4")).ok
     assert not ApprovalDesk().judge("/w", "c1", None).ok
+
+
+def test_a_terminal_in_an_environment_a_host_set_is_not_a_persons():
+    verdict = ApprovalDesk().judge("/w", "c1", caller(ctty=True, marked="CLAUDECODE from Claude Code (7)"))
+    assert not verdict.ok and "set by an agent host" in verdict.reason

@@ -10,7 +10,8 @@ an item's check) is judged by its caller's process ancestry and terminal
   platform that shows a permission prompt, the shell the host started runs that very
   command, and it comes within PROMPT_TTL_S; such an approval is recorded as given in
   the host's prompt, and the prompt is used up;
-- neither: a person's terminal, which must be there: the caller has a controlling terminal
+- neither: a person's terminal, which must be there, in a process whose environment
+  (and its ancestors') carries no host's marker (plugkit.hosts): the caller has a controlling terminal
   whose session holds no agent host, task or adopted orphan. Proven, not assumed: "no
   agent found" is not a person (a `setsid` child reparented to init finds no agent above
   it, and has no terminal). Recorded with the OS user, terminal and pid.
@@ -79,6 +80,9 @@ class ApprovalDesk:
 
     @staticmethod
     def _terminal(caller: Caller) -> Judgement:
+        if caller.marked is not None:
+            return Judgement(False, "", f"its environment was set by an agent host ({caller.marked}): a shell "
+                                        "the agent started, detached from it")
         if not caller.ctty:
             return Judgement(False, "", "it has no terminal of its own (detached with setsid, or run by a tool "
                                         "through a pipe): a person types at a terminal")
