@@ -6,9 +6,11 @@ as tampered everywhere, and only a person's `plugkit gate confirm-config` takes 
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from plugkit.enforce_pins import pin_path
 from tests.support.agent import SID, Agent, make_repo
 from tests.support.person import person_cli
 from tests.support.runner_home import cli_argv
@@ -69,6 +71,8 @@ def test_only_a_person_confirms_a_weaker_setting(agent, home):
                              env=home.env, capture_output=True, text=True, timeout=60, start_new_session=True)
     assert refused.returncode == 1 and "confirmation refused" in refused.stderr, refused.stderr
     assert agent.write("a.py", "x = 1\n")[0] == "deny"
+    fail_closed = Path(pin_path(str(home.path), str(agent.repo)))
+    assert fail_closed.exists()  # the hooks' own pin: enforced even with no runner answering
 
     person = person_cli(home, "gate", "confirm-config", "--session", SID, cwd=agent.repo)
     assert person.returncode == 0 and "gates: 'enforce' -> 'off'" in person.stdout, person.stdout
@@ -76,3 +80,4 @@ def test_only_a_person_confirms_a_weaker_setting(agent, home):
     assert st["mode"] == "off" and st["tampered"] == []
     assert any("settings confirmed by" in n for n in st["notices"])
     assert agent.write("a.py", "x = 1\n")[0] == "allow"
+    assert not fail_closed.exists()  # the person's decision reaches the fail-closed hooks too

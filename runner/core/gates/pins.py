@@ -7,11 +7,14 @@ host's prompt never asked for this command, so under a host it is refused.
 """
 
 import asyncio
+import contextlib
+import os
 import time
 from dataclasses import dataclass
 from collections import Counter
 from typing import Any, Callable, Optional, Protocol
 
+from plugkit import enforce_pins
 from plugkit.lifecycle import config_pin, state as state_mod
 from plugkit.lifecycle.workspace import Workspace
 from plugkit.refusals import Forbidden
@@ -27,6 +30,7 @@ class Gates(Protocol):
 
     desk: ApprovalDesk
     counters: Counter
+    home: Optional[str]
 
     async def call(self, ws: Workspace, fn: Callable[..., Any], *args: Any) -> Any: ...
 
@@ -58,5 +62,9 @@ async def confirm(gates: Gates, ws: Workspace, peer: Optional[tuple], port: int,
         raise Forbidden(f"confirmation refused: {verdict.reason}. A person confirms the settings from their "
                         f"own terminal: `{config_pin.CONFIRM}`")
     changed = await gates.call(ws, _take, who)
+    if gates.home is not None and config_pin.effective(ws).mode != "enforce":
+        # The hooks' fail-closed pin (plugkit/enforce_pins.py) follows the person's decision.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(enforce_pins.pin_path(gates.home, ws.root))
     log.warning("gate_config_confirmed", workspace=ws.root, user=who.user, tty=who.tty, changed=changed)
     return Confirmed(changed, who.user, who.tty)
