@@ -17,6 +17,7 @@ import shutil
 
 from client.hooks.install_command import is_ours
 from client.wire.rpc import ClientError
+from plugkit.hosts import HOSTS
 
 # platform -> (command key, timeout key, extra keys per event)
 FLAT = {"cursor": ("command", "timeout"), "copilot": ("bash", "timeoutSec")}
@@ -26,17 +27,9 @@ ASSET = os.path.join(os.path.dirname(__file__), "assets", "opencode_plugin.js")
 # --user puts these elsewhere than under ~ + the project path.
 USER_PATHS = {"opencode": ".config/opencode/plugins/plugkit.js", "kilo": ".config/kilo/plugins/plugkit.js",
               "copilot": ".copilot/hooks/plugkit.json"}
-# platform -> (workspace entries that show it is configured, programs on PATH that show it is installed)
-DETECT = {
-    "claude-code": ((".claude", "CLAUDE.md"), ("claude",)),
-    "qwen": ((".qwen", "QWEN.md"), ("qwen",)),
-    "gemini": ((".gemini", "GEMINI.md"), ("gemini",)),
-    "codex": ((".codex",), ("codex",)),
-    "cursor": ((".cursor", ".cursorrules"), ("cursor", "cursor-agent")),
-    "copilot": ((".github/hooks", ".github/copilot-instructions.md"), ("copilot",)),
-    "opencode": ((".opencode", "opencode.json", "opencode.jsonc"), ("opencode",)),
-    "kilo": ((".kilo", ".kilocode"), ("kilo", "kilocode")),
-}
+# platform -> (workspace entries that show it is configured, programs on PATH that show it is
+# installed): the one host table (plugkit.hosts), which the runner's person check reads too.
+DETECT = {h.platform: (h.entries, h.programs) for h in HOSTS}
 
 
 def merge_flat(path: str, old: str, target, platform: str, command: str, uninstall: bool) -> tuple[str, int]:

@@ -80,7 +80,12 @@ def gate_main(argv: list[str]) -> int:
     sub.add_parser("context", parents=[common], help="the lines a SessionStart hook shows the agent")
     sub.add_parser("restore", parents=[common],
                    help="write .prd and .plugkit/state.json again from the runner's ledger, dropping outside edits")
+    sub.add_parser("confirm-config", parents=[common],
+                   help="take .plugkit/config.toml's settings as they are now, weaker ones too (a person only)")
     a = p.parse_args(argv)
+    if a.action == "confirm-config":
+        return _call(a, "gate.confirm_config", lambda r: [f"settings confirmed: {c}" for c in r["changed"]]
+                     or ["settings confirmed: .plugkit/config.toml says what the runner holds"])
     if a.action == "restore":
         return _call(a, "gate.restore", lambda r: [f"views restored from the runner's ledger; dropped: {d}"
                                                    for d in r["dropped"]] or ["views restored; nothing was edited"])

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from plugkit.lifecycle import config, evidence, item_states, prd
+from plugkit.lifecycle import config, config_pin, evidence, item_states, prd
 from plugkit.lifecycle.errors import Conflict, GateError
 from plugkit.lifecycle.model import State
 from plugkit.lifecycle.workspace import Workspace, atomic_write
@@ -232,13 +232,23 @@ def load(ws: Workspace) -> Snapshot:
     return Snapshot(st, items, findings + item_findings, [p.id for p in proposals], rec)
 
 
+@dataclass(frozen=True)
+class ConfigFinding(Finding):
+    """A setting the file weakens (or changes past what the table ranks): only a person takes it."""
+
+    def text(self) -> str:
+        return f"{super().text()} (only a person: `{config_pin.CONFIRM}`)"
+
+
 def findings(ws: Workspace) -> list[Finding]:
+    """Every view's outside edits: state.json, .prd and the settings in config.toml."""
     if ws.ledger is None:
         return []
+    settings: list[Finding] = [ConfigFinding(config_pin.VIEW, d.key, d.view, d.held) for d in config_pin.drift(ws)]
     try:
-        return load(ws).findings
+        return load(ws).findings + settings
     except Conflict:
-        return []
+        return settings
 
 
 def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[prd.Item]] = None) -> None:

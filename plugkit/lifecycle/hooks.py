@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from plugkit.lifecycle import authority, config as config_mod, item_states, prd, state as state_mod
+from plugkit.lifecycle import authority, config_pin, item_states, prd, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import Conflict
 from plugkit.lifecycle.gating import External, facts, load_items
@@ -78,7 +78,7 @@ def _short(text: str, n: int = 60) -> str:
 
 def context_lines(ws: Workspace) -> list[str]:
     """At most MAX_CONTEXT_LINES lines for SessionStart/UserPromptSubmit; none when gates are off."""
-    cfg = config_mod.load(ws.config_path)
+    cfg = config_pin.effective(ws)  # the settings the runner holds, not what the file says now
     if cfg.mode == "off":
         return []
     st = state_mod.load(ws)

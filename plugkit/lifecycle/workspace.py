@@ -64,11 +64,12 @@ class Workspace:
     def opted_in(self) -> bool:
         """Whether the gates were ever used here (any gate write, a .prd, a config): until
         then the hooks keep them silent. A `.git` marks a workspace but opts nothing in.
-        The runner's ledger remembers a workspace it wrote for: deleting the views does
-        not opt it out again."""
+        The runner's ledger remembers a workspace it wrote for or holds settings of:
+        deleting the views (config.toml too) does not opt it out again."""
         if any(os.path.lexists(p) for p in (self.state_path, self.prd_path, self.config_path)):
             return True
-        return self.ledger is not None and self.ledger.get(self.root) is not None
+        return self.ledger is not None and (self.ledger.get(self.root) is not None
+                                            or self.ledger.config_held(self.root) is not None)
 
     def ensure_dir(self) -> None:
         """Created on the first write only: reads (hooks on every tool call) never litter a cwd.

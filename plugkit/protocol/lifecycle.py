@@ -320,3 +320,12 @@ class ApprovalInfo(Result):
 class ApprovalList(Result):
     approvals: list[ApprovalInfo]
     waiting: list[str]  # critical items not yet approved
+
+
+class ConfigConfirmed(Result):
+    """gate.confirm_config: the settings of .plugkit/config.toml a person took ("KEY: HELD -> NOW")."""
+
+    workspace: str
+    changed: list[str]
+    user: str
+    tty: Optional[str] = None

@@ -11,13 +11,14 @@ does not allow it.
 
 from plugkit.lifecycle.phases import FORWARD_FROM
 from plugkit.protocol.lifecycle import (
-    AdvanceResult, CheckResult, ContextLines, EmitResult, GateAdvanceParams, GateCheckParams, GateEmitParams,
+    AdvanceResult, CheckResult, ConfigConfirmed, ContextLines, EmitResult, GateAdvanceParams, GateCheckParams, GateEmitParams,
     GateRetreatParams, GateStatus, GateStopParams, GateVerifyParams, RestoreResult, StopResult, TransitionInfo,
     VerifyInfo, VerifyStarted, WorkspaceParams,
 )
 from runner.core.gates.manager import GateManager
 from runner.rpc import shapes
 from runner.rpc.dispatch import Context, rpc
+from runner.rpc.context import PEER
 
 
 def _gates(ctx: Context) -> GateManager:
@@ -58,6 +59,23 @@ async def restore(ctx: Context, p: WorkspaceParams) -> RestoreResult:
     """
     gates = _gates(ctx)
     return RestoreResult(dropped=await gates.restore(gates.workspace(p.session_id, p.cwd)))
+
+
+@rpc(WorkspaceParams)
+async def confirm_config(ctx: Context, p: WorkspaceParams) -> ConfigConfirmed:
+    """gate.confirm_config {session_id, cwd} -> {workspace, changed: ["KEY: HELD -> NOW"], user, tty}
+
+    The runner holds the workspace's settings from the moment it opts in; a weaker value in
+    `.plugkit/config.toml` (or one it cannot rank) shows as tampered and is not in force
+    until a person takes it with this call. Judged by the caller's process as
+    approval.grant is: a terminal of its own, no agent host, task or adopted orphan.
+    Errors: -32002 not a person.
+    Example: {"method":"gate.confirm_config","params":{"session_id":"s","cwd":"/w"}}
+    """
+    gates = _gates(ctx)
+    ws = gates.workspace(p.session_id, p.cwd)
+    done = await gates.confirm_config(ws, PEER.get(), ctx.runtime.port, ctx.runtime.pid)
+    return ConfigConfirmed(workspace=ws.root, changed=done.changed, user=done.user, tty=done.tty)
 
 
 @rpc(GateAdvanceParams)
@@ -172,5 +190,5 @@ async def context(ctx: Context, p: WorkspaceParams) -> ContextLines:
 METHODS = {
     "gate.status": status, "gate.advance": advance, "gate.retreat": retreat, "gate.emit": emit,
     "gate.verify": verify, "gate.check": check, "gate.stop": stop, "gate.context": context,
-    "gate.restore": restore,
+    "gate.restore": restore, "gate.confirm_config": confirm_config,
 }

@@ -4,14 +4,23 @@ The token says only that a caller could read a file of this user; an approval mu
 come from a person. So for approval.grant the runner finds the process holding the
 client end of the TCP connection (the socket whose local port is the peer's port and
 whose remote port is ours: psutil reads /proc/net/tcp and maps the socket inode to a
-pid) and walks its parents. A plugkit task anywhere in that chain (tagged environment),
-an orphan the runner adopted as child subreaper (an escaped task), or a known agent
-host (Claude Code, Codex, ...) means the agent is asking, not a person.
+pid) and judges two things, both read from /proc, never from what the caller says:
 
-Same-uid limits, on purpose stated: a process can fake its name, detach from its
-parents (setsid + double fork lands on the runner, which is caught; `systemd-run` or
-`at` land elsewhere), or clear its environment. This catches the easy paths and is
-recorded; the README says what a real boundary needs.
+- its ancestry: a plugkit task (tagged environment), an orphan the runner adopted as
+  child subreaper (an escaped task), or an agent host (the one table, plugkit.hosts)
+  anywhere above it means the agent is asking;
+- the environment of each of those: the variables a host sets in its tools' shells
+  (CLAUDECODE, OPENCODE, ...: the table's markers) stay in a process that detached from
+  the host (setsid, a pty of its own) unless it clears them;
+- its controlling terminal (/proc/PID/stat tty_nr): a person types at one. A process
+  with none (setsid, a tool's pipe, a daemon) is not a person; and every process of the
+  session holding that terminal is checked like the ancestry, so an agent host running
+  in the terminal (or a task that opened one) holds it, not a person.
+
+Same-uid limits, on purpose stated (README, "What the gates can and cannot stop"): a
+process can fake its name, and a pseudo-terminal the agent opens in a process it
+detached with its environment cleared (`setsid env -i script ...`), or keys it types into
+a person's terminal (`tmux send-keys`), look like a person's.
 """
 
 import os
@@ -21,16 +30,9 @@ from typing import Optional
 
 import psutil
 
-from runner.system import tags
+from plugkit.hosts import host_of, marked_by
+from runner.system import procstate, tags
 
-# (label, process names, command-line fragments): a row per agent host. Names are what
-# /proc/PID/comm shows; fragments catch node-launched CLIs whose comm is just "node".
-AGENT_HOSTS: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...] = (
-    ("Claude Code", frozenset({"claude"}), ("@anthropic-ai/claude-code", "/claude-code/cli")),
-    ("Qwen Code", frozenset({"qwen"}), ("@qwen-code/qwen-code",)),
-    ("Gemini CLI", frozenset({"gemini"}), ("@google/gemini-cli",)),
-    ("Codex CLI", frozenset({"codex"}), ("@openai/codex", "codex-cli")),
-)
 MAX_DEPTH = 64
 
 
@@ -44,6 +46,9 @@ class Caller:
     agent: Optional[str] = None  # the agent host found above it
     agent_pid: Optional[int] = None
     shell_cmdline: tuple[str, ...] = ()  # the process right under the agent host (its tool's shell)
+    ctty: bool = False  # whether the caller has a controlling terminal
+    tty_holder: Optional[str] = None  # why that terminal is not a person's: who else is in its session
+    marked: Optional[str] = None  # a host's marker in the environment of the caller or an ancestor
 
 
 def peer_pid(peer: tuple, local_port: int) -> Optional[int]:
@@ -57,16 +62,49 @@ def peer_pid(peer: tuple, local_port: int) -> Optional[int]:
 
 def _agent(proc: psutil.Process) -> Optional[str]:
     try:
-        name = proc.name()
-        cmdline = " ".join(proc.cmdline())
+        host = host_of(proc.name(), tuple(proc.cmdline()))
     except psutil.Error:
         return None
-    for label, names, fragments in AGENT_HOSTS:
-        if name in names or any(f in cmdline for f in fragments):
-            return label
-        if os.path.basename(cmdline.split(" ", 1)[0]) in names:
-            return label
-    return None
+    return host.label if host is not None else None
+
+
+def _marker(proc: psutil.Process) -> Optional[str]:
+    """A host's marker variable in the process's environment: a shell a host started, or a
+    process that inherited its environment (detached with setsid, in a pty of its own)."""
+    try:
+        found = marked_by(proc.environ())
+    except psutil.Error:
+        return None
+    return None if found is None else f"{found[1]} from {found[0].label} ({proc.pid})"
+
+
+def _not_a_person(proc: psutil.Process, runner_pid: int) -> Optional[str]:
+    """Why one process of a terminal's session is the agent's, or None."""
+    found = tags.read_tags(proc.pid) or {}
+    if found.get(tags.TASK_ID) or found.get(tags.RUNNER_ID):
+        return f"plugkit task {found.get(tags.TASK_ID, '?')} ({proc.pid})"
+    try:
+        if proc.ppid() == runner_pid:
+            return f"an orphan the runner adopted ({proc.pid})"
+    except psutil.Error:
+        return None
+    agent = _agent(proc)
+    return f"{agent} ({proc.pid})" if agent else _marker(proc)
+
+
+def terminal_holder(pid: int, runner_pid: int) -> tuple[bool, Optional[str]]:
+    """(has a controlling terminal, who of the agent's holds it): the session on that terminal."""
+    st = procstate.stat(pid)
+    if st is None or st.tty_nr == 0:
+        return False, None
+    for other in procstate.on_terminal(st.tty_nr):
+        try:
+            why = _not_a_person(psutil.Process(other), runner_pid)
+        except psutil.Error:
+            continue
+        if why:
+            return True, why
+    return True, None
 
 
 def _user(proc: psutil.Process) -> str:
@@ -84,7 +122,7 @@ def describe(pid: int, runner_pid: int) -> Caller:
     """The caller's ancestry, judged: a plugkit task, an agent host, or neither."""
     proc = psutil.Process(pid)
     chain: list[str] = []
-    task = agent = None
+    task = agent = marked = None
     agent_pid = None
     tty = None
     below: Optional[psutil.Process] = None
@@ -107,6 +145,8 @@ def describe(pid: int, runner_pid: int) -> Caller:
             task = f"{name}[{current.pid}] is plugkit task {found.get(tags.TASK_ID, '?')}"
         if task is None and current.pid == runner_pid and depth > 0:
             task = "its parent is the runner itself (an orphan the runner adopted: an escaped task)"
+        if marked is None:
+            marked = _marker(current)
         if agent is None:
             agent = _agent(current)
             if agent is not None:
@@ -124,8 +164,10 @@ def describe(pid: int, runner_pid: int) -> Caller:
             shell_cmdline = tuple(shell.cmdline())
         except psutil.Error:
             pass
-    return Caller(pid=pid, user=_user(proc), tty=tty, chain=tuple(chain), task=task, agent=agent,
-                  agent_pid=agent_pid, shell_cmdline=shell_cmdline)
+    ctty, holder = terminal_holder(pid, runner_pid)
+    return Caller(pid=pid, user=_user(proc), tty=tty if ctty else None, chain=tuple(chain), task=task,
+                  agent=agent, agent_pid=agent_pid, shell_cmdline=shell_cmdline, ctty=ctty, tty_holder=holder,
+                  marked=marked)
 
 
 def caller(peer: Optional[tuple], local_port: int, runner_pid: int) -> Optional[Caller]:

@@ -1,4 +1,5 @@
-"""Is a task blocked reading its stdin? Read from /proc: which syscall each thread sleeps in, on which fd.
+"""What /proc says about processes: is a task blocked reading its stdin, and which terminal
+(and session) a process belongs to.
 
 A read on an empty pipe whose write end the runner holds never returns until
 someone types or closes it, so a thread asleep (state S) in read/readv/pread on
@@ -12,6 +13,7 @@ Linux only: elsewhere, and for anything unreadable, the answer is "not waiting".
 import os
 import platform
 import struct
+from dataclasses import dataclass
 from typing import Optional
 
 # Syscall numbers per machine: (reads on arg0 fd, poll-likes, select-likes, epoll waits).
@@ -133,4 +135,35 @@ def _epoll_targets(pid: int, epfd: int) -> list[int]:
         words = line.split()
         if len(words) >= 4 and words[0] == "tfd:" and words[2] == "events:" and int(words[3], 16) & EPOLLIN:
             found.append(int(words[1]))
+    return found
+
+
+# --- controlling terminals: who holds the terminal a process was started on --------------------
+
+@dataclass(frozen=True)
+class Stat:
+    ppid: int
+    session: int
+    tty_nr: int  # the controlling terminal's device number; 0: the process has none
+
+
+def stat(pid: int) -> Optional[Stat]:
+    """Fields of /proc/PID/stat after the command name (which may hold spaces and parentheses)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return Stat(ppid=int(fields[1]), session=int(fields[3]), tty_nr=int(fields[4]))
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def on_terminal(tty_nr: int) -> list[int]:
+    """Every process whose controlling terminal is `tty_nr`: the session that holds it (a
+    terminal is the controlling terminal of one session at most) and nothing else."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = stat(int(name))
+            if st is not None and st.tty_nr == tty_nr:
+                found.append(int(name))
     return found

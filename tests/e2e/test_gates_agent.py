@@ -11,6 +11,7 @@ import pytest
 from client.wire.rpc import RpcFailure
 from plugkit import errors
 from tests.support.agent import SID, Agent, git, make_repo
+from tests.support.person import person_cli
 from tests.support.runner_home import cli_argv, rpc
 
 pytestmark = pytest.mark.e2e
@@ -133,7 +134,7 @@ def test_agent_reaches_complete_only_the_honest_way(home, repo, tmp_path):
     refused = agent.plugkit("prd", "update", "w2", "--status", "in_progress", ok=False)
     assert "critical-risk: a person must approve it first" in refused.stderr
     # The person, in their own terminal (never inside a runner task, whatever ran this test).
-    approved = home.cli("approve", "w2", "--session", SID, "--cwd", str(repo), env={"PLUGKIT_TASK_ID": ""})
+    approved = person_cli(home, "approve", "w2", "--session", SID, "--cwd", str(repo), env={"PLUGKIT_TASK_ID": ""})
     assert approved.returncode == 0 and approved.stdout.startswith("approved w2 as "), approved.stderr
     agent.plugkit("prd", "update", "w2", "--status", "in_progress")
     checked = agent.json("prd", "verify", "w2")

@@ -50,6 +50,7 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
     cli("gate", "status")
     cli("gate", "context")
     cli("gate", "restore")
+    cli("gate", "confirm-config")
     cli("gate", "advance", "EXECUTE")
     cli("gate", "emit", "app.py")
     cli("gate", "retreat", "replan", "wire", "check")

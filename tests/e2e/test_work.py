@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.agent import git, make_repo
 from tests.support.escapees import gone, kill_all, unique_seconds
+from tests.support.person import person_cli
 from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e
@@ -104,7 +105,8 @@ def test_waves_in_parallel_land_only_on_green_and_halt_on_the_critical_item(home
     said = w.cli("work", "logs", "w3", "--all").stdout
     assert "cli rc=1" in said and "approval refused" in said, said
     # A person approves from their own terminal: the halted run resumes by itself.
-    w.cli("approve", "w4")
+    approved = person_cli(w.home, "approve", "w4", cwd=w.repo, env=w.env)
+    assert approved.returncode == 0, approved.stdout
     run = w.until(lambda r: r["ended_at"] is not None)
     assert run["state"] == "done" and w.items(run)["w4"]["state"] == "completed", run
     assert w.items(run)["w4"]["rollback_tag"] == "plugkit/pre-w4"

@@ -13,6 +13,7 @@ from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Hang, Say, Script, Scripts
 from tests.hosts.work_run import FOUR, committing, four_scripts, make_repo, prompt_line
 from tests.support.agent import git
+from tests.support.person import at_terminal
 from tests.support.runner_home import cli_argv
 
 pytestmark = pytest.mark.e2e
@@ -58,7 +59,8 @@ def test_four_items_two_in_parallel_landed_then_halted_on_the_critical_one(tmp_p
         for name in ("w1.txt", "w2.txt", "w3.txt"):
             assert (work.repo / name).exists(), name
         assert HOOK_DIRS[host.platform] not in git(work.repo, "ls-files")  # the worker's hook config stayed out
-        work.cli("approve", "w4")
+        person = at_terminal([*work.plugkit, "approve", "w4"], work.env, cwd=work.repo)  # a person's own terminal
+        assert person.returncode == 0, person.stdout
         run = work.until(lambda r: r["ended_at"] is not None)
         assert run["state"] == "done" and items(run)["w4"]["state"] == "completed", json.dumps(run, indent=1)
         prd = {i["id"]: i for i in json.loads((work.repo / ".prd").read_text())}

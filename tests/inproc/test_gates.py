@@ -1,12 +1,14 @@
 """Lifecycle gates through the real app: witnessed resolution, advance, verify, git, hooks' questions."""
 
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from plugkit import errors
+from runner.system import procstate
 from tests.support.inproc import RpcError, call
 
 
@@ -196,6 +198,12 @@ async def test_approval_through_a_hook_is_refused(rpc):
     start = await refused(rpc("prd.update", id="w1", status="in_progress"))
     assert start.code == errors.FORBIDDEN
     assert (await rpc("approval.list"))["waiting"] == ["w1"]
+    # The caller is this test's own process: a person only if it has a terminal of its own
+    # (run from one, it has; under CI or an agent's tool it has not, and is refused).
+    if procstate.stat(os.getpid()).tty_nr == 0:
+        err = await refused(rpc("approval.grant", item_id="w1", via="cli", user="kim"))
+        assert err.code == errors.FORBIDDEN and "no terminal of its own" in str(err)
+        return
     await rpc("approval.grant", item_id="w1", via="cli", user="kim")
     assert (await rpc("prd.update", id="w1", status="in_progress"))["status"] == "in_progress"
     assert (await rpc("prd.list"))["items"][0]["approved"] is True

@@ -19,6 +19,7 @@ class MemoryLedger:
     def __init__(self) -> None:
         self.rows: dict[str, authority.Record] = {}
         self.receipts: set[tuple[str, str]] = set()
+        self.configs: dict[str, str] = {}
 
     def get(self, root):
         return self.rows.get(root)
@@ -31,6 +32,12 @@ class MemoryLedger:
 
     def has_receipt(self, root, receipt_id):
         return (root, receipt_id) in self.receipts
+
+    def config_held(self, root):
+        return self.configs.get(root)
+
+    def hold_config(self, root, held, now):
+        self.configs[root] = held
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """Who may approve a critical item: a person, at their own terminal or in the host's prompt.
 
-approval.grant is judged by its caller's process ancestry (runner.system.peers), never by
-what the call says about itself:
+approval.grant (and every other act reserved to a person: `gate confirm-config`, changing
+an item's check) is judged by its caller's process ancestry and terminal
+(runner.system.peers), never by what the call says about itself:
 - a plugkit task anywhere above the caller (or an orphan the runner adopted): refused;
   a task is the agent's code, whatever it unset or claims;
 - an agent host above it (Claude Code, Codex, ...): refused, unless the host asked the
@@ -9,7 +10,11 @@ what the call says about itself:
   platform that shows a permission prompt, the shell the host started runs that very
   command, and it comes within PROMPT_TTL_S; such an approval is recorded as given in
   the host's prompt, and the prompt is used up;
-- neither: a person's terminal; recorded with the OS user, terminal and pid.
+- neither: a person's terminal, which must be there, in a process whose environment
+  (and its ancestors') carries no host's marker (plugkit.hosts): the caller has a controlling terminal
+  whose session holds no agent host, task or adopted orphan. Proven, not assumed: "no
+  agent found" is not a person (a `setsid` child reparented to init finds no agent above
+  it, and has no terminal). Recorded with the OS user, terminal and pid.
 A caller the runner cannot identify is refused: it cannot tell a person from a task.
 """
 
@@ -62,7 +67,7 @@ class ApprovalDesk:
             return Judgement(False, "", f"asked from inside a plugkit task ({caller.task}): a task is the "
                                         "agent's code")
         if caller.agent is None:
-            return Judgement(True, "terminal", "")
+            return self._terminal(caller)
         shell = _plain(" ".join(caller.shell_cmdline))
         now = self.clock()
         for prompt in self._prompts:
@@ -72,6 +77,18 @@ class ApprovalDesk:
                 return Judgement(True, "host_prompt", "")
         return Judgement(False, "", f"asked from inside {caller.agent}'s process tree without the person "
                                     "confirming it in the host's permission prompt")
+
+    @staticmethod
+    def _terminal(caller: Caller) -> Judgement:
+        if caller.marked is not None:
+            return Judgement(False, "", f"its environment was set by an agent host ({caller.marked}): a shell "
+                                        "the agent started, detached from it")
+        if not caller.ctty:
+            return Judgement(False, "", "it has no terminal of its own (detached with setsid, or run by a tool "
+                                        "through a pipe): a person types at a terminal")
+        if caller.tty_holder is not None:
+            return Judgement(False, "", f"its terminal is held by {caller.tty_holder}, not by a person alone")
+        return Judgement(True, "terminal", "")
 
     def snapshot(self) -> dict:
         return {"prompts_waiting": len(self._prompts)}

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Optional, TypeVar
 
-from plugkit.lifecycle import config as config_mod, gating, hooks, state as state_mod
+from plugkit.lifecycle import config_pin, gating, hooks, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import GateError
 from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
@@ -32,7 +32,7 @@ from runner.system import logs
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
 from runner.executors.base import ExecSpec
-from runner.core.gates import checks
+from runner.core.gates import checks, pins
 from runner.core.gates.approvals import ApprovalDesk
 from runner.core.gates.keys import load_key
 from runner.core.gates.store import GateStore
@@ -108,7 +108,13 @@ class GateManager:
         return await self._thread(fn, ws, *args)
 
     def config(self, ws: Workspace) -> GateConfig:
-        return config_mod.load(ws.config_path)
+        """The settings the runner holds for the workspace (a weaker file is only a finding)."""
+        return config_pin.effective(ws)
+
+    async def confirm_config(self, ws: Workspace, peer: Optional[tuple], port: int,
+                             runner_pid: int) -> pins.Confirmed:
+        """gate.confirm_config: the file's settings taken, if a person asks (judged as approvals are)."""
+        return await pins.confirm(self, ws, peer, port, runner_pid)
 
     def running_in(self, ws: Workspace) -> tuple[int, ...]:
         return tuple(sorted(t.id for t in self.tasks.running() if root_or_none(t.cwd) == ws.root))

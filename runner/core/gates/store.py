@@ -5,7 +5,8 @@ Per workspace root: the state and the items (JSON, as plugkit.lifecycle models t
 the exact bytes the runner last wrote to each view, so an outside edit is the difference
 between the view on disk and those bytes (plugkit.lifecycle.authority). Receipts the runner
 sealed are listed too: a receipt stays verifiable after its task ages out of the task
-ledger. Synchronous and small: the lifecycle model calls it from worker threads, one
+ledger. The workspace's settings are held here too (`.plugkit/config.toml` is their view).
+Synchronous and small: the lifecycle model calls it from worker threads, one
 statement at a time under a lock.
 """
 
@@ -23,6 +24,8 @@ _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS receipts (
         root TEXT NOT NULL, id TEXT NOT NULL, task_id INTEGER, created_at REAL NOT NULL,
         PRIMARY KEY (root, id))""",
+    # The settings the runner holds for the workspace (plugkit.lifecycle.config_pin), JSON.
+    """CREATE TABLE IF NOT EXISTS configs (root TEXT PRIMARY KEY, held TEXT NOT NULL, updated_at REAL NOT NULL)""",
 )
 
 
@@ -70,6 +73,17 @@ class GateStore:
         with self._lock:
             return self._conn.execute("SELECT 1 FROM receipts WHERE root = ? AND id = ?",
                                       (root, receipt_id)).fetchone() is not None
+
+    def config_held(self, root: str) -> Optional[str]:
+        with self._lock:
+            row = self._conn.execute("SELECT held FROM configs WHERE root = ?", (root,)).fetchone()
+        return None if row is None else row[0]
+
+    def hold_config(self, root: str, held: str, now: float) -> None:
+        with self._lock:
+            self._conn.execute("INSERT INTO configs (root, held, updated_at) VALUES (?, ?, ?) ON CONFLICT (root) "
+                               "DO UPDATE SET held = excluded.held, updated_at = excluded.updated_at",
+                               (root, held, now))
 
     def close(self) -> None:
         with self._lock:
