@@ -37,6 +37,7 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     "verify_timeout_s": (),
     "ready_limit": (),
     "work_merge": (),
+    "work_check_paths": (),  # a list has no rank here: any change of it is a person's to confirm
 }
 assert set(STRENGTH) == set(config_mod.KEYS), "every setting is held, and ranked here"
 _FIELD = {key: name for key, (name, _check) in config_mod.KEYS.items()}
@@ -65,12 +66,18 @@ def stronger(key: str, held: Any, seen: Any) -> bool:
 
 
 def values(cfg: GateConfig) -> dict[str, Any]:
-    return {key: getattr(cfg, name) for key, name in _FIELD.items()}
+    """JSON-shaped (a tuple as a list), so a value read back from the ledger compares equal."""
+    return {key: _json(getattr(cfg, name)) for key, name in _FIELD.items()}
+
+
+def _json(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _config(held: dict[str, Any], problems: tuple[str, ...]) -> GateConfig:
     known = {f.name for f in fields(GateConfig)}
-    return replace(GateConfig(), **{_FIELD[k]: v for k, v in held.items() if k in _FIELD and _FIELD[k] in known},
+    return replace(GateConfig(), **{_FIELD[k]: tuple(v) if isinstance(v, list) else v
+                                    for k, v in held.items() if k in _FIELD and _FIELD[k] in known},
                    problems=problems)
 
 

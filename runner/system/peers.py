@@ -203,25 +203,11 @@ class AgentHost:
             return False
 
 
-INTERPRETERS = frozenset({"node", "bun", "deno"})
-
-
 def is_agent_host(proc: psutil.Process) -> Optional[str]:
-    """Which agent host `proc` is (its label), or None. The one place the session tie asks;
-    repoint it at a shared host table when there is one. Besides _agent's rule, a host run
-    by its interpreter through npm's bin link (`node .../node_modules/.bin/qwen -p ...`:
-    comm "node", no package name on the line) is known by the script's name."""
-    label = _agent(proc)
-    if label is not None:
-        return label
-    try:
-        argv = proc.cmdline()
-    except psutil.Error:
-        return None
-    if len(argv) > 1 and os.path.basename(argv[0]) in INTERPRETERS:
-        script = os.path.basename(argv[1])
-        return next((row[0] for row in AGENT_HOSTS if script in row[1]), None)
-    return None
+    """Which agent host `proc` is (its label), or None: the one host table (plugkit/hosts.py),
+    which also knows a host run by its interpreter through npm's bin link
+    (`node .../node_modules/.bin/qwen -p ...`: comm "node", the script names the host)."""
+    return _agent(proc)
 
 
 def holds(pid: int, peer: tuple, local_port: int) -> bool:

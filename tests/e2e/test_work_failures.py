@@ -9,6 +9,7 @@ import pytest
 
 from tests.e2e.test_work import Work, commit_file
 from tests.support.agent import git, make_repo
+from tests.support.person import person_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -64,7 +65,7 @@ AGENT_RUN = ("--run", f"{sys.executable} {Path(__file__).resolve().parents[1] / 
 def test_rollback_of_a_critical_item_revokes_its_approval(home, repo):
     w = Work(home, repo, {"w1": commit_file("w1.txt")})
     w.add("w1", "--verify", "test -f w1.txt", "--risk", "critical")
-    w.cli("approve", "w1")
+    assert person_cli(w.home, "approve", "w1", cwd=w.repo, env=w.env).returncode == 0
     w.start()
     run = w.until(lambda r: r["ended_at"] is not None)
     assert w.items(run)["w1"]["state"] == "completed", run
@@ -94,6 +95,6 @@ def test_logs_say_why_a_worker_never_started_and_status_wait_follows_an_approval
     w.until(lambda r: r["state"] == "waiting")
     said = w.cli("work", "logs", "w1").stdout
     assert "has not started a worker" in said and "approval" in said, said
-    w.cli("approve", "w1")
+    assert person_cli(w.home, "approve", "w1", cwd=w.repo, env=w.env).returncode == 0
     run = json.loads(w.cli("work", "status", "--json", "--wait", "60").stdout)["run"]
     assert run["state"] == "done" and w.items(run)["w1"]["state"] == "completed", run
