@@ -15,8 +15,9 @@ Plain dicts and strings (no dataclasses): the hook's hot path imports this modul
 
 WRITE, SHELL = "write", "shell"
 
-# host (plugkit install --platform) -> {"write": names, "shell": {name: tool_input key of its
-# command line}, "other": names, "hooked_as": {registered name: name in the hook's stdin}}.
+# host (plugkit install --platform) -> {"source": the npm package and version read ("" when none),
+# "write": names, "shell": {name: tool_input key of its command line}, "other": names,
+# "hooked_as": {registered name: name in the hook's stdin}}.
 HOST_TOOLS = {
     # @anthropic-ai/claude-code 2.1.197 (bin claude): the bundle's tool constructor
     # `<f>({name:<var>,...})` (42 tools, names resolved from `var <var>="Name"`), sdk-tools.d.ts,
@@ -25,6 +26,7 @@ HOST_TOOLS = {
     # REPL runs JavaScript that calls the other tools (each call a hook of its own); Monitor runs
     # a shell command as a watch; PowerShell is the Windows shell.
     "claude-code": {
+        "source": "@anthropic-ai/claude-code 2.1.197",
         "write": "Write Edit NotebookEdit MultiEdit",
         "shell": {"Bash": "command", "PowerShell": "command", "Monitor": "command"},
         "other": "Agent Read Glob Grep LSP WebFetch WebSearch TodoWrite Skill AskUserQuestion EnterPlanMode "
@@ -36,6 +38,7 @@ HOST_TOOLS = {
     # @qwen-code/qwen-code 0.15.10 (cli.js): `ToolNames = {...}` in packages/core/src/tools/
     # tool-names.ts. `replace` is its legacy name of `edit` (ToolNamesMigration): still a write.
     "qwen": {
+        "source": "@qwen-code/qwen-code 0.15.10",
         "write": "write_file edit replace",
         "shell": {"run_shell_command": "command", "monitor": "command"},
         "other": "read_file grep_search glob list_directory todo_write save_memory agent skill exit_plan_mode "
@@ -45,6 +48,7 @@ HOST_TOOLS = {
     # @google/gemini-cli 0.61.0 (bundle/*.js): every `var <X>_TOOL_NAME = "..."`, and the tools it
     # offers the model (the background-process pair has no such constant).
     "gemini": {
+        "source": "@google/gemini-cli 0.61.0",
         "write": "write_file replace",
         "shell": {"run_shell_command": "command"},
         "other": "read_file read_many_files glob grep_search list_directory web_fetch google_web_search "
@@ -59,6 +63,7 @@ HOST_TOOLS = {
     # hook stdin seen in tests/hosts (its shell tools reach hooks as `Bash`). write_stdin types
     # into a running exec_command session: a shell by another way, and no hook sees its text.
     "codex": {
+        "source": "@openai/codex 0.169.0",
         "write": "apply_patch",
         "shell": {"exec_command": "cmd", "shell": "command", "local_shell": "command", "Bash": "command"},
         "other": "write_stdin view_image request_user_input request_permissions update_plan create_goal "
@@ -68,6 +73,7 @@ HOST_TOOLS = {
     # @github/copilot 1.0.102 (a single-executable binary, its JS not greppable): the tools it
     # offers the model (BYOK gpt-4.1) and its hooks reference (toolName = the model's name).
     "copilot": {
+        "source": "@github/copilot 1.0.102",
         "write": "create edit",
         "shell": {"bash": "command"},
         "other": "view glob grep read_bash stop_bash list_bash task read_agent list_agents write_agent "
@@ -78,6 +84,7 @@ HOST_TOOLS = {
     # tool_name. apply_patch replaces edit/write for GPT models; multiedit and patch are older
     # versions' tools, still renamed by the adapter.
     "opencode": {
+        "source": "opencode-ai 1.18.33",
         "write": "write edit apply_patch multiedit patch",
         "shell": {"bash": "command"},
         "other": "read glob grep lsp webfetch websearch todowrite task skill question plan_exit execute",
@@ -86,6 +93,7 @@ HOST_TOOLS = {
     # `{id, file}` tool list and the tools it offers the model. notebook_edit writes .ipynb cells;
     # background_process starts a command (action "start") that outlives the call.
     "kilo": {
+        "source": "@kilocode/cli 7.7.7",
         "write": "write edit multiedit patch apply_patch notebook_edit",
         "shell": {"bash": "command", "background_process": "command"},
         "other": "read glob grep lsp webfetch websearch todowrite task skill question "
@@ -96,6 +104,7 @@ HOST_TOOLS = {
     # Cursor: no npm package to install or read, so NOT derived: its agent hooks reference
     # (preToolUse tool_name Shell, Write, StrReplace, Edit, Delete, Read, ...).
     "cursor": {
+        "source": "",
         "write": "Write StrReplace Edit Delete",
         "shell": {"Shell": "command"},
         "other": "Read Grep Glob LS",
