@@ -10,9 +10,9 @@ import pytest
 
 from plugkit.host_tools import WRITE, names
 from tests.hosts.hosts import ENFORCED, HOSTS, installed, project, run
-from tests.hosts.more_hosts import MORE_HOSTS
+from tests.hosts.more_hosts import MORE_HOSTS, with_model
 from tests.hosts.script import Say, Script
-from tests.hosts.write_tools import FILES, PLATFORM, READS, WRITES
+from tests.hosts.write_tools import FILES, MODEL, PLATFORM, READS, WRITES
 from tests.support.runner_home import cli_argv
 
 pytestmark = pytest.mark.e2e
@@ -27,6 +27,8 @@ def test_every_row_is_a_write_tool_of_its_host():
 @pytest.mark.parametrize("host_name, tool", sorted(WRITES))
 def test_write_tool_is_denied_in_plan_and_the_committed_file_is_unchanged(tmp_path, home, host_name, tool):
     host = installed(ALL_HOSTS[host_name])
+    if (host_name, tool) in MODEL:
+        host = with_model(host, MODEL[(host_name, tool)])
     work, host_home = project(tmp_path, host, cli_argv(), home.env, {**ENFORCED, **FILES},
                               steps=(("prd", "add", "ship the feature"),))
     call, kept = WRITES[(host_name, tool)]

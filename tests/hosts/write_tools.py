@@ -6,8 +6,9 @@ Write tools in plugkit/host_tools.py with no row here, and why (the host does no
 to a model in the configuration tests/hosts can drive):
 - claude-code MultiEdit: not registered by 2.1.197 (kept in the table for older versions).
 - qwen replace: the legacy name of `edit`; qwen 0.15 offers `edit` only.
-- opencode/kilo apply_patch, multiedit, patch: apply_patch is offered to GPT models only,
-  the other two are older versions' tools; kilo notebook_edit edits a live VS Code notebook.
+- opencode/kilo multiedit, patch: older versions' tools; kilo notebook_edit edits a live VS Code
+  notebook (offered in the editor only). Their apply_patch is offered to `gpt-` models only:
+  those rows run with such a model name (MODEL).
 - cursor: no installable CLI.
 """
 
@@ -50,7 +51,11 @@ WRITES = {
     ("kilo", "write"): (lambda w: Call("write", {"filePath": f"{w}/a.py", "content": "x = 2\n"}), "a.py"),
     ("kilo", "edit"): (lambda w: Call("edit", {"filePath": f"{w}/a.py", "oldString": "x = 1",
                                                "newString": "x = 2"}), "a.py"),
+    ("opencode", "apply_patch"): (lambda w: Call("apply_patch", {"patchText": _patch(f"{w}/a.py")}), "a.py"),
+    ("kilo", "apply_patch"): (lambda w: Call("apply_patch", {"patchText": _patch(f"{w}/a.py")}), "a.py"),
 }
+# (host, tool) -> the model name the host must be given for it to offer the tool
+MODEL = {("opencode", "apply_patch"): "gpt-5-fake", ("kilo", "apply_patch"): "gpt-5-fake"}
 # host -> a read of the file first: the edit tools of these hosts refuse a file the model has not
 # read ("File ... has not been read"), which would leave it unchanged with or without plugkit.
 READS = {
