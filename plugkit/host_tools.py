@@ -21,8 +21,8 @@ WRITE, SHELL = "write", "shell"
 HOST_TOOLS = {
     # @anthropic-ai/claude-code 2.1.197 (bin claude): the bundle's tool constructor
     # `<f>({name:<var>,...})` (42 tools, names resolved from `var <var>="Name"`), sdk-tools.d.ts,
-    # and the tools it offers the model headless. MultiEdit is no longer registered (only named in
-    # its trusted-tool set): kept for older versions and OpenCode's multiedit, renamed to it.
+    # and the tools it offers the model headless. MultiEdit is no longer registered (named only in one
+    # internal set): kept for older versions and OpenCode's multiedit, renamed to it.
     # REPL runs JavaScript that calls the other tools (each call a hook of its own); Monitor runs
     # a shell command as a watch; PowerShell is the Windows shell.
     "claude-code": {

@@ -48,4 +48,5 @@ def test_every_tool_the_host_offers_its_model_is_in_the_table(tmp_path, host_nam
     assert seen, result.explain()
     platform = PLATFORM.get(host_name, host_name)
     unknown = sorted(seen - known(platform))
-    assert not unknown, f"{HOST_TOOLS[platform]['source']} offers its model tools the table does not know: {unknown}; {FIX}"
+    source = HOST_TOOLS[platform]["source"]
+    assert not unknown, f"{source} offers its model tools the table does not know: {unknown}; {FIX}"

@@ -90,7 +90,8 @@ def test_gemini_user_install_uses_milliseconds_and_its_event_names(home, tmp_pat
     assert settings["theme"] == "dark" and settings["hooks"]["enabled"] is True
     assert set(settings["hooks"]) == {"enabled", "SessionStart", "BeforeAgent", "BeforeTool", "AfterAgent",
                                       "SessionEnd"}
-    assert set(settings["hooks"]["BeforeTool"][0]["matcher"].split("|")) == {"run_shell_command", "write_file", "replace"}
+    matcher = settings["hooks"]["BeforeTool"][0]["matcher"]
+    assert set(matcher.split("|")) == {"run_shell_command", "write_file", "replace"}
     hooks = [h for e, g in settings["hooks"].items() if e != "enabled" for grp in g for h in grp["hooks"]]
     assert all(h["timeout"] >= 10_000 and h["name"].startswith("plugkit-") for h in hooks)  # milliseconds
     assert not (work / ".gemini").exists()
