@@ -41,5 +41,14 @@ def test_every_registered_event_is_one_the_installed_host_knows(platform):
     assert found == set(wanted), f"{platform}: registered but unknown to the installed host: {set(wanted) - found}"
 
 
+@pytest.mark.parametrize("platform", sorted(BUNDLES))
+def test_a_host_that_has_a_session_end_gets_it_registered(platform):
+    # On main Codex 0.169 had hooks/src/events/session_end.rs and no SessionEnd was installed.
+    files = sorted(cache_dir().joinpath("node_modules").glob(BUNDLES[platform]))
+    has = any(spelled(platform, "SessionEnd") in path.read_bytes() for path in files)
+    assert has, f"{platform} no longer names SessionEnd: see tests/unit/test_hooks_session_end.py"
+    assert "SessionEnd" in {event for event, _, _ in TARGETS[platform].events}
+
+
 def test_codex_spelling_is_its_event_file():
     assert spelled("codex", "UserPromptSubmit") == b"hooks/src/events/user_prompt_submit.rs"
