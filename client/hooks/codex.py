@@ -2,7 +2,8 @@
 
 Contract (HOOK-PROTOCOLS.md "Codex CLI"): Claude Code's fields and answers, plus `model`
 and `turn_id` on stdin, with these differences:
-- Events: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop. Codex reports
+- Events: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, SessionEnd (0.169:
+  hooks/src/events/session_end.rs, fired as the session shuts down). Codex reports
   its shell tool to hooks as `Bash` (`tool_input.command`, sometimes an argv list such
   as ["bash", "-lc", "..."], which core.shell_command unwraps).
 - A bare `permissionDecision: "allow"` is rejected: an allow prints NOTHING (exit 0).
@@ -57,4 +58,5 @@ EVENTS = {
     "PreToolUse": ("pre_tool", pre_tool),
     "PostToolUse": ("post_tool", constant(NOTHING)),
     "Stop": ("stop", stop),
+    "SessionEnd": ("session_end", constant(NOTHING)),
 }

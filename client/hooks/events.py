@@ -8,9 +8,7 @@ paid on every tool call of the agent.
 
 import os
 
-# tool name -> the tool_input key holding its command line, per platform spelling
-SHELL_TOOLS = {"Bash": "command", "run_shell_command": "command", "shell": "command",
-               "local_shell": "command", "exec_command": "cmd"}
+from plugkit.host_tools import SHELL_TOOLS  # tool name -> the tool_input key of its command line
 # The gates read paths and commands, not contents: a 5 MB Write must not outgrow the
 # runner's 1 MiB body cap and turn into a failed check.
 SLIM_AT = 64 << 10

@@ -19,6 +19,7 @@ from client.hooks import install_hosts
 # What install writes and how it knows its own: apart, because install_hosts needs it too.
 from client.hooks.install_command import is_ours, script_command
 from client.wire.rpc import ClientError
+from plugkit.host_tools import WRITE, matcher
 
 USAGE = """usage: plugkit install --platform PLATFORM|auto [--project | --user]
                        [--print] [--uninstall]
@@ -36,22 +37,21 @@ under the current directory (--project, the default) or your home directory (--u
 
 # Timeouts in seconds. PreToolUse runs exec: commands (up to PLUGKIT_HOOK_WAIT, default 10 s,
 # at most 45 s); SessionStart may start the runner; Stop may ask git about the tree.
-CLAUDE_TOOLS = "Bash|Write|Edit|MultiEdit|NotebookEdit"
+# Tool matchers: each host's shell and write tools, from the one table (plugkit/host_tools.py).
 CLAUDE_EVENTS = (("SessionStart", None, 30), ("UserPromptSubmit", None, 10),
-                 ("PreToolUse", CLAUDE_TOOLS, 60), ("Stop", None, 30), ("SessionEnd", None, 15))
+                 ("PreToolUse", matcher("claude-code"), 60), ("Stop", None, 30), ("SessionEnd", None, 15))
 # Qwen Code speaks Claude Code's protocol but names its tools as Gemini CLI does.
-QWEN_EVENTS = tuple((e, CLAUDE_TOOLS + "|run_shell_command|write_file|replace|edit" if m else None, t)
-                    for e, m, t in CLAUDE_EVENTS)
+QWEN_EVENTS = tuple((e, matcher("qwen") if m else None, t) for e, m, t in CLAUDE_EVENTS)
 GEMINI_EVENTS = (("SessionStart", None, 30), ("BeforeAgent", None, 10),
-                 ("BeforeTool", "run_shell_command|write_file|replace", 60), ("AfterAgent", None, 30),
+                 ("BeforeTool", matcher("gemini"), 60), ("AfterAgent", None, 30),
                  ("SessionEnd", None, 15))
 CODEX_EVENTS = (("SessionStart", None, 30), ("UserPromptSubmit", None, 10),
-                ("PreToolUse", "Bash|apply_patch", 60), ("Stop", None, 30))
+                ("PreToolUse", matcher("codex"), 60), ("Stop", None, 30), ("SessionEnd", None, 15))
 # Cursor: shell commands come through beforeShellExecution; preToolUse only for the file
 # tools, so no shell call is handled twice. (No prompt hook: beforeSubmitPrompt has no
 # model context.)
 CURSOR_EVENTS = (("sessionStart", None, 30), ("beforeShellExecution", None, 60),
-                 ("preToolUse", "Write|StrReplace|Edit|Delete", 60), ("stop", None, 30), ("sessionEnd", None, 15))
+                 ("preToolUse", matcher("cursor", (WRITE,)), 60), ("stop", None, 30), ("sessionEnd", None, 15))
 # Copilot CLI: camelCase events (its documented answers); preToolUse takes no matcher.
 COPILOT_EVENTS = (("sessionStart", None, 30), ("preToolUse", None, 60), ("agentStop", None, 30),
                   ("sessionEnd", None, 15))

@@ -19,16 +19,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-WRITE_TOOLS = frozenset({
-    "Write", "Edit", "MultiEdit", "NotebookEdit",  # Claude Code
-    "write_file", "replace",  # Gemini CLI, Qwen Code
-    "apply_patch",  # Codex CLI
-})
-# tool name -> the key of tool_input holding the command line
-SHELL_TOOLS = {"Bash": "command", "run_shell_command": "command", "shell": "command",
-               "local_shell": "command", "exec_command": "cmd"}
+# Every host's write and shell tools, read from the pinned hosts' sources (one table there).
+from plugkit.host_tools import SHELL_TOOLS, WRITE_TOOLS  # noqa: F401  (re-exported)
+
 PRE_TOOL_EVENTS = frozenset({"PreToolUse", "pre_tool_use", "BeforeTool"})
-PATH_KEYS = ("file_path", "path", "notebook_path", "absolute_path")
+PATH_KEYS = ("file_path", "path", "notebook_path", "absolute_path", "filePath")  # filePath: OpenCode, Kilo
 
 ALWAYS_ALLOWED = re.compile(r"^\s*(?:exec:|plugkit\s+exec)")
 # A program may be named by a path (`/usr/bin/git`, `.venv/bin/plugkit`): without this, a

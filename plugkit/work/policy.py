@@ -32,7 +32,6 @@ from plugkit.work.policy_refs import other_ref
 from plugkit.work.policy_shell import Cmd, parse
 
 SHELL_LANGS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
-EXTRA_WRITE_TOOLS = frozenset({"edit"})  # Qwen Code's file editor, not in lifecycle's WRITE_TOOLS yet
 _MOVE_TO = "*** Move to: "  # Codex's apply_patch renames: the new name is written too
 # Where a shell tool runs its command when it says so: Codex's `workdir`, Gemini/Qwen's `directory`.
 RUN_DIR_KEYS = ("workdir", "directory")
@@ -88,7 +87,7 @@ def judge(tool_name: str, tool_input: dict, cwd: str, worktree: str) -> Denial |
             raw = shlex.join(str(a) for a in raw)
         run_in = next((v for k in RUN_DIR_KEYS if isinstance(v := tool_input.get(k), str) and v), "")
         return judge_shell(raw, os.path.join(cwd, os.path.expanduser(run_in)), scope) if isinstance(raw, str) else None
-    if tool_name in WRITE_TOOLS or tool_name in EXTRA_WRITE_TOOLS:
+    if tool_name in WRITE_TOOLS:
         for path in written_paths(tool_input):
             status, real = scope.where(path, cwd, shell=False)
             if status in (OUTSIDE, UNKNOWN):

@@ -9,18 +9,19 @@ of the fake model, a dummy key), with model fetching, auto-update and sharing of
 resolve the project from $PWD, not from the process's cwd: the driver sets PWD.
 """
 
+import dataclasses
 import json
 
 from tests.hosts.hosts import KEY, Host
 from tests.hosts.script import Call
 
 
-def _provider_config(url: str) -> str:
+def _provider_config(url: str, model: str = "fake-model") -> str:
     return json.dumps({
-        "autoupdate": False, "share": "disabled", "model": "fake/fake-model",
+        "autoupdate": False, "share": "disabled", "model": f"fake/{model}",
         "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "fake",
                               "options": {"baseURL": f"{url}/v1", "apiKey": KEY},
-                              "models": {"fake-model": {"name": "fake-model", "tool_call": True}}}}})
+                              "models": {model: {"name": model, "tool_call": True}}}}})
 
 
 def _quiet(prefix: str) -> dict:
@@ -55,3 +56,10 @@ MORE_HOSTS = {
         lambda path, content: Call("write", {"filePath": path, "content": content}),
     ),
 }
+
+
+def with_model(host: Host, model: str) -> Host:
+    """OpenCode or Kilo with the fake provider's model named `model`: their tool set depends on
+    it (a `gpt-` model, not gpt-4 or oss, gets apply_patch in place of edit and write)."""
+    path = f".config/{host.name}/{host.name}.json"
+    return dataclasses.replace(host, files=lambda url, work: {path: _provider_config(url, model)})

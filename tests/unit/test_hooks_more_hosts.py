@@ -146,7 +146,8 @@ def test_cursor_merges_keeps_the_users_hooks_and_uninstalls_exactly(home, tmp_pa
     ours = {e: [h for h in hs if is_ours(h["command"])] for e, hs in config["hooks"].items()}
     assert {e: len(hs) for e, hs in ours.items() if hs} == {
         "sessionStart": 1, "beforeShellExecution": 1, "preToolUse": 1, "stop": 1, "sessionEnd": 1}
-    assert ours["preToolUse"][0]["matcher"] == "Write|StrReplace|Edit|Delete"  # the shell comes once, by beforeShell
+    # the shell comes once, by beforeShellExecution
+    assert set(ours["preToolUse"][0]["matcher"].split("|")) == {"Write", "StrReplace", "Edit", "Delete"}
     assert ours["beforeShellExecution"][0]["timeout"] == 60  # seconds
     first = shlex.split(ours["stop"][0]["command"])[0]
     assert os.path.isabs(first) and ours["stop"][0]["command"].endswith("hook stop --platform cursor")
