@@ -28,7 +28,7 @@ from plugkit.languages import projects as lang_projects
 from plugkit.languages.model import Layout
 from plugkit.refusals import Invalid, Unavailable
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
-from runner.system import cgroups
+from runner.system import cgroups, clone_spawn, cloned_process
 from runner.system import kill as kill_mod
 from runner.system import tags
 
@@ -174,7 +174,8 @@ class ProcessExecutor:
 
     def snapshot(self) -> dict:
         cg = self.spec.cgroup_set
-        return {"tmp_root": self.spec.tmp_root, "isolation": cg.mode.detail if cg else "tags"}
+        return {"tmp_root": self.spec.tmp_root, "isolation": cg.mode.detail if cg else "tags",
+                "spawn": clone_spawn.HELPER.detail if cg else "plain spawn (no cgroup to join)"}
 
     async def run_steps(self, io: TaskIO, layout: Layout, stdin: Optional[str],
                         env: Optional[Mapping[str, str]]) -> tuple[int, bool]:
@@ -255,15 +256,7 @@ class ProcessExecutor:
 
     async def _step(self, io: TaskIO, argv: list[str], env: dict[str, str], stdin: Optional[str],
                     cgroup: Optional[str] = None) -> int:
-        loop = asyncio.get_running_loop()
-        if cgroup is not None and shutil.which(argv[0], path=env.get("PATH")) is not None:
-            # The child moves itself in before exec (see cgroups.py). A program that cannot
-            # be found is spawned bare, so its OSError still reads spawn_failed.
-            argv = [*cgroups.SHIM, cgroups.procs_file(cgroup), *argv]
-        transport, pipes = await loop.subprocess_exec(
-            lambda: _Pipes(io), *argv, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            cwd=io.session.cwd, env=env, start_new_session=True)
+        transport, pipes = await self._spawn(io, argv, env, cgroup)
         run = ProcessRun(io.id, self.spec, transport, pipes, cgroup)
         try:
             io.started(run)
@@ -281,6 +274,23 @@ class ProcessExecutor:
             return transport.get_returncode()  # type: ignore[return-value]
         finally:
             transport.close()
+
+
+    async def _spawn(self, io: TaskIO, argv: list[str], env: dict[str, str], cgroup: Optional[str]):
+        """The task's root in a session of its own; in its cgroup from its first instruction (clone3, else the shim)."""
+        found = shutil.which(argv[0], path=env.get("PATH")) if cgroup is not None else None
+        if found is not None:
+            try:
+                if await clone_spawn.HELPER.ready(self.spec.home):
+                    return await cloned_process.spawn(lambda: _Pipes(io), found, argv, env, io.session.cwd, cgroup)
+            except clone_spawn.Unsupported:
+                pass  # the helper turned itself off (doctor says why): the shim from now on
+            # The child joins before exec (cgroups.py); a program not found spawns bare (spawn_failed).
+            argv = [*cgroups.SHIM, cgroups.procs_file(cgroup), *argv]  # type: ignore[arg-type]
+        return await asyncio.get_running_loop().subprocess_exec(
+            lambda: _Pipes(io), *argv, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            cwd=io.session.cwd, env=env, start_new_session=True)
 
 
 def outcome_of(task_id: int, rc: int, compiled: bool, compile_hint: Optional[str] = None) -> Outcome:
