@@ -14,6 +14,7 @@ from plugkit.patterns import BadPattern, compile_client_pattern
 from plugkit.refusals import Conflict, Invalid, NotFound
 from runner.core.tasks.adopted import AdoptedOrphans
 from runner.core.tasks.clock import Clock, LoopClock
+from runner.core.tasks.kept import FinishedTasks
 from runner.core.tasks.output import OutputBuffer, ReadResult
 from runner.core.tasks.records import IdSource, code_hash, rehydrate, to_record
 from runner.core.tasks.sessions import Session, SessionRegistry, not_found, session_key
@@ -31,7 +32,8 @@ from runner.system.spool import Spool
 SPAWNS_PROCESSES = frozenset({"process", "worker"})
 log = logs.get("plugkit.tasks")
 
-# Finished tasks kept per session for status/output; older ones are forgotten first.
+# Finished tasks kept per session for status/output; older ones are forgotten first
+# (and across all sessions, kept.KEEP_FINISHED_TOTAL).
 KEEP_FINISHED = 256
 
 
@@ -57,6 +59,7 @@ class TaskManager:
         self._supervisors: set[asyncio.Task] = set()
         self._pending_end: dict[int, tuple[str, str]] = {}
         self._live: set[Task] = set()  # not yet finished: kept apart so counting is O(1)
+        self._finished = FinishedTasks()  # every session's finished tasks in memory, oldest first out
         self._slots = Slots(limits)  # live tasks plus execs not yet past prepare (see slots.py)
         self.finished_counts: dict[str, int] = {}
         self.spool_dir: Optional[str] = None  # where running tasks' output is also written (crash copy)
@@ -114,7 +117,8 @@ class TaskManager:
         if rec is None or (rec.session_id, rec.cwd) != (key.session_id, key.cwd):
             raise not_found(task_id)
         task = rehydrate(rec)
-        self._registry.open(key).tasks.setdefault(task.id, task)
+        if self._registry.open(key).tasks.setdefault(task.id, task) is task:
+            self._forget_from_memory(self._finished.add(task))
         return self._registry.task(key, task_id)
 
     async def find(self, task_id: int) -> Optional[Task]:
@@ -191,6 +195,12 @@ class TaskManager:
         finished = [t for t in tasks.values() if t.finished]
         for old in finished[:max(0, len(finished) - KEEP_FINISHED)]:
             tasks.pop(old.id, None)
+            self._finished.discard([old.id])
+
+    def _forget_from_memory(self, evicted: list[Task]) -> None:
+        """Past the global cap: out of memory only (the ledger still answers for them)."""
+        for old in evicted:
+            self._registry.forget_task(old)
 
     async def _supervise(self, task: Task, executor: Executor, prepared: Prepared, spec: ExecSpec,
                          digest: str) -> None:
@@ -218,6 +228,8 @@ class TaskManager:
             self._slots.give(task.session)
             self._pending_end.pop(task.id, None)
             self.finished_counts[task.state] = self.finished_counts.get(task.state, 0) + 1
+            if self._registry.task_held(task):
+                self._forget_from_memory(self._finished.add(task))
             if self._ledger is not None:
                 self._ledger.record_end(to_record(task, digest))
             if task.buffer.spool is not None:
@@ -330,6 +342,7 @@ class TaskManager:
         await self.end(task, *getattr(task.execution, "kill_ends_as", ("killed", "killed")))
         if forget:
             self._registry.forget_task(task)
+            self._finished.discard([task.id])
             if self._ledger is not None:
                 self._ledger.forget([task.id])
 
@@ -349,6 +362,7 @@ class TaskManager:
         for executor in self.executors:
             await executor.end_session(key)
         self._registry.close(key)
+        self._finished.discard(session.tasks)
         if self._ledger is not None:
             self._ledger.forget(sorted(session.tasks))
         log.info("session_ended", session_id=session_id, cwd=key.cwd, killed=[t.id for t in live])
@@ -358,7 +372,8 @@ class TaskManager:
         """End sessions idle past the limit that run nothing (their records go with them)."""
         ended = [s.key for s in self._registry.idle(self.limits.session_idle_s)]
         for key in ended:
-            self._registry.close(key)
+            closed = self._registry.close(key)
+            self._finished.discard(closed.tasks if closed is not None else ())
             log.info("session_expired", session_id=key.session_id, cwd=key.cwd)
         return ended
 

@@ -59,10 +59,14 @@ class SessionRegistry:
             raise not_found(task_id)
         return task
 
-    def forget_task(self, task: Task) -> None:
+    def task_held(self, task: Task) -> bool:
+        """task itself is still in its session (not forgotten, not its session ended)."""
         session = self._sessions.get(task.session)
-        if session is not None:
-            session.tasks.pop(task.id, None)
+        return session is not None and session.tasks.get(task.id) is task
+
+    def forget_task(self, task: Task) -> None:
+        if self.task_held(task):  # not a later copy of it rehydrated from the ledger
+            self._sessions[task.session].tasks.pop(task.id, None)
 
     def close(self, key: SessionKey) -> Session | None:
         return self._sessions.pop(key, None)
