@@ -21,6 +21,7 @@ END_REASONS: dict[str, str] = {
     "timeout": "ran past its timeout and was killed with its whole process tree",
     "killed": "was killed on request",
     "session_end": "was killed because its session ended",
+    "host_gone": "was killed because the agent host its session ran in exited",
     "runner_shutdown": "was killed because the runner shut down",
     "runner_lost": "was lost when the runner stopped unexpectedly",
     "spawn_failed": "could not be started",
@@ -67,6 +68,12 @@ WORK_LIVE_STATES: tuple[str, ...] = ("queued", "waiting", "spawning", "running",
 WORK_REJECTED = "rejected"
 WORK_TERMINAL_STATES: tuple[str, ...] = (COMPLETED, FAILED, KILLED, TIMED_OUT, WORK_REJECTED, "blocked")
 WORK_ITEM_STATES: tuple[str, ...] = WORK_LIVE_STATES + WORK_TERMINAL_STATES
+
+# --- the caller's environment on the wire (task.exec `environ`) ----------------------------------
+# At most this many characters of NAME=VALUE entries: the client sends its whole environment with every
+# task.exec, and the request body is capped at 1 MiB with code and stdin (512 KiB each) inside it.
+# A caller over it sends none, and its task runs in the runner's environment.
+ENVIRON_MAX_CHARS = 256 << 10
 
 # --- work items (.prd): an item's status and the moves between them ---------------------------
 # Every move goes through plugkit.lifecycle.item_states.move, which asserts it here. A completed

@@ -9,7 +9,9 @@ session; if no runner answers; if anything in here fails: one line on stderr and
 no-op answer (allow, no context, no block). With PLUGKIT_HOOKS_FAIL=closed those same
 failures deny a tool call (and block a Stop once, never while stop_hook_active). Only
 SessionStart and exec: commands start a runner (and prompts, on the hosts in PROMPT_STARTS);
-every other event, finding none, fails open at once. Exit code 2 is never used: platforms ignore stdout on 2.
+every other event, finding none, fails open at once, except in a workspace that enforces its
+gates: there a file write is denied and a Stop turned back once, naming `plugkit runner restart`
+(client/hooks/fail_closed.py). Exit code 2 is never used: platforms ignore stdout on 2.
 
 Hot path (a plain tool call): this module, one adapter, client.wire.rpc; stdlib json/os/sys/
 time/select only. The exec: machinery is imported only for exec: commands.
@@ -21,7 +23,8 @@ import sys
 import time
 
 from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_event, shell_command, slim
-from client.wire.rpc import ClientError
+from client.wire.rpc import ClientError, RpcFailure
+from plugkit.vocab import SESSION_ID_TAG
 
 # platform -> adapter module under client/hooks/
 PLATFORMS = {"claude-code": "claude_code", "qwen": "qwen", "gemini": "gemini", "codex": "codex",
@@ -115,8 +118,10 @@ def handle(kind: str, platform: str) -> Answer:
         return failed(kind, f"malformed event: {why}")
     try:
         return HANDLERS[kind](event)
-    except ClientError as exc:
+    except RpcFailure as exc:  # the runner answered: an error of ours or the call's, not a runner down
         return failed(kind, str(exc).splitlines()[0], event)
+    except ClientError as exc:
+        return failed(kind, str(exc).splitlines()[0], event, unreachable=True)
     except Exception as exc:
         return failed(kind, internal_error(exc), event)
 
@@ -129,9 +134,17 @@ def internal_error(exc: Exception) -> str:
     return f"internal error ({exc.__class__.__name__}: {exc}); rerun with PLUGKIT_DEBUG=1 for the traceback"
 
 
-def failed(kind: str, why: str, event: Event | None = None) -> Answer:
+def failed(kind: str, why: str, event: Event | None = None, unreachable: bool = False) -> Answer:
     """The fail-safe answer: open by default; closed denies tool calls and blocks a Stop, but
-    only one known not to be a continuation (stop_hook_active false): never a loop."""
+    only one known not to be a continuation (stop_hook_active false): never a loop. A runner
+    that does not answer in a workspace that enforces its gates fails closed by itself."""
+    if unreachable and event is not None and kind in ("pre_tool", "stop"):
+        from client.hooks.fail_closed import enforced_answer  # the failure path alone pays for it
+
+        answer = enforced_answer(kind, why, event)
+        if answer is not None:
+            note(f"{why}; {'denying' if kind == 'pre_tool' else 'blocking this stop once'} (gates enforced here)")
+            return answer
     closed = os.environ.get("PLUGKIT_HOOKS_FAIL", "").strip().lower() == "closed"
     if closed and kind == "pre_tool":
         note(f"{why}; denying (PLUGKIT_HOOKS_FAIL=closed)")
@@ -188,7 +201,12 @@ def call(method: str, params: dict, start: bool = False, timeout: float = RPC_TI
 
 
 def _session(event: Event, **more: object) -> dict:
-    return {"session_id": event.session_id, "cwd": event.cwd, **more}
+    # The tag the runner set on a `plugkit work` worker's task: its host hands it to its hooks.
+    worker = os.environ.get(SESSION_ID_TAG)
+    # Sent only from inside a worker (spawned by this runner, so of its version): a runner of
+    # the previous version keeps answering every other session's hooks.
+    return {"session_id": event.session_id, "cwd": event.cwd, **({"worker_session": worker} if worker else {}),
+            **more}
 
 
 def write_env_file(session_id: str) -> None:

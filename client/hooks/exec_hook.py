@@ -31,7 +31,7 @@ MAX_WAIT_S = 45.0  # installed PreToolUse hooks get 60 s from the platform
 DEFAULT_LIMIT = 12000  # bytes of output per answer: about 3000 tokens for the model
 VERBS = {"status": task_verbs.status, "sleep": task_verbs.sleep, "close": task_verbs.close,
          "type": task_verbs.type_, "tasks": task_verbs.tasks, "kill-port": None, "serial": None}
-CODE_FLAGS = ("--timeout", "--wait", "--stdin", "--no-stdin")
+CODE_FLAGS = ("--timeout", "--wait", "--stdin", "--no-stdin", "--detach")
 STDIN_FLAGS = {"--stdin": True, "--no-stdin": False}
 # Code that reads its stdin keeps it open, for exec:type (and a task blocked on it is
 # reported as waiting for input); any other code gets end-of-file at once, so a stray
@@ -79,12 +79,13 @@ class Transcript:
 
 
 class Request:
-    __slots__ = ("verb", "args", "code", "timeout_s", "wait_s", "stdin")
+    __slots__ = ("verb", "args", "code", "timeout_s", "wait_s", "stdin", "detach")
 
     def __init__(self, verb: str, args: list[str], code: str = "", timeout_s: float | None = None,
-                 wait_s: float | None = None, stdin: bool | None = None) -> None:
+                 wait_s: float | None = None, stdin: bool | None = None, detach: bool = False) -> None:
         self.verb, self.args, self.code, self.timeout_s, self.wait_s = verb, args, code, timeout_s, wait_s
         self.stdin = stdin  # keep stdin open for exec:type; None: only if the code reads it
+        self.detach = detach  # outlives the session (the host exiting does not kill it)
 
     def keeps_stdin(self) -> bool:
         return self.stdin if self.stdin is not None else bool(ASKS_INPUT.search(self.code))
@@ -106,15 +107,19 @@ def parse(command: str) -> Request:
         return Request(name, _words(rest))
     flags: dict[str, float] = {}
     stdin: bool | None = None
+    detach = False
     while rest.startswith(CODE_FLAGS):
         flag, rest = _split(rest)
         option, eq, value = flag.partition("=")
+        if option == "--detach" and not eq:
+            detach = True
+            continue
         if option in STDIN_FLAGS and not eq:
             stdin = STDIN_FLAGS[option]
             continue
         if option not in CODE_FLAGS or option in STDIN_FLAGS:
             raise ValueError(f"unknown option {option}; before the code only --timeout S, --wait S, "
-                             "--stdin and --no-stdin")
+                             "--stdin, --no-stdin and --detach")
         if not eq:
             value, rest = _split(rest)
         try:
@@ -128,7 +133,7 @@ def parse(command: str) -> Request:
         code = "\n".join(part for part in (line, body) if part)
     if not code.strip():
         raise ValueError(f"no code: put it on the lines after exec:{name}")
-    return Request(name, [], code, flags.get("--timeout"), flags.get("--wait"), stdin)
+    return Request(name, [], code, flags.get("--timeout"), flags.get("--wait"), stdin, detach)
 
 
 def _split(text: str) -> tuple[str, str]:
@@ -221,7 +226,7 @@ def _run_code(request: Request, me: HookCaller, sink: Transcript) -> str:
     try:
         follower = follow.Follower(client, {}, sink, _limit())
         info, first = exec_verbs.start(client, me, follower, lang, request.code, wait_s, request.timeout_s,
-                                       no_stdin=not request.keeps_stdin())
+                                       no_stdin=not request.keeps_stdin(), detach=request.detach)
         follower.take(first)
         info = follower.follow(info, deadline)
         done = render.finished(info)

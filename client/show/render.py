@@ -85,6 +85,7 @@ def task_table(tasks: list[dict]) -> str:
         code = t.get("exit_code")
         exit_ = f"sig {t['signal']}" if t.get("signal") else ("-" if code is None else str(code))
         state = "waiting-input" if waiting(t) else t["state"]
+        state += " (detached)" if t.get("detached") else ""  # outlives its session (exec --detach)
         rows.append((f"task_{t['task_id']}", state, exit_, t["lang"], seconds(t.get("duration_ms")),
                      size(t.get("bytes_out") or 0), str(t.get("pid") or "-")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

@@ -2,8 +2,9 @@
 
 Levels: ok, warn (an optional feature will not work), FAIL (plugkit itself will
 not work). Exit 1 if anything FAILs. Checks are rows of CHECKS; each yields
-(level, name, detail, fix). Interpreters are looked up on this shell's PATH,
-which is what an auto-started runner inherits.
+(level, name, detail, fix). Interpreters are looked up as for a task this shell
+starts: tasks run in their caller's environment, so on this shell's PATH (python: an
+explicit $PLUGKIT_PYTHON, else $VIRTUAL_ENV's, else python3 on PATH; plugkit/languages/caller.py).
 """
 
 import json
@@ -30,9 +31,8 @@ PRIVATE_FILES = tuple(os.path.basename(f()) for f in (paths.token_file, paths.po
 
 def check_languages():
     workspace = os.getcwd()
-    # The interpreter a runner started from this environment would use (its RunnerConfig.python).
-    python = os.environ.get("PLUGKIT_PYTHON") or None
-    for name, usable, detail in languages.availability(workspace, python=python):
+    # As for a task this shell starts: it sends its environment, whose PLUGKIT_PYTHON counts too.
+    for name, usable, detail in languages.availability(workspace, environ=dict(os.environ)):
         if usable:
             yield "ok", name, detail, ""
         else:
@@ -41,6 +41,27 @@ def check_languages():
 
     for problem in lang_plugins.check_plugins(workspace):
         yield "warn", "lang plugin", problem, "fix or remove the file; other languages are unaffected"
+
+
+def explain(lang: str, me) -> int:
+    """`exec:<lang> --explain`: the argv a task of this caller would run, and where its program
+    came from; runs nothing. The runner resolves the same way from the environment we send."""
+    try:
+        language = languages.lookup(lang, workspace=me.cwd)
+        plan = languages.resolve(language, environ=me.environ() or dict(os.environ))
+    except languages.LanguageError as exc:
+        print(f"exec:{lang}: {exc}")
+        return 1
+    names = {"file": "FILE", "out": "OUT", "dir": "DIR", "main": "Main"}
+    try:
+        argv = " && ".join(" ".join(languages.render(step, **names)) for step in (plan.compile, plan.run) if step)
+    except ValueError:  # a plugin row's own placeholder: show the template
+        argv = " ".join(plan.run)
+    where = f" ({language.name} from {plan.source})" if plan.source else ""
+    print(f"exec:{lang} in {me.cwd} would run: {argv.strip()}{where}")
+    if language.origin:
+        print(f"  the row comes from {language.origin}")
+    return 0
 
 
 def check_chromium():

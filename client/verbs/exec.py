@@ -12,6 +12,7 @@ commands are printed. Ctrl-C leaves it running too (unless --kill-on-interrupt);
 a reader that goes away (`| head -1`) kills it, as `yes | head -1` would.
 """
 
+import os
 import sys
 import time
 
@@ -30,7 +31,8 @@ REFUSAL_NEXT = (("unknown language", "plugkit doctor shows which of them this ma
                 ("code is empty", "plugkit exec --help"))
 
 OPTIONS = {"--session": VALUE, "--cwd": VALUE, "--json": FLAG, "--timeout": VALUE, "--wait": VALUE,
-           "--file": VALUE, "--full": FLAG, "--kill-on-interrupt": FLAG, "--no-stdin": FLAG}
+           "--file": VALUE, "--full": FLAG, "--kill-on-interrupt": FLAG, "--no-stdin": FLAG,
+           "--detach": FLAG, "--explain": FLAG}
 
 USAGE = """usage: plugkit exec:<lang> [options] [CODE... | --file F | -]
        plugkit exec --lang L [options] [CODE... | --file F | -]
@@ -50,6 +52,12 @@ the code is read from stdin when stdin is not a terminal (or with `-`).
   --no-stdin           the task's stdin is empty and closed: a read gets end-of-file at once
                        (default: open for exec:type; a task blocked reading it is reported
                        as waiting for input)
+  --detach             the task outlives its session: its session's end, or its agent host
+                       exiting, does not kill it (exec:tasks marks it; exec:close ends it)
+  --explain            run nothing: say which program would run the code for you (your PATH,
+                       $VIRTUAL_ENV, $PLUGKIT_PYTHON) and exit
+The task runs in your environment (its variables, PATH and activated venv), minus
+plugkit's own token and tags.
 Put CODE after `--` if it contains words that look like these options.
 If the reader of our output goes away (`| head -1`), the task is killed, as
 `yes | head -1` would end `yes`, and plugkit exits 141 without a word."""
@@ -68,6 +76,10 @@ def _exec(argv: list[str], lang: str | None) -> int:
     lang = lang or opts.get("lang")  # type: ignore[assignment]
     if not lang:
         raise UsageError("name the language: plugkit exec:<lang> CODE, or plugkit exec --lang L CODE")
+    if opts.get("explain"):
+        from client.verbs.doctor import explain
+
+        return explain(lang, Caller(opts))
     wait_s: float = number(opts, "wait", "--wait", DEFAULT_WAIT_S, env="PLUGKIT_WAIT")  # type: ignore[assignment]
     timeout_s = number(opts, "timeout", "--timeout", None, minimum=0.001)
     limit = follow.output_limit(bool(opts.get("full")))
@@ -79,18 +91,24 @@ def _exec(argv: list[str], lang: str | None) -> int:
     try:
         follower = follow.Follower(client, {}, sink, limit)
         info, first_output = start(client, me, follower, lang, code, wait_s, timeout_s,
-                                   no_stdin=bool(opts.get("no_stdin")))
+                                   no_stdin=bool(opts.get("no_stdin")), detach=bool(opts.get("detach")))
         return follow_started(client, follower, info, first_output, me, opts, wait_s, deadline)
     finally:
         client.close()
 
 
 def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, wait_s: float,
-          timeout_s: float | None, no_stdin: bool = False) -> tuple[dict, dict]:
+          timeout_s: float | None, no_stdin: bool = False, detach: bool = False) -> tuple[dict, dict]:
     """task.exec, waiting at most FIRST_WAIT_S; points `follower` at the new task.
     Returns (TaskInfo, the first output). Shared with the hooks' exec: interception."""
     params = me.params(lang=lang, code=code, wait_ms=int(min(wait_s, FIRST_WAIT_S) * 1000),
                        max_bytes=follower.read_size())
+    environ = me.environ()  # the task runs in our environment (see client/wire/session.py)
+    if environ is not None:
+        params["environ"] = environ
+    if detach:
+        params["detach"] = True
+    params["caller_pid"] = os.getpid()  # the runner ties the session to the agent host above us
     if no_stdin:
         params["stdin"] = ""  # written, then closed: the task's first read is end-of-file
     if timeout_s is not None:

@@ -17,7 +17,7 @@ from plugkit.vocab import TASK_ID_TAG
 from client.verbs.brief import BriefParser, names_next
 from client.show import gate as show
 from client.args import task_id
-from client.wire.session import Caller, connect
+from client.wire.session import Caller, caller_environ, connect
 
 Render = Callable[[dict], list[str]]
 
@@ -99,7 +99,7 @@ def gate_main(argv: list[str]) -> int:
                      files=files)
     if a.action == "verify":
         return _call(a, "gate.verify", show.verify, lambda r: r["verify"]["outcome"] in (None, "green"),
-                     wait_ms=int(max(0.0, min(a.wait, 600.0)) * 1000))
+                     wait_ms=int(max(0.0, min(a.wait, 600.0)) * 1000), environ=caller_environ())
     return _call(a, "gate.context", lambda r: r["lines"])
 
 
@@ -176,7 +176,8 @@ def prd_main(argv: list[str]) -> int:
         return _call(a, "prd.update", lambda r: [show.item(r)], id=a.id, evidence=a.evidence, **extra,
                      **_item_fields(a))
     if a.action == "verify":
-        return _call(a, "prd.verify", show.item_checked, lambda r: r["outcome"] == "green", id=a.id)
+        return _call(a, "prd.verify", show.item_checked, lambda r: r["outcome"] == "green", id=a.id,
+                     environ=caller_environ())
     if a.action == "ready":
         return _call(a, "prd.ready", show.items, **({"limit": a.limit} if a.limit else {}))
     return _call(a, "prd.list", show.items)

@@ -1,7 +1,9 @@
-"""Who is calling: the session and cwd every task verb names, and the connection it uses.
+"""Who is calling: the session and cwd every task verb names, the environment a task it
+starts runs in, and the connection it uses.
 
-A session is (session_id, realpath(cwd)) on the runner side, so the default id
-only needs to be stable for a directory, not unique across directories.
+A session is (session_id, workspace root of the cwd) on the runner side, so the default
+id only needs to be stable for a workspace, not unique across them; it is the root's, so
+`cd pkg` in a project keeps the session there too.
 """
 
 import os
@@ -9,6 +11,7 @@ import os
 from client.args import UsageError
 from client.wire.rpc import Client, ClientError, RpcFailure, connect_verified
 from plugkit import errors
+from plugkit.vocab import ENVIRON_MAX_CHARS
 
 
 class Caller:
@@ -35,6 +38,9 @@ class Caller:
     def params(self, **more: object) -> dict:
         return {"session_id": self.session_id, "cwd": self.cwd, **more}
 
+    def environ(self) -> dict | None:
+        return caller_environ()
+
     def ref(self, task_id: int, **more: object) -> dict:
         return self.params(task_id=task_id, **more)
 
@@ -52,6 +58,15 @@ class Caller:
         return f"session {self.session_id!r}, cwd {self.cwd}"
 
 
+def caller_environ() -> dict | None:
+    """Our environment for task.exec (and gate.verify): the task runs in it, and its program is
+    found on its PATH (an activated venv's python). Without plugkit's token (the runner drops it
+    anyway); None when it is over the wire's bound, and the task then gets the runner's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLUGKIT_TOKEN")}
+    size = sum(len(k) + len(v) + 2 for k, v in env.items())
+    return env if size <= ENVIRON_MAX_CHARS and len(env) <= 4096 else None
+
+
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-")
 
 
@@ -63,10 +78,15 @@ def _quote(word: str) -> str:
 
 
 def default_session(cwd: str) -> str:
+    """One id per workspace root (the cwd itself where there is no workspace): at a root, or
+    outside any workspace, the same id as when it was one per directory, so older tasks
+    recorded there are still found."""
     import binascii
 
+    from plugkit.workspace import root_or_none  # not on the path of a caller naming its session
+
     try:
-        real = os.path.realpath(cwd)
+        real = root_or_none(cwd) or os.path.realpath(cwd)
     except OSError:
         real = cwd
     return f"cwd-{binascii.crc32(os.fsencode(real)):08x}"

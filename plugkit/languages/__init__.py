@@ -10,7 +10,9 @@ from __future__ import annotations
 import functools
 import os
 import re
-import sys
+from typing import Mapping
+
+from plugkit.languages import caller
 
 # Re-exported: callers have always taken these from here.
 from plugkit.languages.model import (PLACEHOLDERS, Language, LanguageError, MissingProgram, PluginError, ProjectError, ResolvedPlan, Runner, UnknownLanguage, render)
@@ -201,21 +203,25 @@ def lookup(name: str, workspace: str | None = None) -> Language:
     raise UnknownLanguage(message)
 
 
-def resolve(lang: Language, path: str | None = None, python: str | None = None) -> ResolvedPlan:
-    """Pick the first runner whose programs are on `path` (default $PATH, then the
-    runner's `search` dirs) and new enough. `python` is the interpreter PLUGKIT_PYTHON
-    names (the runner's config passes it); None: this process's own.
+def resolve(lang: Language, path: str | None = None, python: str | None = None,
+            environ: Mapping[str, str] | None = None) -> ResolvedPlan:
+    """Pick the first runner whose programs are on `path` (default the caller's PATH, from
+    `environ`, else $PATH; then the runner's `search` dirs) and new enough. `python` is the
+    interpreter PLUGKIT_PYTHON names (the runner's config passes it); `{python}` is chosen
+    by plugkit/languages/caller.py (the caller's venv or PATH when `environ` is given).
 
     May spawn `<program> --version` once per binary (cached by path and mtime)
     for runners with a min_version, so async callers should use a thread.
     """
     tried: list[str] = []
     for runner in lang.runners:
-        search = path if path is not None else search_path(runner.search)
-        wanted = (python or sys.executable) if runner.program == PYTHON else runner.program
+        search = path if path is not None else search_path(runner.search, environ)
+        choices = caller.python_choices(python, environ) if runner.program == PYTHON else [(runner.program, "")]
+        exe, source = next(((e, why) for e, why in ((_which(w, search), why) for w, why in choices) if e),
+                           (None, ""))
         # Never the interpreter's path: this message goes back over the wire.
-        label = _python_label(python) if runner.program == PYTHON else runner.describe()
-        exe = _which(wanted, search)
+        label = (f"python ({', '.join(why for _w, why in choices)})" if runner.program == PYTHON
+                 else runner.describe())
         if exe is None:
             tried.append(f"{label} (not found)")
             continue
@@ -235,6 +241,7 @@ def resolve(lang: Language, path: str | None = None, python: str | None = None) 
             compile=_fill_programs(runner.compile, exe, tools) if runner.compile else None,
             run=_fill_programs(runner.run, exe, tools),
             path=search,
+            source=source,
         )
     raise MissingProgram(
         f"cannot run {lang.name}: tried {', '.join(tried)}\nto fix: {lang.install_hint}"
@@ -264,17 +271,20 @@ def _which(program: str, search: str | None) -> str | None:
     return exe
 
 
-def search_path(extra: tuple[str, ...] = ()) -> str | None:
-    """$PATH followed by `extra` dirs (~ expanded); None (meaning plain $PATH) when there are none."""
-    if not extra:
+def search_path(extra: tuple[str, ...] = (), environ: Mapping[str, str] | None = None) -> str | None:
+    """The caller's PATH (`environ`'s, else $PATH) followed by `extra` dirs (~ expanded); None
+    (meaning plain $PATH) when there are neither."""
+    if not extra and environ is None:
         return None
-    dirs = [os.environ.get("PATH", os.defpath)] + [os.path.expanduser(d) for d in extra]
+    dirs = [caller.base_path(environ)] + [os.path.expanduser(d) for d in extra]
     return os.pathsep.join(dirs)
 
 
-def availability(workspace: str | None = None, python: str | None = None) -> list[tuple[str, bool, str]]:
+def availability(workspace: str | None = None, python: str | None = None,
+                 environ: Mapping[str, str] | None = None) -> list[tuple[str, bool, str]]:
     """For `plugkit doctor`: (name, usable, detail) per language, plugins included when
-    `workspace` is given. detail is the program(s) found, or why not and how to fix it."""
+    `workspace` is given, programs found as for a caller with `environ`. detail is the
+    program(s) found (and where from, for python), or why not and how to fix it."""
     from plugkit.languages import projects as lang_projects
 
     rows = {lang.name: lang for lang in LANGUAGES}
@@ -287,12 +297,14 @@ def availability(workspace: str | None = None, python: str | None = None) -> lis
     for name in sorted(rows):
         try:
             lang = lookup(name, workspace)
-            plan = resolve(lang, python=python)
+            plan = resolve(lang, python=python, environ=environ)
         except LanguageError as exc:
             report.append((name, False, "; ".join(str(exc).split("\n"))))
             continue
         programs = dict.fromkeys(arg for arg in (*(plan.compile or ())[:1], plan.run[0]) if "{" not in arg)
         detail = ", ".join(programs) or "ready"
+        if plan.source:
+            detail += f" (from {plan.source})"
         if lang.origin:
             detail += f" (from {lang.origin})"
         notes = lang_projects.notes(plan)
@@ -303,10 +315,6 @@ def availability(workspace: str | None = None, python: str | None = None) -> lis
 def _fill_programs(template: tuple[str, ...], exe: str, tools: dict[str, str]) -> tuple[str, ...]:
     # {program} anywhere; a `needs` name only as a whole argument (java, not "-Djava=x").
     return tuple(tools[arg] if arg in tools else arg.replace("{program}", exe) for arg in template)
-
-
-def _python_label(python: str | None) -> str:
-    return "python (PLUGKIT_PYTHON)" if python else "python (the runner's own)"
 
 
 def _version_of(exe: str) -> tuple[int, ...] | None:

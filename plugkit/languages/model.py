@@ -109,6 +109,9 @@ class ResolvedPlan:
     compile: tuple[str, ...] | None
     run: tuple[str, ...]
     path: str | None = field(default=None, compare=False)
+    # Where the run program came from when more than one place could give it ("$VIRTUAL_ENV",
+    # "PATH", "PLUGKIT_PYTHON", "the runner's own"): what `exec --explain` and doctor say.
+    source: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

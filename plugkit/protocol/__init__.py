@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from plugkit.protocol.bounds import at_most, max_chars
-from plugkit.vocab import TASK_STATES
+from plugkit.vocab import ENVIRON_MAX_CHARS, TASK_STATES
 
 
 # --- values that reach the OS, decided here once (issue 17.7) ------------------
@@ -43,6 +43,13 @@ def _environment(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def _environ_size(env: dict[str, str]) -> dict[str, str]:
+    if sum(len(k) + len(v) + 2 for k, v in env.items()) > ENVIRON_MAX_CHARS:
+        raise ValueError(f"the environment is over {ENVIRON_MAX_CHARS} characters; send none (the task then runs "
+                         "in the runner's environment) or unset large variables")
+    return env
+
+
 INT64_MAX = (1 << 63) - 1  # sqlite's INTEGER and every C int64 the value may reach
 PID_MAX = 1 << 22  # Linux's PID_MAX_LIMIT
 
@@ -53,6 +60,9 @@ OsPath = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_no
 TaskId = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Offset = Annotated[int, Field(ge=0, le=INT64_MAX)]  # byte cursors
 Environment = Annotated[dict[str, str], Field(max_length=4096), AfterValidator(_environment)]
+# A caller's whole environment, at most ENVIRON_MAX_CHARS characters of NAME=VALUE (the client checks the same).
+CallerEnvironment = Annotated[dict[str, str], Field(max_length=4096), AfterValidator(_environment),
+                              AfterValidator(_environ_size)]
 
 
 # defer_build: a model's validator is built on first use, not at import, so the
@@ -116,7 +126,14 @@ class TaskExecParams(Params):
     code: Annotated[str, max_chars("max_code_bytes")]
     timeout_ms: Annotated[int, Field(ge=1), at_most("max_timeout_ms")] = 5 * 60 * 1000
     stdin: Annotated[Optional[str], max_chars("max_code_bytes")] = None
-    env: Optional[Environment] = None
+    env: Optional[Environment] = None  # set over the base environment
+    # The caller's whole environment: the task's base (minus plugkit's secrets and tags, which the
+    # runner sets), and the PATH a language's program is found on. Without it: the runner's.
+    environ: Optional[CallerEnvironment] = None
+    detach: bool = False  # outlives its session: not killed at session end or when its agent host exits
+    # The caller's own pid (the CLI's, the hook's): checked to hold this connection, then its
+    # nearest agent-host ancestor is the session's host. Without it the session is tied to none.
+    caller_pid: Optional[int] = Field(default=None, ge=1, le=PID_MAX)
     wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
 
@@ -191,6 +208,7 @@ class TaskInfo(Result):
     memory_peak_bytes: Optional[int] = None
     # Running, and blocked reading a stdin only task.input can feed (Linux; else always false).
     waiting_for_input: bool = False
+    detached: bool = False  # started with detach: outlives its session
 
 
 class TaskResult(Result):

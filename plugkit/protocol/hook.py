@@ -17,6 +17,11 @@ HookDecisionKind = Literal["allow", "deny", "ask"]
 class HookSessionParams(Params):
     session_id: str = SessionId
     cwd: Cwd
+    # The PLUGKIT_SESSION_ID tag of the hook's process, sent only when set: a `plugkit work`
+    # worker's host inherits the one the runner gave the worker's task, and the worker policy
+    # applies only to the session that carries it (a host's hooks get its own environment,
+    # which the agent's shell cannot change), never to any session whose cwd is in a worktree.
+    worker_session: str = Field(default="", max_length=256)
 
 
 class HookSessionStartParams(HookSessionParams):

@@ -4,7 +4,7 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import Field
 
-from plugkit.protocol import INT64_MAX, Cwd, OsPath, Params, Result, SessionId, TaskId, TaskInfo
+from plugkit.protocol import INT64_MAX, CallerEnvironment, Cwd, OsPath, Params, Result, SessionId, TaskId, TaskInfo
 from plugkit.protocol.bounds import at_most
 
 
@@ -49,6 +49,7 @@ class GateEmitParams(WorkspaceParams):
 
 class GateVerifyParams(WorkspaceParams):
     wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0
+    environ: Optional[CallerEnvironment] = None  # the caller's: the verify command runs in it
 
 
 class GateCheckParams(WorkspaceParams):
@@ -214,6 +215,7 @@ class PrdUpdateParams(WorkspaceParams):
 
 class PrdVerifyParams(WorkspaceParams):
     id: str = ItemId
+    environ: Optional[CallerEnvironment] = None  # the caller's: the check runs in it
 
 
 class PrdVerified(Result):

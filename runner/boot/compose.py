@@ -13,6 +13,7 @@ from runner.core.tasks.manager import TaskManager
 from runner.executors import registry
 from runner.http.app import make_app
 from runner.rpc.context import Context, Runtime
+from runner.system import peers
 from runner.system.ledger import Ledger
 from runner.system.ledger_worker import LedgerWorker
 
@@ -29,7 +30,8 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
         runner_id=runner_id, home=config.home, limits=limits,
         chromium=config.chromium, browser_idle_s=config.browser_idle_s, python=config.python,
         cgroups=config.cgroups))
-    tasks = TaskManager(executors, limits, ledger=ledger)
+    # A session is tied to the agent host its first exec came from, and ends when it exits.
+    tasks = TaskManager(executors, limits, ledger=ledger, hosts=lambda peer, pid: peers.agent_host(peer, config.port, pid))
     ctx = Context(runtime=runtime, config=config, tasks=tasks,
                   gates=Lazy(lambda: _gate_manager(tasks, config.home)) if gates else None)
     if ctx.gates is not None:

@@ -9,6 +9,26 @@ from plugkit import paths
 from runner.boot.config import load as load_config
 
 
+def raise_file_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit: a daemon handed the usual soft 1024 runs out
+    of descriptors at ~1,000 connections, tasks' pipes and logs included; the hard limit is
+    what this user may have anyway, so nothing is taken from anyone."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:  # Linux refuses an infinite NOFILE: take the kernel's ceiling
+        try:
+            with open("/proc/sys/fs/nr_open") as fh:
+                hard = int(fh.read())
+        except (OSError, ValueError):
+            return
+    if soft != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        except (ValueError, OSError):
+            pass
+
+
 def main(argv: list[str]) -> int:
     detached = "--detached" in argv
     try:
@@ -18,6 +38,7 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError) as exc:
         print(f"plugkit runner: {exc}", file=sys.stderr)
         return 2
+    raise_file_limit()
     # Heavy imports after the cheap checks: a misconfigured start fails fast.
     from runner.system import logs
     from runner.system import instance, ports, reaper

@@ -14,9 +14,10 @@ from aiohttp import web
 from plugkit import paths
 from plugkit.config import RunnerConfig
 from runner.boot.compose import compose
+from runner.http import conn_guard
 from runner.http.keys import CONTEXT
 from runner.system import logs
-from runner.system import subreaper
+from runner.system import socket_owner, subreaper
 from runner.system.reaper import ReapReport
 
 log = logs.get("plugkit.server")
@@ -54,11 +55,18 @@ async def serve(sock: socket.socket, config: RunnerConfig, runner_id: str,
     ctx.snapshots["locks"] = lambda: {
         "instance": {"path": paths.instance_lock(home), "held_by": runtime.pid},
         "start": {"path": paths.start_lock(home), "held_by_clients_only": True}}
+    # Who may hold a connection, and for how long a half-sent request (runner/http/conn_guard.py).
+    guard = conn_guard.make_guard(socket_owner.owner_uid)
+    app.middlewares.append(conn_guard.body_guard(guard))  # innermost: after the token guard
+    ctx.snapshots["connections"] = guard.snapshot
     # shutdown_timeout bounds how long in-flight requests may finish: the whole
-    # stop must stay under 2 s, whatever is running.
-    app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.75, access_log=None)
+    # stop must stay under 2 s, whatever is running. keepalive_timeout: how long an answered
+    # connection may idle (a half-sent request has the guard's much shorter clock);
+    # lingering_time bounds the unread body of a refused request.
+    app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.75, access_log=None,
+                               keepalive_timeout=conn_guard.IDLE_S, lingering_time=conn_guard.LINGER_S)
     await app_runner.setup()
-    await web.SockSite(app_runner, sock).start()
+    await conn_guard.GuardedSite(app_runner, sock, guard).start()
     # Token first, port last: a client that sees the port file can read the token.
     paths.write_private(paths.token_file(home), token)
     paths.write_private(paths.port_file(home), json.dumps({"port": port, "pid": runtime.pid}))

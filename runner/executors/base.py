@@ -13,14 +13,19 @@ from typing import Any, Callable, Mapping, Optional, Protocol
 
 @dataclass(frozen=True)
 class SessionKey:
+    """A session: the agent's id and the workspace it works in (plugkit/workspace.py's root of
+    the cwd, else the realpath cwd itself). Not the cwd: an agent that `cd`s within its project
+    keeps its session, while two agents (two ids) in one directory stay apart."""
+
     session_id: str
-    cwd: str  # realpath
+    root: str  # realpath
 
 
 @dataclass(frozen=True)
 class ExecSpec:
     """One request to run code, as the core sees it (the RPC layer builds it from the wire).
-    By the time an executor sees it, `cwd` is the session's realpath."""
+    By the time an executor sees it, `cwd` is the realpath the task runs in (the caller's cwd,
+    not the session's root)."""
 
     session_id: str
     cwd: str
@@ -28,11 +33,18 @@ class ExecSpec:
     code: str
     timeout_s: float = 300.0
     stdin: Optional[str] = None  # written, then closed; None leaves stdin open for input
-    env: Optional[Mapping[str, str]] = None
+    env: Optional[Mapping[str, str]] = None  # set over the base environment (the caller's or the runner's)
+    # The caller's whole environment: the task starts from it (minus plugkit's secrets and tags)
+    # instead of the runner's, and a language's program is found on its PATH. None: the runner's.
+    environ: Optional[Mapping[str, str]] = None
+    detach: bool = False  # outlives its session: not killed at session end or when the host exits
+    peer: Optional[tuple] = None  # the loopback address the request came from (ties a session to its host)
+    caller_pid: Optional[int] = None  # the pid the caller names, checked against peer before it counts
+    root: Optional[str] = None  # the session's root; the manager sets it before an executor sees the spec
 
     @property
     def session(self) -> SessionKey:
-        return SessionKey(self.session_id, self.cwd)
+        return SessionKey(self.session_id, self.root or self.cwd)
 
 
 @dataclass(frozen=True)
@@ -74,6 +86,9 @@ class TaskIO(Protocol):
     def id(self) -> int: ...
     @property
     def session(self) -> SessionKey: ...
+    @property
+    def cwd(self) -> str:
+        """Where the task runs (a realpath): the caller's cwd at exec, inside the session's root."""
     @property
     def finished(self) -> bool: ...
     def write(self, stream: str, data: bytes) -> None: ...

@@ -148,9 +148,9 @@ class ProcessExecutor:
             language = languages.lookup(p.lang, workspace=p.cwd)
             if any(r.min_version for r in language.runners):
                 # Version probes spawn `prog --version` (once per binary): off the loop.
-                plan = await asyncio.to_thread(languages.resolve, language, None, self.spec.python)
-            else:
-                plan = languages.resolve(language, python=self.spec.python)  # a PATH lookup: no thread hop
+                plan = await asyncio.to_thread(languages.resolve, language, None, self.spec.python, p.environ)
+            else:  # a PATH lookup (the caller's PATH when it sent its environment): no thread hop
+                plan = languages.resolve(language, python=self.spec.python, environ=p.environ)
             # Before any task exists, so code the builder refuses (a bad cargo-dep line) starts nothing.
             layout = lang_projects.layout(plan, p.code, lang_projects.ProjectContext(self.spec.home, p.cwd))
             return Prepared(language.name, layout)
@@ -161,7 +161,7 @@ class ProcessExecutor:
 
     async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         layout: Layout = prepared.payload
-        rc, compiled = await self.run_steps(io, layout, spec.stdin, spec.env)
+        rc, compiled = await self.run_steps(io, layout, spec.stdin, spec.env, spec.environ)
         return outcome_of(io.id, rc, compiled, layout.compile_hint)
 
     async def end_session(self, key: SessionKey) -> None:
@@ -178,7 +178,8 @@ class ProcessExecutor:
                 "spawn": clone_spawn.HELPER.detail if cg else "plain spawn (no cgroup to join)"}
 
     async def run_steps(self, io: TaskIO, layout: Layout, stdin: Optional[str],
-                        env: Optional[Mapping[str, str]]) -> tuple[int, bool]:
+                        env: Optional[Mapping[str, str]],
+                        environ: Optional[Mapping[str, str]] = None) -> tuple[int, bool]:
         """Compile (if the layout has a step) and run; returns (returncode, compiled_ok).
         Both steps are tagged with the task id, so a kill or timeout reaches whichever
         runs. The temp file or dir, and the layout's leftovers, go on every exit path."""
@@ -194,7 +195,7 @@ class ProcessExecutor:
                     fh.write(layout.source)
             out_dir = workdir or self.spec.tmp_root
             names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{io.id}.out"), dir=out_dir)
-            child_env = self.child_env(io, env, layout.env)
+            child_env = self.child_env(io, env, layout.env, environ)
             if layout.compile:
                 code_rc = await self._step(io, languages.render(layout.compile, **names), child_env, None, cgroup)
                 if code_rc != 0:
@@ -226,10 +227,14 @@ class ProcessExecutor:
             if cgroup is not None:
                 await asyncio.to_thread(self._end_cgroup, io, cgroup)
 
-    def child_env(self, io: TaskIO, env: Optional[Mapping[str, str]],
-                  layout_env: tuple = ()) -> dict[str, str]:
-        """The runner's filtered environment, a row's own variables, the caller's, then the tags."""
-        base = {**self._base_env, **dict(layout_env)} if layout_env else self._base_env
+    def child_env(self, io: TaskIO, env: Optional[Mapping[str, str]], layout_env: tuple = (),
+                  environ: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+        """The caller's environment (else the runner's), filtered; a row's own variables; the
+        caller's extra `env`; then the tags. Filtered: plugkit's secrets (the token, its home)
+        and identity tags never pass from either, whatever the caller sent."""
+        # PWD too: the caller's names where it was, the task runs in its own cwd.
+        base = {**tags.child_env(environ, None, {}), "PWD": io.cwd} if environ is not None else self._base_env
+        base = {**base, **dict(layout_env)} if layout_env else base
         return tags.child_env(base, env, {
             tags.RUNNER_ID: self.spec.runner_id, tags.TASK_ID: str(io.id),
             tags.SESSION_ID: io.session.session_id, tags.HOME: tags.home_id(self.spec.home)})
@@ -256,7 +261,8 @@ class ProcessExecutor:
 
     async def _step(self, io: TaskIO, argv: list[str], env: dict[str, str], stdin: Optional[str],
                     cgroup: Optional[str] = None) -> int:
-        transport, pipes = await self._spawn(io, argv, env, cgroup)
+        transport, pipes = await cloned_process.spawn_task(lambda: _Pipes(io), argv, env, io.cwd, cgroup,
+                                                           self.spec.home)
         run = ProcessRun(io.id, self.spec, transport, pipes, cgroup)
         try:
             io.started(run)
@@ -274,23 +280,6 @@ class ProcessExecutor:
             return transport.get_returncode()  # type: ignore[return-value]
         finally:
             transport.close()
-
-
-    async def _spawn(self, io: TaskIO, argv: list[str], env: dict[str, str], cgroup: Optional[str]):
-        """The task's root in a session of its own; in its cgroup from its first instruction (clone3, else the shim)."""
-        found = shutil.which(argv[0], path=env.get("PATH")) if cgroup is not None else None
-        if found is not None:
-            try:
-                if await clone_spawn.HELPER.ready(self.spec.home):
-                    return await cloned_process.spawn(lambda: _Pipes(io), found, argv, env, io.session.cwd, cgroup)
-            except clone_spawn.Unsupported:
-                pass  # the helper turned itself off (doctor says why): the shim from now on
-            # The child joins before exec (cgroups.py); a program not found spawns bare (spawn_failed).
-            argv = [*cgroups.SHIM, cgroups.procs_file(cgroup), *argv]  # type: ignore[arg-type]
-        return await asyncio.get_running_loop().subprocess_exec(
-            lambda: _Pipes(io), *argv, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            cwd=io.session.cwd, env=env, start_new_session=True)
 
 
 def outcome_of(task_id: int, rc: int, compiled: bool, compile_hint: Optional[str] = None) -> Outcome:

@@ -152,6 +152,8 @@ async def dispatch(body: str, methods: dict, ctx: Context, max_batch: int) -> An
         request = json.loads(body)
     except ValueError:
         return _error(errors.PARSE_ERROR, _GENERIC_DATA[errors.PARSE_ERROR])
+    except RecursionError:  # 100,000 `[`: the parser's depth, not ours, ran out; was an HTTP 500
+        return _error(errors.PARSE_ERROR, "the body nests deeper than the parser's limit")
     if not isinstance(request, list):
         return await _dispatch_one(request, methods, ctx)
     if not request:

@@ -106,16 +106,17 @@ async def emit(ctx: Context, p: GateEmitParams) -> EmitResult:
 
 @rpc(GateVerifyParams)
 async def verify(ctx: Context, p: GateVerifyParams) -> VerifyStarted:
-    """gate.verify {session_id, cwd, wait_ms?=0} -> {task: TaskInfo, verify: {task_id, outcome, ...}}
+    """gate.verify {session_id, cwd, wait_ms?=0, environ?} -> {task: TaskInfo, verify: {task_id, outcome, ...}}
 
     Runs the workspace's configured `verify` command (.plugkit/config.toml) as a task of
-    this session in the workspace root, and waits up to wait_ms. Its outcome is recorded
+    this session in the workspace root, in the caller's `environ` (else the runner's), and
+    waits up to wait_ms. Its outcome is recorded
     with an evidence receipt when it ends; only a green run started in this VERIFY phase,
     at the current git HEAD, satisfies verify_green. Errors: -32005 not in VERIFY, no
     command configured, or a verify run already running.
     """
     gates = _gates(ctx)
-    info, run = await gates.verify(p.session_id, gates.workspace(p.session_id, p.cwd), p.wait_ms)
+    info, run = await gates.verify(p.session_id, gates.workspace(p.session_id, p.cwd), p.wait_ms, p.environ)
     return VerifyStarted(task=shapes.task_info(info), verify=shapes.shape(VerifyInfo, run))
 
 

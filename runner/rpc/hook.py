@@ -14,6 +14,7 @@ turns into an error here: pre_tool allows with a warning, stop does not block.
 import asyncio
 import os
 
+from plugkit import enforce_pins
 from plugkit.refusals import Refused
 from plugkit.memory import index_for_context
 from plugkit.vocab import LIVE_STATES
@@ -50,6 +51,26 @@ def _key(p: HookSessionParams) -> SessionKey:
     return session_key(p.session_id, p.cwd)
 
 
+def _worker(ctx: Context, p: HookSessionParams):
+    """(run, item) when this call is the `plugkit work` worker's own, else None.
+
+    The worker policy replaces the gates, so it must not follow a cwd: any session can `cd`
+    into a live worker's worktree. It follows the worker's session tag (the one the runner set
+    when it spawned the worker, carried by its host's environment into its hooks)."""
+    if not p.worker_session:
+        return None
+    worker = ctx.worker_at(p.cwd)  # a heartbeat, from the worker alone
+    return worker if worker is not None and worker[1].session_id == p.worker_session else None
+
+
+def _gated(ctx: Context, p: HookSessionParams) -> HookSessionParams:
+    """Any other session in a live worker's worktree meets the gates of the run's workspace: the
+    worktree is a checkout of that project, not a fresh workspace of its own."""
+    manager = ctx.work.peek() if ctx.work is not None else None
+    found = manager.worker_at(p.cwd, beat=False) if manager is not None else None
+    return p.model_copy(update={"cwd": found[0].workspace}) if found is not None else p
+
+
 def _gates(ctx: Context, p: HookSessionParams):
     """The gate manager, or None when there is nothing to gate: no gates composed in, or a cwd of
     /, $HOME or $PLUGKIT_HOME (never a workspace; a note there on every tool call would be noise)."""
@@ -67,6 +88,18 @@ def _gates(ctx: Context, p: HookSessionParams):
 # (state.json), a .prd or a .plugkit/config.toml opts it in (Workspace.opted_in).
 
 
+def _pin_enforced(ctx: Context, root: str, mode: str) -> None:
+    """Where the gates' mode meets a hook: from now on the client knows, without this runner,
+    that `root` enforces, and fails closed there when no runner answers (plugkit/enforce_pins.py)."""
+    if mode != "enforce":
+        return
+    try:
+        if enforce_pins.pin(ctx.runtime.home, root):
+            log.info("gates_enforce_pinned", root=root)
+    except OSError as exc:
+        log.warning("gates_enforce_pin_failed", root=root, error=exc.strerror or str(exc))
+
+
 async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
     gates = _gates(ctx, p)
     if gates is None:
@@ -75,7 +108,8 @@ async def gate_decision(ctx: Context, p: HookPreToolParams) -> tuple[str, str]:
         ws = gates.workspace(p.session_id, p.cwd)
         if not ws.opted_in:
             return "allow", ""
-        verdict, _mode = await gates.check(ws, "PreToolUse", p.tool_name, dict(p.tool_input), p.platform)
+        verdict, mode = await gates.check(ws, "PreToolUse", p.tool_name, dict(p.tool_input), p.platform)
+        _pin_enforced(ctx, ws.root, mode)
     except Refused as exc:
         # A gate that cannot read its workspace must not stop every tool call of the agent.
         return "allow", f"plugkit gates could not check this call ({exc.message}); it was allowed"
@@ -90,7 +124,8 @@ async def gate_stop(ctx: Context, p: HookStopParams) -> tuple[bool, str]:
         ws = gates.workspace(p.session_id, p.cwd)
         if not ws.opted_in:
             return False, ""
-        verdict, _mode = await gates.stop(ws, p.stop_hook_active)
+        verdict, mode = await gates.stop(ws, p.stop_hook_active)
+        _pin_enforced(ctx, ws.root, mode)
     except Refused as exc:
         return False, f"plugkit gates could not check whether the work is done ({exc.message})"
     return verdict.block, verdict.reason
@@ -125,10 +160,10 @@ def _task_lines(ctx: Context, p: HookSessionParams) -> list[str]:
 
 
 async def _status(ctx: Context, p: HookSessionParams) -> list[str]:
-    worker = ctx.worker_at(p.cwd)
+    worker = _worker(ctx, p)
     if worker is not None:  # a `plugkit work` worker: its item is its plan, the runner its verifier
         return _task_lines(ctx, p) + _work_hooks().context_lines(*worker)
-    return _task_lines(ctx, p) + await gate_lines(ctx, p)
+    return _task_lines(ctx, p) + await gate_lines(ctx, _gated(ctx, p))
 
 
 async def _memory_index(ctx: Context, p: HookSessionParams) -> list[str]:
@@ -154,13 +189,13 @@ async def session_start(ctx: Context, p: HookSessionStartParams) -> HookContext:
     memory index; at most 40 lines. Example: {"method":"hook.session_start","params":
     {"session_id":"5f1c","cwd":"/w","platform":"claude-code","source":"startup"}}
     """
-    log.info("hook_session_start", session_id=p.session_id, cwd=_key(p).cwd, platform=p.platform, source=p.source)
+    log.info("hook_session_start", session_id=p.session_id, cwd=p.cwd, platform=p.platform, source=p.source)
     return HookContext(context=await _start(ctx, p))
 
 
 async def _start(ctx: Context, p: HookSessionParams) -> str:
     key = _key(p)
-    if os.path.isdir(key.cwd):
+    if os.path.isdir(p.cwd):
         ctx.tasks.open_session(p.session_id, p.cwd)
     status = await _status(ctx, p)
     ctx.hooks.remember_sent(key, "\n".join(status))
@@ -179,7 +214,7 @@ async def prompt(ctx: Context, p: HookSessionParams) -> HookPromptResult:
     """
     key, memory = _key(p), ctx.hooks
     if not memory.started(key):
-        log.info("hook_session_start", session_id=p.session_id, cwd=key.cwd, source="first prompt")
+        log.info("hook_session_start", session_id=p.session_id, cwd=p.cwd, source="first prompt")
         return HookPromptResult(context=await _start(ctx, p), changed=True)
     status = "\n".join(await _status(ctx, p))
     if status == memory.sent(key):
@@ -199,11 +234,11 @@ async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
     the rest itself). `platform` says whether the host can show the person a permission
     prompt (claude-code, qwen): an approval the person confirms there is then accepted.
     """
-    worker = ctx.worker_at(p.cwd)
+    worker = _worker(ctx, p)
     if worker is not None:
         decision, reason = _work_hooks().pre_tool(worker[1], p.cwd, p.tool_name, dict(p.tool_input))
     else:
-        decision, reason = await gate_decision(ctx, p)
+        decision, reason = await gate_decision(ctx, _gated(ctx, p))
     return HookDecision(decision=decision, reason=reason)  # type: ignore[arg-type]
 
 
@@ -217,11 +252,11 @@ async def stop(ctx: Context, p: HookStopParams) -> HookStopResult:
     anyway. A non-blocking answer may carry a reason for the person (advisory gates).
     """
     key, memory = _key(p), ctx.hooks
-    worker = ctx.worker_at(p.cwd)
+    worker = _worker(ctx, p)
     if worker is not None:
         block, reason = await _work_hooks().stop(*worker)
     else:
-        block, reason = await gate_stop(ctx, p)
+        block, reason = await gate_stop(ctx, _gated(ctx, p))
     if block and p.stop_hook_active and memory.last_block(key) == reason:
         block, reason = False, "plugkit: letting the agent stop (it was already told once): " + reason
     memory.remember_block(key, reason if block else None)
@@ -236,7 +271,7 @@ async def session_end(ctx: Context, p: HookSessionParams) -> HookSessionEnded:
     serial ports released, its tasks forgotten. An unknown session ends with nothing killed.
     """
     ctx.hooks.forget(_key(p))
-    ctx.worker_at(p.cwd)  # a heartbeat
+    _worker(ctx, p)  # a heartbeat
     return HookSessionEnded(killed=await ctx.tasks.end_session(p.session_id, p.cwd))
 
 

@@ -62,15 +62,15 @@ async def update(ctx: Context, p: PrdUpdateParams) -> PrdItem:
 
 @rpc(PrdVerifyParams)
 async def verify(ctx: Context, p: PrdVerifyParams) -> PrdVerified:
-    """prd.verify {session_id, cwd, id} -> {item_id, check, task_id, outcome, detail, receipt, head?}
+    """prd.verify {session_id, cwd, id, environ?} -> {item_id, check, task_id, outcome, detail, receipt, head?}
 
     Runs the item's check (its verify, else the workspace's) as a task of the caller's session
-    in the workspace, waits for it (up to verify_timeout_s), and seals a receipt naming the
+    in the workspace, in the caller's `environ` (else the runner's), waits for it (up to verify_timeout_s), and seals a receipt naming the
     git HEAD it ran at. Errors: -32001 no such item, -32005 the item has no check.
     Example: {"method":"prd.verify","params":{"session_id":"s","cwd":"/w","id":"w1"}}
     """
     gates = _gates(ctx)
-    run = await gates.prd_check(p.session_id, gates.workspace(p.session_id, p.cwd), p.id)
+    run = await gates.prd_check(p.session_id, gates.workspace(p.session_id, p.cwd), p.id, p.environ)
     return PrdVerified(item_id=p.id, check=run.check,
                        task_id=run.task.id, outcome="green" if run.green else "red", detail=run.task.message,
                        receipt=run.receipt.id, head=run.receipt.head)

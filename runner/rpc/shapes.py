@@ -43,12 +43,12 @@ def receipt(obj: BaseModel) -> ReceiptInfo:
 
 def task_info(task: Task) -> TaskInfo:
     return TaskInfo(
-        task_id=task.id, session_id=task.session.session_id, cwd=task.session.cwd,
+        task_id=task.id, session_id=task.session.session_id, cwd=task.cwd,
         lang=task.lang, state=task.state, pid=task.pid, exit_code=task.exit_code,
         signal=task.signal, reason=task.reason, message=task.message,
         started_at=task.started_at, ended_at=task.ended_at, duration_ms=task.duration_ms,
         bytes_out=task.bytes_out, dropped=task.bytes_out_before + task.buffer.dropped,
-        waiting_for_input=stdin_watch.waiting(task), **_usage(task),
+        waiting_for_input=stdin_watch.waiting(task), detached=task.detached, **_usage(task),
     )
 
 

@@ -1,4 +1,4 @@
-"""A task cloned into its cgroup (clone_spawn.py), driven like asyncio's subprocess transport.
+"""Spawning a task's root: cloned into its cgroup (clone_spawn.py), driven like asyncio's subprocess transport.
 
 asyncio can only spawn through subprocess.Popen, which has no way into a cgroup at clone time;
 this gives the executor the same surface it uses of asyncio's transport (get_pid,
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 from typing import Mapping, Optional
 
-from runner.system import subreaper
-from runner.system import clone_spawn
+from runner.system import cgroups, clone_spawn, subreaper
 
 # What asyncio reports when another waiter took the exit status first.
 LOST_STATUS = 255
@@ -121,3 +121,21 @@ async def spawn(protocol_factory, found: str, argv: list[str], env: Mapping[str,
         proc.close()
         raise
     return proc, protocol
+
+
+async def spawn_task(protocol_factory, argv: list[str], env: Mapping[str, str], cwd: str,
+                     cgroup: Optional[str], home: str):
+    """The task's root in a session of its own with piped stdin/stdout/stderr; with a cgroup, in it
+    from its first instruction (clone3), else through the shell shim that joins before exec."""
+    found = shutil.which(argv[0], path=env.get("PATH")) if cgroup is not None else None
+    if found is not None:
+        try:
+            if await clone_spawn.HELPER.ready(home):
+                return await spawn(protocol_factory, found, argv, env, cwd, cgroup)  # type: ignore[arg-type]
+        except clone_spawn.Unsupported:
+            pass  # the helper turned itself off (doctor says why): the shim from now on
+        # A program that cannot be found is spawned bare, so its OSError still reads spawn_failed.
+        argv = [*cgroups.SHIM, cgroups.procs_file(cgroup), *argv]  # type: ignore[arg-type]
+    return await asyncio.get_running_loop().subprocess_exec(
+        protocol_factory, *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)

@@ -139,3 +139,75 @@ def caller(peer: Optional[tuple], local_port: int, runner_pid: int) -> Optional[
         return describe(pid, runner_pid)
     except psutil.Error:
         return None
+
+
+# --- the agent host a session runs in -------------------------------------------------------
+# Hosts without a session-end event (`qwen -p`) leave the tasks their agent started running
+# after they exit; the runner ties a session to the host process its calls come from and
+# ends the session when that process is gone (runner/core/tasks/hosts.py).
+
+@dataclass(frozen=True)
+class AgentHost:
+    pid: int
+    create_time: float  # psutil's: with the pid, names this process even after the pid is reused
+    label: str
+
+    def alive(self) -> bool:
+        """Blocking (one /proc read). A zombie counts as gone: the host has exited."""
+        try:
+            proc = psutil.Process(self.pid)
+            return proc.create_time() == self.create_time and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+
+INTERPRETERS = frozenset({"node", "bun", "deno"})
+
+
+def is_agent_host(proc: psutil.Process) -> Optional[str]:
+    """Which agent host `proc` is (its label), or None. The one place the session tie asks;
+    repoint it at a shared host table when there is one. Besides _agent's rule, a host run
+    by its interpreter through npm's bin link (`node .../node_modules/.bin/qwen -p ...`:
+    comm "node", no package name on the line) is known by the script's name."""
+    label = _agent(proc)
+    if label is not None:
+        return label
+    try:
+        argv = proc.cmdline()
+    except psutil.Error:
+        return None
+    if len(argv) > 1 and os.path.basename(argv[0]) in INTERPRETERS:
+        script = os.path.basename(argv[1])
+        return next((row[0] for row in AGENT_HOSTS if script in row[1]), None)
+    return None
+
+
+def holds(pid: int, peer: tuple, local_port: int) -> bool:
+    """Whether `pid` holds the client end of the connection from `peer` to our port: a caller's
+    word for its pid, checked by reading that one process's sockets (a few ms, where finding
+    the holder among every process, as peer_pid does, costs tens)."""
+    try:
+        return any(c.laddr and c.raddr and c.laddr.port == peer[1] and c.raddr.port == local_port
+                   for c in psutil.Process(pid).net_connections(kind="inet"))
+    except psutil.Error:
+        return False
+
+
+def agent_host(peer: Optional[tuple], local_port: int, pid: int) -> Optional[AgentHost]:
+    """The nearest ancestor of the caller's process `pid` (a hook or the CLI) that is an agent
+    host; None for a person's terminal, a pid that does not hold this connection, or a process
+    already gone. Blocking."""
+    if not peer or not holds(pid, peer, local_port):
+        return None
+    try:
+        current: Optional[psutil.Process] = psutil.Process(pid).parent()
+        for _ in range(MAX_DEPTH):
+            if current is None or current.pid <= 1:
+                return None
+            label = is_agent_host(current)
+            if label is not None:
+                return AgentHost(current.pid, current.create_time(), label)
+            current = current.parent()
+    except psutil.Error:
+        return None
+    return None

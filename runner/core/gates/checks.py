@@ -13,7 +13,7 @@ approval.grant does), so whatever counts as a person there counts here.
 import asyncio
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol, TypeVar
+from typing import Any, Callable, Mapping, Optional, Protocol, TypeVar
 
 from plugkit.lifecycle import item_states, prd, work
 from plugkit.lifecycle.config import GateConfig
@@ -90,7 +90,8 @@ async def person(gates: Gates, ws: Workspace, item_id: str, new_check: Optional[
     return item_states.Person(verdict.ok, verdict.reason)
 
 
-async def run_check(gates: Gates, session_id: str, ws: Workspace, item_id: str) -> CheckRun:
+async def run_check(gates: Gates, session_id: str, ws: Workspace, item_id: str,
+                    environ: Optional[Mapping[str, str]] = None) -> CheckRun:
     cfg = gates.config(ws)
     item = prd.get(await gates.read(ws, load_items), item_id)
     check = item.verify or cfg.verify
@@ -99,7 +100,7 @@ async def run_check(gates: Gates, session_id: str, ws: Workspace, item_id: str) 
                        "or set verify in .plugkit/config.toml")
     before = (await git_facts(ws.root)).head
     task = await gates.tasks.exec(ExecSpec(session_id=session_id, cwd=ws.root, lang=cfg.verify_lang, code=check,
-                                           timeout_s=cfg.verify_timeout_s))
+                                           timeout_s=cfg.verify_timeout_s, environ=environ))
     await task.done.wait()
     after = (await git_facts(ws.root)).head
     seen = await witness(gates.tasks, task)

@@ -13,7 +13,7 @@ import time
 import weakref
 from collections import Counter
 from dataclasses import replace
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Mapping, Optional, TypeVar
 
 from plugkit.lifecycle import config as config_mod, gating, hooks, state as state_mod
 from plugkit.lifecycle.config import GateConfig
@@ -111,7 +111,7 @@ class GateManager:
         return config_mod.load(ws.config_path)
 
     def running_in(self, ws: Workspace) -> tuple[int, ...]:
-        return tuple(sorted(t.id for t in self.tasks.running() if root_or_none(t.session.cwd) == ws.root))
+        return tuple(sorted(t.id for t in self.tasks.running() if root_or_none(t.cwd) == ws.root))
 
     async def external(self, ws: Workspace, with_git: bool) -> External:
         git = await git_facts(ws.root) if with_git else GitFacts()
@@ -163,7 +163,8 @@ class GateManager:
         pairs = [(f.path, f.sha256 or sha256_bytes((f.content or "").encode())) for f in files]
         return await self.call(ws, gating.declare_emission, pairs)
 
-    async def verify(self, session_id: str, ws: Workspace, wait_ms: int) -> tuple[Task, VerifyRun]:
+    async def verify(self, session_id: str, ws: Workspace, wait_ms: int,
+                     environ: Optional[Mapping[str, str]] = None) -> tuple[Task, VerifyRun]:
         """Start the configured verify command as a task of the caller's session, in the workspace."""
         await self.settle_verify(ws)
         cfg = self.config(ws)
@@ -172,7 +173,7 @@ class GateManager:
             head = (await git_facts(ws.root)).head
             started = await self.tasks.exec(ExecSpec(
                 session_id=session_id, cwd=ws.root, lang=cfg.verify_lang, code=cfg.verify or "",
-                timeout_s=cfg.verify_timeout_s))
+                timeout_s=cfg.verify_timeout_s, environ=environ))
             task_id = started.id
             await self._thread(gating.record_verify_start, ws, VerifyRun(
                 task_id=task_id, session_id=session_id, started_at=self.clock(), head=head))
@@ -245,7 +246,7 @@ class GateManager:
         another session counts only when that session works in this same workspace; the
         receipt then records both sessions (`by_session` is the one asking)."""
         task = await find_task(self.tasks, task_id)
-        if task is None or root_or_none(task.session.cwd) != ws.root:
+        if task is None or root_or_none(task.cwd) != ws.root:
             raise NotFound(f"no task_{task_id} ran in this workspace ({ws.root})",
                            {"next": "plugkit exec:tasks lists this session's tasks"})
         if not task.finished:
@@ -311,9 +312,10 @@ class GateManager:
                         check=changes["verify"][:200])
         return updated
 
-    async def prd_check(self, session_id: str, ws: Workspace, item_id: str) -> checks.CheckRun:
-        """prd.verify: the item's check run now, witnessed, its receipt naming HEAD."""
-        return await checks.run_check(self, session_id, ws, item_id)
+    async def prd_check(self, session_id: str, ws: Workspace, item_id: str,
+                        environ: Optional[Mapping[str, str]] = None) -> checks.CheckRun:
+        """prd.verify: the item's check run now (in the caller's environ), witnessed, its receipt naming HEAD."""
+        return await checks.run_check(self, session_id, ws, item_id, environ)
 
     def close(self) -> None:
         if self._store is not None:

@@ -13,10 +13,10 @@ from plugkit.config import Limits
 from plugkit.patterns import BadPattern, compile_client_pattern
 from plugkit.refusals import Conflict, Invalid, NotFound
 from runner.core.tasks.adopted import AdoptedOrphans
+from runner.core.tasks.hosts import HostFinder, HostTies
 from runner.core.tasks.clock import Clock, LoopClock
-from runner.core.tasks.kept import FinishedTasks
 from runner.core.tasks.output import OutputBuffer, ReadResult
-from runner.core.tasks.records import IdSource, code_hash, rehydrate, to_record
+from runner.core.tasks.records import IdSource, code_hash, record_key, rehydrate, to_record
 from runner.core.tasks.sessions import Session, SessionRegistry, not_found, session_key
 from runner.core.tasks.slots import Slots
 from runner.core.tasks.task import Execution, SessionKey, Task, TaskPort
@@ -32,8 +32,7 @@ from runner.system.spool import Spool
 SPAWNS_PROCESSES = frozenset({"process", "worker"})
 log = logs.get("plugkit.tasks")
 
-# Finished tasks kept per session for status/output; older ones are forgotten first
-# (and across all sessions, kept.KEEP_FINISHED_TOTAL).
+# Finished tasks kept per session for status/output; older ones are forgotten first.
 KEEP_FINISHED = 256
 
 
@@ -49,7 +48,7 @@ class Waited:
 class TaskManager:
     def __init__(self, executors: list[Executor], limits: Limits, first_id: int = 1,
                  registry: SessionRegistry | None = None, ledger: LedgerWorker | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, hosts: HostFinder | None = None) -> None:
         self.executors = executors  # first claimant wins; the process executor claims the rest
         self.limits = limits
         self.clock: Clock = clock or LoopClock()
@@ -59,11 +58,11 @@ class TaskManager:
         self._supervisors: set[asyncio.Task] = set()
         self._pending_end: dict[int, tuple[str, str]] = {}
         self._live: set[Task] = set()  # not yet finished: kept apart so counting is O(1)
-        self._finished = FinishedTasks()  # every session's finished tasks in memory, oldest first out
         self._slots = Slots(limits)  # live tasks plus execs not yet past prepare (see slots.py)
         self.finished_counts: dict[str, int] = {}
         self.spool_dir: Optional[str] = None  # where running tasks' output is also written (crash copy)
         self.adopted = AdoptedOrphans()  # orphans held to the process tasks that ran when they were adopted
+        self.hosts = HostTies(hosts)
 
     # --- queries -------------------------------------------------------------
 
@@ -88,7 +87,7 @@ class TaskManager:
         """What /debug shows: every session (idle time, task ids) and every task held in memory."""
         now, wall = self.clock.monotonic(), self.clock.time()
         return {
-            "sessions": [{"session_id": s.key.session_id, "cwd": s.key.cwd,
+            "sessions": [{"session_id": s.key.session_id, "root": s.key.root,
                           "idle_s": round(now - s.last_activity, 3), "tasks": sorted(s.tasks)}
                          for s in self._registry.sessions()],
             "tasks": [{"task_id": t.id, "session_id": t.session.session_id, "lang": t.lang, "state": t.state,
@@ -114,11 +113,10 @@ class TaskManager:
             if self._ledger is None or not session_id:
                 raise
         rec = await self._ledger.get(task_id)
-        if rec is None or (rec.session_id, rec.cwd) != (key.session_id, key.cwd):
+        if rec is None or record_key(rec) != key:
             raise not_found(task_id)
         task = rehydrate(rec)
-        if self._registry.open(key).tasks.setdefault(task.id, task) is task:
-            self._forget_from_memory(self._finished.add(task))
+        self._registry.finished(self._registry.open(key).tasks.setdefault(task.id, task))  # as the newest
         return self._registry.task(key, task_id)
 
     async def find(self, task_id: int) -> Optional[Task]:
@@ -155,12 +153,14 @@ class TaskManager:
 
     async def exec(self, spec: ExecSpec) -> Task:
         """Start a task; returns at once (wait_done / wait follow it)."""
-        key = session_key(spec.session_id, spec.cwd)
-        if not os.path.isdir(key.cwd):
+        cwd = os.path.realpath(spec.cwd)
+        if not os.path.isdir(cwd):
             raise Invalid(f"cwd {spec.cwd!r} does not exist or is not a directory")
         if not spec.code.strip():
             raise Invalid("code is empty; pass the code to run")
-        spec = replace(spec, cwd=key.cwd)  # executors see the session's realpath
+        key = session_key(spec.session_id, cwd)
+        spec = replace(spec, cwd=cwd, root=key.root)  # executors run it where the caller is
+        host = await self.hosts.find(self._registry.peek(key), spec.peer, spec.caller_pid)
         executor = next(e for e in self.executors if e.claims(spec.lang))
         self._slots.take(key)  # before the first await: see slots.py
         try:
@@ -172,7 +172,9 @@ class TaskManager:
         # No await between prepare returning and the task existing: what prepare opened
         # (a serial port, a browser page) is always owned by a task at once.
         session = self._registry.open(key)
-        task = Task(id=task_id, session=key, lang=prepared.lang, started_at=self.clock.time(),
+        self.hosts.tie(session, host)
+        task = Task(id=task_id, session=key, cwd=cwd, detached=spec.detach, lang=prepared.lang,
+                    started_at=self.clock.time(),
                     buffer=OutputBuffer(self.limits.output_cap_bytes,
                                         spool=Spool(self.spool_dir, task_id) if self.spool_dir else None))
         session.tasks[task.id] = task
@@ -183,24 +185,13 @@ class TaskManager:
         digest = code_hash(spec.code)
         if self._ledger is not None:
             self._ledger.record_start(to_record(task, digest))
-        self._trim_finished(session.tasks)
+        self._registry.trim_finished(session, KEEP_FINISHED)
         supervisor = asyncio.create_task(self._supervise(task, executor, prepared, spec, digest),
                                          name=f"task_{task.id}")
         self._supervisors.add(supervisor)
         supervisor.add_done_callback(self._supervisors.discard)
-        log.info("task_started", task_id=task.id, session_id=key.session_id, cwd=key.cwd, lang=task.lang)
+        log.info("task_started", task_id=task.id, session_id=key.session_id, cwd=cwd, lang=task.lang)
         return task
-
-    def _trim_finished(self, tasks: dict[int, Task]) -> None:
-        finished = [t for t in tasks.values() if t.finished]
-        for old in finished[:max(0, len(finished) - KEEP_FINISHED)]:
-            tasks.pop(old.id, None)
-            self._finished.discard([old.id])
-
-    def _forget_from_memory(self, evicted: list[Task]) -> None:
-        """Past the global cap: out of memory only (the ledger still answers for them)."""
-        for old in evicted:
-            self._registry.forget_task(old)
 
     async def _supervise(self, task: Task, executor: Executor, prepared: Prepared, spec: ExecSpec,
                          digest: str) -> None:
@@ -228,8 +219,7 @@ class TaskManager:
             self._slots.give(task.session)
             self._pending_end.pop(task.id, None)
             self.finished_counts[task.state] = self.finished_counts.get(task.state, 0) + 1
-            if self._registry.task_held(task):
-                self._forget_from_memory(self._finished.add(task))
+            self._registry.finished(task)  # past the global cap, the oldest finished leave memory
             if self._ledger is not None:
                 self._ledger.record_end(to_record(task, digest))
             if task.buffer.spool is not None:
@@ -342,7 +332,6 @@ class TaskManager:
         await self.end(task, *getattr(task.execution, "kill_ends_as", ("killed", "killed")))
         if forget:
             self._registry.forget_task(task)
-            self._finished.discard([task.id])
             if self._ledger is not None:
                 self._ledger.forget([task.id])
 
@@ -353,28 +342,43 @@ class TaskManager:
     async def end_session(self, session_id: str, cwd: str) -> list[int]:
         """Kill the session's running tasks, release what executors hold for it, forget it;
         returns the ids killed (an unknown session ends with none)."""
-        key = session_key(session_id, cwd)
-        session = self._registry.find(key) if session_id else None
-        if session is None:
-            return []
-        live = [t for t in session.tasks.values() if not t.finished]
-        await asyncio.gather(*(self.end(t, "killed", "session_end") for t in live))
-        for executor in self.executors:
+        session = self._registry.find(session_key(session_id, cwd)) if session_id else None
+        return await self._end_session(session, "session_end") if session is not None else []
+
+    async def end_gone_hosts(self) -> list[int]:
+        """End the sessions whose agent host exited (the sweep calls it), their tasks still listed."""
+        killed: list[int] = []
+        for session in await self.hosts.gone(self._registry.sessions()):
+            killed += await self._end_session(session, "host_gone", forget=False)
+        return killed
+
+    async def _end_session(self, session: Session, reason: str, forget: bool = True) -> list[int]:
+        """Kill the session's tasks but the detached ones, which keep the session and what its
+        executors hold for them; else those go (and with forget, the session and its records)."""
+        key = session.key
+        live = [t for t in session.tasks.values() if not t.finished and not t.detached]
+        await asyncio.gather(*(self.end(t, "killed", reason) for t in live))
+        session.host = None  # ended: what still runs is detached
+        kept = {i: t for i, t in session.tasks.items() if not t.finished}
+        for executor in self.executors if not kept else ():
             await executor.end_session(key)
-        self._registry.close(key)
-        self._finished.discard(session.tasks)
-        if self._ledger is not None:
-            self._ledger.forget(sorted(session.tasks))
-        log.info("session_ended", session_id=session_id, cwd=key.cwd, killed=[t.id for t in live])
+        if forget:
+            if not kept:
+                self._registry.close(key)
+            gone, session.tasks = sorted(set(session.tasks) - set(kept)), kept
+            self._registry.kept.discard(gone)
+            if self._ledger is not None:
+                self._ledger.forget(gone)
+        log.info("session_ended", session_id=key.session_id, root=key.root, reason=reason,
+                 killed=[t.id for t in live], kept=sorted(kept))
         return [t.id for t in live]
 
     def expire_idle(self) -> list[SessionKey]:
         """End sessions idle past the limit that run nothing (their records go with them)."""
         ended = [s.key for s in self._registry.idle(self.limits.session_idle_s)]
         for key in ended:
-            closed = self._registry.close(key)
-            self._finished.discard(closed.tasks if closed is not None else ())
-            log.info("session_expired", session_id=key.session_id, cwd=key.cwd)
+            self._registry.close(key)
+            log.info("session_expired", session_id=key.session_id, root=key.root)
         return ended
 
     async def shutdown(self) -> None:

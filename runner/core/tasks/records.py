@@ -11,6 +11,7 @@ import itertools
 from typing import Optional
 
 from runner.core.tasks.output import OutputBuffer
+from runner.core.tasks.sessions import session_key
 from runner.core.tasks.task import SessionKey, Task
 from runner.system.ledger import TaskRecord
 from runner.system.ledger_worker import LedgerWorker
@@ -49,7 +50,7 @@ def code_hash(code: str) -> str:
 
 def to_record(task: Task, code_sha256: str) -> TaskRecord:
     return TaskRecord(
-        task_id=task.id, session_id=task.session.session_id, cwd=task.session.cwd, lang=task.lang,
+        task_id=task.id, session_id=task.session.session_id, cwd=task.cwd, lang=task.lang,
         code_sha256=code_sha256, state=task.state, started_at=task.started_at, ended_at=task.ended_at,
         exit_code=task.exit_code, signal=task.signal, reason=task.reason, message=task.message,
         bytes_out=task.bytes_out, dropped=task.buffer.dropped,
@@ -57,11 +58,19 @@ def to_record(task: Task, code_sha256: str) -> TaskRecord:
     )
 
 
+def record_key(rec: TaskRecord) -> SessionKey:
+    """The session a record belongs to, by today's rule. A record keeps the cwd its task ran in
+    (before sessions were keyed by root, that was the session's cwd, the same path), so the root
+    is found from it: records written under the old (id, cwd) key are found from anywhere in
+    their workspace too. A workspace marker added or removed since moves the record with it."""
+    return session_key(rec.session_id, rec.cwd)
+
+
 def rehydrate(rec: TaskRecord) -> Task:
     buffer = OutputBuffer(max(4, len(rec.output_tail.encode()) + 4))
     if rec.output_tail:
         buffer.write_text("stdout", rec.output_tail)
-    task = Task(id=rec.task_id, session=SessionKey(rec.session_id, rec.cwd), lang=rec.lang, buffer=buffer,
+    task = Task(id=rec.task_id, session=record_key(rec), cwd=rec.cwd, lang=rec.lang, buffer=buffer,
                 state=rec.state, started_at=rec.started_at, ended_at=rec.ended_at, exit_code=rec.exit_code,
                 signal=rec.signal, reason=rec.reason, message=rec.message)
     task.bytes_out_before = rec.bytes_out - buffer.end  # what the ledger no longer holds

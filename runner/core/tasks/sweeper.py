@@ -26,6 +26,7 @@ class SweepStats:
     orphans_killed: int = 0
     orphans_held: int = 0
     idle_sessions_ended: int = 0
+    host_gone_killed: int = 0  # tasks killed because their session's agent host exited
     last_error: str | None = None
     recent: list[dict] = field(default_factory=list)
 
@@ -110,6 +111,10 @@ async def sweep_loop(manager: TaskManager, runner_id: str, stats: SweepStats, in
     while True:
         await asyncio.sleep(interval_s)
         stats.idle_sessions_ended += len(manager.expire_idle())
+        try:
+            stats.host_gone_killed += len(await manager.end_gone_hosts())
+        except Exception:  # a session's end failing must not stop the sweep
+            log.exception("host_sweep_failed")
         finished = sum(manager.finished_counts.values())
         quiet_passes += 1
         scan = finished != seen_finished or found_last or quiet_passes >= BACKSTOP_PASSES

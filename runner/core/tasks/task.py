@@ -20,6 +20,8 @@ class Task:
     session: SessionKey
     lang: str
     buffer: OutputBuffer
+    cwd: str = ""  # where it runs (a realpath): the caller's cwd, anywhere under session.root
+    detached: bool = False  # started to outlive its session (exec --detach): session ends spare it
     state: str = PENDING
     started_at: float = field(default_factory=time.time)
     ended_at: Optional[float] = None
@@ -36,6 +38,10 @@ class Task:
     usage_probe: Optional[Callable[[], Any]] = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        if not self.cwd:
+            self.cwd = self.session.root
 
     @property
     def bytes_out(self) -> int:
@@ -89,6 +95,10 @@ class TaskPort:
     @property
     def session(self) -> SessionKey:
         return self._task.session
+
+    @property
+    def cwd(self) -> str:
+        return self._task.cwd
 
     @property
     def finished(self) -> bool:

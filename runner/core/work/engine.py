@@ -207,13 +207,15 @@ class WorkManager:
                 return found
         return None
 
-    def worker_at(self, cwd: str) -> Optional[tuple[Run, ItemRun]]:
-        """The live worker whose worktree holds cwd, its heartbeat counted; None elsewhere."""
+    def worker_at(self, cwd: str, beat: bool = True) -> Optional[tuple[Run, ItemRun]]:
+        """The live worker whose worktree holds cwd, its heartbeat counted (unless `beat` is
+        False: a call from another session there is not the worker's sign of life); None elsewhere."""
         found = self._worker_of(cwd)
         if found is None:
             return None
         run, it, attempts = found
-        attempts.beat(it)
+        if beat:
+            attempts.beat(it)
         return run, it
 
     async def close(self) -> None:

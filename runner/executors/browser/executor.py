@@ -129,7 +129,7 @@ class BrowserExecutor:
                 run.holding = False
 
     async def _script(self, task: TaskIO, page: SessionPage, script: commands.Script, run: BrowserRun) -> Outcome:
-        env = commands.Env(page.page, task.session.cwd, task.id,
+        env = commands.Env(page.page, task.cwd, task.id,
                            lambda: self.browsers.drop_page(task.session, "closed by the `close` command"))
         try:
             for step in script.steps:

@@ -132,7 +132,7 @@ class BrowserManager:
             "sandbox": self.sandbox.as_dict() if self.sandbox else None,
             "pid": self._chromium.pid if running else None, "launches": self.launches,
             "crashes": self.crashes, "idle_close_s": self.spec.idle_s,
-            "pages": [{"session_id": k.session_id, "cwd": k.cwd, "url": pg.page.url,
+            "pages": [{"session_id": k.session_id, "root": k.root, "url": pg.page.url,
                        "busy": pg.sink is not None, "idle_s": round(now - pg.last_used, 1)}
                       for k, pg in self._pages.items()],
         }
