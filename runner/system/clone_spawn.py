@@ -89,6 +89,8 @@ class Helper:
         fn = self._fn
         assert fn is not None
         c_argv = _strings([os.fsencode(a) for a in argv])
+        if any("=" in k or not k for k in env):  # as subprocess: never a variable misread by the child
+            raise ValueError("illegal environment variable name")
         c_env = _strings([os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()])
         pidfd, stage = ctypes.c_int(-1), ctypes.c_int(0)
         cgroup_fd = os.open(cgroup_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -110,6 +112,8 @@ class Helper:
 
 
 def _strings(items: list[bytes]):
+    if any(b"\0" in item for item in items):  # C would cut the string there; subprocess refuses too
+        raise ValueError("embedded null byte")
     arr = (ctypes.c_char_p * (len(items) + 1))()
     arr[:-1] = items
     arr[-1] = None

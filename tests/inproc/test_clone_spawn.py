@@ -138,3 +138,12 @@ async def test_cloned_child_reads_its_cgroup_before_anything_else(scratch_cgroup
     mount = cgroups._v2_mount()
     v2 = [line for line in sink.out.decode().splitlines() if line.startswith("0::")]
     assert v2 == ["0::" + scratch_cgroup[len(mount):]]
+
+
+@pytest.mark.parametrize("env", [{"A": "x\0y"}, {"A=B": "x"}])
+async def test_an_environment_c_would_misread_is_refused_as_subprocess_does(scratch_cgroup, env):
+    assert await clone_spawn.HELPER.ready(None)
+    fds = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(ValueError):
+        await cloned_process.spawn(_Sink, "/bin/true", ["true"], env, None, scratch_cgroup)
+    assert len(os.listdir("/proc/self/fd")) == fds  # no pipe end left open
