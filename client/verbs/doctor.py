@@ -278,6 +278,7 @@ def check_runner():
     finally:
         client.close()
     yield isolation_row(process.get("isolation") or "tags")
+    yield "ok", "task spawn", process.get("spawn") or "unknown (an older runner)", ""
 
 
 def isolation_row(isolation: str) -> tuple[str, str, str, str]:

@@ -28,7 +28,7 @@ from plugkit.languages import projects as lang_projects
 from plugkit.languages.model import Layout
 from plugkit.refusals import Invalid, Unavailable
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
-from runner.system import cgroups
+from runner.system import cgroups, clone_spawn, cloned_process
 from runner.system import kill as kill_mod
 from runner.system import tags
 
@@ -174,7 +174,8 @@ class ProcessExecutor:
 
     def snapshot(self) -> dict:
         cg = self.spec.cgroup_set
-        return {"tmp_root": self.spec.tmp_root, "isolation": cg.mode.detail if cg else "tags"}
+        return {"tmp_root": self.spec.tmp_root, "isolation": cg.mode.detail if cg else "tags",
+                "spawn": clone_spawn.HELPER.detail if cg else "plain spawn (no cgroup to join)"}
 
     async def run_steps(self, io: TaskIO, layout: Layout, stdin: Optional[str],
                         env: Optional[Mapping[str, str]],
@@ -260,15 +261,8 @@ class ProcessExecutor:
 
     async def _step(self, io: TaskIO, argv: list[str], env: dict[str, str], stdin: Optional[str],
                     cgroup: Optional[str] = None) -> int:
-        loop = asyncio.get_running_loop()
-        if cgroup is not None and shutil.which(argv[0], path=env.get("PATH")) is not None:
-            # The child moves itself in before exec (see cgroups.py). A program that cannot
-            # be found is spawned bare, so its OSError still reads spawn_failed.
-            argv = [*cgroups.SHIM, cgroups.procs_file(cgroup), *argv]
-        transport, pipes = await loop.subprocess_exec(
-            lambda: _Pipes(io), *argv, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            cwd=io.cwd, env=env, start_new_session=True)
+        transport, pipes = await cloned_process.spawn_task(lambda: _Pipes(io), argv, env, io.cwd, cgroup,
+                                                           self.spec.home)
         run = ProcessRun(io.id, self.spec, transport, pipes, cgroup)
         try:
             io.started(run)

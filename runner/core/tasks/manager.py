@@ -116,7 +116,7 @@ class TaskManager:
         if rec is None or record_key(rec) != key:
             raise not_found(task_id)
         task = rehydrate(rec)
-        self._registry.open(key).tasks.setdefault(task.id, task)
+        self._registry.finished(self._registry.open(key).tasks.setdefault(task.id, task))  # as the newest
         return self._registry.task(key, task_id)
 
     async def find(self, task_id: int) -> Optional[Task]:
@@ -185,18 +185,13 @@ class TaskManager:
         digest = code_hash(spec.code)
         if self._ledger is not None:
             self._ledger.record_start(to_record(task, digest))
-        self._trim_finished(session.tasks)
+        self._registry.trim_finished(session, KEEP_FINISHED)
         supervisor = asyncio.create_task(self._supervise(task, executor, prepared, spec, digest),
                                          name=f"task_{task.id}")
         self._supervisors.add(supervisor)
         supervisor.add_done_callback(self._supervisors.discard)
         log.info("task_started", task_id=task.id, session_id=key.session_id, cwd=cwd, lang=task.lang)
         return task
-
-    def _trim_finished(self, tasks: dict[int, Task]) -> None:
-        finished = [t for t in tasks.values() if t.finished]
-        for old in finished[:max(0, len(finished) - KEEP_FINISHED)]:
-            tasks.pop(old.id, None)
 
     async def _supervise(self, task: Task, executor: Executor, prepared: Prepared, spec: ExecSpec,
                          digest: str) -> None:
@@ -224,6 +219,7 @@ class TaskManager:
             self._slots.give(task.session)
             self._pending_end.pop(task.id, None)
             self.finished_counts[task.state] = self.finished_counts.get(task.state, 0) + 1
+            self._registry.finished(task)  # past the global cap, the oldest finished leave memory
             if self._ledger is not None:
                 self._ledger.record_end(to_record(task, digest))
             if task.buffer.spool is not None:
@@ -370,6 +366,7 @@ class TaskManager:
             if not kept:
                 self._registry.close(key)
             gone, session.tasks = sorted(set(session.tasks) - set(kept)), kept
+            self._registry.kept.discard(gone)
             if self._ledger is not None:
                 self._ledger.forget(gone)
         log.info("session_ended", session_id=key.session_id, root=key.root, reason=reason,

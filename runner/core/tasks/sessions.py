@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from plugkit.refusals import NotFound
 from plugkit.workspace import root_or_none
+from runner.core.tasks.kept import FinishedTasks
 from runner.core.tasks.task import SessionKey, Task
 
 
@@ -46,6 +47,7 @@ class Session:
 class SessionRegistry:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._sessions: dict[SessionKey, Session] = {}
+        self.kept = FinishedTasks()  # every session's finished tasks in memory, oldest first out
         self.clock = clock
 
     def __len__(self) -> int:
@@ -77,13 +79,34 @@ class SessionRegistry:
             raise not_found(task_id)
         return task
 
-    def forget_task(self, task: Task) -> None:
+    def task_held(self, task: Task) -> bool:
+        """task itself is still in its session (not forgotten, not its session ended)."""
         session = self._sessions.get(task.session)
-        if session is not None:
-            session.tasks.pop(task.id, None)
+        return session is not None and session.tasks.get(task.id) is task
+
+    def forget_task(self, task: Task) -> None:
+        if self.task_held(task):  # not a later copy of it rehydrated from the ledger
+            self._sessions[task.session].tasks.pop(task.id, None)
+            self.kept.discard([task.id])
+
+    def finished(self, task: Task) -> None:
+        """task has finished (or came back from the ledger): held as the newest finished task;
+        past the global cap the oldest leave memory (the ledger still answers for them)."""
+        if task.finished and self.task_held(task):
+            for old in self.kept.add(task):
+                self.forget_task(old)
+
+    def trim_finished(self, session: Session, keep: int) -> None:
+        """The per-session cap: the session's oldest finished tasks beyond `keep` leave memory."""
+        finished = [t for t in session.tasks.values() if t.finished]
+        for old in finished[:max(0, len(finished) - keep)]:
+            self.forget_task(old)
 
     def close(self, key: SessionKey) -> Session | None:
-        return self._sessions.pop(key, None)
+        session = self._sessions.pop(key, None)
+        if session is not None:
+            self.kept.discard(session.tasks)
+        return session
 
     def idle(self, idle_s: float) -> list[Session]:
         """Sessions untouched for idle_s with no unfinished task (polling counts as a touch)."""

@@ -1,0 +1,141 @@
+"""Spawning a task's root: cloned into its cgroup (clone_spawn.py), driven like asyncio's subprocess transport.
+
+asyncio can only spawn through subprocess.Popen, which has no way into a cgroup at clone time;
+this gives the executor the same surface it uses of asyncio's transport (get_pid,
+get_pipe_transport, get_returncode, close) and calls the same SubprocessProtocol methods, so
+the output, stdin and exit handling above it are the one code path for both spawns. The exit
+is watched on the pidfd clone3 returned; the pid sits in subreaper.SPAWNED until we have its
+status, so the runner's orphan sweeper never takes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+from typing import Mapping, Optional
+
+from runner.system import cgroups, clone_spawn, subreaper
+
+# What asyncio reports when another waiter took the exit status first.
+LOST_STATUS = 255
+
+
+class _ReadPipe(asyncio.Protocol):
+    def __init__(self, owner: "ClonedProcess", fd: int) -> None:
+        self.owner, self.fd = owner, fd
+
+    def data_received(self, data: bytes) -> None:
+        self.owner.protocol.pipe_data_received(self.fd, data)
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.owner.protocol.pipe_connection_lost(self.fd, exc)
+
+
+class _WritePipe(asyncio.BaseProtocol):
+    def __init__(self, owner: "ClonedProcess") -> None:
+        self.owner = owner
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.owner.protocol.pipe_connection_lost(0, exc)
+
+
+class ClonedProcess:
+    def __init__(self, loop: asyncio.AbstractEventLoop, protocol: asyncio.SubprocessProtocol,
+                 pid: int, pidfd: int) -> None:
+        self.loop, self.protocol, self.pid, self.pidfd = loop, protocol, pid, pidfd
+        self.returncode: Optional[int] = None
+        self.pipes: dict[int, asyncio.BaseTransport] = {}
+        self._closed = False
+        loop.add_reader(pidfd, self._exited)
+
+    def get_pid(self) -> int:
+        return self.pid
+
+    def get_pipe_transport(self, fd: int):
+        return self.pipes.get(fd)
+
+    def get_returncode(self) -> Optional[int]:
+        return self.returncode
+
+    def _exited(self) -> None:
+        self.loop.remove_reader(self.pidfd)
+        try:
+            got, status = os.waitpid(self.pid, os.WNOHANG)
+            if got == 0:  # readable means exited; a spurious wake-up waits for the next one
+                self.loop.add_reader(self.pidfd, self._exited)
+                return
+            self.returncode = os.waitstatus_to_exitcode(status)  # negative: the signal
+        except ChildProcessError:
+            self.returncode = LOST_STATUS
+        os.close(self.pidfd)
+        subreaper.SPAWNED.discard(self.pid)
+        self.protocol.process_exited()
+
+    def close(self) -> None:
+        """As asyncio's transport: the pipes close, and a child still running is killed (and still reaped)."""
+        if self._closed:
+            return
+        self._closed = True
+        for pipe in self.pipes.values():
+            pipe.close()
+        if self.returncode is None:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+async def spawn(protocol_factory, found: str, argv: list[str], env: Mapping[str, str], cwd: Optional[str],
+                cgroup_dir: str) -> tuple[ClonedProcess, asyncio.SubprocessProtocol]:
+    """Start argv (found: argv[0] on the task's PATH) in cgroup_dir with piped stdin/stdout/stderr,
+    in a session of its own."""
+    loop = asyncio.get_running_loop()
+    path = argv[0] if "/" in argv[0] else found  # with a slash: relative to the task's cwd, as exec is
+    in_r, in_w = os.pipe2(os.O_CLOEXEC)
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    try:
+        child = clone_spawn.HELPER.spawn(path, argv, env, cwd, cgroup_dir, (in_r, out_w, err_w))
+    except BaseException:
+        for fd in (in_w, out_r, err_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+    subreaper.SPAWNED.add(child.pid)
+    protocol = protocol_factory()
+    proc = ClonedProcess(loop, protocol, child.pid, child.pidfd)
+    protocol.connection_made(proc)  # type: ignore[arg-type]
+    files = {0: open(in_w, "wb", buffering=0), 1: open(out_r, "rb", buffering=0), 2: open(err_r, "rb", buffering=0)}
+    try:
+        proc.pipes[0], _ = await loop.connect_write_pipe(lambda: _WritePipe(proc), files[0])
+        for fd in (1, 2):
+            proc.pipes[fd], _ = await loop.connect_read_pipe(lambda fd=fd: _ReadPipe(proc, fd), files[fd])
+    except BaseException:
+        for fd, file in files.items():
+            if fd not in proc.pipes:
+                file.close()
+        proc.close()
+        raise
+    return proc, protocol
+
+
+async def spawn_task(protocol_factory, argv: list[str], env: Mapping[str, str], cwd: str,
+                     cgroup: Optional[str], home: str):
+    """The task's root in a session of its own with piped stdin/stdout/stderr; with a cgroup, in it
+    from its first instruction (clone3), else through the shell shim that joins before exec."""
+    found = shutil.which(argv[0], path=env.get("PATH")) if cgroup is not None else None
+    if found is not None:
+        try:
+            if await clone_spawn.HELPER.ready(home):
+                return await spawn(protocol_factory, found, argv, env, cwd, cgroup)  # type: ignore[arg-type]
+        except clone_spawn.Unsupported:
+            pass  # the helper turned itself off (doctor says why): the shim from now on
+        # A program that cannot be found is spawned bare, so its OSError still reads spawn_failed.
+        argv = [*cgroups.SHIM, cgroups.procs_file(cgroup), *argv]  # type: ignore[arg-type]
+    return await asyncio.get_running_loop().subprocess_exec(
+        protocol_factory, *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
