@@ -227,25 +227,40 @@ def _eol(opts: dict) -> str:
     return EOLS[name]
 
 
-TASKS_USAGE = f"""usage: plugkit exec:tasks {SESSION_FLAGS}
+RECENT = 10  # finished tasks exec:tasks shows besides the running ones
 
-Lists this session's tasks."""
+TASKS_USAGE = f"""usage: plugkit exec:tasks [--all] {SESSION_FLAGS}
+
+Lists this session's running tasks and the last {RECENT} that ended, with a count of
+the rest; --all lists every one."""
 
 
 def tasks(argv: list[str], sink=None, caller: Caller | None = None) -> int:
-    opts, _ = parse_or_help(argv, COMMON, TASKS_USAGE, max_pos=0)
+    opts, _ = parse_or_help(argv, {**COMMON, "--all": FLAG}, TASKS_USAGE, max_pos=0)
     me = caller or Caller(opts)
-    listed = _call(me, "task.list", me.params())["tasks"]
+    listed = sorted(_call(me, "task.list", me.params())["tasks"], key=lambda t: t["task_id"])
     if opts.get("json"):
         _say(sink, json.dumps({"session_id": me.session_id, "cwd": me.cwd, "tasks": listed}))
-    elif not listed:
+        return 0
+    if not listed:
         _say(sink, f"no tasks in {me.describe()}")
-    else:
-        _say(sink, render.task_table(listed))
-        for t in listed:
-            if render.waiting(t):
-                _say(sink, render.waiting_line(me, t["task_id"]))
+        return 0
+    shown = listed if opts.get("all") else _recent(listed)
+    _say(sink, render.task_table(shown))
+    if len(shown) < len(listed):
+        _say(sink, f"{len(listed) - len(shown)} older ended tasks not shown ({len(listed)} in all); "
+                   f"`{me.command('exec:tasks', '--all')}` lists them")
+    for t in shown:
+        if render.waiting(t):
+            _say(sink, render.waiting_line(me, t["task_id"]))
     return 0
+
+
+def _recent(listed: list[dict]) -> list[dict]:
+    """Every running task, and the last RECENT that ended, in id order."""
+    ended = [t for t in listed if render.finished(t)]
+    keep = {t["task_id"] for t in ended[-RECENT:]} | {t["task_id"] for t in listed if not render.finished(t)}
+    return [t for t in listed if t["task_id"] in keep]
 
 
 CLEANUP_USAGE = f"""usage: plugkit session-cleanup {SESSION_FLAGS}
