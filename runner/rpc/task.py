@@ -133,8 +133,9 @@ async def kill(ctx: Context, p: TaskKillParams) -> TaskInfo:
 
 @rpc(SessionParams)
 async def list_(ctx: Context, p: SessionParams) -> TaskList:
-    """task.list {session_id, cwd} -> {tasks: [TaskInfo]} (only this session's)"""
-    return TaskList(tasks=[shapes.task_info(t) for t in _tasks(ctx).list_tasks(p.session_id, p.cwd)])
+    """task.list {session_id, cwd} -> {tasks: [TaskInfo]} (only this session's, in id order;
+    the ledger's too, so a restart loses none: those of a runner gone are killed/runner_lost)"""
+    return TaskList(tasks=[shapes.task_info(t) for t in await _tasks(ctx).list_with_history(p.session_id, p.cwd)])
 
 
 METHODS = {
