@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from client.show.poll import Cleaner, wants_clean
+from client.show.poll import Cleaner, env_cap, wants_clean
 from client.show.render import finished, size, waiting
 
 DEFAULT_LIMIT = 64 << 10
@@ -31,16 +31,7 @@ def output_limit(full: bool, cap: int | None = None) -> int | None:
     """None means no cap. `cap` is a caller's own (the hooks'), else $PLUGKIT_MAX_OUTPUT's."""
     if full:
         return None
-    if cap is not None:
-        return cap
-    raw = os.environ.get("PLUGKIT_MAX_OUTPUT")
-    try:
-        value = int(raw) if raw else DEFAULT_LIMIT
-    except ValueError:
-        from client.args import UsageError
-
-        raise UsageError(f"PLUGKIT_MAX_OUTPUT must be a whole number of bytes, not {raw!r}") from None
-    return value if value > 0 else None
+    return cap if cap is not None else env_cap(DEFAULT_LIMIT)
 
 
 class Printer:

@@ -27,14 +27,19 @@ def poll_limit(full: bool, cap: int | None) -> int | None:
     """None means no cap. A caller's own cap (the hooks'), else $PLUGKIT_MAX_OUTPUT, else POLL_LIMIT."""
     if full:
         return None
-    if cap is not None:
-        return cap
-    raw = os.environ.get("PLUGKIT_MAX_OUTPUT")
-    if not raw:
-        return POLL_LIMIT
-    from client.show.follow import output_limit
+    return cap if cap is not None else env_cap(POLL_LIMIT)
 
-    return output_limit(False)
+
+def env_cap(default: int) -> int | None:
+    """$PLUGKIT_MAX_OUTPUT, else default; None (no cap) for 0."""
+    raw = os.environ.get("PLUGKIT_MAX_OUTPUT")
+    try:
+        value = int(raw) if raw else default
+    except ValueError:
+        from client.args import UsageError
+
+        raise UsageError(f"PLUGKIT_MAX_OUTPUT must be a whole number of bytes, not {raw!r}") from None
+    return value if value > 0 else None
 
 
 def wants_clean(sink, full: bool) -> bool:
