@@ -339,6 +339,16 @@ class TaskManager:
         session = self._registry.find(session_key(session_id, cwd)) if session_id else None
         return list(session.tasks.values()) if session else []
 
+    async def list_with_history(self, session_id: str, cwd: str) -> list[Task]:
+        """list_tasks, plus what the ledger keeps of this session that memory does not (tasks
+        of a runner before a restart, ended killed/runner_lost), in id order."""
+        tasks = {t.id: t for t in self.list_tasks(session_id, cwd)}
+        if self._ledger is not None and session_id:
+            key = session_key(session_id, cwd)
+            for rec in await self._ledger.session_tasks(key.session_id, key.cwd):
+                tasks.setdefault(rec.task_id, rehydrate(rec))
+        return [tasks[i] for i in sorted(tasks)]
+
     async def end_session(self, session_id: str, cwd: str) -> list[int]:
         """Kill the session's running tasks, release what executors hold for it, forget it;
         returns the ids killed (an unknown session ends with none)."""
@@ -393,4 +403,5 @@ class TaskManager:
                 await executor.close()
             except Exception:  # one executor's failure must not keep the others open
                 log.exception("executor_close_failed", executor=executor.name)
+        await self._ids.release()
 
