@@ -43,6 +43,8 @@ Lifecycle gates, per workspace (all take --json):
   approve ID | --list           a person approves a critical-risk item
   work [--parallel N] [--worker W] [--afk] ...   agents work the .prd's items, verified by the runner
   work status|stop|logs ITEM|rollback ITEM        follow and steer that run
+Code search, from the runner's warm index of this workspace:
+  search QUERY [--path GLOB] [--lang L] [--limit N] [--json]   definitions, code, commits
 Memory kept across sessions (all take --json):
   memory add|list|show|forget|search|index
 Agent platforms (P: claude-code, qwen, gemini, codex):
@@ -102,6 +104,7 @@ VERBS = {
     "kill-port": _verb("verbs.killport", "main"),
     "doctor": _verb("verbs.doctor", "main"),
     "memory": _verb("verbs.memory", "main"),
+    "search": _verb("verbs.search", "main"),
     "hook": _verb("hooks.core", "main"),
     "install": _verb("hooks.install", "main"),
     "gate": _verb("verbs.gate", "gate_main"),
