@@ -45,6 +45,7 @@ Lifecycle gates, per workspace (all take --json):
   work status|stop|logs ITEM|rollback ITEM        follow and steer that run
 Code search, from the runner's warm index of this workspace:
   search QUERY [--path GLOB] [--lang L] [--limit N] [--json]   definitions, code, commits
+  mcp                                  the same as an MCP tool on stdio (pip install 'plugkit[mcp]')
 Memory kept across sessions (all take --json):
   memory add|list|show|forget|search|index
 Agent platforms (P: claude-code, qwen, gemini, codex):
@@ -105,6 +106,7 @@ VERBS = {
     "doctor": _verb("verbs.doctor", "main"),
     "memory": _verb("verbs.memory", "main"),
     "search": _verb("verbs.search", "main"),
+    "mcp": _verb("verbs.mcp", "main"),
     "hook": _verb("hooks.core", "main"),
     "install": _verb("hooks.install", "main"),
     "gate": _verb("verbs.gate", "gate_main"),
