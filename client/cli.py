@@ -46,6 +46,7 @@ Lifecycle gates, per workspace (all take --json):
 Code search, from the runner's warm index of this workspace:
   search QUERY [--path GLOB] [--lang L] [--limit N] [--json]   definitions, code, commits
   mcp                                  the same as an MCP tool on stdio (pip install 'plugkit[mcp]')
+  digest                               the project in ~900 tokens: stack, entry points, commands, hot files
 Memory kept across sessions (all take --json):
   memory add|list|show|forget|search|index
 Agent platforms (P: claude-code, qwen, gemini, codex):
@@ -107,6 +108,7 @@ VERBS = {
     "memory": _verb("verbs.memory", "main"),
     "search": _verb("verbs.search", "main"),
     "mcp": _verb("verbs.mcp", "main"),
+    "digest": _verb("verbs.search", "digest_main"),
     "hook": _verb("hooks.core", "main"),
     "install": _verb("hooks.install", "main"),
     "gate": _verb("verbs.gate", "gate_main"),

@@ -51,6 +51,22 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+DIGEST_USAGE = """usage: plugkit digest [--json] [--cwd D]
+The project in at most ~900 tokens: languages, entry points, how to build/test/run it,
+the layout and the files changed most in the last 90 days (cached until those inputs change)."""
+
+
+def digest_main(argv: list[str]) -> int:
+    opts, _ = parse_or_help(argv, {"--json": FLAG, "--cwd": VALUE, "--session": VALUE}, DIGEST_USAGE, max_pos=0)
+    client = connect()
+    try:
+        result = client.call("search.digest", Caller(opts).params())
+    finally:
+        client.close()
+    print(json.dumps(result, ensure_ascii=False) if opts.get("json") else result["text"])
+    return 0
+
+
 def render(a: dict, query: str, limit: int) -> str:
     """The answer as an agent reads it, cut at MAX_BYTES on a whole line."""
     out: list[str] = []

@@ -69,3 +69,9 @@ class SearchIndexStatus(Result):
 
 class SearchStatus(Result):
     workspaces: list[SearchIndexStatus]
+
+
+class SearchDigest(Result):
+    root: str
+    text: str  # at most ~900 tokens
+    cached: bool  # false: rebuilt now, because an input (a manifest, CI file, git HEAD) changed

@@ -10,8 +10,9 @@ import asyncio
 import os
 
 from plugkit import errors
+from plugkit.protocol import SessionParams
 from plugkit.protocol.search import (
-    SearchAnswer, SearchCommit, SearchDefinition, SearchHit, SearchIndexStatus, SearchLine, SearchProgress,
+    SearchAnswer, SearchCommit, SearchDigest, SearchDefinition, SearchHit, SearchIndexStatus, SearchLine, SearchProgress,
     SearchQueryParams, SearchStatus, SearchStatusParams,
 )
 from plugkit.workspace import NotAWorkspace
@@ -61,4 +62,22 @@ async def status(ctx: Context, p: SearchStatusParams) -> SearchStatus:
         indexing=None if r["indexing"] is None else SearchProgress(**r["indexing"])) for r in rows])
 
 
-METHODS = {"search.query": query, "search.status": status}
+@rpc(SessionParams)
+async def digest(ctx: Context, p: SessionParams) -> SearchDigest:
+    """search.digest {session_id, cwd} -> {root, text, cached}
+
+    The project digest (at most ~900 tokens): languages and sizes, entry points, how to
+    build/test/run it from the manifests and CI files, the top-level layout, the hot files by
+    git churn in the last 90 days. Cached until one of those inputs changes.
+    """
+    manager = ctx.search_manager()
+    if not os.path.isdir(p.cwd):
+        raise errors.RpcError(errors.INVALID_PARAMS, "cwd is not an existing directory")
+    try:
+        root, text, cached = await asyncio.to_thread(manager.digest, p.cwd)
+    except NotAWorkspace as exc:
+        raise errors.RpcError(errors.INVALID_PARAMS, f"{exc}; run it inside a project") from None
+    return SearchDigest(root=root, text=text, cached=cached)
+
+
+METHODS = {"search.query": query, "search.status": status, "search.digest": digest}

@@ -124,3 +124,21 @@ def test_bad_calls_are_refused_with_the_next_step(home, repo):
     assert done.returncode == 2 and "plugkit search QUERY" in done.stderr
     bad = home.cli("search", "x", "--limit", "many", cwd=repo)
     assert bad.returncode == 2 and "--limit" in bad.stderr
+
+
+def test_digest_reads_the_manifests_and_is_cached_until_they_change(home, repo):
+    (repo / "pyproject.toml").write_text('[project]\nname = "proj"\n[project.scripts]\nproj = "src.app:main"\n'
+                                         '[project.optional-dependencies]\ntest = ["pytest"]\n')
+    (repo / "Makefile").write_text(".PHONY: test\ntest:\n\tpytest\nlint:\n\truff .\n")
+    for i in range(3):
+        commit(repo, {"src/app.py": f"def main():\n    return {i}\n"}, f"tune main {i}")
+    first = json.loads(home.cli("digest", "--json", cwd=repo).stdout)
+    text = first["text"]
+    assert not first["cached"] and len(text) <= 3600
+    assert "python: " in text and "proj = src.app:main (pyproject scripts)" in text
+    assert "make test | lint" in text and "pytest" in text
+    assert "src/ (" in text and "src/app.py (4 commits)" in text
+    assert json.loads(home.cli("digest", "--json", cwd=repo).stdout)["cached"] is True
+    (repo / "Makefile").write_text("build:\n\tcc x.c\n")
+    again = json.loads(home.cli("digest", "--json", cwd=repo).stdout)
+    assert not again["cached"] and "make build" in again["text"]

@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 
 from plugkit.workspace import find_root
-from runner.core.search import tokens
+from runner.core.search import digest, files, history as git_history, tokens
 from runner.core.search.index import Progress, WorkspaceIndex
 from runner.core.search.store import Commit, DefHit
 
@@ -79,6 +79,19 @@ class SearchManager:
             commits = [c for c, _ in store.commits(_all(words), 2)]
         return Answer(index.root, defs[:limit], [_snippet(index.root, h, words) for h in hits],
                       commits, index.progress())
+
+    def digest(self, cwd: str) -> tuple[str, str, bool]:
+        """(root, the digest text, whether it came from the cache): rebuilt only when a manifest,
+        a CI file or git's HEAD changed since it was last made."""
+        index = self.workspace(cwd)
+        stamp = digest.stamp(index.root, git_history.head(index.root))
+        store = index.store
+        if store.get_meta("digest_stamp") == stamp and (text := store.get_meta("digest")) is not None:
+            return index.root, text, True
+        text = digest.build(index.root, files.list_files(index.root))
+        store.set_meta("digest", text)
+        store.set_meta("digest_stamp", stamp)
+        return index.root, text, False
 
     def status(self) -> list[dict]:
         with self._lock:
