@@ -11,6 +11,15 @@ RS, US = "\x1e", "\x1f"
 FORMAT = f"--format={RS}%H{US}%aI{US}%s{US}%b{US}"
 
 
+def git_dir(root: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", root, "rev-parse", "--absolute-git-dir"], capture_output=True,
+                             timeout=10, text=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
 def head(root: str) -> str | None:
     try:
         out = subprocess.run(["git", "-C", root, "rev-parse", "-q", "--verify", "HEAD"],

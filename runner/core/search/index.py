@@ -31,6 +31,10 @@ class WorkspaceIndex:
         self._listed: list[str] = []
         self._listed_at = 0.0
         self._dirs: dict[str, float] = {}
+        self._dir_list: list[str] = []
+        self._known: dict[str, tuple[float, int]] | None = None  # the store's stamps, kept in step
+        self._gitdir: str | None = None  # "" when the workspace is no repository
+        self._head_stamp: tuple | None = None
         self._refresh_lock = threading.Lock()
 
     # --- what a query sees -------------------------------------------------------------
@@ -100,8 +104,11 @@ class WorkspaceIndex:
         if force_list or not self._listed or self._dirs_changed():
             self._listed = files.list_files(self.root)
             self._listed_at = time.monotonic()
+            self._dir_list = sorted({os.path.dirname(p) for p in self._listed} | {""})
             self._dirs = self._dir_stamps()
-        known = self.store.stamps()
+        if self._known is None:
+            self._known = self.store.stamps()
+        known = self._known
         changed, seen = [], set()
         for rel in self._listed:
             try:
@@ -116,7 +123,7 @@ class WorkspaceIndex:
     def _dir_stamps(self) -> dict[str, float]:
         """Each listed directory's mtime: a file created or removed in it changes it."""
         out = {}
-        for d in {os.path.dirname(p) for p in self._listed} | {""}:
+        for d in self._dir_list:
             try:
                 out[d] = os.stat(os.path.join(self.root, d)).st_mtime
             except OSError:
@@ -135,6 +142,8 @@ class WorkspaceIndex:
         with self.store.batch() as s:
             for rel in gone:
                 s.drop_file(rel)
+                if self._known is not None:
+                    self._known.pop(rel, None)
 
     def _index(self, batch: list[tuple[str, float, int]]) -> None:
         cut = []
@@ -146,8 +155,29 @@ class WorkspaceIndex:
             for rel, mtime, size, (cs, ds) in cut:
                 # A skipped file (binary, huge) is recorded too, so it is not re-read each query.
                 s.put_file(rel, mtime, size, files.kind(rel)[1], chunks.language(rel), cs, ds)
+                if self._known is not None:
+                    self._known[rel] = (mtime, size)
+
+    def _git_stamp(self) -> tuple | None:
+        """Cheap proof that HEAD has not moved: git rewrites HEAD or appends to logs/HEAD on every
+        commit, checkout and reset. Re-read at least every RELIST_S all the same."""
+        if self._gitdir is None:
+            self._gitdir = history.git_dir(self.root) or ""
+        if not self._gitdir:
+            return None
+        out = [int(time.monotonic() // RELIST_S)]
+        for name in ("HEAD", "logs/HEAD"):
+            try:
+                out.append(os.stat(os.path.join(self._gitdir, name)).st_mtime_ns)
+            except OSError:
+                out.append(0)
+        return tuple(out)
 
     def _history(self) -> None:
+        stamp = self._git_stamp()
+        if stamp is None or stamp == self._head_stamp:
+            return  # no repository, or HEAD has not moved
+        self._head_stamp = stamp
         now = history.head(self.root)
         last = self.store.get_meta("head")
         if now is None or now == last:

@@ -45,10 +45,16 @@ class SearchManager:
     def __init__(self, home: str) -> None:
         self._dir = os.path.join(home, "search")
         self._indexes: dict[str, WorkspaceIndex] = {}
+        self._roots: dict[str, str] = {}  # cwd -> its workspace root
         self._lock = threading.Lock()
 
     def workspace(self, cwd: str) -> WorkspaceIndex:
-        root = _root(cwd)
+        root = self._roots.get(cwd)
+        if root is None:  # a git call per new directory only, not per query
+            root = _root(cwd)
+            if len(self._roots) >= 1024:
+                self._roots.clear()
+            self._roots[cwd] = root
         with self._lock:
             index = self._indexes.pop(root, None)
             if index is None:
