@@ -117,6 +117,7 @@ def test_the_index_survives_a_runner_restart_without_a_rebuild(home, repo):
     after = rpc(home, "search.status")["workspaces"][0]
     assert after["built"] == before[0]["built"] and after["head"] == before[0]["head"]
     assert "built" in search(home, repo, "--status").stdout
+    assert f"search {os.path.realpath(repo)}: " in home.cli("runner", "status").stdout
 
 
 def test_bad_calls_are_refused_with_the_next_step(home, repo):
