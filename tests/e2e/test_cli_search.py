@@ -44,6 +44,7 @@ def repo(tmp_path):
         ".gitignore": "secret/\n",
         "secret/hidden.py": "def load_config_secret():\n    pass\n",
         "logo.bin": b"\x89PNG\0\0load_config\0",
+        "data/dump.txt": "load_config\n" * 120_000,  # over 1 MiB: data, not code
     }, "Add the config loader")
     commit(r, {"src/retry.py": "class RetryPolicy:\n    attempts = 3\n"},
            "Retry failed uploads\n\nUploads to the bucket failed on flaky networks; retry them three times.")
@@ -66,7 +67,7 @@ def test_definitions_rank_over_mentions_and_tests_below_source(home, repo):
     assert a["definitions"][0] == {"name": "load_config", "path": "src/loader.py", "line": 4, "kind": "def"}
     hits = [h["path"] for h in a["hits"]]
     assert hits[0] == "src/loader.py" and hits.index("src/app.py") < hits.index("tests/test_loader.py")
-    assert "secret/hidden.py" not in hits and "logo.bin" not in hits  # .gitignore and binaries
+    assert not {"secret/hidden.py", "logo.bin", "data/dump.txt"} & set(hits)  # .gitignore, binaries, huge files
     first = a["hits"][0]["lines"]
     assert {"line": 4, "text": "def load_config(path):"} in first and len(first) <= 3
     # Identifier parts match too: a camel/snake split query finds the same definition.

@@ -44,12 +44,12 @@ class WorkspaceIndex:
 
     def prepare(self) -> None:
         """Before a query: start the first build, or bring a built index up to date."""
-        if self._thread is not None and self._thread.is_alive():
-            return
-        if self.store.get_meta("built") is None:
-            self._start()
-            return
-        with self._refresh_lock:
+        with self._refresh_lock:  # two queries at once start one build, not two
+            if self._thread is not None and self._thread.is_alive():
+                return
+            if self.store.get_meta("built") is None:
+                self._start()
+                return
             changed, gone = self._diff(force_list=time.monotonic() - self._listed_at > RELIST_S)
             if len(changed) > SYNC_LIMIT:
                 self._start()
