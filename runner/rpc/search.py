@@ -42,7 +42,7 @@ async def query(ctx: Context, p: SearchQueryParams) -> SearchAnswer:
     try:
         a = await asyncio.to_thread(work)
     except NotAWorkspace as exc:
-        raise errors.RpcError(errors.INVALID_PARAMS, f"{exc}; run it inside a project") from None
+        raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None  # it names the next step
     return SearchAnswer(
         root=a.root,
         definitions=[SearchDefinition(name=d.name, path=d.path, line=d.line, kind=d.kind) for d in a.definitions],
@@ -76,7 +76,7 @@ async def digest(ctx: Context, p: SessionParams) -> SearchDigest:
     try:
         root, text, cached = await asyncio.to_thread(manager.digest, p.cwd)
     except NotAWorkspace as exc:
-        raise errors.RpcError(errors.INVALID_PARAMS, f"{exc}; run it inside a project") from None
+        raise errors.RpcError(errors.INVALID_PARAMS, str(exc)) from None  # it names the next step
     return SearchDigest(root=root, text=text, cached=cached)
 
 

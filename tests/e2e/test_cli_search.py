@@ -126,6 +126,9 @@ def test_bad_calls_are_refused_with_the_next_step(home, repo):
     assert done.returncode == 2 and "plugkit search QUERY" in done.stderr
     bad = home.cli("search", "x", "--limit", "many", cwd=repo)
     assert bad.returncode == 2 and "--limit" in bad.stderr
+    root = home.cli("search", "x", cwd="/")
+    assert root.returncode == 2 and "filesystem root" in root.stderr and "--cwd DIR" in root.stderr
+    assert root.stderr.count("\n") <= 2
 
 
 def test_digest_reads_the_manifests_and_is_cached_until_they_change(home, repo):
