@@ -44,6 +44,10 @@ Lifecycle gates, per workspace (all take --json):
   approve ID | --list           a person approves a critical-risk item
   work [--parallel N] [--worker W] [--afk] ...   agents work the .prd's items, verified by the runner
   work status|stop|logs ITEM|rollback ITEM        follow and steer that run
+Code search, from the runner's warm index of this workspace:
+  search QUERY [--path GLOB] [--lang L] [--limit N] [--json]   definitions, code, commits
+  mcp                                  the same as an MCP tool on stdio (pip install 'plugkit[mcp]')
+  digest                               the project in ~900 tokens: stack, entry points, commands, hot files
 Memory kept across sessions (all take --json):
   memory add|list|show|forget|search|index
 Agent platforms (P: claude-code, qwen, gemini, codex, cursor, copilot, opencode, kilo):
@@ -105,6 +109,9 @@ VERBS = {
     "kill-port": _verb("verbs.killport", "main"),
     "doctor": _verb("verbs.doctor", "main"),
     "memory": _verb("verbs.memory", "main"),
+    "search": _verb("verbs.search", "main"),
+    "mcp": _verb("verbs.mcp", "main"),
+    "digest": _verb("verbs.search", "digest_main"),
     "hook": _verb("hooks.core", "main"),
     "install": _verb("hooks.install", "main"),
     "gate": _verb("verbs.gate", "gate_main"),

@@ -160,6 +160,10 @@ def render_status(info: dict, snap: dict, color: bool = False) -> str:
     ]
     if info.get("browser"):
         lines.append(f"  {_browser_line(info['browser'])}")
+    for ws in (snap.get("search") or {}).get("workspaces", []):  # code search's indexes (plugkit search)
+        p = ws.get("indexing")
+        lines.append(f"  search {ws['root']}: " + (f"indexing {p['done']}/{p['total']} files" if p
+                                                   else f"{ws['files']} files indexed"))
     tasks = sorted(snap.get("tasks", []), key=lambda t: (t["state"] != "running", -t["task_id"]))
     if tasks:
         lines.append(f"  {'TASK':<9} {'SESSION':<16} {'LANG':<10} {'STATE':<10} {'AGE':>8} {'OUT':>10}")
