@@ -342,7 +342,9 @@ class TaskManager(LedgerRecall):
         """End sessions idle past the limit that run nothing (their records go with them)."""
         ended = [s.key for s in self._registry.idle(self.limits.session_idle_s)]
         for key in ended:
-            self._registry.close(key)
+            session = self._registry.close(key)
+            if session is not None and self._ledger is not None:  # else a listing brings them back
+                self._ledger.forget(sorted(session.tasks))
             log.info("session_expired", session_id=key.session_id, root=key.root)
         return ended
 
