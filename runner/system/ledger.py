@@ -49,7 +49,7 @@ _COLS = [f.name for f in fields(TaskRecord)]
 _SELECT = f"SELECT {', '.join(_COLS)} FROM tasks WHERE task_id = ?"
 # A listing needs no output: the tail (up to 64 KiB a row) is left out.
 _SESSION = (f"SELECT {', '.join(c if c != 'output_tail' else repr('') for c in _COLS)} FROM tasks"
-            " WHERE session_id = ? AND cwd = ? ORDER BY task_id")
+            " WHERE session_id = ? ORDER BY task_id")
 _INSERT = f"INSERT INTO tasks ({', '.join(_COLS)}) VALUES ({', '.join(':' + c for c in _COLS)})"
 _UPSERT = _INSERT + " ON CONFLICT (task_id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _COLS[1:])
 _LIVE_SET = f"({', '.join('?' * len(LIVE))})"
@@ -162,9 +162,11 @@ class Ledger:
             db.execute("UPDATE meta SET value = ? WHERE key = 'last_id'", (first_unused - 1,))
         self._floor.write(first_unused - 1)
 
-    def session_tasks(self, session_id: str, cwd: str) -> list[TaskRecord]:
-        """One session's records, oldest first, without their output."""
-        return [TaskRecord(*row) for row in self._conn.execute(_SESSION, (session_id, cwd))]
+    def session_tasks(self, session_id: str) -> list[TaskRecord]:
+        """One session id's records, oldest first, without their output. Which of them belong
+        to one session (id, workspace root) is the core's rule (records.record_key), not SQL's:
+        a record keeps the cwd its task ran in, anywhere in the workspace."""
+        return [TaskRecord(*row) for row in self._conn.execute(_SESSION, (session_id,))]
 
     def record_start(self, rec: TaskRecord) -> None:
         self._conn.execute(_INSERT, self._params(rec))

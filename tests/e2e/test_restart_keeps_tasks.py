@@ -53,3 +53,18 @@ def test_tasks_outlive_a_restart_in_the_listing(home: Home, tmp_path, how):
     if how != "kill -9":  # a clean stop gives its unused ids back
         assert new_id == running + 1, listed.stdout
     _run(home, tmp_path, "runner", "stop")
+
+
+def test_a_task_run_from_a_subdirectory_is_listed_from_the_root_after_a_restart(home: Home, tmp_path):
+    # A session is (id, workspace root) and a record keeps the cwd its task ran in: the
+    # listing from the ledger must find it by the root, as exec:status does.
+    (tmp_path / ".git").mkdir()
+    sub = tmp_path / "pkg" / "deep"
+    sub.mkdir(parents=True)
+    ran = home.cli("exec:bash", "echo from-deep", cwd=str(sub), env=SESSION, timeout=30)
+    assert ran.returncode == 0, ran.stderr
+    [task] = _ids(_run(home, tmp_path, "exec:tasks").stdout)
+    _run(home, tmp_path, "runner", "stop")
+    listed = _run(home, tmp_path, "exec:tasks").stdout
+    assert _ids(listed) == [task], listed
+    _run(home, tmp_path, "runner", "stop")
