@@ -38,7 +38,7 @@ def cases(quick: bool) -> tuple[Case, ...]:
         Case("sleep50", "50 concurrent `sleep 0.2`, wall", "s"),
         Case("sleep200", "200 concurrent `sleep 0.2`, wall", "s"),
         Case("output_rate", "100 MB of output, throughput", "MB/s", lower=False),
-        Case("output_rss", "server RSS growth over 100 MB", "MiB"),
+        Case("output_rss", "server peak RSS growth over 100 MB", "MiB"),
         Case("cold", f"cold start p50 ({3 if quick else 7} starts)", "ms"),
         Case("racing", "16 racing cold starts, all answered", "s"),
     )

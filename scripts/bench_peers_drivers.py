@@ -20,18 +20,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import PLUGKIT, PY, ROOT, Sandbox, free_port, pct  # noqa: E402
 from bench_peers import Result  # noqa: E402
-from bench_runner import _client, _concurrent, _exec, _runner_rss  # noqa: E402
+from bench_runner import _client, _concurrent, _exec  # noqa: E402
 
 SPEW = ROOT / "tests" / "fixtures" / "spew.py"
 MIB = 1 << 20
 
 
-def rss(pid: int) -> int:
+def rss(pid: int, field: str = "VmRSS") -> int:
     with open(f"/proc/{pid}/status") as fh:
         for line in fh:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def peak_growth(pid: int, before: int) -> float:
+    """MiB from the RSS before a case to the high-water mark after it: a server that buffers a whole
+    output and frees it on reply shows here, not in the RSS read after the reply."""
+    return (rss(pid, "VmHWM") - before) / MIB
 
 
 def stop_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
@@ -76,12 +82,12 @@ class Plugkit:
         return Result(_concurrent(self.box, count, max(1, count // 10), "sleep 0.2"))
 
     def output(self, mb: int) -> tuple[Result, Result]:
-        before = _runner_rss(self.box)
+        pid = json.loads(Path(self.box.env["PLUGKIT_HOME"], "port").read_text())["pid"]
+        before = rss(pid)
         began = time.perf_counter()
         res = _exec(self.client, "bench", f"exec {PY} {SPEW} {mb}", self.box.dir, wait_ms=120_000)
         wall = time.perf_counter() - began
-        growth = _runner_rss(self.box) - before
-        return Result(res["task"]["bytes_out"] / wall / 1e6), Result(growth / MIB)
+        return Result(res["task"]["bytes_out"] / wall / 1e6), Result(peak_growth(pid, before), "runner")
 
     def cold(self, n: int) -> Result:
         samples = []
@@ -182,8 +188,7 @@ class SweRex:
         began = time.perf_counter()
         got = self._execute(self.conn, [PY, str(SPEW), str(mb)])
         wall = time.perf_counter() - began
-        growth = rss(self.server.pid) - before
-        return Result(len(got["stdout"]) / wall / 1e6), Result(growth / MIB)
+        return Result(len(got["stdout"]) / wall / 1e6), Result(peak_growth(self.server.pid, before), "server")
 
     def cold(self, n: int) -> Result:
         samples = []
@@ -208,7 +213,9 @@ class SweRex:
             with ThreadPoolExecutor(k) as pool:
                 answered = sum(pool.map(lambda _: self._wait_alive(port, 60), range(k)))
             wall = time.perf_counter() - began
-            time.sleep(1.0)  # losers of the bind race exit; count what is left serving
+            settle = time.monotonic() + 30  # losers of the bind race exit once imported; count who is left
+            while sum(p.poll() is None for p in procs) > 1 and time.monotonic() < settle:
+                time.sleep(0.1)
             alive = sum(p.poll() is None for p in procs)
             return Result(wall, f"{alive} server, {answered}/{k} answered")
         finally:
