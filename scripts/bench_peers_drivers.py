@@ -66,16 +66,20 @@ class Plugkit:
         self.box = Sandbox()
         if self.box.cli("runner", "start").returncode != 0:
             raise RuntimeError("plugkit runner start failed")
-        self.client = _client(self.box)
 
     def roundtrip(self, n: int) -> Result:
-        for _ in range(3):
-            _exec(self.client, "bench", "true", self.box.dir)
-        samples = []
-        for _ in range(n):
-            began = time.perf_counter()
-            _exec(self.client, "bench", "true", self.box.dir)
-            samples.append(time.perf_counter() - began)
+        # A connection per case: servers close keep-alives left idle while the other peers run.
+        client = _client(self.box)
+        try:
+            for _ in range(3):
+                _exec(client, "bench", "true", self.box.dir)
+            samples = []
+            for _ in range(n):
+                began = time.perf_counter()
+                _exec(client, "bench", "true", self.box.dir)
+                samples.append(time.perf_counter() - began)
+        finally:
+            client.close()
         return Result(pct(samples, 50) * 1000)
 
     def sleep(self, count: int) -> Result:
@@ -84,9 +88,13 @@ class Plugkit:
     def output(self, mb: int) -> tuple[Result, Result]:
         pid = json.loads(Path(self.box.env["PLUGKIT_HOME"], "port").read_text())["pid"]
         before = rss(pid)
-        began = time.perf_counter()
-        res = _exec(self.client, "bench", f"exec {PY} {SPEW} {mb}", self.box.dir, wait_ms=120_000)
-        wall = time.perf_counter() - began
+        client = _client(self.box)
+        try:
+            began = time.perf_counter()
+            res = _exec(client, "bench", f"exec {PY} {SPEW} {mb}", self.box.dir, wait_ms=120_000)
+            wall = time.perf_counter() - began
+        finally:
+            client.close()
         return Result(res["task"]["bytes_out"] / wall / 1e6), Result(peak_growth(pid, before), "runner")
 
     def cold(self, n: int) -> Result:
@@ -117,7 +125,6 @@ class Plugkit:
             box.close()
 
     def close(self) -> None:
-        self.client.close()
         self.box.close()
 
 
@@ -133,7 +140,10 @@ class SweRex:
         if not self._wait_alive(self.port, 60):
             stop_group(self.server)
             raise RuntimeError("swerex-remote did not answer /is_alive in 60 s")
-        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
+
+    def _conn(self) -> http.client.HTTPConnection:
+        # A connection per case: uvicorn closes a keep-alive idle for 5 s while the other peers run.
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
 
     def _spawn(self, port: int) -> subprocess.Popen:
         return subprocess.Popen([self.exe, "--host", "127.0.0.1", "--port", str(port), "--auth-token", self.token],
@@ -164,17 +174,19 @@ class SweRex:
         return json.loads(body)
 
     def roundtrip(self, n: int) -> Result:
+        conn = self._conn()
         for _ in range(3):
-            self._execute(self.conn, ["true"])
+            self._execute(conn, ["true"])
         samples = []
         for _ in range(n):
             began = time.perf_counter()
-            self._execute(self.conn, ["true"])
+            self._execute(conn, ["true"])
             samples.append(time.perf_counter() - began)
+        conn.close()
         return Result(pct(samples, 50) * 1000)
 
     def sleep(self, count: int) -> Result:
-        conns = [http.client.HTTPConnection("127.0.0.1", self.port, timeout=300) for _ in range(count)]
+        conns = [self._conn() for _ in range(count)]
         began = time.perf_counter()
         with ThreadPoolExecutor(count) as pool:
             list(pool.map(lambda c: self._execute(c, ["sleep", "0.2"]), conns))
@@ -186,8 +198,10 @@ class SweRex:
     def output(self, mb: int) -> tuple[Result, Result]:
         before = rss(self.server.pid)
         began = time.perf_counter()
-        got = self._execute(self.conn, [PY, str(SPEW), str(mb)])
+        conn = self._conn()
+        got = self._execute(conn, [PY, str(SPEW), str(mb)])
         wall = time.perf_counter() - began
+        conn.close()
         return Result(len(got["stdout"]) / wall / 1e6), Result(peak_growth(self.server.pid, before), "server")
 
     def cold(self, n: int) -> Result:
@@ -223,7 +237,6 @@ class SweRex:
                 stop_group(p)
 
     def close(self) -> None:
-        self.conn.close()
         stop_group(self.server)
 
 
