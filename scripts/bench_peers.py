@@ -6,6 +6,7 @@ A peer that cannot be installed or started is named as missing; plugkit is measu
 """
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -102,7 +103,9 @@ def install(no_install: bool) -> dict[str, str]:
     """Bring the pinned peers into CACHE; returns {peer: why it is missing} for those that are not there."""
     venv, prefix = CACHE / "venv", CACHE / "npm"
     missing: dict[str, str] = {}
-    have_py = (venv / "bin" / "swerex-remote").exists() and (venv / "bin" / "jupyter-kernel").exists()
+    stamp = venv / "plugkit-pins"  # a venv from older pins is installed anew
+    have_py = (venv / "bin" / "swerex-remote").exists() and (venv / "bin" / "jupyter-kernel").exists() and \
+        stamp.exists() and stamp.read_text() == " ".join(PYPI_PINS)
     if not have_py and not no_install:
         CACHE.mkdir(parents=True, exist_ok=True)
         log = CACHE / "pip.log"
@@ -111,12 +114,20 @@ def install(no_install: bool) -> dict[str, str]:
                 subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *PYPI_PINS],
                                stdout=out, stderr=out, timeout=900).returncode == 0
         have_py = ok
+        if ok:
+            stamp.write_text(" ".join(PYPI_PINS))
         if not ok:
             missing["swe-rex"] = missing["jupyter"] = f"pip install {' '.join(PYPI_PINS)} failed (see {log})"
     if not have_py and not missing:
         missing["swe-rex"] = missing["jupyter"] = f"not installed in {venv} (run `scripts/bench --peers`)"
     pm2 = prefix / "node_modules" / "pm2" / "bin" / "pm2"
-    if not pm2.exists() and not no_install:
+    manifest = prefix / "node_modules" / "pm2" / "package.json"
+    pinned = NPM_PINS[0].split("@")[1]
+
+    def have_pm2() -> bool:  # another version in the prefix counts as absent: npm install brings the pin
+        return pm2.exists() and json.loads(manifest.read_text()).get("version") == pinned
+
+    if not have_pm2() and not no_install:
         npm = shutil.which("npm")
         if npm is None:
             missing["pm2"] = "npm is not on PATH (install Node.js and npm)"
@@ -126,9 +137,9 @@ def install(no_install: bool) -> dict[str, str]:
             with open(log, "w") as out:
                 subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", *NPM_PINS],
                                stdout=out, stderr=out, timeout=600)
-            if not pm2.exists():
+            if not have_pm2():
                 missing["pm2"] = f"npm install {' '.join(NPM_PINS)} failed (see {log})"
-    if not pm2.exists() and "pm2" not in missing:
+    if not have_pm2() and "pm2" not in missing:
         missing["pm2"] = f"not installed in {prefix} (run `scripts/bench --peers`)"
     elif "pm2" not in missing and shutil.which("node") is None:
         missing["pm2"] = "node is not on PATH"
