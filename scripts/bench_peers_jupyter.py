@@ -143,10 +143,17 @@ def case_racing(_km, _kc, k: int) -> dict:
     """k clients each want a kernel at once: nothing shares one, so k kernels start."""
     from concurrent.futures import ThreadPoolExecutor
 
+    def try_start(_):  # one failed start must not leave the others' kernels running
+        try:
+            return start()
+        except Exception as exc:  # noqa: BLE001
+            return exc
+
     began = time.perf_counter()
     with ThreadPoolExecutor(k) as pool:
-        pairs = list(pool.map(lambda _: start(), range(k)))
+        got = list(pool.map(try_start, range(k)))
     wall = time.perf_counter() - began
+    pairs = [g for g in got if not isinstance(g, Exception)]
     for km, kc in pairs:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
