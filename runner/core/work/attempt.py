@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from plugkit.lifecycle import prd, work as work_model
+from plugkit.lifecycle import item_ops, prd
 from plugkit.lifecycle.workspace import Workspace
 from plugkit.refusals import Refused
 from plugkit.work import prompt as prompt_mod, workers
@@ -59,8 +59,8 @@ class Attempts:
         self.refs = RefGuard(p.ws.root, run.id)
         self.on_end: Callable[[ItemRun], None] = lambda it: None
 
-    async def listing(self) -> work_model.Listing:
-        return await self.p.gates.read(self.p.ws, work_model.prd_list)
+    async def listing(self) -> item_ops.Listing:
+        return await self.p.gates.read(self.p.ws, item_ops.prd_list)
 
     async def stop_all(self, why: str) -> None:
         self.stopping = self.stopping or why
@@ -332,7 +332,7 @@ class Attempts:
     async def _complete(self, it: ItemRun, check: str, verified: Task) -> None:
         p = self.p
         seen = await witness(p.tasks, verified)
-        receipt = await p.gates.call(p.ws, work_model.evidence_add, seen, None,
+        receipt = await p.gates.call(p.ws, item_ops.evidence_add, seen, None,
                                      f"plugkit work {it.id}: {check}"[:200],
                                      f"verify green in {it.worktree}; landed as {it.landed}", p.clock(),
                                      self.checked_at.get(verified.id))

@@ -10,7 +10,7 @@ lifecycle is runner/core/work/attempt.py.
 import asyncio
 from typing import Callable, Optional
 
-from plugkit.lifecycle import work as work_model
+from plugkit.lifecycle import item_ops
 from plugkit.refusals import Refused
 from runner.core.work.attempt import Attempts
 from runner.core.work.model import END, HELD, ItemRun, Run
@@ -103,7 +103,7 @@ class RunDriver:
             self._start_ready(listing)
         return await self._settle(listing)
 
-    def _sync(self, listing: work_model.Listing) -> None:
+    def _sync(self, listing: item_ops.Listing) -> None:
         """Items of the run as the .prd has them now (a person may add or edit items)."""
         run = self.run
         run.waves = listing.waves
@@ -130,7 +130,7 @@ class RunDriver:
     def _active(self) -> list[ItemRun]:
         return [i for i in self.run.items.values() if i.active]
 
-    def _start_ready(self, listing: work_model.Listing) -> None:
+    def _start_ready(self, listing: item_ops.Listing) -> None:
         by_id = {i.id: i for i in listing.items}
         now = self.clock()
         for it in self.run.items.values():
@@ -150,7 +150,7 @@ class RunDriver:
             it.phase("trigger", now)
             self.workers[it.id] = asyncio.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
 
-    async def _settle(self, listing: work_model.Listing) -> bool:
+    async def _settle(self, listing: item_ops.Listing) -> bool:
         run = self.run
         items = list(run.items.values())
         active = self._active()
@@ -177,7 +177,7 @@ class RunDriver:
             return await self._finish("done", None)
         return await self._finish("halted", "nothing more can run: " + self._stuck(listing))
 
-    def _stuck(self, listing: work_model.Listing) -> str:
+    def _stuck(self, listing: item_ops.Listing) -> str:
         by_id = {i.id: i for i in listing.items}
         why = []
         for it in self.run.items.values():

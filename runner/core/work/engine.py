@@ -12,7 +12,7 @@ import secrets
 import time
 from typing import Callable, Optional
 
-from plugkit.lifecycle import work as work_model
+from plugkit.lifecycle import item_ops
 from plugkit.protocol.work import WorkStartParams
 from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
 from plugkit.work import workers
@@ -84,7 +84,7 @@ class WorkManager:
             raise Invalid(f"worker program {argv[0]!r} is not on PATH: install it, pick another "
                           "with --worker, or --worker command --run PROGRAM")
         branch, base = await self._start_point(root)
-        listing = await self.gates.read(ws, work_model.prd_list)
+        listing = await self.gates.read(ws, item_ops.prd_list)
         known = {i.id for i in listing.items}
         missing = [i for i in p.items if i not in known]
         if missing:
@@ -198,7 +198,7 @@ class WorkManager:
         how = "reset" if tip == it.landed else "revert"
         await self.gates.prd_update(ws, item_id, {}, "pending", [])
         # What the person approved was this landing: running the item again needs a new approval.
-        revoked = await self.gates.call(ws, work_model.approval_revoke, item_id)
+        revoked = await self.gates.call(ws, item_ops.approval_revoke, item_id)
         it.enter(REJECTED, self.clock(), "rolled_back", f"rolled back ({how}); {run.branch} is at {head[:12]}"
                  + ("; its approval is revoked (`plugkit approve " + item_id + "` before it runs again)"
                     if revoked else ""))
@@ -212,7 +212,7 @@ class WorkManager:
         """A person lets an item's branch change its own check (held blocked/touches_check until then).
         Judged like an approval, by the caller's process ancestry: a worker or an agent is refused."""
         run = self.run_of(session_id, cwd)
-        listing = await self.gates.read(self.gates.workspace(session_id, cwd), work_model.prd_list)
+        listing = await self.gates.read(self.gates.workspace(session_id, cwd), item_ops.prd_list)
         if item_id not in {i.id for i in listing.items}:
             raise NotFound(f"no work item {item_id} in .prd (`plugkit prd list`)")
         who = await asyncio.to_thread(peers.caller, peer, port, runner_pid)

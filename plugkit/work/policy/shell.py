@@ -1,7 +1,7 @@
 """A shell command line read as the flat list of simple commands it would run, for the work policy.
 
 Not a shell: enough of one to judge a worker's command by what it names. shlex (posix,
-punctuation_chars) splits the words and operators, after policy_lift's pre-pass took out what
+punctuation_chars) splits the words and operators, after policy.lift's pre-pass took out what
 shlex cannot see (substitutions, comments, here-doc bodies). Every pass is a linear scan;
 nesting (`bash -c`, substitutions, here-docs fed to a shell) is followed to MAX_DEPTH levels and
 deeper text is returned opaque, for a name scan.
@@ -17,7 +17,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from plugkit.work.policy_lift import MARK, MARK_BASE, lift
+from plugkit.work.policy.lift import MARK, MARK_BASE, lift
 
 MAX_DEPTH = 4
 # Past MAX_TEXT characters a text is judged by a name scan only: shlex builds a word by

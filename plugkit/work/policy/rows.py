@@ -1,7 +1,7 @@
 """The destructive-command policy of a `plugkit work` worker: which tool calls a worker may not make.
 
 judge() reads a host tool call (any host's spelling of its shell and file tools, from
-plugkit.lifecycle.policy's tables) and returns the first row of ROWS it breaks, or None.
+plugkit.lifecycle.hook_policy's tables) and returns the first row of ROWS it breaks, or None.
 judge_code() does the same for code a worker runs through the runner (`exec:bash` ...).
 
 A guard rail for a cooperative but careless agent, not a sandbox: it reads what a command
@@ -24,14 +24,13 @@ import shlex
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from plugkit.lifecycle.policy import PATCH_FILES, PATH_KEYS, SHELL_TOOLS, WRITE_TOOLS
-from plugkit.work.policy_checks import (EXEC_ACTIONS, chmod_world, find_parts, hooks_config, pipe_to_shell, privileged,
+from plugkit.lifecycle.hook_policy import PATCH_FILES, PATH_KEYS, SHELL_TOOLS, WRITE_TOOLS
+from plugkit.work.policy.checks import (EXEC_ACTIONS, chmod_world, find_parts, hooks_config, pipe_to_shell, privileged,
                                         push_force, rm_outside, unparseable, write_outside)
-from plugkit.work.policy_paths import INSIDE, OUTSIDE, UNKNOWN, Scope
-from plugkit.work.policy_refs import other_ref
-from plugkit.work.policy_shell import Cmd, parse
+from plugkit.work.policy.paths import INSIDE, OUTSIDE, UNKNOWN, Scope
+from plugkit.work.policy.refs import other_ref
+from plugkit.work.policy.shell import SHELLS, Cmd, parse
 
-SHELL_LANGS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _MOVE_TO = "*** Move to: "  # Codex's apply_patch renames: the new name is written too
 # Where a shell tool runs its command when it says so: Codex's `workdir`, Gemini/Qwen's `directory`.
 RUN_DIR_KEYS = ("workdir", "directory")
@@ -109,7 +108,7 @@ def written_paths(tool_input: dict) -> list[str]:
 
 def judge_code(lang: str, code: str, cwd: str, worktree: str) -> Denial | None:
     """Code run through the runner: shell code is judged as a command; other languages -> None."""
-    if lang.strip().lower().removeprefix("exec:") not in SHELL_LANGS:  # names as task.exec takes them, any case
+    if lang.strip().lower().removeprefix("exec:") not in SHELLS:  # names as task.exec takes them, any case
         return None
     scope = Scope.of(worktree)
     return judge_shell(code, os.path.join(scope.root, cwd), scope)
