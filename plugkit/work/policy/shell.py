@@ -3,7 +3,7 @@
 Not a shell: enough of one to judge a worker's command by what it names. shlex (posix,
 punctuation_chars) splits the words and operators, after policy.lift's pre-pass took out what
 shlex cannot see (substitutions, comments, here-doc bodies). Every pass is a linear scan;
-nesting (`bash -c`, substitutions, here-docs fed to a shell) is followed to MAX_DEPTH levels and
+nesting (`bash -c`, `eval`, substitutions, here-docs fed to a shell) is followed to MAX_DEPTH levels and
 deeper text is returned opaque, for a name scan.
 
 Known to be approximate, on the safe side: a quoted `;`, `|`, `(` or `>` counts as an operator
@@ -211,7 +211,9 @@ class _Walk:
         if not argv and not redirects and not wrappers:
             return None  # `sudo -i` alone is still a command: its wrapper is what is judged
         script = None
-        if argv and program(argv[0]) in SHELLS:
+        if argv and program(argv[0]) == "eval":  # eval joins its words with spaces and runs them as shell text
+            script = " ".join(argv[1:])
+        elif argv and program(argv[0]) in SHELLS:
             script = shell_script(argv)
             if script is None and all(a.startswith("-") for a in argv[1:]):  # it reads its program from stdin
                 script = body if body is not None else stdin_body
