@@ -14,6 +14,7 @@ def a_run(n: int = 2) -> Run:
               base="abc", started_at=1.0, stall_min=10.0, command=["agent"])
     for i in range(n):
         it = ItemRun(id=f"w{i}", subject=f"item {i}")
+        it.enter("spawning", 2.0)  # the moves the table allows: queued -> spawning -> running
         it.enter("running", 2.0)
         it.phase("spawn", 2.0)
         run.items[it.id] = it

@@ -106,8 +106,9 @@ class Attempts:
             raise
         except Exception as exc:  # a bug must end the item visibly, never hang the run
             log.exception("work_item_error", item=it.id)
-            it.enter("failed", now(), "internal", f"plugkit work failed on this item ({exc.__class__.__name__}); "
-                                                  "see the runner log")
+            if it.live:  # an item that already ended (landed, say) keeps its end; the log has the bug
+                it.enter("failed", now(), "internal",
+                         f"plugkit work failed on this item ({exc.__class__.__name__}); see the runner log")
         finally:
             log.info("work_item_ended", run=self.run.id, item=it.id, state=it.state, reason=it.reason)
             self.on_end(it)

@@ -156,21 +156,20 @@ class RunDriver:
         active = self._active()
         if self.halting is not None:
             if active:
-                run.state, run.halt = "running", f"halting once {len(active)} running worker(s) finish: {self.halting}"
+                run.enter("running", f"halting once {len(active)} running worker(s) finish: {self.halting}")
                 self.save()
                 return False
             return await self._finish("halted", self.halting)
         waiting = [i for i in items if i.state == "waiting"]
         if active:
-            run.state = "running"
-            run.halt = (f"{', '.join(i.id for i in waiting)} wait(s) for a person's approval "
-                        f"(`plugkit approve {waiting[0].id}`)") if waiting else None
+            run.enter("running", (f"{', '.join(i.id for i in waiting)} wait(s) for a person's approval "
+                                  f"(`plugkit approve {waiting[0].id}`)") if waiting else None)
             self.save()
             return False
         if waiting:
-            run.state = "halted" if run.afk else "waiting"
-            run.halt = (f"{waiting[0].id} is critical and waits for a person's approval: the user runs "
-                        f"`plugkit approve {waiting[0].id}` (the run resumes by itself)")
+            run.enter("halted" if run.afk else "waiting",
+                      f"{waiting[0].id} is critical and waits for a person's approval: the user runs "
+                      f"`plugkit approve {waiting[0].id}` (the run resumes by itself)")
             self.save()
             return False
         if all(i.state == "completed" for i in items):
@@ -197,8 +196,7 @@ class RunDriver:
         return "; ".join(why)[:600] or "no open items"
 
     async def _finish(self, state: str, halt: Optional[str]) -> bool:
-        self.run.state, self.run.halt = state, halt
-        self.run.ended_at = self.clock()
+        self.run.enter(state, halt, self.clock())
         self.save()
         return True
 

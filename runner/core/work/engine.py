@@ -58,8 +58,8 @@ class WorkManager:
                 for it in run.items.values():
                     if it.live:
                         it.enter("killed", now, "runner_restarted", "the runner stopped while the run was live")
-                run.state, run.ended_at = "halted", now
-                run.halt = "the runner stopped during this run; `plugkit work` starts a new one (landed items stay)"
+                run.enter("halted", "the runner stopped during this run; `plugkit work` starts a new one "
+                                    "(landed items stay)", now)
                 self.store.save(run)
             if run is not None:
                 self.runs[root] = run
@@ -291,9 +291,8 @@ class WorkManager:
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
         for run in self.runs.values():
             if run.ended_at is None or run.state in ("running", "waiting"):
-                run.state = "halted"
-                run.halt = "the runner stopped during this run; `plugkit work` starts a new one (landed items stay)"
-                run.ended_at = run.ended_at or self.clock()
+                run.enter("halted", "the runner stopped during this run; `plugkit work` starts a new one "
+                                    "(landed items stay)", run.ended_at or self.clock())
                 self.store.save(run)
 
     def snapshot(self) -> dict:
