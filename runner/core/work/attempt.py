@@ -219,6 +219,9 @@ class Attempts:
         args = workers.install_args(self.row)
         if args is None:
             return
+        # A process, not an import: the hosts' hook formats are the client's (client/hooks), and the
+        # runner never imports the client (client -> plugkit <- runner). The runner's own interpreter
+        # (not the `plugkit` first on the worker's PATH) installs hooks of the runner's own version.
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "client.cli", *args, cwd=worktree, env={**os.environ, **self.p.env},
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
