@@ -30,6 +30,8 @@ class RunDriver:
         self.workers: dict[str, asyncio.Task] = {}
         self.passes = 0  # how many times the loop looked at the .prd
         self.looked = asyncio.Event()
+        # Set, then replaced, on every save: a caller waiting on the run wakes on a change, never polls.
+        self._changed = asyncio.Event()
         attempts.on_end = self._item_ended
 
     # --- the loop ------------------------------------------------------------------------
@@ -211,3 +213,10 @@ class RunDriver:
 
     def save(self) -> None:
         self._save(self.run)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def until(self, done: Callable[[Run], bool]) -> None:
+        """Until done(run) holds, woken by each change the driver saves (its last save included)."""
+        while not done(self.run):
+            await self._changed.wait()

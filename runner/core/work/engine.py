@@ -160,8 +160,13 @@ class WorkManager:
             # Waiting for a person who may just have answered (`plugkit approve`): the driver looks
             # again now, so the wait follows the resumed run instead of the stale line.
             await driver.look_again(min(2.0, timeout_s))
-        while driver is not None and run.ended_at is None and run.state == "running" and self.clock() < deadline:
-            await asyncio.sleep(min(0.2, max(0.0, deadline - self.clock())))
+        if driver is None:
+            return
+        try:
+            async with asyncio.timeout(max(0.0, deadline - self.clock())):
+                await driver.until(lambda r: r.ended_at is not None or r.state != "running")
+        except TimeoutError:
+            pass
 
     async def stop(self, session_id: str, cwd: str) -> Run:
         run = self.run_of(session_id, cwd)
