@@ -42,7 +42,7 @@ USAGE_LINE = ("plugkit: to run code, make a Bash call whose first line is `exec:
 
 def _work_hooks():
     """Imported only when a `plugkit work` worker calls: other hook calls never pay for it."""
-    from runner.rpc import work_hooks
+    from runner.core.work import hooks as work_hooks
 
     return work_hooks
 
