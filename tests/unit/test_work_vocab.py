@@ -72,3 +72,11 @@ def test_a_run_moves_only_as_the_table_allows():
     assert (run.state, run.ended_at) == ("done", 9.0)
     with pytest.raises(BadMove, match="done to running"):
         run.enter("running", None)
+
+
+def test_the_work_core_builds_no_wire_model():
+    # Domain inputs in (RunRequest), shapes out in runner/rpc/shapes.py: the core never sees the wire.
+    for path in sorted(CORE.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("plugkit.protocol"), (path.name, node.module)

@@ -13,7 +13,6 @@ import time
 from typing import Callable, Optional
 
 from plugkit.lifecycle import item_ops
-from plugkit.protocol.work import WorkStartParams
 from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
 from plugkit.work import workers
 from runner.core.gates.manager import GateManager
@@ -21,7 +20,7 @@ from runner.core.tasks.manager import TaskManager
 from runner.core.work import git
 from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
-from runner.core.work.model import ItemRun, Run
+from runner.core.work.model import ItemRun, Run, RunRequest
 from runner.core.work.store import RunStore
 from runner.executors.worker import program_path, task_of
 from plugkit.vocab import WORK_REJECTED as REJECTED
@@ -65,7 +64,7 @@ class WorkManager:
                 self.runs[root] = run
         return self.runs.get(root)
 
-    async def start(self, session_id: str, cwd: str, p: WorkStartParams) -> Run:
+    async def start(self, session_id: str, cwd: str, p: RunRequest) -> Run:
         if self._worker_of(cwd) is not None:  # a worker starting workers of its own: never
             raise Forbidden("plugkit work is started by a person in the project, not from inside a worker's "
                             "worktree; finish this item and stop")
@@ -77,10 +76,10 @@ class WorkManager:
                            "`plugkit work stop` first")
         try:
             row = workers.row(p.worker)
-            argv, _stdin = workers.command_line(row, "", root, list(p.run) if p.run else None)
+            argv, _stdin = workers.command_line(row, "", root, list(p.command) if p.command else None)
         except ValueError as exc:
             raise Invalid(str(exc)) from None
-        if program_path(argv[0], workers.environment(row, dict(p.env or {}))) is None:  # every item would fail twice on it and send the run to PLAN
+        if program_path(argv[0], workers.environment(row, dict(p.env))) is None:  # every item would fail twice on it and send the run to PLAN
             raise Invalid(f"worker program {argv[0]!r} is not on PATH: install it, pick another "
                           "with --worker, or --worker command --run PROGRAM")
         branch, base = await self._start_point(root)
@@ -101,9 +100,9 @@ class WorkManager:
         await self._release_stale(ws, old, listing)
         run = Run(id=secrets.token_hex(4), workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk,
                   merge=p.merge or cfg.work_merge, branch=branch, base=base, started_at=self.clock(),
-                  stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.run) if p.run else None,
+                  stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.command) if p.command else None,
                   selected=list(p.items), check_allowed=dict(old.check_allowed) if old is not None else {})
-        env = dict(p.env or {})
+        env = dict(p.env)
         # The worker's hooks reach this runner, and fail closed: a worker runs with its host's own
         # permission prompts off, so a hook that cannot answer must deny, not wave the call through.
         env.update(PLUGKIT_PORT=str(self.port), PLUGKIT_HOOKS_FAIL="closed")

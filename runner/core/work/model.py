@@ -12,7 +12,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from plugkit.protocol.work import WorkItemInfo, WorkRunInfo
 from plugkit.vocab import (WORK_ALLOWED, WORK_HELD_REASONS, WORK_LIVE_STATES, WORK_REASONS, WORK_RETRIED_REASONS,
                            WORK_RUN_ALLOWED, WORK_TERMINAL_STATES)
 
@@ -27,6 +26,22 @@ class BadMove(Exception):
 def _move(table: dict[str, frozenset[str]], what: str, old: str, new: str) -> None:
     if new not in table.get(old, frozenset()):
         raise BadMove(f"{what} cannot move from {old} to {new}")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a person asked `plugkit work` for (the domain's input; runner/rpc/work.py builds it
+    from the wire's WorkStartParams, already validated there)."""
+
+    worker: str = "claude-code"
+    parallel: int = 3
+    items: tuple[str, ...] = ()  # () = every open item of the .prd
+    command: Optional[tuple[str, ...]] = None  # --worker command --run argv
+    afk: bool = False
+    budget_min: Optional[float] = None
+    stall_min: float = 10.0
+    merge: Optional[str] = None  # None: the workspace's work_merge
+    env: dict[str, str] = field(default_factory=dict)  # the caller's environment: the workers inherit it
 
 
 class Failed(Exception):
@@ -87,9 +102,6 @@ class ItemRun:
     def phase(self, name: str, now: float) -> None:
         self.phases.setdefault(name, now)
 
-    def info(self) -> WorkItemInfo:
-        return WorkItemInfo(**{name: getattr(self, name) for name in WorkItemInfo.model_fields})
-
 
 @dataclass
 class Run:
@@ -125,10 +137,6 @@ class Run:
     @property
     def deadline(self) -> Optional[float]:
         return None if self.budget_min is None else self.started_at + self.budget_min * 60
-
-    def info(self) -> WorkRunInfo:
-        fields = {name: getattr(self, name) for name in WorkRunInfo.model_fields if name != "items"}
-        return WorkRunInfo(**fields, items=[i.info() for i in self.items.values()])
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
