@@ -27,7 +27,8 @@ class RunDriver:
         self.earlier = earlier or {}  # the previous run's items: why one it left blocked is blocked
         self.wake = asyncio.Event()
         self.halting: Optional[str] = None  # an AFK halt waiting for the running workers to finish
-        self.workers: dict[str, asyncio.Task] = {}
+        self._group: Optional[asyncio.TaskGroup] = None  # owns the attempts while drive() runs
+        self.workers: dict[str, asyncio.Task] = {}  # item -> its attempt (owned by the group): which still run
         self.passes = 0  # how many times the loop looked at the .prd
         self.looked = asyncio.Event()
         # Set, then replaced, on every save: a caller waiting on the run wakes on a change, never polls.
@@ -38,20 +39,19 @@ class RunDriver:
 
     async def drive(self) -> None:
         try:
-            while not await self._step():
-                self.wake.clear()
-                try:
-                    await asyncio.wait_for(self.wake.wait(), self._tick())
-                except asyncio.TimeoutError:
-                    pass
-        except asyncio.CancelledError:  # the runner is stopping: the attempts end with it
-            for task in list(self.workers.values()):
-                task.cancel()
-            raise
+            # The group owns every attempt: leaving it waits for those still tidying up (their
+            # worktree) after they reached their state; a cancellation (the runner stopping) ends
+            # them with the loop. An attempt never fails the group: run_item ends a bug visibly.
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                while not await self._step():
+                    self.wake.clear()
+                    try:
+                        await asyncio.wait_for(self.wake.wait(), self._tick())
+                    except asyncio.TimeoutError:
+                        pass
         finally:
-            # An item's attempt may still be tidying up (its worktree) after it reached its state.
-            if self.workers:
-                await asyncio.gather(*self.workers.values(), return_exceptions=True)
+            self._group = None
             if self.run.ended_at is None:
                 self.run.ended_at = self.clock()
             self.save()
@@ -150,7 +150,8 @@ class RunDriver:
                 continue
             it.enter("spawning", now)
             it.phase("trigger", now)
-            self.workers[it.id] = asyncio.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
+            assert self._group is not None  # only drive()'s passes start attempts
+            self.workers[it.id] = self._group.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
 
     async def _settle(self, listing: item_ops.Listing) -> bool:
         run = self.run
