@@ -31,6 +31,7 @@ class RunDriver:
         self.workers: dict[str, asyncio.Task] = {}  # item -> its attempt (owned by the group): which still run
         self.passes = 0  # how many times the loop looked at the .prd
         self.looked = asyncio.Event()
+        self.ended = asyncio.Event()  # set once drive() and its tidy-up are over (work stop waits on it)
         # Set, then replaced, on every save: a caller waiting on the run wakes on a change, never polls.
         self._changed = asyncio.Event()
         attempts.on_end = self._item_ended

@@ -44,7 +44,11 @@ class WorkManager:
         self.store = RunStore(home)
         self.runs: dict[str, Run] = {}  # workspace root -> its latest run
         self.drivers: dict[str, RunDriver] = {}  # workspace root -> the live run's driver
-        self._tasks: dict[str, asyncio.Task] = {}
+        # Every run's driver is a child of one TaskGroup, held open by a task of its own from the
+        # first start until close(): leaving it cancels the live runs and waits for their tidy-up.
+        self._group: Optional[asyncio.TaskGroup] = None
+        self._owner: Optional[asyncio.Task] = None
+        self._group_ready = asyncio.Event()
         self._worktrees: dict[str, tuple[Run, ItemRun, Attempts]] = {}  # realpath -> its worker
 
     # --- runs ------------------------------------------------------------------------------
@@ -111,9 +115,8 @@ class WorkManager:
         driver = RunDriver(run, attempts, self.store.save, self.clock, dict(old.items) if old is not None else None)
         self.runs[root], self.drivers[root] = run, driver
         driver.save()
-        task = asyncio.create_task(driver.drive(), name=f"work-run-{run.id}")
-        self._tasks[root] = task
-        task.add_done_callback(lambda _t, r=root: self._ended(r))
+        group = await self._the_group()
+        group.create_task(self._drive(root, driver), name=f"work-run-{run.id}")
         log.info("work_run_started", run=run.id, workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk)
         return run
 
@@ -132,12 +135,31 @@ class WorkManager:
             if item.id in ours and item.status == "in_progress":
                 await self.gates.prd_update(ws, item.id, {}, "pending", [])
 
-    def _ended(self, root: str) -> None:
-        self.drivers.pop(root, None)
-        self._tasks.pop(root, None)
-        run = self.runs.get(root)
-        if run is not None:
-            log.info("work_run_ended", run=run.id, state=run.state, halt=run.halt)
+    async def _the_group(self) -> asyncio.TaskGroup:
+        if self._owner is None:
+            self._owner = asyncio.create_task(self._own(), name="work-runs")
+        await self._group_ready.wait()
+        assert self._group is not None
+        return self._group
+
+    async def _own(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            self._group = group
+            self._group_ready.set()
+            await asyncio.Event().wait()  # until close() cancels it: the group then ends every run
+
+    async def _drive(self, root: str, driver: RunDriver) -> None:
+        """One run, as a child of the group: its bug is logged, never a sibling run's end."""
+        try:
+            await driver.drive()
+        except Exception:
+            log.exception("work_run_error", workspace=root)
+        finally:
+            self.drivers.pop(root, None)
+            run = self.runs.get(root)
+            if run is not None:
+                log.info("work_run_ended", run=run.id, state=run.state, halt=run.halt)
+            driver.ended.set()
 
     def root_of(self, session_id: str, cwd: str) -> str:
         """The workspace whose runs cwd sees: inside a worker's worktree, the run's own."""
@@ -174,9 +196,7 @@ class WorkManager:
             raise Conflict(f"no live run to stop: run {run.id} is already {run.state} (`plugkit work status`)")
         await driver.attempts.stop_all("stopped")
         driver.wake.set()
-        task = self._tasks.get(run.workspace)
-        if task is not None:
-            await asyncio.shield(task)
+        await driver.ended.wait()
         return run
 
     def item(self, run: Run, item_id: str) -> ItemRun:
@@ -290,9 +310,9 @@ class WorkManager:
         return run, it
 
     async def close(self) -> None:
-        for task in list(self._tasks.values()):
-            task.cancel()
-        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        if self._owner is not None:
+            self._owner.cancel()
+            await asyncio.gather(self._owner, return_exceptions=True)
         for run in self.runs.values():
             if run.ended_at is None or run.state in ("running", "waiting"):
                 run.enter("halted", "the runner stopped during this run; `plugkit work` starts a new one "
