@@ -44,7 +44,7 @@ SEARCH_LINE = ("plugkit: `plugkit search QUERY` (a Bash call) finds definitions 
 
 def _work_hooks():
     """Imported only when a `plugkit work` worker calls: other hook calls never pay for it."""
-    from runner.rpc import work_hooks
+    from runner.core.work import hooks as work_hooks
 
     return work_hooks
 

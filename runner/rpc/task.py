@@ -43,7 +43,7 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
     tasks = _tasks(ctx)
     worker = ctx.worker_at(p.cwd)
     if worker is not None:  # code a `plugkit work` worker runs through exec: meets its policy too
-        from runner.rpc.work_hooks import denied_code
+        from runner.core.work.hooks import denied_code
 
         why = denied_code(worker[1], p.lang, p.code, p.cwd)
         if why is not None:
