@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from plugkit.lifecycle import config, config_pin, evidence, item_states, prd
+from plugkit.lifecycle import config, config_pin, evidence, item_states, items_view, prd
 from plugkit.lifecycle.errors import Conflict, GateError
 from plugkit.lifecycle.model import State
 from plugkit.lifecycle.workspace import Workspace, atomic_write
@@ -61,7 +61,7 @@ class Finding:
 @dataclass
 class Snapshot:
     state: State
-    items: list[prd.Item]  # the ledger's, plus proposals not adopted yet
+    items: Optional[list[prd.Item]]  # the ledger's, plus proposals not adopted yet (None: not asked for)
     findings: list[Finding]
     proposed: list[str]
     record: Record
@@ -217,19 +217,24 @@ def _proposal(raw: dict) -> Optional[prd.Item]:
 
 # --- reading and writing through the ledger ----------------------------------------------------
 
-def load(ws: Workspace) -> Snapshot:
-    """The ledger's state and items, the views' findings and proposals. Writes nothing."""
+def load(ws: Workspace, items: bool = True) -> Snapshot:
+    """The ledger's state and items, the views' findings and proposals. Writes nothing.
+    With items=False the items are left unread while `.prd` is what the runner last wrote
+    (nothing there to find or adopt): state-only operations and the hooks pay for the state only."""
     rec = ws.ledger.get(ws.root) or _bootstrap(ws)
     st = State.model_validate_json(rec.state)
-    items = prd.parse(rec.items.encode())
     findings = _state_findings(rec.state_view, _read(ws.state_path), st)
-    item_findings, proposals = _items_findings(rec.items_view, _read(ws.prd_path), items)
-    known = {i.id for i in items}
+    on_disk = _read(ws.prd_path)
+    if not items and (on_disk is None or on_disk == rec.items_view):
+        return Snapshot(st, None, findings, [], rec)
+    its = items_view.items(ws, rec.items)
+    item_findings, proposals = _items_findings(rec.items_view, on_disk, its)
+    known = {i.id for i in its}
     proposals = [p for p in proposals if p.id not in known]
     if proposals:
-        items = items + proposals
-        prd.relink(items, prd.edges_of(items))
-    return Snapshot(st, items, findings + item_findings, [p.id for p in proposals], rec)
+        its = its + proposals
+        prd.relink(its, prd.edges_of(its))
+    return Snapshot(st, its, findings + item_findings, [p.id for p in proposals], rec)
 
 
 @dataclass(frozen=True)
@@ -253,11 +258,12 @@ def findings(ws: Workspace) -> list[Finding]:
 
 def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[prd.Item]] = None) -> None:
     """Call with the workspace lock held. Stores the change, then writes each view that has
-    no findings (a view someone edited is left as it is, for them to see)."""
+    no findings (a view someone edited is left as it is, for them to see). Only what changed
+    is rendered: the items' text is reused when no item changed (items=None), and per item
+    otherwise (plugkit.lifecycle.items_view)."""
     rec = ws.ledger.get(ws.root) or _bootstrap(ws)
     st = state if state is not None else State.model_validate_json(rec.state)
-    its = items if items is not None else prd.parse(rec.items.encode())
-    state_view, items_view = rec.state_view, rec.items_view
+    state_view, items_view_bytes = rec.state_view, rec.items_view
     on_disk = _read(ws.state_path)
     if not _state_findings(rec.state_view, on_disk, st) and (state is not None or on_disk is not None):
         data = render_state(st)
@@ -266,13 +272,25 @@ def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[pr
             atomic_write(ws.state_path, data)
         state_view = data
     on_disk = _read(ws.prd_path)
+    if items is None and (on_disk is None or on_disk == rec.items_view):
+        # No item changed and the view holds no outside edit: it is the ledger's text again
+        # (rewritten only if it was deleted, or left behind while it had findings).
+        data = rec.items.encode()
+        if rec.items.strip() != "[]" or on_disk is not None:
+            if on_disk != data:
+                atomic_write(ws.prd_path, data)
+            items_view_bytes = data
+        if ws.ledger.put_views(ws.root, st.model_dump_json(), state_view, items_view_bytes, time.time()):
+            return
+    its = items if items is not None else items_view.items(ws, rec.items)
+    text = items_view.dump(ws, rec.items, its)
     found, proposals = _items_findings(rec.items_view, on_disk, its)
     if not found and not [p for p in proposals if p.id not in {i.id for i in its}] and (its or on_disk is not None):
-        data = prd.dump(its)
+        data = text.encode()
         if on_disk != data:
             atomic_write(ws.prd_path, data)
-        items_view = data
-    ws.ledger.put(ws.root, Record(st.model_dump_json(), prd.dump(its).decode(), state_view, items_view), time.time())
+        items_view_bytes = data
+    ws.ledger.put(ws.root, Record(st.model_dump_json(), text, state_view, items_view_bytes), time.time())
 
 
 def restore(ws: Workspace) -> list[Finding]:

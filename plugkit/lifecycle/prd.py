@@ -63,7 +63,18 @@ def parse(raw: bytes) -> list[Item]:
 
 
 def dump(items: list[Item]) -> bytes:
-    return (json.dumps([i.model_dump(mode="json") for i in items], indent=2, ensure_ascii=False) + "\n").encode()
+    return join([render(i) for i in items]).encode()
+
+
+def render(item: Item) -> str:
+    """One item as it stands inside dump's array: json.dumps(list, indent=2) indents each
+    element's own indent=2 text by two more spaces (JSON strings hold no raw newline), so
+    the runner can reuse the text of items a change did not touch (plugkit.lifecycle.items_view)."""
+    return "  " + json.dumps(item.model_dump(mode="json"), indent=2, ensure_ascii=False).replace("\n", "\n  ")
+
+
+def join(rendered: list[str]) -> str:
+    return ("[\n" + ",\n".join(rendered) + "\n]" if rendered else "[]") + "\n"
 
 
 def _short(exc: Exception) -> str:

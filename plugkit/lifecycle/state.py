@@ -37,7 +37,7 @@ def load(ws: Workspace) -> State:
     """Without the lock: replacement is atomic, so a reader sees a whole old or new file.
     With the runner's ledger (ws.ledger), the ledger's state: the file is only its view."""
     if ws.ledger is not None:
-        return authority.load(ws).state
+        return authority.load(ws, items=False).state
     state = _parse(ws)
     if state is None:
         with ws.locked():
@@ -95,7 +95,7 @@ def transaction(ws: Workspace) -> Iterator[State]:
 
 
 def _ledger_state_adopting(ws: Workspace) -> State:
-    snap = authority.load(ws)
+    snap = authority.load(ws, items=False)  # items are read only when .prd holds proposals
     if snap.proposed:
         for item_id in snap.proposed:
             phases.note_item_added(snap.state, item_id, time.time())

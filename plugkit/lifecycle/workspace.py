@@ -68,7 +68,7 @@ class Workspace:
         deleting the views (config.toml too) does not opt it out again."""
         if any(os.path.lexists(p) for p in (self.state_path, self.prd_path, self.config_path)):
             return True
-        return self.ledger is not None and (self.ledger.get(self.root) is not None
+        return self.ledger is not None and (self.ledger.known(self.root)
                                             or self.ledger.config_held(self.root) is not None)
 
     def ensure_dir(self) -> None:

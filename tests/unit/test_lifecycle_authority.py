@@ -27,6 +27,16 @@ class MemoryLedger:
     def put(self, root, record, now):
         self.rows[root] = record
 
+    def put_views(self, root, state, state_view, items_view, now):
+        rec = self.rows.get(root)
+        if rec is None:
+            return False
+        self.rows[root] = authority.Record(state, rec.items, state_view, items_view)
+        return True
+
+    def known(self, root):
+        return root in self.rows
+
     def add_receipt(self, root, receipt_id, task_id, now):
         self.receipts.add((root, receipt_id))
 

@@ -64,6 +64,20 @@ class GateStore:
                 "updated_at = excluded.updated_at",
                 (root, record.state, record.items, record.state_view, record.items_view, now))
 
+    def put_views(self, root: str, state: str, state_view: Optional[bytes], items_view: Optional[bytes],
+                  now: float) -> bool:
+        """The state and the views' bytes, the items left as they are (a change that touched no
+        item does not write them again). False when the ledger holds no such workspace yet."""
+        with self._lock:
+            return self._conn.execute(
+                "UPDATE workspaces SET state = ?, state_view = ?, items_view = ?, updated_at = ? WHERE root = ?",
+                (state, state_view, items_view, now, root)).rowcount == 1
+
+    def known(self, root: str) -> bool:
+        """Whether the ledger holds the workspace (without reading its items: hooks ask this)."""
+        with self._lock:
+            return self._conn.execute("SELECT 1 FROM workspaces WHERE root = ?", (root,)).fetchone() is not None
+
     def add_receipt(self, root: str, receipt_id: str, task_id: Optional[int], now: float) -> None:
         with self._lock:
             self._conn.execute("INSERT OR IGNORE INTO receipts (root, id, task_id, created_at) VALUES (?, ?, ?, ?)",
