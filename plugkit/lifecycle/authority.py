@@ -251,7 +251,7 @@ def findings(ws: Workspace) -> list[Finding]:
         return []
     settings: list[Finding] = [ConfigFinding(config_pin.VIEW, d.key, d.view, d.held) for d in config_pin.drift(ws)]
     try:
-        return load(ws).findings + settings
+        return load(ws, items=False).findings + settings  # an unchanged .prd holds none
     except Conflict:
         return settings
 

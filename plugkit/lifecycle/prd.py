@@ -94,12 +94,18 @@ def edges_of(items: list[Item]) -> Edges:
 
 
 def relink(items: list[Item], edges: Edges) -> None:
-    by_id = {i.id: i for i in items}
-    for item in items:
-        item.blocked_by, item.blocking = [], []
+    links: dict[str, tuple[list[str], list[str]]] = {i.id: ([], []) for i in items}
     for a, b in edges:
-        by_id[b].blocked_by.append(a)
-        by_id[a].blocking.append(b)
+        links[b][0].append(a)
+        links[a][1].append(b)
+    for item in items:
+        # Assigned only where they differ: the runner re-renders just the items a change touched
+        # (plugkit.lifecycle.items_view), and an assignment through pydantic is not free either.
+        blocked_by, blocking = links[item.id]
+        if item.blocked_by != blocked_by:
+            item.blocked_by = blocked_by
+        if item.blocking != blocking:
+            item.blocking = blocking
 
 
 def find_cycle(ids: Iterable[str], edges: Edges) -> Optional[list[str]]:
