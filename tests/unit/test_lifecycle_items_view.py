@@ -70,6 +70,24 @@ def test_a_failed_transaction_leaves_nothing_in_the_cached_items(ws):
             raise RuntimeError("refused half way")
     again = gating.load_items(ws)
     assert again[0].status == "pending" and again[1].blocked_by == []
+    with state_mod.transaction(ws):  # the next writer too
+        mine = gating.load_items(ws)
+        assert mine[0].status == "pending" and mine[1].blocked_by == []
+
+
+def test_a_reader_never_sees_the_writers_change_in_flight(ws):
+    with state_mod.transaction(ws):
+        gating.load_items(ws)[0].subject = "half made"
+        assert _read_elsewhere(ws)[0].subject == "item 0"
+
+
+def _read_elsewhere(ws):
+    import threading
+    out = []
+    reader = threading.Thread(target=lambda: out.append(gating.load_items(ws)))
+    reader.start()
+    reader.join()
+    return out[0]
 
 
 def test_a_ledger_changed_by_another_process_is_read_again(ws):
