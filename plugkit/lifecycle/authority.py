@@ -280,7 +280,8 @@ def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[pr
             if on_disk != data:
                 atomic_write(ws.prd_path, data)
             items_view_bytes = data
-        if ws.ledger.put_views(ws.root, st.model_dump_json(), state_view, items_view_bytes, time.time()):
+        if items_view_bytes == rec.items_view and ws.ledger.put_state(ws.root, st.model_dump_json(), state_view,
+                                                                       time.time()):
             return
     its = items if items is not None else items_view.items(ws, rec.items)
     text = items_view.dump(ws, rec.items, its)

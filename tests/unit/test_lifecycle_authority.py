@@ -27,11 +27,11 @@ class MemoryLedger:
     def put(self, root, record, now):
         self.rows[root] = record
 
-    def put_views(self, root, state, state_view, items_view, now):
+    def put_state(self, root, state, state_view, now):
         rec = self.rows.get(root)
         if rec is None:
             return False
-        self.rows[root] = authority.Record(state, rec.items, state_view, items_view)
+        self.rows[root] = authority.Record(state, rec.items, state_view, rec.items_view)
         return True
 
     def known(self, root):

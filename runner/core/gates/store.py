@@ -24,6 +24,11 @@ _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS receipts (
         root TEXT NOT NULL, id TEXT NOT NULL, task_id INTEGER, created_at REAL NOT NULL,
         PRIMARY KEY (root, id))""",
+    # The items and the bytes last written to .prd, in a row of their own: SQLite rewrites a
+    # whole row on any update, and a state-only change (every mutable, every stop) must not
+    # rewrite a 1000-item .prd's worth of JSON (issue 31). Rows written before this table
+    # keep their items in `workspaces` until their next items write moves them here.
+    """CREATE TABLE IF NOT EXISTS workspace_items (root TEXT PRIMARY KEY, items TEXT NOT NULL, items_view BLOB)""",
     # The settings the runner holds for the workspace (plugkit.lifecycle.config_pin), JSON.
     """CREATE TABLE IF NOT EXISTS configs (root TEXT PRIMARY KEY, held TEXT NOT NULL, updated_at REAL NOT NULL)""",
 )
@@ -51,27 +56,39 @@ class GateStore:
 
     def get(self, root: str) -> Optional[Record]:
         with self._lock:
-            row = self._conn.execute("SELECT state, items, state_view, items_view FROM workspaces WHERE root = ?",
-                                     (root,)).fetchone()
+            row = self._conn.execute(
+                "SELECT w.state, coalesce(i.items, w.items), w.state_view, "
+                "CASE WHEN i.root IS NULL THEN w.items_view ELSE i.items_view END "
+                "FROM workspaces w LEFT JOIN workspace_items i ON i.root = w.root WHERE w.root = ?",
+                (root,)).fetchone()
         return None if row is None else Record(*row)
 
     def put(self, root: str, record: Record, now: float) -> None:
         with self._lock:
-            self._conn.execute(
-                "INSERT INTO workspaces (root, state, items, state_view, items_view, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (root) DO UPDATE SET state = excluded.state, "
-                "items = excluded.items, state_view = excluded.state_view, items_view = excluded.items_view, "
-                "updated_at = excluded.updated_at",
-                (root, record.state, record.items, record.state_view, record.items_view, now))
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute(
+                    "INSERT INTO workspaces (root, state, items, state_view, items_view, updated_at) "
+                    "VALUES (?, ?, '', ?, NULL, ?) ON CONFLICT (root) DO UPDATE SET state = excluded.state, "
+                    "items = '', state_view = excluded.state_view, items_view = NULL, "
+                    "updated_at = excluded.updated_at",
+                    (root, record.state, record.state_view, now))
+                self._conn.execute(
+                    "INSERT INTO workspace_items (root, items, items_view) VALUES (?, ?, ?) ON CONFLICT (root) "
+                    "DO UPDATE SET items = excluded.items, items_view = excluded.items_view",
+                    (root, record.items, record.items_view))
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
 
-    def put_views(self, root: str, state: str, state_view: Optional[bytes], items_view: Optional[bytes],
-                  now: float) -> bool:
-        """The state and the views' bytes, the items left as they are (a change that touched no
-        item does not write them again). False when the ledger holds no such workspace yet."""
+    def put_state(self, root: str, state: str, state_view: Optional[bytes], now: float) -> bool:
+        """The state and its view's bytes, the items' row left as it is (a change that touched
+        no item writes none of them). False when the ledger holds no such workspace yet."""
         with self._lock:
             return self._conn.execute(
-                "UPDATE workspaces SET state = ?, state_view = ?, items_view = ?, updated_at = ? WHERE root = ?",
-                (state, state_view, items_view, now, root)).rowcount == 1
+                "UPDATE workspaces SET state = ?, state_view = ?, updated_at = ? WHERE root = ?",
+                (state, state_view, now, root)).rowcount == 1
 
     def known(self, root: str) -> bool:
         """Whether the ledger holds the workspace (without reading its items: hooks ask this)."""
