@@ -227,12 +227,14 @@ def load(ws: Workspace, items: bool = True) -> Snapshot:
     """The ledger's state and items, the views' findings and proposals. Writes nothing.
     With items=False the items are left unread while `.prd` is what the runner last wrote
     (nothing there to find or adopt): state-only operations and the hooks pay for the state only."""
-    rec = ws.ledger.get(ws.root) or _bootstrap(ws)
+    rec = ws.ledger.get(ws.root, items=items) or _bootstrap(ws)
     st = State.model_validate_json(rec.state)
     findings = _state_findings(rec.state_view, _read(ws.state_path), st)
     on_disk = _read(ws.prd_path)
     if not items and (on_disk is None or on_disk == rec.items_view):
         return Snapshot(st, None, findings, [], rec)
+    if rec.items is None:  # the view differs from what the runner wrote: the items are needed after all
+        rec = ws.ledger.get(ws.root)
     its = items_view.items(ws, rec.items)
     item_findings, proposals = _items_findings(rec.items_view, on_disk, its)
     known = {i.id for i in its}
@@ -267,9 +269,9 @@ def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[pr
     no findings (a view someone edited is left as it is, for them to see). Only what changed
     is rendered: the items' text is reused when no item changed (items=None), and per item
     otherwise (plugkit.lifecycle.items_view)."""
-    rec = ws.ledger.get(ws.root) or _bootstrap(ws)
+    rec = ws.ledger.get(ws.root, items=items is not None) or _bootstrap(ws)
     st = state if state is not None else State.model_validate_json(rec.state)
-    state_view, items_view_bytes = rec.state_view, rec.items_view
+    state_view = rec.state_view
     on_disk = _read(ws.state_path)
     if not _state_findings(rec.state_view, on_disk, st) and (state is not None or on_disk is not None):
         data = render_state(st)
@@ -278,6 +280,13 @@ def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[pr
             atomic_write(ws.state_path, data)
         state_view = data
     on_disk = _read(ws.prd_path)
+    if items is None and on_disk is not None and on_disk == rec.items_view and _view_is_items(rec):
+        # The common case of a state-only change: .prd is the ledger's items, nothing to read or write.
+        if ws.ledger.put_state(ws.root, st.model_dump_json(), state_view, time.time()):
+            return
+    if rec.items is None:
+        rec = ws.ledger.get(ws.root)
+    items_view_bytes = rec.items_view
     if items is None and (on_disk is None or on_disk == rec.items_view):
         # No item changed and the view holds no outside edit: it is the ledger's text again
         # (rewritten only if it was deleted, or left behind while it had findings).
@@ -298,6 +307,11 @@ def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[pr
             atomic_write(ws.prd_path, data)
         items_view_bytes = data
     ws.ledger.put(ws.root, Record(st.model_dump_json(), text, state_view, items_view_bytes), time.time())
+
+
+def _view_is_items(rec: Any) -> bool:
+    known = getattr(rec, "view_is_items", None)  # a store that did not compare them: compare here
+    return known if known is not None else rec.items is not None and rec.items_view == rec.items.encode()
 
 
 def restore(ws: Workspace) -> list[Finding]:

@@ -21,7 +21,7 @@ class MemoryLedger:
         self.receipts: set[tuple[str, str]] = set()
         self.configs: dict[str, str] = {}
 
-    def get(self, root):
+    def get(self, root, items=True):
         return self.rows.get(root)
 
     def put(self, root, record, now):

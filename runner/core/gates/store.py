@@ -37,9 +37,10 @@ _SCHEMA = (
 @dataclass(frozen=True)
 class Record:
     state: str
-    items: str
+    items: Optional[str]  # None: not read (get(items=False))
     state_view: Optional[bytes]  # what the runner last wrote to .plugkit/state.json (None: nothing)
     items_view: Optional[bytes]  # ... and to .prd
+    view_is_items: Optional[bool] = None  # items_view is exactly the items (None: not asked)
 
 
 class GateStore:
@@ -54,14 +55,18 @@ class GateStore:
         for statement in _SCHEMA:
             self._conn.execute(statement)
 
-    def get(self, root: str) -> Optional[Record]:
+    def get(self, root: str, items: bool = True) -> Optional[Record]:
+        """items=False: the items' text is not read, only whether the view's bytes are exactly
+        it (compared inside SQLite): what a state-only operation needs to leave them alone."""
         with self._lock:
             row = self._conn.execute(
-                "SELECT w.state, coalesce(i.items, w.items), w.state_view, "
-                "CASE WHEN i.root IS NULL THEN w.items_view ELSE i.items_view END "
+                f"SELECT w.state, {'coalesce(i.items, w.items)' if items else 'NULL'}, w.state_view, "
+                "CASE WHEN i.root IS NULL THEN w.items_view ELSE i.items_view END, "
+                "CASE WHEN i.root IS NULL THEN w.items_view = CAST(w.items AS BLOB) "
+                "ELSE i.items_view = CAST(i.items AS BLOB) END "
                 "FROM workspaces w LEFT JOIN workspace_items i ON i.root = w.root WHERE w.root = ?",
                 (root,)).fetchone()
-        return None if row is None else Record(*row)
+        return None if row is None else Record(row[0], row[1], row[2], row[3], bool(row[4]))
 
     def put(self, root: str, record: Record, now: float) -> None:
         with self._lock:
