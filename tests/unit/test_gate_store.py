@@ -16,6 +16,7 @@ def test_a_state_write_keeps_the_items_and_a_pre_split_row_is_read_then_moved(tm
     assert store.get("/w") == Record('{"phase": "EXECUTE"}', "[2]", b"s", b"[2 ]", False)
     store.put("/w", Record('{"phase": "EXECUTE"}', "[2]", b"s", b"[2]"), 2)
     assert store._conn.execute("SELECT items, items_view FROM workspaces").fetchone() == ("", None)
+    assert store._conn.execute("SELECT items_view, view_same FROM workspace_items").fetchone() == (None, 1)  # kept once
     store.put_state("/w", "{}", None, 3)
     assert store.get("/w") == Record("{}", "[2]", None, b"[2]", True) and store.known("/w") and not store.known("/x")
     store.close()

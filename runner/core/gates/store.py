@@ -28,7 +28,9 @@ _SCHEMA = (
     # whole row on any update, and a state-only change (every mutable, every stop) must not
     # rewrite a 1000-item .prd's worth of JSON (issue 31). Rows written before this table
     # keep their items in `workspaces` until their next items write moves them here.
-    """CREATE TABLE IF NOT EXISTS workspace_items (root TEXT PRIMARY KEY, items TEXT NOT NULL, items_view BLOB)""",
+    # view_same: the view's bytes are exactly the items (the usual case), kept once.
+    """CREATE TABLE IF NOT EXISTS workspace_items (root TEXT PRIMARY KEY, items TEXT NOT NULL, items_view BLOB,
+        view_same INTEGER NOT NULL DEFAULT 0)""",
     # The settings the runner holds for the workspace (plugkit.lifecycle.config_pin), JSON.
     """CREATE TABLE IF NOT EXISTS configs (root TEXT PRIMARY KEY, held TEXT NOT NULL, updated_at REAL NOT NULL)""",
 )
@@ -56,14 +58,14 @@ class GateStore:
             self._conn.execute(statement)
 
     def get(self, root: str, items: bool = True) -> Optional[Record]:
-        """items=False: the items' text is not read, only whether the view's bytes are exactly
-        it (compared inside SQLite): what a state-only operation needs to leave them alone."""
+        """items=False: the items' text is not read, only the view's bytes and whether they are
+        exactly the items: what a state-only operation needs to leave them alone."""
         with self._lock:
             row = self._conn.execute(
                 f"SELECT w.state, {'coalesce(i.items, w.items)' if items else 'NULL'}, w.state_view, "
-                "CASE WHEN i.root IS NULL THEN w.items_view ELSE i.items_view END, "
-                "CASE WHEN i.root IS NULL THEN w.items_view = CAST(w.items AS BLOB) "
-                "ELSE i.items_view = CAST(i.items AS BLOB) END "
+                "CASE WHEN i.root IS NULL THEN w.items_view WHEN i.view_same THEN CAST(i.items AS BLOB) "
+                "ELSE i.items_view END, "
+                "CASE WHEN i.root IS NULL THEN w.items_view = CAST(w.items AS BLOB) ELSE i.view_same END "
                 "FROM workspaces w LEFT JOIN workspace_items i ON i.root = w.root WHERE w.root = ?",
                 (root,)).fetchone()
         return None if row is None else Record(row[0], row[1], row[2], row[3], bool(row[4]))
@@ -78,10 +80,12 @@ class GateStore:
                     "items = '', state_view = excluded.state_view, items_view = NULL, "
                     "updated_at = excluded.updated_at",
                     (root, record.state, record.state_view, now))
+                same = record.items is not None and record.items_view == record.items.encode()
                 self._conn.execute(
-                    "INSERT INTO workspace_items (root, items, items_view) VALUES (?, ?, ?) ON CONFLICT (root) "
-                    "DO UPDATE SET items = excluded.items, items_view = excluded.items_view",
-                    (root, record.items, record.items_view))
+                    "INSERT INTO workspace_items (root, items, items_view, view_same) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (root) DO UPDATE SET items = excluded.items, items_view = excluded.items_view, "
+                    "view_same = excluded.view_same",
+                    (root, record.items, None if same else record.items_view, int(same)))
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")
