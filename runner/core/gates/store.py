@@ -63,12 +63,15 @@ class GateStore:
         with self._lock:
             row = self._conn.execute(
                 f"SELECT w.state, {'coalesce(i.items, w.items)' if items else 'NULL'}, w.state_view, "
-                "CASE WHEN i.root IS NULL THEN w.items_view WHEN i.view_same THEN CAST(i.items AS BLOB) "
-                "ELSE i.items_view END, "
+                "CASE WHEN i.root IS NULL THEN w.items_view WHEN i.view_same THEN "
+                f"{'NULL' if items else 'CAST(i.items AS BLOB)'} ELSE i.items_view END, "
                 "CASE WHEN i.root IS NULL THEN w.items_view = CAST(w.items AS BLOB) ELSE i.view_same END "
                 "FROM workspaces w LEFT JOIN workspace_items i ON i.root = w.root WHERE w.root = ?",
                 (root,)).fetchone()
-        return None if row is None else Record(row[0], row[1], row[2], row[3], bool(row[4]))
+        if row is None:
+            return None
+        view = row[1].encode() if items and row[4] and row[1] is not None else row[3]  # the same bytes, not sent twice
+        return Record(row[0], row[1], row[2], view, bool(row[4]))
 
     def put(self, root: str, record: Record, now: float) -> None:
         with self._lock:
