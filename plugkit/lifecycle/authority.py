@@ -27,10 +27,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from plugkit.lifecycle import config, config_pin, evidence, item_states, prd
+from plugkit.lifecycle import config, config_pin, evidence, item_states, items_view, prd
 from plugkit.lifecycle.errors import Conflict, GateError
 from plugkit.lifecycle.model import State
-from plugkit.lifecycle.workspace import Workspace, atomic_write
+from plugkit.lifecycle.workspace import Workspace, atomic_write as _atomic_write
 
 STATE_VIEW = ".plugkit/state.json"
 ITEMS_VIEW = ".prd"
@@ -61,10 +61,16 @@ class Finding:
 @dataclass
 class Snapshot:
     state: State
-    items: list[prd.Item]  # the ledger's, plus proposals not adopted yet
+    items: Optional[list[prd.Item]]  # the ledger's, plus proposals not adopted yet (None: not asked for)
     findings: list[Finding]
     proposed: list[str]
     record: Record
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """A view's write: whole or not at all, without an fsync (the ledger holds the truth; a
+    300 KB .prd fsynced on every change was most of an operation's cost at 1000 items)."""
+    _atomic_write(path, data, durable=False)
 
 
 def _short(value: Any) -> str:
@@ -217,19 +223,26 @@ def _proposal(raw: dict) -> Optional[prd.Item]:
 
 # --- reading and writing through the ledger ----------------------------------------------------
 
-def load(ws: Workspace) -> Snapshot:
-    """The ledger's state and items, the views' findings and proposals. Writes nothing."""
-    rec = ws.ledger.get(ws.root) or _bootstrap(ws)
+def load(ws: Workspace, items: bool = True) -> Snapshot:
+    """The ledger's state and items, the views' findings and proposals. Writes nothing.
+    With items=False the items are left unread while `.prd` is what the runner last wrote
+    (nothing there to find or adopt): state-only operations and the hooks pay for the state only."""
+    rec = ws.ledger.get(ws.root, items=items) or _bootstrap(ws)
     st = State.model_validate_json(rec.state)
-    items = prd.parse(rec.items.encode())
     findings = _state_findings(rec.state_view, _read(ws.state_path), st)
-    item_findings, proposals = _items_findings(rec.items_view, _read(ws.prd_path), items)
-    known = {i.id for i in items}
+    on_disk = _read(ws.prd_path)
+    if not items and (on_disk is None or on_disk == rec.items_view):
+        return Snapshot(st, None, findings, [], rec)
+    if rec.items is None:  # the view differs from what the runner wrote: the items are needed after all
+        rec = ws.ledger.get(ws.root)
+    its = items_view.items(ws, rec.items)
+    item_findings, proposals = _items_findings(rec.items_view, on_disk, its)
+    known = {i.id for i in its}
     proposals = [p for p in proposals if p.id not in known]
     if proposals:
-        items = items + proposals
-        prd.relink(items, prd.edges_of(items))
-    return Snapshot(st, items, findings + item_findings, [p.id for p in proposals], rec)
+        its = its + proposals
+        prd.relink(its, prd.edges_of(its))
+    return Snapshot(st, its, findings + item_findings, [p.id for p in proposals], rec)
 
 
 @dataclass(frozen=True)
@@ -246,18 +259,19 @@ def findings(ws: Workspace) -> list[Finding]:
         return []
     settings: list[Finding] = [ConfigFinding(config_pin.VIEW, d.key, d.view, d.held) for d in config_pin.drift(ws)]
     try:
-        return load(ws).findings + settings
+        return load(ws, items=False).findings + settings  # an unchanged .prd holds none
     except Conflict:
         return settings
 
 
 def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[prd.Item]] = None) -> None:
     """Call with the workspace lock held. Stores the change, then writes each view that has
-    no findings (a view someone edited is left as it is, for them to see)."""
-    rec = ws.ledger.get(ws.root) or _bootstrap(ws)
+    no findings (a view someone edited is left as it is, for them to see). Only what changed
+    is rendered: the items' text is reused when no item changed (items=None), and per item
+    otherwise (plugkit.lifecycle.items_view)."""
+    rec = ws.ledger.get(ws.root, items=items is not None) or _bootstrap(ws)
     st = state if state is not None else State.model_validate_json(rec.state)
-    its = items if items is not None else prd.parse(rec.items.encode())
-    state_view, items_view = rec.state_view, rec.items_view
+    state_view = rec.state_view
     on_disk = _read(ws.state_path)
     if not _state_findings(rec.state_view, on_disk, st) and (state is not None or on_disk is not None):
         data = render_state(st)
@@ -266,13 +280,38 @@ def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[pr
             atomic_write(ws.state_path, data)
         state_view = data
     on_disk = _read(ws.prd_path)
+    if items is None and on_disk is not None and on_disk == rec.items_view and _view_is_items(rec):
+        # The common case of a state-only change: .prd is the ledger's items, nothing to read or write.
+        if ws.ledger.put_state(ws.root, st.model_dump_json(), state_view, time.time()):
+            return
+    if rec.items is None:
+        rec = ws.ledger.get(ws.root)
+    items_view_bytes = rec.items_view
+    if items is None and (on_disk is None or on_disk == rec.items_view):
+        # No item changed and the view holds no outside edit: it is the ledger's text again
+        # (rewritten only if it was deleted, or left behind while it had findings).
+        data = rec.items.encode()
+        if rec.items.strip() != "[]" or on_disk is not None:
+            if on_disk != data:
+                atomic_write(ws.prd_path, data)
+            items_view_bytes = data
+        if items_view_bytes == rec.items_view and ws.ledger.put_state(ws.root, st.model_dump_json(), state_view,
+                                                                       time.time()):
+            return
+    its = items if items is not None else items_view.items(ws, rec.items)
+    text = items_view.dump(ws, rec.items, its)
     found, proposals = _items_findings(rec.items_view, on_disk, its)
     if not found and not [p for p in proposals if p.id not in {i.id for i in its}] and (its or on_disk is not None):
-        data = prd.dump(its)
+        data = text.encode()
         if on_disk != data:
             atomic_write(ws.prd_path, data)
-        items_view = data
-    ws.ledger.put(ws.root, Record(st.model_dump_json(), prd.dump(its).decode(), state_view, items_view), time.time())
+        items_view_bytes = data
+    ws.ledger.put(ws.root, Record(st.model_dump_json(), text, state_view, items_view_bytes), time.time())
+
+
+def _view_is_items(rec: Any) -> bool:
+    known = getattr(rec, "view_is_items", None)  # a store that did not compare them: compare here
+    return known if known is not None else rec.items is not None and rec.items_view == rec.items.encode()
 
 
 def restore(ws: Workspace) -> list[Finding]:

@@ -8,7 +8,6 @@ would close a cycle is refused with the cycle spelled out.
 """
 
 import json
-import re
 from typing import Iterable, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -63,7 +62,18 @@ def parse(raw: bytes) -> list[Item]:
 
 
 def dump(items: list[Item]) -> bytes:
-    return (json.dumps([i.model_dump(mode="json") for i in items], indent=2, ensure_ascii=False) + "\n").encode()
+    return join([render(i) for i in items]).encode()
+
+
+def render(item: Item) -> str:
+    """One item as it stands inside dump's array: json.dumps(list, indent=2) indents each
+    element's own indent=2 text by two more spaces (JSON strings hold no raw newline), so
+    the runner can reuse the text of items a change did not touch (plugkit.lifecycle.items_view)."""
+    return "  " + json.dumps(item.model_dump(mode="json"), indent=2, ensure_ascii=False).replace("\n", "\n  ")
+
+
+def join(rendered: list[str]) -> str:
+    return ("[\n" + ",\n".join(rendered) + "\n]" if rendered else "[]") + "\n"
 
 
 def _short(exc: Exception) -> str:
@@ -83,22 +93,28 @@ def edges_of(items: list[Item]) -> Edges:
 
 
 def relink(items: list[Item], edges: Edges) -> None:
-    by_id = {i.id: i for i in items}
-    for item in items:
-        item.blocked_by, item.blocking = [], []
+    links: dict[str, tuple[list[str], list[str]]] = {i.id: ([], []) for i in items}
     for a, b in edges:
-        by_id[b].blocked_by.append(a)
-        by_id[a].blocking.append(b)
+        links[b][0].append(a)
+        links[a][1].append(b)
+    for item in items:
+        # Assigned only where they differ: the runner re-renders just the items a change touched
+        # (plugkit.lifecycle.items_view), and an assignment through pydantic is not free either.
+        blocked_by, blocking = links[item.id]
+        if item.blocked_by != blocked_by:
+            item.blocked_by = blocked_by
+        if item.blocking != blocking:
+            item.blocking = blocking
 
 
-def find_cycle(ids: Iterable[str], edges: Edges) -> Optional[list[str]]:
-    """A cycle as [a, b, ..., a] along blocker -> blocked, or None. Iterative DFS: a long
-    chain of items must not hit the recursion limit."""
+def find_cycle(ids: Iterable[str], edges: Edges, only_from: Optional[str] = None) -> Optional[list[str]]:
+    """A cycle as [a, b, ..., a] along blocker -> blocked, or None (with only_from: a cycle
+    reachable from that item). Iterative DFS: a long chain of items must not hit the recursion limit."""
     succ: dict[str, list[str]] = {i: [] for i in ids}
     for a, b in edges:
         succ[a].append(b)
     colour = dict.fromkeys(succ, 0)  # 0 unseen, 1 on the path, 2 done
-    for start in succ:
+    for start in succ if only_from is None else [only_from]:
         if colour[start]:
             continue
         path, stack = [start], [iter(succ[start])]
@@ -131,9 +147,10 @@ def _checked_links(items: list[Item], item_id: str, blocked_by: Optional[list[st
         edges = [(a, b) for (a, b) in edges if a != item_id]
     added = [(a, item_id) for a in blocked_by or []] + [(item_id, b) for b in blocking or []]
     edges = list(dict.fromkeys(edges + added))
-    # The graph was acyclic before this change, so any cycle runs through item_id; searching
-    # from it first names the cycle starting at the item being changed.
-    cycle = find_cycle([item_id] + [i.id for i in items if i.id != item_id], edges)
+    # The graph was acyclic before this change, so any cycle runs through item_id: searching
+    # from it alone names the cycle starting at the item being changed, and costs what the
+    # change reaches rather than the whole .prd.
+    cycle = find_cycle([i.id for i in items], edges, only_from=item_id)
     if cycle:
         raise Cycle(cycle)
     return edges
@@ -141,7 +158,8 @@ def _checked_links(items: list[Item], item_id: str, blocked_by: Optional[list[st
 
 def next_id(items: list[Item]) -> str:
     taken = {i.id for i in items}
-    n = 1 + max((int(m.group(1)) for i in items if (m := re.fullmatch(r"w(\d+)", i.id))), default=0)
+    # w<digits> (ids are ASCII by ID_PATTERN), without a regex per item: this runs on every add.
+    n = 1 + max((int(i.id[1:]) for i in items if i.id[:1] == "w" and i.id[1:].isdigit()), default=0)
     while f"w{n}" in taken:
         n += 1
     return f"w{n}"

@@ -20,7 +20,7 @@ from typing import Iterator, Optional
 
 from pydantic import ValidationError
 
-from plugkit.lifecycle import authority, phases
+from plugkit.lifecycle import authority, items_view, phases
 # The models live in plugkit.lifecycle.model (authority and phases need them, and this module
 # needs those two); every caller has always taken them from here.
 from plugkit.lifecycle.model import (MAX_NOTICES, Approval, EmitDecl, Phase, State, Transition,  # noqa: F401
@@ -37,7 +37,7 @@ def load(ws: Workspace) -> State:
     """Without the lock: replacement is atomic, so a reader sees a whole old or new file.
     With the runner's ledger (ws.ledger), the ledger's state: the file is only its view."""
     if ws.ledger is not None:
-        return authority.load(ws).state
+        return authority.load(ws, items=False).state
     state = _parse(ws)
     if state is None:
         with ws.locked():
@@ -83,7 +83,7 @@ def transaction(ws: Workspace) -> Iterator[State]:
     With the runner's ledger: read from and written to it (views follow); work items
     proposed by hand in .prd are adopted first, as new work."""
     if ws.ledger is not None:
-        with ws.locked():
+        with ws.locked(), items_view.writing(ws):
             state = _ledger_state_adopting(ws)
             yield state
             authority.commit(ws, state=state)
@@ -95,7 +95,7 @@ def transaction(ws: Workspace) -> Iterator[State]:
 
 
 def _ledger_state_adopting(ws: Workspace) -> State:
-    snap = authority.load(ws)
+    snap = authority.load(ws, items=False)  # items are read only when .prd holds proposals
     if snap.proposed:
         for item_id in snap.proposed:
             phases.note_item_added(snap.state, item_id, time.time())

@@ -68,7 +68,7 @@ class Workspace:
         deleting the views (config.toml too) does not opt it out again."""
         if any(os.path.lexists(p) for p in (self.state_path, self.prd_path, self.config_path)):
             return True
-        return self.ledger is not None and (self.ledger.get(self.root) is not None
+        return self.ledger is not None and (self.ledger.known(self.root)
                                             or self.ledger.config_held(self.root) is not None)
 
     def ensure_dir(self) -> None:
@@ -120,16 +120,20 @@ def workspace_of(cwd: str) -> Workspace:
     return Workspace(find_root(cwd))
 
 
-def atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str, data: bytes, durable: bool = True) -> None:
     """Temp file in the same directory + fsync + rename: a reader (or a crash) sees the
-    old file or the new one, never half of one."""
+    old file or the new one, never half of one. durable=False skips the fsync, for files
+    that are views of the runner's ledger (plugkit.lifecycle.authority): a reader or a
+    crashed process still sees a whole file, and after a lost power the ledger (which does
+    not fsync each commit either) writes the view again."""
     directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -21,11 +21,21 @@ class MemoryLedger:
         self.receipts: set[tuple[str, str]] = set()
         self.configs: dict[str, str] = {}
 
-    def get(self, root):
+    def get(self, root, items=True):
         return self.rows.get(root)
 
     def put(self, root, record, now):
         self.rows[root] = record
+
+    def put_state(self, root, state, state_view, now):
+        rec = self.rows.get(root)
+        if rec is None:
+            return False
+        self.rows[root] = authority.Record(state, rec.items, state_view, rec.items_view)
+        return True
+
+    def known(self, root):
+        return root in self.rows
 
     def add_receipt(self, root, receipt_id, task_id, now):
         self.receipts.add((root, receipt_id))

@@ -24,6 +24,13 @@ _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS receipts (
         root TEXT NOT NULL, id TEXT NOT NULL, task_id INTEGER, created_at REAL NOT NULL,
         PRIMARY KEY (root, id))""",
+    # The items and the bytes last written to .prd, in a row of their own: SQLite rewrites a
+    # whole row on any update, and a state-only change (every mutable, every stop) must not
+    # rewrite a 1000-item .prd's worth of JSON (issue 31). Rows written before this table
+    # keep their items in `workspaces` until their next items write moves them here.
+    # view_same: the view's bytes are exactly the items (the usual case), kept once.
+    """CREATE TABLE IF NOT EXISTS workspace_items (root TEXT PRIMARY KEY, items TEXT NOT NULL, items_view BLOB,
+        view_same INTEGER NOT NULL DEFAULT 0)""",
     # The settings the runner holds for the workspace (plugkit.lifecycle.config_pin), JSON.
     """CREATE TABLE IF NOT EXISTS configs (root TEXT PRIMARY KEY, held TEXT NOT NULL, updated_at REAL NOT NULL)""",
 )
@@ -32,9 +39,10 @@ _SCHEMA = (
 @dataclass(frozen=True)
 class Record:
     state: str
-    items: str
+    items: Optional[str]  # None: not read (get(items=False))
     state_view: Optional[bytes]  # what the runner last wrote to .plugkit/state.json (None: nothing)
     items_view: Optional[bytes]  # ... and to .prd
+    view_is_items: Optional[bool] = None  # items_view is exactly the items (None: not asked)
 
 
 class GateStore:
@@ -49,20 +57,55 @@ class GateStore:
         for statement in _SCHEMA:
             self._conn.execute(statement)
 
-    def get(self, root: str) -> Optional[Record]:
+    def get(self, root: str, items: bool = True) -> Optional[Record]:
+        """items=False: the items' text is not read, only the view's bytes and whether they are
+        exactly the items: what a state-only operation needs to leave them alone."""
         with self._lock:
-            row = self._conn.execute("SELECT state, items, state_view, items_view FROM workspaces WHERE root = ?",
-                                     (root,)).fetchone()
-        return None if row is None else Record(*row)
+            row = self._conn.execute(
+                f"SELECT w.state, {'coalesce(i.items, w.items)' if items else 'NULL'}, w.state_view, "
+                "CASE WHEN i.root IS NULL THEN w.items_view WHEN i.view_same THEN "
+                f"{'NULL' if items else 'CAST(i.items AS BLOB)'} ELSE i.items_view END, "
+                "CASE WHEN i.root IS NULL THEN w.items_view = CAST(w.items AS BLOB) ELSE i.view_same END "
+                "FROM workspaces w LEFT JOIN workspace_items i ON i.root = w.root WHERE w.root = ?",
+                (root,)).fetchone()
+        if row is None:
+            return None
+        view = row[1].encode() if items and row[4] and row[1] is not None else row[3]  # the same bytes, not sent twice
+        return Record(row[0], row[1], row[2], view, bool(row[4]))
 
     def put(self, root: str, record: Record, now: float) -> None:
         with self._lock:
-            self._conn.execute(
-                "INSERT INTO workspaces (root, state, items, state_view, items_view, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (root) DO UPDATE SET state = excluded.state, "
-                "items = excluded.items, state_view = excluded.state_view, items_view = excluded.items_view, "
-                "updated_at = excluded.updated_at",
-                (root, record.state, record.items, record.state_view, record.items_view, now))
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute(
+                    "INSERT INTO workspaces (root, state, items, state_view, items_view, updated_at) "
+                    "VALUES (?, ?, '', ?, NULL, ?) ON CONFLICT (root) DO UPDATE SET state = excluded.state, "
+                    "items = '', state_view = excluded.state_view, items_view = NULL, "
+                    "updated_at = excluded.updated_at",
+                    (root, record.state, record.state_view, now))
+                same = record.items is not None and record.items_view == record.items.encode()
+                self._conn.execute(
+                    "INSERT INTO workspace_items (root, items, items_view, view_same) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (root) DO UPDATE SET items = excluded.items, items_view = excluded.items_view, "
+                    "view_same = excluded.view_same",
+                    (root, record.items, None if same else record.items_view, int(same)))
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def put_state(self, root: str, state: str, state_view: Optional[bytes], now: float) -> bool:
+        """The state and its view's bytes, the items' row left as it is (a change that touched
+        no item writes none of them). False when the ledger holds no such workspace yet."""
+        with self._lock:
+            return self._conn.execute(
+                "UPDATE workspaces SET state = ?, state_view = ?, updated_at = ? WHERE root = ?",
+                (state, state_view, now, root)).rowcount == 1
+
+    def known(self, root: str) -> bool:
+        """Whether the ledger holds the workspace (without reading its items: hooks ask this)."""
+        with self._lock:
+            return self._conn.execute("SELECT 1 FROM workspaces WHERE root = ?", (root,)).fetchone() is not None
 
     def add_receipt(self, root: str, receipt_id: str, task_id: Optional[int], now: float) -> None:
         with self._lock:

@@ -1,0 +1,146 @@
+"""The runner's validated view of a workspace's items, keyed by the ledger's exact text of them.
+
+Validating every item with pydantic and rendering every item as indented JSON on each gate
+operation made a change cost the size of `.prd` (issue 31). The ledger's items text is the
+version: while it is the text this process last parsed or wrote, the items parsed from it
+are reused, and writing renders only the items whose fields differ from that version's (the
+rest reuse their text, byte for byte what prd.dump gives).
+
+Each version keeps its items' fields as parsed or written (never handed out) beside live
+models. The workspace's writer (the one transaction holding its lock: `writing`) gets the
+live models without a copy, once they are checked to still equal those fields, so an
+operation costs a comparison per item rather than a validation and a rendering; a
+transaction that failed half way leaves live models that no longer compare equal, and they
+are made again. Readers (no lock) get fresh models made from the fields: a writer's
+half-made change is never theirs to see. Another process writing the ledger changes the
+text, so this process parses again: the cache can be stale only by being missed, never believed.
+"""
+
+import contextlib
+import copy
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional
+
+from plugkit.lifecycle import prd
+
+MAX_WORKSPACES = 32  # a runner serves a few workspaces at a time; the rest parse again
+_LISTS = ("acceptance", "edge_cases", "blocked_by", "blocking", "evidence")
+# An item's fields as written: its values (lists copied), its extra keys, which were set.
+Fields = tuple[dict, Optional[dict], frozenset]
+
+
+@dataclass(frozen=True)
+class _Version:
+    text: str  # the ledger's items, exactly
+    fields: dict[str, Fields]  # item id -> its fields in `text`, in its order; never handed out
+    rendered: dict[str, str]  # item id -> its text inside `text` (filled as first needed)
+    live: dict[str, prd.Item]  # models for the workspace's writer, checked against `fields`
+
+
+_versions: "OrderedDict[tuple[int, str], _Version]" = OrderedDict()
+_lock = threading.Lock()
+_writer = threading.local()  # .roots: the workspaces whose transaction this thread runs
+
+
+def _key(ws: Any) -> tuple[int, str]:
+    return id(ws.ledger), ws.root
+
+
+@contextlib.contextmanager
+def writing(ws: Any) -> Iterator[None]:
+    """Marks this thread as the workspace's writer (call with its lock held)."""
+    roots = _writer.__dict__.setdefault("roots", set())
+    roots.add(ws.root)
+    try:
+        yield
+    finally:
+        roots.discard(ws.root)
+
+
+def _is_writer(ws: Any) -> bool:
+    return ws.root in _writer.__dict__.get("roots", ())
+
+
+def _get(ws: Any, text: str) -> Optional[_Version]:
+    with _lock:
+        v = _versions.get(_key(ws))
+        if v is not None:
+            _versions.move_to_end(_key(ws))
+    return v if v is not None and (v.text is text or v.text == text) else None
+
+
+def _keep(ws: Any, v: _Version) -> None:
+    with _lock:
+        _versions[_key(ws)] = v
+        _versions.move_to_end(_key(ws))
+        while len(_versions) > MAX_WORKSPACES:
+            _versions.popitem(last=False)
+
+
+def _fields(item: prd.Item) -> Fields:
+    values = dict(item.__dict__)
+    for name in _LISTS:
+        values[name] = list(values[name])
+    extra = item.__pydantic_extra__
+    return values, copy.deepcopy(extra) if extra else extra, frozenset(item.__pydantic_fields_set__)
+
+
+def _model(fields: Fields) -> prd.Item:
+    """A model of its own from an item's fields: what pydantic's __copy__ does (Item has no
+    private attributes), with the lists copied too."""
+    values, extra, was_set = fields
+    out = _new(prd.Item)
+    own = dict(values)
+    for name in _LISTS:
+        own[name] = list(own[name])
+    _set(out, "__dict__", own)
+    _set(out, "__pydantic_extra__", copy.deepcopy(extra) if extra else extra)
+    _set(out, "__pydantic_fields_set__", set(was_set))
+    _set(out, "__pydantic_private__", None)
+    return out
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _same(item: prd.Item, fields: Fields) -> bool:
+    return item.__dict__ == fields[0] and item.__pydantic_extra__ == fields[1]
+
+
+def items(ws: Any, text: str) -> list[prd.Item]:
+    """The ledger's items (text) as models the caller may change: the live ones for the
+    workspace's writer, fresh ones for anyone else."""
+    v = _get(ws, text)
+    if v is None:
+        parsed = prd.parse(text.encode())
+        v = _Version(text, {i.id: _fields(i) for i in parsed}, {}, {i.id: i for i in parsed})
+        _keep(ws, v)
+    if not _is_writer(ws):
+        return [_model(f) for f in v.fields.values()]
+    if any(not _same(m, v.fields[i]) for i, m in v.live.items()):  # a transaction failed half way
+        v = _Version(v.text, v.fields, v.rendered, {i: _model(f) for i, f in v.fields.items()})
+        _keep(ws, v)
+    return list(v.live.values())
+
+
+def dump(ws: Any, before: str, now: list[prd.Item]) -> str:
+    """prd.dump(now) as text, rendering only the items that differ from version `before`;
+    `now` becomes the version the next call finds (its models the writer's live ones)."""
+    v = _get(ws, before)
+    fields: dict[str, Fields] = {}
+    rendered: dict[str, str] = {}
+    for item in now:
+        old = v.fields.get(item.id) if v is not None else None
+        if v is not None and old is not None and _same(item, old):
+            fields[item.id] = old  # unchanged: the version's fields and text carry over
+            text = v.rendered.get(item.id)
+            rendered[item.id] = text if text is not None else prd.render(item)
+        else:
+            fields[item.id] = _fields(item)
+            rendered[item.id] = prd.render(item)
+    out = prd.join(list(rendered.values()))
+    _keep(ws, _Version(out, fields, rendered, {i.id: i for i in now}))
+    return out
