@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from plugkit.lifecycle import authority, gating, hooks, items_view, prd, state as state_mod, work
+from plugkit.lifecycle import authority, gating, hooks, items_view, prd, state as state_mod
+from plugkit.lifecycle import item_ops as work
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.workspace import Workspace
 from tests.unit.test_lifecycle_authority import KEY, NOW, MemoryLedger
