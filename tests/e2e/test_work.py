@@ -258,7 +258,7 @@ def test_merge_mode_lands_a_merge_commit_and_debug_shows_the_run(home, repo):
 
 
 def test_a_runner_killed_mid_run_loses_nothing_and_the_next_run_finishes(home, repo):
-    w = Work(home, repo, {"w1": [[["say", "working"], ["hang"]], commit_file("w1.txt")]})
+    w = Work(home, repo, {"w1": [["say", "working"], ["hang"]]})
     w.add("w1", "--verify", "test -f w1.txt")
     w.start()
     w.until(lambda r: w.items(r)["w1"]["state"] == "running")
@@ -271,6 +271,7 @@ def test_a_runner_killed_mid_run_loses_nothing_and_the_next_run_finishes(home, r
     it = w.items(run)["w1"]
     assert run["state"] == "halted" and "runner stopped" in run["halt"], run
     assert (it["state"], it["reason"]) == ("killed", "runner_restarted"), run
+    w.plan_file.write_text(json.dumps({"w1": commit_file("w1.txt")}))  # the next run's worker does the work
     w.start()
     run = w.until(lambda r: r["ended_at"] is not None)
     assert run["state"] == "done" and (repo / "w1.txt").exists(), run

@@ -1,0 +1,141 @@
+"""The bubblewrap sandbox a worker runs in: the argv that wraps its own, built from tables.
+
+What the worker sees (rows below, applied in order; a later mount covers an earlier one):
+  - the whole filesystem read-only (its toolchains, its interpreters, the system);
+  - its worktree read-write, and a private temp dir (TMPDIR) nobody else shares;
+  - the main checkout's working files: not at all (an empty tmpfs over the repository);
+  - the repository's .git read-only, except what a commit on its own branch writes: the
+    object store (objects are content-addressed and only added), its own worktree admin
+    dir (HEAD, index), and refs/heads/plugkit/ plus its reflog dir. A commit updates
+    refs/heads/plugkit/<id> through a lock file created in that directory, so the directory
+    must be writable; that reaches the other items' plugkit/* branches too, which the
+    runner's RefGuard snapshots and puts back. main, the run's branch and tags stay read-only;
+  - $PLUGKIT_HOME: an empty tmpfs, except the two files a worker's hooks and `exec:` need to
+    reach this runner (port, token), read-only; the ledger, logs, gates state and MAC key stay hidden;
+  - the user's credentials (CREDENTIALS): an empty dir or /dev/null over each;
+  - its own PID namespace (it cannot see or signal the runner or other tasks) and it dies
+    with the process that started it (--die-with-parent).
+A host's own state (its login, its session files, npm's cache) is writable only where its
+row in CACHES says so. Standard library only; the probe is blocking (call it in a thread).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+PROGRAM = "bwrap"
+# Under $HOME: hidden unless a scope grants them. A directory gets an empty tmpfs, a file /dev/null.
+CREDENTIALS: tuple[str, ...] = (
+    ".ssh", ".aws", ".config/gcloud", ".azure", ".kube", ".docker", ".gnupg", ".netrc",
+    ".git-credentials", ".config/gh", ".pypirc", ".npmrc", ".terraform.d", ".vault-token",
+)
+# Writable under $HOME, per worker kind: the state each host keeps (declared, not guessed).
+# "*" rows hold for every kind: the toolchains' own caches a build in the worktree fills.
+CACHES: dict[str, tuple[str, ...]] = {
+    "*": (".cache", ".npm", ".local/state", ".local/share", "go/pkg", ".cargo/registry", ".m2", ".gradle"),
+    "claude-code": (".claude", ".claude.json", ".claude.json.backup", ".config/claude"),
+    "codex": (".codex",),
+    "qwen": (".qwen",),
+    "gemini": (".gemini",),
+    "command": (),
+}
+# The files of $PLUGKIT_HOME the worker may read: how its hooks and exec: reach this runner.
+HOME_GRANTS: tuple[str, ...] = ("port", "token")
+
+
+class SandboxUnavailable(Exception):
+    """bwrap is missing or cannot build a sandbox on this kernel/user; the message says why."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where things are for one worker: derived from its worktree, the runner's home, HOME."""
+    worktree: str
+    repo: Optional[str]        # the main checkout (hidden), None when not a linked worktree
+    git_dir: Optional[str]     # the repository's common .git (read-only)
+    admin: Optional[str]       # .git/worktrees/<name>: this worktree's own HEAD and index
+    home: str                  # $PLUGKIT_HOME
+    user_homes: tuple[str, ...]  # $HOME of the worker and of the runner
+    tmp: str                   # the worker's private temp dir
+
+
+def layout(worktree: str, home: str, env: Mapping[str, str], tmp: str) -> Layout:
+    worktree = os.path.realpath(worktree)
+    admin = git_dir = repo = None
+    try:
+        with open(os.path.join(worktree, ".git"), encoding="utf-8") as fh:
+            line = fh.read().strip()
+        if line.startswith("gitdir:"):
+            admin = os.path.realpath(os.path.join(worktree, line.split(":", 1)[1].strip()))
+            git_dir = os.path.dirname(os.path.dirname(admin))  # <git>/worktrees/<name>
+            repo = os.path.dirname(git_dir) if os.path.basename(git_dir) == ".git" else None
+    except OSError:
+        pass  # not a linked worktree (a plain dir): only the worktree itself is granted
+    homes = {os.path.realpath(h) for h in (env.get("HOME"), os.path.expanduser("~")) if h}
+    return Layout(worktree, repo, git_dir, admin, os.path.realpath(home), tuple(sorted(homes)), tmp)
+
+
+def _exists(path: str) -> bool:
+    return os.path.lexists(path)
+
+
+def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = ()) -> list[str]:
+    """The bwrap mount arguments, in order (later covers earlier)."""
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for user_home in lay.user_homes:
+        for rel in CACHES.get("*", ()) + CACHES.get(kind, ()):
+            path = os.path.join(user_home, rel)
+            if _exists(path):
+                args += ["--bind", path, path]
+        for rel in CREDENTIALS:
+            path = os.path.join(user_home, rel)
+            if rel in granted or not _exists(path):
+                continue
+            args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+    if lay.repo is not None:
+        args += ["--tmpfs", lay.repo]  # the main checkout's files: gone (other worktrees with them)
+    if lay.git_dir is not None:
+        args += ["--ro-bind", lay.git_dir, lay.git_dir]
+        for rel in ("objects", "refs/heads/plugkit", "logs/refs/heads/plugkit"):
+            path = os.path.join(lay.git_dir, rel)
+            if os.path.isdir(path):
+                args += ["--bind", path, path]
+        if lay.admin is not None:
+            args += ["--bind", lay.admin, lay.admin]
+    args += ["--bind", lay.worktree, lay.worktree, "--bind", lay.tmp, lay.tmp]
+    # Last: whatever above covered it (the home may sit under $HOME or the repo), the home is hidden.
+    args += ["--tmpfs", lay.home]
+    for name in HOME_GRANTS:
+        path = os.path.join(lay.home, name)
+        if _exists(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = ()) -> list[str]:
+    """The whole command line: bwrap, its mounts, its namespaces, then the worker's argv."""
+    program = shutil.which(PROGRAM)
+    if program is None:
+        raise SandboxUnavailable("bwrap is not installed (apt-get install bubblewrap, or scripts/setup)")
+    return [program, "--die-with-parent", "--unshare-pid", "--new-session", *mounts(lay, kind, granted),
+            "--chdir", lay.worktree, "--setenv", "TMPDIR", lay.tmp, "--", *inner]
+
+
+def probe() -> Optional[str]:
+    """None if bwrap can build a sandbox here, else one line saying why not (blocking)."""
+    program = shutil.which(PROGRAM)
+    if program is None:
+        return "bwrap is not installed (apt-get install bubblewrap, or scripts/setup)"
+    try:
+        done = subprocess.run([program, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/",
+                               "--proc", "/proc", "--dev", "/dev", "--", "true"],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not run: {exc}"
+    if done.returncode != 0:
+        return f"bwrap cannot build a sandbox here: {(done.stderr.strip().splitlines() or ['exit ' + str(done.returncode)])[-1]}"
+    return None
