@@ -22,8 +22,10 @@ row in CACHES says so. Standard library only; the probe is blocking (call it in 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
@@ -106,13 +108,19 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = ()) -> list[str]:
                 args += ["--bind", path, path]
         if lay.admin is not None:
             args += ["--bind", lay.admin, lay.admin]
-    args += ["--bind", lay.worktree, lay.worktree, "--bind", lay.tmp, lay.tmp]
-    # Last: whatever above covered it (the home may sit under $HOME or the repo), the home is hidden.
+    # Whatever above covered it (the home may sit under $HOME or the repo), the home is hidden.
     args += ["--tmpfs", lay.home]
     for name in HOME_GRANTS:
         path = os.path.join(lay.home, name)
         if _exists(path):
             args += ["--ro-bind", path, path]
+    # Last, so nothing above hides them: the worker's own places.
+    args += ["--bind", lay.worktree, lay.worktree, "--bind", lay.tmp, lay.tmp]
+    # The empty tmpfs layers read-only once the binds inside them exist: a write there would
+    # land nowhere the runner looks, yet "succeed" (and mislead the worker and its evidence).
+    for i, arg in enumerate(list(args)):
+        if arg == "--tmpfs":
+            args += ["--remount-ro", args[i + 1]]
     return args
 
 
@@ -123,6 +131,59 @@ def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = ()
         raise SandboxUnavailable("bwrap is not installed (apt-get install bubblewrap, or scripts/setup)")
     return [program, "--die-with-parent", "--unshare-pid", "--new-session", *mounts(lay, kind, granted),
             "--chdir", lay.worktree, "--setenv", "TMPDIR", lay.tmp, "--", *inner]
+
+
+# What the self-test tries inside a real sandbox; each line must fail. {x} are filled in below.
+SELF_TEST: tuple[tuple[str, str], ...] = (
+    ("read the runner's home", "cat {canary}"),
+    ("read a credential file", "cat {home}/.ssh/id_rsa"),
+    ("write outside the worktree", "echo x > {outside}"),
+    ("write the main checkout", "echo x > {repo}/README"),
+    ("signal a process outside", "kill -0 {runner_pid}"),
+)
+
+
+def self_test(home: str) -> Optional[str]:
+    """None if every SELF_TEST step is denied in a sandbox built as a worker's is, else what
+    got through (blocking). The scratch repo, HOME and canary are made here, then removed."""
+    problem = probe()
+    if problem is not None:
+        return problem
+    scratch = tempfile.mkdtemp(prefix="plugkit-sandbox-test-")
+    canary = os.path.join(home, f".sandbox-canary-{os.getpid()}")
+    try:
+        repo, user = os.path.join(scratch, "repo"), os.path.join(scratch, "user")
+        worktree = os.path.join(repo, ".plugkit", "worktrees", "t")
+        git_admin = os.path.join(repo, ".git", "worktrees", "t")
+        for d in (worktree, git_admin, os.path.join(repo, ".git", "objects"), os.path.join(user, ".ssh"),
+                  os.path.join(scratch, "tmp")):
+            os.makedirs(d)
+        for path, text in ((os.path.join(worktree, ".git"), f"gitdir: {git_admin}\n"),
+                           (os.path.join(user, ".ssh", "id_rsa"), "secret\n"), (canary, "secret\n"),
+                           (os.path.join(repo, "README"), "x\n")):
+            with open(path, "w") as fh:
+                fh.write(text)
+        lay = layout(worktree, home, {"HOME": user}, os.path.join(scratch, "tmp"))
+        fill = {"canary": canary, "home": user, "outside": os.path.join(scratch, "outside"), "repo": repo,
+                "runner_pid": os.getpid()}
+        script = "; ".join(f"if {{ {line.format(**fill)}; }} >/dev/null 2>&1; then echo {shlex.quote('GOT ' + name)}; fi"
+                           for name, line in SELF_TEST)
+        done = subprocess.run(argv(lay, "command", ["sh", "-c", script]), capture_output=True, text=True,
+                              timeout=30, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        got = [line[4:] for line in done.stdout.splitlines() if line.startswith("GOT ")]
+        if got:
+            return f"the sandbox self-test got through: {', '.join(got)}"
+        if done.returncode != 0:
+            return f"the sandbox self-test could not run (exit {done.returncode}): {done.stderr.strip()[-200:]}"
+        return None
+    except (OSError, subprocess.SubprocessError, SandboxUnavailable) as exc:
+        return f"the sandbox self-test could not run: {exc}"
+    finally:
+        shutil.rmtree(scratch, True)
+        try:
+            os.unlink(canary)
+        except OSError:
+            pass
 
 
 def probe() -> Optional[str]:

@@ -48,6 +48,11 @@ class Plumbing:
     clock: Callable[[], float]
 
 
+def worker_code(argv: list[str], sandboxed: bool) -> str:
+    """The worker task's code (runner/executors/worker.py): its argv, and a person's --no-sandbox."""
+    return json.dumps(argv if sandboxed else {"argv": argv, "sandbox": False})
+
+
 class Attempts:
     def __init__(self, run: Run, p: Plumbing) -> None:
         self.run, self.p = run, p
@@ -247,7 +252,7 @@ class Attempts:
         p.register(it.worktree, it)
         try:
             task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=it.worktree, lang="worker",
-                                               code=json.dumps(argv), timeout_s=WORKER_TIMEOUT_S, stdin=stdin,
+                                               code=worker_code(argv, run.sandbox), timeout_s=WORKER_TIMEOUT_S, stdin=stdin,
                                                env=workers.environment(self.row, p.env)))
         except Refused as exc:
             raise Failed("failed", "spawn_failed", exc.message) from None

@@ -124,6 +124,7 @@ class Run:
     # carried into the next run until the item lands.
     check_allowed: dict[str, str] = field(default_factory=dict)
     waves: list[list[str]] = field(default_factory=list)
+    sandbox: bool = True  # False: a person's --no-sandbox; the workers run unconfined
 
     @property
     def deadline(self) -> Optional[float]:

@@ -1,0 +1,59 @@
+"""The worker sandbox with a hostile command worker (tests/fixtures/sandbox_attacks.py), the
+real runner, real bwrap and real git: everything it tries outside its worktree is denied or
+ended, its work still lands, and the item's logs say what was tried."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_work import Work
+from tests.support.agent import git, make_repo
+from tests.support.escapees import gone, kill_all, unique_seconds
+
+pytestmark = pytest.mark.e2e
+ATTACKS = str(Path(__file__).resolve().parents[1] / "fixtures" / "sandbox_attacks.py")
+EXPECTED = ("py_read_gates_key", "sh_read_ledger", "py_read_ssh_key", "sh_read_ssh_key", "py_write_outside",
+            "sh_write_outside", "py_write_home", "py_write_main_checkout", "sh_delete_main_checkout",
+            "py_move_main_ref", "sh_move_main_ref", "sh_signal_the_runner")
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    return make_repo(tmp_path / "repo", 'gates = "advisory"\n')
+
+
+@pytest.fixture
+def user_home(tmp_path) -> Path:
+    """The worker's $HOME, holding a credential the sandbox must hide."""
+    h = tmp_path / "user"
+    (h / ".ssh").mkdir(parents=True)
+    (h / ".ssh" / "id_rsa").write_text("-----BEGIN FAKE KEY-----\n")
+    return h
+
+
+def test_a_hostile_worker_is_confined_to_its_worktree(home, repo, user_home, tmp_path):
+    seconds = unique_seconds()
+    w = Work(home, repo, {})
+    w.env["HOME"] = str(user_home)
+    w.add("w1", "--verify", "test -f done.txt")
+    main_before = git(repo, "rev-parse", "main").strip()
+    try:
+        runner_pid = home.discovery()["pid"]
+        run = json.loads(w.cli("work", "--run", f"{sys.executable} {ATTACKS} {repo} {seconds} {runner_pid}",
+                               "--json").stdout)["run"]
+        run = w.until(lambda r: r["ended_at"] is not None)
+        it = w.items(run)["w1"]
+        logs = w.cli("work", "logs", "w1").stdout
+        results = dict(line.split()[1:3] for line in logs.splitlines() if line.startswith("ATTACK "))
+        assert set(results) == set(EXPECTED), logs
+        assert all(v == "denied" for v in results.values()), logs
+        assert (it["state"], it["reason"]) == ("completed", "landed"), run
+        assert (repo / "README").read_text() == "a workspace\n" and (repo / ".plugkit" / "config.toml").exists()
+        assert not (tmp_path / "outside.txt").exists() and not (tmp_path / "outside-sh.txt").exists()
+        assert not (user_home / ".bashrc").exists()
+        assert git(repo, "rev-parse", "main~1").strip() == main_before  # moved by the landing only
+        assert gone(seconds), "the worker's setsid sleep outlived it"
+    finally:
+        kill_all(seconds)
