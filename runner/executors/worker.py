@@ -104,8 +104,7 @@ class WorkerExecutor:
         self.sandbox_problem = await asyncio.to_thread(sandbox.self_test, self.home)
         self._probed = True
         if self.sandbox_problem:
-            raise Unavailable(f"no worker sandbox: {self.sandbox_problem}; a person may run "
-                              "`plugkit work --no-sandbox` to start workers without it")
+            raise Unavailable(sandbox_refusal(self.sandbox_problem))
 
     async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         stdin = spec.stdin if spec.stdin is not None else ""  # closed at once (see the docstring)
@@ -144,6 +143,24 @@ class WorkerExecutor:
         return {"isolation": self.process.isolation,
                 "sandbox": "not tested yet" if not self._probed else
                            (self.sandbox_problem or "bwrap: self-test passed")}
+
+
+def sandbox_refusal(problem: str) -> str:
+    return (f"no worker sandbox: {problem}; a person may run `plugkit work --no-sandbox` "
+            "to start workers without it")
+
+
+async def check_sandbox(home: Optional[str]) -> None:
+    """At run start (runner/core/work/engine.py): the self-test, so a machine without a working
+    sandbox refuses the run in one line instead of failing every item twice."""
+    scratch = None if home else tempfile.mkdtemp(prefix="plugkit-sandbox-home-")
+    try:
+        problem = await asyncio.to_thread(sandbox.self_test, home or scratch)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, True)
+    if problem:
+        raise Unavailable(sandbox_refusal(problem))
 
 
 def worker_kind(program: str) -> str:

@@ -200,3 +200,13 @@ def probe() -> Optional[str]:
     if done.returncode != 0:
         return f"bwrap cannot build a sandbox here: {(done.stderr.strip().splitlines() or ['exit ' + str(done.returncode)])[-1]}"
     return None
+
+
+if __name__ == "__main__":  # `plugkit doctor` runs this (the client never imports the runner)
+    import sys
+
+    home_dir = sys.argv[1] if len(sys.argv) > 1 and os.path.isdir(sys.argv[1]) else tempfile.mkdtemp()
+    found = self_test(home_dir)
+    print(found or "bwrap; self-test passed: the home, a credential, writes outside the worktree and "
+                   "signals out are all denied")
+    sys.exit(1 if found else 0)

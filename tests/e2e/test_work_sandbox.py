@@ -3,12 +3,13 @@ real runner, real bwrap and real git: everything it tries outside its worktree i
 ended, its work still lands, and the item's logs say what was tried."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import Work
+from tests.e2e.test_work import AGENT, Work, commit_file
 from tests.support.agent import git, make_repo
 from tests.support.escapees import gone, kill_all, unique_seconds
 
@@ -57,3 +58,40 @@ def test_a_hostile_worker_is_confined_to_its_worktree(home, repo, user_home, tmp
         assert gone(seconds), "the worker's setsid sleep outlived it"
     finally:
         kill_all(seconds)
+
+
+@pytest.fixture
+def path_without_bwrap(tmp_path) -> str:
+    """A PATH holding every program of this one but bwrap: a machine without bubblewrap."""
+    farm = tmp_path / "bin"
+    farm.mkdir()
+    for d in reversed(os.environ["PATH"].split(os.pathsep)):
+        if os.path.isdir(d):
+            for name in os.listdir(d):
+                if name != "bwrap":
+                    link = farm / name
+                    if link.is_symlink():
+                        link.unlink()
+                    link.symlink_to(os.path.join(d, name))
+    return str(farm)
+
+
+def test_without_bwrap_no_worker_starts_unless_a_person_says_so(home, repo, path_without_bwrap):
+    w = Work(home, repo, {"w1": commit_file("w1.txt")})
+    w.env["PATH"] = path_without_bwrap  # the runner this first command starts has no bwrap either
+    w.add("w1", "--verify", "test -f w1.txt")
+    refused = w.cli("work", "--run", f"{sys.executable} {AGENT}", ok=False)
+    assert refused.returncode != 0, refused.stdout
+    line = refused.stderr.strip()
+    assert "bwrap is not installed" in line and "plugkit work --no-sandbox" in line and "\n" not in line, line
+    assert not (repo / ".plugkit" / "worktrees" / "w1").exists()
+    w.cli("work", "--run", f"{sys.executable} {AGENT}", "--no-sandbox")
+    run = w.until(lambda r: r["ended_at"] is not None)
+    assert run["sandbox"] is False and w.items(run)["w1"]["state"] == "completed", run
+    assert "NO SANDBOX (--no-sandbox)" in w.cli("work", "status").stdout
+
+
+def test_doctor_reports_the_sandbox_and_its_self_test(home):
+    done = home.cli("doctor")
+    row = next(line for line in done.stdout.splitlines() if "worker sandbox" in line)
+    assert row.startswith("ok") and "self-test passed" in row, done.stdout

@@ -23,7 +23,7 @@ from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
 from runner.core.work.model import ItemRun, Run
 from runner.core.work.store import RunStore
-from runner.executors.worker import program_path, task_of
+from runner.executors.worker import check_sandbox, program_path, task_of
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs, peers
 
@@ -83,6 +83,8 @@ class WorkManager:
         if program_path(argv[0], workers.environment(row, dict(p.env or {}))) is None:  # every item would fail twice on it and send the run to PLAN
             raise Invalid(f"worker program {argv[0]!r} is not on PATH: install it, pick another "
                           "with --worker, or --worker command --run PROGRAM")
+        if p.sandbox:  # fails closed: no worker starts unconfined unless a person said so
+            await check_sandbox(self.home)
         branch, base = await self._start_point(root)
         listing = await self.gates.read(ws, work_model.prd_list)
         known = {i.id for i in listing.items}
