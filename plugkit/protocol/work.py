@@ -97,6 +97,7 @@ class WorkRunInfo(Result):
     waves: list[list[str]] = []
     check_allowed: dict[str, str] = {}  # item -> the person who allowed it to change its own check
     sandbox: bool = True  # False: workers run without the bwrap sandbox (--no-sandbox)
+    scopes: list[str] = []  # the credential scopes the workers hold: names, never values
 
 
 class WorkStatus(Result):

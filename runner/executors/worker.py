@@ -89,7 +89,7 @@ class WorkerExecutor:
 
     async def prepare(self, spec: ExecSpec) -> Prepared:
         argv, sandboxed = parse_code(spec.code)
-        found = program_path(argv[0], spec.env)
+        found = program_path(argv[0], spec.environ or spec.env)
         if found is None:
             raise Unavailable(f"worker program {argv[0]!r} is not on PATH; install it or pass "
                               "--worker command --run PROGRAM")
@@ -112,9 +112,9 @@ class WorkerExecutor:
         tmp = tempfile.mkdtemp(prefix="plugkit-worker-") if sandboxed else None
         try:
             if tmp is not None:
-                lay = sandbox.layout(spec.cwd, self.home, spec.env or os.environ, tmp)
+                lay = sandbox.layout(spec.cwd, self.home, spec.environ or spec.env or os.environ, tmp)
                 argv = sandbox.argv(lay, worker_kind(argv[0]), argv)
-            rc = await self.process.run_argv(io, argv, stdin, spec.env, self._runner_env(tmp))
+            rc = await self.process.run_argv(io, argv, stdin, spec.env, self._runner_env(tmp), spec.environ)
         except sandbox.SandboxUnavailable as exc:
             raise Unavailable(f"no worker sandbox: {exc}; `plugkit work --no-sandbox` overrides") from None
         finally:

@@ -39,9 +39,9 @@ MOVES = {"update_ref_main": "git update-ref refs/heads/main HEAD",
 
 @pytest.mark.parametrize("move", list(MOVES))
 def test_the_sandbox_denies_a_worker_moving_refs_it_does_not_own(home, repo, move):
-    before = refs(repo)
     w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["shell", MOVES[move] + " || echo MOVE_DENIED"],
                                  ["exit", 1]]})
+    before = refs(repo)  # after Work's own commit (it grants the test agent its plan)
     w.add("w1", "--verify", "false")
     w.start("--afk")
     run = w.settled()
@@ -56,8 +56,8 @@ def test_the_sandbox_denies_a_worker_moving_refs_it_does_not_own(home, repo, mov
 # behind it, must see each and put every ref back.
 @pytest.mark.parametrize("move", list(MOVES))
 def test_rejects_a_worker_that_moves_refs_it_does_not_own(home, repo, move):
-    before = refs(repo)
     w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["shell", MOVES[move]], ["exit", 1]]})
+    before = refs(repo)  # after Work's own commit (it grants the test agent its plan)
     w.add("w1", "--verify", "false")
     w.start("--afk", "--no-sandbox")
     run = w.settled()

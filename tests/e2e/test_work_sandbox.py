@@ -95,3 +95,19 @@ def test_doctor_reports_the_sandbox_and_its_self_test(home):
     done = home.cli("doctor")
     row = next(line for line in done.stdout.splitlines() if "worker sandbox" in line)
     assert row.startswith("ok") and "self-test passed" in row, done.stdout
+
+
+def test_a_worker_holds_only_its_scopes_and_status_names_them(home, repo):
+    w = Work(home, repo, {"w1": [["shell", "env > seen-env.txt"], *commit_file("w1.txt")]})
+    w.env.update(AWS_SECRET_ACCESS_KEY="prod-secret", DATABASE_URL="postgres://prod", ANTHROPIC_API_KEY="k")
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None)
+    assert w.items(run)["w1"]["state"] == "completed", run
+    seen = dict(line.split("=", 1) for line in (repo / "seen-env.txt").read_text().splitlines() if "=" in line)
+    assert "AWS_SECRET_ACCESS_KEY" not in seen and "DATABASE_URL" not in seen, seen
+    assert "ANTHROPIC_API_KEY" not in seen  # the command worker's row reaches no model
+    assert seen["PLUGKIT_E2E_WORK_PLAN"] == str(w.plan_file) and "PATH" in seen  # granted, base
+    line = next(x for x in w.cli("work", "status").stdout.splitlines() if "credentials:" in x)
+    assert "granted (PLUGKIT_E2E_WORK_DIR, PLUGKIT_E2E_WORK_PLAN)" in line and "scrubbed:" in line, line
+    assert "prod-secret" not in json.dumps(run)

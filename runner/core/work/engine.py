@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from plugkit.lifecycle import work as work_model
 from plugkit.protocol.work import WorkStartParams
 from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
-from plugkit.work import workers
+from plugkit.work import scopes, workers
 from runner.core.gates.manager import GateManager
 from runner.core.tasks.manager import TaskManager
 from runner.core.work import git
@@ -104,7 +104,9 @@ class WorkManager:
         run = Run(id=secrets.token_hex(4), workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk,
                   merge=p.merge or cfg.work_merge, branch=branch, base=base, started_at=self.clock(),
                   stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.run) if p.run else None,
-                  selected=list(p.items), sandbox=p.sandbox, check_allowed=dict(old.check_allowed) if old is not None else {})
+                  selected=list(p.items), sandbox=p.sandbox,
+                  scopes=scopes.shown(p.worker, workers.environment(row, dict(p.env or {})), cfg.work_credentials),
+                  check_allowed=dict(old.check_allowed) if old is not None else {})
         env = dict(p.env or {})
         # The worker's hooks reach this runner, and fail closed: a worker runs with its host's own
         # permission prompts off, so a hook that cannot answer must deny, not wave the call through.

@@ -125,6 +125,7 @@ class Run:
     check_allowed: dict[str, str] = field(default_factory=dict)
     waves: list[list[str]] = field(default_factory=list)
     sandbox: bool = True  # False: a person's --no-sandbox; the workers run unconfined
+    scopes: list[str] = field(default_factory=list)  # the credential scopes its workers hold (names only)
 
     @property
     def deadline(self) -> Optional[float]:
