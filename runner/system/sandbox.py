@@ -37,12 +37,13 @@ CREDENTIALS: tuple[str, ...] = (
 )
 # Writable under $HOME, per worker kind: the state each host keeps (declared, not guessed).
 # "*" rows hold for every kind: the toolchains' own caches a build in the worktree fills.
+# A row ending in "/" is a directory the host keeps its state in: made if missing.
 CACHES: dict[str, tuple[str, ...]] = {
     "*": (".cache", ".npm", ".local/state", ".local/share", "go/pkg", ".cargo/registry", ".m2", ".gradle"),
-    "claude-code": (".claude", ".claude.json", ".claude.json.backup", ".config/claude"),
-    "codex": (".codex",),
-    "qwen": (".qwen",),
-    "gemini": (".gemini",),
+    "claude-code": (".claude/", ".claude.json", ".claude.json.backup", ".config/claude"),
+    "codex": (".codex/",),
+    "qwen": (".qwen/",),
+    "gemini": (".gemini/",),
     "command": (),
 }
 # The files of $PLUGKIT_HOME the worker may read: how its hooks and exec: reach this runner.
@@ -91,6 +92,11 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = ()) -> list[str]:
     for user_home in lay.user_homes:
         for rel in CACHES.get("*", ()) + CACHES.get(kind, ()):
             path = os.path.join(user_home, rel)
+            if rel.endswith("/") and not _exists(path):  # a host's state dir: made, so it can be bound
+                try:
+                    os.makedirs(path, exist_ok=True)
+                except OSError:
+                    continue
             if _exists(path):
                 args += ["--bind", path, path]
         for rel in CREDENTIALS:
