@@ -91,7 +91,7 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = ()) -> list[str]:
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for user_home in lay.user_homes:
         for rel in CACHES.get("*", ()) + CACHES.get(kind, ()):
-            path = os.path.join(user_home, rel)
+            path = os.path.join(user_home, rel.rstrip("/"))
             if rel.endswith("/") and not _exists(path):  # a host's state dir: made, so it can be bound
                 try:
                     os.makedirs(path, exist_ok=True)
