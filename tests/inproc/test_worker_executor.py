@@ -2,10 +2,12 @@
 cwd, its output, its kill), the only task handed the runner's home, and one no caller from
 the wire can start (task.exec refuses it; a workspace's verify_lang cannot name it)."""
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -97,6 +99,9 @@ async def test_killing_a_worker_ends_its_whole_tree(runner):
     try:
         task = await runner.tasks.exec(worker(runner, ["sh", "-c", script]))
         await runner.tasks.wait(task, 30, "started", None, None)
+        deadline = time.monotonic() + 10  # "started" may print before both sleeps exec
+        while len(escapees(seconds)) < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
         assert len(escapees(seconds)) == 2
         await runner.tasks.kill(task, False)
         await runner.tasks.wait_done(task, 30)
