@@ -47,7 +47,7 @@ def parse(argv: list[str], options: dict[str, bool], *, loose: bool = False,
         name, eq, value = word.partition("=")
         kind = options.get(name)
         if kind is None:
-            raise UsageError(f"unknown option {name}" + (f"; {_brief(usage)}" if usage else ""))
+            raise UsageError(f"unknown option {name}{suggest(name, options)}" + (f"; {_brief(usage)}" if usage else ""))
         if kind is FLAG:
             if eq:
                 raise UsageError(f"{name} takes no value")
@@ -62,6 +62,15 @@ def parse(argv: list[str], options: dict[str, bool], *, loose: bool = False,
     if len(pos) < min_pos or (max_pos is not None and len(pos) > max_pos):
         raise UsageError(_brief(usage) if usage else "wrong number of arguments")
     return opts, pos
+
+
+def suggest(word: str, choices) -> str:
+    """`; did you mean X?` for the one close choice (difflib's ratio >= 0.75), else ''.
+    Imported only on a miss: the hot path never pays for difflib."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def _brief(usage: str) -> str:

@@ -20,13 +20,14 @@ Run code (its stdout/stderr stream through; the exit code is the task's):
   exec --lang L [CODE... | --file F | -]
       --timeout S  kill it after S seconds (exit 124)
       --wait S     stop waiting after S seconds (default 15); it keeps running
-      --cwd D  --session ID  --json  --full  --kill-on-interrupt  --no-stdin (EOF at once)
+      --cwd D  --session ID  --json  --full  --no-stdin (EOF at once)
+      --kill-on-interrupt | --keep-on-interrupt   Ctrl-C stops the task only at a terminal
 Follow this session's tasks (TASK is task_N or N; all take --json):
-  exec:status TASK [--full]            its state and the output not read yet
-  exec:sleep TASK [S] [--until TEXT]   stream output until it ends, TEXT appears or S s pass
+  exec:status TASK [--full]            its state and the newest output not read yet (12 KB)
+  exec:sleep TASK [S] [--until TEXT]   wait until it ends, TEXT appears or S s pass; then as status
   exec:type TASK TEXT [--eol lf|crlf|cr|none] [--eof]   write a line to its stdin (or port)
   exec:close TASK                      kill it (a serial task: close its port) and forget it
-  exec:tasks                           list this session's tasks
+  exec:tasks [--all]                   the running tasks and the last 10 that ended
   session-cleanup                      kill and forget every task of this session
 Serial devices (a port is a background task: follow it with the verbs above):
   exec:serial PORT [BAUD] [--parity N|E|O|M|S --stopbits 1|1.5|2 --hex ...]   open it
@@ -43,14 +44,20 @@ Lifecycle gates, per workspace (all take --json):
   approve ID | --list           a person approves a critical-risk item
   work [--parallel N] [--worker W] [--afk] ...   agents work the .prd's items, verified by the runner
   work status|stop|logs ITEM|rollback ITEM        follow and steer that run
+Code search, from the runner's warm index of this workspace:
+  search QUERY [--path GLOB] [--lang L] [--limit N] [--json]   definitions, code, commits
+  mcp                                  the same as an MCP tool on stdio (pip install 'plugkit[mcp]')
+  digest                               the project in ~900 tokens: stack, entry points, commands, hot files
 Memory kept across sessions (all take --json):
   memory add|list|show|forget|search|index
-Agent platforms (P: claude-code, qwen, gemini, codex):
+Agent platforms (P: claude-code, qwen, gemini, codex, cursor, copilot, opencode, kilo):
   install --platform P [--project|--user] [--print] [--uninstall]   write P's hook configuration
   hook EVENT [--platform P]     what P's hooks run (event JSON on stdin; fails open)
   --version                            print the version
 
-Session: --session ID, else $PLUGKIT_SESSION, else one per directory.
+Session: --session ID, else $PLUGKIT_SESSION, else one per directory. The
+environment variables (PLUGKIT_HOME, PLUGKIT_PORT, PLUGKIT_MAX_OUTPUT, ...) are in
+the README's Configuration table.
 Exit codes: the task's own; 124 timed out; 128+N signal N; 1 error; 2 usage;
 69 runner unavailable; 127 interpreter missing; 130 interrupted; 141 reader gone.
 Run `plugkit <verb> --help` for a verb's options."""
@@ -102,6 +109,9 @@ VERBS = {
     "kill-port": _verb("verbs.killport", "main"),
     "doctor": _verb("verbs.doctor", "main"),
     "memory": _verb("verbs.memory", "main"),
+    "search": _verb("verbs.search", "main"),
+    "mcp": _verb("verbs.mcp", "main"),
+    "digest": _verb("verbs.search", "digest_main"),
     "hook": _verb("hooks.core", "main"),
     "install": _verb("hooks.install", "main"),
     "gate": _verb("verbs.gate", "gate_main"),
@@ -145,6 +155,27 @@ def _help(argv: list[str]) -> int:
 SPECIAL = {"--version": _version, "version": _version, "-h": _help, "--help": _help, "help": _help}
 
 
+def _verb_typo(verb: str) -> str:
+    """`exec:stauts` reads as language "stauts": when it is no language but close to one of
+    the exec: verbs, say which. A language typo (`exec:pyhton`) is the runner's to name, since
+    a workspace's .plugkit/lang plugins add languages only it sees. The cheap look first (same
+    two first letters, or the same letters shuffled) keeps difflib and the language table off
+    the hot path (of the built-in languages only typescript passes it)."""
+    name = verb.partition(":")[2].lower()
+    verbs = [v.partition(":")[2] for v in VERBS if v.startswith("exec:")]
+    if not any(v[:2] == name[:2] or sorted(v) == sorted(name) for v in verbs):
+        return ""
+    from plugkit import languages
+
+    try:
+        languages.lookup(name)
+        return ""
+    except languages.UnknownLanguage:
+        from client.args import suggest
+
+        return suggest(verb, [v for v in VERBS if v.startswith("exec:")])
+
+
 def run(argv: list[str]) -> int:
     if not argv:
         print(_usage(), file=sys.stderr)
@@ -154,8 +185,15 @@ def run(argv: list[str]) -> int:
     if handler is None:
         for prefix, by_prefix in PREFIXES.items():
             if verb.startswith(prefix) and len(verb) > len(prefix):
+                typo = _verb_typo(verb)
+                if typo:
+                    print(f"plugkit: unknown verb {verb!r}{typo}", file=sys.stderr)
+                    return 2
                 return by_prefix(verb, rest)
-        print(f"plugkit: unknown verb {verb!r}; run `plugkit help` for the list", file=sys.stderr)
+        from client.args import suggest
+
+        hint = suggest(verb, [*VERBS, *SPECIAL]) or "; run `plugkit help` for the list"
+        print(f"plugkit: unknown verb {verb!r}{hint}", file=sys.stderr)
         return 2
     return handler(rest)
 

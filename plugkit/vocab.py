@@ -70,8 +70,67 @@ WORKER_LANG = "worker"
 # close the item on the worker's word (its check was red, nothing was committed, ...).
 WORK_LIVE_STATES: tuple[str, ...] = ("queued", "waiting", "spawning", "running", "verifying", "landing")
 WORK_REJECTED = "rejected"
-WORK_TERMINAL_STATES: tuple[str, ...] = (COMPLETED, FAILED, KILLED, TIMED_OUT, WORK_REJECTED, "blocked")
+WORK_BLOCKED = "blocked"
+WORK_TERMINAL_STATES: tuple[str, ...] = (COMPLETED, FAILED, KILLED, TIMED_OUT, WORK_REJECTED, WORK_BLOCKED)
 WORK_ITEM_STATES: tuple[str, ...] = WORK_LIVE_STATES + WORK_TERMINAL_STATES
+# The moves an item's worker makes; every move goes through runner.core.work.model.ItemRun.enter,
+# which refuses any other. A worker's attempt may end in any terminal state, or go back to
+# spawning for its second try; a landed item is rejected again only by a rollback; an item held
+# in .prd (blocked/held) is queued again when a person re-queues it.
+_WORK_ENDS = frozenset(WORK_TERMINAL_STATES)
+WORK_ALLOWED: dict[str, frozenset[str]] = {
+    "queued": frozenset({"waiting", "spawning", WORK_BLOCKED, KILLED}),
+    "waiting": frozenset({"spawning", WORK_BLOCKED, KILLED}),
+    "spawning": frozenset({"spawning", "running"}) | _WORK_ENDS,
+    "running": frozenset({"spawning", "verifying"}) | _WORK_ENDS,
+    "verifying": frozenset({"spawning", "landing"}) | _WORK_ENDS,
+    "landing": frozenset({"spawning"}) | _WORK_ENDS,
+    COMPLETED: frozenset({WORK_REJECTED}),  # rolled back by a person
+    WORK_BLOCKED: frozenset({"queued"}),  # re-queued in .prd by a person
+    FAILED: frozenset(), KILLED: frozenset(), TIMED_OUT: frozenset(), WORK_REJECTED: frozenset(),
+}
+# Every reason word an item carries (the ends, and why one waits): the word is in status, the
+# sentence in messages and docs. tests/unit/test_work_vocab.py scans the work core for the words it uses.
+WORK_REASONS: dict[str, str] = {
+    "landed": "verified in its worktree and landed on the run's branch",
+    "worker_exit": "the worker exited with a failure",
+    "spawn_failed": "the worker could not be started",
+    "no_commits": "the worker stopped without committing anything on its branch",
+    "control_files": "its branch changes .prd or .plugkit/ (the plan and the checks are a person's)",
+    "verify_failed": "the verify command failed in the item's worktree",
+    "stalled": "the worker was silent (no hook call, no output) past --stall-min",
+    "budget": "the run's --budget-min ran out",
+    "stopped": "the run was stopped (plugkit work stop)",
+    "runner_restarted": "the runner stopped while the worker ran",
+    "merge_conflict": "its branch does not land cleanly; the branch is kept for a person",
+    "replan": "it failed twice: back to PLAN instead of a third try",
+    "refused": "the gates refused to start it",
+    "rolled_back": "a person rolled the landed item back (plugkit work rollback); it is pending again",
+    "land_failed": "git could not land it; the branch is kept for a person",
+    "internal": "plugkit work failed on this item (a bug: see the runner log)",
+    "held": "blocked in .prd (by an earlier run, or a person): `plugkit prd update ID --status pending` re-queues it",
+    "refs_moved": "the worker moved refs only the runner moves (restored; what it wrote kept as evidence)",
+    "touches_check": "its branch changes the files of its own check; held until a person allows it",
+    "needs_approval": "it is critical and waits for a person's approval (`plugkit approve ID`)",
+}
+# Ends a person looks at first: the .prd item is marked blocked and an unattended run halts.
+WORK_HELD_REASONS: frozenset[str] = frozenset({"merge_conflict", "land_failed", "refs_moved", "touches_check"})
+# Failures that count toward the two-pass rule (a kill by a person or the budget does not).
+WORK_RETRIED_REASONS: frozenset[str] = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files",
+                                                  "verify_failed", "stalled"})
+
+# --- plugkit work: the state of a run -----------------------------------------------------------
+# running <-> waiting (only approvals are left, the run waits for a person) -> halted | stopped |
+# done. "halted" without ended_at is an unattended run waiting for an approval (it resumes by
+# itself); with ended_at it is over, like stopped and done. Moves go through Run.enter.
+WORK_RUN_STATES: tuple[str, ...] = ("running", "waiting", "halted", "done", "stopped")
+WORK_RUN_ALLOWED: dict[str, frozenset[str]] = {
+    "running": frozenset(WORK_RUN_STATES),
+    "waiting": frozenset(WORK_RUN_STATES),
+    "halted": frozenset({"running", "halted", "done", "stopped"}),
+    "done": frozenset(),
+    "stopped": frozenset(),
+}
 
 # --- the caller's environment on the wire (task.exec `environ`) ----------------------------------
 # At most this many characters of NAME=VALUE entries: the client sends its whole environment with every

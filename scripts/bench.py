@@ -83,7 +83,7 @@ CASES: dict = {}  # every case lives in a bench_*.py module beside this file
 
 # Each issue's benchmarks live beside this file and plug their CASES in here.
 EXTRA_MODULES = ("bench_runner", "bench_cli", "bench_serial", "bench_hooks", "bench_browser", "bench_hosts", "bench_work",
-                 "bench_spawn")
+                 "bench_spawn", "bench_search", "bench_search_perf")
 
 
 def all_cases() -> dict:
@@ -103,6 +103,10 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     parser.add_argument("--report-only", action="store_true",
                         help="exit 0 even when a target is missed (the test suite's smoke run)")
+    parser.add_argument("--peers", action="store_true", help="the same cases against SWE-ReX, a Jupyter kernel and "
+                        "pm2, installed into a cache of its own (scripts/bench_peers.py; --no-install: cache only)")
+    if "--peers" in sys.argv[1:]:
+        return __import__("bench_peers").main(sys.argv[1:])
     parser.add_argument("cases", nargs="*", help=f"subset of: {', '.join(cases)}")
     args = parser.parse_args()
     unknown = [c for c in args.cases if c not in cases]

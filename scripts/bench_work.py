@@ -22,6 +22,7 @@ from tests.hosts.hosts import HOSTS  # noqa: E402
 from tests.hosts.model_server import ModelServer  # noqa: E402
 from tests.hosts.script import Scripts  # noqa: E402
 from tests.hosts.work_run import FOUR, four_scripts, make_repo  # noqa: E402
+from tests.support.person import at_terminal  # noqa: E402
 
 
 def _s(x: float) -> str:
@@ -42,7 +43,9 @@ def case_work(quick: bool) -> list[Row]:
             work = make_repo(Path(tempfile.mkdtemp(prefix="bench-work-", dir=box.dir)), host, [PLUGKIT],
                              server.url, FOUR)
             server.script = four_scripts(host, work)
-            work.cli("approve", "w4")
+            # The person's approval, typed at a terminal of its own (the person check is positive).
+            approved = at_terminal([*work.plugkit, "approve", "w4"], work.env, cwd=work.repo)
+            assert approved.returncode == 0, approved.stdout
             began = time.monotonic()
             work.cli("work", "--worker", "claude-code", "--afk", "--parallel", "3")
             run = work.until(lambda r: r["ended_at"] is not None, timeout=300)

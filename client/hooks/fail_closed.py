@@ -12,7 +12,7 @@ def enforced_answer(kind: str, why: str, event: Event) -> Answer | None:
     denied and a Stop turned back (once: never while stop_hook_active). Shell calls stay
     allowed, or nobody could run the restart; elsewhere the host is never blocked by plugkit."""
     if kind == "pre_tool":
-        from plugkit.lifecycle.policy import WRITE_TOOLS  # the gates' own list: the same writes
+        from plugkit.lifecycle.hook_policy import WRITE_TOOLS  # the gates' own list: the same writes
 
         if event.tool_name not in WRITE_TOOLS:
             return None

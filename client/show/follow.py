@@ -11,6 +11,7 @@ import os
 import sys
 import time
 
+from client.show.poll import Cleaner, env_cap, wants_clean
 from client.show.render import finished, size, waiting
 
 DEFAULT_LIMIT = 64 << 10
@@ -30,16 +31,7 @@ def output_limit(full: bool, cap: int | None = None) -> int | None:
     """None means no cap. `cap` is a caller's own (the hooks'), else $PLUGKIT_MAX_OUTPUT's."""
     if full:
         return None
-    if cap is not None:
-        return cap
-    raw = os.environ.get("PLUGKIT_MAX_OUTPUT")
-    try:
-        value = int(raw) if raw else DEFAULT_LIMIT
-    except ValueError:
-        from client.args import UsageError
-
-        raise UsageError(f"PLUGKIT_MAX_OUTPUT must be a whole number of bytes, not {raw!r}") from None
-    return value if value > 0 else None
+    return cap if cap is not None else env_cap(DEFAULT_LIMIT)
 
 
 class Printer:
@@ -48,6 +40,11 @@ class Printer:
     def __init__(self) -> None:
         self.out = sys.stdout.buffer
         self.err = sys.stderr.buffer
+        # A terminal renders colours and `\r` progress; anything else gets them cleaned out.
+        try:
+            self.raw = sys.stdout.isatty()
+        except (AttributeError, ValueError):
+            self.raw = False
         self._mid_line = False
         try:
             import stat
@@ -124,6 +121,7 @@ class Follower:
         self.cuts: dict[str, dict[str, int]] = {}  # per stream, when the end was cut to fit
         self.dropped = 0
         self._carry = ""
+        self.out = Cleaner(sink, wants_clean(sink, limit is None))
 
     @property
     def skipping(self) -> bool:
@@ -139,7 +137,7 @@ class Follower:
                            "(the runner keeps only the newest part of a task's output)")
         shown = 0
         for chunk in out["chunks"]:
-            shown += self.sink.write(chunk["stream"], chunk["text"])
+            shown += self.out.write(chunk["stream"], chunk["text"])
             if self.until and not self.matched:
                 window = self._carry + chunk["text"]
                 self.matched = self.until in window
@@ -154,10 +152,17 @@ class Follower:
     def drain(self) -> None:
         while self.more and not self.skipping:
             self.read()
+        self.out.flush()
 
     def follow(self, info: dict | None, deadline: float) -> dict | None:
         """Show output until the task ends, `until` is seen, it waits for input, or the deadline passes.
         Returns the newest TaskInfo seen (None only if no runner call was needed)."""
+        try:
+            return self._follow(info, deadline)
+        finally:
+            self.out.flush()
+
+    def _follow(self, info: dict | None, deadline: float) -> dict | None:
         while True:
             if self.more and not self.skipping:
                 # A task that never stops printing (with --full) must still be left
@@ -211,7 +216,8 @@ class Follower:
         self.sink.note(f"... output past the first {size(self.cursor)} is cut to fit: {', '.join(parts)} "
                        f"(the last lines of each stream follow){how}")
         for chunk in out["chunks"]:
-            self.sink.write(chunk["stream"], chunk["text"])
+            self.out.write(chunk["stream"], chunk["text"])
+        self.out.flush()
 
     def _read_to(self, end: int) -> None:
         # Nothing is left out: read through the session's cursor so the next
@@ -220,9 +226,10 @@ class Follower:
         while cursor < end:
             out = self.client.call("task.output", dict(self.ref, max_bytes=min(READ_BYTES, end - cursor)))
             for chunk in out["chunks"]:
-                self.sink.write(chunk["stream"], chunk["text"])
+                self.out.write(chunk["stream"], chunk["text"])
             if out["cursor"] <= cursor:
                 break
             cursor = self.cursor = out["cursor"]
             if not out["more"]:
                 break
+        self.out.flush()

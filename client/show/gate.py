@@ -2,19 +2,29 @@
 
 import time
 
+SHOWN = 10  # ids one line names before it counts the rest; also the items `prd list` shows per kind
+ORDER = ("in_progress", "blocked", "pending", "completed")  # what `prd list` shows first when it must cut
+
 
 def _when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
 
 
-def _value(v: object) -> str:
+def _value(v: object, full: bool = False) -> str:
     if isinstance(v, list):
-        return ", ".join(map(str, v)) or "none"
+        return _ids(v, full) or "none"
     return str(v)
 
 
-def condition(c: dict) -> str:
-    return f"  {'ok ' if c['holds'] else 'NO '} {c['name']}: {_value(c['value'])}"
+def _ids(v: list, full: bool, sep: str = ", ") -> str:
+    """The first SHOWN, then a count: a 1,000-item .prd does not become a 1,000-id line."""
+    if full or len(v) <= SHOWN:
+        return sep.join(map(str, v))
+    return sep.join(map(str, v[:SHOWN])) + f"{sep}... {len(v) - SHOWN} more"
+
+
+def condition(c: dict, full: bool = False) -> str:
+    return f"  {'ok ' if c['holds'] else 'NO '} {c['name']}: {_value(c['value'], full)}"
 
 
 def transition(t: dict) -> str:
@@ -22,11 +32,11 @@ def transition(t: dict) -> str:
     return f"{_when(t['at'])}  {t['from_phase']} -> {t['to_phase']}  [{t['trigger']}]{why}"
 
 
-def status(r: dict) -> list[str]:
+def status(r: dict, full: bool = False) -> list[str]:
     lines = [f"phase {r['phase']} since {_when(r['entered_at'])} (gates {r['mode']}), workspace {r['workspace']}",
-             f"to {r['next_phase']}:"] + [condition(c) for c in r["conditions"]]
+             f"to {r['next_phase']}:"] + [condition(c, full) for c in r["conditions"]]
     if r["unknown_mutables"]:
-        lines.append(f"unknown mutables: {', '.join(r['unknown_mutables'])}")
+        lines.append(f"unknown mutables: {_ids(r['unknown_mutables'], full)}")
     if r["history"]:
         lines.append("recent transitions:")
         lines += ["  " + transition(t) for t in r["history"][-3:]]
@@ -88,10 +98,31 @@ def item_added(r: dict) -> list[str]:
     return with_transition([f"added {item(r['item'])}"], r)
 
 
-def items(r: dict) -> list[str]:
-    lines = [item(i) for i in r["items"]] or ["no work items"]
-    if r["waves"]:
-        lines.append("waves: " + "  |  ".join(" ".join(w) for w in r["waves"]))
+def items(r: dict, full: bool = False, more: str = "") -> list[str]:
+    """Every item when few (or full); else the first SHOWN of each status, in ORDER of
+    interest, a count of the rest, and `more` (the command that lists all)."""
+    all_items = r["items"]
+    kept = all_items
+    if not full and len(all_items) > 2 * SHOWN:
+        picked = {id(i) for status in ORDER for i in [x for x in all_items if x["status"] == status][:SHOWN]}
+        kept = [i for i in all_items if id(i) in picked]
+    lines = [item(i) for i in kept] or ["no work items"]
+    if len(kept) < len(all_items):
+        left: dict[str, int] = {}
+        shown_ids = {id(k) for k in kept}
+        for i in all_items:
+            if id(i) not in shown_ids:
+                left[i["status"]] = left.get(i["status"], 0) + 1
+        counts = ", ".join(f"{n} {status}" for status, n in left.items())
+        lines.append(f"... {len(all_items) - len(kept)} more items ({counts}); {len(all_items)} in all"
+                     + (f"; `{more}` lists them" if more else ""))
+    waves = r["waves"]
+    if waves:
+        shown = waves if full else waves[:3]
+        text = "  |  ".join(_ids(w, full, " ") for w in shown)
+        if len(shown) < len(waves):
+            text += f"  |  ... {len(waves) - len(shown)} more waves"
+        lines.append(f"waves ({len(waves)}): " + text)
     return lines
 
 

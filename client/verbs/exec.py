@@ -8,7 +8,9 @@ Flow: one task.exec that waits up to FIRST_WAIT_S (a short command finishes
 inside it: two requests in all, with the /health check), then task.wait/
 task.output pairs that stream output as it arrives, until the task ends or the
 wait ceiling passes. Past the ceiling the task is left running and the follow-up
-commands are printed. Ctrl-C leaves it running too (unless --kill-on-interrupt);
+commands are printed. Ctrl-C stops it when stdin is a terminal (a person, as `docker run`
+does; --keep-on-interrupt keeps it) and leaves it running otherwise (an agent's or a hook's
+call, unless --kill-on-interrupt);
 a reader that goes away (`| head -1`) kills it, as `yes | head -1` would.
 """
 
@@ -31,8 +33,8 @@ REFUSAL_NEXT = (("unknown language", "plugkit doctor shows which of them this ma
                 ("code is empty", "plugkit exec --help"))
 
 OPTIONS = {"--session": VALUE, "--cwd": VALUE, "--json": FLAG, "--timeout": VALUE, "--wait": VALUE,
-           "--file": VALUE, "--full": FLAG, "--kill-on-interrupt": FLAG, "--no-stdin": FLAG,
-           "--detach": FLAG, "--explain": FLAG}
+           "--file": VALUE, "--full": FLAG, "--kill-on-interrupt": FLAG, "--keep-on-interrupt": FLAG,
+           "--no-stdin": FLAG, "--detach": FLAG, "--explain": FLAG}
 
 USAGE = """usage: plugkit exec:<lang> [options] [CODE... | --file F | -]
        plugkit exec --lang L [options] [CODE... | --file F | -]
@@ -48,7 +50,8 @@ the code is read from stdin when stdin is not a terminal (or with `-`).
   --session ID         the session (default: $PLUGKIT_SESSION, else one per directory)
   --json               one JSON object at the end instead of streaming
   --full               no output cap (default: first+last 64 KiB, $PLUGKIT_MAX_OUTPUT)
-  --kill-on-interrupt  Ctrl-C kills the task (default: it keeps running)
+  --kill-on-interrupt  Ctrl-C kills the task (the default when stdin is a terminal)
+  --keep-on-interrupt  Ctrl-C leaves it running (the default otherwise: agents, hooks, pipes)
   --no-stdin           the task's stdin is empty and closed: a read gets end-of-file at once
                        (default: open for exec:type; a task blocked reading it is reported
                        as waiting for input)
@@ -140,7 +143,7 @@ def follow_started(client, follower: follow.Follower, info: dict, first_output: 
         if render.finished(info):
             follower.finish(info["bytes_out"])
     except KeyboardInterrupt:
-        return _interrupted(me, tid, bool(opts.get("kill_on_interrupt")), rows)
+        return _interrupted(me, tid, _kills_on_interrupt(opts), rows)
     except BrokenPipeError:
         try:
             client.call("task.kill", me.ref(tid), timeout=10)
@@ -172,6 +175,17 @@ def _unusual_end(info: dict) -> bool:
     # A plain non-zero exit speaks through the exit code, and a timeout already
     # has the runner's own note in the output.
     return info["state"] not in ("completed", "timed_out") and info.get("reason") != "exit_nonzero"
+
+
+def _kills_on_interrupt(opts: dict) -> bool:
+    """A person at a terminal means Ctrl-C as `stop this`; an agent's tool call is interrupted
+    by its host for reasons of its own, and the task it started is still wanted."""
+    if opts.get("kill_on_interrupt") or opts.get("keep_on_interrupt"):
+        return bool(opts.get("kill_on_interrupt"))
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):
+        return False
 
 
 def _interrupted(me: Caller, tid: int, kill: bool, rows: list[tuple[str, str]] | None) -> int:

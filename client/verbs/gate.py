@@ -67,7 +67,8 @@ def _emit_file(word: str, base: str) -> dict:
 @names_next("gate")
 def gate_main(argv: list[str]) -> int:
     p, sub, common = _parser("plugkit gate", "The workspace's phase: PLAN -> EXECUTE -> EMIT -> VERIFY -> COMPLETE.")
-    sub.add_parser("status", parents=[common], help="phase, next conditions, recent transitions")
+    st = sub.add_parser("status", parents=[common], help="phase, next conditions, recent transitions")
+    st.add_argument("--all", action="store_true", help="name every id a condition lists, not the first ten")
     adv = sub.add_parser("advance", parents=[common], help="move to the next phase if its conditions hold")
     adv.add_argument("to", nargs="?", choices=["EXECUTE", "EMIT", "VERIFY", "COMPLETE", "PLAN"])
     ret = sub.add_parser("retreat", parents=[common], help="move back, naming the trigger")
@@ -90,7 +91,7 @@ def gate_main(argv: list[str]) -> int:
         return _call(a, "gate.restore", lambda r: [f"views restored from the runner's ledger; dropped: {d}"
                                                    for d in r["dropped"]] or ["views restored; nothing was edited"])
     if a.action == "status":
-        return _call(a, "gate.status", show.status)
+        return _call(a, "gate.status", lambda r: show.status(r, a.all))
     if a.action == "advance":
         return _call(a, "gate.advance", show.advance, lambda r: r["ok"], **({"to": a.to} if a.to else {}))
     if a.action == "retreat":
@@ -169,7 +170,8 @@ def prd_main(argv: list[str]) -> int:
     ver = sub.add_parser("verify", parents=[common],
                          help="run the item's check (its --verify, else the workspace's), witnessed at HEAD")
     ver.add_argument("id")
-    sub.add_parser("list", parents=[common], help="every item and the dependency waves")
+    lst = sub.add_parser("list", parents=[common], help="the items and the dependency waves (many: the first of each status)")
+    lst.add_argument("--all", action="store_true", help="every item and every wave")
     ready = sub.add_parser("ready", parents=[common], help="the next wave: pending items whose blockers are done")
     ready.add_argument("--limit", type=int)
     a = p.parse_args(argv)
@@ -185,7 +187,8 @@ def prd_main(argv: list[str]) -> int:
                      environ=caller_environ())
     if a.action == "ready":
         return _call(a, "prd.ready", show.items, **({"limit": a.limit} if a.limit else {}))
-    return _call(a, "prd.list", show.items)
+    more = Caller({"cwd": a.cwd, "session": a.session}).command("prd", "list", "--all")
+    return _call(a, "prd.list", lambda r: show.items(r, a.all, more))
 
 
 @names_next("evidence")

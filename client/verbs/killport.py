@@ -11,6 +11,7 @@ import os
 
 from client.args import FLAG, Help, UsageError, parse
 from client.wire.rpc import ClientError, RpcFailure, RunnerUnavailable, read_discovery
+from client.verbs.runner import killed_line, running_tasks
 from client.wire.session import connect
 from plugkit import errors, paths
 
@@ -45,12 +46,25 @@ def main(argv: list[str]) -> int:
             finally:
                 client.close()
     if result is None:
+        # The runner's own port: its tasks die with it, so name them first (it cannot once gone).
+        live = _runner_tasks() if port in _runner_ports() else []
         result = kill_locally(port)
+        result["tasks"] = live
     if opts.get("json"):
         print(json.dumps(result))
     else:
         print(_report(result))
     return 1 if result["survivors"] else 0
+
+
+def _runner_tasks() -> list[dict]:
+    client = connect(start=False)
+    if client is None:
+        return []
+    try:
+        return running_tasks(client)
+    finally:
+        client.close()
 
 
 def _port(word: str) -> int:
@@ -84,6 +98,9 @@ def _report(result: dict) -> str:
         lines.append(f"killed pid {k['pid']} ({command}){extra}")
         if k["pid"] == runner_pid:
             lines.append("  that was the plugkit runner; the next plugkit command starts a fresh one")
+            said = killed_line(result.get("tasks") or [])
+            if said:
+                lines.append(said)
     if result["survivors"]:
         lines.append(f"still alive after SIGKILL: pid {', '.join(map(str, result['survivors']))}; "
                      f"port {port} may still be held (see `ps -p PID`)")

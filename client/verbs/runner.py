@@ -8,6 +8,7 @@ import time
 from client.wire.instance import Holder, lock_holder, terminate, wait_gone
 from client.wire.rpc import HEALTH_TIMEOUT_S, Client, ClientError, connect_verified, read_discovery
 from plugkit import paths
+from plugkit.vocab import LIVE_STATES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -159,6 +160,10 @@ def render_status(info: dict, snap: dict, color: bool = False) -> str:
     ]
     if info.get("browser"):
         lines.append(f"  {_browser_line(info['browser'])}")
+    for ws in (snap.get("search") or {}).get("workspaces", []):  # code search's indexes (plugkit search)
+        p = ws.get("indexing")
+        lines.append(f"  search {ws['root']}: " + (f"indexing {p['done']}/{p['total']} files" if p
+                                                   else f"{ws['files']} files indexed"))
     tasks = sorted(snap.get("tasks", []), key=lambda t: (t["state"] != "running", -t["task_id"]))
     if tasks:
         lines.append(f"  {'TASK':<9} {'SESSION':<16} {'LANG':<10} {'STATE':<10} {'AGE':>8} {'OUT':>10}")
@@ -170,6 +175,23 @@ def render_status(info: dict, snap: dict, color: bool = False) -> str:
     return "\n".join(lines)
 
 
+def running_tasks(client) -> list[dict]:
+    """The tasks a stop is about to kill, so the stop can name them (empty if it cannot ask)."""
+    try:
+        snap = client.call("debug.snapshot", timeout=HEALTH_TIMEOUT_S * 2)["snapshot"]
+    except ClientError:
+        return []
+    return sorted((t for t in snap.get("tasks", []) if t["state"] in LIVE_STATES), key=lambda t: t["task_id"])
+
+
+def killed_line(tasks: list[dict]) -> str:
+    """`  killed with it: task_3 (session s, bash), task_9 (...)`; '' when none ran."""
+    if not tasks:
+        return ""
+    named = ", ".join(f"task_{t['task_id']} (session {t['session_id']}, {t['lang']})" for t in tasks)
+    return f"  killed with it: {named}; their records stay (killed), `plugkit exec:tasks` lists them"
+
+
 def stop(args: argparse.Namespace) -> int:
     """Ask the runner to shut down; one that cannot be asked (garbage port or token file,
     stopped, wedged) is found through its instance lock and signalled instead."""
@@ -177,9 +199,11 @@ def stop(args: argparse.Namespace) -> int:
     client, why = _reach()
     pid = holder.pid if holder is not None else None
     asked = False
+    live: list[dict] = []
     if client is not None:
         found = read_discovery()
         pid = pid or (found[1] if found else None)
+        live = running_tasks(client)
         try:
             client.call("runner.shutdown", timeout=HEALTH_TIMEOUT_S * 2)
             asked = True
@@ -190,18 +214,19 @@ def stop(args: argparse.Namespace) -> int:
     if pid is None:
         print("plugkit runner: not running")
         return 0
+    said = killed_line(live)
     if asked and wait_gone(pid, 5.0):
-        print(f"plugkit runner: stopped (pid {pid})")
+        print(f"plugkit runner: stopped (pid {pid})" + (f"\n{said}" if said else ""))
         return 0
     holder = lock_holder()
     if holder is None or holder.pid != pid:
         if wait_gone(pid, 0.5):
-            print(f"plugkit runner: stopped (pid {pid})")
+            print(f"plugkit runner: stopped (pid {pid})" + (f"\n{said}" if said else ""))
             return 0
         raise ClientError(f"runner pid {pid} did not stop and no longer holds the lock; `kill {pid}` ends it")
     how = terminate(holder)
     note = f" ({why.split(';')[0]})" if why else ""
-    print(f"plugkit runner: {how} (pid {pid}){note}")
+    print(f"plugkit runner: {how} (pid {pid}){note}" + (f"\n{said}" if said else ""))
     return 0
 
 

@@ -9,6 +9,7 @@ import json
 import time
 
 from client.show import follow
+from client.show import poll
 from client.show import render
 from client.args import FLAG, VALUE, UsageError, number, parse_or_help, task_id
 from client.wire.rpc import RpcFailure
@@ -39,46 +40,85 @@ def _say(sink, text: str) -> None:
         sink.write("stdout", text + "\n")
 
 
-STATUS_USAGE = f"""usage: plugkit exec:status TASK [--full] {SESSION_FLAGS}
+STATUS_USAGE = f"""usage: plugkit exec:status TASK [--full] [--from A [--to B]] {SESSION_FLAGS}
 
 Prints the output TASK produced since this session last read it (stdout to stdout,
-the rest to stderr), then its state. Output over PLUGKIT_MAX_OUTPUT (64 KiB) shows
-as its first and last halves; --full shows all of it."""
+the rest to stderr), then its state. A poll is bounded (PLUGKIT_MAX_OUTPUT, default
+12000 bytes) and keeps the newest lines of each stream; one note names what was cut
+and the `--from A --to B --full` command that prints exactly that. Colour codes and
+`\\r`-overwritten progress are cleaned unless stdout is a terminal. --full: all of
+it, as written. --from/--to: the output between those byte offsets, marking nothing read."""
 
 
 def status(argv: list[str], sink=None, caller: Caller | None = None) -> int:
-    opts, _, tid, me = _task_verb(argv, {"--full": FLAG}, STATUS_USAGE, caller, min_pos=1, max_pos=1)
+    opts, _, tid, me = _task_verb(argv, {"--full": FLAG, "--from": VALUE, "--to": VALUE}, STATUS_USAGE, caller,
+                                  min_pos=1, max_pos=1)
+    full = bool(opts.get("full"))
+    start, stop = _range(opts)
     sink = _sink(opts, sink)
+    out = poll.Cleaner(sink, poll.wants_clean(sink, full))
     client = connect()
+    polled = None
+    follower = follow.Follower(client, me.ref(tid), sink, None)
     try:
         # State first, output second: a task seen finished has all its output in
         # the buffer already, so nothing it printed can slip past this call.
         info = client.call("task.status", me.ref(tid))
-        limit = follow.output_limit(bool(opts.get("full")), me.output_cap)
-        follower = follow.Follower(client, me.ref(tid), sink, limit)
-        follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
-        follower.drain()
-        follower.finish(info["bytes_out"])
+        if start is not None:
+            follower.cursor = poll.read_range(client, me.ref(tid), out, start, stop)
+        elif full:
+            follower.drain()
+        else:
+            polled = poll.poll(client, me.ref(tid), out, poll.poll_limit(False, me.output_cap),  # type: ignore[arg-type]
+                               _rest(me, tid))
     except RpcFailure as exc:
         raise not_found_hint(exc, me) from None
     finally:
         client.close()
+    _polled_into(follower, polled)
     if isinstance(sink, follow.Collector):
         render.print_json(info, sink, follower)
         return 0
-    if follower.skipping and not render.finished(info):
-        sink.note(f"output past the first {render.size(follower.cursor)} is not shown; "
-                  f"`{follower.rest_hint}` prints the rest")
     sink.note(render.state_line(info))
     if render.waiting(info):
         sink.note(render.waiting_line(me, tid))
     return 0
 
 
+def _range(opts: dict) -> tuple[int | None, int | None]:
+    start, stop = (_offset(opts.get(k), f"--{k}") for k in ("from", "to"))
+    if stop is not None and start is None:
+        raise UsageError("--to needs --from: give the byte offsets the skip note names")
+    return start, stop  # type: ignore[return-value]
+
+
+def _offset(raw, flag: str) -> int | None:
+    if raw is None:
+        return None
+    if not str(raw).isdigit():
+        raise UsageError(f"{flag} must be a byte offset (a whole number >= 0), not {raw!r}")
+    return int(raw)
+
+
+def _rest(me: Caller, tid: int):
+    return lambda start, end: me.command("exec:status", f"task_{tid}", "--from", str(start), "--to", str(end),
+                                         "--full")
+
+
+def _polled_into(follower: follow.Follower, polled: "poll.Polled | None") -> None:
+    """The --json document reads these off the follower."""
+    if polled is not None:
+        follower.cursor, follower.cuts, follower.dropped = polled.end, polled.cuts, polled.dropped
+        follower.omitted = polled.skipped
+
+
 SLEEP_USAGE = f"""usage: plugkit exec:sleep TASK [S] [--until TEXT] [--full] {SESSION_FLAGS}
 
-Streams TASK's new output until it ends, TEXT appears, or S seconds (default 30)
-pass. Exits with the task's exit code if it ended, else 0."""
+Waits until TASK ends, TEXT appears, or S seconds (default 30) pass, then prints the
+output this session has not read, bounded like exec:status (the newest lines, one note
+for what was cut). TEXT counts in all unread output, also what was printed before the
+call; on a timeout the answer says `'TEXT' not seen`. --full streams all output as it
+comes, as written. Exits with the task's exit code if it ended, else 0."""
 
 
 def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
@@ -88,19 +128,26 @@ def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
     until = opts.get("until")
     if until == "":
         raise UsageError("--until needs some text to wait for")
+    full = bool(opts.get("full"))
     sink = _sink(opts, sink)
     client = connect()
-    limit = follow.output_limit(bool(opts.get("full")), me.output_cap)
-    follower = follow.Follower(client, me.ref(tid), sink, limit, until=until)  # type: ignore[arg-type]
-    follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
+    budget = poll.poll_limit(full, me.output_cap)
+    # Bounded, nothing streams: the wait ends, then one poll shows the newest lines of all
+    # that is new (an agent reads the answer whole anyway). --full streams everything.
+    follower = follow.Follower(client, me.ref(tid), sink, None if budget is None else 0,
+                               until=until)  # type: ignore[arg-type]
+    polled = None
     try:
+        if budget is not None:
+            # --until counts from the session's cursor: text printed before this call, unread, matches.
+            follower.cursor = client.call("task.output", me.ref(tid, max_bytes=0))["cursor"]
         info = follower.follow(None, time.monotonic() + secs)
         if info is None:
             # --until matched in output that was already waiting: follow() returned
             # from its first read, before any task.wait told it the task's state.
             info = client.call("task.status", me.ref(tid))
-        if render.finished(info):
-            follower.finish(info["bytes_out"])  # type: ignore[index]
+        if budget is not None:
+            polled = poll.poll(client, me.ref(tid), follower.out, budget, _rest(me, tid))
     except RpcFailure as exc:
         raise not_found_hint(exc, me) from None
     except KeyboardInterrupt:
@@ -108,17 +155,21 @@ def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         return 130
     finally:
         client.close()
+    _polled_into(follower, polled)
     done = render.finished(info)
     if isinstance(sink, follow.Collector):
         render.print_json(info, sink, follower, matched=follower.matched)
-    elif done:
+        return render.exit_code(info) if done else 0
+    if until and not follower.matched:
+        sink.note(f"{until!r} not seen" + (f" in {secs:g}s" if not done else " before the task ended"))
+    if done:
         sink.note(render.state_line(info))
     elif render.waiting(info):
-        render.print_followups(sink, me, tid, render.waiting_line(me, tid), follower, render.input_rows(me, tid))
+        render.print_followups(sink, me, tid, render.waiting_line(me, tid), None, render.input_rows(me, tid))
     elif follower.matched:
         sink.note(f"saw {until!r}; {render.state_line(info)}")
     else:
-        render.print_followups(sink, me, tid, f"task_{tid} is still running after {secs:g}s", follower)
+        render.print_followups(sink, me, tid, f"task_{tid} is still running after {secs:g}s")
     return render.exit_code(info) if done else 0
 
 
@@ -176,25 +227,40 @@ def _eol(opts: dict) -> str:
     return EOLS[name]
 
 
-TASKS_USAGE = f"""usage: plugkit exec:tasks {SESSION_FLAGS}
+RECENT = 10  # finished tasks exec:tasks shows besides the running ones
 
-Lists this session's tasks."""
+TASKS_USAGE = f"""usage: plugkit exec:tasks [--all] {SESSION_FLAGS}
+
+Lists this session's running tasks and the last {RECENT} that ended, with a count of
+the rest; --all lists every one."""
 
 
 def tasks(argv: list[str], sink=None, caller: Caller | None = None) -> int:
-    opts, _ = parse_or_help(argv, COMMON, TASKS_USAGE, max_pos=0)
+    opts, _ = parse_or_help(argv, {**COMMON, "--all": FLAG}, TASKS_USAGE, max_pos=0)
     me = caller or Caller(opts)
-    listed = _call(me, "task.list", me.params())["tasks"]
+    listed = sorted(_call(me, "task.list", me.params())["tasks"], key=lambda t: t["task_id"])
     if opts.get("json"):
         _say(sink, json.dumps({"session_id": me.session_id, "cwd": me.cwd, "tasks": listed}))
-    elif not listed:
+        return 0
+    if not listed:
         _say(sink, f"no tasks in {me.describe()}")
-    else:
-        _say(sink, render.task_table(listed))
-        for t in listed:
-            if render.waiting(t):
-                _say(sink, render.waiting_line(me, t["task_id"]))
+        return 0
+    shown = listed if opts.get("all") else _recent(listed)
+    _say(sink, render.task_table(shown))
+    if len(shown) < len(listed):
+        _say(sink, f"{len(listed) - len(shown)} older ended tasks not shown ({len(listed)} in all); "
+                   f"`{me.command('exec:tasks', '--all')}` lists them")
+    for t in shown:
+        if render.waiting(t):
+            _say(sink, render.waiting_line(me, t["task_id"]))
     return 0
+
+
+def _recent(listed: list[dict]) -> list[dict]:
+    """Every running task, and the last RECENT that ended, in id order."""
+    ended = [t for t in listed if render.finished(t)]
+    keep = {t["task_id"] for t in ended[-RECENT:]} | {t["task_id"] for t in listed if not render.finished(t)}
+    return [t for t in listed if t["task_id"] in keep]
 
 
 CLEANUP_USAGE = f"""usage: plugkit session-cleanup {SESSION_FLAGS}

@@ -95,6 +95,7 @@ LANGUAGES: tuple[Language, ...] = (
         runners=(Runner("go", ("{out}",), compile=("{program}", "build", "-o", "{out}", "{file}")),),
         install_hint="apt-get install golang",
         filename="main.go",
+        project="go",  # wraps a bare body in func main, as java's is wrapped in Main
     ),
     Language(
         name="c",
@@ -197,7 +198,11 @@ def lookup(name: str, workspace: str | None = None) -> Language:
     rows = sorted(LANGUAGES + (plugins.rows if plugins else ()), key=lambda row: row.name)
     known = ", ".join(
         f"{row.name} ({', '.join(row.aliases)})" if row.aliases else row.name for row in rows)
-    message = f"unknown language {name!r}; known: {known}"
+    import difflib  # only on a miss
+
+    words = [w for row in rows for w in (row.name, *row.aliases)]
+    close = difflib.get_close_matches(key, words, n=1, cutoff=0.75)
+    message = f"unknown language {name!r}" + (f" (did you mean {close[0]}?)" if close else "") + f"; known: {known}"
     if plugins is not None and plugins.problems:
         message += "; invalid plugin files: " + "; ".join(map(str, plugins.problems))
     raise UnknownLanguage(message)

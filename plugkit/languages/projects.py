@@ -80,8 +80,49 @@ def wrap_java_body(code: str) -> str:
     return "\n".join(lines) + _WRAP_CLOSE
 
 
+# --- go ----------------------------------------------------------------------
+
+_GO_PACKAGE = re.compile(r"^\s*package\s+\w+", re.M)
+_GO_FUNC = re.compile(r"^func\s", re.M)
+_GO_PREAMBLE = re.compile(r"^\s*(?:import\s+(?:\w+\s+|\.\s+|_\s+)?\"[^\"]*\".*|//.*|)$")
+
+
+def go(plan: ResolvedPlan, code: str, ctx: ProjectContext) -> Layout:
+    """Like java's: a file with its package clause runs as written; top-level funcs without
+    one get `package main`; anything else is taken as the body of main."""
+    if _GO_PACKAGE.search(code):
+        source = code
+    elif _GO_FUNC.search(code):
+        source = "package main; " + code
+    else:
+        source = wrap_go_body(code)
+    return Layout(source=source, suffix=".go", compile=plan.compile, run=plan.run, filename=plan.language.filename)
+
+
+def wrap_go_body(code: str) -> str:
+    """`package main` on the first line and `func main() {` on the first statement's own line
+    (after the imports, single or in a block), so the compiler's line numbers match the code."""
+    lines = code.split("\n")
+    first, in_block = len(lines), False
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if in_block:
+            in_block = stripped != ")"
+        elif re.match(r"import\s*\($", stripped):
+            in_block = True
+        elif not _GO_PREAMBLE.match(line):
+            first = i
+            break
+    if first == len(lines):
+        lines.append("")
+    lines[first] = "func main() { " + lines[first]
+    lines[0] = "package main; " + lines[0]
+    return "\n".join(lines) + "\n}\n"
+
+
 BUILDERS: dict[str, Builder] = {
     "java": Builder(java),
+    "go": Builder(go),
     "rust": Builder(lang_cargo.rust, tools=(
         ("cargo", "cargo-dep/cargo-path lines", "apt-get install cargo, or rustup"),)),
 }

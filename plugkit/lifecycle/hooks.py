@@ -15,7 +15,7 @@ from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import Conflict
 from plugkit.lifecycle.gating import External, facts, load_items
 from plugkit.lifecycle.phases import ROW, evaluate
-from plugkit.lifecycle.policy import PRE_TOOL_EVENTS, Verdict, decide, soften, stop_reasons, view
+from plugkit.lifecycle.hook_policy import PRE_TOOL_EVENTS, Verdict, decide, soften, stop_reasons, view
 from plugkit.lifecycle.workspace import Workspace
 
 MAX_CONTEXT_LINES = 15

@@ -151,6 +151,11 @@ class TaskOutputParams(TaskRef):
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
     # From cursor to the end, at most max_bytes shared by the streams, each keeping its last bytes.
     tails: bool = False
+    # With tails: the share of each stream's budget given to its first bytes (a poll wants
+    # mostly the newest), and whether the session's cursor then moves to the end, so the
+    # next poll shows only what is new (what was cut stays readable with an explicit cursor).
+    head_share: float = Field(default=0.5, ge=0, le=1)
+    mark_read: bool = False
 
 
 class TaskWaitParams(TaskRef):

@@ -12,11 +12,11 @@ from pydantic import Field
 from plugkit.protocol import Cwd, Environment, Offset, Params, Result, SessionId
 from plugkit.protocol.bounds import at_most
 from plugkit.protocol.lifecycle import ItemId
-from plugkit.vocab import WORK_ITEM_STATES
+from plugkit.vocab import WORK_ITEM_STATES, WORK_RUN_STATES
 
 WorkerName = Literal["claude-code", "codex", "qwen", "gemini", "command"]
 MergeMode = Literal["ff", "merge"]
-RunState = Literal["running", "waiting", "halted", "done", "stopped"]
+RunState = Literal[WORK_RUN_STATES]  # type: ignore[valid-type]
 # Live item states, then the terminal ones (each terminal state comes with a reason word).
 ItemState = Literal[WORK_ITEM_STATES]  # type: ignore[valid-type]  # Literal of the tuple's values
 

@@ -8,7 +8,7 @@ from aiohttp import web
 from plugkit import paths
 from plugkit.config import RunnerConfig
 from plugkit.lazy import Lazy
-from runner.boot.lifespans import gates_lifespan, tasks_lifespan, work_lifespan
+from runner.boot.lifespans import gates_lifespan, lazy_part_lifespan, tasks_lifespan, work_lifespan
 from runner.core.tasks.manager import TaskManager
 from runner.executors import registry
 from runner.http.app import make_app
@@ -36,11 +36,13 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
                   gates=Lazy(lambda: _gate_manager(tasks, config.home)) if gates else None)
     if ctx.gates is not None:
         ctx.work = Lazy(lambda: _work_manager(ctx))
+    ctx.search = Lazy(lambda: _search_manager(config.home))
     ctx.snapshots["hooks"] = ctx.hooks.snapshot
     app = make_app(ctx, namespaces)
     # Started in this order, stopped in reverse: work runs stop before the gates, the gates
     # before the tasks they read.
-    app.cleanup_ctx.extend((tasks_lifespan(ctx, ledger), gates_lifespan(ctx), work_lifespan(ctx)))
+    app.cleanup_ctx.extend((tasks_lifespan(ctx, ledger), gates_lifespan(ctx), work_lifespan(ctx),
+                            lazy_part_lifespan(ctx, "search", ctx.search, _close_search)))
     return app
 
 
@@ -54,3 +56,15 @@ def _work_manager(ctx: Context):  # -> WorkManager, imported on the first work.*
     from runner.core.work.engine import WorkManager
 
     return WorkManager(ctx.tasks, ctx.gate_manager(), home=ctx.runtime.home, port=ctx.runtime.port)
+
+
+def _search_manager(home: str):  # -> SearchManager, imported on the first search.* call
+    from runner.core.search.manager import SearchManager
+
+    return SearchManager(home)  # its indexes live under the home, one SQLite file per workspace
+
+
+async def _close_search(manager) -> None:
+    import asyncio
+
+    await asyncio.to_thread(manager.close)  # waits for a background build to stop

@@ -8,7 +8,7 @@ that say they come through a hook (via "hook") are refused as before. What the c
 says about its user is not recorded: the OS user of the calling process is.
 """
 
-from plugkit.lifecycle import work
+from plugkit.lifecycle import item_ops
 from plugkit.protocol.lifecycle import ApprovalGrantParams, ApprovalInfo, ApprovalList, WorkspaceParams
 from runner.core.gates.manager import GateManager
 from runner.rpc import shapes
@@ -40,7 +40,7 @@ async def grant(ctx: Context, p: ApprovalGrantParams) -> ApprovalInfo:
 async def list_(ctx: Context, p: WorkspaceParams) -> ApprovalList:
     """approval.list {session_id, cwd} -> {approvals: [ApprovalInfo], waiting: [critical item ids not approved]}"""
     gates = _gates(ctx)
-    approvals, waiting = await gates.read(gates.workspace(p.session_id, p.cwd), work.approval_list)
+    approvals, waiting = await gates.read(gates.workspace(p.session_id, p.cwd), item_ops.approval_list)
     return ApprovalList(approvals=[shapes.shape(ApprovalInfo, a) for a in approvals], waiting=waiting)
 
 

@@ -20,6 +20,7 @@ from runner.rpc.hook_memory import HookMemory
 if TYPE_CHECKING:  # the lifecycle model costs tens of milliseconds to import: only on first use
     from runner.core.gates.manager import GateManager
     from runner.core.work.engine import WorkManager
+    from runner.core.search.manager import SearchManager
 
 
 # The peer address (host, port) of the request being served: set by the HTTP layer per
@@ -84,6 +85,8 @@ class Context:
     gates: "Optional[Lazy[GateManager]]" = None
     # `plugkit work` runs, built on the first work.* call (needs the gates). None without gates.
     work: "Optional[Lazy[WorkManager]]" = None
+    # Code search's per-workspace indexes, built on the first search.* call.
+    search: "Optional[Lazy[SearchManager]]" = None
     # name -> () -> dict for debug.snapshot: registered by what is running now, removed when it stops.
     snapshots: dict[str, Callable[[], Any]] = field(default_factory=dict)
 
@@ -97,6 +100,11 @@ class Context:
         if self.work is None:
             raise RuntimeError("this runner was composed without gates, so without plugkit work")
         return self.work.get()
+
+    def search_manager(self) -> "SearchManager":
+        if self.search is None:
+            raise RuntimeError("this runner was composed without code search")
+        return self.search.get()
 
     def worker_at(self, cwd: str):
         """The live `plugkit work` worker whose worktree holds cwd (its heartbeat counted), else

@@ -5,7 +5,7 @@ Errors: -32001 no such receipt / no such task in this workspace, -32602 ambiguou
 a path outside the workspace, -32005 the task is still running.
 """
 
-from plugkit.lifecycle import evidence as ev, work
+from plugkit.lifecycle import evidence as ev, item_ops
 from plugkit.protocol.lifecycle import (
     EvidenceAddParams, EvidenceList, EvidenceRef, EvidenceVerifyParams, EvidenceVerifyResult, ReceiptCheck,
     ReceiptInfo, WorkspaceParams,
@@ -31,7 +31,7 @@ async def add(ctx: Context, p: EvidenceAddParams) -> ReceiptInfo:
     gates = _gates(ctx)
     ws = gates.workspace(p.session_id, p.cwd)
     seen = await gates.witnessed(ws, p.task_id, p.session_id) if p.task_id is not None else None
-    receipt = await gates.call(ws, work.evidence_add, seen, p.path, p.subject, p.note, gates.clock())
+    receipt = await gates.call(ws, item_ops.evidence_add, seen, p.path, p.subject, p.note, gates.clock())
     return shapes.receipt(receipt)
 
 

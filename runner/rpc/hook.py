@@ -38,11 +38,13 @@ USAGE_LINE = ("plugkit: to run code, make a Bash call whose first line is `exec:
               "node, ...) and the code below it; it runs in the plugkit runner and its output comes back "
               "as the call's result. `exec:tasks`, `exec:status task_N`, `exec:sleep task_N [S]`, "
               "`exec:close task_N` follow tasks up.")
+SEARCH_LINE = ("plugkit: `plugkit search QUERY` (a Bash call) finds definitions (symbol -> file:line), code and "
+               "the commits behind a change from a warm index of this repository; prefer it to grep.")
 
 
 def _work_hooks():
     """Imported only when a `plugkit work` worker calls: other hook calls never pay for it."""
-    from runner.rpc import work_hooks
+    from runner.core.work import hooks as work_hooks
 
     return work_hooks
 
@@ -199,7 +201,7 @@ async def _start(ctx: Context, p: HookSessionParams) -> str:
         ctx.tasks.open_session(p.session_id, p.cwd)
     status = await _status(ctx, p)
     ctx.hooks.remember_sent(key, "\n".join(status))
-    lines = [USAGE_LINE, *status, *await _memory_index(ctx, p)]
+    lines = [USAGE_LINE, SEARCH_LINE, *status, *await _memory_index(ctx, p)]
     return "\n".join(lines[:MAX_CONTEXT_LINES])
 
 

@@ -27,6 +27,7 @@ NAMESPACES = {
     "approval": "runner.rpc.approval",
     "hook": "runner.rpc.hook",
     "work": "runner.rpc.work",
+    "search": "runner.rpc.search",
 }
 
 

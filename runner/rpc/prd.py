@@ -7,7 +7,7 @@ critical-risk item is in_progress or completed only once a person approved it (-
 Errors: -32001 no such item, -32005 blocked by unfinished items, .prd unreadable.
 """
 
-from plugkit.lifecycle import work
+from plugkit.lifecycle import item_ops
 from plugkit.protocol.lifecycle import (
     PrdAddParams, PrdAdded, PrdItem, PrdList, PrdReadyParams, PrdUpdateParams, PrdVerified, PrdVerifyParams,
     WorkspaceParams,
@@ -37,7 +37,7 @@ async def add(ctx: Context, p: PrdAddParams) -> PrdAdded:
     """
     gates = _gates(ctx)
     fields = p.model_dump(exclude={"session_id", "cwd"})
-    item, moved = await gates.call(gates.workspace(p.session_id, p.cwd), work.prd_add, fields, gates.clock())
+    item, moved = await gates.call(gates.workspace(p.session_id, p.cwd), item_ops.prd_add, fields, gates.clock())
     return PrdAdded(item=shapes.item(item, {}), transition=shapes.transition(moved))
 
 
@@ -80,7 +80,7 @@ async def verify(ctx: Context, p: PrdVerifyParams) -> PrdVerified:
 async def list_(ctx: Context, p: WorkspaceParams) -> PrdList:
     """prd.list {session_id, cwd} -> {items: [PrdItem], waves: [[id]]} (waves: open items by dependency depth)"""
     gates = _gates(ctx)
-    listing = await gates.read(gates.workspace(p.session_id, p.cwd), work.prd_list)
+    listing = await gates.read(gates.workspace(p.session_id, p.cwd), item_ops.prd_list)
     return PrdList(items=[shapes.item(i, listing.approvals) for i in listing.items], waves=listing.waves)
 
 
@@ -93,7 +93,7 @@ async def ready(ctx: Context, p: PrdReadyParams) -> PrdList:
     """
     gates = _gates(ctx)
     ws = gates.workspace(p.session_id, p.cwd)
-    listing = await gates.read(ws, work.prd_ready, p.limit or gates.config(ws).ready_limit)
+    listing = await gates.read(ws, item_ops.prd_ready, p.limit or gates.config(ws).ready_limit)
     return PrdList(items=[shapes.item(i, listing.approvals) for i in listing.items], waves=listing.waves)
 
 

@@ -1,5 +1,5 @@
 """Core objects -> the wire's Result models: lifecycle ones (gate, mutable, prd, evidence) and
-tasks (task, session, gate.verify). The core never builds a protocol model; this module does."""
+tasks (task, session, gate.verify), and `plugkit work` runs. The core never builds a protocol model; this module does."""
 
 from typing import Any, Optional, Type, TypeVar
 
@@ -9,6 +9,7 @@ from plugkit.lifecycle.phases import Check
 from plugkit.lifecycle.model import Transition  # not .state: the first task.* call skips the storage code
 from plugkit.protocol import Chunk, Output, TaskInfo, WaitResult
 from plugkit.protocol.lifecycle import ConditionInfo, PrdItem, ReceiptInfo, TransitionInfo
+from plugkit.protocol.work import WorkItemInfo, WorkRunInfo
 from runner.core.tasks import stdin_watch
 from runner.core.tasks.manager import Waited
 from runner.core.tasks.output import ReadResult
@@ -66,3 +67,16 @@ def output(res: ReadResult) -> Output:
 
 def waited(task: Task, w: Waited) -> WaitResult:
     return WaitResult(task=task_info(task), matched=w.matched, match_cursor=w.match_cursor, timed_out=w.timed_out)
+
+
+# --- plugkit work -----------------------------------------------------------------------------
+# Read by attribute name, so the work core (runner.core.work.model: plain dataclasses) is not
+# imported here: a task.* call never loads it.
+
+def work_item(it: Any) -> WorkItemInfo:
+    return WorkItemInfo(**{name: getattr(it, name) for name in WorkItemInfo.model_fields})
+
+
+def work_run(run: Any) -> WorkRunInfo:
+    fields = {name: getattr(run, name) for name in WorkRunInfo.model_fields if name != "items"}
+    return WorkRunInfo(**fields, items=[work_item(i) for i in run.items.values()])

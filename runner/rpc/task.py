@@ -43,7 +43,7 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
     tasks = _tasks(ctx)
     worker = ctx.worker_at(p.cwd)
     if worker is not None:  # code a `plugkit work` worker runs through exec: meets its policy too
-        from runner.rpc.work_hooks import denied_code
+        from runner.core.work.hooks import denied_code
 
         why = denied_code(worker[1], p.lang, p.code, p.cwd)
         if why is not None:
@@ -63,25 +63,31 @@ async def status(ctx: Context, p: TaskRef) -> TaskInfo:
 
 @rpc(TaskOutputParams)
 async def output(ctx: Context, p: TaskOutputParams) -> Output:
-    """task.output {session_id, cwd, task_id, cursor?, max_bytes?, tails?} -> {chunks, cursor, dropped, more, cuts?}
+    """task.output {session_id, cwd, task_id, cursor?, max_bytes?, tails?, head_share?, mark_read?}
+    -> {chunks, cursor, dropped, more, cuts?}
 
     Without cursor: what this session has not read yet (and marks it read).
     With cursor: from that absolute offset; `dropped` counts bytes evicted before it.
     With tails: everything from the cursor to the end in at most max_bytes, shared
     by the streams so each keeps its last bytes (and its first, if none were before
     the cursor); `cuts` says per stream how much there was and how much is shown.
-    Marks nothing read.
+    Cuts fall on line ends where the kept bytes hold one; head_share (default 0.5) is
+    the part of a stream's budget spent on its first bytes. Marks nothing read, unless
+    mark_read: then the session's cursor moves to the end (a poll: the next one shows
+    only what is new; what was cut is still there for a read with an explicit cursor).
     """
     tasks = _tasks(ctx)
     task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
     if p.tails:
-        return _tails(task.buffer, task.read_cursor if p.cursor is None else p.cursor, p.max_bytes)
+        got = _tails(task.buffer, task.read_cursor if p.cursor is None else p.cursor, p.max_bytes, p.head_share)
+        if p.mark_read:
+            task.read_cursor = max(task.read_cursor, got.cursor)
+        return got
     return shapes.output(tasks.read(task, p.cursor, p.max_bytes))
 
 
-def _tails(buffer: OutputBuffer, cursor: int, max_bytes: int) -> Output:
-    """The session's cursor stays put: what was cut is still unread for a --full read."""
-    got = bound.digest(buffer, cursor, max_bytes)
+def _tails(buffer: OutputBuffer, cursor: int, max_bytes: int, head_share: float) -> Output:
+    got = bound.digest(buffer, cursor, max_bytes, head_share)
     return Output(chunks=[Chunk(stream=s, text=t) for s, t in got.pieces], cursor=got.end,
                   dropped=max(0, buffer.start - cursor), more=False,
                   cuts=[StreamCut(stream=c.stream, total=c.total, shown=c.shown) for c in got.cuts])
@@ -133,8 +139,9 @@ async def kill(ctx: Context, p: TaskKillParams) -> TaskInfo:
 
 @rpc(SessionParams)
 async def list_(ctx: Context, p: SessionParams) -> TaskList:
-    """task.list {session_id, cwd} -> {tasks: [TaskInfo]} (only this session's)"""
-    return TaskList(tasks=[shapes.task_info(t) for t in _tasks(ctx).list_tasks(p.session_id, p.cwd)])
+    """task.list {session_id, cwd} -> {tasks: [TaskInfo]} (only this session's, in id order;
+    the ledger's too, so a restart loses none: those of a runner gone are killed/runner_lost)"""
+    return TaskList(tasks=[shapes.task_info(t) for t in await _tasks(ctx).list_with_history(p.session_id, p.cwd)])
 
 
 METHODS = {

@@ -12,8 +12,10 @@ from plugkit.protocol.work import (
     WorkItemParams, WorkLogs, WorkLogsParams, WorkParams, WorkRolledBack, WorkStartParams, WorkStatus,
     WorkStatusParams,
 )
+from runner.core.work.model import RunRequest
 from runner.rpc.context import PEER
 from runner.rpc.dispatch import Context, rpc
+from runner.rpc.shapes import work_run
 
 
 @rpc(WorkStartParams)
@@ -28,8 +30,12 @@ async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
     Example: {"method":"work.start","params":{"session_id":"s","cwd":"/w","worker":"command",
               "run":["python3","agent.py"],"afk":true}}
     """
-    run = await ctx.work_manager().start(p.session_id, p.cwd, p)
-    return WorkStatus(run=run.info())
+    request = RunRequest(worker=p.worker, parallel=p.parallel, items=tuple(p.items),
+                         command=tuple(p.run) if p.run else None, afk=p.afk, budget_min=p.budget_min,
+                         stall_min=p.stall_min, merge=p.merge, env=dict(p.env or {}),
+                         sandbox=p.sandbox)
+    run = await ctx.work_manager().start(p.session_id, p.cwd, request)
+    return WorkStatus(run=work_run(run))
 
 
 @rpc(WorkStatusParams)
@@ -45,7 +51,7 @@ async def status(ctx: Context, p: WorkStatusParams) -> WorkStatus:
     run = work.latest(work.root_of(p.session_id, p.cwd))
     if run is not None and p.wait_ms:
         await work.wait(run, p.wait_ms / 1000)
-    return WorkStatus(run=run.info() if run is not None else None)
+    return WorkStatus(run=work_run(run) if run is not None else None)
 
 
 @rpc(WorkParams)
@@ -55,7 +61,7 @@ async def stop(ctx: Context, p: WorkParams) -> WorkStatus:
     Ends every running worker (killed/stopped; their items go back to pending) and the run.
     """
     run = await ctx.work_manager().stop(p.session_id, p.cwd)
-    return WorkStatus(run=run.info())
+    return WorkStatus(run=work_run(run))
 
 
 @rpc(WorkLogsParams)
@@ -102,7 +108,7 @@ async def allow_check(ctx: Context, p: WorkItemParams) -> WorkStatus:
     """
     run = await ctx.work_manager().allow_check(p.session_id, p.cwd, p.item, PEER.get(), ctx.runtime.port,
                                                ctx.runtime.pid)
-    return WorkStatus(run=run.info())
+    return WorkStatus(run=work_run(run))
 
 
 METHODS = {"work.start": start, "work.status": status, "work.stop": stop, "work.logs": logs,

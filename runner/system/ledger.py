@@ -47,6 +47,9 @@ class TaskRecord:
 # SQL is assembled from these constant column names only; values always travel as parameters.
 _COLS = [f.name for f in fields(TaskRecord)]
 _SELECT = f"SELECT {', '.join(_COLS)} FROM tasks WHERE task_id = ?"
+# A listing needs no output: the tail (up to 64 KiB a row) is left out.
+_SESSION = (f"SELECT {', '.join(c if c != 'output_tail' else repr('') for c in _COLS)} FROM tasks"
+            " WHERE session_id = ? ORDER BY task_id")
 _INSERT = f"INSERT INTO tasks ({', '.join(_COLS)}) VALUES ({', '.join(':' + c for c in _COLS)})"
 _UPSERT = _INSERT + " ON CONFLICT (task_id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _COLS[1:])
 _LIVE_SET = f"({', '.join('?' * len(LIVE))})"
@@ -58,6 +61,7 @@ _SCHEMA = (
         exit_code INTEGER, signal INTEGER, reason TEXT, message TEXT, bytes_out INTEGER NOT NULL,
         dropped INTEGER NOT NULL, output_tail TEXT NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS tasks_by_end ON tasks (ended_at)",
+    "CREATE INDEX IF NOT EXISTS tasks_by_session ON tasks (session_id, cwd)",
 )
 
 
@@ -147,6 +151,22 @@ class Ledger:
         finally:
             self._conn.execute("PRAGMA synchronous = NORMAL")
         return last - count + 1
+
+    def release_ids(self, first_unused: int, block_end: int) -> None:
+        """A clean stop gives back the unused end of its last block, so the next runner's ids
+        continue from the last one handed out. Only if nothing was reserved after that block;
+        the ledger's mark goes down before the floor, so the floor stays >= it throughout."""
+        with self._tx() as db:
+            if _last_id(db) != block_end or first_unused > block_end:
+                return
+            db.execute("UPDATE meta SET value = ? WHERE key = 'last_id'", (first_unused - 1,))
+        self._floor.write(first_unused - 1)
+
+    def session_tasks(self, session_id: str) -> list[TaskRecord]:
+        """One session id's records, oldest first, without their output. Which of them belong
+        to one session (id, workspace root) is the core's rule (records.record_key), not SQL's:
+        a record keeps the cwd its task ran in, anywhere in the workspace."""
+        return [TaskRecord(*row) for row in self._conn.execute(_SESSION, (session_id,))]
 
     def record_start(self, rec: TaskRecord) -> None:
         self._conn.execute(_INSERT, self._params(rec))

@@ -38,6 +38,12 @@ class LedgerWorker:
     async def reserve_ids(self, count: int) -> int:
         return await self._call(Ledger.reserve_ids, count)
 
+    async def release_ids(self, first_unused: int, block_end: int) -> None:
+        await self._call(Ledger.release_ids, first_unused, block_end)
+
+    async def session_tasks(self, session_id: str) -> list[TaskRecord]:
+        return await self._call(Ledger.session_tasks, session_id)
+
     async def get(self, task_id: int) -> Optional[TaskRecord]:
         return await self._call(Ledger.get, task_id)
 

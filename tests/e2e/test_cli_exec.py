@@ -34,8 +34,9 @@ def listed(home, session: str, cwd: str | None = None) -> list[dict]:
 @contextlib.contextmanager
 def follow(home, *args: str):
     """The CLI as a background child, stdout streamed line by line; reaped even if the test fails."""
-    proc = subprocess.Popen(cli_argv() + list(args), env=home.env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    # stdin is no terminal, as for an agent: at a terminal Ctrl-C would stop the task.
+    proc = subprocess.Popen(cli_argv() + list(args), env=home.env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         yield proc
     finally:

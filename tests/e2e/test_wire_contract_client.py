@@ -77,6 +77,9 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
     cli("memory", "search", "app")
     cli("memory", "index")
     cli("memory", "forget", "wire")
+    cli("search", "app", "--path", "*.py", "--lang", "python", "--limit", "3", "--history")
+    cli("search", "--status")
+    cli("digest")
     for event, more in (("SessionStart", {"source": "startup"}), ("UserPromptSubmit", {"prompt": "hi"}),
                         ("PreToolUse", {"tool_name": "Edit", "tool_input": {"file_path": "app.py"}}),
                         ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "exec:bash\necho hook"}}),

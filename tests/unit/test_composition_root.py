@@ -10,6 +10,7 @@ from pathlib import Path
 from plugkit.config import RunnerConfig
 from plugkit.lazy import Lazy
 from runner.core.gates.manager import GateManager
+from runner.core.search.manager import SearchManager
 from runner.core.work.engine import WorkManager
 from runner.rpc.context import Context
 
@@ -33,7 +34,8 @@ def _modules() -> dict[str, set[str]]:
 
 
 def test_every_context_field_has_a_concrete_type():
-    hints = typing.get_type_hints(Context, localns={"GateManager": GateManager, "WorkManager": WorkManager})
+    hints = typing.get_type_hints(Context, localns={"GateManager": GateManager, "WorkManager": WorkManager,
+                                                    "SearchManager": SearchManager})
     loose = {typing.Any, object, dict, list}
     for f in dataclasses.fields(Context):
         hint = hints[f.name]
@@ -43,6 +45,7 @@ def test_every_context_field_has_a_concrete_type():
     assert hints["config"] is RunnerConfig
     assert hints["gates"] == typing.Optional[Lazy[GateManager]]
     assert hints["work"] == typing.Optional[Lazy[WorkManager]]
+    assert hints["search"] == typing.Optional[Lazy[SearchManager]]
     assert "services" not in {f.name for f in dataclasses.fields(Context)}  # no string-keyed locator
 
 

@@ -1,9 +1,9 @@
 """The hook's reading of a shell command: approval attempts in any spelling it can see, and
-shell edits of the lifecycle views (plugkit.lifecycle.policy), each through decide()."""
+shell edits of the lifecycle views (plugkit.lifecycle.hook_policy), each through decide()."""
 
 import pytest
 
-from plugkit.lifecycle.policy import approval_attempt, approved_item, decide, edits_views, view
+from plugkit.lifecycle.hook_policy import approval_attempt, approved_item, decide, edits_views, view
 
 APPROVALS = [
     "plugkit approve c1",

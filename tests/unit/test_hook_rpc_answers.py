@@ -90,7 +90,7 @@ async def test_without_gates_everything_is_allowed_and_nothing_blocks(ctx, tmp_p
                       tool_input={"file_path": "/w/a"}) == {"decision": "allow", "reason": ""}
     assert await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=False) == {"block": False, "reason": ""}
     start = await call(hook.session_start, ctx, **ids(tmp_path), platform="claude-code", source="startup")
-    assert start["context"] == hook.USAGE_LINE
+    assert start["context"] == hook.USAGE_LINE + "\n" + hook.SEARCH_LINE
 
 
 async def test_pre_tool_answers_with_the_gates_decision(ctx, tmp_path):

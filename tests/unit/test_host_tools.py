@@ -8,7 +8,7 @@ import pytest
 from client.hooks import copilot, cursor, events, install, opencode
 from plugkit import host_tools
 from plugkit.host_tools import HOST_TOOLS, SHELL, WRITE, names
-from plugkit.lifecycle import policy
+from plugkit.lifecycle import hook_policy as policy
 
 HOSTS = sorted(HOST_TOOLS)
 EVERY_WRITE = sorted({(host, name) for host in HOSTS for name in names(host, WRITE)})

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from plugkit.lifecycle import authority, evidence, gating, state as state_mod, work
+from plugkit.lifecycle import authority, evidence, gating, item_ops, state as state_mod
 from plugkit.lifecycle.workspace import Workspace
 from tests.unit.test_lifecycle_item_states import check_receipt
 
@@ -54,7 +54,7 @@ def read(path: str):
 
 def add_items(ws, *subjects):
     for subject in subjects:
-        work.prd_add(ws, {"subject": subject}, NOW)
+        item_ops.prd_add(ws, {"subject": subject}, NOW)
 
 
 def test_views_follow_the_ledger_and_an_honest_write_leaves_nothing_to_report(ws):
@@ -75,7 +75,7 @@ def test_a_status_edited_by_hand_is_a_finding_and_never_the_truth(ws):
                                                                           "pending")
     assert [i.status for i in gating.load_items(ws)] == ["pending"]
     # A write through plugkit lands in the ledger and leaves the edited view for a person to see.
-    work.prd_update(ws, "w1", {"subject": "one, renamed"}, None, [])
+    item_ops.prd_update(ws, "w1", {"subject": "one, renamed"}, None, [])
     assert read(ws.prd_path)[0]["subject"] == "one"
     assert gating.load_items(ws)[0].subject == "one, renamed"
     assert [f.field for f in authority.findings(ws)] == ["item w1 status"]
@@ -88,7 +88,7 @@ def test_redoing_the_edit_through_plugkit_clears_it(ws):
     with open(ws.prd_path, "w") as fh:
         json.dump(items, fh)
     assert authority.findings(ws)
-    work.prd_update(ws, "w1", {}, "in_progress", [])
+    item_ops.prd_update(ws, "w1", {}, "in_progress", [])
     assert authority.findings(ws) == []
     assert read(ws.prd_path)[0]["status"] == "in_progress"
 
@@ -128,7 +128,7 @@ def test_first_contact_imports_items_but_not_completion_without_sealed_receipts(
     root.mkdir()
     plain = Workspace(os.path.realpath(root))  # the files as an older plugkit (or anyone) left them
     for subject in ("done before", "done, honestly", "done, a file says", "critical, under way"):
-        work.prd_add(plain, {"subject": subject, "verify": "make test"}, NOW)
+        item_ops.prd_add(plain, {"subject": subject, "verify": "make test"}, NOW)
     items = read(plain.prd_path)
     ws = Workspace(plain.root, seal=KEY, ledger=MemoryLedger())
     (root / "report.txt").write_text("all green\n")

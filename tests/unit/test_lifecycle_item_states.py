@@ -7,7 +7,7 @@ import os
 import pytest
 
 from plugkit import vocab
-from plugkit.lifecycle import errors, gating, item_states, mutables, work
+from plugkit.lifecycle import errors, gating, item_ops, item_states, mutables
 from plugkit.lifecycle.evidence import TaskWitness, sha256_bytes
 from plugkit.lifecycle.item_states import Person, Site
 from plugkit.lifecycle.workspace import Workspace
@@ -27,20 +27,20 @@ def check_receipt(ws, code=CHECK, exit_code=0, head=None, lang="bash", item="w1"
     task = TaskWitness(task_id=1, session_id="s", lang=lang, code_sha256=sha256_bytes(code.encode()),
                        state=state, exit_code=exit_code, truncated=False)
     seen = mutables.Witness(task_id=1, state=state, exit_code=exit_code, output="ok\n", truncated=False)
-    return work.evidence_add(ws, gating.Witnessed(seen, task), None, item, "", NOW, head)
+    return item_ops.evidence_add(ws, gating.Witnessed(seen, task), None, item, "", NOW, head)
 
 
 def test_every_status_has_its_row_and_a_completed_item_is_never_parked_as_blocked(ws):
     assert set(vocab.ITEM_ALLOWED) == set(vocab.ITEM_STATES)
-    work.prd_add(ws, {"subject": "a", "verify": CHECK}, NOW)
-    work.prd_update(ws, "w1", {}, "completed", [check_receipt(ws).id])
+    item_ops.prd_add(ws, {"subject": "a", "verify": CHECK}, NOW)
+    item_ops.prd_update(ws, "w1", {}, "completed", [check_receipt(ws).id])
     with pytest.raises(errors.Conflict, match="cannot go from completed to blocked"):
-        work.prd_update(ws, "w1", {}, "blocked", [])
-    assert work.prd_update(ws, "w1", {}, "pending", []).status == "pending"  # reopened
+        item_ops.prd_update(ws, "w1", {}, "blocked", [])
+    assert item_ops.prd_update(ws, "w1", {}, "pending", []).status == "pending"  # reopened
 
 
 def test_completion_needs_a_green_run_of_the_items_own_check_at_head(ws):
-    work.prd_add(ws, {"subject": "a", "verify": CHECK}, NOW)
+    item_ops.prd_add(ws, {"subject": "a", "verify": CHECK}, NOW)
     repo = Site(repo=True, head="b" * 40)
     for receipt, why in ((check_receipt(ws, "true"), "is not a receipt of w1's check"),
                          (check_receipt(ws, lang="python"), "is not a receipt of w1's check"),
@@ -48,40 +48,40 @@ def test_completion_needs_a_green_run_of_the_items_own_check_at_head(ws):
                          (check_receipt(ws), "at no known git HEAD"),
                          (check_receipt(ws, head="a" * 40), "HEAD moved since")):
         with pytest.raises(errors.Conflict, match=why):
-            work.prd_update(ws, "w1", {}, "completed", [receipt.id], repo)
+            item_ops.prd_update(ws, "w1", {}, "completed", [receipt.id], repo)
     good = check_receipt(ws, head="b" * 40)
-    assert work.prd_update(ws, "w1", {}, "completed", [good.id], repo).status == "completed"
+    assert item_ops.prd_update(ws, "w1", {}, "completed", [good.id], repo).status == "completed"
 
 
 def test_the_workspace_check_stands_in_and_no_check_completes_nothing(ws):
-    work.prd_add(ws, {"subject": "a"}, NOW)
+    item_ops.prd_add(ws, {"subject": "a"}, NOW)
     with pytest.raises(errors.Conflict, match="w1 has no check"):
-        work.prd_update(ws, "w1", {}, "completed", [check_receipt(ws).id])
-    done = work.prd_update(ws, "w1", {}, "completed", [check_receipt(ws).id], Site(verify=CHECK))
+        item_ops.prd_update(ws, "w1", {}, "completed", [check_receipt(ws).id])
+    done = item_ops.prd_update(ws, "w1", {}, "completed", [check_receipt(ws).id], Site(verify=CHECK))
     assert done.status == "completed"
 
 
 def test_a_critical_item_is_held_to_its_approval_in_every_state(ws):
-    work.prd_add(ws, {"subject": "c", "risk": "critical", "verify": CHECK}, NOW)
+    item_ops.prd_add(ws, {"subject": "c", "risk": "critical", "verify": CHECK}, NOW)
     for status in vocab.APPROVED_ONLY_STATES:
         with pytest.raises(errors.Forbidden, match="a person must approve it first"):
-            work.prd_update(ws, "w1", {}, status, [check_receipt(ws).id])
-    work.prd_add(ws, {"subject": "d", "verify": CHECK}, NOW)
-    work.prd_update(ws, "w2", {}, "in_progress", [])
+            item_ops.prd_update(ws, "w1", {}, status, [check_receipt(ws).id])
+    item_ops.prd_add(ws, {"subject": "d", "verify": CHECK}, NOW)
+    item_ops.prd_update(ws, "w2", {}, "in_progress", [])
     with pytest.raises(errors.Forbidden, match="w2 is critical-risk"):
-        work.prd_update(ws, "w2", {"risk": "critical"}, None, [])
-    assert work.approval_list(ws)[1] == ["w1"]
+        item_ops.prd_update(ws, "w2", {"risk": "critical"}, None, [])
+    assert item_ops.approval_list(ws)[1] == ["w1"]
 
 
 def test_a_check_once_there_is_changed_only_by_a_person(ws):
-    work.prd_add(ws, {"subject": "a", "verify": CHECK}, NOW)
-    work.prd_add(ws, {"subject": "b"}, NOW)
+    item_ops.prd_add(ws, {"subject": "a", "verify": CHECK}, NOW)
+    item_ops.prd_add(ws, {"subject": "b"}, NOW)
     agent = Person(False, "asked from inside a plugkit task")
     with pytest.raises(errors.Forbidden, match="changing w1's check is a person's act"):
-        work.prd_update(ws, "w1", {"verify": "true"}, None, [], Site(), agent)
+        item_ops.prd_update(ws, "w1", {"verify": "true"}, None, [], Site(), agent)
     with pytest.raises(errors.Forbidden, match="changing w2's check"):  # the workspace's counts as its check
-        work.prd_update(ws, "w2", {"verify": "true"}, None, [], Site(verify=CHECK), agent)
-    assert work.prd_update(ws, "w1", {"verify": CHECK}, None, [], Site(), agent).verify == CHECK  # unchanged
-    assert work.prd_update(ws, "w2", {"verify": "true"}, None, [], Site(), agent).verify == "true"  # none before
-    assert work.prd_update(ws, "w1", {"verify": "true"}, None, [], Site(), Person(True, "")).verify == "true"
-    assert item_states.check_of(work.prd_list(ws).items[1], Site(verify=CHECK)) == "true"
+        item_ops.prd_update(ws, "w2", {"verify": "true"}, None, [], Site(verify=CHECK), agent)
+    assert item_ops.prd_update(ws, "w1", {"verify": CHECK}, None, [], Site(), agent).verify == CHECK  # unchanged
+    assert item_ops.prd_update(ws, "w2", {"verify": "true"}, None, [], Site(), agent).verify == "true"  # none before
+    assert item_ops.prd_update(ws, "w1", {"verify": "true"}, None, [], Site(), Person(True, "")).verify == "true"
+    assert item_states.check_of(item_ops.prd_list(ws).items[1], Site(verify=CHECK)) == "true"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from plugkit.lifecycle import errors, gating, phases, state as state_mod, work
+from plugkit.lifecycle import errors, gating, item_ops, phases, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.evidence import TaskWitness
 from plugkit.lifecycle.gating import External, Witnessed
@@ -53,7 +53,7 @@ def test_tables_name_every_row_and_condition():
 
 def test_plan_to_execute_needs_a_declared_pass_that_added_nothing(ws):
     gating.add_mutable(ws, "db_port", None, "", NOW)
-    work.prd_add(ws, {"subject": "login"}, NOW)
+    item_ops.prd_add(ws, {"subject": "login"}, NOW)
     first = gating.advance(ws, CFG, CLEAN, "EXECUTE", NOW)
     assert not first.ok and unmet(first) == {"last_pass_added_nothing": ["mutable db_port", "item w1"]}
     second = gating.advance(ws, CFG, CLEAN, None, NOW + 1)
@@ -118,7 +118,7 @@ def green_verify(ws, head=None):
 
 def test_verify_to_complete_names_each_unmet_condition(ws):
     put(ws, "VERIFY")
-    work.prd_add(ws, {"subject": "open one"}, NOW)
+    item_ops.prd_add(ws, {"subject": "open one"}, NOW)
     with state_mod.transaction(ws) as st:
         st.mutables["m"] = gating.mutables.Mutable(name="m")
     ext = External(running_tasks=(7,), git=GitFacts(repo=True, dirty=("a.py",), upstream="origin/main",
@@ -171,7 +171,7 @@ def test_new_work_reopens_a_complete_workspace(ws):
     put(ws, "COMPLETE")
     refused = gating.advance(ws, CFG, CLEAN, None, NOW)
     assert unmet(refused) == {"new_work_arrived": []}
-    item, moved = work.prd_add(ws, {"subject": "next feature"}, NOW)
+    item, moved = item_ops.prd_add(ws, {"subject": "next feature"}, NOW)
     assert moved.trigger == "new_work" and moved.to_phase == "PLAN"
     assert moved.conditions == {"new_work_arrived": ["item w1"]}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from plugkit.lifecycle import gating, hooks, policy, state as state_mod, work
+from plugkit.lifecycle import gating, hook_policy as policy, hooks, item_ops, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.gating import External
 from plugkit.lifecycle.mutables import Mutable
@@ -98,7 +98,7 @@ def test_check_reads_the_workspace_and_ignores_other_events(ws):
 
 def test_stop_lists_what_is_missing_shortest_first_and_never_loops(ws):
     gating.add_mutable(ws, "port", None, "", 1.0)
-    work.prd_add(ws, {"subject": "x"}, 1.0)
+    item_ops.prd_add(ws, {"subject": "x"}, 1.0)
     ext = External(running_tasks=(3,), git=GitFacts(repo=True, dirty=("a.py",)))
     first = hooks.stop(ws, ENFORCE, ext, stop_hook_active=False)
     assert first.block and first.missing == sorted(first.missing, key=len)
@@ -133,7 +133,7 @@ def test_context_lines(ws):
     with state_mod.transaction(ws) as st:
         st.mutables = {f"m{i}": Mutable(name=f"m{i}") for i in range(12)}
     for n in range(6):
-        work.prd_add(ws, {"subject": f"item {n} " + "long " * 20, "risk": "critical" if n < 4 else "low"}, 1.0)
+        item_ops.prd_add(ws, {"subject": f"item {n} " + "long " * 20, "risk": "critical" if n < 4 else "low"}, 1.0)
     lines = hooks.context_lines(ws)
     assert len(lines) <= hooks.MAX_CONTEXT_LINES
     assert lines[1].startswith("unknown mutables (12): m0, m1") and lines[1].endswith("...")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from plugkit.lifecycle import errors, prd, work
+from plugkit.lifecycle import errors, item_ops, prd
 from plugkit.lifecycle.prd import Item
 from plugkit.lifecycle.workspace import Workspace
 from tests.unit.test_lifecycle_item_states import check_receipt
@@ -96,67 +96,67 @@ def ws(tmp_path):
 
 def receipt_for(ws, name="proof.txt"):
     Path(ws.root, name).write_text("tests passed\n")
-    return work.evidence_add(ws, None, name, "w1", "", NOW)
+    return item_ops.evidence_add(ws, None, name, "w1", "", NOW)
 
 
 def test_completing_needs_evidence_that_still_verifies(ws):
-    work.prd_add(ws, {"subject": "login", "verify": "make test"}, NOW)
+    item_ops.prd_add(ws, {"subject": "login", "verify": "make test"}, NOW)
     with pytest.raises(errors.Conflict, match="requires naming evidence"):
-        work.prd_update(ws, "w1", {}, "completed", [])
+        item_ops.prd_update(ws, "w1", {}, "completed", [])
     with pytest.raises(errors.NotFound, match="no evidence receipt"):
-        work.prd_update(ws, "w1", {}, "completed", ["abcdef0123"])
+        item_ops.prd_update(ws, "w1", {}, "completed", ["abcdef0123"])
     receipt = receipt_for(ws)
     Path(ws.root, "proof.txt").write_text("edited\n")
     with pytest.raises(errors.Conflict, match="changed since"):
-        work.prd_update(ws, "w1", {}, "completed", [receipt.id[:8]])
+        item_ops.prd_update(ws, "w1", {}, "completed", [receipt.id[:8]])
     with pytest.raises(errors.Conflict, match="not a receipt of w1's check"):  # a file proves no run
-        work.prd_update(ws, "w1", {}, "completed", [receipt_for(ws).id[:8]])
+        item_ops.prd_update(ws, "w1", {}, "completed", [receipt_for(ws).id[:8]])
     receipt = check_receipt(ws)
-    done = work.prd_update(ws, "w1", {}, "completed", [receipt.id[:8]])
+    done = item_ops.prd_update(ws, "w1", {}, "completed", [receipt.id[:8]])
     assert (done.status, done.evidence) == ("completed", [receipt.id])
     on_disk = json.loads(Path(ws.prd_path).read_text())
     assert on_disk[0]["status"] == "completed"
 
 
 def test_an_item_cannot_start_or_finish_before_its_blockers(ws):
-    work.prd_add(ws, {"subject": "schema"}, NOW)
-    work.prd_add(ws, {"subject": "api", "blocked_by": ["w1"]}, NOW)
+    item_ops.prd_add(ws, {"subject": "schema"}, NOW)
+    item_ops.prd_add(ws, {"subject": "api", "blocked_by": ["w1"]}, NOW)
     with pytest.raises(errors.Conflict, match="blocked by unfinished w1"):
-        work.prd_update(ws, "w2", {}, "in_progress", [])
+        item_ops.prd_update(ws, "w2", {}, "in_progress", [])
     with pytest.raises(errors.Conflict, match="blocked by unfinished w1"):
-        work.prd_update(ws, "w2", {}, "completed", [receipt_for(ws).id])
+        item_ops.prd_update(ws, "w2", {}, "completed", [receipt_for(ws).id])
 
 
 def test_critical_items_wait_for_a_person(ws):
-    work.prd_add(ws, {"subject": "migrate users", "risk": "critical"}, NOW)
+    item_ops.prd_add(ws, {"subject": "migrate users", "risk": "critical"}, NOW)
     with pytest.raises(errors.Forbidden, match="plugkit approve w1"):
-        work.prd_update(ws, "w1", {}, "in_progress", [])
+        item_ops.prd_update(ws, "w1", {}, "in_progress", [])
     with pytest.raises(errors.Forbidden, match="person's call"):
-        work.prd_update(ws, "w1", {"risk": "low"}, None, [])
+        item_ops.prd_update(ws, "w1", {"risk": "low"}, None, [])
     with pytest.raises(errors.Forbidden, match="critical"):
-        work.prd_add(ws, {"subject": "drop table", "risk": "critical", "status": "in_progress"}, NOW)
-    assert work.approval_list(ws)[1] == ["w1"]
+        item_ops.prd_add(ws, {"subject": "drop table", "risk": "critical", "status": "in_progress"}, NOW)
+    assert item_ops.approval_list(ws)[1] == ["w1"]
     with pytest.raises(errors.Forbidden, match="not accepted from hooks"):
-        work.approval_grant(ws, "w1", "agent", "hook", NOW)
+        item_ops.approval_grant(ws, "w1", "agent", "hook", NOW)
     with pytest.raises(errors.NotFound):
-        work.approval_grant(ws, "w9", "kim", "cli", NOW)
-    approval = work.approval_grant(ws, "w1", "kim", "cli", NOW)
+        item_ops.approval_grant(ws, "w9", "kim", "cli", NOW)
+    approval = item_ops.approval_grant(ws, "w1", "kim", "cli", NOW)
     assert (approval.user, approval.via, approval.at) == ("kim", "cli", NOW)
-    assert work.prd_update(ws, "w1", {}, "in_progress", []).status == "in_progress"
-    approvals, waiting = work.approval_list(ws)
+    assert item_ops.prd_update(ws, "w1", {}, "in_progress", []).status == "in_progress"
+    approvals, waiting = item_ops.approval_list(ws)
     assert [a.item_id for a in approvals] == ["w1"] and waiting == []
 
 
 def test_updates_validate_fields_and_keep_the_file_consistent(ws):
-    work.prd_add(ws, {"subject": "a"}, NOW)
-    work.prd_add(ws, {"subject": "b"}, NOW)
+    item_ops.prd_add(ws, {"subject": "a"}, NOW)
+    item_ops.prd_add(ws, {"subject": "b"}, NOW)
     with pytest.raises(errors.Invalid, match="effort"):
-        work.prd_update(ws, "w1", {"effort": "huge"}, None, [])
+        item_ops.prd_update(ws, "w1", {"effort": "huge"}, None, [])
     with pytest.raises(errors.Cycle):
-        work.prd_add(ws, {"id": "c", "subject": "c", "blocked_by": ["w1"], "blocking": ["w1"]}, NOW)
-    work.prd_update(ws, "w2", {"blocking": ["w1"], "subject": "b2"}, None, [])
-    listing = work.prd_list(ws)
+        item_ops.prd_add(ws, {"id": "c", "subject": "c", "blocked_by": ["w1"], "blocking": ["w1"]}, NOW)
+    item_ops.prd_update(ws, "w2", {"blocking": ["w1"], "subject": "b2"}, None, [])
+    listing = item_ops.prd_list(ws)
     assert [(i.id, i.subject, i.blocked_by, i.blocking) for i in listing.items] == [
         ("w1", "a", ["w2"], []), ("w2", "b2", [], ["w1"])]
     assert listing.waves == [["w2"], ["w1"]]
-    assert [i.id for i in work.prd_ready(ws, 3).items] == ["w2"]
+    assert [i.id for i in item_ops.prd_ready(ws, 3).items] == ["w2"]

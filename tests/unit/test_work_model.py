@@ -7,6 +7,7 @@ from client.show.work import MAX_ITEMS, run_lines
 from plugkit.vocab import WORK_ITEM_STATES
 from runner.core.work.model import END, LIVE, RETRIED, TERMINAL, ItemRun, Run
 from runner.core.work.store import RunStore
+from runner.rpc.shapes import work_run
 
 
 def a_run(n: int = 2) -> Run:
@@ -14,6 +15,7 @@ def a_run(n: int = 2) -> Run:
               base="abc", started_at=1.0, stall_min=10.0, command=["agent"])
     for i in range(n):
         it = ItemRun(id=f"w{i}", subject=f"item {i}")
+        it.enter("spawning", 2.0)  # the moves the table allows: queued -> spawning -> running
         it.enter("running", 2.0)
         it.phase("spawn", 2.0)
         run.items[it.id] = it
@@ -38,7 +40,7 @@ def test_states_and_reasons_are_the_vocabulary():
 
 
 def test_the_wire_shape_carries_every_item_field():
-    info = a_run().info()
+    info = work_run(a_run())
     assert info.items[0].phases == {"spawn": 2.0} and info.items[0].state == "running"
     assert json.loads(info.model_dump_json())["afk"] is True
 
@@ -46,7 +48,7 @@ def test_the_wire_shape_carries_every_item_field():
 def test_a_person_reads_why_first_and_a_bounded_list():
     run = a_run(MAX_ITEMS + 5)
     run.state, run.halt = "halted", "w3 is critical and waits for a person's approval"
-    lines = run_lines(json.loads(run.info().model_dump_json()))
+    lines = run_lines(json.loads(work_run(run).model_dump_json()))
     assert lines[0] == "run r1 halted: w3 is critical and waits for a person's approval"
     assert any("and 5 more" in line for line in lines)
     assert len(lines) <= MAX_ITEMS + 4

@@ -345,7 +345,8 @@ def test_judge_code_leaves_other_languages_alone(lang):
 
 def test_rows_are_a_table_with_stable_names():
     assert [r.rule for r in policy.ROWS] == ["sudo", "pipe_to_shell", "rm_outside", "push_force", "other_ref", "chmod_world",
-                                             "write_outside", "hooks_config", "unparseable"]
+                                             "write_outside", "hooks_config", "unnamed_program",
+                                             "unparseable"]
 
 
 def test_not_this_policys_business():

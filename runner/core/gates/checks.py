@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Protocol, TypeVar
 
-from plugkit.lifecycle import item_states, prd, work
+from plugkit.lifecycle import item_ops, item_states, prd
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import Conflict
 from plugkit.lifecycle.evidence import Receipt
@@ -107,7 +107,7 @@ async def run_check(gates: Gates, session_id: str, ws: Workspace, item_id: str,
     green = task.state == "completed" and task.exit_code == 0
     note = f"{item_id}'s check: task_{task.id} {task.message}" + ("" if before == after else
                                                                   "; HEAD moved while it ran")
-    receipt = await gates.call(ws, work.evidence_add, seen, None, f"check:{item_id}", note[:2000], gates.clock(),
+    receipt = await gates.call(ws, item_ops.evidence_add, seen, None, f"check:{item_id}", note[:2000], gates.clock(),
                                before if before == after else None)
     gates.counters["item_checks"] += 1
     return CheckRun(check, task, receipt, green)

@@ -19,11 +19,11 @@ from plugkit.lifecycle import config_pin, gating, hooks, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import GateError
 from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
-from plugkit.lifecycle import authority, evidence as ev, item_states, work
+from plugkit.lifecycle import authority, evidence as ev, item_ops, item_states
 from plugkit.lifecycle.evidence import Receipt, sha256_bytes
 from plugkit.lifecycle.gating import External
 from plugkit.lifecycle.phases import GitFacts
-from plugkit.lifecycle.policy import Verdict, approved_item, view
+from plugkit.lifecycle.hook_policy import Verdict, approved_item, view
 from plugkit.lifecycle.state import Approval, State, VerifyRun
 from plugkit.lifecycle.workspace import Workspace
 from plugkit.workspace import NotAWorkspace, find_root, root_or_none
@@ -205,7 +205,7 @@ class GateManager:
     async def grant(self, ws: Workspace, item_id: str, via: str, peer: Optional[tuple], port: int,
                     runner_pid: int) -> Approval:
         """approval.grant, judged by the caller's process ancestry (never by what it claims)."""
-        await self._thread(work.check_grant_channel, via)
+        await self._thread(item_ops.check_grant_channel, via)
         who = await asyncio.to_thread(peers.caller, peer, port, runner_pid)
         verdict = self.desk.judge(ws.root, item_id, who)
         if not verdict.ok:
@@ -215,7 +215,7 @@ class GateManager:
             raise Forbidden(f"approval refused: {verdict.reason}. A person approves "
                             f"from their own terminal: `plugkit approve {item_id}`")
         assert who is not None
-        approval = await self.call(ws, work.approval_grant, item_id, who.user, via, self.clock(),
+        approval = await self.call(ws, item_ops.approval_grant, item_id, who.user, via, self.clock(),
                                    verdict.channel, who.tty, who.pid)
         log.info("gate_approved", workspace=ws.root, item=item_id, user=who.user, tty=who.tty,
                  channel=verdict.channel)
@@ -311,7 +311,7 @@ class GateManager:
                 raise Conflict(f"receipt {rid} does not verify: {'; '.join(problems)}")
         site = await checks.site(self, ws, with_git=status == "completed")
         person = await checks.person(self, ws, item_id, changes.get("verify"), site, asker)
-        updated = await self.call(ws, work.prd_update, item_id, changes, status, refs, site,
+        updated = await self.call(ws, item_ops.prd_update, item_id, changes, status, refs, site,
                                   person or item_states.Person())
         if person is not None and person.ok:
             log.warning("gate_check_changed_by_person", workspace=ws.root, item=item_id,

@@ -2,11 +2,10 @@
 
 Tasks are found by id across sessions (the gates accept a task of any session working in
 the same workspace), in memory first, then in the ledger. git runs as a subprocess off
-the event loop with optional locks off, so a status check never takes `index.lock`
-from under the agent's own git command.
+the event loop through runner.system.git (optional locks off, so a status check never takes
+`index.lock` from under the agent's own git command).
 """
 
-import asyncio
 import os
 from typing import Optional
 
@@ -16,10 +15,9 @@ from plugkit.lifecycle.mutables import Witness
 from plugkit.lifecycle.phases import GitFacts
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
+from runner.system import git as system_git
 
-GIT_TIMEOUT_S = 15.0
-# Never prompt (no terminal), never write the index, stable messages.
-GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+GIT_TIMEOUT_S = 15.0  # git itself runs under runner.system.git's environment rule (no optional locks)
 
 
 async def find_task(tasks: TaskManager, task_id: int) -> Optional[Task]:
@@ -42,30 +40,21 @@ async def witness(tasks: TaskManager, task: Task) -> Witnessed:
 
 async def git_facts(root: str) -> GitFacts:
     """One `git status --porcelain=v2 --branch` tells HEAD, upstream, ahead count and dirt."""
-    argv = ["git", "-C", root, "status", "--porcelain=v2", "--branch", "-z", "--", "."]
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env={**os.environ, **GIT_ENV})
-    except FileNotFoundError:
+        done = await system_git.run(root, "status", "--porcelain=v2", "--branch", "-z", "--", ".",
+                                    timeout=GIT_TIMEOUT_S)
+    except OSError:  # git missing (or root gone)
         if os.path.exists(os.path.join(root, ".git")):
             return GitFacts(repo=True, error="git is not installed, so the worktree cannot be checked")
         return GitFacts(repo=False)
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), GIT_TIMEOUT_S)
-    except asyncio.TimeoutError:
-        proc.kill()
-        await proc.wait()
+    except system_git.GitTimeout:
         return GitFacts(repo=True, error=f"git status took over {GIT_TIMEOUT_S:.0f} s")
-    except asyncio.CancelledError:
-        proc.kill()
-        await proc.wait()
-        raise
-    if proc.returncode != 0:
+    out, err = done.out, done.err
+    if done.rc != 0:
         message = err.decode(errors="replace").strip().splitlines()
         if message and "not a git repository" in message[0]:
             return GitFacts(repo=False)
-        return GitFacts(repo=True, error=f"git status failed: {message[0] if message else proc.returncode}")
+        return GitFacts(repo=True, error=f"git status failed: {message[0] if message else done.rc}")
     return parse_status(out.decode(errors="surrogateescape"))
 
 

@@ -5,6 +5,9 @@ stdout line, then 1 MB of stderr, and the stdout line that mattered is gone). He
 every stream in the range gets its share of the budget, and each keeps its last
 bytes; a stream whose first bytes lie in the range (its head was never shown)
 keeps its head too. Pieces come back in the order they were written.
+
+A cut lands on a line boundary when one lies within the kept bytes, so nobody reads
+half a line; a poll asks for a smaller head share, since what is newest matters most.
 """
 
 from dataclasses import dataclass
@@ -36,7 +39,7 @@ def shares(totals: dict[str, int], budget: int) -> dict[str, int]:
     return kept
 
 
-def digest(buffer: OutputBuffer, cursor: int, budget: int) -> Digest:
+def digest(buffer: OutputBuffer, cursor: int, budget: int, head_share: float = 0.5) -> Digest:
     spans = buffer.spans(cursor)
     totals: dict[str, int] = {}
     for lo, hi, stream in spans:
@@ -50,9 +53,10 @@ def digest(buffer: OutputBuffer, cursor: int, budget: int) -> Digest:
         if kept[stream] >= total:
             ranges += [(lo, hi, stream) for lo, hi in mine]
             continue
-        head = 0 if stream in seen else kept[stream] // 2
-        ranges += [(lo, hi, stream) for lo, hi in _first(mine, head)]
-        ranges += [(lo, hi, stream) for lo, hi in _last(mine, kept[stream] - head)]
+        head = 0 if stream in seen else int(kept[stream] * head_share)
+        ranges += [(lo, hi, stream) for lo, hi in _whole_lines(buffer, _first(mine, head), mine, end=True)]
+        ranges += [(lo, hi, stream) for lo, hi in _whole_lines(buffer, _last(mine, kept[stream] - head), mine,
+                                                               end=False)]
     ranges.sort()
     pieces: list[tuple[str, str]] = []
     last_end: dict[str, int] = {}
@@ -90,6 +94,29 @@ def _last(spans: list[tuple[int, int]], budget: int) -> list[tuple[int, int]]:
         out.append((hi - take, hi))
         budget -= take
     return out[::-1]
+
+
+def _whole_lines(buffer: OutputBuffer, ranges: list[tuple[int, int]], spans: list[tuple[int, int]],
+                 end: bool) -> list[tuple[int, int]]:
+    """Pull the cut edge of a head (end=True) or tail back to a newline inside the range, if
+    there is one: a range that stops where its span stops is whole already and stays as is."""
+    if not ranges:
+        return ranges
+    ends = {hi for _, hi in spans} if end else {lo for lo, _ in spans}
+    i = len(ranges) - 1 if end else 0
+    lo, hi = ranges[i]
+    if (hi if end else lo) in ends:
+        return ranges
+    raw = buffer.text(lo, hi).encode("utf-8")
+    if end:
+        cut = raw.rfind(b"\n")
+        if cut >= 0:
+            ranges[i] = (lo, lo + cut + 1)
+    else:
+        cut = raw.find(b"\n")
+        if 0 <= cut < len(raw) - 1:
+            ranges[i] = (lo + cut + 1, hi)
+    return ranges
 
 
 def _bytes_between(spans: list[tuple[int, int, str]], stream: str, after: int | None, before: int) -> int:

@@ -11,13 +11,14 @@ from typing import Optional
 
 from plugkit.config import Limits
 from plugkit.patterns import BadPattern, compile_client_pattern
-from plugkit.refusals import Conflict, Invalid, NotFound
+from plugkit.refusals import Conflict, Invalid
 from runner.core.tasks.adopted import AdoptedOrphans
 from runner.core.tasks.hosts import HostFinder, HostTies
 from runner.core.tasks.clock import Clock, LoopClock
 from runner.core.tasks.output import OutputBuffer, ReadResult
-from runner.core.tasks.records import IdSource, code_hash, record_key, rehydrate, to_record
-from runner.core.tasks.sessions import Session, SessionRegistry, not_found, session_key
+from runner.core.tasks.recall import LedgerRecall
+from runner.core.tasks.records import IdSource, code_hash, to_record
+from runner.core.tasks.sessions import Session, SessionRegistry, session_key
 from runner.core.tasks.slots import Slots
 from runner.core.tasks.task import Execution, SessionKey, Task, TaskPort
 # ExecSpec is this manager's input: runner/rpc names it from here, never from the executors.
@@ -45,7 +46,7 @@ class Waited:
     timed_out: bool
 
 
-class TaskManager:
+class TaskManager(LedgerRecall):
     def __init__(self, executors: list[Executor], limits: Limits, first_id: int = 1,
                  registry: SessionRegistry | None = None, ledger: LedgerWorker | None = None,
                  clock: Clock | None = None, hosts: HostFinder | None = None) -> None:
@@ -102,38 +103,6 @@ class TaskManager:
 
     def task(self, session_id: str, cwd: str, task_id: int) -> Task:
         return self._registry.task(session_key(session_id, cwd), task_id)
-
-    async def lookup(self, session_id: str, cwd: str, task_id: int) -> Task:
-        """A task of this session from memory, else from the ledger (after a restart, or
-        trimmed from memory); the same not-found either way for anyone else's id."""
-        key = session_key(session_id, cwd)
-        try:
-            return self._registry.task(key, task_id)
-        except NotFound:
-            if self._ledger is None or not session_id:
-                raise
-        rec = await self._ledger.get(task_id)
-        if rec is None or record_key(rec) != key:
-            raise not_found(task_id)
-        task = rehydrate(rec)
-        self._registry.finished(self._registry.open(key).tasks.setdefault(task.id, task))  # as the newest
-        return self._registry.task(key, task_id)
-
-    async def find(self, task_id: int) -> Optional[Task]:
-        """A task by id in any session (the gates witness tasks of every session working in a
-        workspace): memory first, then the ledger; None when neither knows it."""
-        for task in self._registry.all_tasks():
-            if task.id == task_id:
-                return task
-        if self._ledger is None:
-            return None
-        rec = await self._ledger.get(task_id)
-        if rec is None or not rec.session_id:
-            return None
-        try:
-            return await self.lookup(rec.session_id, rec.cwd, task_id)
-        except NotFound:
-            return None
 
     @property
     def durable(self) -> bool:
@@ -335,10 +304,6 @@ class TaskManager:
             if self._ledger is not None:
                 self._ledger.forget([task.id])
 
-    def list_tasks(self, session_id: str, cwd: str) -> list[Task]:
-        session = self._registry.find(session_key(session_id, cwd)) if session_id else None
-        return list(session.tasks.values()) if session else []
-
     async def end_session(self, session_id: str, cwd: str) -> list[int]:
         """Kill the session's running tasks, release what executors hold for it, forget it;
         returns the ids killed (an unknown session ends with none)."""
@@ -377,7 +342,9 @@ class TaskManager:
         """End sessions idle past the limit that run nothing (their records go with them)."""
         ended = [s.key for s in self._registry.idle(self.limits.session_idle_s)]
         for key in ended:
-            self._registry.close(key)
+            session = self._registry.close(key)
+            if session is not None and self._ledger is not None:  # else a listing brings them back
+                self._ledger.forget(sorted(session.tasks))
             log.info("session_expired", session_id=key.session_id, root=key.root)
         return ended
 
@@ -393,4 +360,5 @@ class TaskManager:
                 await executor.close()
             except Exception:  # one executor's failure must not keep the others open
                 log.exception("executor_close_failed", executor=executor.name)
+        await self._ids.release()
 

@@ -43,6 +43,12 @@ class IdSource:
         value, self._next = self._next, self._next + 1
         return value
 
+    async def release(self) -> None:
+        """At a clean stop: the ids of this block not handed out go back (see Ledger.release_ids)."""
+        if self.ledger is not None and self._next <= self._end:
+            await self.ledger.release_ids(self._next, self._end)
+            self._next, self._end = 1, 0
+
 
 def code_hash(code: str) -> str:
     return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
@@ -67,6 +73,7 @@ def record_key(rec: TaskRecord) -> SessionKey:
 
 
 def rehydrate(rec: TaskRecord) -> Task:
+    """Also for a listing's records, read without their output (output_tail empty)."""
     buffer = OutputBuffer(max(4, len(rec.output_tail.encode()) + 4))
     if rec.output_tail:
         buffer.write_text("stdout", rec.output_tail)

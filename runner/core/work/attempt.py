@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from plugkit.lifecycle import prd, work as work_model
+from plugkit.lifecycle import item_ops, prd
 from plugkit.lifecycle.workspace import Workspace
 from plugkit.refusals import Refused
 from plugkit.work import prompt as prompt_mod, scopes, workers
@@ -64,8 +64,8 @@ class Attempts:
         self.refs = RefGuard(p.ws.root, run.id)
         self.on_end: Callable[[ItemRun], None] = lambda it: None
 
-    async def listing(self) -> work_model.Listing:
-        return await self.p.gates.read(self.p.ws, work_model.prd_list)
+    async def listing(self) -> item_ops.Listing:
+        return await self.p.gates.read(self.p.ws, item_ops.prd_list)
 
     async def stop_all(self, why: str) -> None:
         self.stopping = self.stopping or why
@@ -111,8 +111,9 @@ class Attempts:
             raise
         except Exception as exc:  # a bug must end the item visibly, never hang the run
             log.exception("work_item_error", item=it.id)
-            it.enter("failed", now(), "internal", f"plugkit work failed on this item ({exc.__class__.__name__}); "
-                                                  "see the runner log")
+            if it.live:  # an item that already ended (landed, say) keeps its end; the log has the bug
+                it.enter("failed", now(), "internal",
+                         f"plugkit work failed on this item ({exc.__class__.__name__}); see the runner log")
         finally:
             log.info("work_item_ended", run=self.run.id, item=it.id, state=it.state, reason=it.reason)
             self.on_end(it)
@@ -223,6 +224,9 @@ class Attempts:
         args = workers.install_args(self.row)
         if args is None:
             return
+        # A process, not an import: the hosts' hook formats are the client's (client/hooks), and the
+        # runner never imports the client (client -> plugkit <- runner). The runner's own interpreter
+        # (not the `plugkit` first on the worker's PATH) installs hooks of the runner's own version.
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "client.cli", *args, cwd=worktree, env={**os.environ, **self.p.env},
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
@@ -340,7 +344,7 @@ class Attempts:
     async def _complete(self, it: ItemRun, check: str, verified: Task) -> None:
         p = self.p
         seen = await witness(p.tasks, verified)
-        receipt = await p.gates.call(p.ws, work_model.evidence_add, seen, None,
+        receipt = await p.gates.call(p.ws, item_ops.evidence_add, seen, None,
                                      f"plugkit work {it.id}: {check}"[:200],
                                      f"verify green in {it.worktree}; landed as {it.landed}", p.clock(),
                                      self.checked_at.get(verified.id))

@@ -10,7 +10,7 @@ lifecycle is runner/core/work/attempt.py.
 import asyncio
 from typing import Callable, Optional
 
-from plugkit.lifecycle import work as work_model
+from plugkit.lifecycle import item_ops
 from plugkit.refusals import Refused
 from runner.core.work.attempt import Attempts
 from runner.core.work.model import END, HELD, ItemRun, Run
@@ -27,29 +27,32 @@ class RunDriver:
         self.earlier = earlier or {}  # the previous run's items: why one it left blocked is blocked
         self.wake = asyncio.Event()
         self.halting: Optional[str] = None  # an AFK halt waiting for the running workers to finish
-        self.workers: dict[str, asyncio.Task] = {}
+        self._group: Optional[asyncio.TaskGroup] = None  # owns the attempts while drive() runs
+        self.workers: dict[str, asyncio.Task] = {}  # item -> its attempt (owned by the group): which still run
         self.passes = 0  # how many times the loop looked at the .prd
         self.looked = asyncio.Event()
+        self.ended = asyncio.Event()  # set once drive() and its tidy-up are over (work stop waits on it)
+        # Set, then replaced, on every save: a caller waiting on the run wakes on a change, never polls.
+        self._changed = asyncio.Event()
         attempts.on_end = self._item_ended
 
     # --- the loop ------------------------------------------------------------------------
 
     async def drive(self) -> None:
         try:
-            while not await self._step():
-                self.wake.clear()
-                try:
-                    await asyncio.wait_for(self.wake.wait(), self._tick())
-                except asyncio.TimeoutError:
-                    pass
-        except asyncio.CancelledError:  # the runner is stopping: the attempts end with it
-            for task in list(self.workers.values()):
-                task.cancel()
-            raise
+            # The group owns every attempt: leaving it waits for those still tidying up (their
+            # worktree) after they reached their state; a cancellation (the runner stopping) ends
+            # them with the loop. An attempt never fails the group: run_item ends a bug visibly.
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                while not await self._step():
+                    self.wake.clear()
+                    try:
+                        await asyncio.wait_for(self.wake.wait(), self._tick())
+                    except asyncio.TimeoutError:
+                        pass
         finally:
-            # An item's attempt may still be tidying up (its worktree) after it reached its state.
-            if self.workers:
-                await asyncio.gather(*self.workers.values(), return_exceptions=True)
+            self._group = None
             if self.run.ended_at is None:
                 self.run.ended_at = self.clock()
             self.save()
@@ -103,7 +106,7 @@ class RunDriver:
             self._start_ready(listing)
         return await self._settle(listing)
 
-    def _sync(self, listing: work_model.Listing) -> None:
+    def _sync(self, listing: item_ops.Listing) -> None:
         """Items of the run as the .prd has them now (a person may add or edit items)."""
         run = self.run
         run.waves = listing.waves
@@ -130,7 +133,7 @@ class RunDriver:
     def _active(self) -> list[ItemRun]:
         return [i for i in self.run.items.values() if i.active]
 
-    def _start_ready(self, listing: work_model.Listing) -> None:
+    def _start_ready(self, listing: item_ops.Listing) -> None:
         by_id = {i.id: i for i in listing.items}
         now = self.clock()
         for it in self.run.items.values():
@@ -148,36 +151,36 @@ class RunDriver:
                 continue
             it.enter("spawning", now)
             it.phase("trigger", now)
-            self.workers[it.id] = asyncio.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
+            assert self._group is not None  # only drive()'s passes start attempts
+            self.workers[it.id] = self._group.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
 
-    async def _settle(self, listing: work_model.Listing) -> bool:
+    async def _settle(self, listing: item_ops.Listing) -> bool:
         run = self.run
         items = list(run.items.values())
         active = self._active()
         if self.halting is not None:
             if active:
-                run.state, run.halt = "running", f"halting once {len(active)} running worker(s) finish: {self.halting}"
+                run.enter("running", f"halting once {len(active)} running worker(s) finish: {self.halting}")
                 self.save()
                 return False
             return await self._finish("halted", self.halting)
         waiting = [i for i in items if i.state == "waiting"]
         if active:
-            run.state = "running"
-            run.halt = (f"{', '.join(i.id for i in waiting)} wait(s) for a person's approval "
-                        f"(`plugkit approve {waiting[0].id}`)") if waiting else None
+            run.enter("running", (f"{', '.join(i.id for i in waiting)} wait(s) for a person's approval "
+                                  f"(`plugkit approve {waiting[0].id}`)") if waiting else None)
             self.save()
             return False
         if waiting:
-            run.state = "halted" if run.afk else "waiting"
-            run.halt = (f"{waiting[0].id} is critical and waits for a person's approval: the user runs "
-                        f"`plugkit approve {waiting[0].id}` (the run resumes by itself)")
+            run.enter("halted" if run.afk else "waiting",
+                      f"{waiting[0].id} is critical and waits for a person's approval: the user runs "
+                      f"`plugkit approve {waiting[0].id}` (the run resumes by itself)")
             self.save()
             return False
         if all(i.state == "completed" for i in items):
             return await self._finish("done", None)
         return await self._finish("halted", "nothing more can run: " + self._stuck(listing))
 
-    def _stuck(self, listing: work_model.Listing) -> str:
+    def _stuck(self, listing: item_ops.Listing) -> str:
         by_id = {i.id: i for i in listing.items}
         why = []
         for it in self.run.items.values():
@@ -197,8 +200,7 @@ class RunDriver:
         return "; ".join(why)[:600] or "no open items"
 
     async def _finish(self, state: str, halt: Optional[str]) -> bool:
-        self.run.state, self.run.halt = state, halt
-        self.run.ended_at = self.clock()
+        self.run.enter(state, halt, self.clock())
         self.save()
         return True
 
@@ -213,3 +215,10 @@ class RunDriver:
 
     def save(self) -> None:
         self._save(self.run)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def until(self, done: Callable[[Run], bool]) -> None:
+        """Until done(run) holds, woken by each change the driver saves (its last save included)."""
+        while not done(self.run):
+            await self._changed.wait()

@@ -12,8 +12,7 @@ import secrets
 import time
 from typing import Callable, Optional
 
-from plugkit.lifecycle import work as work_model
-from plugkit.protocol.work import WorkStartParams
+from plugkit.lifecycle import item_ops
 from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
 from plugkit.work import scopes, workers
 from runner.core.gates.manager import GateManager
@@ -21,7 +20,7 @@ from runner.core.tasks.manager import TaskManager
 from runner.core.work import git
 from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
-from runner.core.work.model import ItemRun, Run
+from runner.core.work.model import ItemRun, Run, RunRequest
 from runner.core.work.store import RunStore
 from runner.executors.worker import check_sandbox, program_path, task_of
 from plugkit.vocab import WORK_REJECTED as REJECTED
@@ -45,7 +44,11 @@ class WorkManager:
         self.store = RunStore(home)
         self.runs: dict[str, Run] = {}  # workspace root -> its latest run
         self.drivers: dict[str, RunDriver] = {}  # workspace root -> the live run's driver
-        self._tasks: dict[str, asyncio.Task] = {}
+        # Every run's driver is a child of one TaskGroup, held open by a task of its own from the
+        # first start until close(): leaving it cancels the live runs and waits for their tidy-up.
+        self._group: Optional[asyncio.TaskGroup] = None
+        self._owner: Optional[asyncio.Task] = None
+        self._group_ready = asyncio.Event()
         self._worktrees: dict[str, tuple[Run, ItemRun, Attempts]] = {}  # realpath -> its worker
 
     # --- runs ------------------------------------------------------------------------------
@@ -58,14 +61,14 @@ class WorkManager:
                 for it in run.items.values():
                     if it.live:
                         it.enter("killed", now, "runner_restarted", "the runner stopped while the run was live")
-                run.state, run.ended_at = "halted", now
-                run.halt = "the runner stopped during this run; `plugkit work` starts a new one (landed items stay)"
+                run.enter("halted", "the runner stopped during this run; `plugkit work` starts a new one "
+                                    "(landed items stay)", now)
                 self.store.save(run)
             if run is not None:
                 self.runs[root] = run
         return self.runs.get(root)
 
-    async def start(self, session_id: str, cwd: str, p: WorkStartParams) -> Run:
+    async def start(self, session_id: str, cwd: str, p: RunRequest) -> Run:
         if self._worker_of(cwd) is not None:  # a worker starting workers of its own: never
             raise Forbidden("plugkit work is started by a person in the project, not from inside a worker's "
                             "worktree; finish this item and stop")
@@ -77,16 +80,16 @@ class WorkManager:
                            "`plugkit work stop` first")
         try:
             row = workers.row(p.worker)
-            argv, _stdin = workers.command_line(row, "", root, list(p.run) if p.run else None)
+            argv, _stdin = workers.command_line(row, "", root, list(p.command) if p.command else None)
         except ValueError as exc:
             raise Invalid(str(exc)) from None
-        if program_path(argv[0], workers.environment(row, dict(p.env or {}))) is None:  # every item would fail twice on it and send the run to PLAN
+        if program_path(argv[0], workers.environment(row, dict(p.env))) is None:  # every item would fail twice on it and send the run to PLAN
             raise Invalid(f"worker program {argv[0]!r} is not on PATH: install it, pick another "
                           "with --worker, or --worker command --run PROGRAM")
         if p.sandbox:  # fails closed: no worker starts unconfined unless a person said so
             await check_sandbox(self.home)
         branch, base = await self._start_point(root)
-        listing = await self.gates.read(ws, work_model.prd_list)
+        listing = await self.gates.read(ws, item_ops.prd_list)
         known = {i.id for i in listing.items}
         missing = [i for i in p.items if i not in known]
         if missing:
@@ -103,11 +106,11 @@ class WorkManager:
         await self._release_stale(ws, old, listing)
         run = Run(id=secrets.token_hex(4), workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk,
                   merge=p.merge or cfg.work_merge, branch=branch, base=base, started_at=self.clock(),
-                  stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.run) if p.run else None,
+                  stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.command) if p.command else None,
                   selected=list(p.items), sandbox=p.sandbox,
-                  scopes=scopes.shown(p.worker, workers.environment(row, dict(p.env or {})), cfg.work_credentials),
+                  scopes=scopes.shown(p.worker, workers.environment(row, dict(p.env)), cfg.work_credentials),
                   check_allowed=dict(old.check_allowed) if old is not None else {})
-        env = dict(p.env or {})
+        env = dict(p.env)
         # The worker's hooks reach this runner, and fail closed: a worker runs with its host's own
         # permission prompts off, so a hook that cannot answer must deny, not wave the call through.
         env.update(PLUGKIT_PORT=str(self.port), PLUGKIT_HOOKS_FAIL="closed")
@@ -116,9 +119,8 @@ class WorkManager:
         driver = RunDriver(run, attempts, self.store.save, self.clock, dict(old.items) if old is not None else None)
         self.runs[root], self.drivers[root] = run, driver
         driver.save()
-        task = asyncio.create_task(driver.drive(), name=f"work-run-{run.id}")
-        self._tasks[root] = task
-        task.add_done_callback(lambda _t, r=root: self._ended(r))
+        group = await self._the_group()
+        group.create_task(self._drive(root, driver), name=f"work-run-{run.id}")
         log.info("work_run_started", run=run.id, workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk)
         return run
 
@@ -137,12 +139,31 @@ class WorkManager:
             if item.id in ours and item.status == "in_progress":
                 await self.gates.prd_update(ws, item.id, {}, "pending", [])
 
-    def _ended(self, root: str) -> None:
-        self.drivers.pop(root, None)
-        self._tasks.pop(root, None)
-        run = self.runs.get(root)
-        if run is not None:
-            log.info("work_run_ended", run=run.id, state=run.state, halt=run.halt)
+    async def _the_group(self) -> asyncio.TaskGroup:
+        if self._owner is None:
+            self._owner = asyncio.create_task(self._own(), name="work-runs")
+        await self._group_ready.wait()
+        assert self._group is not None
+        return self._group
+
+    async def _own(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            self._group = group
+            self._group_ready.set()
+            await asyncio.Event().wait()  # until close() cancels it: the group then ends every run
+
+    async def _drive(self, root: str, driver: RunDriver) -> None:
+        """One run, as a child of the group: its bug is logged, never a sibling run's end."""
+        try:
+            await driver.drive()
+        except Exception:
+            log.exception("work_run_error", workspace=root)
+        finally:
+            self.drivers.pop(root, None)
+            run = self.runs.get(root)
+            if run is not None:
+                log.info("work_run_ended", run=run.id, state=run.state, halt=run.halt)
+            driver.ended.set()
 
     def root_of(self, session_id: str, cwd: str) -> str:
         """The workspace whose runs cwd sees: inside a worker's worktree, the run's own."""
@@ -164,8 +185,13 @@ class WorkManager:
             # Waiting for a person who may just have answered (`plugkit approve`): the driver looks
             # again now, so the wait follows the resumed run instead of the stale line.
             await driver.look_again(min(2.0, timeout_s))
-        while driver is not None and run.ended_at is None and run.state == "running" and self.clock() < deadline:
-            await asyncio.sleep(min(0.2, max(0.0, deadline - self.clock())))
+        if driver is None:
+            return
+        try:
+            async with asyncio.timeout(max(0.0, deadline - self.clock())):
+                await driver.until(lambda r: r.ended_at is not None or r.state != "running")
+        except TimeoutError:
+            pass
 
     async def stop(self, session_id: str, cwd: str) -> Run:
         run = self.run_of(session_id, cwd)
@@ -174,9 +200,7 @@ class WorkManager:
             raise Conflict(f"no live run to stop: run {run.id} is already {run.state} (`plugkit work status`)")
         await driver.attempts.stop_all("stopped")
         driver.wake.set()
-        task = self._tasks.get(run.workspace)
-        if task is not None:
-            await asyncio.shield(task)
+        await driver.ended.wait()
         return run
 
     def item(self, run: Run, item_id: str) -> ItemRun:
@@ -202,7 +226,7 @@ class WorkManager:
         how = "reset" if tip == it.landed else "revert"
         await self.gates.prd_update(ws, item_id, {}, "pending", [])
         # What the person approved was this landing: running the item again needs a new approval.
-        revoked = await self.gates.call(ws, work_model.approval_revoke, item_id)
+        revoked = await self.gates.call(ws, item_ops.approval_revoke, item_id)
         it.enter(REJECTED, self.clock(), "rolled_back", f"rolled back ({how}); {run.branch} is at {head[:12]}"
                  + ("; its approval is revoked (`plugkit approve " + item_id + "` before it runs again)"
                     if revoked else ""))
@@ -216,7 +240,7 @@ class WorkManager:
         """A person lets an item's branch change its own check (held blocked/touches_check until then).
         Judged like an approval, by the caller's process ancestry: a worker or an agent is refused."""
         run = self.run_of(session_id, cwd)
-        listing = await self.gates.read(self.gates.workspace(session_id, cwd), work_model.prd_list)
+        listing = await self.gates.read(self.gates.workspace(session_id, cwd), item_ops.prd_list)
         if item_id not in {i.id for i in listing.items}:
             raise NotFound(f"no work item {item_id} in .prd (`plugkit prd list`)")
         who = await asyncio.to_thread(peers.caller, peer, port, runner_pid)
@@ -290,14 +314,13 @@ class WorkManager:
         return run, it
 
     async def close(self) -> None:
-        for task in list(self._tasks.values()):
-            task.cancel()
-        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        if self._owner is not None:
+            self._owner.cancel()
+            await asyncio.gather(self._owner, return_exceptions=True)
         for run in self.runs.values():
             if run.ended_at is None or run.state in ("running", "waiting"):
-                run.state = "halted"
-                run.halt = "the runner stopped during this run; `plugkit work` starts a new one (landed items stay)"
-                run.ended_at = run.ended_at or self.clock()
+                run.enter("halted", "the runner stopped during this run; `plugkit work` starts a new one "
+                                    "(landed items stay)", run.ended_at or self.clock())
                 self.store.save(run)
 
     def snapshot(self) -> dict:

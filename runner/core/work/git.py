@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
-import signal
 from dataclasses import dataclass
+
+from runner.system import git as system_git
 
 TIMEOUT_S = 120.0
 
-# Variables that point git at another repository or index (a hook that calls us inherits them);
-# `git rev-parse --local-env-vars` lists the family.
-_REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-             "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX", "GIT_NAMESPACE", "GIT_IMPLICIT_WORK_TREE")
-_QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_EDITOR": "true",
-              "GIT_SEQUENCE_EDITOR": "true", "GIT_MERGE_AUTOEDIT": "no"}
 # A person's config must not turn our rebase/merge into something else: autostash would hide
 # their edits in a stash we never pop, updateRefs would move branches we do not own, rerere's
 # autoupdate would stage a recorded resolution so the conflict goes unreported.
@@ -59,12 +53,6 @@ class Integrated:
     changed: bool  # differs from the branch tip the worker left: verify it again before landing
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV}
-    env.update(_QUIET_ENV)
-    return env
-
-
 def _why(err: str) -> str:
     lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
     picked = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), lines[0] if lines else "")
@@ -72,26 +60,15 @@ def _why(err: str) -> str:
 
 
 async def _git(cwd: str, *args: str, input: bytes | None = None) -> tuple[int, str, str]:
+    """git through the runner's one adapter (runner.system.git: its environment rule, its group kill)."""
     try:
-        proc = await asyncio.create_subprocess_exec(
-            "git", *args, cwd=cwd, env=_env(), stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-            start_new_session=True)  # its own group: a hook or alias git started dies with it
+        done = await system_git.run(cwd, *args, input=input, timeout=TIMEOUT_S)
     except OSError as e:  # no git on PATH, or cwd missing
         raise GitError(f"cannot run git in {cwd}: {e.strerror}; install git or check the path") from e
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(input), TIMEOUT_S)
-    except BaseException as e:  # timeout or cancellation: the git process must not outlive us
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
-        if isinstance(e, asyncio.TimeoutError):
-            raise GitError(f"git {args[0]} took over {TIMEOUT_S:.0f} s in {cwd} (a lock or a hook "
-                           f"hanging?); run `git -C {cwd} {' '.join(args)}` by hand") from None
-        raise
-    return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+    except system_git.GitTimeout:
+        raise GitError(f"git {args[0]} took over {TIMEOUT_S:.0f} s in {cwd} (a lock or a hook "
+                       f"hanging?); run `git -C {cwd} {' '.join(args)}` by hand") from None
+    return done.rc, done.out.decode(errors="replace"), done.err.decode(errors="replace")
 
 
 async def run(cwd: str, *args: str, check: bool = True, input: bytes | None = None) -> str:

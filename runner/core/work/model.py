@@ -1,9 +1,10 @@
 """The live state of one `plugkit work` run: the run and each item's worker, as plain data.
 
 An item moves queued -> (waiting) -> spawning -> running -> verifying -> landing -> one
-terminal state, each with a reason word (END below). The agent-lifecycle phases an item
-went through (spawn, boot, loop, terminate, cleanup) are stamped in `phases`, so a person
-reading `work status --json` sees where a worker got to. Everything here is JSON-safe:
+terminal state, each with a reason word: the states, moves and words are plugkit.vocab's
+(WORK_ALLOWED, WORK_REASONS, WORK_RUN_ALLOWED), enforced in ItemRun.enter and Run.enter only.
+The agent-lifecycle phases an item went through (spawn, boot, loop, terminate, cleanup) are
+stamped in `phases`, so a person reading `work status --json` sees where a worker got to. Everything here is JSON-safe:
 the store writes it after every change, so a runner restart loses nothing that happened.
 """
 
@@ -11,36 +12,37 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from plugkit.protocol.work import WorkItemInfo, WorkRunInfo
-from plugkit.vocab import WORK_LIVE_STATES, WORK_TERMINAL_STATES
+from plugkit.vocab import (WORK_ALLOWED, WORK_HELD_REASONS, WORK_LIVE_STATES, WORK_REASONS, WORK_RETRIED_REASONS,
+                           WORK_RUN_ALLOWED, WORK_TERMINAL_STATES)
 
 LIVE, TERMINAL = WORK_LIVE_STATES, WORK_TERMINAL_STATES
-# Reasons a person reads (the word is in status; this sentence in messages and docs).
-END: dict[str, str] = {
-    "landed": "verified in its worktree and landed on the run's branch",
-    "worker_exit": "the worker exited with a failure",
-    "spawn_failed": "the worker could not be started",
-    "no_commits": "the worker stopped without committing anything on its branch",
-    "control_files": "its branch changes .prd or .plugkit/ (the plan and the checks are a person's)",
-    "verify_failed": "the verify command failed in the item's worktree",
-    "stalled": "the worker was silent (no hook call, no output) past --stall-min",
-    "budget": "the run's --budget-min ran out",
-    "stopped": "the run was stopped (plugkit work stop)",
-    "runner_restarted": "the runner stopped while the worker ran",
-    "merge_conflict": "its branch does not land cleanly; the branch is kept for a person",
-    "replan": "it failed twice: back to PLAN instead of a third try",
-    "refused": "the gates refused to start it",
-    "rolled_back": "a person rolled the landed item back (plugkit work rollback); it is pending again",
-    "land_failed": "git could not land it; the branch is kept for a person",
-    "internal": "plugkit work failed on this item (a bug: see the runner log)",
-    "held": "blocked in .prd (by an earlier run, or a person): `plugkit prd update ID --status pending` re-queues it",
-    "refs_moved": "the worker moved refs only the runner moves (restored; what it wrote kept as evidence)",
-    "touches_check": "its branch changes the files of its own check; held until a person allows it",
-}
-# Ends a person looks at first: the .prd item is marked blocked and an unattended run halts.
-HELD = frozenset({"merge_conflict", "land_failed", "refs_moved", "touches_check"})
-# Failures that count toward the two-pass rule (a kill by a person or the budget does not).
-RETRIED = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files", "verify_failed", "stalled"})
+END, HELD, RETRIED = WORK_REASONS, WORK_HELD_REASONS, WORK_RETRIED_REASONS
+
+
+class BadMove(Exception):
+    """A move the vocab's table does not allow: a bug in the work core, never a person's error."""
+
+
+def _move(table: dict[str, frozenset[str]], what: str, old: str, new: str) -> None:
+    if new not in table.get(old, frozenset()):
+        raise BadMove(f"{what} cannot move from {old} to {new}")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a person asked `plugkit work` for (the domain's input; runner/rpc/work.py builds it
+    from the wire's WorkStartParams, already validated there)."""
+
+    worker: str = "claude-code"
+    parallel: int = 3
+    items: tuple[str, ...] = ()  # () = every open item of the .prd
+    command: Optional[tuple[str, ...]] = None  # --worker command --run argv
+    afk: bool = False
+    budget_min: Optional[float] = None
+    stall_min: float = 10.0
+    merge: Optional[str] = None  # None: the workspace's work_merge
+    env: dict[str, str] = field(default_factory=dict)  # the caller's environment: the workers inherit it
+    sandbox: bool = True  # False: a person's --no-sandbox; the workers run unconfined
 
 
 class Failed(Exception):
@@ -90,15 +92,16 @@ class ItemRun:
         return self.state in ("spawning", "running", "verifying", "landing")
 
     def enter(self, state: str, now: float, reason: Optional[str] = None, message: Optional[str] = None) -> None:
+        """The one place an item's state moves (plugkit.vocab.WORK_ALLOWED); a reason is a WORK_REASONS word."""
+        _move(WORK_ALLOWED, f"item {self.id}", self.state, state)
+        if reason is not None and reason not in WORK_REASONS:
+            raise BadMove(f"item {self.id}: no reason word {reason!r} in plugkit.vocab.WORK_REASONS")
         self.state, self.reason, self.message = state, reason, message
         if state in TERMINAL:
             self.ended_at = now
 
     def phase(self, name: str, now: float) -> None:
         self.phases.setdefault(name, now)
-
-    def info(self) -> WorkItemInfo:
-        return WorkItemInfo(**{name: getattr(self, name) for name in WorkItemInfo.model_fields})
 
 
 @dataclass
@@ -127,13 +130,16 @@ class Run:
     sandbox: bool = True  # False: a person's --no-sandbox; the workers run unconfined
     scopes: list[str] = field(default_factory=list)  # the credential scopes its workers hold (names only)
 
+    def enter(self, state: str, halt: Optional[str], ended_at: Optional[float] = None) -> None:
+        """The one place a run's state moves (plugkit.vocab.WORK_RUN_ALLOWED)."""
+        _move(WORK_RUN_ALLOWED, f"run {self.id}", self.state, state)
+        self.state, self.halt = state, halt
+        if ended_at is not None:
+            self.ended_at = ended_at
+
     @property
     def deadline(self) -> Optional[float]:
         return None if self.budget_min is None else self.started_at + self.budget_min * 60
-
-    def info(self) -> WorkRunInfo:
-        fields = {name: getattr(self, name) for name in WorkRunInfo.model_fields if name != "items"}
-        return WorkRunInfo(**fields, items=[i.info() for i in self.items.values()])
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

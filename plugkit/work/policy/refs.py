@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 
-from plugkit.work.policy_checks import git_parts
-from plugkit.work.policy_paths import Scope
-from plugkit.work.policy_shell import Cmd
+from plugkit.work.policy.checks import git_parts
+from plugkit.work.policy.paths import Scope
+from plugkit.work.policy.shell import Cmd
 
 BRANCH_PREFIX = "plugkit/"
 # git subcommand -> its options that take a value (their value is no ref name).

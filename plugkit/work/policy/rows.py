@@ -1,7 +1,7 @@
 """The destructive-command policy of a `plugkit work` worker: which tool calls a worker may not make.
 
 judge() reads a host tool call (any host's spelling of its shell and file tools, from
-plugkit.lifecycle.policy's tables) and returns the first row of ROWS it breaks, or None.
+plugkit.lifecycle.hook_policy's tables) and returns the first row of ROWS it breaks, or None.
 judge_code() does the same for code a worker runs through the runner (`exec:bash` ...).
 
 A guard rail for a cooperative but careless agent, not a sandbox: it reads what a command
@@ -11,8 +11,9 @@ language but the shells: a command policy cannot read them); what a program does
 (`make clean` whose Makefile deletes `..`, `npm install -g`, `pip install --user`, a git alias,
 `git config core.hooksPath`); a script fetched to a file and run by a later command; a plain
 (non-recursive) write to a path held in a variable (`> "$OUT"`, `cp a "$DEST"`); a here-doc fed
-to a shell through a pipe (`cat <<EOF | sh`); `sed -i`/`perl -i` on files outside; `rsync`/`scp`
-to remote hosts; `-exec` inside an `-exec`'d find; a `cd` inside `$(..)` leaking out. Isolation
+to a shell through a pipe (`cat <<EOF | sh`); text only the running shell makes (`eval "$X"`,
+`$cmd` alone: an unnamed program is judged by its words, see STAND_INS); `sed -i`/`perl -i` on
+files outside; `rsync`/`scp` to remote hosts; `-exec` inside an `-exec`'d find; a `cd` inside `$(..)` leaking out. Isolation
 is the worktree and the runner's; this stops the common accidents early, with a one-line reason
 the agent can act on.
 """
@@ -21,17 +22,17 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
-from plugkit.lifecycle.policy import PATCH_FILES, PATH_KEYS, SHELL_TOOLS, WRITE_TOOLS
-from plugkit.work.policy_checks import (EXEC_ACTIONS, chmod_world, find_parts, hooks_config, pipe_to_shell, privileged,
+from plugkit.lifecycle.hook_policy import PATCH_FILES, PATH_KEYS, SHELL_TOOLS, WRITE_TOOLS
+from plugkit.work.policy.checks import (EXEC_ACTIONS, chmod_world, find_parts, hooks_config, pipe_to_shell, privileged,
                                         push_force, rm_outside, unparseable, write_outside)
-from plugkit.work.policy_paths import INSIDE, OUTSIDE, UNKNOWN, Scope
-from plugkit.work.policy_refs import other_ref
-from plugkit.work.policy_shell import Cmd, parse
+from plugkit.work.policy.paths import INSIDE, OUTSIDE, UNKNOWN, Scope
+from plugkit.work.policy.refs import other_ref
+from plugkit.work.policy.lift import MARK
+from plugkit.work.policy.shell import SHELLS, Cmd, dynamic, parse
 
-SHELL_LANGS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _MOVE_TO = "*** Move to: "  # Codex's apply_patch renames: the new name is written too
 # Where a shell tool runs its command when it says so: Codex's `workdir`, Gemini/Qwen's `directory`.
 RUN_DIR_KEYS = ("workdir", "directory")
@@ -49,6 +50,30 @@ class Row:
     check: Callable[[Cmd, Scope], str | None]
     what: str  # "{detail}" and "{root}" are filled in
     instead: str
+
+
+# What a command name only the running shell knows (`$cmd`, `${X:-rm}`, `$(..)`, `` `..` ``) may stand
+# for: the programs the rows judge by name. Such a command is risky, and denied, when read as any of
+# them a row would deny it (`$cmd -rf /` as rm, `$G push -f` as git, `curl u | $SH` as bash), or when
+# what follows the name would be denied on its own (the name may be a wrapper: `$SUDO rm -rf /`).
+# Not every unnamed program: `$(which python) -m pytest` is harmless read as each, and a worker's
+# scripts do spell interpreters that way. Data, so a new row's program is added here too.
+STAND_INS = ("rm", "find", "git", "chmod", "cp", "mv", "dd", "tee", "bash")
+
+
+def unnamed_program(cmd: Cmd, scope: Scope) -> str | None:
+    if not cmd.argv or not dynamic(cmd.prog):
+        return None
+    name = MARK.sub("$(..)", cmd.argv[0])
+    readings = [(f"read as `{s}` it", replace(cmd, argv=(s, *cmd.argv[1:]))) for s in STAND_INS]
+    if len(cmd.argv) > 1:
+        readings.append(("what it runs", replace(cmd, argv=cmd.argv[1:])))
+    for reading, as_named in readings:
+        for row in _NAMED_ROWS:
+            detail = row.check(as_named, scope)
+            if detail is not None:
+                return f"`{name}`; {reading} {row.what.format(detail=detail, root=scope.root)}"
+    return None
 
 
 # One row per kind of harm; each command meets the rows in order and the first that objects decides.
@@ -69,9 +94,12 @@ ROWS: tuple[Row, ...] = (
         "write only inside it (or under the temp dir)"),
     Row("hooks_config", hooks_config, "edits the hook configuration that runs this policy ({detail})",
         "leave it as the runner installed it; if a hook is in the way, say so in your final message"),
+    Row("unnamed_program", unnamed_program, "names its program only when it runs "
+        "({detail})", "name the program literally (`rm`, not `$cmd` or `$(..)`) so it can be judged"),
     Row("unparseable", unparseable, "could not be parsed ({detail})",
         "write it with balanced quotes, or put it in a script file inside your worktree and run that"),
 )
+_NAMED_ROWS = tuple(r for r in ROWS if r.rule not in ("unnamed_program", "unparseable"))
 _WRITE_ROW = next(r for r in ROWS if r.rule == "write_outside")
 _HOOKS_ROW = next(r for r in ROWS if r.rule == "hooks_config")
 _UNPARSEABLE_ROW = ROWS[-1]
@@ -109,7 +137,7 @@ def written_paths(tool_input: dict) -> list[str]:
 
 def judge_code(lang: str, code: str, cwd: str, worktree: str) -> Denial | None:
     """Code run through the runner: shell code is judged as a command; other languages -> None."""
-    if lang.strip().lower().removeprefix("exec:") not in SHELL_LANGS:  # names as task.exec takes them, any case
+    if lang.strip().lower().removeprefix("exec:") not in SHELLS:  # names as task.exec takes them, any case
         return None
     scope = Scope.of(worktree)
     return judge_shell(code, os.path.join(scope.root, cwd), scope)

@@ -1,13 +1,13 @@
 """The checks behind the work policy's rows: each reads one simple command and returns the part
 that breaks its row (a flag, a path and where it points), or None. Pure: paths are resolved by
-policy_paths.Scope, commands parsed by policy_shell."""
+policy.paths.Scope, commands parsed by policy.shell."""
 
 from __future__ import annotations
 
 import os
 
-from plugkit.work.policy_paths import INSIDE, OUTSIDE, Scope, operands, options_end, short_flags, where_text
-from plugkit.work.policy_shell import FETCHERS, SHELLS, WRITE_REDIRECTS, Cmd, dynamic, program
+from plugkit.work.policy.paths import INSIDE, OUTSIDE, Scope, operands, options_end, short_flags, where_text
+from plugkit.work.policy.shell import FETCHERS, SHELLS, WRITE_REDIRECTS, Cmd, dynamic, program
 
 EXEC_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 

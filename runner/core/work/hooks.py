@@ -1,8 +1,9 @@
-"""What the hooks answer inside a `plugkit work` worker's worktree.
+"""What the hooks answer inside a `plugkit work` worker's worktree (the domain: runner/rpc/hook.py
+only routes a worker's hook call here and shapes the answer).
 
 A worker is held by the runner, not by the workspace's phase gates: its item is its plan
 and the runner's own verify run is its evidence. So its PreToolUse answer is the
-destructive-command policy (plugkit/work/policy.py: deny), its Stop is turned back once
+destructive-command policy (plugkit/work/policy/: deny), its Stop is turned back once
 while nothing is committed or the tree is dirty (the runner lands commits only), and its
 context says which item it works on and what closes it.
 """

@@ -13,7 +13,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 
-from plugkit.work.policy_shell import dynamic
+from plugkit.work.policy.shell import dynamic
 
 INSIDE, OUTSIDE, UNKNOWN = "inside", "outside", "unknown"
 # The temp dir and /dev/null & co: a worker may write there, not delete trees there (other

@@ -1,9 +1,9 @@
 """A shell command line read as the flat list of simple commands it would run, for the work policy.
 
 Not a shell: enough of one to judge a worker's command by what it names. shlex (posix,
-punctuation_chars) splits the words and operators, after policy_lift's pre-pass took out what
+punctuation_chars) splits the words and operators, after policy.lift's pre-pass took out what
 shlex cannot see (substitutions, comments, here-doc bodies). Every pass is a linear scan;
-nesting (`bash -c`, substitutions, here-docs fed to a shell) is followed to MAX_DEPTH levels and
+nesting (`bash -c`, `eval`, substitutions, here-docs fed to a shell) is followed to MAX_DEPTH levels and
 deeper text is returned opaque, for a name scan.
 
 Known to be approximate, on the safe side: a quoted `;`, `|`, `(` or `>` counts as an operator
@@ -17,7 +17,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from plugkit.work.policy_lift import MARK, MARK_BASE, lift
+from plugkit.work.policy.lift import MARK, MARK_BASE, lift
 
 MAX_DEPTH = 4
 # Past MAX_TEXT characters a text is judged by a name scan only: shlex builds a word by
@@ -211,7 +211,9 @@ class _Walk:
         if not argv and not redirects and not wrappers:
             return None  # `sudo -i` alone is still a command: its wrapper is what is judged
         script = None
-        if argv and program(argv[0]) in SHELLS:
+        if argv and program(argv[0]) == "eval":  # eval joins its words with spaces and runs them as shell text
+            script = " ".join(argv[1:])
+        elif argv and program(argv[0]) in SHELLS:
             script = shell_script(argv)
             if script is None and all(a.startswith("-") for a in argv[1:]):  # it reads its program from stdin
                 script = body if body is not None else stdin_body

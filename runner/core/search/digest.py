@@ -1,0 +1,147 @@
+"""A project digest for an agent's first minute (at most ~900 tokens): languages and sizes, entry
+points, how to build/test/run it (read from the manifests and CI files, never guessed), the
+top-level layout, and the hot files by recent git churn. Cached by the stamps of its inputs."""
+
+import collections
+import json
+import os
+import re
+import subprocess
+import tomllib
+
+from runner.core.search import chunks, files
+
+MAX_CHARS = 3600  # ~900 tokens
+INPUTS = ("pyproject.toml", "package.json", "Makefile", "Cargo.toml", "go.mod", "setup.py", ".github/workflows",
+          ".gitlab-ci.yml", ".ci")
+RUN_LINE = re.compile(r"^\s*(?:-\s*)?run:\s*(.+)$")
+MAKE_TARGET = re.compile(r"^([A-Za-z][\w.-]*):(?!=)")
+
+
+def stamp(root: str, head: str | None) -> str:
+    """Changes when an input of the digest does: the manifests' mtimes and git's HEAD."""
+    parts = [head or ""]
+    for name in INPUTS:
+        try:
+            parts.append(f"{name}:{os.stat(os.path.join(root, name)).st_mtime_ns}")
+        except OSError:
+            pass
+    return "|".join(parts)
+
+
+def build(root: str, paths: list[str]) -> str:
+    sections = [("languages", _languages(root, paths)), ("entry points", _entry_points(root, paths)),
+                ("build/test/run", _commands(root)), ("layout", _layout(paths)), ("hot files (90 days)", _hot(root))]
+    out = [f"project digest of {root}"]
+    for title, lines in sections:
+        if lines:
+            out.append(f"{title}:")
+            out += [f"  {line}" for line in lines]
+    text = "\n".join(out)
+    return text if len(text) <= MAX_CHARS else text[:MAX_CHARS].rsplit("\n", 1)[0] + "\n  ..."
+
+
+def _languages(root: str, paths: list[str]) -> list[str]:
+    count: collections.Counter = collections.Counter()
+    size: collections.Counter = collections.Counter()
+    for p in paths:
+        lang = chunks.language(p)
+        if lang and lang not in ("markdown", "json", "yaml", "toml"):
+            count[lang] += 1
+            try:
+                size[lang] += os.path.getsize(os.path.join(root, p))
+            except OSError:
+                pass
+    return [f"{lang}: {n} files, {size[lang] // 1024} KiB" for lang, n in count.most_common(6)]
+
+
+def _entry_points(root: str, paths: list[str]) -> list[str]:
+    out = []
+    py = _toml(os.path.join(root, "pyproject.toml"))
+    out += [f"{name} = {target} (pyproject scripts)" for name, target in py.get("project", {}).get("scripts", {}).items()]
+    pkg = _json(os.path.join(root, "package.json"))
+    bins = pkg.get("bin", {})
+    out += [f"{k} = {v} (package.json bin)" for k, v in (bins.items() if isinstance(bins, dict) else [])]
+    if isinstance(pkg.get("main"), str):
+        out.append(f"{pkg['main']} (package.json main)")
+    out += [f"{p}" for p in paths if p.endswith("__main__.py") and files.kind(p)[0] == "source"][:5]
+    out += [p for p in paths if p in ("main.go", "src/main.rs", "cmd/main.go", "manage.py")]
+    return out[:10]
+
+
+def _commands(root: str) -> list[str]:
+    out = []
+    pkg = _json(os.path.join(root, "package.json"))
+    out += [f"npm run {k}: {v}"[:140] for k, v in list(pkg.get("scripts", {}).items())[:6]]
+    if os.path.exists(os.path.join(root, "Makefile")):
+        targets = []
+        with open(os.path.join(root, "Makefile"), errors="replace") as f:
+            targets = [m.group(1) for line in f if (m := MAKE_TARGET.match(line)) and m.group(1) != ".PHONY"]
+        out.append("make " + " | ".join(dict.fromkeys(targets[:10])))
+    if os.path.exists(os.path.join(root, "Cargo.toml")):
+        out.append("cargo build / cargo test")
+    if os.path.exists(os.path.join(root, "go.mod")):
+        out.append("go build ./... / go test ./...")
+    py = _toml(os.path.join(root, "pyproject.toml"))
+    if py:
+        tools = py.get("tool", {})
+        extras = py.get("project", {}).get("optional-dependencies", {})
+        if "test" in extras:
+            out.append("pip install -e '.[test]'")
+        if "pytest" in tools or any("pytest" in d for ds in extras.values() for d in ds):
+            out.append("pytest" + (f" (testpaths {tools['pytest']['ini_options'].get('testpaths')})"
+                                   if "ini_options" in tools.get("pytest", {}) else ""))
+    out += [f"CI: {line}" for line in _ci_runs(root)]
+    return out[:14]
+
+
+def _ci_runs(root: str) -> list[str]:
+    wf = os.path.join(root, ".github", "workflows")
+    runs: list[str] = []
+    for name in sorted(os.listdir(wf)) if os.path.isdir(wf) else []:
+        with open(os.path.join(wf, name), errors="replace") as f:
+            runs += [m.group(1).strip()[:120] for line in f if (m := RUN_LINE.match(line)) and m.group(1).strip() != "|"]
+    gitlab = os.path.join(root, ".gitlab-ci.yml")
+    if os.path.isfile(gitlab):
+        with open(gitlab, errors="replace") as f:
+            runs += [line.strip()[2:].strip()[:120] for line in f if line.strip().startswith("- ")][:6]
+    ci = os.path.join(root, ".ci")
+    for name in sorted(os.listdir(ci)) if os.path.isdir(ci) else []:  # CI scripts: what they run
+        with open(os.path.join(ci, name), errors="replace") as f:
+            body = [ln.strip() for ln in f if ln.strip() and not ln.lstrip().startswith(("#", "set ", "cd "))]
+        runs += [f".ci/{name}: {ln[:100]}" for ln in body[:2]]
+    return list(dict.fromkeys(runs))[:6]
+
+
+def _layout(paths: list[str]) -> list[str]:
+    top: collections.Counter = collections.Counter(p.split("/")[0] + ("/" if "/" in p else "") for p in paths)
+    dirs = [f"{d} ({n} files)" for d, n in sorted(top.items()) if d.endswith("/")]
+    loose = [d for d in sorted(top) if not d.endswith("/")]
+    return dirs[:15] + ([", ".join(loose[:12])] if loose else [])
+
+
+def _hot(root: str) -> list[str]:
+    try:
+        out = subprocess.run(["git", "-C", root, "log", "--since=90.days", "--format=", "--name-only", "-n", "500"],
+                             capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    churn = collections.Counter(p for p in out.splitlines() if p.strip())
+    return [f"{p} ({n} commits)" for p, n in churn.most_common(8) if os.path.exists(os.path.join(root, p))]
+
+
+def _toml(path: str) -> dict:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+
+
+def _json(path: str) -> dict:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

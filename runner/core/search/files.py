@@ -1,0 +1,65 @@
+"""Which files of a workspace are indexed, and how each ranks: git's own list where it is a
+repository (so .gitignore holds), a bounded walk elsewhere; binaries and huge files skipped."""
+
+import os
+import re
+import subprocess
+
+MAX_BYTES = 1 << 20  # bigger files are data or generated: not worth an agent's search
+MAX_FILES = 50_000
+SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".tox",
+                       "dist", "build", ".pytest_cache", "target", ".plugkit"})
+# path pattern -> rank factor: tests and vendored or generated code below source.
+KINDS = (
+    ("vendor", re.compile(r"(^|/)(vendor|vendored|third_party|_vendor|site-packages|node_modules)/"), 0.35),
+    ("generated", re.compile(r"(_pb2\.py|\.min\.js|\.lock|-lock\.json)$"), 0.3),
+    ("test", re.compile(r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.spec\.\w+$"), 0.5),
+)
+
+
+def kind(path: str) -> tuple[str, float]:
+    for name, pattern, factor in KINDS:
+        if pattern.search(path):
+            return name, factor
+    return "source", 1.0
+
+
+def list_files(root: str) -> list[str]:
+    """Relative paths of the files worth indexing under root."""
+    listed = _git_files(root)
+    paths = listed if listed is not None else _walk(root)
+    return [p for p in paths[:MAX_FILES] if not any(part in SKIP_DIRS for part in p.split("/")[:-1])]
+
+
+def _git_files(root: str) -> list[str] | None:
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files", "-co", "--exclude-standard", "-z"],
+                             capture_output=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None  # not a repository (or no git): walk it
+    return sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p})
+
+
+def _walk(root: str) -> list[str]:
+    out = []
+    for d, dirs, names in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not x.startswith("."))
+        rel = os.path.relpath(d, root)
+        out.extend(n if rel == "." else f"{rel}/{n}" for n in sorted(names))
+        if len(out) >= MAX_FILES:
+            break
+    return out
+
+
+def read_text(path: str, size: int) -> str | None:
+    """The file's text, or None for a binary, a huge file or one that is gone."""
+    if size > MAX_BYTES:
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError:
+        return None
+    if b"\0" in data[:8192]:
+        return None
+    return data.decode("utf-8", "replace")

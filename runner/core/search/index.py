@@ -1,0 +1,191 @@
+"""One workspace's index kept fresh: built in a background thread on first use (queries meanwhile
+see partial results and the progress), then brought up to date on each query by a stat of
+every file (a saved file is searchable at the next query) and a look at git's HEAD."""
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+from runner.core.search import chunks, files, history
+from runner.core.search.store import SqliteStore
+
+BATCH = 25  # files per transaction: a query waits at most one batch for the lock
+RELIST_S = 2.0  # how often a query re-lists the workspace (new and deleted files)
+SYNC_LIMIT = 200  # more changed files than this are indexed in the background instead
+
+
+@dataclass(frozen=True)
+class Progress:
+    done: int
+    total: int
+
+
+class WorkspaceIndex:
+    def __init__(self, root: str, db_path: str) -> None:
+        self.root = root
+        self.store = SqliteStore(db_path)
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._progress: Progress | None = None
+        self._listed: list[str] = []
+        self._listed_at = 0.0
+        self._dirs: dict[str, float] = {}
+        self._dir_list: list[str] = []
+        self._known: dict[str, tuple[float, int]] | None = None  # the store's stamps, kept in step
+        self._gitdir: str | None = None  # "" when the workspace is no repository
+        self._head_stamp: tuple | None = None
+        self._refresh_lock = threading.Lock()
+
+    # --- what a query sees -------------------------------------------------------------
+    def progress(self) -> Progress | None:
+        """None when the index is complete; else how far the background build is."""
+        return self._progress
+
+    def prepare(self) -> None:
+        """Before a query: start the first build, or bring a built index up to date."""
+        with self._refresh_lock:  # two queries at once start one build, not two
+            if self._thread is not None and self._thread.is_alive():
+                return
+            if self.store.get_meta("built") is None:
+                self._start()
+                return
+            changed, gone = self._diff(force_list=time.monotonic() - self._listed_at > RELIST_S)
+            if len(changed) > SYNC_LIMIT:
+                self._start()
+                return
+            self._apply(changed, gone)
+            self._history()
+
+    def wait(self, seconds: float) -> None:
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            thread.join(seconds)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.store.close()
+
+    def status(self) -> dict:
+        p = self._progress
+        return {"root": self.root, "files": len(self._listed) or len(self.store.stamps()),
+                "indexing": None if p is None else {"done": p.done, "total": p.total},
+                "built": self.store.get_meta("built"), "head": self.store.get_meta("head")}
+
+    # --- building ------------------------------------------------------------------------
+    def _start(self) -> None:
+        self._progress = Progress(0, 0)
+        self._thread = threading.Thread(target=self._build, name=f"search-index {self.root}", daemon=True)
+        self._thread.start()
+
+    def _build(self) -> None:
+        try:
+            with self._refresh_lock:
+                changed, gone = self._diff(force_list=True)
+            total = len(changed)
+            self._progress = Progress(0, total)
+            self._drop(gone)
+            for i in range(0, total, BATCH):
+                if self._stop.is_set():
+                    return
+                self._index(changed[i:i + BATCH])
+                self._progress = Progress(min(total, i + BATCH), total)
+            self._history()
+            self.store.set_meta("built", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        except Exception:  # noqa: BLE001 - a broken build must not take the runner down; the next query retries
+            self.store.set_meta("build_error", "1")
+        finally:
+            self._progress = None
+
+    def _diff(self, force_list: bool) -> tuple[list[tuple[str, float, int]], list[str]]:
+        """(changed or new files with their mtime and size, files gone) against the store."""
+        if force_list or not self._listed or self._dirs_changed():
+            self._listed = files.list_files(self.root)
+            self._listed_at = time.monotonic()
+            self._dir_list = sorted({os.path.dirname(p) for p in self._listed} | {""})
+            self._dirs = self._dir_stamps()
+        if self._known is None:
+            self._known = self.store.stamps()
+        known = self._known
+        changed, seen = [], set()
+        for rel in self._listed:
+            try:
+                st = os.stat(os.path.join(self.root, rel))
+            except OSError:
+                continue
+            seen.add(rel)
+            if known.get(rel) != (st.st_mtime, st.st_size):
+                changed.append((rel, st.st_mtime, st.st_size))
+        return changed, [p for p in known if p not in seen]
+
+    def _dir_stamps(self) -> dict[str, float]:
+        """Each listed directory's mtime: a file created or removed in it changes it."""
+        out = {}
+        for d in self._dir_list:
+            try:
+                out[d] = os.stat(os.path.join(self.root, d)).st_mtime
+            except OSError:
+                out[d] = -1.0
+        return out
+
+    def _dirs_changed(self) -> bool:
+        return self._dir_stamps() != self._dirs
+
+    def _apply(self, changed: list[tuple[str, float, int]], gone: list[str]) -> None:
+        self._drop(gone)
+        for i in range(0, len(changed), BATCH):
+            self._index(changed[i:i + BATCH])
+
+    def _drop(self, gone: list[str]) -> None:
+        with self.store.batch() as s:
+            for rel in gone:
+                s.drop_file(rel)
+                if self._known is not None:
+                    self._known.pop(rel, None)
+
+    def _index(self, batch: list[tuple[str, float, int]]) -> None:
+        cut = []
+        for rel, mtime, size in batch:  # parse outside the lock: queries keep running meanwhile
+            text = files.read_text(os.path.join(self.root, rel), size)
+            parts = chunks.cut(rel, text) if text is not None else ([], [])
+            cut.append((rel, mtime, size, parts))
+        with self.store.batch() as s:
+            for rel, mtime, size, (cs, ds) in cut:
+                # A skipped file (binary, huge) is recorded too, so it is not re-read each query.
+                s.put_file(rel, mtime, size, files.kind(rel)[1], chunks.language(rel), cs, ds)
+                if self._known is not None:
+                    self._known[rel] = (mtime, size)
+
+    def _git_stamp(self) -> tuple | None:
+        """Cheap proof that HEAD has not moved: git rewrites HEAD or appends to logs/HEAD on every
+        commit, checkout and reset. Re-read at least every RELIST_S all the same."""
+        if self._gitdir is None:
+            self._gitdir = history.git_dir(self.root) or ""
+        if not self._gitdir:
+            return None
+        out = [int(time.monotonic() // RELIST_S)]
+        for name in ("HEAD", "logs/HEAD"):
+            try:
+                out.append(os.stat(os.path.join(self._gitdir, name)).st_mtime_ns)
+            except OSError:
+                out.append(0)
+        return tuple(out)
+
+    def _history(self) -> None:
+        stamp = self._git_stamp()
+        if stamp is None or stamp == self._head_stamp:
+            return  # no repository, or HEAD has not moved
+        self._head_stamp = stamp
+        now = history.head(self.root)
+        last = self.store.get_meta("head")
+        if now is None or now == last:
+            return
+        commits = history.log(self.root, last, now) if last else None
+        if commits is None:  # first time, or the old HEAD was rewritten away: all of it again
+            commits = history.log(self.root, None, now) or []
+            self.store.clear_commits()
+        with self.store.batch() as s:
+            s.add_commits(commits)
+            s.set_meta("head", now)

@@ -1,0 +1,167 @@
+"""SearchManager: the runner's per-workspace indexes (one SQLite file each under
+$PLUGKIT_HOME/search/), and a query shaped into the sections an agent reads: definitions,
+content hits with whole lines, and commits when the query is about history or matches one."""
+
+import hashlib
+import os
+import re
+import subprocess
+import threading
+from dataclasses import dataclass
+
+from plugkit.workspace import find_root
+from runner.core.search import digest, files, history as git_history, tokens
+from runner.core.search.index import Progress, WorkspaceIndex
+from runner.core.search.store import Commit, DefHit
+
+HISTORY = re.compile(r"\b(why|when|who|changed?|commits?|history|introduced|removed|added|regress\w*|"
+                     r"revert\w*|fix(ed|es)?|broke)\b", re.I)
+PER_FILE = 2  # content hits per file at most: more files, not one file's every window
+SNIPPET_LINES = 3
+LINE_CHARS = 200
+FIRST_WAIT_S = 1.0  # how long a query waits for a build under way before answering partially
+MAX_WORKSPACES = 16  # open indexes at most; the least recently used is closed
+
+
+@dataclass(frozen=True)
+class ContentHit:
+    path: str
+    line: int
+    symbol: str
+    lines: tuple[tuple[int, str], ...]  # (line number, whole line), at most SNIPPET_LINES
+    score: float
+
+
+@dataclass(frozen=True)
+class Answer:
+    root: str
+    definitions: list[DefHit]
+    hits: list[ContentHit]
+    commits: list[Commit]
+    indexing: Progress | None
+
+
+class SearchManager:
+    def __init__(self, home: str) -> None:
+        self._dir = os.path.join(home, "search")
+        self._indexes: dict[str, WorkspaceIndex] = {}
+        self._roots: dict[str, str] = {}  # cwd -> its workspace root
+        self._lock = threading.Lock()
+
+    def workspace(self, cwd: str) -> WorkspaceIndex:
+        root = self._roots.get(cwd)
+        if root is None:  # a git call per new directory only, not per query
+            root = _root(cwd)
+            if len(self._roots) >= 1024:
+                self._roots.clear()
+            self._roots[cwd] = root
+        with self._lock:
+            index = self._indexes.pop(root, None)
+            if index is None:
+                os.makedirs(self._dir, mode=0o700, exist_ok=True)
+                name = hashlib.sha256(root.encode()).hexdigest()[:16] + ".sqlite"
+                index = WorkspaceIndex(root, os.path.join(self._dir, name))
+                if len(self._indexes) >= MAX_WORKSPACES:
+                    self._indexes.pop(next(iter(self._indexes))).close()
+            self._indexes[root] = index  # re-inserted: the dict's order is the use order
+            return index
+
+    def query(self, cwd: str, text: str, limit: int = 10, glob: str | None = None,
+              lang: str | None = None, history: bool | None = None) -> Answer:
+        index = self.workspace(cwd)
+        index.prepare()
+        index.wait(FIRST_WAIT_S)  # a small project answers complete on its first query
+        words = tokens.query_words(text)
+        if not words:
+            return Answer(index.root, [], [], [], index.progress())
+        match = tokens.fts_query(words)
+        store = index.store
+        defs = _rank_defs(store.defs(match, limit * 5, glob, lang), words, tokens.looks_like_identifier(text))
+        hits = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)[:limit]
+        about_history = bool(HISTORY.search(text)) if history is None else history
+        if about_history:
+            commits = [c for c, _ in store.commits(match, 5)]
+        else:  # otherwise only commits that match every word
+            commits = [c for c, _ in store.commits(_all(words), 2)]
+        return Answer(index.root, defs[:limit], [_snippet(index.root, h, words) for h in hits],
+                      commits, index.progress())
+
+    def digest(self, cwd: str) -> tuple[str, str, bool]:
+        """(root, the digest text, whether it came from the cache): rebuilt only when a manifest,
+        a CI file or git's HEAD changed since it was last made."""
+        index = self.workspace(cwd)
+        stamp = digest.stamp(index.root, git_history.head(index.root))
+        store = index.store
+        if store.get_meta("digest_stamp") == stamp and (text := store.get_meta("digest")) is not None:
+            return index.root, text, True
+        text = digest.build(index.root, files.list_files(index.root))
+        store.set_meta("digest", text)
+        store.set_meta("digest_stamp", stamp)
+        return index.root, text, False
+
+    def status(self) -> list[dict]:
+        with self._lock:
+            indexes = list(self._indexes.values())
+        return [i.status() for i in indexes]
+
+    def snapshot(self) -> dict:
+        return {"workspaces": self.status()}
+
+    def close(self) -> None:
+        with self._lock:
+            indexes, self._indexes = list(self._indexes.values()), {}
+        for index in indexes:
+            index.close()
+
+
+def _root(cwd: str) -> str:
+    """The repository's top level where cwd is in one, else the workspace root."""
+    try:
+        out = subprocess.run(["git", "-C", cwd, "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.strip():
+            return os.path.realpath(out.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return find_root(cwd)
+
+
+def _all(words: list[str]) -> str:
+    return " AND ".join(f"({tokens.fts_query([w])})" for w in words)
+
+
+def _rank_defs(found: list[DefHit], words: list[str], identifier: bool) -> list[DefHit]:
+    exact = {w.lower() for w in words}
+    boost = 10.0 if identifier else 3.0
+
+    def score(d: DefHit) -> float:
+        return d.score * (boost if d.name.lower() in exact else 1.0)
+
+    return sorted(found, key=score, reverse=True)
+
+
+def _rank_hits(found, words: list[str]):
+    exact = {w.lower() for w in words}
+    ranked = sorted(found, key=lambda h: h.score * (2.0 if h.symbol.lower() in exact else 1.0), reverse=True)
+    per_file: dict[str, int] = {}
+    out = []
+    for h in ranked:
+        per_file[h.path] = per_file.get(h.path, 0) + 1
+        if per_file[h.path] <= PER_FILE:
+            out.append(h)
+    return out
+
+
+def _snippet(root: str, hit, words: list[str]) -> ContentHit:
+    """Up to three whole lines of the chunk, those naming the most query words first."""
+    needles = {w.lower() for w in words} | {p for w in words for p in tokens.parts(w)}
+    try:
+        with open(os.path.join(root, hit.path), encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()[hit.start - 1:hit.end]
+    except OSError:
+        lines = []
+    scored = sorted(((sum(n in line.lower() for n in needles), i) for i, line in enumerate(lines)),
+                    key=lambda t: (-t[0], t[1]))
+    picked = sorted(i for s, i in scored[:SNIPPET_LINES] if s > 0) or list(range(min(1, len(lines))))
+    shown = tuple((hit.start + i, lines[i].rstrip()[:LINE_CHARS]) for i in picked)
+    return ContentHit(hit.path, shown[0][0] if shown else hit.start, hit.symbol, shown, hit.score)

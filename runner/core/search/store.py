@@ -1,0 +1,181 @@
+"""The index engine behind a small port: SQLite FTS5 (in the standard library, BM25 built in,
+one file on disk that survives restarts, transactions that let queries read while a build
+writes). A chunk's rowid is its file's id * SPAN + its number, so a file is replaced by a
+rowid range delete instead of a scan of an unindexed column."""
+
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass
+from typing import Iterable, Protocol
+
+from runner.core.search.chunks import Chunk, Definition
+from runner.core.search.tokens import expand
+
+SPAN = 100_000  # chunks (and definitions) per file at most: 1 MiB / 30-line windows is far below
+TOKENIZE = "unicode61 tokenchars '_'"  # snake_case stays one token; expand() adds its parts
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, path TEXT UNIQUE, mtime REAL, size INTEGER,
+                                 factor REAL, lang TEXT);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(symbol, body, path UNINDEXED, start UNINDEXED,
+                                                     end UNINDEXED, tokenize="{TOKENIZE}");
+CREATE VIRTUAL TABLE IF NOT EXISTS defs USING fts5(name, path UNINDEXED, line UNINDEXED, kind UNINDEXED,
+                                                   raw UNINDEXED, tokenize="{TOKENIZE}");
+CREATE VIRTUAL TABLE IF NOT EXISTS commits USING fts5(subject, body, paths, hash UNINDEXED, date UNINDEXED,
+                                                      raw UNINDEXED, tokenize="{TOKENIZE}");
+"""
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start: int
+    end: int
+    symbol: str
+    score: float  # higher is better
+
+
+@dataclass(frozen=True)
+class DefHit:
+    name: str
+    path: str
+    line: int
+    kind: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Commit:
+    hash: str
+    date: str
+    subject: str
+    body: str
+    paths: tuple[str, ...]
+
+
+class IndexStore(Protocol):
+    def stamps(self) -> dict[str, tuple[float, int]]: ...
+    def put_file(self, path: str, mtime: float, size: int, factor: float, lang: str,
+                 chunks: list[Chunk], defs: list[Definition]) -> None: ...
+    def drop_file(self, path: str) -> None: ...
+    def chunks(self, match: str, limit: int, glob: str | None, lang: str | None) -> list[Hit]: ...
+    def defs(self, match: str, limit: int, glob: str | None, lang: str | None) -> list[DefHit]: ...
+    def add_commits(self, commits: Iterable[Commit]) -> None: ...
+    def commits(self, match: str, limit: int) -> list[tuple[Commit, float]]: ...
+
+
+class SqliteStore:
+    """One workspace's index in one SQLite file; every call holds the lock (the build thread
+    writes in small transactions, so a query waits at most one batch)."""
+
+    def __init__(self, path: str) -> None:
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self.lock = threading.RLock()
+        with self.lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self.lock:
+            self._db.close()
+
+    def batch(self):
+        """A transaction: `with store.batch(): ...` (the lock held throughout)."""
+        return _Batch(self)
+
+    def get_meta(self, key: str) -> str | None:
+        with self.lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.lock:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES(?,?)", (key, value))
+
+    def stamps(self) -> dict[str, tuple[float, int]]:
+        with self.lock:
+            return {p: (m, s) for p, m, s in self._db.execute("SELECT path, mtime, size FROM files")}
+
+    def put_file(self, path, mtime, size, factor, lang, chunks, defs) -> None:
+        with self.lock:
+            self.drop_file(path)
+            fid = self._db.execute("INSERT INTO files(path, mtime, size, factor, lang) VALUES(?,?,?,?,?)",
+                                   (path, mtime, size, factor, lang)).lastrowid
+            base = fid * SPAN
+            self._db.executemany("INSERT INTO chunks(rowid, symbol, body, path, start, end) VALUES(?,?,?,?,?,?)",
+                                 [(base + i, expand(c.symbol), expand(c.text), path, c.start, c.end)
+                                  for i, c in enumerate(chunks[:SPAN])])
+            self._db.executemany("INSERT INTO defs(rowid, name, path, line, kind, raw) VALUES(?,?,?,?,?,?)",
+                                 [(base + i, expand(d.name), path, d.line, d.kind, d.name)
+                                  for i, d in enumerate(defs[:SPAN])])
+
+    def drop_file(self, path: str) -> None:
+        with self.lock:
+            row = self._db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
+            if row is None:
+                return
+            lo, hi = row[0] * SPAN, row[0] * SPAN + SPAN - 1
+            self._db.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (lo, hi))
+            self._db.execute("DELETE FROM defs WHERE rowid BETWEEN ? AND ?", (lo, hi))
+            self._db.execute("DELETE FROM files WHERE id=?", (row[0],))
+
+    def chunks(self, match, limit, glob=None, lang=None) -> list[Hit]:
+        sql = ("SELECT c.path, c.start, c.end, c.symbol, -bm25(chunks, 4.0, 1.0) * f.factor AS s "
+               "FROM chunks c JOIN files f ON f.path = c.path WHERE chunks MATCH ?"
+               + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else "")
+               + " ORDER BY s DESC LIMIT ?")
+        args = [match] + ([glob] if glob else []) + ([lang] if lang else []) + [limit]
+        with self.lock:
+            rows = self._db.execute(sql, args).fetchall()
+        return [Hit(p, int(a), int(b), sym.split("\n")[0], s) for p, a, b, sym, s in rows]
+
+    def defs(self, match, limit, glob=None, lang=None) -> list[DefHit]:
+        sql = ("SELECT d.raw, d.path, d.line, d.kind, -bm25(defs) * f.factor AS s "
+               "FROM defs d JOIN files f ON f.path = d.path WHERE defs MATCH ?"
+               + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else "")
+               + " ORDER BY s DESC LIMIT ?")
+        args = [match] + ([glob] if glob else []) + ([lang] if lang else []) + [limit]
+        with self.lock:
+            rows = self._db.execute(sql, args).fetchall()
+        return [DefHit(n, p, int(line), k, s) for n, p, line, k, s in rows]
+
+    def add_commits(self, commits: Iterable[Commit]) -> None:
+        with self.lock:
+            self._db.executemany(
+                "INSERT INTO commits(subject, body, paths, hash, date, raw) VALUES(?,?,?,?,?,?)",
+                [(expand(c.subject), expand(c.body), expand(" ".join(c.paths)), c.hash, c.date,
+                  json.dumps([c.subject, c.body, list(c.paths)])) for c in commits])
+
+    def clear_commits(self) -> None:
+        with self.lock:
+            self._db.execute("DELETE FROM commits")
+
+    def commits(self, match, limit) -> list[tuple[Commit, float]]:
+        with self.lock:
+            rows = self._db.execute(
+                "SELECT hash, date, raw, -bm25(commits, 4.0, 1.0, 2.0) AS s FROM commits "
+                "WHERE commits MATCH ? ORDER BY s DESC LIMIT ?", (match, limit)).fetchall()
+        out = []
+        for h, d, raw, score in rows:
+            subject, body, paths = json.loads(raw)
+            out.append((Commit(h, d, subject, body, tuple(paths)), score))
+        return out
+
+
+class _Batch:
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> SqliteStore:
+        self._store.lock.acquire()
+        self._store._db.execute("BEGIN")
+        return self._store
+
+    def __exit__(self, exc_type, *_) -> None:
+        try:
+            self._store._db.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self._store.lock.release()

@@ -1,0 +1,149 @@
+"""`plugkit search` end to end: a real git repository built here with known commits, the real
+CLI and an auto-started runner, the index persisted under $PLUGKIT_HOME."""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from tests.support.runner_home import rpc
+
+pytestmark = pytest.mark.e2e
+
+GIT = ["git", "-c", "user.name=Tester", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"]
+
+
+def git(cwd, *args) -> str:
+    return subprocess.run([*GIT, *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def commit(repo, files: dict, message: str) -> str:
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = tmp_path / "proj"
+    r.mkdir()
+    git(r, "init", "-q")
+    commit(r, {
+        "src/loader.py": "import json\n\n\ndef load_config(path):\n    '''Read the settings file.'''\n"
+                         "    with open(path) as f:\n        return json.load(f)\n",
+        "src/app.py": "from src.loader import load_config\n\n\ndef main():\n    cfg = load_config('a.json')\n"
+                      "    return cfg\n",
+        "tests/test_loader.py": "from src.loader import load_config\n\n\ndef test_load_config(tmp_path):\n"
+                                "    assert load_config\n",
+        ".gitignore": "secret/\n",
+        "secret/hidden.py": "def load_config_secret():\n    pass\n",
+        "logo.bin": b"\x89PNG\0\0load_config\0",
+        "data/dump.txt": "load_config\n" * 120_000,  # over 1 MiB: data, not code
+    }, "Add the config loader")
+    commit(r, {"src/retry.py": "class RetryPolicy:\n    attempts = 3\n"},
+           "Retry failed uploads\n\nUploads to the bucket failed on flaky networks; retry them three times.")
+    return r
+
+
+def search(home, repo, *args):
+    done = home.cli("search", *args, cwd=repo)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def answer(home, repo, *args) -> dict:
+    return json.loads(search(home, repo, *args, "--json").stdout)
+
+
+def test_definitions_rank_over_mentions_and_tests_below_source(home, repo):
+    a = answer(home, repo, "load_config")
+    assert a["indexing"] is None
+    assert a["definitions"][0] == {"name": "load_config", "path": "src/loader.py", "line": 4, "kind": "def"}
+    hits = [h["path"] for h in a["hits"]]
+    assert hits[0] == "src/loader.py" and hits.index("src/app.py") < hits.index("tests/test_loader.py")
+    assert not {"secret/hidden.py", "logo.bin", "data/dump.txt"} & set(hits)  # .gitignore, binaries, huge files
+    first = a["hits"][0]["lines"]
+    assert {"line": 4, "text": "def load_config(path):"} in first and len(first) <= 3
+    # Identifier parts match too: a camel/snake split query finds the same definition.
+    assert answer(home, repo, "load config")["definitions"][0]["path"] == "src/loader.py"
+    assert answer(home, repo, "RetryPolicy", "--path", "src/*")["definitions"][0]["name"] == "RetryPolicy"
+    assert answer(home, repo, "load_config", "--lang", "markdown")["hits"] == []
+
+
+def test_text_answer_has_its_sections_and_is_bounded(home, repo):
+    out = search(home, repo, "load_config").stdout
+    assert out.startswith("definitions:\n  load_config -> src/loader.py:4 (def)")
+    assert "code:\n  src/loader.py:4" in out
+    for i in range(60):  # enough matches to overflow the default answer
+        (repo / f"src/gen_{i}.py").write_text("".join(f"def load_config_{i}_{j}(): pass\n" for j in range(40)))
+    big = search(home, repo, "load_config", "--limit", "100").stdout
+    assert len(big.encode()) <= 4096 + 200 and "... more: plugkit search" in big
+
+
+def test_a_saved_file_is_searchable_at_the_next_query(home, repo):
+    assert answer(home, repo, "frobnicate_widgets")["definitions"] == []
+    (repo / "src/widgets.py").write_text("def frobnicate_widgets():\n    return 1\n")
+    started = time.monotonic()
+    a = answer(home, repo, "frobnicate_widgets")
+    assert a["definitions"][0]["path"] == "src/widgets.py" and time.monotonic() - started < 5
+    (repo / "src/widgets.py").unlink()
+    assert answer(home, repo, "frobnicate_widgets")["definitions"] == []
+
+
+def test_history_questions_find_the_commit(home, repo):
+    head = git(repo, "rev-parse", "HEAD")
+    a = answer(home, repo, "why", "do", "uploads", "retry")
+    assert a["commits"][0]["hash"] == head and a["commits"][0]["paths"] == ["src/retry.py"]
+    assert "commits:\n  " + head[:10] in search(home, repo, "why do uploads retry").stdout
+    # A new commit is indexed at the next query, from the last indexed HEAD on.
+    new = commit(repo, {"src/cache.py": "X = 1\n"}, "Drop the stale thumbnail cache")
+    assert answer(home, repo, "thumbnail", "--history")["commits"][0]["hash"] == new
+
+
+def test_the_index_survives_a_runner_restart_without_a_rebuild(home, repo):
+    answer(home, repo, "load_config")
+    before = rpc(home, "search.status")["workspaces"]
+    assert [w["root"] for w in before] == [os.path.realpath(repo)] and before[0]["built"]
+    assert home.cli("runner", "stop").returncode == 0
+    store = [f for f in os.listdir(os.path.join(home.path, "search")) if f.endswith(".sqlite")]
+    assert len(store) == 1
+    time.sleep(1.1)  # a rebuild would stamp a later second
+    assert answer(home, repo, "RetryPolicy")["definitions"][0]["path"] == "src/retry.py"
+    after = rpc(home, "search.status")["workspaces"][0]
+    assert after["built"] == before[0]["built"] and after["head"] == before[0]["head"]
+    assert "built" in search(home, repo, "--status").stdout
+    assert f"search {os.path.realpath(repo)}: " in home.cli("runner", "status").stdout
+
+
+def test_bad_calls_are_refused_with_the_next_step(home, repo):
+    done = home.cli("search", cwd=repo)
+    assert done.returncode == 2 and "plugkit search QUERY" in done.stderr
+    bad = home.cli("search", "x", "--limit", "many", cwd=repo)
+    assert bad.returncode == 2 and "--limit" in bad.stderr
+    root = home.cli("search", "x", cwd="/")
+    assert root.returncode == 2 and "filesystem root" in root.stderr and "--cwd DIR" in root.stderr
+    assert root.stderr.count("\n") <= 2
+
+
+def test_digest_reads_the_manifests_and_is_cached_until_they_change(home, repo):
+    (repo / "pyproject.toml").write_text('[project]\nname = "proj"\n[project.scripts]\nproj = "src.app:main"\n'
+                                         '[project.optional-dependencies]\ntest = ["pytest"]\n')
+    (repo / "Makefile").write_text(".PHONY: test\ntest:\n\tpytest\nlint:\n\truff .\n")
+    for i in range(3):
+        commit(repo, {"src/app.py": f"def main():\n    return {i}\n"}, f"tune main {i}")
+    first = json.loads(home.cli("digest", "--json", cwd=repo).stdout)
+    text = first["text"]
+    assert not first["cached"] and len(text) <= 3600
+    assert "python: " in text and "proj = src.app:main (pyproject scripts)" in text
+    assert "make test | lint" in text and "pytest" in text
+    assert "src/ (" in text and "src/app.py (4 commits)" in text
+    assert json.loads(home.cli("digest", "--json", cwd=repo).stdout)["cached"] is True
+    (repo / "Makefile").write_text("build:\n\tcc x.c\n")
+    again = json.loads(home.cli("digest", "--json", cwd=repo).stdout)
+    assert not again["cached"] and "make build" in again["text"]

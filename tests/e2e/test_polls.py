@@ -1,0 +1,107 @@
+"""A poll costs only what is new: exec:status and exec:sleep on a chatty task show the
+unread output, bounded and tail-biased, in whole lines, cleaned of colour codes and `\\r`
+progress, with one note naming what was cut and the command that prints it."""
+
+import re
+import time
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+LINE = re.compile(r"^line (\d+) x{80}$")
+# ~35 KiB every 0.1 s, each line coloured, a progress line overwritten in place between bursts.
+CHATTY = """import sys, time
+i = 0
+while True:
+    for _ in range(400):
+        i += 1
+        sys.stdout.write(f"\\x1b[32mline {i}\\x1b[0m " + "x" * 80 + "\\n")
+    sys.stdout.write(f"progress {i}%\\r"); sys.stdout.write(f"progress {i + 1}%\\r\\n")
+    sys.stdout.flush(); time.sleep(0.1)
+"""
+
+
+def _start(home, code: str, lang: str = "python") -> str:
+    started = home.cli(f"exec:{lang}", "--wait", "0", code, env={"PLUGKIT_SESSION": "polls"})
+    return re.search(r"task_\d+", started.stderr + started.stdout).group(0)
+
+
+def _numbers(stdout: str) -> list[int]:
+    nums = []
+    for line in stdout.splitlines():
+        if line.startswith("progress "):
+            continue
+        match = LINE.match(line)
+        assert match, f"a cut or dirty line: {line!r}"
+        nums.append(int(match.group(1)))
+    return nums
+
+
+def _notes(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("[plugkit]")]
+
+
+def test_polls_on_a_chatty_task_are_small_new_and_whole(home):
+    tid = _start(home, CHATTY)
+    try:
+        seen = []
+        for _ in range(2):
+            time.sleep(1.5)
+            polled = home.cli("exec:status", tid, env={"PLUGKIT_SESSION": "polls"})
+            assert polled.returncode == 0, polled.stderr
+            assert len(polled.stdout) + len(polled.stderr) < 14_000, (len(polled.stdout), len(polled.stderr))
+            nums = _numbers(polled.stdout)
+            assert nums == sorted(nums) and nums, polled.stdout[:300]
+            skipped = [n for n in _notes(polled.stderr) if "skipped" in n]
+            assert len(skipped) == 1 and "cut to fit" not in polled.stderr, polled.stderr
+            seen.append((nums, skipped[0]))
+        # The second poll repeats nothing of the first: it starts past the first's last line.
+        assert seen[1][0][0] > seen[0][0][-1]
+        rest = re.search(r"`(plugkit exec:status .* --from (\d+) --to (\d+) --full)`", seen[1][1])
+        assert rest, seen[1][1]
+        again = home.cli(*rest.group(1).split()[1:], env={"PLUGKIT_SESSION": "polls"})
+        # The skipped range, raw (colour codes kept), starting right after the first poll's last line.
+        assert again.stdout.count("\x1b[32m") > 1000
+        assert re.search(rf"line {seen[0][0][-1] + 1}\b", again.stdout[:200]), again.stdout[:200]
+    finally:
+        home.cli("exec:close", tid, env={"PLUGKIT_SESSION": "polls"})
+
+
+def test_sleep_is_bounded_and_repeats_nothing(home):
+    tid = _start(home, CHATTY)
+    try:
+        first = home.cli("exec:sleep", tid, "2", env={"PLUGKIT_SESSION": "polls"})
+        second = home.cli("exec:sleep", tid, "2", env={"PLUGKIT_SESSION": "polls"})
+        for answer in (first, second):
+            assert len(answer.stdout) + len(answer.stderr) < 14_000
+            assert len([n for n in _notes(answer.stderr) if "skipped" in n]) == 1, answer.stderr
+        assert _numbers(second.stdout)[0] > _numbers(first.stdout)[-1]
+    finally:
+        home.cli("exec:close", tid, env={"PLUGKIT_SESSION": "polls"})
+
+
+def test_progress_keeps_its_last_state_and_colour_goes(home):
+    code = ('import sys\nfor p in range(0, 101, 10):\n    sys.stdout.write(f"\\x1b[1mprogress {p}%\\x1b[0m\\r")\n'
+            '    sys.stdout.flush()\nprint()\nprint("\\x1b[31mdone\\x1b[0m")\n')
+    tid = _start(home, code)
+    time.sleep(1.5)
+    polled = home.cli("exec:status", tid, env={"PLUGKIT_SESSION": "polls"})
+    assert polled.stdout == "progress 100%\ndone\n", repr(polled.stdout)
+    raw = home.cli("exec:status", tid, "--from", "0", "--full", env={"PLUGKIT_SESSION": "polls"})
+    # As written (text mode reads each `\r` as a line end here): every state, colours kept.
+    assert "\x1b[31mdone" in raw.stdout and raw.stdout.count("progress") == 11
+
+
+def test_sleep_until_sees_text_printed_before_the_call(home):
+    tid = _start(home, "sleep 0.5; echo listening on 8000; sleep 60", lang="bash")
+    try:
+        time.sleep(1.5)
+        began = time.monotonic()
+        waited = home.cli("exec:sleep", tid, "20", "--until", "listening", env={"PLUGKIT_SESSION": "polls"})
+        assert time.monotonic() - began < 10
+        assert "listening on 8000" in waited.stdout and "saw 'listening'" in waited.stderr
+        missed = home.cli("exec:sleep", tid, "1", "--until", "ready", env={"PLUGKIT_SESSION": "polls"})
+        assert "'ready' not seen in 1s" in missed.stderr, missed.stderr
+    finally:
+        home.cli("exec:close", tid, env={"PLUGKIT_SESSION": "polls"})

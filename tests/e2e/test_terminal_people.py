@@ -1,0 +1,127 @@
+"""People at a terminal (issue 30, item 6): Ctrl-C typed into a real pty stops a foreground
+exec's task (as `docker run` does) while an agent's (stdin not a terminal) keeps running; a
+mistyped verb, language or option gets a suggestion; a bare Go body runs like a bare Java
+one; help, README and the top-level usage name the same platforms."""
+
+import fcntl
+import os
+import re
+import select
+import shutil
+import subprocess
+import termios
+import time
+
+import pytest
+
+from tests.support.runner_home import ROOT, cli_argv, rpc
+
+pytestmark = pytest.mark.e2e
+
+
+def _read_until(fd: int, text: bytes, timeout: float = 20) -> bytes:
+    seen, deadline = b"", time.monotonic() + timeout
+    while text not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    return seen
+
+
+def _controlling_tty() -> None:
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def test_ctrl_c_in_a_terminal_stops_the_task(home, tmp_path):
+    master, slave = os.openpty()
+    proc = subprocess.Popen(cli_argv() + ["exec:bash", "--session", "tty", "--wait", "30", "echo started; sleep 60"],
+                            env=home.env, cwd=str(tmp_path), stdin=slave, stdout=slave, stderr=slave,
+                            preexec_fn=_controlling_tty)
+    os.close(slave)
+    try:
+        assert b"started" in _read_until(master, b"started")
+        os.write(master, b"\x03")  # the terminal's line discipline turns it into SIGINT
+        said = _read_until(master, b"interrupted")
+        assert proc.wait(timeout=15) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    (task,) = rpc(home, "task.list", {"session_id": "tty", "cwd": str(tmp_path)})["tasks"]
+    assert task["state"] == "killed", said
+    assert b"interrupted; task_" in said
+
+
+def test_ctrl_c_from_an_agent_leaves_the_task_running(home, tmp_path):
+    proc = subprocess.Popen(cli_argv() + ["exec:bash", "--session", "agent", "--wait", "30", "echo started; sleep 60"],
+                            env=home.env, cwd=str(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "started\n"
+        proc.send_signal(2)
+        _, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    (task,) = rpc(home, "task.list", {"session_id": "agent", "cwd": str(tmp_path)})["tasks"]
+    assert proc.returncode == 130 and task["state"] == "running", err
+    home.cli("exec:close", str(task["task_id"]), "--session", "agent", cwd=str(tmp_path))
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["exec:stauts", "task_1"], "did you mean exec:status?"),
+    (["exec:sleeep", "task_1"], "did you mean exec:sleep?"),
+    (["dcotor"], "did you mean doctor?"),
+    (["exec:status", "task_1", "--ful"], "did you mean --full?"),
+])
+def test_a_typo_gets_a_suggestion_without_a_runner(home, argv, hint):
+    result = home.cli(*argv)
+    assert result.returncode == 2 and hint in result.stderr, result.stderr
+    assert home.runner_pids() == []
+
+
+def test_a_language_typo_gets_a_suggestion(home, tmp_path):
+    result = home.cli("exec:pyhton", "print(1)", cwd=str(tmp_path))
+    assert result.returncode == 2 and "did you mean python?" in result.stderr, result.stderr
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="no go toolchain")
+def test_a_bare_go_body_runs_like_a_bare_java_body(home, tmp_path):
+    body = 'import (\n\t"fmt"\n\t"strings"\n)\nfmt.Println(strings.ToUpper("hi from go"))\n'
+    result = home.cli("exec:go", body, cwd=str(tmp_path), timeout=120)
+    assert result.returncode == 0 and result.stdout == "HI FROM GO\n", result.stderr
+    broken = home.cli("exec:go", 'import "fmt"\nfmt.Println(1)\nnope()\n', cwd=str(tmp_path), timeout=120)
+    assert broken.returncode != 0 and re.search(r"main\.go:3:\d+: undefined: nope", broken.stderr), broken.stderr
+
+
+def test_help_readme_and_usage_name_the_same_platforms(home):
+    from client.hooks.core import PLATFORMS
+
+    usage = home.cli("help").stdout
+    install = home.cli("install", "--help").stdout + home.cli("install", "--help").stderr
+    readme = (ROOT / "README.md").read_text()
+    for name in PLATFORMS:
+        assert name in usage, name
+        assert name in install, name
+        assert f"`{name}`" in readme or name in readme.split("--platform", 1)[1][:400], name
+
+
+def test_readme_names_every_environment_variable_the_code_reads():
+    code = ""
+    for part in ("client", "runner", "plugkit"):
+        for path in (ROOT / part).rglob("*.py"):
+            code += path.read_text()
+    # PLUGKIT_TOKEN* are names the runner strips from tasks' environments, not settings.
+    read = {v for v in re.findall(r"PLUGKIT_[A-Z][A-Z0-9_]*[A-Z0-9]", code) if not v.startswith("PLUGKIT_TOKEN")}
+    readme = (ROOT / "README.md").read_text()
+    from plugkit.config import Limits
+
+    read |= {f"PLUGKIT_{name.upper()}" for name in Limits.__dataclass_fields__}
+    missing = sorted(v for v in read if f"`{v}`" not in readme)
+    assert not missing, missing

@@ -1,0 +1,52 @@
+"""runner.system.git, the runner's one way to run git, against real git in tmp repos: both of its
+users (plugkit work's git, the gates' status check) get the same environment rule."""
+
+import os
+
+import pytest
+
+from runner.core.gates.witness import git_facts
+from runner.system import git as system_git
+from tests.support.git_repos import commit, g, main_repo, person_git
+
+
+@pytest.fixture(autouse=True)
+def gitenv(tmp_path, monkeypatch):
+    return person_git(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return main_repo(tmp_path)
+
+
+def commit_other(monkeypatch, repo: str) -> None:
+    """A second repository that a hook's inherited GIT_DIR/GIT_INDEX_FILE point at, with its own head."""
+    path = os.path.join(os.path.dirname(repo), "other")
+    os.makedirs(path)
+    g(path, "init", "-q", "-b", "elsewhere")
+    commit(path, "x", "x")
+    monkeypatch.setenv("GIT_DIR", os.path.join(path, ".git"))
+    monkeypatch.setenv("GIT_INDEX_FILE", os.path.join(path, ".git", "index"))
+
+
+async def test_the_gates_status_check_reads_the_workspace_not_an_inherited_git_dir(repo, monkeypatch):
+    # Before one adapter, the gates' git kept GIT_DIR: a hook inheriting it checked another repository.
+    ours = g(repo, "rev-parse", "HEAD")
+    g(repo, "checkout", "-q", "-b", "feature")
+    commit_other(monkeypatch, repo)
+    facts = await git_facts(repo)
+    assert facts.repo and facts.error is None, facts
+    assert facts.head == ours
+
+
+async def test_one_environment_rule(monkeypatch):
+    monkeypatch.setenv("GIT_WORK_TREE", "/nowhere")
+    env = system_git.environment()
+    assert not set(system_git.REPO_ENV) & set(env)
+    assert env["GIT_TERMINAL_PROMPT"] == "0" and env["GIT_OPTIONAL_LOCKS"] == "0" and env["LC_ALL"] == "C"
+
+
+async def test_a_git_that_cannot_start_is_an_os_error(tmp_path):
+    with pytest.raises(OSError):
+        await system_git.run(str(tmp_path / "missing"), "status")
