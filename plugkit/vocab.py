@@ -55,6 +55,10 @@ TAG_NAMES: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TA
 # a task) started from inside another runner's task would otherwise be killed along with it.
 IDENTITY_TAGS: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_ID_TAG})
 
+# Set inside a worker's sandbox (runner/system/sandbox.py): the runner lives in another PID
+# namespace there, so the client checks it by /health alone and never starts one of its own.
+SANDBOXED_TAG = "PLUGKIT_SANDBOXED"
+
 # --- languages only the runner starts ------------------------------------------------------------
 # A worker task is handed the runner's home (where the token is): task.exec refuses it from the
 # wire, and only `plugkit work`'s engine starts one.

@@ -49,7 +49,10 @@ def run_lines(run: dict | None) -> list[str]:
     if run.get("halt"):
         head += f": {run['halt']}"
     lines = [head, f"  worker {run['worker']}, parallel {run['parallel']}{', afk' if run['afk'] else ''}, "
-                   f"lands on {run['branch']} ({run['merge']})"]
+                   f"lands on {run['branch']} ({run['merge']}), "
+                   + ("sandboxed (bwrap)" if run.get("sandbox", True) else "NO SANDBOX (--no-sandbox)")]
+    if run.get("scopes"):
+        lines.append(f"  credentials: {'; '.join(run['scopes'])}")
     items = run["items"]
     lines += [item_line(it) for it in items[:MAX_ITEMS]]
     if len(items) > MAX_ITEMS:

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import socket
 
 from client.args import FLAG, Help, parse
@@ -103,6 +104,21 @@ def check_socat():
         yield "ok", "socat", exe, ""
     else:
         yield "warn", "socat", "not found (virtual serial port pairs for testing need it)", "apt-get install socat"
+
+
+def check_sandbox():
+    """The worker sandbox's mode and self-test, run as the runner runs it before every worker."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "runner.system.sandbox", paths.home()],
+                              capture_output=True, text=True, timeout=60)
+        line, ok = (done.stdout.strip().splitlines() or ["no answer"])[-1], done.returncode == 0
+    except (OSError, subprocess.SubprocessError) as exc:
+        line, ok = str(exc), False
+    if ok:
+        yield "ok", "worker sandbox", line, ""
+    else:
+        yield ("warn", "worker sandbox", f"{line[:200]}; `plugkit work` refuses to start workers",
+               "apt-get install bubblewrap (or scripts/setup); a person may run `plugkit work --no-sandbox`")
 
 
 def check_serial():
@@ -292,7 +308,7 @@ def isolation_row(isolation: str) -> tuple[str, str, str, str]:
     return "ok", "task isolation", isolation, ""
 
 
-CHECKS = (check_languages, check_chromium, check_socat, check_serial, check_port, check_state_dir,
+CHECKS = (check_languages, check_chromium, check_socat, check_sandbox, check_serial, check_port, check_state_dir,
           check_runner)
 
 

@@ -1,7 +1,7 @@
 """`plugkit work`: the runner drives coding agents as workers through the .prd.
 
     plugkit work [--parallel N] [--items ID...] [--worker W] [--run PROGRAM] [--afk]
-                 [--budget-min M] [--stall-min M] [--merge ff|merge] [--wait S]
+                 [--budget-min M] [--stall-min M] [--merge ff|merge] [--no-sandbox] [--wait S]
     plugkit work status [--wait S] | stop | logs ITEM [--verify] [--follow] | rollback ITEM
     plugkit work allow-check ITEM   (a person: the item's branch may change its own check)
 
@@ -58,6 +58,8 @@ def _start_parser() -> BriefParser:
     p.add_argument("--stall-min", type=float, default=10.0, help="end a worker silent this long (default 10)")
     p.add_argument("--merge", choices=("ff", "merge"), help="land by fast-forward (rebased) or merge commit "
                                                           "(default: work_merge in .plugkit/config.toml, else ff)")
+    p.add_argument("--no-sandbox", dest="sandbox", action="store_false",
+                   help="a person's override: run the workers without the bwrap sandbox (status shows it)")
     p.add_argument("--wait", type=float, default=0.0, help="follow the run up to S seconds before returning")
     _common(p)
     return p
@@ -90,6 +92,8 @@ def main(argv: list[str]) -> int:
         a.worker = "command"  # --run alone means the command worker
     params: dict = {"parallel": a.parallel, "items": a.items, "worker": a.worker, "afk": a.afk,
                     "stall_min": a.stall_min, "env": dict(os.environ)}
+    if not a.sandbox:
+        params["sandbox"] = False
     if a.run is not None:
         try:
             params["run"] = shlex.split(a.run)

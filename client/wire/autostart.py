@@ -12,7 +12,7 @@ import time
 
 from client.wire.rpc import Connection, RunnerUnavailable, connect_verified, read_discovery
 from plugkit import paths
-from plugkit.vocab import HOME_TAG, IDENTITY_TAGS
+from plugkit.vocab import HOME_TAG, IDENTITY_TAGS, SANDBOXED_TAG
 
 START_TIMEOUT_S = float(os.environ.get("PLUGKIT_START_TIMEOUT", "20"))
 
@@ -95,6 +95,9 @@ def ensure_runner() -> Connection:
     conn = connect_verified()
     if conn is not None:
         return conn
+    if os.environ.get(SANDBOXED_TAG):  # a runner started in here would be the worker's own, not ours
+        raise RunnerUnavailable("the runner does not answer this worker's sandbox; `plugkit work status` "
+                                "outside says why")
     deadline = time.monotonic() + START_TIMEOUT_S
     paths.ensure_home()
     fd = _lock(paths.start_lock(), deadline)

@@ -7,6 +7,7 @@
     ready_limit = 3             # how many items prd.ready offers at once
     work_merge = "ff"           # how `plugkit work` lands an item: "ff" (rebased, fast-forward) | "merge"
     work_check_paths = ["tests/"]   # what an item's check runs beyond the files its verify names
+    work_credentials = ["AWS_PROFILE"]  # variables a `plugkit work` worker may inherit beyond its host's own
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -29,6 +30,7 @@ class GateConfig:
     ready_limit: int = 3
     work_merge: str = "ff"
     work_check_paths: tuple[str, ...] = ()
+    work_credentials: tuple[str, ...] = ()
     problems: tuple[str, ...] = field(default=())
 
 
@@ -53,6 +55,13 @@ def _text(v: Any) -> str:
 def _paths(v: Any) -> tuple[str, ...]:
     if not isinstance(v, list) or len(v) > 100 or not all(isinstance(p, str) and p.strip() for p in v):
         raise ValueError("must be a list of paths relative to the workspace (at most 100)")
+    return tuple(v)
+
+
+def _names(v: Any) -> tuple[str, ...]:
+    if not isinstance(v, list) or len(v) > 100 or not all(
+            isinstance(n, str) and n and n.replace("_", "a").isalnum() for n in v):
+        raise ValueError("must be a list of environment variable names (at most 100)")
     return tuple(v)
 
 
@@ -85,6 +94,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "ready_limit": ("ready_limit", _count),
     "work_merge": ("work_merge", _merge),
     "work_check_paths": ("work_check_paths", _paths),
+    "work_credentials": ("work_credentials", _names),
 }
 
 

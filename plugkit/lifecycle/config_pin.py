@@ -38,6 +38,7 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     "ready_limit": (),
     "work_merge": (),
     "work_check_paths": (),  # a list has no rank here: any change of it is a person's to confirm
+    "work_credentials": (),  # what workers may hold: any change is a person's to confirm
 }
 assert set(STRENGTH) == set(config_mod.KEYS), "every setting is held, and ranked here"
 _FIELD = {key: name for key, (name, _check) in config_mod.KEYS.items()}

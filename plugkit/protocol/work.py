@@ -37,6 +37,7 @@ class WorkStartParams(WorkParams):
     stall_min: float = Field(default=10.0, gt=0, le=24 * 60)
     merge: Optional[MergeMode] = None  # None: the workspace's work_merge, else "ff"
     env: Optional[Environment] = None  # the caller's environment: the workers inherit it
+    sandbox: bool = True  # False: a person's --no-sandbox; workers run unconfined (status shows it)
 
 
 class WorkStatusParams(WorkParams):
@@ -95,6 +96,8 @@ class WorkRunInfo(Result):
     items: list[WorkItemInfo]
     waves: list[list[str]] = []
     check_allowed: dict[str, str] = {}  # item -> the person who allowed it to change its own check
+    sandbox: bool = True  # False: workers run without the bwrap sandbox (--no-sandbox)
+    scopes: list[str] = []  # the credential scopes the workers hold: names, never values
 
 
 class WorkStatus(Result):

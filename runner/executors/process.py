@@ -213,14 +213,15 @@ class ProcessExecutor:
             _remove_leftovers(layout.leftovers)
 
     async def run_argv(self, io: TaskIO, argv: list[str], stdin: Optional[str],
-                       env: Optional[Mapping[str, str]], extra_env: Optional[Mapping[str, str]] = None) -> int:
+                       env: Optional[Mapping[str, str]], extra_env: Optional[Mapping[str, str]] = None,
+                       environ: Optional[Mapping[str, str]] = None) -> int:
         """One argv as the whole task (no code file, no compile): its own cgroup, the tags,
         live output, kill; returns its return code. `env` is the caller's (filtered like any
         task's); `extra_env` is the executor's own, set after the tags, so it may carry what
         child_env scrubs from callers (see executors/worker.py for the one that does)."""
         cgroup = self._make_cgroup(io)
         try:
-            child_env = self.child_env(io, env)
+            child_env = self.child_env(io, env, environ=environ)  # environ: start from it, not the runner's
             child_env.update(extra_env or {})
             return await self._step(io, argv, child_env, stdin, cgroup)
         finally:

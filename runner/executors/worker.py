@@ -20,25 +20,43 @@ session), not autostart another one under some default home. So the worker can r
 token: the same trust a person places in a host they run by hand with plugkit's hooks
 installed (those hooks read the token of that person's home). Because this lang hands
 out the home, only the runner's own work engine may start it: the wire refuses it.
+
+Every worker runs inside the sandbox (runner/system/sandbox.py), which hides the rest of
+that home; it fails closed: no sandbox here, no worker, unless a person ran `plugkit work
+--no-sandbox` (the code is then {"argv": [...], "sandbox": false}, and the run shows it).
 """
 
+import asyncio
 import json
 import os
 import re
 import shutil
+import tempfile
 from typing import Optional
 
 import psutil
 
 from plugkit.refusals import Invalid, Unavailable
-from plugkit.vocab import WORKER_LANG
+from plugkit.vocab import SANDBOXED_TAG, WORKER_LANG
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.executors.process import ProcessExecutor, make as make_process, outcome_of
-from runner.system import tags
+from plugkit.work import workers
+from runner.system import sandbox, tags
 from runner.system.cgroups import home_key
 
 LANG = WORKER_LANG
 HOME_VAR, PORT_VAR = "PLUGKIT_HOME", "PLUGKIT_PORT"
+
+
+def parse_code(code: str) -> tuple[list[str], bool]:
+    """(argv, sandboxed) from `code`: a JSON argv list, or {"argv": [...], "sandbox": bool}."""
+    try:
+        data = json.loads(code)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and set(data) <= {"argv", "sandbox"} and isinstance(data.get("sandbox", True), bool):
+        return parse_argv(json.dumps(data.get("argv"))), data.get("sandbox", True)
+    return parse_argv(code), True
 
 
 def parse_argv(code: str) -> list[str]:
@@ -63,26 +81,53 @@ class WorkerExecutor:
     def __init__(self, process: ProcessExecutor, home: str) -> None:
         self.process = process
         self.home = home
+        self.sandbox_problem: Optional[str] = None  # what the last self-test found (None: all denied)
+        self._probed = False
 
     def claims(self, lang: str) -> bool:
         return lang == LANG
 
     async def prepare(self, spec: ExecSpec) -> Prepared:
-        argv = parse_argv(spec.code)
-        found = program_path(argv[0], spec.env)
+        argv, sandboxed = parse_code(spec.code)
+        found = program_path(argv[0], spec.environ or spec.env)
         if found is None:
             raise Unavailable(f"worker program {argv[0]!r} is not on PATH; install it or pass "
                               "--worker command --run PROGRAM")
-        return Prepared(LANG, [found, *argv[1:]])
+        if sandboxed:
+            await self.check_sandbox()
+        return Prepared(LANG, ([found, *argv[1:]], sandboxed))
+
+    async def check_sandbox(self) -> None:
+        """Fails closed: before every worker, the self-test tries in a sandbox built the same way
+        what must be denied (sandbox.SELF_TEST); Unavailable naming what got through, or why bwrap
+        cannot run here, and the override. ~50 ms, against a worker's minutes."""
+        self.sandbox_problem = await asyncio.to_thread(sandbox.self_test, self.home)
+        self._probed = True
+        if self.sandbox_problem:
+            raise Unavailable(sandbox_refusal(self.sandbox_problem))
 
     async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         stdin = spec.stdin if spec.stdin is not None else ""  # closed at once (see the docstring)
-        rc = await self.process.run_argv(io, prepared.payload, stdin, spec.env, self._runner_env())
+        argv, sandboxed = prepared.payload
+        tmp = tempfile.mkdtemp(prefix="plugkit-worker-") if sandboxed else None
+        try:
+            if tmp is not None:
+                lay = sandbox.layout(spec.cwd, self.home, spec.environ or spec.env or os.environ, tmp)
+                argv = sandbox.argv(lay, worker_kind(argv[0]), argv)
+            rc = await self.process.run_argv(io, argv, stdin, spec.env, self._runner_env(tmp), spec.environ)
+        except sandbox.SandboxUnavailable as exc:
+            raise Unavailable(f"no worker sandbox: {exc}; `plugkit work --no-sandbox` overrides") from None
+        finally:
+            if tmp is not None:
+                await asyncio.to_thread(shutil.rmtree, tmp, True)
         return outcome_of(io.id, rc, True)
 
-    def _runner_env(self) -> dict[str, str]:
+    def _runner_env(self, tmp: Optional[str]) -> dict[str, str]:
         """Set after the tags: where the worker's hooks find this runner (see the docstring)."""
         env = {HOME_VAR: self.home}
+        if tmp is not None:
+            env["TMPDIR"] = tmp  # its private temp dir, the one writable place besides the worktree
+            env[SANDBOXED_TAG] = "1"
         port: Optional[str] = os.environ.get(PORT_VAR)
         if port:
             env[PORT_VAR] = port
@@ -95,7 +140,33 @@ class WorkerExecutor:
         await self.process.close()
 
     def snapshot(self) -> dict:
-        return {"isolation": self.process.isolation}
+        return {"isolation": self.process.isolation,
+                "sandbox": "not tested yet" if not self._probed else
+                           (self.sandbox_problem or "bwrap: self-test passed")}
+
+
+def sandbox_refusal(problem: str) -> str:
+    return (f"no worker sandbox: {problem}; a person may run `plugkit work --no-sandbox` "
+            "to start workers without it")
+
+
+async def check_sandbox(home: Optional[str]) -> None:
+    """At run start (runner/core/work/engine.py): the self-test, so a machine without a working
+    sandbox refuses the run in one line instead of failing every item twice."""
+    scratch = None if home else tempfile.mkdtemp(prefix="plugkit-sandbox-home-")
+    try:
+        problem = await asyncio.to_thread(sandbox.self_test, home or scratch)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, True)
+    if problem:
+        raise Unavailable(sandbox_refusal(problem))
+
+
+def worker_kind(program: str) -> str:
+    """The worker row whose program this is ("command" for any other): its CACHES row."""
+    base = os.path.basename(program)
+    return next((r.name for r in workers.WORKERS.values() if r.program == base), "command")
 
 
 MAX_DEPTH = 64

@@ -28,6 +28,10 @@ class Work:
         self.plan_file = repo.parent / "plan.json"
         self.plan_file.write_text(json.dumps(plan))
         self.env = {"PLUGKIT_E2E_WORK_PLAN": str(self.plan_file), "PLUGKIT_E2E_WORK_DIR": str(repo.parent)}
+        # A worker's environment is scoped (plugkit/work/scopes.py): the test agent's plan is granted.
+        config = repo / ".plugkit" / "config.toml"
+        config.write_text(config.read_text() + f"work_credentials = {json.dumps(sorted(self.env))}\n")
+        git(repo, "commit", "-qam", "grant the test agent its plan")
 
     def cli(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
         done = self.home.cli(*args, cwd=self.repo, env=self.env, timeout=120)
@@ -240,7 +244,8 @@ def test_what_a_run_refuses_up_front(home, repo, tmp_path):
 
 def test_merge_mode_lands_a_merge_commit_and_debug_shows_the_run(home, repo):
     w = Work(home, repo, {"w1": [["say", "one"], ["sleep", 0.3], ["say", "two"], *commit_file("w1.txt")]})
-    (repo / ".plugkit" / "config.toml").write_text('gates = "advisory"\nwork_merge = "merge"\n')  # the workspace says so
+    config = repo / ".plugkit" / "config.toml"
+    config.write_text(config.read_text() + 'work_merge = "merge"\n')  # the workspace says so
     git(repo, "commit", "-qam", "land work by merge commits")
     w.add("w1", "--verify", "test -f w1.txt", "--risk", "high")
     w.start()
@@ -258,7 +263,7 @@ def test_merge_mode_lands_a_merge_commit_and_debug_shows_the_run(home, repo):
 
 
 def test_a_runner_killed_mid_run_loses_nothing_and_the_next_run_finishes(home, repo):
-    w = Work(home, repo, {"w1": [[["say", "working"], ["hang"]], commit_file("w1.txt")]})
+    w = Work(home, repo, {"w1": [["say", "working"], ["hang"]]})
     w.add("w1", "--verify", "test -f w1.txt")
     w.start()
     w.until(lambda r: w.items(r)["w1"]["state"] == "running")
@@ -271,6 +276,7 @@ def test_a_runner_killed_mid_run_loses_nothing_and_the_next_run_finishes(home, r
     it = w.items(run)["w1"]
     assert run["state"] == "halted" and "runner stopped" in run["halt"], run
     assert (it["state"], it["reason"]) == ("killed", "runner_restarted"), run
+    w.plan_file.write_text(json.dumps({"w1": commit_file("w1.txt")}))  # the next run's worker does the work
     w.start()
     run = w.until(lambda r: r["ended_at"] is not None)
     assert run["state"] == "done" and (repo / "w1.txt").exists(), run

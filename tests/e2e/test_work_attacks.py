@@ -38,11 +38,28 @@ MOVES = {"update_ref_main": "git update-ref refs/heads/main HEAD",
 
 
 @pytest.mark.parametrize("move", list(MOVES))
-def test_rejects_a_worker_that_moves_refs_it_does_not_own(home, repo, move):
-    before = refs(repo)
-    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["shell", MOVES[move]], ["exit", 1]]})
+def test_the_sandbox_denies_a_worker_moving_refs_it_does_not_own(home, repo, move):
+    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["shell", MOVES[move] + " || echo MOVE_DENIED"],
+                                 ["exit", 1]]})
+    before = refs(repo)  # after Work's own commit (it grants the test agent its plan)
     w.add("w1", "--verify", "false")
     w.start("--afk")
+    run = w.settled()
+    it = w.items(run)["w1"]
+    assert (it["state"], it["reason"]) == ("blocked", "replan"), json.dumps(run, indent=1)
+    assert "MOVE_DENIED" in w.cli("work", "logs", "w1").stdout
+    after = refs(repo)
+    assert {k: v for k, v in after.items() if not k.startswith("refs/heads/plugkit/")} == before, (before, after)
+
+
+# Without the sandbox (a person's --no-sandbox) the moves happen: the RefGuard, the line
+# behind it, must see each and put every ref back.
+@pytest.mark.parametrize("move", list(MOVES))
+def test_rejects_a_worker_that_moves_refs_it_does_not_own(home, repo, move):
+    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["shell", MOVES[move]], ["exit", 1]]})
+    before = refs(repo)  # after Work's own commit (it grants the test agent its plan)
+    w.add("w1", "--verify", "false")
+    w.start("--afk", "--no-sandbox")
     run = w.settled()
     it = w.items(run)["w1"]
     why = json.dumps(run, indent=1)
@@ -64,7 +81,7 @@ def test_a_sibling_landed_commit_stays_on_the_branch_when_a_worker_moves_it(home
                                  ["shell", "git update-ref refs/heads/main HEAD"]]})
     w.add("w1", "--verify", "test -f w1.txt")
     w.add("w2", "--verify", "test -f w2.txt")
-    w.start("--parallel", "2")
+    w.start("--parallel", "2", "--no-sandbox")  # the sandbox would deny the move (see above)
     run = w.until(lambda r: r["ended_at"] is not None)
     items = w.items(run)
     why = json.dumps(run, indent=1)
@@ -189,7 +206,9 @@ def test_a_worker_that_escapes_its_process_tree_and_drops_its_tags_is_still_refu
     w = Work(home, repo, {"w1": [["shell", escape], *commit_file("w1.txt")]})
     w.add("w1", "--verify", "test -f w1.txt")
     w.add("w2", "--verify", "false")
-    w.start("--items", "w1")
+    # --no-sandbox: its report goes to a file outside the worktree, which the sandbox forbids;
+    # the runner must still know whose the process is when a person ran the workers unconfined.
+    w.start("--items", "w1", "--no-sandbox")
     run = w.until(lambda r: r["ended_at"] is not None)
     if rpc(home, "debug.snapshot")["snapshot"]["executors"]["worker"].get("isolation") != "cgroup2":
         pytest.skip("no cgroups here: a process that drops its tags and its parents cannot be traced")

@@ -112,7 +112,7 @@ def test_a_real_worker_moving_main_or_rewriting_its_check_lands_nothing(tmp_path
         sneak = "python3 -c \"import subprocess; subprocess.run(['git', 'update-ref', 'refs/heads/main', 'HEAD'])\""
         refs = Script([host.shell("echo x > refs.txt && git add -A && git commit -qm refs"),
                        host.shell("git update-ref refs/heads/main HEAD"),  # the policy denies it
-                       host.shell(sneak),  # code the policy cannot read: the runner restores main
+                       host.shell(sneak),  # code the policy cannot read: the sandbox's read-only .git denies it
                        Say("refs is done.")], prompt=prompt_line("refs"))
         check = Script([host.shell("echo 'exit 0' > check.sh && git add -A && git commit -qm 'the check passes now'"),
                         Say("check is done.")], prompt=prompt_line("check"))
@@ -121,7 +121,9 @@ def test_a_real_worker_moving_main_or_rewriting_its_check_lands_nothing(tmp_path
         run = work.until(lambda r: r["ended_at"] is not None)
         got = items(run)
         why = json.dumps(run, indent=1)
-        assert (got["refs"]["state"], got["refs"]["reason"]) == ("rejected", "refs_moved"), why
+        # main never moved (the RefGuard behind it: tests/e2e/test_work_attacks.py, --no-sandbox),
+        # so the item ends on its own red check, tried twice.
+        assert (got["refs"]["state"], got["refs"]["reason"]) == ("blocked", "replan"), why
         denied = refs.reply_to(1)
         assert denied is not None and "plugkit/refs" in denied.newest, why
         assert (got["check"]["state"], got["check"]["reason"]) == ("blocked", "touches_check"), why

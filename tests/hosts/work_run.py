@@ -65,6 +65,12 @@ def make_repo(base: Path, host: Host, plugkit: list[str], url: str, items: dict[
     git(repo, "config", "user.email", "worker@example.invalid")
     git(repo, "config", "user.name", "worker")
     (repo / "README").write_text("a project worked by agents\n")
+    # Workers get scoped environments (plugkit/work/scopes.py): grant what points the host at
+    # the fake model beyond its row's own model variables (codex's env_key, say), and CI.
+    (repo / ".plugkit").mkdir()
+    config = repo / ".plugkit" / "config.toml"
+    granted = sorted({*host.env(url), "CI"})
+    config.write_text(f"work_credentials = {json.dumps(granted)}\n")
     for rel, text in host.files(url, str(repo)).items():
         (host_home / rel).parent.mkdir(parents=True, exist_ok=True)
         (host_home / rel).write_text(text)

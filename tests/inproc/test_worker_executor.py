@@ -2,18 +2,20 @@
 cwd, its output, its kill), the only task handed the runner's home, and one no caller from
 the wire can start (task.exec refuses it; a workspace's verify_lang cannot name it)."""
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import time
 
-import psutil
 import pytest
 
 from plugkit import refusals
 from runner.executors.base import ExecSpec
 from runner.http.keys import CONTEXT
 from tests.inproc.test_gates import make_repo, to_verify
+from tests.support.escapees import escapees, gone, kill_all, unique_seconds
 from tests.support.inproc import RpcError, call
 from tests.support.runner_home import rpc as home_rpc
 
@@ -63,7 +65,7 @@ async def test_a_caller_cannot_point_the_worker_at_another_home(runner):
     assert f"home={os.path.abspath(runner.runtime.home)}" in text(task)
 
 
-@pytest.mark.parametrize("code", ["not json", "[]", '["sh", ""]', '"sh"', '{"argv": ["sh"]}', "[1, 2]"])
+@pytest.mark.parametrize("code", ["not json", "[]", '["sh", ""]', '"sh"', '{"argv": "sh"}', "[1, 2]"])
 async def test_code_that_is_not_an_argv_is_refused_before_any_task(runner, code):
     with pytest.raises(refusals.Invalid, match="JSON list of non-empty strings"):
         await runner.tasks.exec(ExecSpec(session_id="w1", cwd=str(runner.work), lang="worker", code=code))
@@ -79,7 +81,7 @@ async def test_a_missing_program_is_refused_naming_it_and_the_way_out(runner):
 
 
 async def test_the_program_is_found_on_the_path_the_worker_will_see(runner, tmp_path):
-    bin_dir = tmp_path / "agent-bin"
+    bin_dir = runner.work / "agent-bin"  # in the worktree: the sandbox hides the runner's home (tmp_path)
     bin_dir.mkdir()
     agent = bin_dir / "my-agent"
     agent.write_text("#!/bin/sh\necho agent-ran \"$@\"\n")
@@ -91,17 +93,33 @@ async def test_the_program_is_found_on_the_path_the_worker_will_see(runner, tmp_
     assert task.state == "completed" and "agent-ran x" in text(task)
 
 
-async def test_killing_a_worker_ends_its_whole_tree(runner, tmp_path):
-    pids = tmp_path / "pids"
-    script = f'sleep 300 & echo $! > {pids}; echo started; wait'
-    task = await runner.tasks.exec(worker(runner, ["sh", "-c", script]))
-    await runner.tasks.wait(task, 30, "started", None, None)
-    child = int(pids.read_text())
-    assert psutil.pid_exists(child)
-    await runner.tasks.kill(task, False)
-    await runner.tasks.wait_done(task, 30)
-    assert task.state == "killed"
-    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+async def test_killing_a_worker_ends_its_whole_tree(runner):
+    seconds = unique_seconds()  # found by its argv: inside the sandbox's PID namespace $! is not our pid
+    script = f'sleep {seconds} & setsid sleep {seconds} & echo started; wait'
+    try:
+        task = await runner.tasks.exec(worker(runner, ["sh", "-c", script]))
+        await runner.tasks.wait(task, 30, "started", None, None)
+        deadline = time.monotonic() + 10  # "started" may print before both sleeps exec
+        while len(escapees(seconds)) < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert len(escapees(seconds)) == 2
+        await runner.tasks.kill(task, False)
+        await runner.tasks.wait_done(task, 30)
+        assert task.state == "killed"
+        assert gone(seconds)
+    finally:
+        kill_all(seconds)
+
+
+async def test_a_worker_left_behind_by_its_worker_ends_with_it(runner):
+    """A worker exiting 0 with a setsid'd child running: the sandbox's PID namespace ends it."""
+    seconds = unique_seconds()
+    try:
+        task = await runner.tasks.exec(worker(runner, ["sh", "-c", f"setsid sleep {seconds} & echo left"]))
+        await runner.tasks.wait_done(task, 30)
+        assert task.state == "completed" and gone(seconds)
+    finally:
+        kill_all(seconds)
 
 
 async def test_a_worker_that_fails_ends_failed_with_its_code(runner):

@@ -33,10 +33,9 @@ def main() -> int:
     with open(os.environ["PLUGKIT_E2E_WORK_PLAN"]) as fh:
         plan = json.load(fh)[item]
     if plan and isinstance(plan[0][0], list):  # one list of steps per attempt
-        tries = os.path.join(os.environ["PLUGKIT_E2E_WORK_DIR"], f"{item}.tries")
-        n = len(open(tries).read()) if os.path.exists(tries) else 0
-        with open(tries, "a") as fh:
-            fh.write("x")
+        # The attempt is the last field of the worker's session id (plugkit-work-RUN-ITEM-N):
+        # a sandboxed worker cannot keep a counter outside its worktree, which each try gets fresh.
+        n = int(os.environ["PLUGKIT_SESSION_ID"].rsplit("-", 1)[1]) - 1
         plan = plan[min(n, len(plan) - 1)]
     print(f"agent on {item}", flush=True)
     for step in plan:

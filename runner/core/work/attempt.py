@@ -18,7 +18,7 @@ from typing import Callable, Optional
 from plugkit.lifecycle import item_ops, prd
 from plugkit.lifecycle.workspace import Workspace
 from plugkit.refusals import Refused
-from plugkit.work import prompt as prompt_mod, workers
+from plugkit.work import prompt as prompt_mod, scopes, workers
 from runner.core.gates.manager import GateManager
 from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
@@ -46,6 +46,11 @@ class Plumbing:
     register: Callable[[str, ItemRun], None]
     unregister: Callable[[str], None]
     clock: Callable[[], float]
+
+
+def worker_code(argv: list[str], sandboxed: bool) -> str:
+    """The worker task's code (runner/executors/worker.py): its argv, and a person's --no-sandbox."""
+    return json.dumps(argv if sandboxed else {"argv": argv, "sandbox": False})
 
 
 class Attempts:
@@ -249,10 +254,13 @@ class Attempts:
             raise Failed(REJECTED, "refused", str(exc)) from None
         it.session_id = f"plugkit-work-{run.id}-{it.id}-{it.attempt}"
         p.register(it.worktree, it)
-        try:
-            task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=it.worktree, lang="worker",
-                                               code=json.dumps(argv), timeout_s=WORKER_TIMEOUT_S, stdin=stdin,
-                                               env=workers.environment(self.row, p.env)))
+        granted = p.gates.config(p.ws).work_credentials
+        try:  # environ: the worker starts from its scopes' variables only, not the runner's or the caller's
+            task = await p.tasks.exec(ExecSpec(
+                session_id=it.session_id, cwd=it.worktree, lang="worker", code=worker_code(argv, run.sandbox),
+                timeout_s=WORKER_TIMEOUT_S, stdin=stdin,
+                environ=scopes.worker_env(self.row.name, workers.environment(
+                    self.row, p.env if "PATH" in p.env else {**os.environ, **p.env}), granted)))
         except Refused as exc:
             raise Failed("failed", "spawn_failed", exc.message) from None
         self.live[it.id] = task

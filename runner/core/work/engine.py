@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from plugkit.lifecycle import item_ops
 from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
-from plugkit.work import workers
+from plugkit.work import scopes, workers
 from runner.core.gates.manager import GateManager
 from runner.core.tasks.manager import TaskManager
 from runner.core.work import git
@@ -22,7 +22,7 @@ from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
 from runner.core.work.model import ItemRun, Run, RunRequest
 from runner.core.work.store import RunStore
-from runner.executors.worker import program_path, task_of
+from runner.executors.worker import check_sandbox, program_path, task_of
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs, peers
 
@@ -86,6 +86,8 @@ class WorkManager:
         if program_path(argv[0], workers.environment(row, dict(p.env))) is None:  # every item would fail twice on it and send the run to PLAN
             raise Invalid(f"worker program {argv[0]!r} is not on PATH: install it, pick another "
                           "with --worker, or --worker command --run PROGRAM")
+        if p.sandbox:  # fails closed: no worker starts unconfined unless a person said so
+            await check_sandbox(self.home)
         branch, base = await self._start_point(root)
         listing = await self.gates.read(ws, item_ops.prd_list)
         known = {i.id for i in listing.items}
@@ -105,7 +107,9 @@ class WorkManager:
         run = Run(id=secrets.token_hex(4), workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk,
                   merge=p.merge or cfg.work_merge, branch=branch, base=base, started_at=self.clock(),
                   stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.command) if p.command else None,
-                  selected=list(p.items), check_allowed=dict(old.check_allowed) if old is not None else {})
+                  selected=list(p.items), sandbox=p.sandbox,
+                  scopes=scopes.shown(p.worker, workers.environment(row, dict(p.env)), cfg.work_credentials),
+                  check_allowed=dict(old.check_allowed) if old is not None else {})
         env = dict(p.env)
         # The worker's hooks reach this runner, and fail closed: a worker runs with its host's own
         # permission prompts off, so a hook that cannot answer must deny, not wave the call through.

@@ -42,6 +42,7 @@ class RunRequest:
     stall_min: float = 10.0
     merge: Optional[str] = None  # None: the workspace's work_merge
     env: dict[str, str] = field(default_factory=dict)  # the caller's environment: the workers inherit it
+    sandbox: bool = True  # False: a person's --no-sandbox; the workers run unconfined
 
 
 class Failed(Exception):
@@ -126,6 +127,8 @@ class Run:
     # carried into the next run until the item lands.
     check_allowed: dict[str, str] = field(default_factory=dict)
     waves: list[list[str]] = field(default_factory=list)
+    sandbox: bool = True  # False: a person's --no-sandbox; the workers run unconfined
+    scopes: list[str] = field(default_factory=list)  # the credential scopes its workers hold (names only)
 
     def enter(self, state: str, halt: Optional[str], ended_at: Optional[float] = None) -> None:
         """The one place a run's state moves (plugkit.vocab.WORK_RUN_ALLOWED)."""

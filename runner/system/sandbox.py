@@ -1,0 +1,218 @@
+"""The bubblewrap sandbox a worker runs in: the argv that wraps its own, built from tables.
+
+What the worker sees (rows below, applied in order; a later mount covers an earlier one):
+  - the whole filesystem read-only (its toolchains, its interpreters, the system);
+  - its worktree read-write, and a private temp dir (TMPDIR) nobody else shares;
+  - the main checkout's working files: not at all (an empty tmpfs over the repository);
+  - the repository's .git read-only, except what a commit on its own branch writes: the
+    object store (objects are content-addressed and only added), its own worktree admin
+    dir (HEAD, index), and refs/heads/plugkit/ plus its reflog dir. A commit updates
+    refs/heads/plugkit/<id> through a lock file created in that directory, so the directory
+    must be writable; that reaches the other items' plugkit/* branches too, which the
+    runner's RefGuard snapshots and puts back. main, the run's branch and tags stay read-only;
+  - $PLUGKIT_HOME: an empty tmpfs, except the two files a worker's hooks and `exec:` need to
+    reach this runner (port, token), read-only; the ledger, logs, gates state and MAC key stay hidden;
+  - the user's credentials (CREDENTIALS): an empty dir or /dev/null over each;
+  - its own PID namespace (it cannot see or signal the runner or other tasks) and it dies
+    with the process that started it (--die-with-parent).
+A host's own state (its login, its session files, npm's cache) is writable only where its
+row in CACHES says so. Standard library only; the probe is blocking (call it in a thread).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+PROGRAM = "bwrap"
+# Under $HOME: hidden unless a scope grants them. A directory gets an empty tmpfs, a file /dev/null.
+CREDENTIALS: tuple[str, ...] = (
+    ".ssh", ".aws", ".config/gcloud", ".azure", ".kube", ".docker", ".gnupg", ".netrc",
+    ".git-credentials", ".config/gh", ".pypirc", ".npmrc", ".terraform.d", ".vault-token",
+)
+# Writable under $HOME, per worker kind: the state each host keeps (declared, not guessed).
+# "*" rows hold for every kind: the toolchains' own caches a build in the worktree fills.
+# A row ending in "/" is a directory the host keeps its state in: made if missing.
+CACHES: dict[str, tuple[str, ...]] = {
+    "*": (".cache", ".npm", ".local/state", ".local/share", "go/pkg", ".cargo/registry", ".m2", ".gradle"),
+    "claude-code": (".claude/", ".claude.json", ".claude.json.backup", ".config/claude"),
+    "codex": (".codex/",),
+    "qwen": (".qwen/",),
+    "gemini": (".gemini/",),
+    "command": (),
+}
+# The files of $PLUGKIT_HOME the worker may read: how its hooks and exec: reach this runner.
+HOME_GRANTS: tuple[str, ...] = ("port", "token")
+
+
+class SandboxUnavailable(Exception):
+    """bwrap is missing or cannot build a sandbox on this kernel/user; the message says why."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where things are for one worker: derived from its worktree, the runner's home, HOME."""
+    worktree: str
+    repo: Optional[str]        # the main checkout (hidden), None when not a linked worktree
+    git_dir: Optional[str]     # the repository's common .git (read-only)
+    admin: Optional[str]       # .git/worktrees/<name>: this worktree's own HEAD and index
+    home: str                  # $PLUGKIT_HOME
+    user_homes: tuple[str, ...]  # $HOME of the worker and of the runner
+    tmp: str                   # the worker's private temp dir
+
+
+def layout(worktree: str, home: str, env: Mapping[str, str], tmp: str) -> Layout:
+    worktree = os.path.realpath(worktree)
+    admin = git_dir = repo = None
+    try:
+        with open(os.path.join(worktree, ".git"), encoding="utf-8") as fh:
+            line = fh.read().strip()
+        if line.startswith("gitdir:"):
+            admin = os.path.realpath(os.path.join(worktree, line.split(":", 1)[1].strip()))
+            git_dir = os.path.dirname(os.path.dirname(admin))  # <git>/worktrees/<name>
+            repo = os.path.dirname(git_dir) if os.path.basename(git_dir) == ".git" else None
+    except OSError:
+        pass  # not a linked worktree (a plain dir): only the worktree itself is granted
+    homes = {os.path.realpath(h) for h in (env.get("HOME"), os.path.expanduser("~")) if h}
+    return Layout(worktree, repo, git_dir, admin, os.path.realpath(home), tuple(sorted(homes)), tmp)
+
+
+def _exists(path: str) -> bool:
+    return os.path.lexists(path)
+
+
+def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = ()) -> list[str]:
+    """The bwrap mount arguments, in order (later covers earlier)."""
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for user_home in lay.user_homes:
+        for rel in CACHES.get("*", ()) + CACHES.get(kind, ()):
+            path = os.path.join(user_home, rel.rstrip("/"))
+            if rel.endswith("/") and not _exists(path):  # a host's state dir: made, so it can be bound
+                try:
+                    os.makedirs(path, exist_ok=True)
+                except OSError:
+                    continue
+            if _exists(path):
+                args += ["--bind", path, path]
+        for rel in CREDENTIALS:
+            path = os.path.join(user_home, rel)
+            if rel in granted or not _exists(path):
+                continue
+            args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+    if lay.repo is not None:
+        args += ["--tmpfs", lay.repo]  # the main checkout's files: gone (other worktrees with them)
+    if lay.git_dir is not None:
+        args += ["--ro-bind", lay.git_dir, lay.git_dir]
+        for rel in ("objects", "refs/heads/plugkit", "logs/refs/heads/plugkit"):
+            path = os.path.join(lay.git_dir, rel)
+            if os.path.isdir(path):
+                args += ["--bind", path, path]
+        if lay.admin is not None:
+            args += ["--bind", lay.admin, lay.admin]
+    # Whatever above covered it (the home may sit under $HOME or the repo), the home is hidden.
+    args += ["--tmpfs", lay.home]
+    for name in HOME_GRANTS:
+        path = os.path.join(lay.home, name)
+        if _exists(path):
+            args += ["--ro-bind", path, path]
+    # Last, so nothing above hides them: the worker's own places.
+    args += ["--bind", lay.worktree, lay.worktree, "--bind", lay.tmp, lay.tmp]
+    # The empty tmpfs layers read-only once the binds inside them exist: a write there would
+    # land nowhere the runner looks, yet "succeed" (and mislead the worker and its evidence).
+    for i, arg in enumerate(list(args)):
+        if arg == "--tmpfs":
+            args += ["--remount-ro", args[i + 1]]
+    return args
+
+
+def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = ()) -> list[str]:
+    """The whole command line: bwrap, its mounts, its namespaces, then the worker's argv."""
+    program = shutil.which(PROGRAM)
+    if program is None:
+        raise SandboxUnavailable("bwrap is not installed (apt-get install bubblewrap, or scripts/setup)")
+    return [program, "--die-with-parent", "--unshare-pid", "--new-session", *mounts(lay, kind, granted),
+            "--chdir", lay.worktree, "--setenv", "TMPDIR", lay.tmp, "--", *inner]
+
+
+# What the self-test tries inside a real sandbox; each line must fail. {x} are filled in below.
+SELF_TEST: tuple[tuple[str, str], ...] = (
+    ("read the runner's home", "cat {canary}"),
+    ("read a credential file", "cat {home}/.ssh/id_rsa"),
+    ("write outside the worktree", "echo x > {outside}"),
+    ("write the main checkout", "echo x > {repo}/README"),
+    ("signal a process outside", "kill -0 {runner_pid}"),
+)
+
+
+def self_test(home: str) -> Optional[str]:
+    """None if every SELF_TEST step is denied in a sandbox built as a worker's is, else what
+    got through (blocking). The scratch repo, HOME and canary are made here, then removed."""
+    problem = probe()
+    if problem is not None:
+        return problem
+    scratch = tempfile.mkdtemp(prefix="plugkit-sandbox-test-")
+    canary = os.path.join(home, f".sandbox-canary-{os.getpid()}")
+    try:
+        repo, user = os.path.join(scratch, "repo"), os.path.join(scratch, "user")
+        worktree = os.path.join(repo, ".plugkit", "worktrees", "t")
+        git_admin = os.path.join(repo, ".git", "worktrees", "t")
+        for d in (worktree, git_admin, os.path.join(repo, ".git", "objects"), os.path.join(user, ".ssh"),
+                  os.path.join(scratch, "tmp")):
+            os.makedirs(d)
+        for path, text in ((os.path.join(worktree, ".git"), f"gitdir: {git_admin}\n"),
+                           (os.path.join(user, ".ssh", "id_rsa"), "secret\n"), (canary, "secret\n"),
+                           (os.path.join(repo, "README"), "x\n")):
+            with open(path, "w") as fh:
+                fh.write(text)
+        lay = layout(worktree, home, {"HOME": user}, os.path.join(scratch, "tmp"))
+        fill = {"canary": canary, "home": user, "outside": os.path.join(scratch, "outside"), "repo": repo,
+                "runner_pid": os.getpid()}
+        script = "; ".join(f"if {{ {line.format(**fill)}; }} >/dev/null 2>&1; then echo {shlex.quote('GOT ' + name)}; fi"
+                           for name, line in SELF_TEST)
+        done = subprocess.run(argv(lay, "command", ["sh", "-c", script]), capture_output=True, text=True,
+                              timeout=30, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        got = [line[4:] for line in done.stdout.splitlines() if line.startswith("GOT ")]
+        if got:
+            return f"the sandbox self-test got through: {', '.join(got)}"
+        if done.returncode != 0:
+            return f"the sandbox self-test could not run (exit {done.returncode}): {done.stderr.strip()[-200:]}"
+        return None
+    except (OSError, subprocess.SubprocessError, SandboxUnavailable) as exc:
+        return f"the sandbox self-test could not run: {exc}"
+    finally:
+        shutil.rmtree(scratch, True)
+        try:
+            os.unlink(canary)
+        except OSError:
+            pass
+
+
+def probe() -> Optional[str]:
+    """None if bwrap can build a sandbox here, else one line saying why not (blocking)."""
+    program = shutil.which(PROGRAM)
+    if program is None:
+        return "bwrap is not installed (apt-get install bubblewrap, or scripts/setup)"
+    try:
+        done = subprocess.run([program, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/",
+                               "--proc", "/proc", "--dev", "/dev", "--", "true"],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not run: {exc}"
+    if done.returncode != 0:
+        return f"bwrap cannot build a sandbox here: {(done.stderr.strip().splitlines() or ['exit ' + str(done.returncode)])[-1]}"
+    return None
+
+
+if __name__ == "__main__":  # `plugkit doctor` runs this (the client never imports the runner)
+    import sys
+
+    home_dir = sys.argv[1] if len(sys.argv) > 1 and os.path.isdir(sys.argv[1]) else tempfile.mkdtemp()
+    found = self_test(home_dir)
+    print(found or "bwrap; self-test passed: the home, a credential, writes outside the worktree and "
+                   "signals out are all denied")
+    sys.exit(1 if found else 0)
