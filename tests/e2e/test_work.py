@@ -59,6 +59,16 @@ class Work:
     def settled(self, timeout: float = 90) -> dict:
         return self.until(lambda r: r["ended_at"] is not None or r["state"] in ("waiting", "halted"), timeout)
 
+    def hook_answers(self, item: str = "w1") -> tuple[str, list[str]]:
+        """Run ITEM (its worker makes ITEM.txt), require it landed, and return its logs and the
+        hook answers its worker was given, in order."""
+        self.add(item, "--verify", f"test -f {item}.txt")
+        self.start()
+        run = self.until(lambda r: r["ended_at"] is not None)
+        assert self.items(run)[item]["state"] == "completed", run
+        log = self.cli("work", "logs", item, "--all").stdout
+        return log, [line for line in log.splitlines() if line.startswith("hook answer:")]
+
     def items(self, run: dict) -> dict:
         return {i["id"]: i for i in run["items"]}
 
@@ -209,12 +219,7 @@ def test_the_worker_policy_denies_destructive_calls_through_the_real_hook(home, 
                                  ["hook", "Bash", {"command": "ls -la"}],
                                  ["cli", "work", "--run", "true"], ["cli", "work", "status"],
                                  *commit_file("w1.txt")]})
-    w.add("w1", "--verify", "test -f w1.txt")
-    w.start()
-    run = w.until(lambda r: r["ended_at"] is not None)
-    assert w.items(run)["w1"]["state"] == "completed", run
-    log = w.cli("work", "logs", "w1", "--all").stdout
-    answers = [line for line in log.splitlines() if line.startswith("hook answer:")]
+    log, answers = w.hook_answers()
     assert len(answers) == 5, log
     for answer in answers[:4]:
         assert '"permissionDecision": "deny"' in answer and "plugkit work" in answer, answer

@@ -96,12 +96,7 @@ def test_the_policy_denies_ref_moves_aimed_at_other_refs(home, repo):
              "git checkout -B main", "git tag -f v1", "git fetch . HEAD:main",
              "git commit -qm ok", "git update-ref refs/heads/plugkit/w1 HEAD", "git branch --list"]
     w = Work(home, repo, {"w1": [*[["hook", "Bash", {"command": c}] for c in calls], *commit_file("w1.txt")]})
-    w.add("w1", "--verify", "test -f w1.txt")
-    w.start()
-    run = w.until(lambda r: r["ended_at"] is not None)
-    assert w.items(run)["w1"]["state"] == "completed", run
-    log = w.cli("work", "logs", "w1", "--all").stdout
-    answers = [line for line in log.splitlines() if line.startswith("hook answer:")]
+    log, answers = w.hook_answers()
     assert len(answers) == len(calls), log
     for call, answer in zip(calls[:6], answers[:6]):
         assert '"permissionDecision": "deny"' in answer and "plugkit/w1" in answer, (call, answer)

@@ -25,12 +25,7 @@ def test_eval_and_unnamed_programs_are_denied_through_the_real_hook(home, repo, 
     allowed = ["eval echo hi", "$(which python3) -m pytest -q"]
     w = Work(home, repo, {"w1": [*[["hook", "Bash", {"command": c}] for c in denied + allowed],
                                  *commit_file("w1.txt")]})
-    w.add("w1", "--verify", "test -f w1.txt")
-    w.start()
-    run = w.until(lambda r: r["ended_at"] is not None)
-    assert w.items(run)["w1"]["state"] == "completed", run
-    log = w.cli("work", "logs", "w1", "--all").stdout
-    answers = [line for line in log.splitlines() if line.startswith("hook answer:")]
+    log, answers = w.hook_answers()
     assert len(answers) == len(denied + allowed), log
     for call, answer in zip(denied, answers):
         assert '"permissionDecision": "deny"' in answer and "plugkit work" in answer, (call, answer)
