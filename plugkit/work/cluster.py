@@ -4,7 +4,7 @@ work to, and what of the supervisor's environment reaches a node.
 A Ray cluster executes what it is sent, and its dashboard and job API have no authentication
 by default (the "ShadowRay" attacks): plugkit talks to the GCS through the driver API only, and
 refuses an address that is not loopback unless the connection is TLS (RAY_USE_TLS=1 with its
-certificates, as Ray reads them) or a person passed --allow-remote-cluster. Standard library only.
+certificates, as Ray reads them) or a person passed --allow-remote-cluster. Standard library and plugkit.vocab only.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from __future__ import annotations
 import ipaddress
 from typing import Mapping, Optional
 
+from plugkit.vocab import HOME_TAG, TAG_NAMES
+
 RUNTIMES: tuple[str, ...] = ("local", "ray")
 TLS_VAR = "RAY_USE_TLS"
 # Never shipped to a node: how to reach (and drive) the supervisor's runner.
-NEVER_TRAVELS = frozenset({"PLUGKIT_HOME", "PLUGKIT_PORT", "PLUGKIT_TOKEN", "PLUGKIT_HOME_ID",
-                           "PLUGKIT_RUNNER_ID", "PLUGKIT_TASK_ID", "PLUGKIT_SESSION_ID"})
+NEVER_TRAVELS = frozenset({HOME_TAG, "PLUGKIT_PORT", "PLUGKIT_TOKEN"}) | TAG_NAMES
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 

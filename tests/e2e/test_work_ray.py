@@ -9,13 +9,13 @@ import os
 import signal
 import time
 
-import psutil
 import pytest
 
 from tests.e2e.test_work import Work, commit_file
 from tests.support import ray_cluster
 from tests.support.agent import git, make_repo
-from tests.support.escapees import gone, kill_all, unique_seconds
+from tests.support.escapees import escapees, gone, kill_all, unique_seconds
+from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e
 IDENTITY = {"GIT_AUTHOR_NAME": "Worker", "GIT_AUTHOR_EMAIL": "worker@example.invalid",
@@ -48,11 +48,6 @@ def node_dirs(run: dict) -> set[str]:
     return {i["node"] for i in run["items"] if i.get("node")}
 
 
-def workers_on_nodes(seconds: str) -> list[int]:
-    from tests.support.escapees import escapees
-    return escapees(seconds)
-
-
 def test_four_items_land_as_locally_with_items_on_both_nodes(home, repo, cluster):
     w = RayWork(home, repo, {f"w{i}": [["say", f"on w{i}"], ["sleep", 2.0], *commit_file(f"w{i}.txt")]
                              for i in range(1, 5)}, cluster)
@@ -72,6 +67,8 @@ def test_four_items_land_as_locally_with_items_on_both_nodes(home, repo, cluster
     status = w.cli("work", "status").stdout
     assert "workers on the Ray cluster" in status and "node " in status, status
     assert git(repo, "branch", "--list", "plugkit/*").split() == []
+    view = rpc(home, "debug.snapshot")["snapshot"]["work"]["runs"][0]  # the same JSON as GET /debug
+    assert view["runtime"] == "ray" and all(view["items"][f"w{i}"]["node"] for i in range(1, 5)), view
 
 
 def test_work_stop_leaves_no_process_on_any_node(home, repo, cluster):
@@ -84,7 +81,6 @@ def test_work_stop_leaves_no_process_on_any_node(home, repo, cluster):
         w.start()
         w.until(lambda r: all(i["state"] == "running" and i.get("node") for i in r["items"]), timeout=90)
         deadline = time.monotonic() + 30
-        from tests.support.escapees import escapees
         while len(escapees(seconds)) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert len(escapees(seconds)) == 2
@@ -116,6 +112,33 @@ def test_a_supervisor_killed_mid_run_leaves_nothing_unowned_and_the_next_run_lan
         assert run["state"] == "done" and (repo / "w1.txt").exists(), run
     finally:
         kill_all(seconds)
+
+
+def test_rejects_a_remote_cluster_that_is_neither_loopback_nor_tls(home, repo):
+    w = Work(home, repo, {})
+    w.add("w1", "--verify", "true")
+    done = w.cli("work", "--run", "true", "--runtime", "ray", "--cluster", "10.0.0.5:6379", ok=False)
+    assert done.returncode == 1 and "not on this machine" in done.stderr and "--allow-remote-cluster" in done.stderr
+    done = w.cli("work", "--run", "true", "--runtime", "ray", ok=False)
+    assert done.returncode == 1 and "--cluster HOST:PORT" in done.stderr, done.stderr
+    assert "no plugkit work run" in w.cli("work", "status").stdout  # nothing was started, nothing sent
+
+
+def test_doctor_checks_the_configured_cluster_and_the_config_places_the_run(home, repo, cluster):
+    config = repo / ".plugkit" / "config.toml"
+    config.write_text(config.read_text() + f'work_runtime = "ray"\nwork_cluster = "{cluster.address}"\n')
+    git(repo, "commit", "-qam", "work on the cluster")
+    done = home.cli("doctor", "--json", cwd=repo, timeout=200)
+    rows = {r["check"]: r for r in json.loads(done.stdout)}
+    assert rows["ray cluster"]["level"] == "ok" and "4 plugkit_worker slot(s)" in rows["ray cluster"]["detail"], rows
+    nodes = [r for name, r in rows.items() if name.startswith("ray node ")]
+    assert len(nodes) == 2 and all(r["level"] == "ok" and "plugkit " in r["detail"] for r in nodes), nodes
+    w = RayWork(home, repo, {"w1": commit_file("w1.txt")}, cluster)
+    w.add("w1", "--verify", "test -f w1.txt")
+    Work.start(w)  # no --runtime, no --cluster: the workspace's held settings say where
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=120)
+    assert (run["state"], run["runtime"], run["cluster"]) == ("done", "ray", cluster.address), run
+    assert w.items(run)["w1"]["node"], run
 
 
 def test_a_node_lost_mid_attempt_lands_from_the_other_node(home, repo, cluster):

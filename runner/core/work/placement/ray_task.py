@@ -14,7 +14,8 @@ Nothing of the supervisor's $PLUGKIT_HOME travels: the worker gets the scoped en
 supervisor built and PLUGKIT_HOME is set to the node's own home, so a `plugkit` call the worker
 makes reaches the node's runner (started on first use), never the supervisor's.
 
-Standard library only (Ray is the caller's): the Ray worker process imports this module by name.
+Standard library and plugkit's kernel only (Ray is the caller's): the Ray worker process imports
+this module by name, so the node needs the same plugkit installed (`plugkit doctor` checks).
 """
 
 import fcntl
@@ -27,6 +28,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from plugkit.vocab import HOME_TAG, SESSION_ID_TAG
+from plugkit.work.cluster import NEVER_TRAVELS
 
 NODE_DIR_VAR = "PLUGKIT_NODE_DIR"  # set on `ray start` of a node: where its clone cache and home live
 CHUNK = 64 << 10
@@ -109,8 +113,9 @@ def attempt(bundle: bytes, spec: dict, node_id: str, node_ip: str):
     local = spec["local_worktree"]
     argv = [a.replace(local, wt) for a in spec["argv"]]
     home = _made(os.path.join(root, "home"))
-    env = {k: v for k, v in spec["env"].items() if k not in ("PLUGKIT_PORT", "PLUGKIT_HOME")}
-    env.update(PLUGKIT_HOME=home, PLUGKIT_SESSION_ID=spec["session"], PWD=wt)
+    env = {k: v for k, v in spec["env"].items() if k not in NEVER_TRAVELS}
+    # The session tag, as a local worker task carries it (a host keys its attempt by it).
+    env.update({HOME_TAG: home, SESSION_ID_TAG: spec["session"], "PWD": wt})
     if spec.get("sandbox", True):  # as on the supervisor's machine: fails closed, bwrap or no worker
         from runner.system import sandbox
 
