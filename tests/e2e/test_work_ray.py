@@ -15,7 +15,7 @@ from tests.e2e.test_work import Work, commit_file
 from tests.support import ray_cluster
 from tests.support.agent import git, make_repo
 from tests.support.escapees import escapees, gone, kill_all, unique_seconds
-from tests.support.runner_home import rpc
+from tests.support.runner_home import cli_argv, rpc
 
 pytestmark = pytest.mark.e2e
 IDENTITY = {"GIT_AUTHOR_NAME": "Worker", "GIT_AUTHOR_EMAIL": "worker@example.invalid",
@@ -56,7 +56,9 @@ def test_four_items_land_as_locally_with_items_on_both_nodes(home, repo, cluster
     w.start("--parallel", "4")
     run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
     items = w.items(run)
-    assert run["state"] == "done" and run["runtime"] == "ray", w.cli("work", "logs", "w1", "--all").stdout
+    assert run["state"] == "done" and run["runtime"] == "ray", [
+        (i["id"], i["state"], i["message"], w.cli("work", "logs", i["id"], "--all").stdout[-1500:])
+        for i in run["items"] if i["state"] != "completed"]
     assert all(items[f"w{i}"]["state"] == "completed" for i in range(1, 5)), run
     assert all((repo / f"w{i}.txt").exists() for i in range(1, 5))
     assert len(node_dirs(run)) == 2, run  # both nodes took items
@@ -112,6 +114,34 @@ def test_a_supervisor_killed_mid_run_leaves_nothing_unowned_and_the_next_run_lan
         assert run["state"] == "done" and (repo / "w1.txt").exists(), run
     finally:
         kill_all(seconds)
+
+
+def test_a_real_host_works_an_item_on_a_node(tmp_path, home, cluster):
+    from tests.hosts.hosts import HOSTS, installed
+    from tests.hosts.model_server import ModelServer
+    from tests.hosts.script import Say, Script, Scripts
+    from tests.hosts.work_run import make_repo as host_repo, prompt_line
+
+    host = installed(HOSTS["claude"])
+    with ModelServer(Scripts([])) as server:
+        work = host_repo(tmp_path, host, cli_argv(), server.url, {"w1": ("test -f w1.txt", ())})
+        # A relative path: the worktree the host works in is the node's, not the supervisor's.
+        # The committer identity is the repository's (tests/hosts/work_run.py), carried to the node.
+        server.script = Scripts([Script([host.shell("echo done > w1.txt && git add -A && git commit -qm 'w1: add'"),
+                                         Say("w1 is done and committed.")], prompt=prompt_line("w1"))])
+        work.cli("work", "--worker", "claude-code", "--runtime", "ray", "--cluster", cluster.address,
+                 "--stall-min", "2")
+        run = work.until(lambda r: r["ended_at"] is not None, timeout=240)
+        seen = [(s.turn, s.newest[-600:]) for s in server.script.scripts[0].main]
+    it = {i["id"]: i for i in run["items"]}["w1"]
+    assert (run["state"], it["state"]) == ("done", "completed"), (seen, it["message"], work.cli(
+        "work", "logs", "w1", "--all").stdout[-3000:])
+    assert it["node"] and (work.repo / "w1.txt").exists(), it
+    # Its hooks were installed on the node and answered by the node's own runner (the host's
+    # Bash call went through a fail-closed PreToolUse), never the supervisor's.
+    assert any((d / "home" / "port").exists() for d in cluster.nodes.values())
+    assert all("plugkit hooks fail closed" not in text for _turn, text in seen), seen
+    assert "w1: add" in git(work.repo, "log", "-1", "--format=%s", "main")
 
 
 def test_rejects_a_remote_cluster_that_is_neither_loopback_nor_tls(home, repo):

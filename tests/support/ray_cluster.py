@@ -1,6 +1,7 @@
 """A real Ray cluster on this machine for tests and the bench: a head (no worker capacity) and
 worker nodes, each its own `ray start` with its own temp dir and node directory
-(PLUGKIT_NODE_DIR: its clone cache and plugkit home) and `plugkit_worker` capacity.
+(PLUGKIT_NODE_DIR: its clone cache and plugkit home; PLUGKIT_PORT: its runner's port) and
+`plugkit_worker` capacity.
 
 Every process a node starts carries a tag naming the cluster and the node in its
 environment, so a node is killed (a lost node) and the cluster torn down by those processes
@@ -84,8 +85,8 @@ def _is_ray(p: psutil.Process) -> bool:
 def _env(name: str, node: str, node_dir) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PLUGKIT_", "RAY_"))}
     env.update({TAG: f"{name}/{node}", "RAY_USAGE_STATS_ENABLED": "0"})
-    if node_dir is not None:
-        env["PLUGKIT_NODE_DIR"] = str(node_dir)
+    if node_dir is not None:  # the node's own directory, and its runner's port (one machine, many nodes)
+        env.update(PLUGKIT_NODE_DIR=str(node_dir), PLUGKIT_PORT=str(free_port()))
     return env
 
 

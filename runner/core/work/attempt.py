@@ -9,7 +9,6 @@ failure of the item and is not retried.
 """
 
 import asyncio
-import json
 import os
 import sys
 from dataclasses import dataclass

@@ -74,6 +74,10 @@ def main(argv: list[str]) -> int:
     os.unlink(argv[0])  # it holds the worker's scoped environment: read once
     spec["base"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=spec["local_worktree"], check=True,
                                   capture_output=True, text=True, timeout=60).stdout.strip()
+    # A bundle carries no config: the project's committer identity goes with it, so the
+    # worker commits on the node as it would here.
+    spec["identity"] = {key: subprocess.run(["git", "config", key], cwd=spec["local_worktree"], capture_output=True,
+                                            text=True, timeout=60).stdout.strip() for key in ("user.name", "user.email")}
     import ray  # lazily: only a remote attempt's process ever loads Ray
     from ray import exceptions as rex
 

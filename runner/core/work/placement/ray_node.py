@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Optional
 
-from plugkit.work import cluster
+from plugkit.work import cluster, workers
 from runner.core.tasks.task import Task
 from runner.core.work.model import Failed, ItemRun, Run
 from runner.core.work.placement.local import worker_code
@@ -21,6 +21,7 @@ from runner.core.work.placement.ray_driver import CLUSTER_RC, NODE_LOST_RC
 class RayPlacement:
     def __init__(self, run: Run, home: Optional[str]) -> None:
         self.run = run
+        self.row = workers.row(run.worker)
         self.dir = os.path.join(home or os.path.expanduser("~/.plugkit"), "work", "ray")
 
     def _paths(self, it: ItemRun) -> tuple[str, str]:
@@ -39,7 +40,8 @@ class RayPlacement:
                 "base": None, "local_worktree": it.worktree, "argv": argv, "stdin": stdin or "",
                 "env": {k: v for k, v in environ.items() if k not in cluster.NEVER_TRAVELS},
                 "session": it.session_id, "record": record, "sandbox": self.run.sandbox,
-                "kind": self.run.worker}
+                "kind": self.run.worker, "install": workers.install_args(self.row),
+                "hooks_file": self.row.hooks_file}
         fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(spec, fh)

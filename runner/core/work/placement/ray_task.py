@@ -29,10 +29,11 @@ import sys
 import tempfile
 import time
 
-from plugkit.vocab import HOME_TAG, SESSION_ID_TAG
+from plugkit.vocab import HOME_TAG, SANDBOXED_TAG, SESSION_ID_TAG
 from plugkit.work.cluster import NEVER_TRAVELS
 
-NODE_DIR_VAR = "PLUGKIT_NODE_DIR"  # set on `ray start` of a node: where its clone cache and home live
+NODE_DIR_VAR = "PLUGKIT_NODE_DIR"
+PORT_VAR = "PLUGKIT_PORT"  # set on `ray start` of a node: where its clone cache and home live
 CHUNK = 64 << 10
 # A small process beside the worker: when the Ray worker process dies (a force cancel, the
 # supervisor's driver gone, the node's raylet killing it), it kills the worker's whole process
@@ -109,6 +110,9 @@ def attempt(bundle: bytes, spec: dict, node_id: str, node_ip: str):
     branch = spec["branch"]
     _git(cache, "worktree", "add", "-q", "--detach", wt, spec["base"])
     _git(wt, "checkout", "-q", "-B", branch)
+    for key, value in spec.get("identity", {}).items():
+        if value:
+            _git(wt, "config", key, value)
     # The prompt and argv name the supervisor's worktree: on this node the worker's is here.
     local = spec["local_worktree"]
     argv = [a.replace(local, wt) for a in spec["argv"]]
@@ -116,12 +120,18 @@ def attempt(bundle: bytes, spec: dict, node_id: str, node_ip: str):
     env = {k: v for k, v in spec["env"].items() if k not in NEVER_TRAVELS}
     # The session tag, as a local worker task carries it (a host keys its attempt by it).
     env.update({HOME_TAG: home, SESSION_ID_TAG: spec["session"], "PWD": wt})
+    if os.environ.get(PORT_VAR):  # the node's own runner port, from its `ray start` environment
+        env[PORT_VAR] = os.environ[PORT_VAR]
+    if spec.get("install"):
+        _hooks(cache, wt, spec, env)
     if spec.get("sandbox", True):  # as on the supervisor's machine: fails closed, bwrap or no worker
         from runner.system import sandbox
 
         box = _made(os.path.join(tmp, "box"))
         argv = sandbox.argv(sandbox.layout(wt, home, env, box), spec.get("kind", "command"), argv)
-        env["TMPDIR"] = box
+        # As the runner's worker executor does: the node's runner is in another PID namespace, so
+        # the worker's client checks it by /health alone.
+        env.update(TMPDIR=box, **{SANDBOXED_TAG: "1"})
     child, guard = _spawn(argv, wt, env)
     try:
         try:
@@ -157,6 +167,27 @@ def attempt(bundle: bytes, spec: dict, node_id: str, node_ip: str):
         guard.kill()
         guard.wait()
         _tidy(cache, wt, tmp, branch)
+
+
+def _hooks(cache: str, wt: str, spec: dict, env: dict[str, str]) -> None:
+    """The host's hooks in the node's worktree, aimed at the node's runner (started here if it
+    is not running: a sandboxed client never starts one), kept out of git as locally."""
+    if spec.get("hooks_file"):
+        exclude = os.path.join(cache, "info", "exclude")
+        os.makedirs(os.path.dirname(exclude), exist_ok=True)
+        line = f"/{spec['hooks_file']}*\n"
+        with open(exclude, "a+") as fh:
+            fh.seek(0)
+            if line not in fh.read():
+                fh.write(line)
+    # The runner is the node's: its environment is the node's own (`ray start`'s), not the worker's.
+    node_env = {**os.environ, HOME_TAG: env[HOME_TAG]}
+    for args, run_env in ((["runner", "start"], node_env), (spec["install"], env)):
+        done = subprocess.run([sys.executable, "-m", "client.cli", *args], cwd=wt, env=run_env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"plugkit {' '.join(args[:2])} on the node failed: "
+                               f"{(done.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
 
 
 def _made(path: str) -> str:
