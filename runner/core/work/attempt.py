@@ -171,8 +171,9 @@ class Attempts:
                 await self.refs.watch(it.id)
             task = await self._spawn(it, item, check)
             await self._watch(it, task)
-            if not self.stopping:
-                self.placement.ended(it, task)
+            failure = self.placement.ended(it, task)
+            if failure is not None and not self.stopping:  # a stop is a stop, wherever it ran
+                raise failure
             it.phase("terminate", now())
             await held.refs_moved(run, it, self.refs, self.land_lock)
             await self._judge_worker(it, task)

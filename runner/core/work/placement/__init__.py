@@ -7,7 +7,7 @@ its end means. A table, not a branch: adding a runtime is adding a row.
 
 from typing import Optional, Protocol
 
-from runner.core.work.model import ItemRun, Run
+from runner.core.work.model import Failed, ItemRun, Run
 from runner.core.tasks.task import Task
 
 
@@ -21,8 +21,9 @@ class Placement(Protocol):
         """While the task runs: where it runs, once known (work status shows the node)."""
         ...
 
-    def ended(self, it: ItemRun, task: Task) -> None:
-        """After the task ended: what the placement learned (the node), or raises Failed."""
+    def ended(self, it: ItemRun, task: Task) -> Optional[Failed]:
+        """After the task ended: its files tidied, and how the attempt failed when the
+        placement knows better than the task's exit (a lost node), else None."""
         ...
 
 

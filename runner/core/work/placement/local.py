@@ -4,7 +4,7 @@ import json
 from typing import Optional
 
 from runner.core.tasks.task import Task
-from runner.core.work.model import ItemRun, Run
+from runner.core.work.model import Failed, ItemRun, Run
 
 
 def worker_code(argv: list[str], sandboxed: bool) -> str:
@@ -23,5 +23,5 @@ class Local:
     def seen(self, it: ItemRun) -> None:
         return None
 
-    def ended(self, it: ItemRun, task: Task) -> None:
+    def ended(self, it: ItemRun, task: Task) -> Optional[Failed]:
         return None

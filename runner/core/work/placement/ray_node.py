@@ -33,9 +33,7 @@ class RayPlacement:
         assert it.worktree is not None and it.branch is not None and it.session_id is not None
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         spec_path, record = self._paths(it)
-        for stale in (record,):
-            if os.path.exists(stale):
-                os.unlink(stale)
+        _unlink(record)  # an earlier runner's, for an attempt of the same number
         spec = {"cluster": self.run.cluster, "repo_key": self.run.workspace, "branch": it.branch,
                 "base": None, "local_worktree": it.worktree, "argv": argv, "stdin": stdin or "",
                 "env": {k: v for k, v in environ.items() if k not in cluster.NEVER_TRAVELS},
@@ -65,16 +63,22 @@ class RayPlacement:
         if rec.get("ray_task"):
             it.placement = f"ray task {rec['ray_task']}"
 
-    def ended(self, it: ItemRun, task: Task) -> None:
+    def ended(self, it: ItemRun, task: Task) -> Optional[Failed]:
         self.seen(it)
-        try:
-            os.unlink(self._paths(it)[1])
-        except OSError:
-            pass
+        for path in self._paths(it):  # the spec holds the worker's scoped environment: never left behind
+            _unlink(path)
         if task.state == "failed" and task.exit_code == NODE_LOST_RC:
-            raise Failed("killed", "node_lost", f"the node running attempt {it.attempt} went away "
-                                                f"({it.node or 'before it started'}); placed again")
+            return Failed("killed", "node_lost", f"the node running attempt {it.attempt} went away "
+                                                f"({it.node or 'before it started'})")
         if task.state == "failed" and task.exit_code == CLUSTER_RC:
-            raise Failed("failed", "spawn_failed", f"the Ray cluster at {self.run.cluster} could not take the "
+            return Failed("failed", "spawn_failed", f"the Ray cluster at {self.run.cluster} could not take the "
                                                    f"attempt; `plugkit work logs {it.id}` says why, "
                                                    "`plugkit doctor` checks the cluster")
+        return None
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
