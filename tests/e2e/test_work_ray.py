@@ -49,11 +49,14 @@ def node_dirs(run: dict) -> set[str]:
 
 
 def test_four_items_land_as_locally_with_items_on_both_nodes(home, repo, cluster):
-    w = RayWork(home, repo, {f"w{i}": [["say", f"on w{i}"], ["sleep", 2.0], *commit_file(f"w{i}.txt")]
-                             for i in range(1, 5)}, cluster)
+    plan = {f"w{i}": [["say", f"on w{i}"], ["sleep", 2.0], *commit_file(f"w{i}.txt")] for i in range(1, 5)}
+    plan["w1"].insert(1, ["shell", "echo home=$PLUGKIT_HOME port=$PLUGKIT_PORT"])
+    w = RayWork(home, repo, plan, cluster)
     for i in range(1, 5):
         w.add(f"w{i}", "--verify", f"test -f w{i}.txt")
     w.start("--parallel", "4")
+    followed = w.cli("work", "logs", "w1", "--follow").stdout  # live, from the node, until its worker ends
+    assert "on w1" in followed, followed
     run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
     items = w.items(run)
     assert run["state"] == "done" and run["runtime"] == "ray", [
@@ -64,6 +67,8 @@ def test_four_items_land_as_locally_with_items_on_both_nodes(home, repo, cluster
     assert len(node_dirs(run)) == 2, run  # both nodes took items
     log = w.cli("work", "logs", "w1", "--all").stdout
     assert "on w1" in log and "[plugkit ray] on node" in log, log
+    # Nothing of the supervisor's home travelled: the worker saw its node's home, not ours.
+    assert f"home={cluster.root}/n" in log and str(home.path) not in log and f"port={home.port}" not in log, log
     receipts = json.loads(w.cli("evidence", "verify", "--json").stdout)
     assert receipts["ok"] and receipts["checked"] == 4, receipts
     status = w.cli("work", "status").stdout
