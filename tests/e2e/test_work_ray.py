@@ -5,6 +5,7 @@ counting as a failure, `work stop` and a supervisor killed -9 leave nothing runn
 node, and what the trust boundary refuses."""
 
 import json
+import re
 import os
 import signal
 import time
@@ -76,6 +77,21 @@ def test_four_items_land_as_locally_with_items_on_both_nodes(home, repo, cluster
     assert git(repo, "branch", "--list", "plugkit/*").split() == []
     view = rpc(home, "debug.snapshot")["snapshot"]["work"]["runs"][0]  # the same JSON as GET /debug
     assert view["runtime"] == "ray" and all(view["items"][f"w{i}"]["node"] for i in range(1, 5)), view
+
+
+def test_only_the_commits_a_node_lacks_travel_to_it(home, repo, cluster):
+    w = RayWork(home, repo, {f"w{i}": commit_file(f"w{i}.txt") for i in range(1, 4)}, cluster)
+    for i in range(1, 4):
+        w.add(f"w{i}", "--verify", f"test -f w{i}.txt")
+    before = int(git(repo, "rev-list", "--count", "main").strip())
+    w.start("--parallel", "1")  # one after another: each starts from the tip the last one landed
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
+    assert run["state"] == "done", run
+    sent = [int(re.search(r"(\d+) commit\(s\) sent", w.cli("work", "logs", f"w{i}", "--all").stdout).group(1))
+            for i in range(1, 4)]
+    # Whole histories would be before, before+1, before+2. Two nodes, three items: at least one
+    # item lands on a node that holds an earlier tip, and gets only what came after it.
+    assert sent[0] == before and sum(sent) < 3 * before + 3, (before, sent)
 
 
 def test_work_stop_leaves_no_process_on_any_node(home, repo, cluster):

@@ -59,6 +59,7 @@ class Attempts:
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
         self.refs = RefGuard(p.ws.root, run.id)
         self.on_end: Callable[[ItemRun], None] = lambda it: None
+        self.on_change: Callable[[], None] = lambda: None  # saves the run (the driver's save)
         self.placement = placement_for(run, p.home)  # where each worker runs; the rest is the same
 
     async def listing(self) -> item_ops.Listing:
@@ -289,6 +290,8 @@ class Attempts:
             await self.p.tasks.wait_done(task, min(1.0, left))
             if it.node is None:
                 self.placement.seen(it)
+                if it.node is not None:  # in the store at once: a restarted runner names the remote attempt
+                    self.on_change()
             if task.bytes_out != seen:
                 seen = task.bytes_out
                 self.beat(it)

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from typing import Optional
 
 NODE_LOST_RC = 75  # runner/core/work/placement/ray_node.py maps it to killed/node_lost
 CLUSTER_RC = 76  # the cluster could not be reached or refused the task: a spawn failure
@@ -33,13 +34,25 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-def _bundle(worktree: str, branch: str) -> bytes:
+def _git(worktree: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=worktree, capture_output=True, timeout=300)
+
+
+def _bundle(worktree: str, branch: str, have: list[str]) -> tuple[Optional[bytes], int]:
+    """(a bundle of what the node lacks of the branch, how many commits it holds): only the
+    commits not reachable from what the node's clone cache has already travel; None when the
+    node has them all."""
+    known = [h for h in have if _git(worktree, "cat-file", "-e", f"{h}^{{commit}}").returncode == 0]
+    count = int(_git(worktree, "rev-list", "--count", branch, "--not", *known, "--").stdout.strip() or 0)
+    if count == 0:
+        return None, 0
     with tempfile.TemporaryDirectory(prefix="plugkit-bundle-") as tmp:
         path = os.path.join(tmp, "base.bundle")
-        subprocess.run(["git", "bundle", "create", "-q", path, branch], cwd=worktree, check=True,
-                       capture_output=True, timeout=300)
+        done = _git(worktree, "bundle", "create", "-q", path, branch, "--not", *known)
+        if done.returncode != 0:
+            raise RuntimeError(f"git bundle of {branch}: {done.stderr.decode(errors='replace').strip()[-300:]}")
         with open(path, "rb") as fh:
-            return fh.read()
+            return fh.read(), count
 
 
 def _land_locally(worktree: str, branch: str, data: bytes) -> None:
@@ -81,7 +94,7 @@ def main(argv: list[str]) -> int:
     import ray  # lazily: only a remote attempt's process ever loads Ray
     from ray import exceptions as rex
 
-    from runner.core.work.placement import ray_task
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     lost = (rex.NodeDiedError, rex.WorkerCrashedError, rex.ObjectLostError, rex.OwnerDiedError,
             rex.LocalRayletDiedError, rex.RaySystemError, rex.TaskUnschedulableError)
@@ -90,9 +103,23 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - any way of failing to reach it is the same answer
         _say(f"cannot reach the Ray cluster at {spec['cluster']}: {exc}")
         return CLUSTER_RC
-    remote = ray.remote(_on_node).options(resources={"plugkit_worker": 1}, num_cpus=0, max_retries=0,
-                                          num_returns="streaming", name=f"plugkit-{spec['session']}")
-    gen = remote.remote(ray.put(_bundle(spec["local_worktree"], spec["branch"])), spec)
+    try:
+        # Ray picks the node (a slot free there); the attempt is then pinned to it, so the bundle
+        # holds only the commits that node's clone cache lacks.
+        node, have = ray.get(ray.remote(_cached).options(resources={"plugkit_worker": 1}, num_cpus=0,
+                                                          max_retries=0).remote(spec["repo_key"]))
+        bundle, count = _bundle(spec["local_worktree"], spec["branch"], have)
+        _say(f"placed on node {node[:12]}: {count} commit(s) sent, {len(have)} ref(s) already there")
+        remote = ray.remote(_on_node).options(
+            resources={"plugkit_worker": 1}, num_cpus=0, max_retries=0, num_returns="streaming",
+            name=f"plugkit-{spec['session']}", scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+        gen = remote.remote(None if bundle is None else ray.put(bundle), spec)
+    except lost as exc:
+        _say(f"node lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+        return NODE_LOST_RC
+    except RuntimeError as exc:
+        _say(str(exc))
+        return CLUSTER_RC
     _record(spec, ray_task=gen.completed().task_id().hex())
 
     def stop(signum, _frame):  # `work stop`, the stall watchdog: the remote attempt ends with us
@@ -130,7 +157,15 @@ def main(argv: list[str]) -> int:
     return NODE_LOST_RC
 
 
-def _on_node(bundle: bytes, spec: dict):
+def _cached(repo_key: str) -> tuple[str, list[str]]:
+    import ray
+
+    from runner.core.work.placement import ray_task
+
+    return ray.get_runtime_context().get_node_id(), ray_task.have(repo_key)
+
+
+def _on_node(bundle: Optional[bytes], spec: dict):
     import ray
 
     from runner.core.work.placement import ray_task

@@ -67,19 +67,39 @@ def _git(cwd: str, *args: str, data: bytes | None = None) -> bytes:
     return done.stdout
 
 
-def _cache(root: str, repo_key: str, bundle: bytes, tmp: str) -> str:
+def _cache_dir(root: str, repo_key: str) -> str:
+    return os.path.join(root, "clones", hashlib.sha256(repo_key.encode()).hexdigest()[:16] + ".git")
+
+
+def have(repo_key: str, limit: int = 64) -> list[str]:
+    """The commits this node's clone of the project holds refs to, newest first: what the
+    supervisor need not send again."""
+    cache = _cache_dir(node_dir(), repo_key)
+    if not os.path.isdir(cache):
+        return []
+    out = _git(cache, "for-each-ref", "--sort=-committerdate", f"--count={limit}", "--format=%(objectname)",
+               "refs/plugkit-in/")
+    return out.decode().split()
+
+
+def _cache(root: str, repo_key: str, bundle: bytes | None, branch: str, tmp: str) -> str:
     """The node's clone of the project, with the bundle's commits fetched in (under a lock: two
-    attempts on one node share it)."""
-    cache = os.path.join(root, "clones", hashlib.sha256(repo_key.encode()).hexdigest()[:16] + ".git")
+    attempts on one node share it). Each fetched tip is kept under refs/plugkit-in/<sha>, so
+    the objects stay and the next attempt's bundle leaves them out."""
+    cache = _cache_dir(root, repo_key)
     os.makedirs(os.path.dirname(cache), exist_ok=True)
     with open(cache + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not os.path.isdir(cache):
             _git(os.path.dirname(cache), "init", "-q", "--bare", cache)
+        if bundle is None:  # the node had every commit already
+            return cache
         path = os.path.join(tmp, "in.bundle")
         with open(path, "wb") as fh:
             fh.write(bundle)
-        _git(cache, "fetch", "-q", path, "+refs/heads/*:refs/plugkit-in/*")
+        _git(cache, "fetch", "-q", path, f"refs/heads/{branch}")
+        tip = _git(cache, "rev-parse", "FETCH_HEAD").decode().strip()
+        _git(cache, "update-ref", f"refs/plugkit-in/{tip}", tip)
     return cache
 
 
@@ -100,12 +120,12 @@ def _kill(child: subprocess.Popen) -> None:
     child.wait()
 
 
-def attempt(bundle: bytes, spec: dict, node_id: str, node_ip: str):
+def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
     """Generator run as the Ray task. spec: repo_key, branch, base, local_worktree, argv, stdin, env, session."""
     root = node_dir()
     yield ("node", node_id, node_ip, root)
     tmp = tempfile.mkdtemp(prefix="attempt-", dir=_made(os.path.join(root, "tmp")))
-    cache = _cache(root, spec["repo_key"], bundle, tmp)
+    cache = _cache(root, spec["repo_key"], bundle, spec["branch"], tmp)
     wt = os.path.join(tmp, "wt")
     branch = spec["branch"]
     _git(cache, "worktree", "add", "-q", "--detach", wt, spec["base"])
