@@ -7,6 +7,7 @@ client may exit at once. Hook calls from inside a worker's worktree find their w
 """
 
 import asyncio
+import importlib.util
 import os
 import secrets
 import time
@@ -103,6 +104,8 @@ class WorkManager:
             why = cluster.refusal(address, {**os.environ, **p.env}, p.allow_remote_cluster)
             if why:
                 raise Forbidden(why)
+            if importlib.util.find_spec("ray") is None:  # found, not imported: only the drivers import it
+                raise Invalid("--runtime ray needs Ray beside plugkit: pip install 'plugkit[ray]'")
         unverifiable = [i.id for i in chosen if not (i.verify or cfg.verify)]
         if unverifiable:
             raise Invalid(f"no verify command for {', '.join(unverifiable[:5])}: set verify in "
