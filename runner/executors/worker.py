@@ -32,6 +32,7 @@ import os
 import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 from typing import Optional
 
 import psutil
@@ -42,21 +43,33 @@ from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskI
 from runner.executors.process import ProcessExecutor, make as make_process, outcome_of
 from plugkit.work import workers
 from runner.system import sandbox, tags
+from plugkit.work.capabilities import Capabilities, Capability
 from runner.system.cgroups import home_key
 
 LANG = WORKER_LANG
 HOME_VAR, PORT_VAR = "PLUGKIT_HOME", "PLUGKIT_PORT"
 
 
-def parse_code(code: str) -> tuple[list[str], bool]:
-    """(argv, sandboxed) from `code`: a JSON argv list, or {"argv": [...], "sandbox": bool}."""
+@dataclass(frozen=True)
+class WorkerCode:
+    argv: list[str]
+    sandboxed: bool = True
+    run: str = ""   # whose worker: its capability is scoped to this run's item
+    item: str = ""
+
+
+def parse_code(code: str) -> WorkerCode:
+    """A JSON argv list, or {"argv": [...], "sandbox": bool, "run": id, "item": id}."""
     try:
         data = json.loads(code)
     except ValueError:
         data = None
-    if isinstance(data, dict) and set(data) <= {"argv", "sandbox"} and isinstance(data.get("sandbox", True), bool):
-        return parse_argv(json.dumps(data.get("argv"))), data.get("sandbox", True)
-    return parse_argv(code), True
+    if (isinstance(data, dict) and set(data) <= {"argv", "sandbox", "run", "item"}
+            and isinstance(data.get("sandbox", True), bool)
+            and all(isinstance(data.get(k, ""), str) for k in ("run", "item"))):
+        return WorkerCode(parse_argv(json.dumps(data.get("argv"))), data.get("sandbox", True),
+                          data.get("run", ""), data.get("item", ""))
+    return WorkerCode(parse_argv(code))
 
 
 def parse_argv(code: str) -> list[str]:
@@ -78,9 +91,10 @@ def program_path(program: str, env: Optional[dict]) -> Optional[str]:
 class WorkerExecutor:
     name = "worker"
 
-    def __init__(self, process: ProcessExecutor, home: str) -> None:
+    def __init__(self, process: ProcessExecutor, home: str, capabilities: Optional[Capabilities] = None) -> None:
         self.process = process
         self.home = home
+        self.capabilities = capabilities
         self.sandbox_problem: Optional[str] = None  # what the last self-test found (None: all denied)
         self._probed = False
 
@@ -88,14 +102,14 @@ class WorkerExecutor:
         return lang == LANG
 
     async def prepare(self, spec: ExecSpec) -> Prepared:
-        argv, sandboxed = parse_code(spec.code)
-        found = program_path(argv[0], spec.environ or spec.env)
+        code = parse_code(spec.code)
+        found = program_path(code.argv[0], spec.environ or spec.env)
         if found is None:
-            raise Unavailable(f"worker program {argv[0]!r} is not on PATH; install it or pass "
+            raise Unavailable(f"worker program {code.argv[0]!r} is not on PATH; install it or pass "
                               "--worker command --run PROGRAM")
-        if sandboxed:
+        if code.sandboxed:
             await self.check_sandbox()
-        return Prepared(LANG, ([found, *argv[1:]], sandboxed))
+        return Prepared(LANG, WorkerCode([found, *code.argv[1:]], code.sandboxed, code.run, code.item))
 
     async def check_sandbox(self) -> None:
         """Fails closed: before every worker, the self-test tries in a sandbox built the same way
@@ -108,19 +122,44 @@ class WorkerExecutor:
 
     async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         stdin = spec.stdin if spec.stdin is not None else ""  # closed at once (see the docstring)
-        argv, sandboxed = prepared.payload
-        tmp = tempfile.mkdtemp(prefix="plugkit-worker-") if sandboxed else None
+        code: WorkerCode = prepared.payload
+        argv = code.argv
+        tmp = tempfile.mkdtemp(prefix="plugkit-worker-") if code.sandboxed else None
+        token = cap_file = None
         try:
             if tmp is not None:
+                token, cap_file = await asyncio.to_thread(self._mint, code, spec)
                 lay = sandbox.layout(spec.cwd, self.home, spec.environ or spec.env or os.environ, tmp)
-                argv = sandbox.argv(lay, worker_kind(argv[0]), argv)
+                argv = sandbox.argv(lay, worker_kind(argv[0]), argv, capability=cap_file)
             rc = await self.process.run_argv(io, argv, stdin, spec.env, self._runner_env(tmp), spec.environ)
         except sandbox.SandboxUnavailable as exc:
             raise Unavailable(f"no worker sandbox: {exc}; `plugkit work --no-sandbox` overrides") from None
         finally:
+            if token is not None and self.capabilities is not None:
+                self.capabilities.revoke(token)  # the attempt is over: its capability with it
             if tmp is not None:
                 await asyncio.to_thread(shutil.rmtree, tmp, True)
+            if cap_file is not None:
+                await asyncio.to_thread(shutil.rmtree, os.path.dirname(cap_file), True)
         return outcome_of(io.id, rc, True)
+
+    def _mint(self, code: WorkerCode, spec: ExecSpec) -> tuple[Optional[str], Optional[str]]:
+        """(token, the 0600 file holding it) for this worker; (None, None) in a runner composed
+        without capabilities (unit tests): the token's path then shows nothing at all. The file
+        is in the runner's home, which every sandbox hides: no other worker can read it (/tmp
+        could be read by any of them)."""
+        if self.capabilities is None:
+            return None, None
+        token = self.capabilities.mint(Capability(code.run, code.item, spec.session_id,
+                                                  os.path.realpath(spec.cwd)))
+        caps = os.path.join(self.home, "capabilities")
+        os.makedirs(caps, mode=0o700, exist_ok=True)
+        folder = tempfile.mkdtemp(prefix="worker-", dir=caps)
+        path = os.path.join(folder, "token")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(token + "\n")
+        return token, path
 
     def _runner_env(self, tmp: Optional[str]) -> dict[str, str]:
         """Set after the tags: where the worker's hooks find this runner (see the docstring)."""
@@ -204,4 +243,4 @@ def task_of(pid: int, home: str) -> tuple[Optional[int], Optional[str]]:
 
 
 def make(ctx) -> WorkerExecutor:
-    return WorkerExecutor(make_process(ctx), os.path.abspath(ctx.home))
+    return WorkerExecutor(make_process(ctx), os.path.abspath(ctx.home), getattr(ctx, "capabilities", None))

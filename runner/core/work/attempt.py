@@ -48,9 +48,10 @@ class Plumbing:
     clock: Callable[[], float]
 
 
-def worker_code(argv: list[str], sandboxed: bool) -> str:
-    """The worker task's code (runner/executors/worker.py): its argv, and a person's --no-sandbox."""
-    return json.dumps(argv if sandboxed else {"argv": argv, "sandbox": False})
+def worker_code(argv: list[str], sandboxed: bool, run: str, item: str) -> str:
+    """The worker task's code (runner/executors/worker.py): its argv, a person's --no-sandbox, and
+    whose it is (its capability is scoped to that item)."""
+    return json.dumps({"argv": argv, "sandbox": sandboxed, "run": run, "item": item})
 
 
 class Attempts:
@@ -257,7 +258,8 @@ class Attempts:
         granted = p.gates.config(p.ws).work_credentials
         try:  # environ: the worker starts from its scopes' variables only, not the runner's or the caller's
             task = await p.tasks.exec(ExecSpec(
-                session_id=it.session_id, cwd=it.worktree, lang="worker", code=worker_code(argv, run.sandbox),
+                session_id=it.session_id, cwd=it.worktree, lang="worker",
+                code=worker_code(argv, run.sandbox, run.id, it.id),
                 timeout_s=WORKER_TIMEOUT_S, stdin=stdin,
                 environ=scopes.worker_env(self.row.name, workers.environment(
                     self.row, p.env if "PATH" in p.env else {**os.environ, **p.env}), granted)))
