@@ -20,6 +20,8 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
+from plugkit.vocab import WORK_NETWORKS
+
 MODES = ("off", "advisory", "enforce")
 
 
@@ -75,12 +77,9 @@ def _flag(v: Any) -> bool:
     return v
 
 
-NETWORKS = ("host", "loopback-model")
-
-
 def _network(v: Any) -> str:
-    if v not in NETWORKS:
-        raise ValueError(f"must be one of {', '.join(NETWORKS)}")
+    if v not in WORK_NETWORKS:
+        raise ValueError(f"must be one of {', '.join(WORK_NETWORKS)}")
     return v
 
 

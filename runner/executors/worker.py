@@ -38,11 +38,11 @@ from typing import Optional
 import psutil
 
 from plugkit.refusals import Invalid, Unavailable
-from plugkit.vocab import SANDBOXED_TAG, WORKER_LANG
+from plugkit.vocab import SANDBOXED_TAG, WORK_NETWORKS, WORKER_LANG
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.executors.process import ProcessExecutor, make as make_process, outcome_of
 from plugkit.work import workers
-from runner.system import sandbox, tags
+from runner.system import netrelay, sandbox, tags
 from plugkit.work.capabilities import Capabilities, Capability
 from runner.system.cgroups import home_key
 
@@ -56,6 +56,7 @@ class WorkerCode:
     sandboxed: bool = True
     run: str = ""   # whose worker: its capability is scoped to this run's item
     item: str = ""
+    network: str = "host"  # plugkit.vocab.WORK_NETWORKS
 
 
 def parse_code(code: str) -> WorkerCode:
@@ -64,11 +65,11 @@ def parse_code(code: str) -> WorkerCode:
         data = json.loads(code)
     except ValueError:
         data = None
-    if (isinstance(data, dict) and set(data) <= {"argv", "sandbox", "run", "item"}
-            and isinstance(data.get("sandbox", True), bool)
+    if (isinstance(data, dict) and set(data) <= {"argv", "sandbox", "run", "item", "network"}
+            and isinstance(data.get("sandbox", True), bool) and data.get("network", "host") in WORK_NETWORKS
             and all(isinstance(data.get(k, ""), str) for k in ("run", "item"))):
         return WorkerCode(parse_argv(json.dumps(data.get("argv"))), data.get("sandbox", True),
-                          data.get("run", ""), data.get("item", ""))
+                          data.get("run", ""), data.get("item", ""), data.get("network", "host"))
     return WorkerCode(parse_argv(code))
 
 
@@ -109,7 +110,9 @@ class WorkerExecutor:
                               "--worker command --run PROGRAM")
         if code.sandboxed:
             await self.check_sandbox()
-        return Prepared(LANG, WorkerCode([found, *code.argv[1:]], code.sandboxed, code.run, code.item))
+        if code.network != "host":
+            self._targets(spec)  # an endpoint the namespace cannot relay refuses the worker up front
+        return Prepared(LANG, WorkerCode([found, *code.argv[1:]], code.sandboxed, code.run, code.item, code.network))
 
     async def check_sandbox(self) -> None:
         """Fails closed: before every worker, the self-test tries in a sandbox built the same way
@@ -125,16 +128,22 @@ class WorkerExecutor:
         code: WorkerCode = prepared.payload
         argv = code.argv
         tmp = tempfile.mkdtemp(prefix="plugkit-worker-") if code.sandboxed else None
-        token = cap_file = None
+        token = cap_file = relay = None
         try:
             if tmp is not None:
                 token, cap_file = await asyncio.to_thread(self._mint, code, spec)
+                extra: tuple[str, ...] = ()
+                if code.network != "host":
+                    relay, extra, argv = await self._relay(spec, os.path.join(tmp + ".net"), argv)
                 lay = sandbox.layout(spec.cwd, self.home, spec.environ or spec.env or os.environ, tmp)
-                argv = sandbox.argv(lay, worker_kind(argv[0]), argv, capability=cap_file)
+                argv = sandbox.argv(lay, worker_kind(code.argv[0]), argv, capability=cap_file, extra=extra)
             rc = await self.process.run_argv(io, argv, stdin, spec.env, self._runner_env(tmp), spec.environ)
         except sandbox.SandboxUnavailable as exc:
             raise Unavailable(f"no worker sandbox: {exc}; `plugkit work --no-sandbox` overrides") from None
         finally:
+            if relay is not None:
+                await relay.close()
+                await asyncio.to_thread(shutil.rmtree, relay.folder, True)
             if token is not None and self.capabilities is not None:
                 self.capabilities.revoke(token)  # the attempt is over: its capability with it
             if tmp is not None:
@@ -142,6 +151,30 @@ class WorkerExecutor:
             if cap_file is not None:
                 await asyncio.to_thread(shutil.rmtree, os.path.dirname(cap_file), True)
         return outcome_of(io.id, rc, True)
+
+    def _targets(self, spec: ExecSpec) -> dict[int, tuple[str, int]]:
+        """What the worker's loopback-only network relays: its model endpoints and this runner."""
+        try:
+            targets = netrelay.endpoints(spec.environ or spec.env or {})
+        except netrelay.Unreachable as exc:
+            raise Unavailable(str(exc)) from None
+        port = runner_port(self.home)
+        if port is None or port in targets:
+            raise Unavailable("the worker's network cannot reach this runner (no port file, or a model "
+                              "endpoint on its port); run with --network host")
+        return {**targets, port: ("127.0.0.1", port)}
+
+    async def _relay(self, spec: ExecSpec, folder: str, argv: list[str]):
+        """(the runner's half of the relay, started; bwrap's arguments; the argv behind the inside half)."""
+        targets = self._targets(spec)
+        os.makedirs(folder, mode=0o700)
+        hosts = os.path.join(folder, "hosts")
+        with open(hosts, "w") as fh:
+            fh.write(netrelay.hosts_file(targets))
+        relay = netrelay.Relay(folder, targets)
+        await relay.start()
+        extra = ("--unshare-net", "--bind", folder, folder, "--ro-bind", hosts, "/etc/hosts")
+        return relay, extra, netrelay.wrap(folder, sorted(targets), argv)
 
     def _mint(self, code: WorkerCode, spec: ExecSpec) -> tuple[Optional[str], Optional[str]]:
         """(token, the 0600 file holding it) for this worker; (None, None) in a runner composed
@@ -200,6 +233,15 @@ async def check_sandbox(home: Optional[str]) -> None:
             shutil.rmtree(scratch, True)
     if problem:
         raise Unavailable(sandbox_refusal(problem))
+
+
+def runner_port(home: str) -> Optional[int]:
+    """This runner's port, from its port file (the worker executor is built without it)."""
+    try:
+        with open(os.path.join(home, "port"), encoding="utf-8") as fh:
+            return int(json.load(fh)["port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def worker_kind(program: str) -> str:

@@ -139,13 +139,15 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Op
 
 
 def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = (),
-         capability: Optional[str] = None, cwd: Optional[str] = None) -> list[str]:
+         capability: Optional[str] = None, cwd: Optional[str] = None, extra: tuple[str, ...] = ()) -> list[str]:
     """The whole command line: bwrap, its mounts, its namespaces, then the worker's argv
-    (run in `cwd`, inside the worktree; default: the worktree itself)."""
+    (run in `cwd`, inside the worktree; default: the worktree itself). `extra`: more bwrap
+    arguments after the mounts (a network namespace, its relay's dir; runner/system/netrelay.py)."""
     program = shutil.which(PROGRAM)
     if program is None:
         raise SandboxUnavailable("bwrap is not installed (apt-get install bubblewrap, or scripts/setup)")
-    return [program, "--die-with-parent", "--unshare-pid", "--new-session", *mounts(lay, kind, granted, capability),
+    return [program, "--die-with-parent", "--unshare-pid", "--new-session",
+            *mounts(lay, kind, granted, capability), *extra,
             "--chdir", cwd or lay.worktree, "--setenv", "TMPDIR", lay.tmp, "--", *inner]
 
 

@@ -48,10 +48,10 @@ class Plumbing:
     clock: Callable[[], float]
 
 
-def worker_code(argv: list[str], sandboxed: bool, run: str, item: str) -> str:
-    """The worker task's code (runner/executors/worker.py): its argv, a person's --no-sandbox, and
-    whose it is (its capability is scoped to that item)."""
-    return json.dumps({"argv": argv, "sandbox": sandboxed, "run": run, "item": item})
+def worker_code(argv: list[str], run: Run, item: str) -> str:
+    """The worker task's code (runner/executors/worker.py): its argv, a person's --no-sandbox, its
+    network, and whose it is (its capability is scoped to that item)."""
+    return json.dumps({"argv": argv, "sandbox": run.sandbox, "network": run.network, "run": run.id, "item": item})
 
 
 class Attempts:
@@ -259,7 +259,7 @@ class Attempts:
         try:  # environ: the worker starts from its scopes' variables only, not the runner's or the caller's
             task = await p.tasks.exec(ExecSpec(
                 session_id=it.session_id, cwd=it.worktree, lang="worker",
-                code=worker_code(argv, run.sandbox, run.id, it.id),
+                code=worker_code(argv, run, it.id),
                 timeout_s=WORKER_TIMEOUT_S, stdin=stdin,
                 environ=scopes.worker_env(self.row.name, workers.environment(
                     self.row, p.env if "PATH" in p.env else {**os.environ, **p.env}), granted)))
