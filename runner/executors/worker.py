@@ -16,10 +16,11 @@ Why this task, alone, gets PLUGKIT_HOME: every other task has it scrubbed, becau
 home holds the bearer token and a task is the agent's code, which must not drive the
 runner. A worker is the agent itself: the host's hooks are plugkit's own client, and
 they must reach THIS runner (its gates, its Stop gate, its exec: tasks in the worker's
-session), not autostart another one under some default home. So the worker can read the
-token: the same trust a person places in a host they run by hand with plugkit's hooks
-installed (those hooks read the token of that person's home). Because this lang hands
-out the home, only the runner's own work engine may start it: the wire refuses it.
+session), not autostart another one under some default home. In its sandbox the token's
+path shows a capability minted for this attempt instead of the token (plugkit/work/
+capabilities.py; what it may call: runner/rpc/scope.py), revoked when the attempt ends.
+Only under a person's --no-sandbox does the worker read the token itself. Because this
+lang hands out the home, only the runner's own work engine may start it: the wire refuses it.
 
 Every worker runs inside the sandbox (runner/system/sandbox.py), which hides the rest of
 that home; it fails closed: no sandbox here, no worker, unless a person ran `plugkit work

@@ -6,7 +6,8 @@ reaches is one rooted there: its own. On top of that, by method:
   IN_WORKTREE  its hooks, its exec: tasks (task.*), and reads of its own worktree's plan,
                evidence and runs: allowed there;
   OWN_ITEM     a change to an item: only its own item (the field named);
-  anything else (approvals, `gate confirm-config`, phase moves, new items, work runs,
+  anything else (approvals, `gate confirm-config`, phase moves, new items, checks run
+  outside the sandbox (gate.verify, prd.verify), work runs,
   port kills, runner shutdown, memory writes, debug): refused, and kept on its item.
 A method missing from the table is refused: a new method is closed to workers until a row
 says otherwise.
@@ -25,13 +26,15 @@ from plugkit.work.capabilities import Capability
 IN_WORKTREE = frozenset({
     "hook.session_start", "hook.prompt", "hook.pre_tool", "hook.stop", "hook.session_end",
     "task.exec", "task.status", "task.output", "task.wait", "task.input", "task.kill", "task.list",
-    "session.end", "gate.status", "gate.check", "gate.stop", "gate.context", "gate.verify",
+    "session.end", "gate.status", "gate.check", "gate.stop", "gate.context",
     "prd.list", "prd.ready", "evidence.add", "evidence.list", "evidence.show", "evidence.verify",
     "mutable.list", "memory.list", "memory.show", "memory.search", "search.query", "search.digest",
     "work.status", "work.logs",
 })
 # method -> the field naming the item it changes, which must be the worker's own.
-OWN_ITEM = {"prd.update": "id", "prd.verify": "id"}
+OWN_ITEM = {"prd.update": "id"}
+# Not there on purpose: gate.verify and prd.verify run a check the worktree's own files name,
+# as a task outside any sandbox; the runner runs the item's check itself, in the sandbox.
 
 
 def _inside(cwd: Any, worktree: str) -> bool:

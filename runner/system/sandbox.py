@@ -154,6 +154,7 @@ def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = ()
 # What the self-test tries inside a real sandbox; each line must fail. {x} are filled in below.
 SELF_TEST: tuple[tuple[str, str], ...] = (
     ("read the runner's home", "cat {canary}"),
+    ("read the runner's token", "cat {token}"),
     ("read a credential file", "cat {home}/.ssh/id_rsa"),
     ("write outside the worktree", "echo x > {outside}"),
     ("write the main checkout", "echo x > {repo}/README"),
@@ -182,7 +183,7 @@ def self_test(home: str) -> Optional[str]:
             with open(path, "w") as fh:
                 fh.write(text)
         lay = layout(worktree, home, {"HOME": user}, os.path.join(scratch, "tmp"))
-        fill = {"canary": canary, "home": user, "outside": os.path.join(scratch, "outside"), "repo": repo,
+        fill = {"canary": canary, "token": os.path.join(home, TOKEN), "home": user, "outside": os.path.join(scratch, "outside"), "repo": repo,
                 "runner_pid": os.getpid()}
         script = "; ".join(f"if {{ {line.format(**fill)}; }} >/dev/null 2>&1; then echo {shlex.quote('GOT ' + name)}; fi"
                            for name, line in SELF_TEST)
@@ -225,6 +226,6 @@ if __name__ == "__main__":  # `plugkit doctor` runs this (the client never impor
 
     home_dir = sys.argv[1] if len(sys.argv) > 1 and os.path.isdir(sys.argv[1]) else tempfile.mkdtemp()
     found = self_test(home_dir)
-    print(found or "bwrap; self-test passed: the home, a credential, writes outside the worktree and "
+    print(found or "bwrap; self-test passed: the home, the token, a credential, writes outside the worktree and "
                    "signals out are all denied")
     sys.exit(1 if found else 0)

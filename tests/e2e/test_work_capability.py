@@ -58,3 +58,30 @@ def test_a_worker_reaches_the_runner_only_with_its_own_capability(home, repo):
         stale.call("task.list", {"session_id": "x", "cwd": str(repo)})
     stale.close()
     assert rpc(home, "runner.info")["pid"] == home.discovery()["pid"]  # the runner still up
+
+
+LEAK = """
+import os
+def attempt(name, act):
+    try:
+        act()
+        print("ATTACK", name, "ALLOWED")
+    except OSError:
+        print("ATTACK", name, "denied")
+attempt("verify_reads_the_token", lambda: open({token!r}).read())
+attempt("verify_writes_outside", lambda: open({outside!r}, "w").write("pwned"))
+"""
+
+
+def test_the_check_that_runs_the_workers_code_runs_in_its_sandbox_too(home, repo, tmp_path):
+    """The runner's verify runs what the worker committed (a module its check imports): that code
+    meets the same sandbox, or the worker would get out through its own check."""
+    leak = LEAK.format(token=str(home.path / "token"), outside=str(tmp_path / "verify-leak.txt"))
+    w = Work(home, repo, {"w1": [["write", "leakmod.py", leak], ["commit", "a module the check imports"]]})
+    w.add("w1", "--verify", f"{sys.executable} -m leakmod")
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None)
+    out = w.cli("work", "logs", "w1", "--verify").stdout
+    assert "ATTACK verify_reads_the_token denied" in out and "ATTACK verify_writes_outside denied" in out, out
+    assert not (tmp_path / "verify-leak.txt").exists() and home.token() not in out
+    assert w.items(run)["w1"]["state"] == "completed", run
