@@ -7,7 +7,6 @@ by the runner (plugkit/lifecycle/config_pin.py): once the gates hold it, an agen
 of the file turning it off is a finding, not a change; the file alone can only turn it on.
 """
 
-import asyncio
 import os
 
 from plugkit.lifecycle import config as config_mod
@@ -48,4 +47,4 @@ async def wanted(ctx: Context, p: TaskExecParams) -> bool:
         ws = gates.workspace(p.session_id, p.cwd)
     except Refused:
         return False
-    return (await asyncio.to_thread(gates.config, ws)).exec_sandbox
+    return gates.config(ws).exec_sandbox  # on the loop, as every gate read is: the ledger is the loop's

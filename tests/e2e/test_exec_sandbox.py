@@ -63,3 +63,12 @@ def test_exec_sandbox_in_the_workspace_puts_every_task_in_the_sandbox(home, ws, 
     config.write_text(config.read_text() + "exec_sandbox = true\n")
     git(ws, "commit", "-qam", "sandbox every task")
     assert set(_probe(home, ws, user_home, tmp_path).values()) == {"denied"}
+
+
+def test_an_agent_turning_exec_sandbox_off_in_the_file_changes_nothing(home, ws, user_home, tmp_path):
+    config = ws / ".plugkit" / "config.toml"
+    config.write_text(config.read_text() + "exec_sandbox = true\n")
+    git(ws, "commit", "-qam", "sandbox every task")
+    assert home.cli("gate", "status", cwd=ws).returncode == 0  # the runner holds the setting now
+    config.write_text(config.read_text().replace("exec_sandbox = true", "exec_sandbox = false"))
+    assert set(_probe(home, ws, user_home, tmp_path).values()) == {"denied"}
