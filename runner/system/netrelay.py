@@ -87,8 +87,9 @@ class Relay:
 
     async def start(self) -> None:
         for port, target in self.targets.items():
+            path = os.path.join(self.folder, f"{port}.sock")
             self._servers.append(await asyncio.start_unix_server(
-                lambda r, w, t=target: self._track(self._pipe(t, r, w)), path=os.path.join(self.folder, f"{port}.sock")))
+                lambda r, w, t=target: self._track(self._pipe(t, r, w)), path=path))
 
     def _track(self, coro):
         task = asyncio.ensure_future(coro)  # owned here: close() cancels what is still open
