@@ -26,6 +26,7 @@ class Capability:
     item: str
     session_id: str
     worktree: str  # realpath: every call it makes must name a cwd inside it
+    network: str = "host"  # the worker's (plugkit.vocab.WORK_NETWORKS): its exec: tasks get no more
 
 
 def _digest(token: str) -> bytes:

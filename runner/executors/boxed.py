@@ -9,6 +9,7 @@ a task asked for in a sandbox never runs outside one.
 
 import os
 import tempfile
+from dataclasses import dataclass
 from typing import Mapping
 
 from plugkit.refusals import Unavailable
@@ -22,11 +23,18 @@ def private_dir(tmp_root: str, task_id: int) -> str:
     return tempfile.mkdtemp(prefix=f"task_{task_id}-box-", dir=tmp_root)
 
 
-def wrap(argv: list[str], root: str, cwd: str, home: str, env: Mapping[str, str], box: str) -> list[str]:
-    """`argv` run in `cwd` inside the sandbox of `root`; Unavailable when bwrap is missing."""
-    lay = sandbox.layout(root, home, {"HOME": env.get("HOME") or os.path.expanduser("~")}, box)
-    try:
-        return sandbox.argv(lay, KIND, argv, cwd=cwd)
-    except sandbox.SandboxUnavailable as exc:
-        raise Unavailable(f"no sandbox for this task: {exc}; run it without --sandbox (and without "
-                          "exec_sandbox) only if you trust the code") from None
+@dataclass(frozen=True)
+class Box:
+    """One task's sandbox: its private dir, and whether it has no network but its own loopback
+    (the exec: tasks of a worker under --network loopback-model: its relay is the worker's alone)."""
+    dir: str
+    offline: bool = False
+
+    def wrap(self, argv: list[str], root: str, cwd: str, home: str, env: Mapping[str, str]) -> list[str]:
+        """`argv` run in `cwd` inside the sandbox of `root`; Unavailable when bwrap is missing."""
+        lay = sandbox.layout(root, home, {"HOME": env.get("HOME") or os.path.expanduser("~")}, self.dir)
+        try:
+            return sandbox.argv(lay, KIND, argv, cwd=cwd, extra=("--unshare-net",) if self.offline else ())
+        except sandbox.SandboxUnavailable as exc:
+            raise Unavailable(f"no sandbox for this task: {exc}; run it without --sandbox (and without "
+                              "exec_sandbox) only if you trust the code") from None

@@ -162,12 +162,12 @@ class ProcessExecutor:
 
     async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         layout: Layout = prepared.payload
-        box = boxed.private_dir(self.spec.tmp_root, io.id) if spec.sandbox else None
+        box = boxed.Box(boxed.private_dir(self.spec.tmp_root, io.id), spec.offline) if spec.sandbox else None
         try:
             rc, compiled = await self.run_steps(io, layout, spec.stdin, spec.env, spec.environ, box)
         finally:
             if box is not None:
-                shutil.rmtree(box, ignore_errors=True)
+                shutil.rmtree(box.dir, ignore_errors=True)
         return outcome_of(io.id, rc, compiled, layout.compile_hint)
 
     async def end_session(self, key: SessionKey) -> None:
@@ -185,12 +185,13 @@ class ProcessExecutor:
 
     async def run_steps(self, io: TaskIO, layout: Layout, stdin: Optional[str],
                         env: Optional[Mapping[str, str]],
-                        environ: Optional[Mapping[str, str]] = None, box: Optional[str] = None) -> tuple[int, bool]:
+                        environ: Optional[Mapping[str, str]] = None,
+                        box: Optional[boxed.Box] = None) -> tuple[int, bool]:
         """Compile (if the layout has a step) and run; returns (returncode, compiled_ok).
         Both steps are tagged with the task id, so a kill or timeout reaches whichever
         runs. The temp file or dir, and the layout's leftovers, go on every exit path.
         `box`: run both in the sandbox (runner/executors/boxed.py), their files in that dir."""
-        tmp_root = box or self.spec.tmp_root
+        tmp_root = box.dir if box is not None else self.spec.tmp_root
         workdir = file = None
         cgroup = self._make_cgroup(io)
         try:
@@ -205,7 +206,7 @@ class ProcessExecutor:
             names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{io.id}.out"), dir=out_dir)
             child_env = self.child_env(io, env, layout.env, environ)
             step = (lambda argv: argv) if box is None else (
-                lambda argv: boxed.wrap(argv, io.session.root, io.cwd, self.spec.home, child_env, box))
+                lambda argv: box.wrap(argv, io.session.root, io.cwd, self.spec.home, child_env))
             if layout.compile:
                 code_rc = await self._step(io, step(languages.render(layout.compile, **names)), child_env, None, cgroup)
                 if code_rc != 0:

@@ -185,7 +185,7 @@ class WorkerExecutor:
         if self.capabilities is None:
             return None, None
         token = self.capabilities.mint(Capability(code.run, code.item, spec.session_id,
-                                                  os.path.realpath(spec.cwd)))
+                                                  os.path.realpath(spec.cwd), code.network))
         caps = os.path.join(self.home, "capabilities")
         os.makedirs(caps, mode=0o700, exist_ok=True)
         folder = tempfile.mkdtemp(prefix="worker-", dir=caps)

@@ -32,6 +32,13 @@ def _file_says(root: str) -> bool:
     return cached[1]
 
 
+def offline() -> bool:
+    """A worker under --network loopback-model: its exec: tasks get loopback only, no relay (the
+    relay is its own; a task of it reaching more than the worker could would be a way out)."""
+    cap = CALLER.get()
+    return cap is not None and cap.network != "host"
+
+
 async def wanted(ctx: Context, p: TaskExecParams) -> bool:
     if p.sandbox or CALLER.get() is not None:
         return True

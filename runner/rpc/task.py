@@ -52,7 +52,7 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
     task = await tasks.exec(ExecSpec(session_id=p.session_id, cwd=p.cwd, lang=p.lang, code=p.code,
                                      timeout_s=p.timeout_ms / 1000, stdin=p.stdin, env=p.env, environ=p.environ,
                                      detach=p.detach, peer=PEER.get(), caller_pid=p.caller_pid,
-                                     sandbox=await exec_sandbox.wanted(ctx, p)))
+                                     sandbox=await exec_sandbox.wanted(ctx, p), offline=exec_sandbox.offline()))
     await tasks.wait_done(task, p.wait_ms / 1000)
     return TaskResult(task=shapes.task_info(task), output=shapes.output(tasks.read(task, None, p.max_bytes)))
 

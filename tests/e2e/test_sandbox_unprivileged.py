@@ -155,5 +155,6 @@ def test_as_an_unprivileged_user_a_worker_is_still_confined(user):
         user.env["PLUGKIT_E2E_MODEL_BASE_URL"] = model.url
         it, logs = user.work("w3", f"{SYSTEM_PYTHON} {FIXTURES / 'network_probe.py'} {other.getsockname()[1]}",
                              "--network", "loopback-model")
-    assert _attacks(logs) == {"model": "reached", "other_loopback_port": "denied", "runner": "reached"}, logs
+    assert _attacks(logs) == {"model": "reached", "other_loopback_port": "denied", "runner": "reached",
+                              "exec_other_loopback_port": "denied"}, logs
     assert it["state"] == "completed", it

@@ -59,7 +59,8 @@ def test_a_loopback_only_worker_reaches_its_model_and_the_runner_and_nothing_els
         assert seen["model"] == "reached" and seen["runner"] == "reached", seen
         assert any("sandbox-probe" in u for u in model.unknown), model.unknown
         # What the option adds: on the host network the other port answers.
-        assert seen["other_loopback_port"] == ("denied" if network == "loopback-model" else "reached"), seen
+        expected = "denied" if network == "loopback-model" else "reached"
+        assert seen["other_loopback_port"] == seen["exec_other_loopback_port"] == expected, seen
         assert (w.items(run)["w1"]["state"], run["network"]) == ("completed", network), run
     if network == "loopback-model":
         assert "network: loopback + model endpoints" in w.cli("work", "status").stdout
