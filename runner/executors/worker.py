@@ -286,4 +286,6 @@ def task_of(pid: int, home: str) -> tuple[Optional[int], Optional[str]]:
 
 
 def make(ctx) -> WorkerExecutor:
+    # Capability files a runner killed mid-attempt left: their tokens died with it (memory only).
+    shutil.rmtree(os.path.join(ctx.home, "capabilities"), ignore_errors=True)
     return WorkerExecutor(make_process(ctx), os.path.abspath(ctx.home), getattr(ctx, "capabilities", None))

@@ -6,6 +6,7 @@ reaches is one rooted there: its own. On top of that, by method:
   IN_WORKTREE  its hooks, its exec: tasks (task.*), and reads of its own worktree's plan,
                evidence and runs: allowed there;
   OWN_ITEM     a change to an item: only its own item (the field named);
+  and no detached task (it would outlive the worker);
   anything else (approvals, `gate confirm-config`, phase moves, new items, checks run
   outside the sandbox (gate.verify, prd.verify), work runs,
   port kills, runner shutdown, memory writes, debug): refused, and kept on its item.
@@ -53,6 +54,8 @@ def why_refused(cap: Capability, name: str, params: dict[str, Any]) -> Optional[
     field = OWN_ITEM.get(name)
     if field is not None and params.get(field) != cap.item:
         return f"{name} on {str(params.get(field))[:80]}, not its own item {cap.item}"
+    if name == "task.exec" and params.get("detach"):  # a task outliving its session would outlive the worker
+        return "task.exec --detach: a worker's tasks end with it"
     return None
 
 

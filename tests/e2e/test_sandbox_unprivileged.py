@@ -146,7 +146,7 @@ def test_as_an_unprivileged_user_a_worker_is_still_confined(user):
     user.cli("exec:bash", "--session", "person", "echo person-secret")
     it, logs = user.work("w2", f"{SYSTEM_PYTHON} {FIXTURES / 'capability_attacks.py'} {user.repo} person")
     found = _attacks(logs)
-    assert len(found) == 9 and set(found.values()) == {"denied"}, logs
+    assert len(found) == 10 and set(found.values()) == {"denied"}, logs
     token = (user.plugkit_home / "token").read_text().strip()
     assert token not in logs and "TOKEN pkw_" in logs and "person-secret" not in logs, logs
     with ModelServer(Script([])) as model, socket.socket() as other:

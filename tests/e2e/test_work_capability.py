@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e
 ATTACKS = str(Path(__file__).resolve().parents[1] / "fixtures" / "capability_attacks.py")
 EXPECTED = ("update_another_item", "update_its_item_in_the_main_checkout", "approve", "confirm_config",
             "read_another_sessions_tasks", "read_another_sessions_output", "stop_the_run",
-            "shut_the_runner_down", "debug_snapshot")
+            "shut_the_runner_down", "debug_snapshot", "leave_a_detached_task")
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ def test_another_item_another_place_and_a_persons_methods_are_refused():
     # A sibling whose name starts with the worktree's is not inside it.
     assert scope.why_refused(CAP, "task.list", {"session_id": "p", "cwd": "/repo/.plugkit/worktrees/w10"})
     assert scope.why_refused(CAP, "task.list", {"session_id": "p"})  # no cwd: refused
+    assert "end with it" in scope.why_refused(CAP, "task.exec", {**HERE, "detach": True})
     for name in ("approval.grant", "gate.confirm_config", "gate.advance", "prd.add", "work.stop", "gate.verify",
                  "prd.verify",
                  "runner.shutdown", "debug.snapshot", "port.kill", "memory.add", "no.such_method"):
