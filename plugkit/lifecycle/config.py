@@ -8,6 +8,8 @@
     work_merge = "ff"           # how `plugkit work` lands an item: "ff" (rebased, fast-forward) | "merge"
     work_check_paths = ["tests/"]   # what an item's check runs beyond the files its verify names
     work_credentials = ["AWS_PROFILE"]  # variables a `plugkit work` worker may inherit beyond its host's own
+    exec_sandbox = true         # every `plugkit exec:` task here runs in the worker sandbox (--sandbox)
+    work_network = "loopback-model"  # `plugkit work`: "host" (default) | "loopback-model" (--network)
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -17,6 +19,8 @@ key keeps its default and the problem is reported (gate.status `notices`), so a 
 import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
+
+from plugkit.vocab import WORK_NETWORKS
 
 MODES = ("off", "advisory", "enforce")
 
@@ -31,6 +35,8 @@ class GateConfig:
     work_merge: str = "ff"
     work_check_paths: tuple[str, ...] = ()
     work_credentials: tuple[str, ...] = ()
+    exec_sandbox: bool = False
+    work_network: str = "host"
     problems: tuple[str, ...] = field(default=())
 
 
@@ -65,6 +71,18 @@ def _names(v: Any) -> tuple[str, ...]:
     return tuple(v)
 
 
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError("must be true or false")
+    return v
+
+
+def _network(v: Any) -> str:
+    if v not in WORK_NETWORKS:
+        raise ValueError(f"must be one of {', '.join(WORK_NETWORKS)}")
+    return v
+
+
 def _lang(v: Any) -> str:
     # A worker task is handed the runner's home (the token): a workspace file anyone can
     # edit must not turn `gate verify` into one.
@@ -95,6 +113,8 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "work_merge": ("work_merge", _merge),
     "work_check_paths": ("work_check_paths", _paths),
     "work_credentials": ("work_credentials", _names),
+    "exec_sandbox": ("exec_sandbox", _flag),
+    "work_network": ("work_network", _network),
 }
 
 

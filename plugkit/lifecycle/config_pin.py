@@ -39,6 +39,8 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     "work_merge": (),
     "work_check_paths": (),  # a list has no rank here: any change of it is a person's to confirm
     "work_credentials": (),  # what workers may hold: any change is a person's to confirm
+    "exec_sandbox": (False, True),  # turning it on is adopted; off is a person's to confirm
+    "work_network": ("host", "loopback-model"),
 }
 assert set(STRENGTH) == set(config_mod.KEYS), "every setting is held, and ranked here"
 _FIELD = {key: name for key, (name, _check) in config_mod.KEYS.items()}

@@ -12,10 +12,11 @@ from pydantic import Field
 from plugkit.protocol import Cwd, Environment, Offset, Params, Result, SessionId
 from plugkit.protocol.bounds import at_most
 from plugkit.protocol.lifecycle import ItemId
-from plugkit.vocab import WORK_ITEM_STATES, WORK_RUN_STATES
+from plugkit.vocab import WORK_ITEM_STATES, WORK_NETWORKS, WORK_RUN_STATES
 
 WorkerName = Literal["claude-code", "codex", "qwen", "gemini", "command"]
 MergeMode = Literal["ff", "merge"]
+Network = Literal[WORK_NETWORKS]  # type: ignore[valid-type]
 RunState = Literal[WORK_RUN_STATES]  # type: ignore[valid-type]
 # Live item states, then the terminal ones (each terminal state comes with a reason word).
 ItemState = Literal[WORK_ITEM_STATES]  # type: ignore[valid-type]  # Literal of the tuple's values
@@ -38,6 +39,7 @@ class WorkStartParams(WorkParams):
     merge: Optional[MergeMode] = None  # None: the workspace's work_merge, else "ff"
     env: Optional[Environment] = None  # the caller's environment: the workers inherit it
     sandbox: bool = True  # False: a person's --no-sandbox; workers run unconfined (status shows it)
+    network: Optional[Network] = None  # None: the workspace's work_network (default "host")
 
 
 class WorkStatusParams(WorkParams):
@@ -97,6 +99,7 @@ class WorkRunInfo(Result):
     waves: list[list[str]] = []
     check_allowed: dict[str, str] = {}  # item -> the person who allowed it to change its own check
     sandbox: bool = True  # False: workers run without the bwrap sandbox (--no-sandbox)
+    network: Network = "host"  # plugkit.vocab.WORK_NETWORKS
     scopes: list[str] = []  # the credential scopes the workers hold: names, never values
 
 

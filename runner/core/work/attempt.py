@@ -48,9 +48,10 @@ class Plumbing:
     clock: Callable[[], float]
 
 
-def worker_code(argv: list[str], sandboxed: bool) -> str:
-    """The worker task's code (runner/executors/worker.py): its argv, and a person's --no-sandbox."""
-    return json.dumps(argv if sandboxed else {"argv": argv, "sandbox": False})
+def worker_code(argv: list[str], run: Run, item: str) -> str:
+    """The worker task's code (runner/executors/worker.py): its argv, a person's --no-sandbox, its
+    network, and whose it is (its capability is scoped to that item)."""
+    return json.dumps({"argv": argv, "sandbox": run.sandbox, "network": run.network, "run": run.id, "item": item})
 
 
 class Attempts:
@@ -257,7 +258,8 @@ class Attempts:
         granted = p.gates.config(p.ws).work_credentials
         try:  # environ: the worker starts from its scopes' variables only, not the runner's or the caller's
             task = await p.tasks.exec(ExecSpec(
-                session_id=it.session_id, cwd=it.worktree, lang="worker", code=worker_code(argv, run.sandbox),
+                session_id=it.session_id, cwd=it.worktree, lang="worker",
+                code=worker_code(argv, run, it.id),
                 timeout_s=WORKER_TIMEOUT_S, stdin=stdin,
                 environ=scopes.worker_env(self.row.name, workers.environment(
                     self.row, p.env if "PATH" in p.env else {**os.environ, **p.env}), granted)))
@@ -304,9 +306,12 @@ class Attempts:
         p = self.p
         assert it.session_id is not None and it.worktree is not None
         head = await git.tip(it.worktree, "HEAD")  # the commit checked: the receipt names it
-        # In the environment of whoever started the run (its venv, its PATH), not the runner's.
+        # In the environment of whoever started the run (its venv, its PATH), not the runner's; in
+        # the worker's sandbox: the check runs the worker's code (what its tests import), which
+        # must not read the runner's token or write outside the worktree any more than the worker.
         task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=it.worktree, lang=cfg.verify_lang,
-                                           code=check, timeout_s=cfg.verify_timeout_s, environ=p.env or None))
+                                           code=check, timeout_s=cfg.verify_timeout_s, environ=p.env or None,
+                                           sandbox=self.run.sandbox))
         it.verify_task_id = task.id
         await task.done.wait()
         self.checked_at[task.id] = head

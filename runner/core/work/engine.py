@@ -98,6 +98,10 @@ class WorkManager:
         if not chosen:
             raise Conflict("no open work item to run (`plugkit prd add SUBJECT` adds one)")
         cfg = self.gates.config(ws)
+        network = p.network or cfg.work_network
+        if network != "host" and not p.sandbox:
+            raise Invalid(f"--network {network} is a network namespace of the sandbox: drop --no-sandbox, "
+                          "or run with --network host")
         unverifiable = [i.id for i in chosen if not (i.verify or cfg.verify)]
         if unverifiable:
             raise Invalid(f"no verify command for {', '.join(unverifiable[:5])}: set verify in "
@@ -107,7 +111,7 @@ class WorkManager:
         run = Run(id=secrets.token_hex(4), workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk,
                   merge=p.merge or cfg.work_merge, branch=branch, base=base, started_at=self.clock(),
                   stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.command) if p.command else None,
-                  selected=list(p.items), sandbox=p.sandbox,
+                  selected=list(p.items), sandbox=p.sandbox, network=network,
                   scopes=scopes.shown(p.worker, workers.environment(row, dict(p.env)), cfg.work_credentials),
                   check_allowed=dict(old.check_allowed) if old is not None else {})
         env = dict(p.env)

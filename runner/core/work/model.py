@@ -43,6 +43,7 @@ class RunRequest:
     merge: Optional[str] = None  # None: the workspace's work_merge
     env: dict[str, str] = field(default_factory=dict)  # the caller's environment: the workers inherit it
     sandbox: bool = True  # False: a person's --no-sandbox; the workers run unconfined
+    network: Optional[str] = None  # None: the workspace's work_network
 
 
 class Failed(Exception):
@@ -128,6 +129,7 @@ class Run:
     check_allowed: dict[str, str] = field(default_factory=dict)
     waves: list[list[str]] = field(default_factory=list)
     sandbox: bool = True  # False: a person's --no-sandbox; the workers run unconfined
+    network: str = "host"  # plugkit.vocab.WORK_NETWORKS
     scopes: list[str] = field(default_factory=list)  # the credential scopes its workers hold (names only)
 
     def enter(self, state: str, halt: Optional[str], ended_at: Optional[float] = None) -> None:
