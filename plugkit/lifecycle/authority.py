@@ -264,11 +264,13 @@ def findings(ws: Workspace) -> list[Finding]:
         return settings
 
 
-def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[prd.Item]] = None) -> None:
+def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[prd.Item]] = None,
+           changed: Optional[set[str]] = None) -> None:
     """Call with the workspace lock held. Stores the change, then writes each view that has
     no findings (a view someone edited is left as it is, for them to see). Only what changed
     is rendered: the items' text is reused when no item changed (items=None), and per item
-    otherwise (plugkit.lifecycle.items_view)."""
+    otherwise (plugkit.lifecycle.items_view; `changed`, the ids the caller changed, spares
+    comparing the others)."""
     rec = ws.ledger.get(ws.root, items=items is not None) or _bootstrap(ws)
     st = state if state is not None else State.model_validate_json(rec.state)
     state_view = rec.state_view
@@ -299,7 +301,7 @@ def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[pr
                                                                        time.time()):
             return
     its = items if items is not None else items_view.items(ws, rec.items)
-    text = items_view.dump(ws, rec.items, its)
+    text = items_view.dump(ws, rec.items, its, changed if items is not None else None)
     found, proposals = _items_findings(rec.items_view, on_disk, its)
     if not found and not [p for p in proposals if p.id not in {i.id for i in its}] and (its or on_disk is not None):
         data = text.encode()

@@ -8,12 +8,13 @@ rest reuse their text, byte for byte what prd.dump gives).
 
 Each version keeps its items' fields as parsed or written (never handed out) beside live
 models. The workspace's writer (the one transaction holding its lock: `writing`) gets the
-live models without a copy, once they are checked to still equal those fields, so an
-operation costs a comparison per item rather than a validation and a rendering; a
-transaction that failed half way leaves live models that no longer compare equal, and they
-are made again. Readers (no lock) get fresh models made from the fields: a writer's
-half-made change is never theirs to see. Another process writing the ledger changes the
-text, so this process parses again: the cache can be stale only by being missed, never believed.
+live models without a copy, and an operation that names what it changed (`dump(changed=)`)
+costs what it changed: the rest carry over untouched. A transaction that failed half way,
+or read the live models without writing them back, may have left them changed: the next
+writer checks each against its fields first and makes the ones that differ again. Readers
+(no lock) get fresh models made from the fields: a writer's half-made change is never theirs
+to see. Another process writing the ledger changes the text, so this process parses again:
+the cache can be stale only by being missed, never believed.
 """
 
 import contextlib
@@ -41,7 +42,8 @@ class _Version:
 
 _versions: "OrderedDict[tuple[int, str], _Version]" = OrderedDict()
 _lock = threading.Lock()
-_writer = threading.local()  # .roots: the workspaces whose transaction this thread runs
+_writer = threading.local()  # .roots: root -> whether this thread's transaction holds unwritten live models
+_suspect: set[tuple[int, str]] = set()  # versions whose live models a transaction may have left changed
 
 
 def _key(ws: Any) -> tuple[int, str]:
@@ -51,12 +53,16 @@ def _key(ws: Any) -> tuple[int, str]:
 @contextlib.contextmanager
 def writing(ws: Any) -> Iterator[None]:
     """Marks this thread as the workspace's writer (call with its lock held)."""
-    roots = _writer.__dict__.setdefault("roots", set())
-    roots.add(ws.root)
+    roots = _writer.__dict__.setdefault("roots", {})
+    roots[ws.root] = False
+    done = False
     try:
         yield
+        done = True
     finally:
-        roots.discard(ws.root)
+        if roots.pop(ws.root, False) or not done:
+            with _lock:
+                _suspect.add(_key(ws))
 
 
 def _is_writer(ws: Any) -> bool:
@@ -120,16 +126,46 @@ def items(ws: Any, text: str) -> list[prd.Item]:
         _keep(ws, v)
     if not _is_writer(ws):
         return [_model(f) for f in v.fields.values()]
-    if any(not _same(m, v.fields[i]) for i, m in v.live.items()):  # a transaction failed half way
+    with _lock:
+        suspect = _key(ws) in _suspect
+        _suspect.discard(_key(ws))
+    if suspect and any(not _same(m, v.fields[i]) for i, m in v.live.items()):
         v = _Version(v.text, v.fields, v.rendered, {i: _model(f) for i, f in v.fields.items()})
         _keep(ws, v)
+    _writer.roots[ws.root] = True  # handed out: unless dump takes them back, the next writer checks
     return list(v.live.values())
 
 
-def dump(ws: Any, before: str, now: list[prd.Item]) -> str:
-    """prd.dump(now) as text, rendering only the items that differ from version `before`;
+def dump(ws: Any, before: str, now: list[prd.Item], changed: Optional[set[str]] = None) -> str:
+    """prd.dump(now) as text, rendering only the items that differ from version `before`
+    (changed: their ids, known to the caller; else each item is compared with the version's);
     `now` becomes the version the next call finds (its models the writer's live ones)."""
     v = _get(ws, before)
+    if v is not None and changed is not None and len(now) == len(v.fields) + len(changed - v.fields.keys()):
+        out = _dump_changed(ws, v, now, changed)
+    else:
+        out = _dump_compared(ws, v, now)
+    if _is_writer(ws):
+        _writer.roots[ws.root] = False  # the live models are what was written
+    return out
+
+
+def _dump_changed(ws: Any, v: _Version, now: list[prd.Item], changed: set[str]) -> str:
+    # Items only ever change in place or are appended, so the version's order plus the new
+    # ids (appended in `now`'s order) is `now`'s order.
+    fields, rendered = dict(v.fields), dict(v.rendered)
+    live = {i.id: i for i in now}
+    for item_id in changed:
+        fields[item_id] = _fields(live[item_id])
+        rendered[item_id] = prd.render(live[item_id])
+    if len(rendered) != len(fields):  # a version just parsed renders lazily, once
+        rendered = {i: rendered.get(i) or prd.render(live[i]) for i in fields}
+    out = prd.join(list(rendered.values()))
+    _keep(ws, _Version(out, fields, rendered, live))
+    return out
+
+
+def _dump_compared(ws: Any, v: Optional[_Version], now: list[prd.Item]) -> str:
     fields: dict[str, Fields] = {}
     rendered: dict[str, str] = {}
     for item in now:
