@@ -78,10 +78,13 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
-def _read(path: str) -> Optional[bytes]:
+def _read(path: str, empty_is_none: bool = True) -> Optional[bytes]:
+    """A view's bytes; None when it is missing or empty, which claims nothing (an empty view
+    is also what a power loss can leave of one written without an fsync): the next change
+    writes it again."""
     try:
         with open(path, "rb") as fh:
-            return fh.read()
+            return fh.read() or (None if empty_is_none else b"")
     except FileNotFoundError:
         return None
 
@@ -94,7 +97,7 @@ def render_state(st: State) -> bytes:
 
 def _bootstrap(ws: Workspace) -> Record:
     st = State()
-    state_bytes, items_bytes = _read(ws.state_path), _read(ws.prd_path)
+    state_bytes, items_bytes = _read(ws.state_path, False), _read(ws.prd_path, False)  # a person's files, as they are
     if state_bytes is not None:
         st.notice("state.json predates the runner's ledger and was not imported: the gates start from PLAN "
                   "(phase, mutables and approvals count only when the runner saw them happen)")

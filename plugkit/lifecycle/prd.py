@@ -8,6 +8,7 @@ would close a cycle is refused with the cycle spelled out.
 """
 
 import json
+import re
 from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -19,6 +20,7 @@ Status = Literal["pending", "in_progress", "completed", "blocked"]
 Effort = Literal["small", "medium", "large"]
 Risk = Literal["low", "medium", "high", "critical"]
 DEFAULT_WAVE = 3
+_W_ID = re.compile(r"^w([0-9]+)$", re.MULTILINE)
 
 
 class Item(BaseModel):
@@ -170,8 +172,9 @@ def link(by_id: dict[str, Item], item_id: str, blocked_by: Optional[list[str]],
 
 def next_id(items: list[Item]) -> str:
     taken = {i.id for i in items}
-    # w<digits> (ids are ASCII by ID_PATTERN), without a regex per item: this runs on every add.
-    n = 1 + max((int(i.id[1:]) for i in items if i.id[:1] == "w" and i.id[1:].isdigit()), default=0)
+    # w<digits>: one regex over all the ids at once rather than a Python step per item (this
+    # runs on every add). Ids hold no newline (ID_PATTERN), so each line is one id.
+    n = 1 + max(map(int, _W_ID.findall("\n".join(taken))), default=0)
     while f"w{n}" in taken:
         n += 1
     return f"w{n}"
