@@ -205,7 +205,7 @@ class ProcessExecutor:
             return await self._step(io, languages.render(layout.run, **names), child_env, stdin, cgroup), True
         finally:
             if cgroup is not None:
-                await asyncio.to_thread(self._end_cgroup, io, cgroup)
+                await self._end_cgroup_soon(io, cgroup)
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             elif file:
@@ -226,7 +226,7 @@ class ProcessExecutor:
             return await self._step(io, argv, child_env, stdin, cgroup)
         finally:
             if cgroup is not None:
-                await asyncio.to_thread(self._end_cgroup, io, cgroup)
+                await self._end_cgroup_soon(io, cgroup)
 
     def child_env(self, io: TaskIO, env: Optional[Mapping[str, str]], layout_env: tuple = (),
                   environ: Optional[Mapping[str, str]] = None) -> dict[str, str]:
@@ -250,6 +250,20 @@ class ProcessExecutor:
             return None  # the tags and the sweeper still reach it
         io.measured_by(lambda: cg.usage(path))
         return path
+
+    async def _end_cgroup_soon(self, io: TaskIO, path: str) -> None:
+        """The usual end (the task's tree gone with its root: an empty cgroup) is a few small
+        writes and reads on cgroupfs, done here: a thread hop on every task's answer path cost
+        more than the work (issue 31). A cgroup still holding processes (an escapee the kill is
+        for) waits for them in a thread."""
+        cg = self.spec.cgroup_set
+        assert cg is not None
+        cg.kill(path)
+        final = cg.usage(path)
+        if cg.remove_now(path):
+            io.measured_by(lambda: final)
+            return
+        await asyncio.to_thread(self._end_cgroup, io, path)
 
     def _end_cgroup(self, io: TaskIO, path: str) -> None:
         """The task is over: whatever it left in its cgroup dies, its usage is kept, the cgroup goes."""

@@ -157,6 +157,17 @@ class TaskCgroups:
     def remove(self, path: str, wait_s: float = 1.0) -> bool:
         return remove_tree(path, wait_s)
 
+    def remove_now(self, path: str) -> bool:
+        """One rmdir, no waiting: False when the cgroup still holds a process or a child cgroup
+        (remove() waits for those, off the event loop)."""
+        try:
+            os.rmdir(path)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return True
+
     def close(self) -> None:
         """Runner shutdown: every task cgroup dies, then the runner's directory goes."""
         kill_cgroup(self.base)
