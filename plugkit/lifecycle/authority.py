@@ -309,7 +309,7 @@ def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[pr
         # The common case of a state-only change: .prd is the ledger's items, nothing to read or write.
         if ws.ledger.put_state(ws.root, st.model_dump_json(), state_view, time.time()):
             return
-    if rec.items is None and (items is None or items_view.items_at(ws, getattr(rec, "rev", None)) is None):
+    if rec.items is None and (items is None or not items_view.holds(ws, getattr(rec, "rev", None))):
         rec = ws.ledger.get(ws.root)  # the items' text is needed (this process does not hold that rev)
     items_view_bytes = rec.items_view
     if items is None and (on_disk is None or on_disk == rec.items_view):

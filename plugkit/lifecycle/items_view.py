@@ -142,6 +142,11 @@ def items_at(ws: Any, rev: Optional[int]) -> Optional[list[prd.Item]]:
     return _hand_out(ws, v) if v is not None else None
 
 
+def holds(ws: Any, rev: Optional[int]) -> bool:
+    """Whether the items of that rev are cached (their text need not be read)."""
+    return rev is not None and _get(ws, None, rev) is not None
+
+
 def view_at(ws: Any, rev: Optional[int]) -> Optional[bytes]:
     """The items' text of that rev as bytes, when cached: a view that is the items is compared
     against these rather than read from the ledger on every state-only operation."""
@@ -206,10 +211,14 @@ def _dump_changed(ws: Any, v: _Version, now: list[prd.Item], changed: set[str]) 
     for item_id in order:
         fields[item_id] = _fields(live[item_id])
         rendered[item_id] = prd.render(live[item_id])
-    if len(rendered) != len(fields):  # a version just parsed renders lazily, once
+    rows: Optional[list[tuple[str, str]]] = [(i, rendered[i]) for i in order]
+    if len(rendered) != len(fields):
+        # A version just parsed renders lazily, once; the ledger then stores every row as
+        # rendered here (written=None), so its rows are this text whatever wrote them before.
         rendered = {i: rendered.get(i) or prd.render(live[i]) for i in fields}
+        rows = None
     out = prd.join(list(rendered.values()))
-    _keep(ws, _Version(out, fields, rendered, live, written=[(i, rendered[i]) for i in order]))
+    _keep(ws, _Version(out, fields, rendered, live, written=rows))
     return out
 
 

@@ -287,10 +287,11 @@ class ProcessExecutor:
             await pipes.exited
             # Output written just before exit may still be in the pipes; a grandchild
             # holding them open must not keep the task "running" forever.
-            try:
-                await asyncio.wait_for(pipes.drained.wait(), DRAIN_S)
-            except asyncio.TimeoutError:
-                pass
+            if not pipes.drained.is_set():  # usually already: wait_for's own task costs a loop turn
+                try:
+                    await asyncio.wait_for(pipes.drained.wait(), DRAIN_S)
+                except asyncio.TimeoutError:
+                    pass
             _end_group(run.pid)
             return transport.get_returncode()  # type: ignore[return-value]
         finally:
