@@ -252,18 +252,12 @@ class ProcessExecutor:
         return path
 
     async def _end_cgroup_soon(self, io: TaskIO, path: str) -> None:
-        """The usual end (the task's tree gone with its root: an empty cgroup) is a few small
-        writes and reads on cgroupfs, done here: a thread hop on every task's answer path cost
-        more than the work (issue 31). A cgroup still holding processes (an escapee the kill is
-        for) waits for them in a thread."""
-        cg = self.spec.cgroup_set
-        assert cg is not None
-        cg.kill(path)
-        final = cg.usage(path)
-        if cg.remove_now(path):
-            io.measured_by(lambda: final)
-            return
-        await asyncio.to_thread(self._end_cgroup, io, path)
+        """An empty cgroup (the usual end) ends here, a thread hop costing more than its few
+        cgroupfs calls (issue 31); one still holding an escapee waits for it in a thread."""
+        final = self.spec.cgroup_set.end_now(path)  # type: ignore[union-attr]
+        if final is None:
+            return await asyncio.to_thread(self._end_cgroup, io, path)
+        io.measured_by(lambda: final)
 
     def _end_cgroup(self, io: TaskIO, path: str) -> None:
         """The task is over: whatever it left in its cgroup dies, its usage is kept, the cgroup goes."""

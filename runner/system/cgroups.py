@@ -157,16 +157,18 @@ class TaskCgroups:
     def remove(self, path: str, wait_s: float = 1.0) -> bool:
         return remove_tree(path, wait_s)
 
-    def remove_now(self, path: str) -> bool:
-        """One rmdir, no waiting: False when the cgroup still holds a process or a child cgroup
-        (remove() waits for those, off the event loop)."""
+    def end_now(self, path: str) -> Optional[Usage]:
+        """Kill, read the usage, and one rmdir without waiting: the usage when the cgroup is gone,
+        None when it still holds a process or a child cgroup (remove() waits for those)."""
+        self.kill(path)
+        final = self.usage(path)
         try:
             os.rmdir(path)
         except FileNotFoundError:
-            return True
+            pass
         except OSError:
-            return False
-        return True
+            return None
+        return final
 
     def close(self) -> None:
         """Runner shutdown: every task cgroup dies, then the runner's directory goes."""
