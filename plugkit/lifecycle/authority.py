@@ -288,11 +288,11 @@ def findings(ws: Workspace) -> list[Finding]:
 
 
 def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[prd.Item]] = None,
-           changed: Optional[set[str]] = None) -> None:
+           changed: Optional[dict[str, prd.Item]] = None) -> None:
     """Call with the workspace lock held. Stores the change, then writes each view that has
     no findings (a view someone edited is left as it is, for them to see). Only what changed
     is rendered and stored: the items' text is reused when no item changed (items=None), and
-    per item otherwise (plugkit.lifecycle.items_view; `changed`, the ids the caller changed,
+    per item otherwise (plugkit.lifecycle.items_view; `changed`, the items the caller changed by id,
     spares comparing the others, and the ledger writes only their rows)."""
     rec = _with_view(ws, ws.ledger.get(ws.root, items=False) or _bootstrap(ws))
     st = state if state is not None else State.model_validate_json(rec.state)

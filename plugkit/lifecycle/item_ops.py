@@ -20,10 +20,10 @@ from plugkit.lifecycle.workspace import Workspace, atomic_write
 SCALAR_FIELDS = ("subject", "acceptance", "edge_cases", "effort", "risk", "verify")
 
 
-def _save_items(ws: Workspace, items: list[prd.Item], changed: set[str]) -> None:
+def _save_items(ws: Workspace, items: list[prd.Item], by_id: dict[str, prd.Item], changed: set[str]) -> None:
     """`changed`: the ids of every item the operation changed (the rest are stored as they were)."""
-    if ws.ledger is not None:
-        authority.commit(ws, items=items, changed=changed)  # the ledger first; .prd is its view
+    if ws.ledger is not None:  # the ledger first; .prd is its view
+        authority.commit(ws, items=items, changed={i: by_id[i] for i in changed})
         return
     atomic_write(ws.prd_path, prd.dump(items))
 
@@ -54,14 +54,14 @@ def prd_add(ws: Workspace, fields: dict[str, Any], now: float) -> tuple[prd.Item
     with state_mod.transaction(ws) as st:
         items = gating.load_items(ws)
         by_id = {i.id: i for i in items}
-        item = _validated({**fields, "id": fields.get("id") or prd.next_id(items)})
+        item = _validated({**fields, "id": fields.get("id") or prd.next_id(items, by_id)})
         if item.status == "completed":
             raise Conflict("add the item as pending, then complete it naming its evidence")
         wanted, item.status = item.status, "pending"
         changed = prd.add(items, item, by_id)  # linked first: its blockers are part of the move
         if wanted != item.status:  # added as under way: a move like any other (blockers, approval)
             item_states.move(items, item, wanted, st, item_states.Site(), [])
-        _save_items(ws, items, changed)
+        _save_items(ws, items, by_id, changed)
         moved = gating.note_item_added(st, item.id, now)
         return item.model_copy(deep=True), moved
 
@@ -91,8 +91,8 @@ def prd_update(ws: Workspace, item_id: str, changes: dict[str, Any], status: Opt
             updated.evidence = [r.id for r in receipts]
         item_states.admit(updated, st)  # whatever changed (a risk raised on an item under way)
         # By identity: list.index would compare models field by field down the whole list.
-        items[next(k for k, i in enumerate(items) if i is item)] = updated
-        _save_items(ws, items, changed)
+        items[next(k for k, i in enumerate(items) if i is item)] = by_id[item_id] = updated
+        _save_items(ws, items, by_id, changed)
         return updated.model_copy(deep=True)
 
 

@@ -186,13 +186,13 @@ def _hand_out(ws: Any, v: _Version) -> list[prd.Item]:
     return list(v.live.values())
 
 
-def dump(ws: Any, before: Optional[str], now: list[prd.Item], changed: Optional[set[str]] = None,
+def dump(ws: Any, before: Optional[str], now: list[prd.Item], changed: Optional[dict[str, prd.Item]] = None,
          rev: Optional[int] = None) -> str:
     """prd.dump(now) as text, rendering only the items that differ from version `before` (its
-    text, or its rev) (changed: their ids, known to the caller; else each item is compared with
+    text, or its rev) (changed: those items by id, known to the caller; else each item is compared with
     the version's); `now` becomes the version the next call finds (its models the writer's live ones)."""
     v = _get(ws, before, rev)
-    if v is not None and changed is not None and len(now) == len(v.fields) + len(changed - v.fields.keys()):
+    if v is not None and changed is not None and len(now) == len(v.fields) + len(changed.keys() - v.fields.keys()):
         out = _dump_changed(ws, v, now, changed)
     else:
         out = _dump_compared(ws, v, now)
@@ -201,12 +201,13 @@ def dump(ws: Any, before: Optional[str], now: list[prd.Item], changed: Optional[
     return out
 
 
-def _dump_changed(ws: Any, v: _Version, now: list[prd.Item], changed: set[str]) -> str:
+def _dump_changed(ws: Any, v: _Version, now: list[prd.Item], changed: dict[str, prd.Item]) -> str:
     # Items only ever change in place or are appended, so the version's order plus the new
-    # ids (appended in `now`'s order) is `now`'s order.
-    fields, rendered = dict(v.fields), dict(v.rendered)
-    live = {i.id: i for i in now}
+    # ids (appended in `now`'s order) is `now`'s order; copies of its dicts, not a pass in Python.
+    fields, rendered, live = dict(v.fields), dict(v.rendered), dict(v.live)
     new = [i.id for i in now[len(v.fields):]]
+    live.update((i.id, i) for i in now[len(v.fields):])
+    live.update(changed)
     order = [i for i in changed if i in v.fields] + new
     for item_id in order:
         fields[item_id] = _fields(live[item_id])

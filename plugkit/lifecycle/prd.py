@@ -170,8 +170,8 @@ def link(by_id: dict[str, Item], item_id: str, blocked_by: Optional[list[str]],
     return changed
 
 
-def next_id(items: list[Item]) -> str:
-    taken = {i.id for i in items}
+def next_id(items: list[Item], by_id: Optional[dict[str, Item]] = None) -> str:
+    taken = by_id if by_id is not None else {i.id: i for i in items}
     # w<digits>: one regex over all the ids at once rather than a Python step per item (this
     # runs on every add). Ids hold no newline (ID_PATTERN), so each line is one id.
     n = 1 + max(map(int, _W_ID.findall("\n".join(taken))), default=0)
