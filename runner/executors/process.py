@@ -205,7 +205,7 @@ class ProcessExecutor:
             return await self._step(io, languages.render(layout.run, **names), child_env, stdin, cgroup), True
         finally:
             if cgroup is not None:
-                await self._end_cgroup_soon(io, cgroup)
+                await self._end_cgroup(io, cgroup)
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             elif file:
@@ -226,7 +226,7 @@ class ProcessExecutor:
             return await self._step(io, argv, child_env, stdin, cgroup)
         finally:
             if cgroup is not None:
-                await self._end_cgroup_soon(io, cgroup)
+                await self._end_cgroup(io, cgroup)
 
     def child_env(self, io: TaskIO, env: Optional[Mapping[str, str]], layout_env: tuple = (),
                   environ: Optional[Mapping[str, str]] = None) -> dict[str, str]:
@@ -251,22 +251,12 @@ class ProcessExecutor:
         io.measured_by(lambda: cg.usage(path))
         return path
 
-    async def _end_cgroup_soon(self, io: TaskIO, path: str) -> None:
-        """An empty cgroup (the usual end) ends here, a thread hop costing more than its few
-        cgroupfs calls (issue 31); one still holding an escapee waits for it in a thread."""
-        final = self.spec.cgroup_set.end_now(path)  # type: ignore[union-attr]
-        if final is None:
-            return await asyncio.to_thread(self._end_cgroup, io, path)
+    async def _end_cgroup(self, io: TaskIO, path: str) -> None:
+        """Whatever the task left in its cgroup dies, its usage is kept, the cgroup goes: on the
+        loop when empty (a thread hop cost more, issue 31), else waiting for the killed in a thread."""
+        cg: cgroups.TaskCgroups = self.spec.cgroup_set  # type: ignore[assignment]  # set: it made the cgroup
+        final = cg.end_now(path) or await asyncio.to_thread(cg.end, path)
         io.measured_by(lambda: final)
-
-    def _end_cgroup(self, io: TaskIO, path: str) -> None:
-        """The task is over: whatever it left in its cgroup dies, its usage is kept, the cgroup goes."""
-        cg = self.spec.cgroup_set
-        assert cg is not None
-        cg.kill(path)
-        final = cg.usage(path)
-        io.measured_by(lambda: final)
-        cg.remove(path)
 
     async def _step(self, io: TaskIO, argv: list[str], env: dict[str, str], stdin: Optional[str],
                     cgroup: Optional[str] = None) -> int:
@@ -281,11 +271,10 @@ class ProcessExecutor:
             await pipes.exited
             # Output written just before exit may still be in the pipes; a grandchild
             # holding them open must not keep the task "running" forever.
-            if not pipes.drained.is_set():  # usually already: wait_for's own task costs a loop turn
-                try:
-                    await asyncio.wait_for(pipes.drained.wait(), DRAIN_S)
-                except asyncio.TimeoutError:
-                    pass
+            try:
+                await asyncio.wait_for(pipes.drained.wait(), DRAIN_S)
+            except asyncio.TimeoutError:
+                pass
             _end_group(run.pid)
             return transport.get_returncode()  # type: ignore[return-value]
         finally:
