@@ -216,7 +216,7 @@ class ProcessExecutor:
             return await self._step(io, step(languages.render(layout.run, **names)), child_env, stdin, cgroup), True
         finally:
             if cgroup is not None:
-                await asyncio.to_thread(self._end_cgroup, io, cgroup)
+                await self._end_cgroup(io, cgroup)
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             elif file:
@@ -237,7 +237,7 @@ class ProcessExecutor:
             return await self._step(io, argv, child_env, stdin, cgroup)
         finally:
             if cgroup is not None:
-                await asyncio.to_thread(self._end_cgroup, io, cgroup)
+                await self._end_cgroup(io, cgroup)
 
     def child_env(self, io: TaskIO, env: Optional[Mapping[str, str]], layout_env: tuple = (),
                   environ: Optional[Mapping[str, str]] = None) -> dict[str, str]:
@@ -262,14 +262,12 @@ class ProcessExecutor:
         io.measured_by(lambda: cg.usage(path))
         return path
 
-    def _end_cgroup(self, io: TaskIO, path: str) -> None:
-        """The task is over: whatever it left in its cgroup dies, its usage is kept, the cgroup goes."""
-        cg = self.spec.cgroup_set
-        assert cg is not None
-        cg.kill(path)
-        final = cg.usage(path)
+    async def _end_cgroup(self, io: TaskIO, path: str) -> None:
+        """Whatever the task left in its cgroup dies, its usage is kept, the cgroup goes: on the
+        loop when empty (a thread hop cost more, issue 31), else waiting for the killed in a thread."""
+        cg: cgroups.TaskCgroups = self.spec.cgroup_set  # type: ignore[assignment]  # set: it made the cgroup
+        final = cg.end_now(path) or await asyncio.to_thread(cg.end, path)
         io.measured_by(lambda: final)
-        cg.remove(path)
 
     async def _step(self, io: TaskIO, argv: list[str], env: dict[str, str], stdin: Optional[str],
                     cgroup: Optional[str] = None) -> int:
