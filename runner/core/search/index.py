@@ -182,10 +182,14 @@ class WorkspaceIndex:
         last = self.store.get_meta("head")
         if now is None or now == last:
             return
-        commits = history.log(self.root, last, now) if last else None
-        if commits is None:  # first time, or the old HEAD was rewritten away: all of it again
-            commits = history.log(self.root, None, now) or []
-            self.store.clear_commits()
+        # Reconciled, not appended from the last HEAD on: an amend, a rebase or a reset leaves
+        # commits HEAD no longer reaches, and their subjects would answer "why" with a ghost.
+        reach = history.reachable(self.root, now)
+        if reach is None:
+            return
+        add, drop = history.reconcile(self.store.commit_hashes(), reach)
+        found = history.commits(self.root, add)
         with self.store.batch() as s:
-            s.add_commits(commits)
+            s.drop_commits(drop)
+            s.add_commits(found)
             s.set_meta("head", now)

@@ -23,9 +23,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(symbol, body, path UNINDEXE
                                                      end UNINDEXED, tokenize="{TOKENIZE}");
 CREATE VIRTUAL TABLE IF NOT EXISTS defs USING fts5(name, path UNINDEXED, line UNINDEXED, kind UNINDEXED,
                                                    raw UNINDEXED, tokenize="{TOKENIZE}");
-CREATE VIRTUAL TABLE IF NOT EXISTS commits USING fts5(subject, body, paths, hash UNINDEXED, date UNINDEXED,
-                                                      raw UNINDEXED, tokenize="{TOKENIZE}");
+CREATE VIRTUAL TABLE IF NOT EXISTS commits USING fts5(subject, body, paths, diff, hash UNINDEXED,
+                                                      date UNINDEXED, raw UNINDEXED, tokenize="{TOKENIZE}");
 """
+# Bumped when a table's columns change: an index on disk from before is dropped and rebuilt
+# (a restart after an upgrade costs one build, not a query error).
+SCHEMA_VERSION = "2"
+TABLES = ("files", "chunks", "defs", "commits", "meta")
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class Commit:
     subject: str
     body: str
     paths: tuple[str, ...]
+    diff: str = ""  # the lines it added and removed, bounded (history.MAX_DIFF_CHARS)
 
 
 class IndexStore(Protocol):
@@ -64,6 +69,8 @@ class IndexStore(Protocol):
     def defs(self, match: str, limit: int, glob: str | None, lang: str | None) -> list[DefHit]: ...
     def add_commits(self, commits: Iterable[Commit]) -> None: ...
     def commits(self, match: str, limit: int) -> list[tuple[Commit, float]]: ...
+    def commit_hashes(self) -> list[str]: ...
+    def drop_commits(self, hashes: Iterable[str]) -> None: ...
 
 
 class SqliteStore:
@@ -77,6 +84,11 @@ class SqliteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
+            if self.get_meta("schema") != SCHEMA_VERSION:
+                for table in TABLES:
+                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
+                self._db.executescript(SCHEMA)
+                self.set_meta("schema", SCHEMA_VERSION)
 
     def close(self) -> None:
         with self.lock:
@@ -145,18 +157,24 @@ class SqliteStore:
     def add_commits(self, commits: Iterable[Commit]) -> None:
         with self.lock:
             self._db.executemany(
-                "INSERT INTO commits(subject, body, paths, hash, date, raw) VALUES(?,?,?,?,?,?)",
-                [(expand(c.subject), expand(c.body), expand(" ".join(c.paths)), c.hash, c.date,
+                "INSERT INTO commits(subject, body, paths, diff, hash, date, raw) VALUES(?,?,?,?,?,?,?)",
+                [(expand(c.subject), expand(c.body), expand(" ".join(c.paths)), expand(c.diff), c.hash, c.date,
                   json.dumps([c.subject, c.body, list(c.paths)])) for c in commits])
 
-    def clear_commits(self) -> None:
+    def commit_hashes(self) -> list[str]:
         with self.lock:
-            self._db.execute("DELETE FROM commits")
+            return [h for (h,) in self._db.execute("SELECT hash FROM commits")]
+
+    def drop_commits(self, hashes: Iterable[str]) -> None:
+        with self.lock:
+            # One scan of the table for the lot (hash is not indexed: a branch switch drops many).
+            self._db.execute("DELETE FROM commits WHERE hash IN (SELECT value FROM json_each(?))",
+                             (json.dumps(list(hashes)),))
 
     def commits(self, match, limit) -> list[tuple[Commit, float]]:
         with self.lock:
             rows = self._db.execute(
-                "SELECT hash, date, raw, -bm25(commits, 4.0, 1.0, 2.0) AS s FROM commits "
+                "SELECT hash, date, raw, -bm25(commits, 4.0, 1.0, 2.0, 0.5) AS s FROM commits "
                 "WHERE commits MATCH ? ORDER BY s DESC LIMIT ?", (match, limit)).fetchall()
         out = []
         for h, d, raw, score in rows:
