@@ -8,6 +8,7 @@
     work_merge = "ff"           # how `plugkit work` lands an item: "ff" (rebased, fast-forward) | "merge"
     work_check_paths = ["tests/"]   # what an item's check runs beyond the files its verify names
     work_credentials = ["AWS_PROFILE"]  # variables a `plugkit work` worker may inherit beyond its host's own
+    digest_at_start = true      # the project digest (`plugkit digest`) in every SessionStart context
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -31,6 +32,7 @@ class GateConfig:
     work_merge: str = "ff"
     work_check_paths: tuple[str, ...] = ()
     work_credentials: tuple[str, ...] = ()
+    digest_at_start: bool = False
     problems: tuple[str, ...] = field(default=())
 
 
@@ -65,6 +67,12 @@ def _names(v: Any) -> tuple[str, ...]:
     return tuple(v)
 
 
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError("must be true or false")
+    return v
+
+
 def _lang(v: Any) -> str:
     # A worker task is handed the runner's home (the token): a workspace file anyone can
     # edit must not turn `gate verify` into one.
@@ -95,6 +103,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "work_merge": ("work_merge", _merge),
     "work_check_paths": ("work_check_paths", _paths),
     "work_credentials": ("work_credentials", _names),
+    "digest_at_start": ("digest_at_start", _flag),
 }
 
 

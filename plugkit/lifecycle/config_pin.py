@@ -40,8 +40,11 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     "work_check_paths": (),  # a list has no rank here: any change of it is a person's to confirm
     "work_credentials": (),  # what workers may hold: any change is a person's to confirm
 }
-assert set(STRENGTH) == set(config_mod.KEYS), "every setting is held, and ranked here"
-_FIELD = {key: name for key, (name, _check) in config_mod.KEYS.items()}
+# Settings the file alone decides: they only add context for the model and grant nothing, so
+# turning one off is no tampering for a person to confirm.
+FREE = frozenset({"digest_at_start"})
+assert set(STRENGTH) | FREE == set(config_mod.KEYS), "every setting is held, and ranked here, or free"
+_FIELD = {key: name for key, (name, _check) in config_mod.KEYS.items() if key not in FREE}
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,7 @@ def effective(ws: Workspace) -> GateConfig:
     now, _drift = compare(held, seen)
     if now != held:
         _hold(ws, now)
-    return _config(now, seen.problems)
+    return replace(_config(now, seen.problems), **{k: getattr(seen, k) for k in FREE})
 
 
 def drift(ws: Workspace) -> list[Drift]:
