@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from runner.core.search import chunks, files, history
+from runner.core.search import chunks, files, history, semantic
 from runner.core.search.store import SqliteStore
 
 BATCH = 25  # files per transaction: a query waits at most one batch for the lock
@@ -22,9 +22,11 @@ class Progress:
 
 
 class WorkspaceIndex:
-    def __init__(self, root: str, db_path: str) -> None:
+    def __init__(self, root: str, db_path: str, embedder=None) -> None:
         self.root = root
         self.store = SqliteStore(db_path)
+        self.embedder = embedder  # semantic.Embedder when the extra is on: chunk vectors at index time
+        self.vectors = semantic.Vectors() if embedder is not None else None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._progress: Progress | None = None
@@ -151,12 +153,22 @@ class WorkspaceIndex:
             text = files.read_text(os.path.join(self.root, rel), size)
             parts = chunks.cut(rel, text) if text is not None else ([], [])
             cut.append((rel, mtime, size, parts))
+        vectors = self._embed([c for *_, (cs, _ds) in cut for c in cs])
         with self.store.batch() as s:
             for rel, mtime, size, (cs, ds) in cut:
                 # A skipped file (binary, huge) is recorded too, so it is not re-read each query.
                 s.put_file(rel, mtime, size, files.kind(rel)[1], chunks.language(rel), cs, ds)
+                if vectors:
+                    s.put_vectors(rel, vectors[:len(cs)])
+                    del vectors[:len(cs)]
                 if self._known is not None:
                     self._known[rel] = (mtime, size)
+
+    def _embed(self, cs: list[chunks.Chunk]) -> list[bytes]:
+        """Each chunk's vector (its symbol and its head), as bytes; [] without the semantic layer."""
+        if self.embedder is None or not cs:
+            return []
+        return [row.tobytes() for row in self.embedder.encode([f"{c.symbol}\n{c.text}" for c in cs])]
 
     def _git_stamp(self) -> tuple | None:
         """Cheap proof that HEAD has not moved: git rewrites HEAD or appends to logs/HEAD on every

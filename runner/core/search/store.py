@@ -25,11 +25,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS defs USING fts5(name, path UNINDEXED, line UN
                                                    raw UNINDEXED, tokenize="{TOKENIZE}");
 CREATE VIRTUAL TABLE IF NOT EXISTS commits USING fts5(subject, body, paths, diff, hash UNINDEXED,
                                                       date UNINDEXED, raw UNINDEXED, tokenize="{TOKENIZE}");
+CREATE TABLE IF NOT EXISTS vectors(rowid INTEGER PRIMARY KEY, vec BLOB);
 """
 # Bumped when a table's columns change: an index on disk from before is dropped and rebuilt
 # (a restart after an upgrade costs one build, not a query error).
 SCHEMA_VERSION = "2"
-TABLES = ("files", "chunks", "defs", "commits", "meta")
+TABLES = ("files", "chunks", "defs", "commits", "vectors", "meta")
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,31 @@ class IndexStore(Protocol):
     def stamps(self) -> dict[str, tuple[float, int]]: ...
     def put_file(self, path: str, mtime: float, size: int, factor: float, lang: str,
                  chunks: list[Chunk], defs: list[Definition]) -> None: ...
+    def put_vectors(self, path: str, vectors: list[bytes]) -> None:
+        """The semantic layer's vectors of path's chunks, in the order put_file was given them."""
+        with self.lock:
+            row = self._db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
+            if row is None or not vectors:
+                return
+            self._db.executemany("INSERT OR REPLACE INTO vectors(rowid, vec) VALUES(?,?)",
+                                 [(row[0] * SPAN + i, v) for i, v in enumerate(vectors[:SPAN])])
+            self.vectors_version += 1
+
+    def vectors(self) -> list[tuple[int, bytes]]:
+        with self.lock:
+            return self._db.execute("SELECT rowid, vec FROM vectors").fetchall()
+
+    def chunks_at(self, rowids: list[int], glob=None, lang=None) -> list[Hit]:
+        """The chunks with these rowids, in that order, scored by their file's factor alone."""
+        sql = ("SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM chunks c JOIN files f "
+               "ON f.path = c.path WHERE c.rowid IN (SELECT value FROM json_each(?))"
+               + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else ""))
+        args = [json.dumps(rowids)] + ([glob] if glob else []) + ([lang] if lang else [])
+        with self.lock:
+            rows = {r[0]: r[1:] for r in self._db.execute(sql, args)}
+        return [Hit(p, int(a), int(b), sym.split("\n")[0], factor)
+                for r in rowids if r in rows for p, a, b, sym, factor in [rows[r]]]
+
     def drop_file(self, path: str) -> None: ...
     def chunks(self, match: str, limit: int, glob: str | None, lang: str | None) -> list[Hit]: ...
     def defs(self, match: str, limit: int, glob: str | None, lang: str | None) -> list[DefHit]: ...
@@ -80,6 +106,7 @@ class SqliteStore:
     def __init__(self, path: str) -> None:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self.lock = threading.RLock()
+        self.vectors_version = 0  # bumped when a chunk vector is written or dropped (semantic.Vectors reloads)
         with self.lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -124,6 +151,31 @@ class SqliteStore:
                                  [(base + i, expand(d.name), path, d.line, d.kind, d.name)
                                   for i, d in enumerate(defs[:SPAN])])
 
+    def put_vectors(self, path: str, vectors: list[bytes]) -> None:
+        """The semantic layer's vectors of path's chunks, in the order put_file was given them."""
+        with self.lock:
+            row = self._db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
+            if row is None or not vectors:
+                return
+            self._db.executemany("INSERT OR REPLACE INTO vectors(rowid, vec) VALUES(?,?)",
+                                 [(row[0] * SPAN + i, v) for i, v in enumerate(vectors[:SPAN])])
+            self.vectors_version += 1
+
+    def vectors(self) -> list[tuple[int, bytes]]:
+        with self.lock:
+            return self._db.execute("SELECT rowid, vec FROM vectors").fetchall()
+
+    def chunks_at(self, rowids: list[int], glob=None, lang=None) -> list[Hit]:
+        """The chunks with these rowids, in that order, scored by their file's factor alone."""
+        sql = ("SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM chunks c JOIN files f "
+               "ON f.path = c.path WHERE c.rowid IN (SELECT value FROM json_each(?))"
+               + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else ""))
+        args = [json.dumps(rowids)] + ([glob] if glob else []) + ([lang] if lang else [])
+        with self.lock:
+            rows = {r[0]: r[1:] for r in self._db.execute(sql, args)}
+        return [Hit(p, int(a), int(b), sym.split("\n")[0], factor)
+                for r in rowids if r in rows for p, a, b, sym, factor in [rows[r]]]
+
     def drop_file(self, path: str) -> None:
         with self.lock:
             row = self._db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
@@ -132,6 +184,8 @@ class SqliteStore:
             lo, hi = row[0] * SPAN, row[0] * SPAN + SPAN - 1
             self._db.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (lo, hi))
             self._db.execute("DELETE FROM defs WHERE rowid BETWEEN ? AND ?", (lo, hi))
+            if self._db.execute("DELETE FROM vectors WHERE rowid BETWEEN ? AND ?", (lo, hi)).rowcount:
+                self.vectors_version += 1
             self._db.execute("DELETE FROM files WHERE id=?", (row[0],))
 
     def chunks(self, match, limit, glob=None, lang=None) -> list[Hit]:
