@@ -25,8 +25,9 @@ class WorkspaceIndex:
     def __init__(self, root: str, db_path: str, embedder=None) -> None:
         self.root = root
         self.store = SqliteStore(db_path)
-        self.embedder = embedder  # semantic.Embedder when the extra is on: chunk vectors at index time
+        self.embedder = embedder  # semantic.Embedder when the extra is on
         self.vectors = semantic.Vectors() if embedder is not None else None
+        self._embedder_thread: threading.Thread | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._progress: Progress | None = None
@@ -58,16 +59,26 @@ class WorkspaceIndex:
                 return
             self._apply(changed, gone)
             self._history()
+            if changed:
+                self._embed_later()
 
     def wait(self, seconds: float) -> None:
         thread = self._thread
         if thread is not None and thread.is_alive():
             thread.join(seconds)
 
+    def wait_vectors(self, seconds: float) -> None:
+        """Until the semantic layer has embedded every chunk (the eval; a query never waits)."""
+        self.wait(seconds)
+        thread = self._embedder_thread
+        if thread is not None and thread.is_alive():
+            thread.join(seconds)
+
     def close(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        for thread in (self._thread, self._embedder_thread):
+            if thread is not None:
+                thread.join(timeout=10)
         self.store.close()
 
     def status(self) -> dict:
@@ -96,6 +107,7 @@ class WorkspaceIndex:
                 self._progress = Progress(min(total, i + BATCH), total)
             self._history()
             self.store.set_meta("built", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            self._embed_later()
         except Exception:  # noqa: BLE001 - a broken build must not take the runner down; the next query retries
             self.store.set_meta("build_error", "1")
         finally:
@@ -153,22 +165,21 @@ class WorkspaceIndex:
             text = files.read_text(os.path.join(self.root, rel), size)
             parts = chunks.cut(rel, text) if text is not None else ([], [])
             cut.append((rel, mtime, size, parts))
-        vectors = self._embed([c for *_, (cs, _ds) in cut for c in cs])
         with self.store.batch() as s:
             for rel, mtime, size, (cs, ds) in cut:
                 # A skipped file (binary, huge) is recorded too, so it is not re-read each query.
                 s.put_file(rel, mtime, size, files.kind(rel)[1], chunks.language(rel), cs, ds)
-                if vectors:
-                    s.put_vectors(rel, vectors[:len(cs)])
-                    del vectors[:len(cs)]
                 if self._known is not None:
                     self._known[rel] = (mtime, size)
 
-    def _embed(self, cs: list[chunks.Chunk]) -> list[bytes]:
-        """Each chunk's vector (its symbol and its head), as bytes; [] without the semantic layer."""
-        if self.embedder is None or not cs:
-            return []
-        return [row.tobytes() for row in self.embedder.encode([f"{c.symbol}\n{c.text}" for c in cs])]
+    def _embed_later(self) -> None:
+        """Chunk vectors in a thread of their own, after the BM25 index: the model embeds a few
+        chunks a second on a CPU, and BM25 answers must not wait for it."""
+        if self.embedder is None or (self._embedder_thread is not None and self._embedder_thread.is_alive()):
+            return
+        self._embedder_thread = threading.Thread(target=semantic.fill, name=f"search-vectors {self.root}",
+                                                 args=(self.store, self.root, self.embedder, self._stop), daemon=True)
+        self._embedder_thread.start()
 
     def _git_stamp(self) -> tuple | None:
         """Cheap proof that HEAD has not moved: git rewrites HEAD or appends to logs/HEAD on every

@@ -11,6 +11,7 @@ from typing import Hashable, Iterable, Sequence
 MAX_TOKENS = 128  # what the model was trained on; a chunk's head carries its name, signature and docstring
 HEAD_CHARS = 1200  # ~128 tokens of code: no need to tokenise the rest only to cut it off
 BATCH = 32
+FILL_BATCH = 64  # chunks per transaction of the filling thread
 RRF_K = 60  # the constant of Cormack et al.; ranks, not scores, are fused, so BM25's scale does not matter
 
 
@@ -77,6 +78,28 @@ class Vectors:
         scores = self._matrix @ query_vec
         top = numpy.argsort(-scores)[:k]
         return [(int(self._rowids[i]), float(scores[i])) for i in top]
+
+
+def fill(store, root: str, embedder: Embedder, stop: threading.Event) -> None:
+    """Embed every chunk that has no vector yet, a batch at a time, until none is left or the
+    index closes. The text is the chunk's symbol and its lines as they are on disk."""
+    try:
+        while not stop.is_set():
+            rows = store.unembedded(FILL_BATCH)
+            if not rows:
+                return
+            lines: dict[str, list[str]] = {}
+            for _rowid, path, *_ in rows:
+                if path not in lines:
+                    try:
+                        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+                            lines[path] = f.read().splitlines()
+                    except OSError:
+                        lines[path] = []
+            texts = [f"{sym}\n" + "\n".join(lines[path][start - 1:end]) for _r, path, start, end, sym in rows]
+            store.put_vectors([(r[0], v.tobytes()) for r, v in zip(rows, embedder.encode(texts))])
+    except Exception:  # noqa: BLE001 - the layer is an extra: BM25 answers on; the next change retries
+        return
 
 
 def rrf(rankings: Iterable[Sequence[Hashable]], k: int = RRF_K) -> list[Hashable]:

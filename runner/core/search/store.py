@@ -65,31 +65,6 @@ class IndexStore(Protocol):
     def stamps(self) -> dict[str, tuple[float, int]]: ...
     def put_file(self, path: str, mtime: float, size: int, factor: float, lang: str,
                  chunks: list[Chunk], defs: list[Definition]) -> None: ...
-    def put_vectors(self, path: str, vectors: list[bytes]) -> None:
-        """The semantic layer's vectors of path's chunks, in the order put_file was given them."""
-        with self.lock:
-            row = self._db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
-            if row is None or not vectors:
-                return
-            self._db.executemany("INSERT OR REPLACE INTO vectors(rowid, vec) VALUES(?,?)",
-                                 [(row[0] * SPAN + i, v) for i, v in enumerate(vectors[:SPAN])])
-            self.vectors_version += 1
-
-    def vectors(self) -> list[tuple[int, bytes]]:
-        with self.lock:
-            return self._db.execute("SELECT rowid, vec FROM vectors").fetchall()
-
-    def chunks_at(self, rowids: list[int], glob=None, lang=None) -> list[Hit]:
-        """The chunks with these rowids, in that order, scored by their file's factor alone."""
-        sql = ("SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM chunks c JOIN files f "
-               "ON f.path = c.path WHERE c.rowid IN (SELECT value FROM json_each(?))"
-               + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else ""))
-        args = [json.dumps(rowids)] + ([glob] if glob else []) + ([lang] if lang else [])
-        with self.lock:
-            rows = {r[0]: r[1:] for r in self._db.execute(sql, args)}
-        return [Hit(p, int(a), int(b), sym.split("\n")[0], factor)
-                for r in rowids if r in rows for p, a, b, sym, factor in [rows[r]]]
-
     def drop_file(self, path: str) -> None: ...
     def chunks(self, match: str, limit: int, glob: str | None, lang: str | None) -> list[Hit]: ...
     def defs(self, match: str, limit: int, glob: str | None, lang: str | None) -> list[DefHit]: ...
@@ -97,6 +72,10 @@ class IndexStore(Protocol):
     def commits(self, match: str, limit: int) -> list[tuple[Commit, float]]: ...
     def commit_hashes(self) -> list[str]: ...
     def drop_commits(self, hashes: Iterable[str]) -> None: ...
+    def unembedded(self, limit: int) -> list[tuple[int, str, int, int, str]]: ...
+    def put_vectors(self, pairs: list[tuple[int, bytes]]) -> None: ...
+    def vectors(self) -> list[tuple[int, bytes]]: ...
+    def chunks_at(self, rowids: list[int], glob: str | None, lang: str | None) -> list[Hit]: ...
 
 
 class SqliteStore:
@@ -151,14 +130,19 @@ class SqliteStore:
                                  [(base + i, expand(d.name), path, d.line, d.kind, d.name)
                                   for i, d in enumerate(defs[:SPAN])])
 
-    def put_vectors(self, path: str, vectors: list[bytes]) -> None:
-        """The semantic layer's vectors of path's chunks, in the order put_file was given them."""
+    def unembedded(self, limit: int) -> list[tuple[int, str, int, int, str]]:
+        """(rowid, path, start, end, symbol) of chunks the semantic layer has no vector for yet."""
         with self.lock:
-            row = self._db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
-            if row is None or not vectors:
-                return
-            self._db.executemany("INSERT OR REPLACE INTO vectors(rowid, vec) VALUES(?,?)",
-                                 [(row[0] * SPAN + i, v) for i, v in enumerate(vectors[:SPAN])])
+            rows = self._db.execute("SELECT c.rowid, c.path, c.start, c.end, c.symbol FROM chunks c "
+                                    "WHERE c.rowid NOT IN (SELECT rowid FROM vectors) LIMIT ?", (limit,)).fetchall()
+        return [(r, p, int(a), int(b), sym.split("\n")[0]) for r, p, a, b, sym in rows]
+
+    def put_vectors(self, pairs: list[tuple[int, bytes]]) -> None:
+        """Chunk vectors by rowid; a chunk replaced meanwhile (its file saved again) gets none."""
+        with self.lock:
+            self._db.executemany("INSERT OR REPLACE INTO vectors(rowid, vec) SELECT ?, ? "
+                                 "WHERE EXISTS (SELECT 1 FROM chunks WHERE rowid = ?)",
+                                 [(r, v, r) for r, v in pairs])
             self.vectors_version += 1
 
     def vectors(self) -> list[tuple[int, bytes]]:
