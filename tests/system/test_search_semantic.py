@@ -25,7 +25,7 @@ def test_a_query_without_a_shared_word_finds_the_code_through_the_vectors(tmp_pa
     plain, dense = SearchManager(str(tmp_path / "h1"), semantic_layer=False), SearchManager(str(tmp_path / "h2"))
     try:
         assert plain.query(str(ws), "retrieve website contents").hits == []  # BM25 alone: no shared word
-        dense.workspace(str(ws)).prepare()
+        dense.query(str(ws), "start")  # a query loads the model and starts the build
         dense.workspace(str(ws)).wait_vectors(300)
         a = dense.query(str(ws), "retrieve website contents")
         assert a.hits[0].path == "net.py"

@@ -22,11 +22,11 @@ class Progress:
 
 
 class WorkspaceIndex:
-    def __init__(self, root: str, db_path: str, embedder=None) -> None:
+    def __init__(self, root: str, db_path: str) -> None:
         self.root = root
         self.store = SqliteStore(db_path)
-        self.embedder = embedder  # semantic.Embedder when the extra is on
-        self.vectors = semantic.Vectors() if embedder is not None else None
+        self.embedder = None  # semantic.Embedder once use() is called (the extra is on)
+        self.vectors: semantic.Vectors | None = None
         self._embedder_thread: threading.Thread | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -66,6 +66,14 @@ class WorkspaceIndex:
         thread = self._thread
         if thread is not None and thread.is_alive():
             thread.join(seconds)
+
+    def use(self, embedder) -> None:
+        """The semantic layer from now on (None: BM25 alone); chunks lacking a vector are embedded."""
+        if embedder is not None:
+            self.embedder = embedder  # before vectors: a query reads vectors, then uses the embedder
+            self.vectors = semantic.Vectors()
+            if self.store.get_meta("built") is not None:
+                self._embed_later()
 
     def wait_vectors(self, seconds: float) -> None:
         """Until the semantic layer has embedded every chunk (the eval; a query never waits)."""

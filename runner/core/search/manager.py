@@ -66,7 +66,7 @@ class SearchManager:
             if index is None:
                 os.makedirs(self._dir, mode=0o700, exist_ok=True)
                 name = hashlib.sha256(root.encode()).hexdigest()[:16] + ".sqlite"
-                index = WorkspaceIndex(root, os.path.join(self._dir, name), self._load_embedder())
+                index = WorkspaceIndex(root, os.path.join(self._dir, name))
                 if len(self._indexes) >= MAX_WORKSPACES:
                     self._indexes.pop(next(iter(self._indexes))).close()
             self._indexes[root] = index  # re-inserted: the dict's order is the use order
@@ -74,14 +74,17 @@ class SearchManager:
 
     def _load_embedder(self):
         """The model once per manager (~90 MB, seconds to load), and only when the layer is on."""
-        if self._semantic and self._embedder is None:
-            self._embedder = semantic.load()
-            self._semantic = self._embedder is not None
-        return self._embedder
+        with self._lock:
+            if self._semantic and self._embedder is None:
+                self._embedder = semantic.load()
+                self._semantic = self._embedder is not None
+            return self._embedder
 
     def query(self, cwd: str, text: str, limit: int = 10, glob: str | None = None,
               lang: str | None = None, history: bool | None = None) -> Answer:
         index = self.workspace(cwd)
+        if self._semantic and index.embedder is None:  # loaded by a query, never by a digest or a status
+            index.use(self._load_embedder())
         index.prepare()
         index.wait(FIRST_WAIT_S)  # a small project answers complete on its first query
         words = tokens.query_words(text)
