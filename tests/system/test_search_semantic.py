@@ -33,6 +33,8 @@ def test_a_query_without_a_shared_word_finds_the_code_through_the_vectors(tmp_pa
         assert dense.query(str(ws), "add_vat").definitions[0].path == "money.py"  # BM25 at once
         dense.workspace(str(ws)).wait_vectors(300)
         assert dense.workspace(str(ws)).store.unembedded(10) == []  # the saved file was embedded again
+        done = dense.status()[0]["vectors"]
+        assert done["done"] == done["total"] > 0 and plain.status()[0]["vectors"] is None
     finally:
         plain.close()
         dense.close()

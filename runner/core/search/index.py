@@ -93,7 +93,8 @@ class WorkspaceIndex:
         p = self._progress
         return {"root": self.root, "files": len(self._listed) or len(self.store.stamps()),
                 "indexing": None if p is None else {"done": p.done, "total": p.total},
-                "built": self.store.get_meta("built"), "head": self.store.get_meta("head")}
+                "built": self.store.get_meta("built"), "head": self.store.get_meta("head"),
+                "vectors": None if self.embedder is None else dict(zip(("done", "total"), self.store.embedded()))}
 
     # --- building ------------------------------------------------------------------------
     def _start(self) -> None:

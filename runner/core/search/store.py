@@ -145,6 +145,12 @@ class SqliteStore:
                                  [(r, v, r) for r, v in pairs])
             self.vectors_version += 1
 
+    def embedded(self) -> tuple[int, int]:
+        """(chunks with a vector, chunks)."""
+        with self.lock:
+            return (self._db.execute("SELECT count(*) FROM vectors").fetchone()[0],
+                    self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
     def vectors(self) -> list[tuple[int, bytes]]:
         with self.lock:
             return self._db.execute("SELECT rowid, vec FROM vectors").fetchall()
