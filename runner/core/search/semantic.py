@@ -6,11 +6,13 @@ Absent extra -> load() is None and search is BM25 alone. numpy and torch are imp
 
 import os
 import threading
+import time
 from typing import Hashable, Iterable, Sequence
 
 MAX_TOKENS = 128  # what the model was trained on; a chunk's head carries its name, signature and docstring
 HEAD_CHARS = 1200  # ~128 tokens of code: no need to tokenise the rest only to cut it off
 BATCH = 32
+RELOAD_S = 2.0
 FILL_BATCH = 64  # chunks per transaction of the filling thread
 RRF_K = 60  # the constant of Cormack et al.; ranks, not scores, are fused, so BM25's scale does not matter
 
@@ -64,13 +66,18 @@ class Vectors:
         self._rowids = None
         self._matrix = None
         self._version = -1
+        self._loaded_at = 0.0
 
     def nearest(self, store, query_vec, k: int) -> list[tuple[int, float]]:
         import numpy
 
-        if store.vectors_version != self._version:
+        # While the filling thread writes a batch every second or so, reload at most every
+        # RELOAD_S: a reload reads every vector (~35 MB for the standard library).
+        stale = store.vectors_version != self._version
+        if stale and (self._matrix is None or time.monotonic() - self._loaded_at > RELOAD_S):
+            self._loaded_at = time.monotonic()
+            self._version = store.vectors_version  # read first: a batch landing meanwhile reloads next time
             rows = store.vectors()
-            self._version = store.vectors_version
             self._rowids = numpy.array([r for r, _ in rows], dtype=numpy.int64)
             self._matrix = (numpy.frombuffer(b"".join(v for _, v in rows), dtype=numpy.float32).reshape(len(rows), -1)
                             if rows else numpy.zeros((0, len(query_vec)), dtype=numpy.float32))
