@@ -10,6 +10,7 @@
     work_credentials = ["AWS_PROFILE"]  # variables a `plugkit work` worker may inherit beyond its host's own
     exec_sandbox = true         # every `plugkit exec:` task here runs in the worker sandbox (--sandbox)
     work_network = "loopback-model"  # `plugkit work`: "host" (default) | "loopback-model" (--network)
+    digest_at_start = true      # the project digest (`plugkit digest`) in every SessionStart context
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -37,6 +38,7 @@ class GateConfig:
     work_credentials: tuple[str, ...] = ()
     exec_sandbox: bool = False
     work_network: str = "host"
+    digest_at_start: bool = False
     problems: tuple[str, ...] = field(default=())
 
 
@@ -115,6 +117,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "work_credentials": ("work_credentials", _names),
     "exec_sandbox": ("exec_sandbox", _flag),
     "work_network": ("work_network", _network),
+    "digest_at_start": ("digest_at_start", _flag),
 }
 
 
