@@ -58,6 +58,11 @@ IDENTITY_TAGS: frozenset[str] = frozenset({RUNNER_ID_TAG, TASK_ID_TAG, SESSION_I
 # Set inside a worker's sandbox (runner/system/sandbox.py): the runner lives in another PID
 # namespace there, so the client checks it by /health alone and never starts one of its own.
 SANDBOXED_TAG = "PLUGKIT_SANDBOXED"
+# What a sandboxed `plugkit work` worker's network is (runner/system/netrelay.py):
+#   host            the machine's network, as any program of the user has it;
+#   loopback-model  its own network namespace: loopback only, where a relay the runner holds
+#                   reaches this runner and the model endpoints its *_BASE_URL variables name.
+WORK_NETWORKS = ("host", "loopback-model")
 
 # --- languages only the runner starts ------------------------------------------------------------
 # A worker task is handed the runner's home (where the token is): task.exec refuses it from the

@@ -52,7 +52,8 @@ def run_lines(run: dict | None) -> list[str]:
         head += f": {run['halt']}"
     lines = [head, f"  worker {run['worker']}, parallel {run['parallel']}{', afk' if run['afk'] else ''}, "
                    f"lands on {run['branch']} ({run['merge']}), "
-                   + ("sandboxed (bwrap)" if run.get("sandbox", True) else "NO SANDBOX (--no-sandbox)")]
+                   + ("sandboxed (bwrap)" if run.get("sandbox", True) else "NO SANDBOX (--no-sandbox)")
+                   + (", network: loopback + model endpoints" if run.get("network") == "loopback-model" else "")]
     if run.get("runtime") == "ray":
         lines.append(f"  workers on the Ray cluster at {run.get('cluster')}")
     if run.get("scopes"):

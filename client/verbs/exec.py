@@ -34,7 +34,7 @@ REFUSAL_NEXT = (("unknown language", "plugkit doctor shows which of them this ma
 
 OPTIONS = {"--session": VALUE, "--cwd": VALUE, "--json": FLAG, "--timeout": VALUE, "--wait": VALUE,
            "--file": VALUE, "--full": FLAG, "--kill-on-interrupt": FLAG, "--keep-on-interrupt": FLAG,
-           "--no-stdin": FLAG, "--detach": FLAG, "--explain": FLAG}
+           "--no-stdin": FLAG, "--detach": FLAG, "--explain": FLAG, "--sandbox": FLAG}
 
 USAGE = """usage: plugkit exec:<lang> [options] [CODE... | --file F | -]
        plugkit exec --lang L [options] [CODE... | --file F | -]
@@ -57,6 +57,10 @@ the code is read from stdin when stdin is not a terminal (or with `-`).
                        as waiting for input)
   --detach             the task outlives its session: its session's end, or its agent host
                        exiting, does not kill it (exec:tasks marks it; exec:close ends it)
+  --sandbox            run it in the worker sandbox: the cwd writable, the rest read-only, the
+                       runner's home and your credentials hidden, its own PID namespace
+                       (also: exec_sandbox = true in .plugkit/config.toml); refused if bwrap
+                       cannot build one here
   --explain            run nothing: say which program would run the code for you (your PATH,
                        $VIRTUAL_ENV, $PLUGKIT_PYTHON) and exit
 The task runs in your environment (its variables, PATH and activated venv), minus
@@ -94,14 +98,16 @@ def _exec(argv: list[str], lang: str | None) -> int:
     try:
         follower = follow.Follower(client, {}, sink, limit)
         info, first_output = start(client, me, follower, lang, code, wait_s, timeout_s,
-                                   no_stdin=bool(opts.get("no_stdin")), detach=bool(opts.get("detach")))
+                                   no_stdin=bool(opts.get("no_stdin")), detach=bool(opts.get("detach")),
+                                   sandbox=bool(opts.get("sandbox")))
         return follow_started(client, follower, info, first_output, me, opts, wait_s, deadline)
     finally:
         client.close()
 
 
 def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, wait_s: float,
-          timeout_s: float | None, no_stdin: bool = False, detach: bool = False) -> tuple[dict, dict]:
+          timeout_s: float | None, no_stdin: bool = False, detach: bool = False,
+          sandbox: bool = False) -> tuple[dict, dict]:
     """task.exec, waiting at most FIRST_WAIT_S; points `follower` at the new task.
     Returns (TaskInfo, the first output). Shared with the hooks' exec: interception."""
     params = me.params(lang=lang, code=code, wait_ms=int(min(wait_s, FIRST_WAIT_S) * 1000),
@@ -111,6 +117,8 @@ def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, w
         params["environ"] = environ
     if detach:
         params["detach"] = True
+    if sandbox:
+        params["sandbox"] = True
     params["caller_pid"] = os.getpid()  # the runner ties the session to the agent host above us
     if no_stdin:
         params["stdin"] = ""  # written, then closed: the task's first read is end-of-file

@@ -106,5 +106,7 @@ def _status_text(result: dict) -> str:
     for r in rows:
         state = (f"indexing {r['indexing']['done']}/{r['indexing']['total']}" if r.get("indexing")
                  else f"built {r.get('built') or 'never'}")
-        lines.append(f"{r['root']}: {r['files']} files, {state}, head {(r.get('head') or '-')[:10]}")
+        vec = r.get("vectors")
+        lines.append(f"{r['root']}: {r['files']} files, {state}, head {(r.get('head') or '-')[:10]}"
+                     + (f", semantic {vec['done']}/{vec['total']} chunks embedded" if vec else ""))
     return "\n".join(lines)

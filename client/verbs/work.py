@@ -1,8 +1,9 @@
 """`plugkit work`: the runner drives coding agents as workers through the .prd.
 
     plugkit work [--parallel N] [--items ID...] [--worker W] [--run PROGRAM] [--afk]
-                 [--budget-min M] [--stall-min M] [--merge ff|merge] [--no-sandbox] [--wait S]
-                 [--runtime local|ray] [--cluster HOST:PORT] [--allow-remote-cluster]
+                 [--budget-min M] [--stall-min M] [--merge ff|merge] [--no-sandbox]
+                 [--network host|loopback-model] [--runtime local|ray] [--cluster HOST:PORT]
+                 [--allow-remote-cluster] [--wait S]
     plugkit work status [--wait S] | stop | logs ITEM [--verify] [--follow] | rollback ITEM
     plugkit work allow-check ITEM   (a person: the item's branch may change its own check)
 
@@ -22,6 +23,7 @@ import time
 from client.show import work as show
 from client.verbs.brief import BriefParser, names_next
 from client.wire.session import Caller, connect
+from plugkit.vocab import WORK_NETWORKS
 
 SUBS = ("status", "stop", "logs", "rollback", "allow-check")
 WORKERS = ("claude-code", "codex", "qwen", "gemini", "command")
@@ -59,6 +61,9 @@ def _start_parser() -> BriefParser:
     p.add_argument("--stall-min", type=float, default=10.0, help="end a worker silent this long (default 10)")
     p.add_argument("--merge", choices=("ff", "merge"), help="land by fast-forward (rebased) or merge commit "
                                                           "(default: work_merge in .plugkit/config.toml, else ff)")
+    p.add_argument("--network", choices=WORK_NETWORKS,
+                   help="the workers' network: host (default: the workspace's work_network), or loopback-model: "
+                        "loopback only, reaching this runner and the model endpoints their *_BASE_URL name")
     p.add_argument("--no-sandbox", dest="sandbox", action="store_false",
                    help="a person's override: run the workers without the bwrap sandbox (status shows it)")
     p.add_argument("--runtime", choices=("local", "ray"), help="where workers run (default: work_runtime in "
@@ -101,6 +106,8 @@ def main(argv: list[str]) -> int:
                     "stall_min": a.stall_min, "env": dict(os.environ)}
     if not a.sandbox:
         params["sandbox"] = False
+    if a.network:
+        params["network"] = a.network
     if a.run is not None:
         try:
             params["run"] = shlex.split(a.run)

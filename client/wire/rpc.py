@@ -28,7 +28,15 @@ class Connection:
 
     def __init__(self, port: int, timeout: float = 5.0) -> None:
         self.port = port
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        # Not socket.create_connection: its getaddrinfo encodes the host with the idna codec,
+        # an import (encodings.idna, stringprep) of ~3 ms on every CLI call for a numeric address.
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            self.sock.settimeout(timeout)
+            self.sock.connect(("127.0.0.1", port))
+        except BaseException:
+            self.sock.close()
+            raise
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._buf = b""
 

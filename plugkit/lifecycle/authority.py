@@ -24,7 +24,7 @@ approvals count only when the runner saw them happen) and a notice says so.
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from plugkit.lifecycle import config, config_pin, evidence, item_states, items_view, prd
@@ -78,10 +78,13 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
-def _read(path: str) -> Optional[bytes]:
+def _read(path: str, empty_is_none: bool = True) -> Optional[bytes]:
+    """A view's bytes; None when it is missing or empty, which claims nothing (an empty view
+    is also what a power loss can leave of one written without an fsync): the next change
+    writes it again."""
     try:
         with open(path, "rb") as fh:
-            return fh.read()
+            return fh.read() or (None if empty_is_none else b"")
     except FileNotFoundError:
         return None
 
@@ -94,7 +97,7 @@ def render_state(st: State) -> bytes:
 
 def _bootstrap(ws: Workspace) -> Record:
     st = State()
-    state_bytes, items_bytes = _read(ws.state_path), _read(ws.prd_path)
+    state_bytes, items_bytes = _read(ws.state_path, False), _read(ws.prd_path, False)  # a person's files, as they are
     if state_bytes is not None:
         st.notice("state.json predates the runner's ledger and was not imported: the gates start from PLAN "
                   "(phase, mutables and approvals count only when the runner saw them happen)")
@@ -227,15 +230,15 @@ def load(ws: Workspace, items: bool = True) -> Snapshot:
     """The ledger's state and items, the views' findings and proposals. Writes nothing.
     With items=False the items are left unread while `.prd` is what the runner last wrote
     (nothing there to find or adopt): state-only operations and the hooks pay for the state only."""
-    rec = ws.ledger.get(ws.root, items=items) or _bootstrap(ws)
+    rec = _with_view(ws, ws.ledger.get(ws.root, items=False) or _bootstrap(ws))
     st = State.model_validate_json(rec.state)
     findings = _state_findings(rec.state_view, _read(ws.state_path), st)
     on_disk = _read(ws.prd_path)
     if not items and (on_disk is None or on_disk == rec.items_view):
         return Snapshot(st, None, findings, [], rec)
-    if rec.items is None:  # the view differs from what the runner wrote: the items are needed after all
-        rec = ws.ledger.get(ws.root)
-    its = items_view.items(ws, rec.items)
+    rec, its = _items_of(ws, rec)
+    if on_disk == rec.items_view:  # the usual case: nothing to find or adopt
+        return Snapshot(st, its, findings, [], rec)
     item_findings, proposals = _items_findings(rec.items_view, on_disk, its)
     known = {i.id for i in its}
     proposals = [p for p in proposals if p.id not in known]
@@ -243,6 +246,26 @@ def load(ws: Workspace, items: bool = True) -> Snapshot:
         its = its + proposals
         prd.relink(its, prd.edges_of(its))
     return Snapshot(st, its, findings + item_findings, [p.id for p in proposals], rec)
+
+
+def _with_view(ws: Workspace, rec: Any) -> Any:
+    """The record with the view's bytes: a ledger leaves them out when they are exactly the
+    items, which this process holds when it parsed or wrote that rev (else they are read)."""
+    if rec.items_view is not None or not getattr(rec, "view_is_items", False) or rec.items is not None:
+        return rec
+    data = items_view.view_at(ws, getattr(rec, "rev", None))
+    return replace(rec, items_view=data) if data is not None else ws.ledger.get(ws.root)
+
+
+def _items_of(ws: Workspace, rec: Any) -> tuple[Any, list[prd.Item]]:
+    """The record's items, from the versions this process holds when it has that rev (their
+    text is not read then), else read and parsed."""
+    its = items_view.items_at(ws, getattr(rec, "rev", None))
+    if its is not None:
+        return rec, its
+    if rec.items is None:
+        rec = ws.ledger.get(ws.root)
+    return rec, items_view.items(ws, rec.items, getattr(rec, "rev", None))
 
 
 @dataclass(frozen=True)
@@ -264,12 +287,14 @@ def findings(ws: Workspace) -> list[Finding]:
         return settings
 
 
-def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[prd.Item]] = None) -> None:
+def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[prd.Item]] = None,
+           changed: Optional[dict[str, prd.Item]] = None) -> None:
     """Call with the workspace lock held. Stores the change, then writes each view that has
     no findings (a view someone edited is left as it is, for them to see). Only what changed
-    is rendered: the items' text is reused when no item changed (items=None), and per item
-    otherwise (plugkit.lifecycle.items_view)."""
-    rec = ws.ledger.get(ws.root, items=items is not None) or _bootstrap(ws)
+    is rendered and stored: the items' text is reused when no item changed (items=None), and
+    per item otherwise (plugkit.lifecycle.items_view; `changed`, the items the caller changed by id,
+    spares comparing the others, and the ledger writes only their rows)."""
+    rec = _with_view(ws, ws.ledger.get(ws.root, items=False) or _bootstrap(ws))
     st = state if state is not None else State.model_validate_json(rec.state)
     state_view = rec.state_view
     on_disk = _read(ws.state_path)
@@ -284,8 +309,8 @@ def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[pr
         # The common case of a state-only change: .prd is the ledger's items, nothing to read or write.
         if ws.ledger.put_state(ws.root, st.model_dump_json(), state_view, time.time()):
             return
-    if rec.items is None:
-        rec = ws.ledger.get(ws.root)
+    if rec.items is None and (items is None or not items_view.holds(ws, getattr(rec, "rev", None))):
+        rec = ws.ledger.get(ws.root)  # the items' text is needed (this process does not hold that rev)
     items_view_bytes = rec.items_view
     if items is None and (on_disk is None or on_disk == rec.items_view):
         # No item changed and the view holds no outside edit: it is the ledger's text again
@@ -298,15 +323,25 @@ def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[pr
         if items_view_bytes == rec.items_view and ws.ledger.put_state(ws.root, st.model_dump_json(), state_view,
                                                                        time.time()):
             return
-    its = items if items is not None else items_view.items(ws, rec.items)
-    text = items_view.dump(ws, rec.items, its)
-    found, proposals = _items_findings(rec.items_view, on_disk, its)
+    rev = getattr(rec, "rev", None)
+    its = items if items is not None else _items_of(ws, rec)[1]
+    text = items_view.dump(ws, rec.items, its, changed if items is not None else None, rev)
+    if on_disk == rec.items_view:
+        found, proposals = [], []  # the view is what the runner wrote: nothing to find
+    else:
+        found, proposals = _items_findings(rec.items_view, on_disk, its)
     if not found and not [p for p in proposals if p.id not in {i.id for i in its}] and (its or on_disk is not None):
         data = text.encode()
         if on_disk != data:
             atomic_write(ws.prd_path, data)
         items_view_bytes = data
-    ws.ledger.put(ws.root, Record(st.model_dump_json(), text, state_view, items_view_bytes), time.time())
+    rows = items_view.written(ws, text)
+    if rows is not None and rev is not None and hasattr(ws.ledger, "put_items"):
+        rev = ws.ledger.put_items(ws.root, st.model_dump_json(), state_view, text, rows, items_view_bytes,
+                                  time.time())
+    else:
+        rev = ws.ledger.put(ws.root, Record(st.model_dump_json(), text, state_view, items_view_bytes), time.time())
+    items_view.stamp(ws, text, rev)
 
 
 def _view_is_items(rec: Any) -> bool:

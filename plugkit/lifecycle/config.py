@@ -10,6 +10,9 @@
     work_credentials = ["AWS_PROFILE"]  # variables a `plugkit work` worker may inherit beyond its host's own
     work_runtime = "local"      # where `plugkit work` runs workers: "local" | "ray" (a Ray cluster)
     work_cluster = "127.0.0.1:6379"  # work_runtime = "ray": the cluster's GCS address
+    exec_sandbox = true         # every `plugkit exec:` task here runs in the worker sandbox (--sandbox)
+    work_network = "loopback-model"  # `plugkit work`: "host" (default) | "loopback-model" (--network)
+    digest_at_start = true      # the project digest (`plugkit digest`) in every SessionStart context
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -19,6 +22,8 @@ key keeps its default and the problem is reported (gate.status `notices`), so a 
 import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
+
+from plugkit.vocab import WORK_NETWORKS
 
 MODES = ("off", "advisory", "enforce")
 
@@ -35,6 +40,9 @@ class GateConfig:
     work_credentials: tuple[str, ...] = ()
     work_runtime: str = "local"
     work_cluster: Optional[str] = None
+    exec_sandbox: bool = False
+    work_network: str = "host"
+    digest_at_start: bool = False
     problems: tuple[str, ...] = field(default=())
 
 
@@ -75,6 +83,18 @@ def _names(v: Any) -> tuple[str, ...]:
     return tuple(v)
 
 
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError("must be true or false")
+    return v
+
+
+def _network(v: Any) -> str:
+    if v not in WORK_NETWORKS:
+        raise ValueError(f"must be one of {', '.join(WORK_NETWORKS)}")
+    return v
+
+
 def _lang(v: Any) -> str:
     # A worker task is handed the runner's home (the token): a workspace file anyone can
     # edit must not turn `gate verify` into one.
@@ -107,6 +127,9 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "work_credentials": ("work_credentials", _names),
     "work_runtime": ("work_runtime", _runtime),
     "work_cluster": ("work_cluster", _text),
+    "exec_sandbox": ("exec_sandbox", _flag),
+    "work_network": ("work_network", _network),
+    "digest_at_start": ("digest_at_start", _flag),
 }
 
 

@@ -43,9 +43,14 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     # is adopted, out to a cluster is a person's to confirm; and where the cluster is, always.
     "work_runtime": ("ray", "local"),
     "work_cluster": (),
+    "exec_sandbox": (False, True),  # turning it on is adopted; off is a person's to confirm
+    "work_network": ("host", "loopback-model"),
 }
-assert set(STRENGTH) == set(config_mod.KEYS), "every setting is held, and ranked here"
-_FIELD = {key: name for key, (name, _check) in config_mod.KEYS.items()}
+# Settings the file alone decides: they only add context for the model and grant nothing, so
+# turning one off is no tampering for a person to confirm.
+FREE = frozenset({"digest_at_start"})
+assert set(STRENGTH) | FREE == set(config_mod.KEYS), "every setting is held, and ranked here, or free"
+_FIELD = {key: name for key, (name, _check) in config_mod.KEYS.items() if key not in FREE}
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,7 @@ def effective(ws: Workspace) -> GateConfig:
     now, _drift = compare(held, seen)
     if now != held:
         _hold(ws, now)
-    return _config(now, seen.problems)
+    return replace(_config(now, seen.problems), **{k: getattr(seen, k) for k in FREE})
 
 
 def drift(ws: Workspace) -> list[Drift]:

@@ -20,9 +20,10 @@ from plugkit.lifecycle.workspace import Workspace, atomic_write
 SCALAR_FIELDS = ("subject", "acceptance", "edge_cases", "effort", "risk", "verify")
 
 
-def _save_items(ws: Workspace, items: list[prd.Item]) -> None:
-    if ws.ledger is not None:
-        authority.commit(ws, items=items)  # the ledger first; .prd is its view
+def _save_items(ws: Workspace, items: list[prd.Item], by_id: dict[str, prd.Item], changed: set[str]) -> None:
+    """`changed`: the ids of every item the operation changed (the rest are stored as they were)."""
+    if ws.ledger is not None:  # the ledger first; .prd is its view
+        authority.commit(ws, items=items, changed={i: by_id[i] for i in changed})
         return
     atomic_write(ws.prd_path, prd.dump(items))
 
@@ -52,14 +53,15 @@ def _receipts(ws: Workspace, refs: list[str]) -> list[evidence.Receipt]:
 def prd_add(ws: Workspace, fields: dict[str, Any], now: float) -> tuple[prd.Item, Optional[Transition]]:
     with state_mod.transaction(ws) as st:
         items = gating.load_items(ws)
-        item = _validated({**fields, "id": fields.get("id") or prd.next_id(items)})
+        by_id = {i.id: i for i in items}
+        item = _validated({**fields, "id": fields.get("id") or prd.next_id(items, by_id)})
         if item.status == "completed":
             raise Conflict("add the item as pending, then complete it naming its evidence")
         wanted, item.status = item.status, "pending"
-        prd.add(items, item)  # linked first: its blockers are part of the move
+        changed = prd.add(items, item, by_id)  # linked first: its blockers are part of the move
         if wanted != item.status:  # added as under way: a move like any other (blockers, approval)
             item_states.move(items, item, wanted, st, item_states.Site(), [])
-        _save_items(ws, items)
+        _save_items(ws, items, by_id, changed)
         moved = gating.note_item_added(st, item.id, now)
         return item.model_copy(deep=True), moved
 
@@ -71,9 +73,11 @@ def prd_update(ws: Workspace, item_id: str, changes: dict[str, Any], status: Opt
     the caller passed the approvals' person check (only a change of an item's check asks)."""
     with state_mod.transaction(ws) as st:
         items = gating.load_items(ws)
-        item = prd.get(items, item_id)
+        by_id = {i.id: i for i in items}
+        item = prd.get(items, item_id) if item_id not in by_id else by_id[item_id]
+        changed = {item_id}
         if "blocked_by" in changes or "blocking" in changes:
-            prd.set_links(items, item_id, changes.get("blocked_by"), changes.get("blocking"))
+            changed |= prd.set_links(items, item_id, changes.get("blocked_by"), changes.get("blocking"), by_id)
         scalars = {k: v for k, v in changes.items() if k in SCALAR_FIELDS}
         if item.risk == "critical" and scalars.get("risk", "critical") != "critical" and item_id not in st.approvals:
             raise Forbidden(f"{item_id} is critical-risk; lowering that is a person's call (`plugkit approve {item_id}`)")
@@ -86,8 +90,9 @@ def prd_update(ws: Workspace, item_id: str, changes: dict[str, Any], status: Opt
         if receipts:
             updated.evidence = [r.id for r in receipts]
         item_states.admit(updated, st)  # whatever changed (a risk raised on an item under way)
-        items[items.index(item)] = updated
-        _save_items(ws, items)
+        # By identity: list.index would compare models field by field down the whole list.
+        items[next(k for k, i in enumerate(items) if i is item)] = by_id[item_id] = updated
+        _save_items(ws, items, by_id, changed)
         return updated.model_copy(deep=True)
 
 

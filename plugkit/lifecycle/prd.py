@@ -8,7 +8,8 @@ would close a cycle is refused with the cycle spelled out.
 """
 
 import json
-from typing import Iterable, Literal, Optional
+import re
+from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -19,6 +20,7 @@ Status = Literal["pending", "in_progress", "completed", "blocked"]
 Effort = Literal["small", "medium", "large"]
 Risk = Literal["low", "medium", "high", "critical"]
 DEFAULT_WAVE = 3
+_W_ID = re.compile(r"^w([0-9]+)$", re.MULTILINE)
 
 
 class Item(BaseModel):
@@ -107,73 +109,92 @@ def relink(items: list[Item], edges: Edges) -> None:
             item.blocking = blocking
 
 
-def find_cycle(ids: Iterable[str], edges: Edges, only_from: Optional[str] = None) -> Optional[list[str]]:
-    """A cycle as [a, b, ..., a] along blocker -> blocked, or None (with only_from: a cycle
-    reachable from that item). Iterative DFS: a long chain of items must not hit the recursion limit."""
-    succ: dict[str, list[str]] = {i: [] for i in ids}
-    for a, b in edges:
-        succ[a].append(b)
-    colour = dict.fromkeys(succ, 0)  # 0 unseen, 1 on the path, 2 done
-    for start in succ if only_from is None else [only_from]:
-        if colour[start]:
-            continue
-        path, stack = [start], [iter(succ[start])]
-        colour[start] = 1
-        while stack:
-            nxt = next(stack[-1], None)
-            if nxt is None:
-                colour[path.pop()] = 2
-                stack.pop()
-            elif colour[nxt] == 1:
-                return path[path.index(nxt):] + [nxt]
-            elif colour[nxt] == 0:
-                colour[nxt] = 1
-                path.append(nxt)
-                stack.append(iter(succ[nxt]))
+def _cycle_through(by_id: dict[str, Item], item_id: str, blocked_by: list[str],
+                   blocking: list[str]) -> Optional[list[str]]:
+    """A cycle [item_id, ..., item_id] the item's new links would close, or None. The graph was
+    acyclic before, so any cycle runs through the item: a search from it along `blocking`
+    costs what the change reaches, never the whole .prd (issue 31). Edges into the item are
+    exactly its new blockers; everyone else's other edges are as they stand."""
+    into = set(blocked_by)
+
+    def succ(node: str) -> list[str]:
+        if node == item_id:
+            return blocking + [item_id] if item_id in into else blocking
+        out = [b for b in by_id[node].blocking if b != item_id]
+        return out + [item_id] if node in into else out
+
+    path, stack, colour = [item_id], [iter(succ(item_id))], {item_id: 1}  # 1 on the path, 2 done
+    while stack:
+        nxt = next(stack[-1], None)
+        if nxt is None:
+            colour[path.pop()] = 2
+            stack.pop()
+        elif colour.get(nxt) == 1:
+            return path[path.index(nxt):] + [nxt]
+        elif nxt not in colour:
+            colour[nxt] = 1
+            path.append(nxt)
+            stack.append(iter(succ(nxt)))
     return None
 
 
-def _checked_links(items: list[Item], item_id: str, blocked_by: Optional[list[str]],
-                   blocking: Optional[list[str]], edges: Edges) -> Edges:
-    ids = {i.id for i in items}
+def link(by_id: dict[str, Item], item_id: str, blocked_by: Optional[list[str]],
+         blocking: Optional[list[str]]) -> set[str]:
+    """Sets the item's blockers and/or the items it blocks (None: that side as it is), and the
+    other side of each link that changed; returns the ids of every item it changed. Touches
+    only the item and its old and new neighbours (a whole-graph rebuild per change made an
+    add cost the size of .prd)."""
+    item = by_id[item_id]
     for other in (blocked_by or []) + (blocking or []):
-        if other not in ids:
+        if other not in by_id:
             raise Invalid(f"no work item {other} (named as a dependency of {item_id})")
-    # Drop the sides being replaced first, then add both new sides: a self-link named on
-    # either side must survive to be caught as a cycle.
-    if blocked_by is not None:
-        edges = [(a, b) for (a, b) in edges if b != item_id]
-    if blocking is not None:
-        edges = [(a, b) for (a, b) in edges if a != item_id]
-    added = [(a, item_id) for a in blocked_by or []] + [(item_id, b) for b in blocking or []]
-    edges = list(dict.fromkeys(edges + added))
-    # The graph was acyclic before this change, so any cycle runs through item_id: searching
-    # from it alone names the cycle starting at the item being changed, and costs what the
-    # change reaches rather than the whole .prd.
-    cycle = find_cycle([i.id for i in items], edges, only_from=item_id)
+    new_by = list(dict.fromkeys(blocked_by)) if blocked_by is not None else list(item.blocked_by)
+    new_blocking = list(dict.fromkeys(blocking)) if blocking is not None else list(item.blocking)
+    cycle = _cycle_through(by_id, item_id, new_by, new_blocking)
     if cycle:
         raise Cycle(cycle)
-    return edges
+    changed = {item_id} if (new_by, new_blocking) != (item.blocked_by, item.blocking) else set()
+    for side, other_side, old, new in (("blocking", "blocked_by", item.blocked_by, new_by),
+                                       ("blocked_by", "blocking", item.blocking, new_blocking)):
+        for gone in set(old) - set(new):  # e.g. a blocker no longer blocks the item
+            getattr(by_id[gone], side).remove(item_id)
+            changed.add(gone)
+        for came in new:
+            if came not in old:
+                getattr(by_id[came], side).append(item_id)
+                changed.add(came)
+    if item.blocked_by != new_by:
+        item.blocked_by = new_by
+    if item.blocking != new_blocking:
+        item.blocking = new_blocking
+    return changed
 
 
-def next_id(items: list[Item]) -> str:
-    taken = {i.id for i in items}
-    # w<digits> (ids are ASCII by ID_PATTERN), without a regex per item: this runs on every add.
-    n = 1 + max((int(i.id[1:]) for i in items if i.id[:1] == "w" and i.id[1:].isdigit()), default=0)
+def next_id(items: list[Item], by_id: Optional[dict[str, Item]] = None) -> str:
+    taken = by_id if by_id is not None else {i.id: i for i in items}
+    # w<digits>: one regex over all the ids at once rather than a Python step per item (this
+    # runs on every add). Ids hold no newline (ID_PATTERN), so each line is one id.
+    n = 1 + max(map(int, _W_ID.findall("\n".join(taken))), default=0)
     while f"w{n}" in taken:
         n += 1
     return f"w{n}"
 
 
-def add(items: list[Item], item: Item) -> Item:
-    if any(i.id == item.id for i in items):
+def add(items: list[Item], item: Item, by_id: Optional[dict[str, Item]] = None) -> set[str]:
+    """Appends the item, linked as it names; returns the ids of every item changed (its own too)."""
+    by_id = by_id if by_id is not None else {i.id: i for i in items}
+    if item.id in by_id:
         raise Conflict(f"work item {item.id} already exists")
     wanted_by, wanted_blocking = list(item.blocked_by), list(item.blocking)
     item.blocked_by, item.blocking = [], []
-    edges = _checked_links(items + [item], item.id, wanted_by, wanted_blocking, edges_of(items))
+    by_id[item.id] = item
+    try:
+        changed = link(by_id, item.id, wanted_by, wanted_blocking)
+    except Invalid:
+        del by_id[item.id]
+        raise
     items.append(item)
-    relink(items, edges)
-    return item
+    return changed | {item.id}
 
 
 def get(items: list[Item], item_id: str) -> Item:
@@ -184,9 +205,11 @@ def get(items: list[Item], item_id: str) -> Item:
 
 
 def set_links(items: list[Item], item_id: str, blocked_by: Optional[list[str]],
-              blocking: Optional[list[str]]) -> None:
-    get(items, item_id)
-    relink(items, _checked_links(items, item_id, blocked_by, blocking, edges_of(items)))
+              blocking: Optional[list[str]], by_id: Optional[dict[str, Item]] = None) -> set[str]:
+    by_id = by_id if by_id is not None else {i.id: i for i in items}
+    if item_id not in by_id:
+        raise NotFound(f"no work item {item_id} in .prd")
+    return link(by_id, item_id, blocked_by, blocking)
 
 
 def unfinished_blockers(items: list[Item], item: Item) -> list[str]:

@@ -11,6 +11,7 @@ own `.plugkit/config.toml`.
 import contextlib
 import fcntl
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
@@ -125,7 +126,10 @@ def atomic_write(path: str, data: bytes, durable: bool = True) -> None:
     old file or the new one, never half of one. durable=False skips the fsync, for files
     that are views of the runner's ledger (plugkit.lifecycle.authority): a reader or a
     crashed process still sees a whole file, and after a lost power the ledger (which does
-    not fsync each commit either) writes the view again."""
+    not fsync each commit either) writes the view again (an empty view claims nothing).
+    Without the fsync an existing file is exchanged with the new one rather than renamed
+    over: ext4 flushes a file renamed over another (its auto_da_alloc), 0.5-5 ms a write
+    under load that the views, written on every gate operation, need not pay (issue 31)."""
     directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
@@ -134,8 +138,37 @@ def atomic_write(path: str, data: bytes, durable: bool = True) -> None:
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
+        if not durable and _exchange(tmp, path):
+            os.unlink(tmp)  # the old file, under the temp name now
+            return
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_renameat2: list = []  # [libc function or None], looked up on first use (ctypes is not free to import)
+
+
+def _exchange(tmp: str, path: str) -> bool:
+    """Atomically swaps the two names (renameat2 RENAME_EXCHANGE); False when the target is
+    not a regular file or the kernel, libc or filesystem cannot (the caller renames over then)."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+    except FileNotFoundError:
+        return False
+    if not _renameat2:
+        try:
+            import ctypes
+            fn = ctypes.CDLL(None, use_errno=True).renameat2
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            _renameat2.append(fn)
+        except (OSError, AttributeError):
+            _renameat2.append(None)
+    if _renameat2[0] is None:
+        return False
+    at_cwd = -100
+    return _renameat2[0](at_cwd, os.fsencode(tmp), at_cwd, os.fsencode(path), _RENAME_EXCHANGE) == 0

@@ -131,6 +131,7 @@ class TaskExecParams(Params):
     # runner sets), and the PATH a language's program is found on. Without it: the runner's.
     environ: Optional[CallerEnvironment] = None
     detach: bool = False  # outlives its session: not killed at session end or when its agent host exits
+    sandbox: bool = False  # in the worker sandbox (runner/system/sandbox.py): cwd writable, the rest read-only
     # The caller's own pid (the CLI's, the hook's): checked to hold this connection, then its
     # nearest agent-host ancestor is the session's host. Without it the session is tied to none.
     caller_pid: Optional[int] = Field(default=None, ge=1, le=PID_MAX)

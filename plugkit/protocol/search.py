@@ -65,6 +65,7 @@ class SearchIndexStatus(Result):
     indexing: Optional[SearchProgress] = None
     built: Optional[str] = None
     head: Optional[str] = None
+    vectors: Optional[SearchProgress] = None  # chunks the semantic layer has embedded (None: layer off)
 
 
 class SearchStatus(Result):

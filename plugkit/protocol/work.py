@@ -12,11 +12,12 @@ from pydantic import Field
 from plugkit.protocol import Cwd, Environment, Offset, Params, Result, SessionId
 from plugkit.protocol.bounds import at_most
 from plugkit.protocol.lifecycle import ItemId
-from plugkit.vocab import WORK_ITEM_STATES, WORK_RUN_STATES
+from plugkit.vocab import WORK_ITEM_STATES, WORK_NETWORKS, WORK_RUN_STATES
 
 WorkerName = Literal["claude-code", "codex", "qwen", "gemini", "command"]
 MergeMode = Literal["ff", "merge"]
 Runtime = Literal["local", "ray"]
+Network = Literal[WORK_NETWORKS]  # type: ignore[valid-type]
 RunState = Literal[WORK_RUN_STATES]  # type: ignore[valid-type]
 # Live item states, then the terminal ones (each terminal state comes with a reason word).
 ItemState = Literal[WORK_ITEM_STATES]  # type: ignore[valid-type]  # Literal of the tuple's values
@@ -42,6 +43,7 @@ class WorkStartParams(WorkParams):
     runtime: Optional[Runtime] = None  # where workers run; None: work_runtime of the workspace, else local
     cluster: Optional[str] = Field(default=None, min_length=1, max_length=512)  # runtime ray: HOST:PORT
     allow_remote_cluster: bool = False  # a person's override of the loopback-or-TLS rule
+    network: Optional[Network] = None  # None: the workspace's work_network (default "host")
 
 
 class WorkStatusParams(WorkParams):
@@ -104,6 +106,7 @@ class WorkRunInfo(Result):
     waves: list[list[str]] = []
     check_allowed: dict[str, str] = {}  # item -> the person who allowed it to change its own check
     sandbox: bool = True  # False: workers run without the bwrap sandbox (--no-sandbox)
+    network: Network = "host"  # plugkit.vocab.WORK_NETWORKS
     scopes: list[str] = []  # the credential scopes the workers hold: names, never values
     runtime: str = "local"  # where the workers run: local | ray
     cluster: Optional[str] = None  # runtime ray: the cluster's address

@@ -14,6 +14,7 @@ from runner.executors import registry
 from runner.http.app import make_app
 from runner.rpc.context import Context, Runtime
 from runner.system import peers
+from plugkit.work.capabilities import Capabilities
 from runner.system.ledger import Ledger
 from runner.system.ledger_worker import LedgerWorker
 
@@ -26,13 +27,14 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
     runtime = Runtime(home=config.home, port=config.port, token=token, runner_id=runner_id)
     ledger = LedgerWorker(lambda: Ledger(paths.ledger_file(config.home),
                                          retention_s=limits.ledger_retention_s, max_rows=limits.ledger_max_rows))
+    capabilities = Capabilities()  # minted by the worker executor, checked by the HTTP guard
     executors = registry.build(registry.ExecutorContext(
         runner_id=runner_id, home=config.home, limits=limits,
         chromium=config.chromium, browser_idle_s=config.browser_idle_s, python=config.python,
-        cgroups=config.cgroups))
+        cgroups=config.cgroups, capabilities=capabilities))
     # A session is tied to the agent host its first exec came from, and ends when it exits.
     tasks = TaskManager(executors, limits, ledger=ledger, hosts=lambda peer, pid: peers.agent_host(peer, config.port, pid))
-    ctx = Context(runtime=runtime, config=config, tasks=tasks,
+    ctx = Context(runtime=runtime, config=config, tasks=tasks, capabilities=capabilities,
                   gates=Lazy(lambda: _gate_manager(tasks, config.home)) if gates else None)
     if ctx.gates is not None:
         ctx.work = Lazy(lambda: _work_manager(ctx))

@@ -38,6 +38,8 @@ class ExecSpec:
     # instead of the runner's, and a language's program is found on its PATH. None: the runner's.
     environ: Optional[Mapping[str, str]] = None
     detach: bool = False  # outlives its session: not killed at session end or when the host exits
+    sandbox: bool = False  # in the worker sandbox: its cwd writable, the rest read-only, the home hidden
+    offline: bool = False  # in that sandbox, no network but its own loopback
     peer: Optional[tuple] = None  # the loopback address the request came from (ties a session to its host)
     caller_pid: Optional[int] = None  # the pid the caller names, checked against peer before it counts
     root: Optional[str] = None  # the session's root; the manager sets it before an executor sees the spec

@@ -27,6 +27,7 @@ from plugkit import languages
 from plugkit.languages import projects as lang_projects
 from plugkit.languages.model import Layout
 from plugkit.refusals import Invalid, Unavailable
+from runner.executors import boxed
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.system import cgroups, clone_spawn, cloned_process
 from runner.system import kill as kill_mod
@@ -161,7 +162,12 @@ class ProcessExecutor:
 
     async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         layout: Layout = prepared.payload
-        rc, compiled = await self.run_steps(io, layout, spec.stdin, spec.env, spec.environ)
+        box = boxed.Box(boxed.private_dir(self.spec.tmp_root, io.id), spec.offline) if spec.sandbox else None
+        try:
+            rc, compiled = await self.run_steps(io, layout, spec.stdin, spec.env, spec.environ, box)
+        finally:
+            if box is not None:
+                shutil.rmtree(box.dir, ignore_errors=True)
         return outcome_of(io.id, rc, compiled, layout.compile_hint)
 
     async def end_session(self, key: SessionKey) -> None:
@@ -179,33 +185,38 @@ class ProcessExecutor:
 
     async def run_steps(self, io: TaskIO, layout: Layout, stdin: Optional[str],
                         env: Optional[Mapping[str, str]],
-                        environ: Optional[Mapping[str, str]] = None) -> tuple[int, bool]:
+                        environ: Optional[Mapping[str, str]] = None,
+                        box: Optional[boxed.Box] = None) -> tuple[int, bool]:
         """Compile (if the layout has a step) and run; returns (returncode, compiled_ok).
         Both steps are tagged with the task id, so a kill or timeout reaches whichever
-        runs. The temp file or dir, and the layout's leftovers, go on every exit path."""
+        runs. The temp file or dir, and the layout's leftovers, go on every exit path.
+        `box`: run both in the sandbox (runner/executors/boxed.py), their files in that dir."""
+        tmp_root = box.dir if box is not None else self.spec.tmp_root
         workdir = file = None
         cgroup = self._make_cgroup(io)
         try:
             if layout.in_dir:
-                workdir = tempfile.mkdtemp(prefix=f"task_{io.id}-", dir=self.spec.tmp_root)
+                workdir = tempfile.mkdtemp(prefix=f"task_{io.id}-", dir=tmp_root)
                 file = _write_tree(workdir, layout, f"task_{io.id}{layout.suffix}")
             else:
-                fd, file = tempfile.mkstemp(prefix=f"task_{io.id}-", suffix=layout.suffix, dir=self.spec.tmp_root)
+                fd, file = tempfile.mkstemp(prefix=f"task_{io.id}-", suffix=layout.suffix, dir=tmp_root)
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     fh.write(layout.source)
-            out_dir = workdir or self.spec.tmp_root
+            out_dir = workdir or tmp_root
             names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{io.id}.out"), dir=out_dir)
             child_env = self.child_env(io, env, layout.env, environ)
+            step = (lambda argv: argv) if box is None else (
+                lambda argv: box.wrap(argv, io.session.root, io.cwd, self.spec.home, child_env))
             if layout.compile:
-                code_rc = await self._step(io, languages.render(layout.compile, **names), child_env, None, cgroup)
+                code_rc = await self._step(io, step(languages.render(layout.compile, **names)), child_env, None, cgroup)
                 if code_rc != 0:
                     if code_rc > 0 and layout.compile_hint:  # not for a kill: the hint would mislead
                         io.write_text("info", f"[plugkit] {layout.compile_hint}\n")
                     return code_rc, False
-            return await self._step(io, languages.render(layout.run, **names), child_env, stdin, cgroup), True
+            return await self._step(io, step(languages.render(layout.run, **names)), child_env, stdin, cgroup), True
         finally:
             if cgroup is not None:
-                await asyncio.to_thread(self._end_cgroup, io, cgroup)
+                await self._end_cgroup(io, cgroup)
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             elif file:
@@ -226,7 +237,7 @@ class ProcessExecutor:
             return await self._step(io, argv, child_env, stdin, cgroup)
         finally:
             if cgroup is not None:
-                await asyncio.to_thread(self._end_cgroup, io, cgroup)
+                await self._end_cgroup(io, cgroup)
 
     def child_env(self, io: TaskIO, env: Optional[Mapping[str, str]], layout_env: tuple = (),
                   environ: Optional[Mapping[str, str]] = None) -> dict[str, str]:
@@ -251,14 +262,12 @@ class ProcessExecutor:
         io.measured_by(lambda: cg.usage(path))
         return path
 
-    def _end_cgroup(self, io: TaskIO, path: str) -> None:
-        """The task is over: whatever it left in its cgroup dies, its usage is kept, the cgroup goes."""
-        cg = self.spec.cgroup_set
-        assert cg is not None
-        cg.kill(path)
-        final = cg.usage(path)
+    async def _end_cgroup(self, io: TaskIO, path: str) -> None:
+        """Whatever the task left in its cgroup dies, its usage is kept, the cgroup goes: on the
+        loop when empty (a thread hop cost more, issue 31), else waiting for the killed in a thread."""
+        cg: cgroups.TaskCgroups = self.spec.cgroup_set  # type: ignore[assignment]  # set: it made the cgroup
+        final = cg.end_now(path) or await asyncio.to_thread(cg.end, path)
         io.measured_by(lambda: final)
-        cg.remove(path)
 
     async def _step(self, io: TaskIO, argv: list[str], env: dict[str, str], stdin: Optional[str],
                     cgroup: Optional[str] = None) -> int:

@@ -34,6 +34,9 @@ class ExecutorContext:
     browser_idle_s: float = DEFAULT_BROWSER_IDLE_S
     python: Optional[str] = None  # PLUGKIT_PYTHON; None: the runner's own interpreter
     cgroups: bool = True  # PLUGKIT_CGROUPS; False: tags only, no cgroup per task
+    # The runner's worker capabilities (plugkit/work/capabilities.py): the worker executor mints
+    # one per sandboxed worker; the HTTP guard, holding the same object, checks them.
+    capabilities: Optional[Any] = None
 
 
 class Deferred:

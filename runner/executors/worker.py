@@ -16,10 +16,11 @@ Why this task, alone, gets PLUGKIT_HOME: every other task has it scrubbed, becau
 home holds the bearer token and a task is the agent's code, which must not drive the
 runner. A worker is the agent itself: the host's hooks are plugkit's own client, and
 they must reach THIS runner (its gates, its Stop gate, its exec: tasks in the worker's
-session), not autostart another one under some default home. So the worker can read the
-token: the same trust a person places in a host they run by hand with plugkit's hooks
-installed (those hooks read the token of that person's home). Because this lang hands
-out the home, only the runner's own work engine may start it: the wire refuses it.
+session), not autostart another one under some default home. In its sandbox the token's
+path shows a capability minted for this attempt instead of the token (plugkit/work/
+capabilities.py; what it may call: runner/rpc/scope.py), revoked when the attempt ends.
+Only under a person's --no-sandbox does the worker read the token itself. Because this
+lang hands out the home, only the runner's own work engine may start it: the wire refuses it.
 
 Every worker runs inside the sandbox (runner/system/sandbox.py), which hides the rest of
 that home; it fails closed: no sandbox here, no worker, unless a person ran `plugkit work
@@ -32,31 +33,45 @@ import os
 import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 from typing import Optional
 
 import psutil
 
 from plugkit.refusals import Invalid, Unavailable
-from plugkit.vocab import SANDBOXED_TAG, WORKER_LANG
+from plugkit.vocab import SANDBOXED_TAG, WORK_NETWORKS, WORKER_LANG
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.executors.process import ProcessExecutor, make as make_process, outcome_of
 from plugkit.work import workers
-from runner.system import sandbox, tags
+from runner.system import netrelay, sandbox, tags
+from plugkit.work.capabilities import Capabilities, Capability
 from runner.system.cgroups import home_key
 
 LANG = WORKER_LANG
 HOME_VAR, PORT_VAR = "PLUGKIT_HOME", "PLUGKIT_PORT"
 
 
-def parse_code(code: str) -> tuple[list[str], bool]:
-    """(argv, sandboxed) from `code`: a JSON argv list, or {"argv": [...], "sandbox": bool}."""
+@dataclass(frozen=True)
+class WorkerCode:
+    argv: list[str]
+    sandboxed: bool = True
+    run: str = ""   # whose worker: its capability is scoped to this run's item
+    item: str = ""
+    network: str = "host"  # plugkit.vocab.WORK_NETWORKS
+
+
+def parse_code(code: str) -> WorkerCode:
+    """A JSON argv list, or {"argv": [...], "sandbox": bool, "run": id, "item": id}."""
     try:
         data = json.loads(code)
     except ValueError:
         data = None
-    if isinstance(data, dict) and set(data) <= {"argv", "sandbox"} and isinstance(data.get("sandbox", True), bool):
-        return parse_argv(json.dumps(data.get("argv"))), data.get("sandbox", True)
-    return parse_argv(code), True
+    if (isinstance(data, dict) and set(data) <= {"argv", "sandbox", "run", "item", "network"}
+            and isinstance(data.get("sandbox", True), bool) and data.get("network", "host") in WORK_NETWORKS
+            and all(isinstance(data.get(k, ""), str) for k in ("run", "item"))):
+        return WorkerCode(parse_argv(json.dumps(data.get("argv"))), data.get("sandbox", True),
+                          data.get("run", ""), data.get("item", ""), data.get("network", "host"))
+    return WorkerCode(parse_argv(code))
 
 
 def parse_argv(code: str) -> list[str]:
@@ -78,9 +93,10 @@ def program_path(program: str, env: Optional[dict]) -> Optional[str]:
 class WorkerExecutor:
     name = "worker"
 
-    def __init__(self, process: ProcessExecutor, home: str) -> None:
+    def __init__(self, process: ProcessExecutor, home: str, capabilities: Optional[Capabilities] = None) -> None:
         self.process = process
         self.home = home
+        self.capabilities = capabilities
         self.sandbox_problem: Optional[str] = None  # what the last self-test found (None: all denied)
         self._probed = False
 
@@ -88,14 +104,16 @@ class WorkerExecutor:
         return lang == LANG
 
     async def prepare(self, spec: ExecSpec) -> Prepared:
-        argv, sandboxed = parse_code(spec.code)
-        found = program_path(argv[0], spec.environ or spec.env)
+        code = parse_code(spec.code)
+        found = program_path(code.argv[0], spec.environ or spec.env)
         if found is None:
-            raise Unavailable(f"worker program {argv[0]!r} is not on PATH; install it or pass "
+            raise Unavailable(f"worker program {code.argv[0]!r} is not on PATH; install it or pass "
                               "--worker command --run PROGRAM")
-        if sandboxed:
+        if code.sandboxed:
             await self.check_sandbox()
-        return Prepared(LANG, ([found, *argv[1:]], sandboxed))
+        if code.network != "host":
+            self._targets(spec)  # an endpoint the namespace cannot relay refuses the worker up front
+        return Prepared(LANG, WorkerCode([found, *code.argv[1:]], code.sandboxed, code.run, code.item, code.network))
 
     async def check_sandbox(self) -> None:
         """Fails closed: before every worker, the self-test tries in a sandbox built the same way
@@ -108,19 +126,74 @@ class WorkerExecutor:
 
     async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         stdin = spec.stdin if spec.stdin is not None else ""  # closed at once (see the docstring)
-        argv, sandboxed = prepared.payload
-        tmp = tempfile.mkdtemp(prefix="plugkit-worker-") if sandboxed else None
+        code: WorkerCode = prepared.payload
+        argv = code.argv
+        tmp = tempfile.mkdtemp(prefix="plugkit-worker-") if code.sandboxed else None
+        token = cap_file = relay = None
         try:
             if tmp is not None:
+                token, cap_file = await asyncio.to_thread(self._mint, code, spec)
+                extra: tuple[str, ...] = ()
+                if code.network != "host":
+                    relay, extra, argv = await self._relay(spec, os.path.join(tmp + ".net"), argv)
                 lay = sandbox.layout(spec.cwd, self.home, spec.environ or spec.env or os.environ, tmp)
-                argv = sandbox.argv(lay, worker_kind(argv[0]), argv)
+                argv = sandbox.argv(lay, worker_kind(code.argv[0]), argv, capability=cap_file, extra=extra)
             rc = await self.process.run_argv(io, argv, stdin, spec.env, self._runner_env(tmp), spec.environ)
         except sandbox.SandboxUnavailable as exc:
             raise Unavailable(f"no worker sandbox: {exc}; `plugkit work --no-sandbox` overrides") from None
         finally:
+            if relay is not None:
+                await relay.close()
+                await asyncio.to_thread(shutil.rmtree, relay.folder, True)
+            if token is not None and self.capabilities is not None:
+                self.capabilities.revoke(token)  # the attempt is over: its capability with it
             if tmp is not None:
                 await asyncio.to_thread(shutil.rmtree, tmp, True)
+            if cap_file is not None:
+                await asyncio.to_thread(shutil.rmtree, os.path.dirname(cap_file), True)
         return outcome_of(io.id, rc, True)
+
+    def _targets(self, spec: ExecSpec) -> dict[int, tuple[str, int]]:
+        """What the worker's loopback-only network relays: its model endpoints and this runner."""
+        try:
+            targets = netrelay.endpoints(spec.environ or spec.env or {})
+        except netrelay.Unreachable as exc:
+            raise Unavailable(str(exc)) from None
+        port = runner_port(self.home)
+        if port is None or port in targets:
+            raise Unavailable("the worker's network cannot reach this runner (no port file, or a model "
+                              "endpoint on its port); run with --network host")
+        return {**targets, port: ("127.0.0.1", port)}
+
+    async def _relay(self, spec: ExecSpec, folder: str, argv: list[str]):
+        """(the runner's half of the relay, started; bwrap's arguments; the argv behind the inside half)."""
+        targets = self._targets(spec)
+        os.makedirs(folder, mode=0o700)
+        hosts = os.path.join(folder, "hosts")
+        with open(hosts, "w") as fh:
+            fh.write(netrelay.hosts_file(targets))
+        relay = netrelay.Relay(folder, targets)
+        await relay.start()
+        extra = ("--unshare-net", "--bind", folder, folder, "--ro-bind", hosts, "/etc/hosts")
+        return relay, extra, netrelay.wrap(folder, sorted(targets), argv)
+
+    def _mint(self, code: WorkerCode, spec: ExecSpec) -> tuple[Optional[str], Optional[str]]:
+        """(token, the 0600 file holding it) for this worker; (None, None) in a runner composed
+        without capabilities (unit tests): the token's path then shows nothing at all. The file
+        is in the runner's home, which every sandbox hides: no other worker can read it (/tmp
+        could be read by any of them)."""
+        if self.capabilities is None:
+            return None, None
+        token = self.capabilities.mint(Capability(code.run, code.item, spec.session_id,
+                                                  os.path.realpath(spec.cwd), code.network))
+        caps = os.path.join(self.home, "capabilities")
+        os.makedirs(caps, mode=0o700, exist_ok=True)
+        folder = tempfile.mkdtemp(prefix="worker-", dir=caps)
+        path = os.path.join(folder, "token")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(token + "\n")
+        return token, path
 
     def _runner_env(self, tmp: Optional[str]) -> dict[str, str]:
         """Set after the tags: where the worker's hooks find this runner (see the docstring)."""
@@ -161,6 +234,15 @@ async def check_sandbox(home: Optional[str]) -> None:
             shutil.rmtree(scratch, True)
     if problem:
         raise Unavailable(sandbox_refusal(problem))
+
+
+def runner_port(home: str) -> Optional[int]:
+    """This runner's port, from its port file (the worker executor is built without it)."""
+    try:
+        with open(os.path.join(home, "port"), encoding="utf-8") as fh:
+            return int(json.load(fh)["port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def worker_kind(program: str) -> str:
@@ -204,4 +286,6 @@ def task_of(pid: int, home: str) -> tuple[Optional[int], Optional[str]]:
 
 
 def make(ctx) -> WorkerExecutor:
-    return WorkerExecutor(make_process(ctx), os.path.abspath(ctx.home))
+    # Capability files a runner killed mid-attempt left: their tokens died with it (memory only).
+    shutil.rmtree(os.path.join(ctx.home, "capabilities"), ignore_errors=True)
+    return WorkerExecutor(make_process(ctx), os.path.abspath(ctx.home), getattr(ctx, "capabilities", None))

@@ -15,7 +15,8 @@ def make_app(ctx: Context, namespaces: tuple = ()) -> web.Application:
     """`namespaces` adds RPC modules beyond the built-in ones (tests use it)."""
     runtime, limits = ctx.runtime, ctx.config.limits
     app = web.Application(
-        middlewares=[make_guard(port=runtime.port, token=runtime.token, max_body=limits.max_body_bytes)],
+        middlewares=[make_guard(port=runtime.port, token=runtime.token, max_body=limits.max_body_bytes,
+                                capabilities=ctx.capabilities)],
         client_max_size=limits.max_body_bytes,
     )
     app[CONTEXT] = ctx

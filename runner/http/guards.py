@@ -5,14 +5,16 @@ from typing import Awaitable, Callable
 
 from aiohttp import web
 
+from runner.rpc.context import CALLER
 from runner.system import logs
+from plugkit.work.capabilities import Capabilities
 
 log = logs.get("plugkit.guards")
 
 OPEN_PATHS = frozenset({"/health"})
 
 
-def make_guard(*, port: int, token: str, max_body: int) -> Callable:
+def make_guard(*, port: int, token: str, max_body: int, capabilities: Capabilities | None = None) -> Callable:
     allowed_hosts = frozenset({f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"})
     expected = f"Bearer {token}".encode()
 
@@ -35,10 +37,18 @@ def make_guard(*, port: int, token: str, max_body: int) -> Callable:
             return refuse(request, 405, "options", "method not allowed")
         if request.path in OPEN_PATHS:
             return await handler(request)
-        # 3. Only holders of the 0600 token file (this user) may call anything else.
+        # 3. Only holders of the 0600 token file (this user) may call anything else, or a
+        #    sandboxed worker with its own capability: /rpc only, scoped by runner/rpc/scope.py.
         supplied = request.headers.get("Authorization", "").encode()
+        cap = None
         if not hmac.compare_digest(supplied, expected):
-            return refuse(request, 401, "bad_token", "missing or wrong bearer token")
+            bearer = supplied.decode(errors="replace").removeprefix("Bearer ")
+            cap = capabilities.lookup(bearer) if capabilities is not None else None
+            if cap is None:
+                return refuse(request, 401, "bad_token", "missing or wrong bearer token")
+            if request.path != "/rpc":  # /debug shows every session's tasks
+                return refuse(request, 403, "capability_path", "a worker's capability reaches /rpc only")
+        CALLER.set(cap)
         if request.method == "POST":
             # 4. text/plain and form posts are CORS "simple requests" a page can send blind.
             if request.content_type != "application/json":

@@ -16,6 +16,7 @@ from plugkit.lazy import Lazy
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.sweeper import SweepStats
 from runner.rpc.hook_memory import HookMemory
+from plugkit.work.capabilities import Capabilities, Capability
 
 if TYPE_CHECKING:  # the lifecycle model costs tens of milliseconds to import: only on first use
     from runner.core.gates.manager import GateManager
@@ -26,6 +27,10 @@ if TYPE_CHECKING:  # the lifecycle model costs tens of milliseconds to import: o
 # The peer address (host, port) of the request being served: set by the HTTP layer per
 # request, read by the methods that must know their caller (approval.grant).
 PEER: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("plugkit_peer", default=None)
+# The worker capability the request being served was made with (plugkit/work/capabilities.py),
+# None for the runner's own token: set by the HTTP guard on every request, read by
+# runner/rpc/scope.py. Every request sets it: requests on one keep-alive connection share a task.
+CALLER: contextvars.ContextVar[Optional[Capability]] = contextvars.ContextVar("plugkit_caller", default=None)
 
 # Upper bounds in milliseconds; the last bucket catches the rest.
 BUCKETS_MS = (0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000, float("inf"))
@@ -81,6 +86,8 @@ class Context:
     tasks: TaskManager
     sweeper: SweepStats = field(default_factory=SweepStats)
     hooks: HookMemory = field(default_factory=HookMemory)
+    # The sandboxed workers' capabilities: the worker executor mints them, the HTTP guard reads them.
+    capabilities: Capabilities = field(default_factory=Capabilities)
     # Built on first use. None: a runner composed without gates; every hook call is allowed.
     gates: "Optional[Lazy[GateManager]]" = None
     # `plugkit work` runs, built on the first work.* call (needs the gates). None without gates.

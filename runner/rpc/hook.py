@@ -18,7 +18,8 @@ from plugkit import enforce_pins
 from plugkit.refusals import Refused
 from plugkit.memory import index_for_context
 from plugkit.vocab import LIVE_STATES
-from plugkit.workspace import refusal
+from plugkit.lifecycle import config as config_mod
+from plugkit.workspace import NotAWorkspace, refusal, root_or_none
 from plugkit.protocol.hook import (
     HookContext, HookDecision, HookPreToolParams, HookPromptResult, HookSessionEnded, HookSessionParams,
     HookSessionStartParams, HookStopParams, HookStopResult,
@@ -180,6 +181,21 @@ async def _memory_index(ctx: Context, p: HookSessionParams) -> list[str]:
     return text.splitlines()
 
 
+async def _digest(ctx: Context, p: HookSessionParams) -> list[str]:
+    """The project digest when the workspace opts in (`digest_at_start = true` in
+    .plugkit/config.toml); cached by the search manager until a manifest or HEAD changes."""
+    root = root_or_none(p.cwd) if os.path.isdir(p.cwd) else None
+    if root is None or not config_mod.load(os.path.join(root, ".plugkit", "config.toml")).digest_at_start:
+        return []
+    manager = ctx.search_manager()  # built on the event loop (Lazy is not thread-safe)
+    try:
+        _root, text, _cached = await asyncio.to_thread(manager.digest, p.cwd)
+    except (OSError, ValueError, NotAWorkspace) as exc:
+        log.warning("hook_digest_failed", error=exc.__class__.__name__)
+        return []
+    return text.splitlines()
+
+
 # --- the methods ------------------------------------------------------------------------------
 
 @rpc(HookSessionStartParams)
@@ -188,7 +204,8 @@ async def session_start(ctx: Context, p: HookSessionStartParams) -> HookContext:
 
     Registers the session and returns the short context for the model: how to run code,
     this session's running tasks, the gates' lines (phase, unknowns, next step) and the
-    memory index; at most 40 lines. Example: {"method":"hook.session_start","params":
+    memory index; at most 40 lines. Then, when the workspace opts in (digest_at_start), the
+    project digest (~900 tokens at most). Example: {"method":"hook.session_start","params":
     {"session_id":"5f1c","cwd":"/w","platform":"claude-code","source":"startup"}}
     """
     log.info("hook_session_start", session_id=p.session_id, cwd=p.cwd, platform=p.platform, source=p.source)
@@ -202,7 +219,8 @@ async def _start(ctx: Context, p: HookSessionParams) -> str:
     status = await _status(ctx, p)
     ctx.hooks.remember_sent(key, "\n".join(status))
     lines = [USAGE_LINE, SEARCH_LINE, *status, *await _memory_index(ctx, p)]
-    return "\n".join(lines[:MAX_CONTEXT_LINES])
+    # The digest has its own bound (~900 tokens), so the lines' cap never cuts it in half.
+    return "\n".join(lines[:MAX_CONTEXT_LINES] + await _digest(ctx, p))
 
 
 @rpc(HookSessionParams)

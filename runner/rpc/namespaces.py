@@ -10,7 +10,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
-from runner.rpc import work_guard
+from runner.rpc import scope, work_guard
+from runner.rpc.context import CALLER
 
 NAMESPACES = {
     "runner": "runner.rpc.runner",
@@ -83,6 +84,9 @@ def _counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         ctx.runtime.requests[name] += 1
         started = time.perf_counter()
         try:
+            cap = CALLER.get()  # a sandboxed worker's capability: its table decides, for every method
+            if cap is not None and (refused := scope.refusal(ctx, cap, name, kwargs)) is not None:
+                return refused
             if guarded and (refused := await work_guard.refusal(ctx, name, kwargs)) is not None:
                 return refused
             return await fn(ctx, *args, **kwargs)

@@ -55,11 +55,13 @@ async def query(ctx: Context, p: SearchQueryParams) -> SearchAnswer:
 
 @rpc(SearchStatusParams)
 async def status(ctx: Context, p: SearchStatusParams) -> SearchStatus:
-    """search.status {} -> {workspaces: [{root, files, indexing?, built?, head?}]}: the open indexes."""
+    """search.status {} -> {workspaces: [{root, files, indexing?, built?, head?, vectors?}]}: the open
+    indexes; vectors {done, total}: chunks embedded by the semantic layer, when it is on."""
     rows = await asyncio.to_thread(ctx.search_manager().status)  # built on the loop, read in a thread
     return SearchStatus(workspaces=[SearchIndexStatus(
         root=r["root"], files=r["files"], built=r["built"], head=r["head"],
-        indexing=None if r["indexing"] is None else SearchProgress(**r["indexing"])) for r in rows])
+        indexing=None if r["indexing"] is None else SearchProgress(**r["indexing"]),
+        vectors=None if r.get("vectors") is None else SearchProgress(**r["vectors"])) for r in rows])
 
 
 @rpc(SessionParams)

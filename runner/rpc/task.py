@@ -10,7 +10,7 @@ from plugkit.vocab import WORKER_LANG
 from runner.core.tasks import bound, stdin_watch
 from runner.core.tasks.manager import ExecSpec, TaskManager, Waited
 from runner.core.tasks.output import OutputBuffer
-from runner.rpc import shapes
+from runner.rpc import exec_sandbox, shapes
 from runner.rpc.context import PEER
 from runner.rpc.dispatch import Context, rpc
 
@@ -22,14 +22,15 @@ def _tasks(ctx: Context) -> TaskManager:
 @rpc(TaskExecParams)
 async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
     """task.exec {session_id, cwd, lang, code, timeout_ms?=300000, stdin?, env?, environ?, detach?, caller_pid?,
-    wait_ms?=0, max_bytes?}
+    wait_ms?=0, max_bytes?, sandbox?=false}
     -> {task: TaskInfo, output: {chunks, cursor, dropped, more}}
 
     Starts the task and waits up to wait_ms for it to finish; never longer. The
     output returned counts as read by this session. `stdin`, when given, is
     written and then closed (EOF); without it stdin stays open for task.input. `environ` is the
     caller's environment, the task's base (else the runner's); `env` is set over it. `detach`:
-    the task outlives its session (session end, its agent host exiting). `caller_pid`: the
+    the task outlives its session (session end, its agent host exiting). `sandbox`: in the worker
+    sandbox (also forced by exec_sandbox and for a worker's capability). `caller_pid`: the
     caller's pid; the agent host above it ties the session (runner/core/tasks/hosts.py).
     Errors: -32602 (unknown language, empty code, bad cwd; lang "worker", which only
     `plugkit work` starts), -32006 (interpreter missing), -32003 (task limits).
@@ -50,7 +51,8 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
             raise Forbidden(why)
     task = await tasks.exec(ExecSpec(session_id=p.session_id, cwd=p.cwd, lang=p.lang, code=p.code,
                                      timeout_s=p.timeout_ms / 1000, stdin=p.stdin, env=p.env, environ=p.environ,
-                                     detach=p.detach, peer=PEER.get(), caller_pid=p.caller_pid))
+                                     detach=p.detach, peer=PEER.get(), caller_pid=p.caller_pid,
+                                     sandbox=await exec_sandbox.wanted(ctx, p), offline=exec_sandbox.offline()))
     await tasks.wait_done(task, p.wait_ms / 1000)
     return TaskResult(task=shapes.task_info(task), output=shapes.output(tasks.read(task, None, p.max_bytes)))
 

@@ -1,7 +1,9 @@
-"""A `plugkit work` worker acts on its own item only.
+"""A `plugkit work` worker acts on its own item only: the guard for workers run with a
+person's --no-sandbox (a sandboxed worker holds a capability instead of the token, and
+runner/rpc/scope.py answers it first).
 
-A worker holds the runner's home by design (runner/executors/worker.py: its hooks must
-reach this runner), so the token says nothing about who calls: the calling process does.
+Such a worker holds the runner's home (runner/executors/worker.py: its hooks must reach
+this runner), so the token says nothing about who calls: the calling process does.
 While workers run, each call that changes a workspace's plan, gates, evidence, approvals
 or runs (GUARDED) is traced to its caller (runner.system.peers finds the process holding
 the connection; runner.executors.worker.task_of its task, by ancestry tags, then cgroup:

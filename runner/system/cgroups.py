@@ -157,6 +157,27 @@ class TaskCgroups:
     def remove(self, path: str, wait_s: float = 1.0) -> bool:
         return remove_tree(path, wait_s)
 
+    def end(self, path: str, wait_s: float = 1.0) -> Usage:
+        """Kill, read the usage, remove (waiting up to wait_s for the killed to leave: call it
+        off the event loop). Returns the usage."""
+        self.kill(path)
+        final = self.usage(path)
+        self.remove(path, wait_s)
+        return final
+
+    def end_now(self, path: str) -> Optional[Usage]:
+        """Kill, read the usage, and one rmdir without waiting: the usage when the cgroup is gone,
+        None when it still holds a process or a child cgroup (remove() waits for those)."""
+        self.kill(path)
+        final = self.usage(path)
+        try:
+            os.rmdir(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        return final
+
     def close(self) -> None:
         """Runner shutdown: every task cgroup dies, then the runner's directory goes."""
         kill_cgroup(self.base)

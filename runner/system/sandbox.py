@@ -1,7 +1,8 @@
 """The bubblewrap sandbox a worker runs in: the argv that wraps its own, built from tables.
 
 What the worker sees (rows below, applied in order; a later mount covers an earlier one):
-  - the whole filesystem read-only (its toolchains, its interpreters, the system);
+  - the whole filesystem read-only (its toolchains, its interpreters, the system; /tmp too,
+    so what others leave there is readable: nothing of the runner's is kept there);
   - its worktree read-write, and a private temp dir (TMPDIR) nobody else shares;
   - the main checkout's working files: not at all (an empty tmpfs over the repository);
   - the repository's .git read-only, except what a commit on its own branch writes: the
@@ -10,8 +11,10 @@ What the worker sees (rows below, applied in order; a later mount covers an earl
     refs/heads/plugkit/<id> through a lock file created in that directory, so the directory
     must be writable; that reaches the other items' plugkit/* branches too, which the
     runner's RefGuard snapshots and puts back. main, the run's branch and tags stay read-only;
-  - $PLUGKIT_HOME: an empty tmpfs, except the two files a worker's hooks and `exec:` need to
-    reach this runner (port, token), read-only; the ledger, logs, gates state and MAC key stay hidden;
+  - $PLUGKIT_HOME: an empty tmpfs, except what a worker's hooks and `exec:` need to reach this
+    runner, read-only: the port file, and at the token's path the worker's own capability
+    (plugkit/work/capabilities.py), never the runner's token; the ledger, logs, gates state
+    and MAC key stay hidden;
   - the user's credentials (CREDENTIALS): an empty dir or /dev/null over each;
   - its own PID namespace (it cannot see or signal the runner or other tasks) and it dies
     with the process that started it (--die-with-parent).
@@ -46,8 +49,10 @@ CACHES: dict[str, tuple[str, ...]] = {
     "gemini": (".gemini/",),
     "command": (),
 }
-# The files of $PLUGKIT_HOME the worker may read: how its hooks and exec: reach this runner.
-HOME_GRANTS: tuple[str, ...] = ("port", "token")
+# The files of $PLUGKIT_HOME the worker may read: where this runner listens. (The token's path
+# shows the worker's capability instead: `capability` below.)
+HOME_GRANTS: tuple[str, ...] = ("port",)
+TOKEN = "token"
 
 
 class SandboxUnavailable(Exception):
@@ -86,8 +91,9 @@ def _exists(path: str) -> bool:
     return os.path.lexists(path)
 
 
-def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = ()) -> list[str]:
-    """The bwrap mount arguments, in order (later covers earlier)."""
+def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Optional[str] = None) -> list[str]:
+    """The bwrap mount arguments, in order (later covers earlier). `capability`: a file holding
+    the worker's own capability, shown at the token's path (None: no token there at all)."""
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for user_home in lay.user_homes:
         for rel in CACHES.get("*", ()) + CACHES.get(kind, ()):
@@ -120,6 +126,8 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = ()) -> list[str]:
         path = os.path.join(lay.home, name)
         if _exists(path):
             args += ["--ro-bind", path, path]
+    if capability is not None:
+        args += ["--ro-bind", capability, os.path.join(lay.home, TOKEN)]
     # Last, so nothing above hides them: the worker's own places.
     args += ["--bind", lay.worktree, lay.worktree, "--bind", lay.tmp, lay.tmp]
     # The empty tmpfs layers read-only once the binds inside them exist: a write there would
@@ -130,18 +138,23 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = ()) -> list[str]:
     return args
 
 
-def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = ()) -> list[str]:
-    """The whole command line: bwrap, its mounts, its namespaces, then the worker's argv."""
+def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = (),
+         capability: Optional[str] = None, cwd: Optional[str] = None, extra: tuple[str, ...] = ()) -> list[str]:
+    """The whole command line: bwrap, its mounts, its namespaces, then the worker's argv
+    (run in `cwd`, inside the worktree; default: the worktree itself). `extra`: more bwrap
+    arguments after the mounts (a network namespace, its relay's dir; runner/system/netrelay.py)."""
     program = shutil.which(PROGRAM)
     if program is None:
         raise SandboxUnavailable("bwrap is not installed (apt-get install bubblewrap, or scripts/setup)")
-    return [program, "--die-with-parent", "--unshare-pid", "--new-session", *mounts(lay, kind, granted),
-            "--chdir", lay.worktree, "--setenv", "TMPDIR", lay.tmp, "--", *inner]
+    return [program, "--die-with-parent", "--unshare-pid", "--new-session",
+            *mounts(lay, kind, granted, capability), *extra,
+            "--chdir", cwd or lay.worktree, "--setenv", "TMPDIR", lay.tmp, "--", *inner]
 
 
 # What the self-test tries inside a real sandbox; each line must fail. {x} are filled in below.
 SELF_TEST: tuple[tuple[str, str], ...] = (
     ("read the runner's home", "cat {canary}"),
+    ("read the runner's token", "cat {token}"),
     ("read a credential file", "cat {home}/.ssh/id_rsa"),
     ("write outside the worktree", "echo x > {outside}"),
     ("write the main checkout", "echo x > {repo}/README"),
@@ -170,7 +183,7 @@ def self_test(home: str) -> Optional[str]:
             with open(path, "w") as fh:
                 fh.write(text)
         lay = layout(worktree, home, {"HOME": user}, os.path.join(scratch, "tmp"))
-        fill = {"canary": canary, "home": user, "outside": os.path.join(scratch, "outside"), "repo": repo,
+        fill = {"canary": canary, "token": os.path.join(home, TOKEN), "home": user, "outside": os.path.join(scratch, "outside"), "repo": repo,
                 "runner_pid": os.getpid()}
         script = "; ".join(f"if {{ {line.format(**fill)}; }} >/dev/null 2>&1; then echo {shlex.quote('GOT ' + name)}; fi"
                            for name, line in SELF_TEST)
@@ -213,6 +226,6 @@ if __name__ == "__main__":  # `plugkit doctor` runs this (the client never impor
 
     home_dir = sys.argv[1] if len(sys.argv) > 1 and os.path.isdir(sys.argv[1]) else tempfile.mkdtemp()
     found = self_test(home_dir)
-    print(found or "bwrap; self-test passed: the home, a credential, writes outside the worktree and "
+    print(found or "bwrap; self-test passed: the home, the token, a credential, writes outside the worktree and "
                    "signals out are all denied")
     sys.exit(1 if found else 0)

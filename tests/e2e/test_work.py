@@ -115,9 +115,9 @@ def test_waves_in_parallel_land_only_on_green_and_halt_on_the_critical_item(home
     assert [prd[i]["status"] for i in ("w1", "w2", "w3", "w4")] == ["completed"] * 3 + ["pending"]
     assert all(prd[i]["evidence"] == [items[i]["receipt"]] for i in ("w1", "w2", "w3"))
     assert git(repo, "status", "--porcelain", "--untracked-files=all").strip() in ("", "M .prd", "?? .prd")
-    # w3's worker tried to approve w4 itself: refused (its process tree holds a task).
+    # w3's worker tried to approve w4 itself: refused (its capability never approves).
     said = w.cli("work", "logs", "w3", "--all").stdout
-    assert "cli rc=1" in said and "approval refused" in said, said
+    assert "cli rc=1" in said and "approval.grant is a person's" in said, said
     # A person approves from their own terminal: the halted run resumes by itself.
     approved = person_cli(w.home, "approve", "w4", cwd=w.repo, env=w.env)
     assert approved.returncode == 0, approved.stdout
@@ -224,8 +224,8 @@ def test_the_worker_policy_denies_destructive_calls_through_the_real_hook(home, 
     for answer in answers[:4]:
         assert '"permissionDecision": "deny"' in answer and "plugkit work" in answer, answer
     assert "deny" not in answers[4], answers[4]
-    # A worker cannot start workers of its own; it sees the run it belongs to.
-    assert "cli rc=1" in log and "not from inside a worker's worktree" in log, log
+    # A worker cannot start workers of its own (its capability never does); it sees the run it belongs to.
+    assert "cli rc=1" in log and "work.start is a person's" in log, log
     assert "cli rc=0: run " in log and "w1" in log
     assert (victim / "keep.txt").exists() and (repo / "README").read_text() == "a workspace\n"
 

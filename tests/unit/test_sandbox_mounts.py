@@ -40,7 +40,8 @@ def test_hidden_writable_and_in_an_order_that_keeps_it(tmp_path):
     user = str(tmp_path / "user")
     assert {lay.repo, lay.home, f"{user}/.ssh"} <= set(tmpfs)
     assert f"{user}/.netrc" in ro and args[args.index(f"{user}/.netrc") - 1] == "/dev/null"  # a file: /dev/null
-    assert os.path.join(lay.home, "token") in ro and os.path.join(lay.home, "gates.key") not in ro + binds
+    assert os.path.join(lay.home, "port") in ro and os.path.join(lay.home, "gates.key") not in ro + binds
+    assert os.path.join(lay.home, "token") not in ro + binds  # the runner's token: never in a sandbox
     assert lay.git_dir in ro and f"{lay.git_dir}/objects" in binds and lay.admin in binds
     assert f"{lay.git_dir}/refs/heads/plugkit" in binds and f"{lay.git_dir}/refs/heads" not in binds
     assert f"{user}/.claude" in binds and os.path.isdir(f"{user}/.claude")  # the host's state dir, made
@@ -60,3 +61,12 @@ def test_a_command_worker_gets_no_host_state_and_the_argv_ends_with_its_own(tmp_
 def test_a_granted_credential_is_left_visible(tmp_path):
     lay = _layout(tmp_path)
     assert f"{tmp_path}/user/.ssh" not in _pairs(sandbox.mounts(lay, "command", (".ssh",)), "--tmpfs")
+
+
+def test_the_token_path_shows_the_workers_capability_not_the_runners_token(tmp_path):
+    lay = _layout(tmp_path)
+    cap = tmp_path / "cap"
+    cap.write_text("pkw_x")
+    args = sandbox.mounts(lay, "command", capability=str(cap))
+    i = args.index(os.path.join(lay.home, "token"))
+    assert args[i - 2:i] == ["--ro-bind", str(cap)] and i > args.index(lay.home)  # after the home's tmpfs

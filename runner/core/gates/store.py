@@ -10,11 +10,15 @@ Synchronous and small: the lifecycle model calls it from worker threads, one
 statement at a time under a lock.
 """
 
+import contextlib
+import json
 import os
 import sqlite3
 import threading
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
+
+from plugkit.lifecycle import prd
 
 FILE = "gates.sqlite3"
 _SCHEMA = (
@@ -31,6 +35,14 @@ _SCHEMA = (
     # view_same: the view's bytes are exactly the items (the usual case), kept once.
     """CREATE TABLE IF NOT EXISTS workspace_items (root TEXT PRIMARY KEY, items TEXT NOT NULL, items_view BLOB,
         view_same INTEGER NOT NULL DEFAULT 0)""",
+    # One row per work item (issue 31, part 2): an operation writes the items it changed, not
+    # the whole list. body is the item's text inside .prd (plugkit.lifecycle.prd.render); the
+    # items are their bodies in pos order (prd.join). workspace_items.items is '' then; it
+    # holds the whole text only for a list whose text is not its bodies joined (a hand-made
+    # .prd imported as it was), until the next write splits it.
+    """CREATE TABLE IF NOT EXISTS item_rows (root TEXT NOT NULL, id TEXT NOT NULL, pos INTEGER NOT NULL,
+        body TEXT NOT NULL, PRIMARY KEY (root, id)) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS item_rows_pos ON item_rows (root, pos)",
     # The settings the runner holds for the workspace (plugkit.lifecycle.config_pin), JSON.
     """CREATE TABLE IF NOT EXISTS configs (root TEXT PRIMARY KEY, held TEXT NOT NULL, updated_at REAL NOT NULL)""",
 )
@@ -43,6 +55,9 @@ class Record:
     state_view: Optional[bytes]  # what the runner last wrote to .plugkit/state.json (None: nothing)
     items_view: Optional[bytes]  # ... and to .prd
     view_is_items: Optional[bool] = None  # items_view is exactly the items (None: not asked)
+    # Bumped by every write of the items: a reader that holds the items of this rev (parsed
+    # or written by this process) needs neither their text nor the view's bytes again.
+    rev: Optional[int] = None
 
 
 class GateStore:
@@ -56,49 +71,94 @@ class GateStore:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         for statement in _SCHEMA:
             self._conn.execute(statement)
+        if "items_rev" not in {c[1] for c in self._conn.execute("PRAGMA table_info(workspaces)")}:
+            self._conn.execute("ALTER TABLE workspaces ADD COLUMN items_rev INTEGER NOT NULL DEFAULT 0")
 
     def get(self, root: str, items: bool = True) -> Optional[Record]:
-        """items=False: the items' text is not read, only the view's bytes and whether they are
-        exactly the items: what a state-only operation needs to leave them alone."""
+        """items=False: neither the items nor the view's bytes when they are exactly the items
+        (items_view None, view_is_items True): what a state-only operation, or a reader
+        holding the items of `rev`, needs."""
         with self._lock:
             row = self._conn.execute(
-                f"SELECT w.state, {'coalesce(i.items, w.items)' if items else 'NULL'}, w.state_view, "
-                "CASE WHEN i.root IS NULL THEN w.items_view WHEN i.view_same THEN "
-                f"{'NULL' if items else 'CAST(i.items AS BLOB)'} ELSE i.items_view END, "
+                "SELECT w.state, w.state_view, w.items_rev, coalesce(i.items, w.items), "
+                "CASE WHEN i.root IS NULL THEN w.items_view WHEN i.view_same THEN NULL ELSE i.items_view END, "
                 "CASE WHEN i.root IS NULL THEN w.items_view = CAST(w.items AS BLOB) ELSE i.view_same END "
                 "FROM workspaces w LEFT JOIN workspace_items i ON i.root = w.root WHERE w.root = ?",
                 (root,)).fetchone()
-        if row is None:
-            return None
-        view = row[1].encode() if items and row[4] and row[1] is not None else row[3]  # the same bytes, not sent twice
-        return Record(row[0], row[1], row[2], view, bool(row[4]))
+            if row is None:
+                return None
+            state, state_view, rev, whole, view, same = row
+            text = None
+            if items:
+                text = whole if whole else prd.join([b for (b,) in self._conn.execute(
+                    "SELECT body FROM item_rows WHERE root = ? ORDER BY pos", (root,))])
+        if same:
+            view = text.encode() if text is not None else None
+        return Record(state, text, state_view, view, bool(same), rev)
 
-    def put(self, root: str, record: Record, now: float) -> None:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.execute(
-                    "INSERT INTO workspaces (root, state, items, state_view, items_view, updated_at) "
-                    "VALUES (?, ?, '', ?, NULL, ?) ON CONFLICT (root) DO UPDATE SET state = excluded.state, "
-                    "items = '', state_view = excluded.state_view, items_view = NULL, "
-                    "updated_at = excluded.updated_at",
-                    (root, record.state, record.state_view, now))
-                same = record.items is not None and record.items_view == record.items.encode()
-                self._conn.execute(
-                    "INSERT INTO workspace_items (root, items, items_view, view_same) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT (root) DO UPDATE SET items = excluded.items, items_view = excluded.items_view, "
-                    "view_same = excluded.view_same",
-                    (root, record.items, None if same else record.items_view, int(same)))
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+    def put(self, root: str, record: Record, now: float) -> int:
+        """The whole record: state, every item, both views' bytes. Returns the items' new rev."""
+        bodies = _bodies(record.items)
+        with self._lock, self._write():
+            self._conn.execute("DELETE FROM item_rows WHERE root = ?", (root,))
+            self._conn.executemany("INSERT INTO item_rows (root, id, pos, body) VALUES (?, ?, ?, ?)",
+                                   [(root, i, n, b) for n, (i, b) in enumerate(bodies or ())])
+            return self._put_rest(root, record.state, record.state_view, "" if bodies is not None else record.items,
+                                  record.items, record.items_view, now)
+
+    def put_items(self, root: str, state: str, state_view: Optional[bytes], items: str,
+                  changed: list[tuple[str, str]], items_view: Optional[bytes], now: float) -> int:
+        """Like put, writing only the item rows named in `changed` ((id, body), new ids last in
+        their order): `items` is the whole text they make, for the view's comparison."""
+        with self._lock, self._write():
+            split = self._conn.execute("SELECT items = '' FROM workspace_items WHERE root = ?",
+                                       (root,)).fetchone()
+            if not split or not split[0]:  # the whole text is held: this write splits it
+                bodies = _bodies(items)
+                self._conn.execute("DELETE FROM item_rows WHERE root = ?", (root,))
+                self._conn.executemany("INSERT INTO item_rows (root, id, pos, body) VALUES (?, ?, ?, ?)",
+                                       [(root, i, n, b) for n, (i, b) in enumerate(bodies or ())])
+                whole = "" if bodies is not None else items
+            else:
+                whole = ""
+                for item_id, body in changed:
+                    self._conn.execute(
+                        "INSERT INTO item_rows (root, id, pos, body) VALUES (?, ?, (SELECT coalesce(max(pos) + 1, 0) "
+                        "FROM item_rows WHERE root = ?), ?) ON CONFLICT (root, id) DO UPDATE SET body = excluded.body",
+                        (root, item_id, root, body))
+            return self._put_rest(root, state, state_view, whole, items, items_view, now)
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
+    def _put_rest(self, root: str, state: str, state_view: Optional[bytes], whole: str, items: str,
+                  items_view: Optional[bytes], now: float) -> int:
+        self._conn.execute(
+            "INSERT INTO workspaces (root, state, items, state_view, items_view, updated_at, items_rev) "
+            "VALUES (?, ?, '', ?, NULL, ?, 1) ON CONFLICT (root) DO UPDATE SET state = excluded.state, "
+            "items = '', state_view = excluded.state_view, items_view = NULL, "
+            "updated_at = excluded.updated_at, items_rev = items_rev + 1",
+            (root, state, state_view, now))
+        same = items_view == items.encode()
+        self._conn.execute(
+            "INSERT INTO workspace_items (root, items, items_view, view_same) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (root) DO UPDATE SET items = excluded.items, items_view = excluded.items_view, "
+            "view_same = excluded.view_same",
+            (root, whole, None if same else items_view, int(same)))
+        return self._conn.execute("SELECT items_rev FROM workspaces WHERE root = ?", (root,)).fetchone()[0]
 
     def put_state(self, root: str, state: str, state_view: Optional[bytes], now: float) -> bool:
         """The state and its view's bytes, the items' row left as it is (a change that touched
         no item writes none of them). False when the ledger holds no such workspace yet."""
         with self._lock:
-            return self._conn.execute(
+            return self._conn.execute(  # the items and items_rev stay: no item changed
                 "UPDATE workspaces SET state = ?, state_view = ?, updated_at = ? WHERE root = ?",
                 (state, state_view, now, root)).rowcount == 1
 
@@ -131,3 +191,18 @@ class GateStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _bodies(items: str) -> Optional[list[tuple[str, str]]]:
+    """(id, body) per item when `items` is exactly its items' bodies joined, as the runner
+    writes it; None for any other text (kept whole)."""
+    try:
+        data = json.loads(items)
+    except ValueError:
+        return None
+    if not isinstance(data, list) or not all(isinstance(i, dict) and isinstance(i.get("id"), str) for i in data):
+        return None
+    bodies = [(i["id"], "  " + json.dumps(i, indent=2, ensure_ascii=False).replace("\n", "\n  ")) for i in data]
+    if len({i for i, _ in bodies}) != len(bodies) or prd.join([b for _, b in bodies]) != items:
+        return None
+    return bodies

@@ -1,14 +1,24 @@
-"""A repository's history as commits (subject, body, changed paths), read with `git log`;
-incremental from the last indexed HEAD so a new commit costs one short log."""
+"""A repository's history as commits (subject, body, changed paths and the lines each added or
+removed, bounded), read with `git log`. Reconciled with what HEAD reaches (`git rev-list`): a
+new commit costs one short log, and a commit amended or rebased away leaves the index."""
 
 import subprocess
+from typing import Iterable
 
 from runner.core.search.store import Commit
 
 MAX_COMMITS = 20_000
 MAX_BODY = 2000
+MAX_PATHS = 200
+# Diff hunks: what "why did X change" needs when the subject does not name X. Bounded per commit
+# (a vendored drop or a generated file is not worth more) and to the newest commits only, so the
+# first index of a long history costs one `git log -p` of DIFF_COMMITS commits.
+MAX_DIFF_CHARS = 4000
+MAX_DIFF_LINE = 200
+DIFF_COMMITS = 2000
 RS, US = "\x1e", "\x1f"
 FORMAT = f"--format={RS}%H{US}%aI{US}%s{US}%b{US}"
+LOG = ["log", "--no-color", "--no-ext-diff", "--no-textconv", "--no-walk=unsorted", "--stdin", FORMAT]
 
 
 def git_dir(root: str) -> str | None:
@@ -29,23 +39,64 @@ def head(root: str) -> str | None:
     return out.stdout.strip() or None
 
 
-def log(root: str, since: str | None, until: str) -> list[Commit] | None:
-    """Commits in since..until (all up to until when since is None); None when git fails
-    (since rewritten away: the caller reindexes from scratch)."""
-    rng = f"{since}..{until}" if since else until
+def reachable(root: str, until: str) -> list[str] | None:
+    """The hashes HEAD reaches, newest first (at most MAX_COMMITS); None when git fails."""
     try:
-        out = subprocess.run(["git", "-C", root, "log", "--no-color", "--name-only", f"-n{MAX_COMMITS}", FORMAT, rng],
-                             capture_output=True, timeout=60)
+        out = subprocess.run(["git", "-C", root, "rev-list", f"--max-count={MAX_COMMITS}", until],
+                             capture_output=True, timeout=60, text=True)
     except (OSError, subprocess.SubprocessError):
         return None
+    return out.stdout.split() if out.returncode == 0 else None
+
+
+def commits(root: str, hashes: list[str]) -> list[Commit]:
+    """These commits, in the order given: the newest DIFF_COMMITS with their diff hunks."""
+    with_diff, plain = hashes[:DIFF_COMMITS], hashes[DIFF_COMMITS:]
+    out = _log(root, with_diff, ["-p", "--unified=0", "--diff-merges=off"]) if with_diff else []
+    return out + (_log(root, plain, ["--name-only"]) if plain else [])
+
+
+def _log(root: str, hashes: list[str], how: list[str]) -> list[Commit]:
+    try:
+        out = subprocess.run(["git", "-C", root, *LOG, *how], input="\n".join(hashes).encode(),
+                             capture_output=True, timeout=300)
+    except (OSError, subprocess.SubprocessError):
+        return []
     if out.returncode != 0:
-        return None
-    commits = []
+        return []
+    found = []
     for record in out.stdout.decode("utf-8", "replace").split(RS)[1:]:
         fields = record.split(US)
         if len(fields) < 5:
             continue
-        h, date, subject, body, names = fields[:5]
-        paths = tuple(p for p in names.split("\n") if p.strip())
-        commits.append(Commit(h, date, subject, body.strip()[:MAX_BODY], paths[:200]))
-    return commits
+        h, date, subject, body, rest = fields[:5]
+        paths, diff = _patch(rest) if "-p" in how else ([p for p in rest.split("\n") if p.strip()], "")
+        found.append(Commit(h, date, subject, body.strip()[:MAX_BODY], tuple(paths[:MAX_PATHS]), diff))
+    return found
+
+
+def _patch(text: str) -> tuple[list[str], str]:
+    """(changed paths, the added and removed lines without their +/-, at most MAX_DIFF_CHARS)."""
+    paths: list[str] = []
+    kept: list[str] = []
+    size = 0
+    for line in text.split("\n"):
+        if line.startswith("diff --git "):
+            # "diff --git a/x b/x": the b/ side is the path now (a rename's new name).
+            b = line.rfind(" b/")
+            if b > 0:
+                paths.append(line[b + 3:])
+        elif line.startswith(("+++ ", "--- ")):
+            continue
+        elif line.startswith(("+", "-")) and size < MAX_DIFF_CHARS and line[1:].strip():
+            piece = line[1:MAX_DIFF_LINE].strip()
+            kept.append(piece)
+            size += len(piece) + 1
+    return paths, "\n".join(kept)[:MAX_DIFF_CHARS]
+
+
+def reconcile(indexed: Iterable[str], now: list[str]) -> tuple[list[str], list[str]]:
+    """(hashes to add, newest first; hashes to drop): the index made equal to what HEAD reaches."""
+    have = set(indexed)
+    reach = set(now)
+    return [h for h in now if h not in have], [h for h in have if h not in reach]

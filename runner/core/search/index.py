@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from runner.core.search import chunks, files, history
+from runner.core.search import chunks, files, history, semantic
 from runner.core.search.store import SqliteStore
 
 BATCH = 25  # files per transaction: a query waits at most one batch for the lock
@@ -25,6 +25,9 @@ class WorkspaceIndex:
     def __init__(self, root: str, db_path: str) -> None:
         self.root = root
         self.store = SqliteStore(db_path)
+        self.embedder = None  # semantic.Embedder once use() is called (the extra is on)
+        self.vectors: semantic.Vectors | None = None
+        self._embedder_thread: threading.Thread | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._progress: Progress | None = None
@@ -56,23 +59,42 @@ class WorkspaceIndex:
                 return
             self._apply(changed, gone)
             self._history()
+            if changed:
+                self._embed_later()
 
     def wait(self, seconds: float) -> None:
         thread = self._thread
         if thread is not None and thread.is_alive():
             thread.join(seconds)
 
+    def use(self, embedder) -> None:
+        """The semantic layer from now on (None: BM25 alone); chunks lacking a vector are embedded."""
+        if embedder is not None:
+            self.embedder = embedder  # before vectors: a query reads vectors, then uses the embedder
+            self.vectors = semantic.Vectors()
+            if self.store.get_meta("built") is not None:
+                self._embed_later()
+
+    def wait_vectors(self, seconds: float) -> None:
+        """Until the semantic layer has embedded every chunk (the eval; a query never waits)."""
+        self.wait(seconds)
+        thread = self._embedder_thread
+        if thread is not None and thread.is_alive():
+            thread.join(seconds)
+
     def close(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        for thread in (self._thread, self._embedder_thread):
+            if thread is not None:
+                thread.join(timeout=10)
         self.store.close()
 
     def status(self) -> dict:
         p = self._progress
         return {"root": self.root, "files": len(self._listed) or len(self.store.stamps()),
                 "indexing": None if p is None else {"done": p.done, "total": p.total},
-                "built": self.store.get_meta("built"), "head": self.store.get_meta("head")}
+                "built": self.store.get_meta("built"), "head": self.store.get_meta("head"),
+                "vectors": None if self.embedder is None else dict(zip(("done", "total"), self.store.embedded()))}
 
     # --- building ------------------------------------------------------------------------
     def _start(self) -> None:
@@ -94,6 +116,7 @@ class WorkspaceIndex:
                 self._progress = Progress(min(total, i + BATCH), total)
             self._history()
             self.store.set_meta("built", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            self._embed_later()
         except Exception:  # noqa: BLE001 - a broken build must not take the runner down; the next query retries
             self.store.set_meta("build_error", "1")
         finally:
@@ -158,6 +181,15 @@ class WorkspaceIndex:
                 if self._known is not None:
                     self._known[rel] = (mtime, size)
 
+    def _embed_later(self) -> None:
+        """Chunk vectors in a thread of their own, after the BM25 index: the model embeds a few
+        chunks a second on a CPU, and BM25 answers must not wait for it."""
+        if self.embedder is None or (self._embedder_thread is not None and self._embedder_thread.is_alive()):
+            return
+        self._embedder_thread = threading.Thread(target=semantic.fill, name=f"search-vectors {self.root}",
+                                                 args=(self.store, self.root, self.embedder, self._stop), daemon=True)
+        self._embedder_thread.start()
+
     def _git_stamp(self) -> tuple | None:
         """Cheap proof that HEAD has not moved: git rewrites HEAD or appends to logs/HEAD on every
         commit, checkout and reset. Re-read at least every RELIST_S all the same."""
@@ -182,10 +214,14 @@ class WorkspaceIndex:
         last = self.store.get_meta("head")
         if now is None or now == last:
             return
-        commits = history.log(self.root, last, now) if last else None
-        if commits is None:  # first time, or the old HEAD was rewritten away: all of it again
-            commits = history.log(self.root, None, now) or []
-            self.store.clear_commits()
+        # Reconciled, not appended from the last HEAD on: an amend, a rebase or a reset leaves
+        # commits HEAD no longer reaches, and their subjects would answer "why" with a ghost.
+        reach = history.reachable(self.root, now)
+        if reach is None:
+            return
+        add, drop = history.reconcile(self.store.commit_hashes(), reach)
+        found = history.commits(self.root, add)
         with self.store.batch() as s:
-            s.add_commits(commits)
+            s.drop_commits(drop)
+            s.add_commits(found)
             s.set_meta("head", now)

@@ -23,9 +23,14 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(symbol, body, path UNINDEXE
                                                      end UNINDEXED, tokenize="{TOKENIZE}");
 CREATE VIRTUAL TABLE IF NOT EXISTS defs USING fts5(name, path UNINDEXED, line UNINDEXED, kind UNINDEXED,
                                                    raw UNINDEXED, tokenize="{TOKENIZE}");
-CREATE VIRTUAL TABLE IF NOT EXISTS commits USING fts5(subject, body, paths, hash UNINDEXED, date UNINDEXED,
-                                                      raw UNINDEXED, tokenize="{TOKENIZE}");
+CREATE VIRTUAL TABLE IF NOT EXISTS commits USING fts5(subject, body, paths, diff, hash UNINDEXED,
+                                                      date UNINDEXED, raw UNINDEXED, tokenize="{TOKENIZE}");
+CREATE TABLE IF NOT EXISTS vectors(rowid INTEGER PRIMARY KEY, vec BLOB);
 """
+# Bumped when a table's columns change: an index on disk from before is dropped and rebuilt
+# (a restart after an upgrade costs one build, not a query error).
+SCHEMA_VERSION = "2"
+TABLES = ("files", "chunks", "defs", "commits", "vectors", "meta")
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class Commit:
     subject: str
     body: str
     paths: tuple[str, ...]
+    diff: str = ""  # the lines it added and removed, bounded (history.MAX_DIFF_CHARS)
 
 
 class IndexStore(Protocol):
@@ -64,6 +70,12 @@ class IndexStore(Protocol):
     def defs(self, match: str, limit: int, glob: str | None, lang: str | None) -> list[DefHit]: ...
     def add_commits(self, commits: Iterable[Commit]) -> None: ...
     def commits(self, match: str, limit: int) -> list[tuple[Commit, float]]: ...
+    def commit_hashes(self) -> list[str]: ...
+    def drop_commits(self, hashes: Iterable[str]) -> None: ...
+    def unembedded(self, limit: int) -> list[tuple[int, str, int, int, str]]: ...
+    def put_vectors(self, pairs: list[tuple[int, bytes]]) -> None: ...
+    def vectors(self) -> list[tuple[int, bytes]]: ...
+    def chunks_at(self, rowids: list[int], glob: str | None, lang: str | None) -> list[Hit]: ...
 
 
 class SqliteStore:
@@ -73,10 +85,16 @@ class SqliteStore:
     def __init__(self, path: str) -> None:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self.lock = threading.RLock()
+        self.vectors_version = 0  # bumped when a chunk vector is written or dropped (semantic.Vectors reloads)
         with self.lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
+            if self.get_meta("schema") != SCHEMA_VERSION:
+                for table in TABLES:
+                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
+                self._db.executescript(SCHEMA)
+                self.set_meta("schema", SCHEMA_VERSION)
 
     def close(self) -> None:
         with self.lock:
@@ -112,6 +130,42 @@ class SqliteStore:
                                  [(base + i, expand(d.name), path, d.line, d.kind, d.name)
                                   for i, d in enumerate(defs[:SPAN])])
 
+    def unembedded(self, limit: int) -> list[tuple[int, str, int, int, str]]:
+        """(rowid, path, start, end, symbol) of chunks the semantic layer has no vector for yet."""
+        with self.lock:
+            rows = self._db.execute("SELECT c.rowid, c.path, c.start, c.end, c.symbol FROM chunks c "
+                                    "WHERE c.rowid NOT IN (SELECT rowid FROM vectors) LIMIT ?", (limit,)).fetchall()
+        return [(r, p, int(a), int(b), sym.split("\n")[0]) for r, p, a, b, sym in rows]
+
+    def put_vectors(self, pairs: list[tuple[int, bytes]]) -> None:
+        """Chunk vectors by rowid; a chunk replaced meanwhile (its file saved again) gets none."""
+        with self.lock:
+            self._db.executemany("INSERT OR REPLACE INTO vectors(rowid, vec) SELECT ?, ? "
+                                 "WHERE EXISTS (SELECT 1 FROM chunks WHERE rowid = ?)",
+                                 [(r, v, r) for r, v in pairs])
+            self.vectors_version += 1
+
+    def embedded(self) -> tuple[int, int]:
+        """(chunks with a vector, chunks)."""
+        with self.lock:
+            return (self._db.execute("SELECT count(*) FROM vectors").fetchone()[0],
+                    self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def vectors(self) -> list[tuple[int, bytes]]:
+        with self.lock:
+            return self._db.execute("SELECT rowid, vec FROM vectors").fetchall()
+
+    def chunks_at(self, rowids: list[int], glob=None, lang=None) -> list[Hit]:
+        """The chunks with these rowids, in that order, scored by their file's factor alone."""
+        sql = ("SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM chunks c JOIN files f "
+               "ON f.path = c.path WHERE c.rowid IN (SELECT value FROM json_each(?))"
+               + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else ""))
+        args = [json.dumps(rowids)] + ([glob] if glob else []) + ([lang] if lang else [])
+        with self.lock:
+            rows = {r[0]: r[1:] for r in self._db.execute(sql, args)}
+        return [Hit(p, int(a), int(b), sym.split("\n")[0], factor)
+                for r in rowids if r in rows for p, a, b, sym, factor in [rows[r]]]
+
     def drop_file(self, path: str) -> None:
         with self.lock:
             row = self._db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
@@ -120,6 +174,8 @@ class SqliteStore:
             lo, hi = row[0] * SPAN, row[0] * SPAN + SPAN - 1
             self._db.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (lo, hi))
             self._db.execute("DELETE FROM defs WHERE rowid BETWEEN ? AND ?", (lo, hi))
+            if self._db.execute("DELETE FROM vectors WHERE rowid BETWEEN ? AND ?", (lo, hi)).rowcount:
+                self.vectors_version += 1
             self._db.execute("DELETE FROM files WHERE id=?", (row[0],))
 
     def chunks(self, match, limit, glob=None, lang=None) -> list[Hit]:
@@ -145,18 +201,24 @@ class SqliteStore:
     def add_commits(self, commits: Iterable[Commit]) -> None:
         with self.lock:
             self._db.executemany(
-                "INSERT INTO commits(subject, body, paths, hash, date, raw) VALUES(?,?,?,?,?,?)",
-                [(expand(c.subject), expand(c.body), expand(" ".join(c.paths)), c.hash, c.date,
+                "INSERT INTO commits(subject, body, paths, diff, hash, date, raw) VALUES(?,?,?,?,?,?,?)",
+                [(expand(c.subject), expand(c.body), expand(" ".join(c.paths)), expand(c.diff), c.hash, c.date,
                   json.dumps([c.subject, c.body, list(c.paths)])) for c in commits])
 
-    def clear_commits(self) -> None:
+    def commit_hashes(self) -> list[str]:
         with self.lock:
-            self._db.execute("DELETE FROM commits")
+            return [h for (h,) in self._db.execute("SELECT hash FROM commits")]
+
+    def drop_commits(self, hashes: Iterable[str]) -> None:
+        with self.lock:
+            # One scan of the table for the lot (hash is not indexed: a branch switch drops many).
+            self._db.execute("DELETE FROM commits WHERE hash IN (SELECT value FROM json_each(?))",
+                             (json.dumps(list(hashes)),))
 
     def commits(self, match, limit) -> list[tuple[Commit, float]]:
         with self.lock:
             rows = self._db.execute(
-                "SELECT hash, date, raw, -bm25(commits, 4.0, 1.0, 2.0) AS s FROM commits "
+                "SELECT hash, date, raw, -bm25(commits, 4.0, 1.0, 2.0, 0.5) AS s FROM commits "
                 "WHERE commits MATCH ? ORDER BY s DESC LIMIT ?", (match, limit)).fetchall()
         out = []
         for h, d, raw, score in rows:

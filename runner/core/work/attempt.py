@@ -316,9 +316,12 @@ class Attempts:
         p = self.p
         assert it.session_id is not None and it.worktree is not None
         head = await git.tip(it.worktree, "HEAD")  # the commit checked: the receipt names it
-        # In the environment of whoever started the run (its venv, its PATH), not the runner's.
+        # In the environment of whoever started the run (its venv, its PATH), not the runner's; in
+        # the worker's sandbox: the check runs the worker's code (what its tests import), which
+        # must not read the runner's token or write outside the worktree any more than the worker.
         task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=it.worktree, lang=cfg.verify_lang,
-                                           code=check, timeout_s=cfg.verify_timeout_s, environ=p.env or None))
+                                           code=check, timeout_s=cfg.verify_timeout_s, environ=p.env or None,
+                                           sandbox=self.run.sandbox))
         it.verify_task_id = task.id
         await task.done.wait()
         self.checked_at[task.id] = head

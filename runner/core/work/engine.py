@@ -99,11 +99,18 @@ class WorkManager:
         if not chosen:
             raise Conflict("no open work item to run (`plugkit prd add SUBJECT` adds one)")
         cfg = self.gates.config(ws)
+        network = p.network or cfg.work_network
+        if network != "host" and not p.sandbox:
+            raise Invalid(f"--network {network} is a network namespace of the sandbox: drop --no-sandbox, "
+                          "or run with --network host")
         runtime, address = p.runtime or cfg.work_runtime, p.cluster or cfg.work_cluster
         if runtime == "ray":  # the trust boundary: checked before anything is sent anywhere
             why = cluster.refusal(address, {**os.environ, **p.env}, p.allow_remote_cluster)
             if why:
                 raise Forbidden(why)
+            if network != "host":  # fails closed: a node's sandbox has no loopback-only network yet
+                raise Invalid(f"--network {network} is not applied on Ray nodes yet: --network host with "
+                              "--runtime ray, or --runtime local")
             if importlib.util.find_spec("ray") is None:  # found, not imported: only the drivers import it
                 raise Invalid("--runtime ray needs Ray beside plugkit: pip install 'plugkit[ray]'")
         unverifiable = [i.id for i in chosen if not (i.verify or cfg.verify)]
@@ -115,7 +122,7 @@ class WorkManager:
         run = Run(id=secrets.token_hex(4), workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk,
                   merge=p.merge or cfg.work_merge, branch=branch, base=base, started_at=self.clock(),
                   stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.command) if p.command else None,
-                  selected=list(p.items), sandbox=p.sandbox, runtime=runtime,
+                  selected=list(p.items), sandbox=p.sandbox, network=network, runtime=runtime,
                   cluster=address if runtime == "ray" else None,
                   scopes=scopes.shown(p.worker, workers.environment(row, dict(p.env)), cfg.work_credentials),
                   check_allowed=dict(old.check_allowed) if old is not None else {})

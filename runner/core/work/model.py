@@ -47,6 +47,7 @@ class RunRequest:
     runtime: Optional[str] = None  # where workers run (plugkit.work.cluster.RUNTIMES); None: work_runtime
     cluster: Optional[str] = None  # --runtime ray: the cluster's GCS address; None: work_cluster
     allow_remote_cluster: bool = False  # a person's --allow-remote-cluster
+    network: Optional[str] = None  # None: the workspace's work_network
 
 
 class Failed(Exception):
@@ -135,6 +136,7 @@ class Run:
     check_allowed: dict[str, str] = field(default_factory=dict)
     waves: list[list[str]] = field(default_factory=list)
     sandbox: bool = True  # False: a person's --no-sandbox; the workers run unconfined
+    network: str = "host"  # plugkit.vocab.WORK_NETWORKS
     scopes: list[str] = field(default_factory=list)  # the credential scopes its workers hold (names only)
     runtime: str = "local"  # where its workers run (plugkit.work.cluster.RUNTIMES)
     cluster: Optional[str] = None  # --runtime ray: the cluster's GCS address

@@ -7,9 +7,12 @@ from runner.core.tasks.task import Task
 from runner.core.work.model import Failed, ItemRun, Run
 
 
-def worker_code(argv: list[str], sandboxed: bool) -> str:
-    """The worker task's code (runner/executors/worker.py): its argv, and a person's --no-sandbox."""
-    return json.dumps(argv if sandboxed else {"argv": argv, "sandbox": False})
+def worker_code(argv: list[str], run: Run, item: str, sandbox: Optional[bool] = None) -> str:
+    """The worker task's code (runner/executors/worker.py): its argv, a person's --no-sandbox, its
+    network, and whose it is (its capability is scoped to that item)."""
+    sandboxed = run.sandbox if sandbox is None else sandbox
+    return json.dumps({"argv": argv, "sandbox": sandboxed, "network": run.network if sandboxed else "host",
+                       "run": run.id, "item": item})
 
 
 class Local:
@@ -18,7 +21,7 @@ class Local:
 
     def launch(self, it: ItemRun, argv: list[str], stdin: Optional[str], environ: dict[str, str],
                ) -> tuple[str, dict[str, str], Optional[str]]:
-        return worker_code(argv, self.run.sandbox), environ, stdin
+        return worker_code(argv, self.run, it.id), environ, stdin
 
     def seen(self, it: ItemRun) -> None:
         return None

@@ -45,7 +45,8 @@ class RayPlacement:
             json.dump(spec, fh)
         # The driver is plugkit's own code, not the agent's: it runs unconfined here (it must
         # reach the cluster); the worker itself is sandboxed on its node as it would be here.
-        code = worker_code([sys.executable, "-m", "runner.core.work.placement.ray_driver", spec_path], False)
+        code = worker_code([sys.executable, "-m", "runner.core.work.placement.ray_driver", spec_path], self.run,
+                           it.id, sandbox=False)
         return code, cluster.driver_env(os.environ), None
 
     def record(self, it: ItemRun) -> dict:

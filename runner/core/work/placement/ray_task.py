@@ -148,7 +148,11 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
         from runner.system import sandbox
 
         box = _made(os.path.join(tmp, "box"))
-        argv = sandbox.argv(sandbox.layout(wt, home, env, box), spec.get("kind", "command"), argv)
+        # The node's runner is the worker's own here: its token is shown at the token's path (the
+        # supervisor's runner hands a local worker a capability scoped to its item instead).
+        token = os.path.join(home, "token")
+        argv = sandbox.argv(sandbox.layout(wt, home, env, box), spec.get("kind", "command"), argv,
+                            capability=token if os.path.exists(token) else None)
         # As the runner's worker executor does: the node's runner is in another PID namespace, so
         # the worker's client checks it by /health alone.
         env.update(TMPDIR=box, **{SANDBOXED_TAG: "1"})
