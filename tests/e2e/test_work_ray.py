@@ -172,6 +172,10 @@ def test_rejects_a_remote_cluster_that_is_neither_loopback_nor_tls(home, repo):
     assert done.returncode == 1 and "not on this machine" in done.stderr and "--allow-remote-cluster" in done.stderr
     done = w.cli("work", "--run", "true", "--runtime", "ray", ok=False)
     assert done.returncode == 1 and "--cluster HOST:PORT" in done.stderr, done.stderr
+    # Fails closed: a confinement the node cannot apply yet is refused, not silently dropped.
+    done = w.cli("work", "--run", "true", "--runtime", "ray", "--cluster", "127.0.0.1:6379", "--network",
+                 "loopback-model", ok=False)
+    assert done.returncode == 2 and "not applied on Ray nodes" in done.stderr, done.stderr
     assert "no plugkit work run" in w.cli("work", "status").stdout  # nothing was started, nothing sent
 
 
