@@ -117,12 +117,17 @@ WORK_REASONS: dict[str, str] = {
     "refs_moved": "the worker moved refs only the runner moves (restored; what it wrote kept as evidence)",
     "touches_check": "its branch changes the files of its own check; held until a person allows it",
     "needs_approval": "it is critical and waits for a person's approval (`plugkit approve ID`)",
+    "node_lost": "the cluster node running its worker went away; placed again elsewhere (not counted as a failure)",
 }
 # Ends a person looks at first: the .prd item is marked blocked and an unattended run halts.
 WORK_HELD_REASONS: frozenset[str] = frozenset({"merge_conflict", "land_failed", "refs_moved", "touches_check"})
 # Failures that count toward the two-pass rule (a kill by a person or the budget does not).
 WORK_RETRIED_REASONS: frozenset[str] = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files",
                                                   "verify_failed", "stalled"})
+# Ends that are the cluster's, not the item's: the attempt is placed again (elsewhere) without
+# counting toward the two-pass rule, at most this many times per item.
+WORK_REPLACED_REASONS: frozenset[str] = frozenset({"node_lost"})
+WORK_MAX_REPLACEMENTS = 3
 
 # --- plugkit work: the state of a run -----------------------------------------------------------
 # running <-> waiting (only approvals are left, the run waits for a person) -> halted | stopped |

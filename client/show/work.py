@@ -29,6 +29,8 @@ def item_line(it: dict) -> str:
         parts.append(f"receipt {it['receipt'][:12]}")
     if it.get("attempt", 0) > 1:
         parts.append(f"attempt {it['attempt']}")
+    if it.get("node"):
+        parts.append(f"node {it['node']}")
     line = "  ".join(p for p in parts if p)
     if it.get("message") and it["state"] not in ("running", "completed"):
         first, _, rest = it["message"].partition("\n")  # touches_check: the diff follows its line
@@ -52,6 +54,8 @@ def run_lines(run: dict | None) -> list[str]:
                    f"lands on {run['branch']} ({run['merge']}), "
                    + ("sandboxed (bwrap)" if run.get("sandbox", True) else "NO SANDBOX (--no-sandbox)")
                    + (", network: loopback + model endpoints" if run.get("network") == "loopback-model" else "")]
+    if run.get("runtime") == "ray":
+        lines.append(f"  workers on the Ray cluster at {run.get('cluster')}")
     if run.get("scopes"):
         lines.append(f"  credentials: {'; '.join(run['scopes'])}")
     items = run["items"]

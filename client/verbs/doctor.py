@@ -16,6 +16,7 @@ import socket
 
 from client.args import FLAG, Help, parse
 from client.wire.rpc import Connection, read_discovery
+from client.verbs import doctor_cluster
 from plugkit import SERVICE, languages, paths
 
 USAGE = """usage: plugkit doctor [--json]
@@ -309,7 +310,7 @@ def isolation_row(isolation: str) -> tuple[str, str, str, str]:
 
 
 CHECKS = (check_languages, check_chromium, check_socat, check_sandbox, check_serial, check_port, check_state_dir,
-          check_runner)
+          check_runner, doctor_cluster.check_cluster)
 
 
 def main(argv: list[str]) -> int:

@@ -2,7 +2,8 @@
 
     plugkit work [--parallel N] [--items ID...] [--worker W] [--run PROGRAM] [--afk]
                  [--budget-min M] [--stall-min M] [--merge ff|merge] [--no-sandbox]
-                 [--network host|loopback-model] [--wait S]
+                 [--network host|loopback-model] [--runtime local|ray] [--cluster HOST:PORT]
+                 [--allow-remote-cluster] [--wait S]
     plugkit work status [--wait S] | stop | logs ITEM [--verify] [--follow] | rollback ITEM
     plugkit work allow-check ITEM   (a person: the item's branch may change its own check)
 
@@ -65,6 +66,12 @@ def _start_parser() -> BriefParser:
                         "loopback only, reaching this runner and the model endpoints their *_BASE_URL name")
     p.add_argument("--no-sandbox", dest="sandbox", action="store_false",
                    help="a person's override: run the workers without the bwrap sandbox (status shows it)")
+    p.add_argument("--runtime", choices=("local", "ray"), help="where workers run (default: work_runtime in "
+                                                              ".plugkit/config.toml, else local)")
+    p.add_argument("--cluster", metavar="HOST:PORT", help="--runtime ray: the cluster's GCS address "
+                                                          "(default: work_cluster)")
+    p.add_argument("--allow-remote-cluster", action="store_true",
+                   help="a person's override: send workers to a cluster that is neither on this machine nor TLS")
     p.add_argument("--wait", type=float, default=0.0, help="follow the run up to S seconds before returning")
     _common(p)
     return p
@@ -107,7 +114,10 @@ def main(argv: list[str]) -> int:
         except ValueError as exc:
             print(f"plugkit work: --run: {exc}; quote it as one shell line", file=sys.stderr)
             return 2
-    params.update({k: v for k, v in (("budget_min", a.budget_min), ("merge", a.merge)) if v is not None})
+    params.update({k: v for k, v in (("budget_min", a.budget_min), ("merge", a.merge), ("runtime", a.runtime),
+                                     ("cluster", a.cluster)) if v is not None})
+    if a.allow_remote_cluster:
+        params["allow_remote_cluster"] = True
     result = _call(a, "work.start", **params)
     if a.wait <= 0:
         return _print(a, result, show.run_lines(result["run"]))

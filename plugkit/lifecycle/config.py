@@ -8,6 +8,8 @@
     work_merge = "ff"           # how `plugkit work` lands an item: "ff" (rebased, fast-forward) | "merge"
     work_check_paths = ["tests/"]   # what an item's check runs beyond the files its verify names
     work_credentials = ["AWS_PROFILE"]  # variables a `plugkit work` worker may inherit beyond its host's own
+    work_runtime = "local"      # where `plugkit work` runs workers: "local" | "ray" (a Ray cluster)
+    work_cluster = "127.0.0.1:6379"  # work_runtime = "ray": the cluster's GCS address
     exec_sandbox = true         # every `plugkit exec:` task here runs in the worker sandbox (--sandbox)
     work_network = "loopback-model"  # `plugkit work`: "host" (default) | "loopback-model" (--network)
     digest_at_start = true      # the project digest (`plugkit digest`) in every SessionStart context
@@ -36,6 +38,8 @@ class GateConfig:
     work_merge: str = "ff"
     work_check_paths: tuple[str, ...] = ()
     work_credentials: tuple[str, ...] = ()
+    work_runtime: str = "local"
+    work_cluster: Optional[str] = None
     exec_sandbox: bool = False
     work_network: str = "host"
     digest_at_start: bool = False
@@ -51,6 +55,12 @@ def _mode(v: Any) -> str:
 def _merge(v: Any) -> str:
     if v not in ("ff", "merge"):
         raise ValueError("must be \"ff\" or \"merge\"")
+    return v
+
+
+def _runtime(v: Any) -> str:
+    if v not in ("local", "ray"):
+        raise ValueError("must be \"local\" or \"ray\"")
     return v
 
 
@@ -115,6 +125,8 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "work_merge": ("work_merge", _merge),
     "work_check_paths": ("work_check_paths", _paths),
     "work_credentials": ("work_credentials", _names),
+    "work_runtime": ("work_runtime", _runtime),
+    "work_cluster": ("work_cluster", _text),
     "exec_sandbox": ("exec_sandbox", _flag),
     "work_network": ("work_network", _network),
     "digest_at_start": ("digest_at_start", _flag),

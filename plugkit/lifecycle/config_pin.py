@@ -39,6 +39,10 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     "work_merge": (),
     "work_check_paths": (),  # a list has no rank here: any change of it is a person's to confirm
     "work_credentials": (),  # what workers may hold: any change is a person's to confirm
+    # Sending workers (with their credentials) to a cluster is the weaker setting: back to local
+    # is adopted, out to a cluster is a person's to confirm; and where the cluster is, always.
+    "work_runtime": ("ray", "local"),
+    "work_cluster": (),
     "exec_sandbox": (False, True),  # turning it on is adopted; off is a person's to confirm
     "work_network": ("host", "loopback-model"),
 }

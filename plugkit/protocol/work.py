@@ -16,6 +16,7 @@ from plugkit.vocab import WORK_ITEM_STATES, WORK_NETWORKS, WORK_RUN_STATES
 
 WorkerName = Literal["claude-code", "codex", "qwen", "gemini", "command"]
 MergeMode = Literal["ff", "merge"]
+Runtime = Literal["local", "ray"]
 Network = Literal[WORK_NETWORKS]  # type: ignore[valid-type]
 RunState = Literal[WORK_RUN_STATES]  # type: ignore[valid-type]
 # Live item states, then the terminal ones (each terminal state comes with a reason word).
@@ -39,6 +40,9 @@ class WorkStartParams(WorkParams):
     merge: Optional[MergeMode] = None  # None: the workspace's work_merge, else "ff"
     env: Optional[Environment] = None  # the caller's environment: the workers inherit it
     sandbox: bool = True  # False: a person's --no-sandbox; workers run unconfined (status shows it)
+    runtime: Optional[Runtime] = None  # where workers run; None: work_runtime of the workspace, else local
+    cluster: Optional[str] = Field(default=None, min_length=1, max_length=512)  # runtime ray: HOST:PORT
+    allow_remote_cluster: bool = False  # a person's override of the loopback-or-TLS rule
     network: Optional[Network] = None  # None: the workspace's work_network (default "host")
 
 
@@ -78,6 +82,9 @@ class WorkItemInfo(Result):
     worker_s: float = 0.0  # the workers' own wall time, summed over attempts
     phases: dict[str, float] = {}  # trigger/spawn/boot/loop/terminate/cleanup -> when first entered
     refused: list[str] = []  # what its worker tried on items not its own (refused, newest last)
+    node: Optional[str] = None  # runtime ray: the cluster node of its latest attempt
+    placement: Optional[str] = None  # runtime ray: the Ray task of its latest attempt
+    node_losses: int = 0  # attempts ended by a lost node (placed again, not counted as failures)
 
 
 class WorkRunInfo(Result):
@@ -101,6 +108,8 @@ class WorkRunInfo(Result):
     sandbox: bool = True  # False: workers run without the bwrap sandbox (--no-sandbox)
     network: Network = "host"  # plugkit.vocab.WORK_NETWORKS
     scopes: list[str] = []  # the credential scopes the workers hold: names, never values
+    runtime: str = "local"  # where the workers run: local | ray
+    cluster: Optional[str] = None  # runtime ray: the cluster's address
 
 
 class WorkStatus(Result):

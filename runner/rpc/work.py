@@ -21,12 +21,16 @@ from runner.rpc.shapes import work_run
 @rpc(WorkStartParams)
 async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
     """work.start {session_id, cwd, parallel?=3, items?, worker?=claude-code, run?, afk?, budget_min?,
-    stall_min?=10.0, merge?, env?, sandbox?=true, network?} -> {run}
+    stall_min?=10.0, merge?, env?, sandbox?=true, network?, runtime?, cluster?, allow_remote_cluster?=false}
+    -> {run}
 
     Starts the run and returns at once (work.status follows it). `run` is the argv of
     worker "command" (the prompt arrives on its stdin); `env` is what the workers inherit,
     through their credential scopes (plugkit/work/scopes.py). sandbox=false is a person's
     --no-sandbox; with it true the sandbox self-test runs first and refuses the run if it fails.
+    runtime "ray" places each worker on the Ray cluster at `cluster` (HOST:PORT; defaults: the
+    workspace's work_runtime/work_cluster); Forbidden for a cluster neither loopback nor TLS
+    unless allow_remote_cluster (a person's --allow-remote-cluster).
     network: plugkit.vocab.WORK_NETWORKS (default: the workspace's work_network); "loopback-model"
     needs the sandbox.
     Example: {"method":"work.start","params":{"session_id":"s","cwd":"/w","worker":"command",
@@ -35,7 +39,8 @@ async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
     request = RunRequest(worker=p.worker, parallel=p.parallel, items=tuple(p.items),
                          command=tuple(p.run) if p.run else None, afk=p.afk, budget_min=p.budget_min,
                          stall_min=p.stall_min, merge=p.merge, env=dict(p.env or {}),
-                         sandbox=p.sandbox, network=p.network)
+                         sandbox=p.sandbox, network=p.network, runtime=p.runtime, cluster=p.cluster,
+                         allow_remote_cluster=p.allow_remote_cluster)
     run = await ctx.work_manager().start(p.session_id, p.cwd, request)
     return WorkStatus(run=work_run(run))
 

@@ -18,6 +18,9 @@ from plugkit.lifecycle.config_pin import compare, stronger, values
     ("verify_lang", "bash", "python", False),
     ("work_merge", "ff", "merge", False),
     ("ready_limit", 3, 1, False),
+    ("work_runtime", "ray", "local", True),  # workers back home: adopted
+    ("work_runtime", "local", "ray", False),  # workers out to a cluster: a person's to confirm
+    ("work_cluster", "127.0.0.1:6379", "10.0.0.5:6379", False),  # where work goes: always a person's
 ])
 def test_only_a_ranked_stronger_value_is_adopted(key, held, seen, adopted):
     assert stronger(key, held, seen) is adopted

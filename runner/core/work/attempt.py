@@ -9,7 +9,6 @@ failure of the item and is not retried.
 """
 
 import asyncio
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -24,7 +23,8 @@ from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
 from runner.core.work import git, held
-from runner.core.work.model import HELD, RETRIED, Failed, ItemRun, Run
+from runner.core.work.model import HELD, MAX_REPLACEMENTS, REPLACED, RETRIED, Failed, ItemRun, Run
+from runner.core.work.placement import for_run as placement_for
 from runner.core.work.refs import RefGuard
 from runner.executors.base import ExecSpec
 from plugkit.vocab import WORK_REJECTED as REJECTED
@@ -46,12 +46,7 @@ class Plumbing:
     register: Callable[[str, ItemRun], None]
     unregister: Callable[[str], None]
     clock: Callable[[], float]
-
-
-def worker_code(argv: list[str], run: Run, item: str) -> str:
-    """The worker task's code (runner/executors/worker.py): its argv, a person's --no-sandbox, its
-    network, and whose it is (its capability is scoped to that item)."""
-    return json.dumps({"argv": argv, "sandbox": run.sandbox, "network": run.network, "run": run.id, "item": item})
+    home: Optional[str] = None  # the runner's home (a placement keeps its own files there)
 
 
 class Attempts:
@@ -64,6 +59,8 @@ class Attempts:
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
         self.refs = RefGuard(p.ws.root, run.id)
         self.on_end: Callable[[ItemRun], None] = lambda it: None
+        self.on_change: Callable[[], None] = lambda: None  # saves the run (the driver's save)
+        self.placement = placement_for(run, p.home)  # where each worker runs; the rest is the same
 
     async def listing(self) -> item_ops.Listing:
         return await self.p.gates.read(self.p.ws, item_ops.prd_list)
@@ -92,6 +89,11 @@ class Attempts:
                     await self._attempt(it)
                     break
                 except Failed as f:
+                    if f.reason in REPLACED and not self.stopping and it.node_losses < MAX_REPLACEMENTS:
+                        it.node_losses += 1  # the cluster's fault, not the item's: not a pass
+                        it.enter("spawning", now(), f.reason, f"attempt {it.attempt} {f.state}/{f.reason}: "
+                                                              f"{f.message}")
+                        continue
                     if f.reason in RETRIED and not self.stopping:
                         it.failures += 1
                         if it.failures < 2:
@@ -170,6 +172,9 @@ class Attempts:
                 await self.refs.watch(it.id)
             task = await self._spawn(it, item, check)
             await self._watch(it, task)
+            failure = self.placement.ended(it, task)
+            if failure is not None and not self.stopping:  # a stop is a stop, wherever it ran
+                raise failure
             it.phase("terminate", now())
             await held.refs_moved(run, it, self.refs, self.land_lock)
             await self._judge_worker(it, task)
@@ -256,17 +261,18 @@ class Attempts:
         it.session_id = f"plugkit-work-{run.id}-{it.id}-{it.attempt}"
         p.register(it.worktree, it)
         granted = p.gates.config(p.ws).work_credentials
-        try:  # environ: the worker starts from its scopes' variables only, not the runner's or the caller's
+        # environ: the worker starts from its scopes' variables only, not the runner's or the caller's
+        environ = scopes.worker_env(self.row.name, workers.environment(
+            self.row, p.env if "PATH" in p.env else {**os.environ, **p.env}), granted)
+        code, environ, stdin = self.placement.launch(it, argv, stdin, environ)
+        try:
             task = await p.tasks.exec(ExecSpec(
-                session_id=it.session_id, cwd=it.worktree, lang="worker",
-                code=worker_code(argv, run, it.id),
-                timeout_s=WORKER_TIMEOUT_S, stdin=stdin,
-                environ=scopes.worker_env(self.row.name, workers.environment(
-                    self.row, p.env if "PATH" in p.env else {**os.environ, **p.env}), granted)))
+                session_id=it.session_id, cwd=it.worktree, lang="worker", code=code,
+                timeout_s=WORKER_TIMEOUT_S, stdin=stdin, environ=environ))
         except Refused as exc:
             raise Failed("failed", "spawn_failed", exc.message) from None
         self.live[it.id] = task
-        it.task_id, it.verify_task_id, it.verify = task.id, None, None
+        it.task_id, it.verify_task_id, it.verify, it.node, it.placement = task.id, None, None, None, None
         it.enter("running", p.clock())
         it.last_beat_at = p.clock()
         log.info("work_worker_started", run=run.id, item=it.id, task_id=task.id, attempt=it.attempt)
@@ -282,6 +288,10 @@ class Attempts:
                 await self.p.tasks.end(task, "timed_out", "stalled")
                 break
             await self.p.tasks.wait_done(task, min(1.0, left))
+            if it.node is None:
+                self.placement.seen(it)
+                if it.node is not None:  # in the store at once: a restarted runner names the remote attempt
+                    self.on_change()
             if task.bytes_out != seen:
                 seen = task.bytes_out
                 self.beat(it)

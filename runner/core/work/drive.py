@@ -35,6 +35,7 @@ class RunDriver:
         # Set, then replaced, on every save: a caller waiting on the run wakes on a change, never polls.
         self._changed = asyncio.Event()
         attempts.on_end = self._item_ended
+        attempts.on_change = self.save
 
     # --- the loop ------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ client may exit at once. Hook calls from inside a worker's worktree find their w
 """
 
 import asyncio
+import importlib.util
 import os
 import secrets
 import time
@@ -14,7 +15,7 @@ from typing import Callable, Optional
 
 from plugkit.lifecycle import item_ops
 from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
-from plugkit.work import scopes, workers
+from plugkit.work import cluster, scopes, workers
 from runner.core.gates.manager import GateManager
 from runner.core.tasks.manager import TaskManager
 from runner.core.work import git
@@ -102,6 +103,16 @@ class WorkManager:
         if network != "host" and not p.sandbox:
             raise Invalid(f"--network {network} is a network namespace of the sandbox: drop --no-sandbox, "
                           "or run with --network host")
+        runtime, address = p.runtime or cfg.work_runtime, p.cluster or cfg.work_cluster
+        if runtime == "ray":  # the trust boundary: checked before anything is sent anywhere
+            why = cluster.refusal(address, {**os.environ, **p.env}, p.allow_remote_cluster)
+            if why:
+                raise Forbidden(why)
+            if network != "host":  # fails closed: a node's sandbox has no loopback-only network yet
+                raise Invalid(f"--network {network} is not applied on Ray nodes yet: --network host with "
+                              "--runtime ray, or --runtime local")
+            if importlib.util.find_spec("ray") is None:  # found, not imported: only the drivers import it
+                raise Invalid("--runtime ray needs Ray beside plugkit: pip install 'plugkit[ray]'")
         unverifiable = [i.id for i in chosen if not (i.verify or cfg.verify)]
         if unverifiable:
             raise Invalid(f"no verify command for {', '.join(unverifiable[:5])}: set verify in "
@@ -111,7 +122,8 @@ class WorkManager:
         run = Run(id=secrets.token_hex(4), workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk,
                   merge=p.merge or cfg.work_merge, branch=branch, base=base, started_at=self.clock(),
                   stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.command) if p.command else None,
-                  selected=list(p.items), sandbox=p.sandbox, network=network,
+                  selected=list(p.items), sandbox=p.sandbox, network=network, runtime=runtime,
+                  cluster=address if runtime == "ray" else None,
                   scopes=scopes.shown(p.worker, workers.environment(row, dict(p.env)), cfg.work_credentials),
                   check_allowed=dict(old.check_allowed) if old is not None else {})
         env = dict(p.env)
@@ -119,7 +131,7 @@ class WorkManager:
         # permission prompts off, so a hook that cannot answer must deny, not wave the call through.
         env.update(PLUGKIT_PORT=str(self.port), PLUGKIT_HOOKS_FAIL="closed")
         attempts = Attempts(run, Plumbing(self.tasks, self.gates, ws, env, self._register, self._unregister,
-                                          self.clock))
+                                          self.clock, self.home))
         driver = RunDriver(run, attempts, self.store.save, self.clock, dict(old.items) if old is not None else None)
         self.runs[root], self.drivers[root] = run, driver
         driver.save()
@@ -329,8 +341,10 @@ class WorkManager:
 
     def snapshot(self) -> dict:
         return {"runs": [{"workspace": r.workspace, "id": r.id, "state": r.state, "halt": r.halt, "waves": r.waves,
+                          "runtime": r.runtime, "cluster": r.cluster,
                           "items": {i.id: {"state": i.state, "reason": i.reason, "branch": i.branch,
                                            "task_id": i.task_id, "last_beat_at": i.last_beat_at,
+                                           "node": i.node, "placement": i.placement,
                                            "verify": i.verify} for i in r.items.values()}}
                          for r in self.runs.values()],
                 "workers": len(self._worktrees)}

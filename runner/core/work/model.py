@@ -12,11 +12,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from plugkit.vocab import (WORK_ALLOWED, WORK_HELD_REASONS, WORK_LIVE_STATES, WORK_REASONS, WORK_RETRIED_REASONS,
-                           WORK_RUN_ALLOWED, WORK_TERMINAL_STATES)
+from plugkit.vocab import (WORK_ALLOWED, WORK_HELD_REASONS, WORK_LIVE_STATES, WORK_MAX_REPLACEMENTS, WORK_REASONS,
+                           WORK_REPLACED_REASONS, WORK_RETRIED_REASONS, WORK_RUN_ALLOWED, WORK_TERMINAL_STATES)
 
 LIVE, TERMINAL = WORK_LIVE_STATES, WORK_TERMINAL_STATES
 END, HELD, RETRIED = WORK_REASONS, WORK_HELD_REASONS, WORK_RETRIED_REASONS
+REPLACED, MAX_REPLACEMENTS = WORK_REPLACED_REASONS, WORK_MAX_REPLACEMENTS
 
 
 class BadMove(Exception):
@@ -43,6 +44,9 @@ class RunRequest:
     merge: Optional[str] = None  # None: the workspace's work_merge
     env: dict[str, str] = field(default_factory=dict)  # the caller's environment: the workers inherit it
     sandbox: bool = True  # False: a person's --no-sandbox; the workers run unconfined
+    runtime: Optional[str] = None  # where workers run (plugkit.work.cluster.RUNTIMES); None: work_runtime
+    cluster: Optional[str] = None  # --runtime ray: the cluster's GCS address; None: work_cluster
+    allow_remote_cluster: bool = False  # a person's --allow-remote-cluster
     network: Optional[str] = None  # None: the workspace's work_network
 
 
@@ -82,6 +86,9 @@ class ItemRun:
     stop_blocked: int = 0  # the attempt whose Stop was turned back once (never twice)
     last_failure: Optional[str] = None  # why the last attempt failed: the next attempt's prompt says it
     refused: list[str] = field(default_factory=list)  # what its worker tried on others' items, refused
+    node: Optional[str] = None  # --runtime ray: the node its latest attempt ran on
+    placement: Optional[str] = None  # --runtime ray: the Ray task of its latest attempt
+    node_losses: int = 0  # attempts ended by a lost node (not counted by the two-pass rule)
 
     @property
     def live(self) -> bool:
@@ -131,6 +138,8 @@ class Run:
     sandbox: bool = True  # False: a person's --no-sandbox; the workers run unconfined
     network: str = "host"  # plugkit.vocab.WORK_NETWORKS
     scopes: list[str] = field(default_factory=list)  # the credential scopes its workers hold (names only)
+    runtime: str = "local"  # where its workers run (plugkit.work.cluster.RUNTIMES)
+    cluster: Optional[str] = None  # --runtime ray: the cluster's GCS address
 
     def enter(self, state: str, halt: Optional[str], ended_at: Optional[float] = None) -> None:
         """The one place a run's state moves (plugkit.vocab.WORK_RUN_ALLOWED)."""

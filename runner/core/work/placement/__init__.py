@@ -1,0 +1,34 @@
+"""Where an attempt's worker process runs: the one slot of `plugkit work` that a runtime fills.
+
+The supervisor (waves, states, heartbeats, the stall watchdog, the check, landing) is the same
+for every placement; a placement only says what task the runner starts for the worker and what
+its end means. A table, not a branch: adding a runtime is adding a row.
+"""
+
+from typing import Optional, Protocol
+
+from runner.core.work.model import Failed, ItemRun, Run
+from runner.core.tasks.task import Task
+
+
+class Placement(Protocol):
+    def launch(self, it: ItemRun, argv: list[str], stdin: Optional[str], environ: dict[str, str],
+               ) -> tuple[str, dict[str, str], Optional[str]]:
+        """(the worker task's code, its environ, its stdin) for this attempt."""
+        ...
+
+    def seen(self, it: ItemRun) -> None:
+        """While the task runs: where it runs, once known (work status shows the node)."""
+        ...
+
+    def ended(self, it: ItemRun, task: Task) -> Optional[Failed]:
+        """After the task ended: its files tidied, and how the attempt failed when the
+        placement knows better than the task's exit (a lost node), else None."""
+        ...
+
+
+def for_run(run: Run, home: Optional[str]) -> Placement:
+    from runner.core.work.placement import local, ray_node
+
+    rows = {"local": local.Local, "ray": ray_node.RayPlacement}
+    return rows[run.runtime](run, home)

@@ -1,0 +1,178 @@
+"""The supervisor's end of a remote attempt: a process the runner starts as the item's worker
+task, which places the attempt on the Ray cluster and relays it back.
+
+    python -m runner.core.work.placement.ray_driver SPEC.json
+
+Why a process of its own and not Ray inside the runner: Ray's driver brings threads, gRPC and
+signal handlers into whatever imports it; kept here, the runner's event loop never sees them,
+and the task machinery the runner already has (live output, `work logs --follow`, the stall
+watchdog on output, the kill of the task's tree, the boot reaper after a crash) applies to a
+remote attempt unchanged. Ray's ownership model does the rest: this process owns the Ray task,
+so when it dies (`work stop`, the runner killed -9 and its tasks reaped) Ray kills the task's
+worker process on the node, and the node-side guard (ray_task.py) kills the worker's group.
+
+It submits one task needing {"plugkit_worker": 1} (max_retries=0: a lost node is ours to
+report and place again, not Ray's to retry silently), writes where it landed to the spec's
+`record` file, copies the output to stdout as it arrives, fetches the returned bundle into the
+local worktree, and exits with the worker's code, or NODE_LOST_RC when the node went away.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from typing import Optional
+
+NODE_LOST_RC = 75  # runner/core/work/placement/ray_node.py maps it to killed/node_lost
+CLUSTER_RC = 76  # the cluster could not be reached or refused the task: a spawn failure
+
+
+def _say(text: str) -> None:
+    sys.stdout.buffer.write(f"[plugkit ray] {text}\n".encode())
+    sys.stdout.flush()
+
+
+def _git(worktree: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=worktree, capture_output=True, timeout=300)
+
+
+def _bundle(worktree: str, branch: str, have: list[str]) -> tuple[Optional[bytes], int]:
+    """(a bundle of what the node lacks of the branch, how many commits it holds): only the
+    commits not reachable from what the node's clone cache has already travel; None when the
+    node has them all."""
+    known = [h for h in have if _git(worktree, "cat-file", "-e", f"{h}^{{commit}}").returncode == 0]
+    count = int(_git(worktree, "rev-list", "--count", branch, "--not", *known, "--").stdout.strip() or 0)
+    if count == 0:
+        return None, 0
+    with tempfile.TemporaryDirectory(prefix="plugkit-bundle-") as tmp:
+        path = os.path.join(tmp, "base.bundle")
+        done = _git(worktree, "bundle", "create", "-q", path, branch, "--not", *known)
+        if done.returncode != 0:
+            raise RuntimeError(f"git bundle of {branch}: {done.stderr.decode(errors='replace').strip()[-300:]}")
+        with open(path, "rb") as fh:
+            return fh.read(), count
+
+
+def _land_locally(worktree: str, branch: str, data: bytes) -> None:
+    """The node's commits onto the item's branch here (its worktree has nothing of its own)."""
+    with tempfile.TemporaryDirectory(prefix="plugkit-bundle-") as tmp:
+        path = os.path.join(tmp, "back.bundle")
+        with open(path, "wb") as fh:
+            fh.write(data)
+        for args in (["fetch", "-q", path, f"refs/heads/{branch}"], ["reset", "-q", "--hard", "FETCH_HEAD"]):
+            done = subprocess.run(["git", *args], cwd=worktree, capture_output=True, text=True, timeout=300)
+            if done.returncode != 0:
+                raise RuntimeError(f"git {args[0]} of the node's commits: {done.stderr.strip()[-300:]}")
+
+
+def _record(spec: dict, **fields) -> None:
+    path = spec["record"]
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        data = {}
+    data.update(fields)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(data, fh)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[0]) as fh:
+        spec = json.load(fh)
+    os.unlink(argv[0])  # it holds the worker's scoped environment: read once
+    spec["base"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=spec["local_worktree"], check=True,
+                                  capture_output=True, text=True, timeout=60).stdout.strip()
+    # A bundle carries no config: the project's committer identity goes with it, so the
+    # worker commits on the node as it would here.
+    spec["identity"] = {key: subprocess.run(["git", "config", key], cwd=spec["local_worktree"], capture_output=True,
+                                            text=True, timeout=60).stdout.strip() for key in ("user.name", "user.email")}
+    import ray  # lazily: only a remote attempt's process ever loads Ray
+    from ray import exceptions as rex
+
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    lost = (rex.NodeDiedError, rex.WorkerCrashedError, rex.ObjectLostError, rex.OwnerDiedError,
+            rex.LocalRayletDiedError, rex.RaySystemError, rex.TaskUnschedulableError)
+    try:
+        ray.init(address=spec["cluster"], logging_level="ERROR", log_to_driver=False)
+    except Exception as exc:  # noqa: BLE001 - any way of failing to reach it is the same answer
+        _say(f"cannot reach the Ray cluster at {spec['cluster']}: {exc}")
+        return CLUSTER_RC
+    try:
+        # Ray picks the node (a slot free there); the attempt is then pinned to it, so the bundle
+        # holds only the commits that node's clone cache lacks.
+        node, have = ray.get(ray.remote(_cached).options(resources={"plugkit_worker": 1}, num_cpus=0,
+                                                          max_retries=0).remote(spec["repo_key"]))
+        bundle, count = _bundle(spec["local_worktree"], spec["branch"], have)
+        _say(f"placed on node {node[:12]}: {count} commit(s) sent, {len(have)} ref(s) already there")
+        remote = ray.remote(_on_node).options(
+            resources={"plugkit_worker": 1}, num_cpus=0, max_retries=0, num_returns="streaming",
+            name=f"plugkit-{spec['session']}", scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+        gen = remote.remote(None if bundle is None else ray.put(bundle), spec)
+    except lost as exc:
+        _say(f"node lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+        return NODE_LOST_RC
+    except RuntimeError as exc:
+        _say(str(exc))
+        return CLUSTER_RC
+    _record(spec, ray_task=gen.completed().task_id().hex())
+
+    def stop(signum, _frame):  # `work stop`, the stall watchdog: the remote attempt ends with us
+        try:
+            ray.cancel(gen, force=True)
+        finally:
+            os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        for ref in gen:
+            kind, *rest = ray.get(ref)
+            if kind == "out":
+                sys.stdout.buffer.write(rest[0])
+                sys.stdout.flush()
+            elif kind == "node":
+                _record(spec, node=rest[0], node_ip=rest[1], node_dir=rest[2])
+                _say(f"on node {rest[0][:12]} ({rest[1]})")
+            elif kind == "done":
+                rc, back = rest
+                if back:
+                    _land_locally(spec["local_worktree"], spec["branch"], back)
+                return rc
+    except lost as exc:
+        _say(f"node lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+        return NODE_LOST_RC
+    except rex.RayTaskError as exc:
+        _say(f"the attempt failed on its node: {str(exc).splitlines()[-1][:300]}")
+        return 1
+    except RuntimeError as exc:
+        _say(str(exc))
+        return 1
+    _say("node lost: the stream ended before the attempt did")
+    return NODE_LOST_RC
+
+
+def _cached(repo_key: str) -> tuple[str, list[str]]:
+    import ray
+
+    from runner.core.work.placement import ray_task
+
+    return ray.get_runtime_context().get_node_id(), ray_task.have(repo_key)
+
+
+def _on_node(bundle: Optional[bytes], spec: dict):
+    import ray
+
+    from runner.core.work.placement import ray_task
+
+    ctx = ray.get_runtime_context()
+    yield from ray_task.attempt(bundle, spec, ctx.get_node_id(), ray.util.get_node_ip_address())
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,85 @@
+"""The Ray placement, the runner's side: each attempt's worker task is a driver process
+(ray_driver.py) that runs the attempt on a cluster node and relays it back.
+
+What travels: the item branch's history (a bundle), the worker's argv and prompt, and the
+environment its credential scopes let through (built by the attempt exactly as for a local
+worker). What never does: the supervisor's $PLUGKIT_HOME, its port, its token.
+"""
+
+import json
+import os
+import sys
+from typing import Optional
+
+from plugkit.work import cluster, workers
+from runner.core.tasks.task import Task
+from runner.core.work.model import Failed, ItemRun, Run
+from runner.core.work.placement.local import worker_code
+from runner.core.work.placement.ray_driver import CLUSTER_RC, NODE_LOST_RC
+
+
+class RayPlacement:
+    def __init__(self, run: Run, home: Optional[str]) -> None:
+        self.run = run
+        self.row = workers.row(run.worker)
+        self.dir = os.path.join(home or os.path.expanduser("~/.plugkit"), "work", "ray")
+
+    def _paths(self, it: ItemRun) -> tuple[str, str]:
+        base = os.path.join(self.dir, f"{self.run.id}-{it.id}-{it.attempt}")
+        return base + ".spec.json", base + ".record.json"
+
+    def launch(self, it: ItemRun, argv: list[str], stdin: Optional[str], environ: dict[str, str],
+               ) -> tuple[str, dict[str, str], Optional[str]]:
+        assert it.worktree is not None and it.branch is not None and it.session_id is not None
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        spec_path, record = self._paths(it)
+        _unlink(record)  # an earlier runner's, for an attempt of the same number
+        spec = {"cluster": self.run.cluster, "repo_key": self.run.workspace, "branch": it.branch,
+                "base": None, "local_worktree": it.worktree, "argv": argv, "stdin": stdin or "",
+                "env": {k: v for k, v in environ.items() if k not in cluster.NEVER_TRAVELS},
+                "session": it.session_id, "record": record, "sandbox": self.run.sandbox,
+                "kind": self.run.worker, "install": workers.install_args(self.row),
+                "hooks_file": self.row.hooks_file}
+        fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(spec, fh)
+        # The driver is plugkit's own code, not the agent's: it runs unconfined here (it must
+        # reach the cluster); the worker itself is sandboxed on its node as it would be here.
+        code = worker_code([sys.executable, "-m", "runner.core.work.placement.ray_driver", spec_path], self.run,
+                           it.id, sandbox=False)
+        return code, cluster.driver_env(os.environ), None
+
+    def record(self, it: ItemRun) -> dict:
+        try:
+            with open(self._paths(it)[1]) as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return {}
+
+    def seen(self, it: ItemRun) -> None:
+        """Where the attempt runs, as soon as the driver wrote it (status and /debug show it)."""
+        rec = self.record(it)
+        if rec.get("node"):
+            it.node = f"{rec['node'][:12]} ({rec.get('node_ip', '?')})"
+        if rec.get("ray_task"):
+            it.placement = f"ray task {rec['ray_task']}"
+
+    def ended(self, it: ItemRun, task: Task) -> Optional[Failed]:
+        self.seen(it)
+        for path in self._paths(it):  # the spec holds the worker's scoped environment: never left behind
+            _unlink(path)
+        if task.state == "failed" and task.exit_code == NODE_LOST_RC:
+            return Failed("killed", "node_lost", f"the node running attempt {it.attempt} went away "
+                                                f"({it.node or 'before it started'})")
+        if task.state == "failed" and task.exit_code == CLUSTER_RC:
+            return Failed("failed", "spawn_failed", f"the Ray cluster at {self.run.cluster} could not take the "
+                                                   f"attempt; `plugkit work logs {it.id}` says why, "
+                                                   "`plugkit doctor` checks the cluster")
+        return None
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -1,0 +1,241 @@
+"""The node side of a remote attempt: what one Ray task does on the node it was placed on.
+
+Receives the item branch's history as a git bundle (through Ray's object store), fetches it
+into a node-local clone cache (one bare repo per project under the node's directory, so git
+objects a node already has stay there between attempts), makes the worktree there, runs the
+worker in its own process group and yields as it goes: ("node", ...) once, ("out", bytes) per
+chunk of output, then ("done", exit code, thin bundle of the new commits or None).
+
+A generator task (num_returns="streaming") rather than an actor or a queue: the output reaches
+the supervisor in order as it is produced, there is no second Ray object to own, leak or
+restart, and cancelling the one task (ray.cancel) ends the stream.
+
+Nothing of the supervisor's $PLUGKIT_HOME travels: the worker gets the scoped environment the
+supervisor built and PLUGKIT_HOME is set to the node's own home, so a `plugkit` call the worker
+makes reaches the node's runner (started on first use), never the supervisor's.
+
+Standard library and plugkit's kernel only (Ray is the caller's): the Ray worker process imports
+this module by name, so the node needs the same plugkit installed (`plugkit doctor` checks).
+"""
+
+import fcntl
+import hashlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from plugkit.vocab import HOME_TAG, SANDBOXED_TAG, SESSION_ID_TAG
+from plugkit.work.cluster import NEVER_TRAVELS
+
+NODE_DIR_VAR = "PLUGKIT_NODE_DIR"
+PORT_VAR = "PLUGKIT_PORT"  # set on `ray start` of a node: where its clone cache and home live
+CHUNK = 64 << 10
+# A small process beside the worker: when the Ray worker process dies (a force cancel, the
+# supervisor's driver gone, the node's raylet killing it), it kills the worker's whole process
+# group, so nothing keeps running unowned on the node.
+GUARD = r"""
+import os, signal, sys, time
+owner, group = int(sys.argv[1]), int(sys.argv[2])
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+while alive(owner) and alive(group):
+    time.sleep(0.2)
+try:
+    os.killpg(group, signal.SIGKILL)
+except ProcessLookupError:
+    pass
+"""
+
+
+def node_dir() -> str:
+    return os.environ.get(NODE_DIR_VAR) or os.path.join(os.path.expanduser("~"), ".cache", "plugkit-node")
+
+
+def _git(cwd: str, *args: str, data: bytes | None = None) -> bytes:
+    done = subprocess.run(["git", *args], cwd=cwd, input=data, capture_output=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args[:2])}: {done.stderr.decode(errors='replace').strip()[-300:]}")
+    return done.stdout
+
+
+def _cache_dir(root: str, repo_key: str) -> str:
+    return os.path.join(root, "clones", hashlib.sha256(repo_key.encode()).hexdigest()[:16] + ".git")
+
+
+def have(repo_key: str, limit: int = 64) -> list[str]:
+    """The commits this node's clone of the project holds refs to, newest first: what the
+    supervisor need not send again."""
+    cache = _cache_dir(node_dir(), repo_key)
+    if not os.path.isdir(cache):
+        return []
+    out = _git(cache, "for-each-ref", "--sort=-committerdate", f"--count={limit}", "--format=%(objectname)",
+               "refs/plugkit-in/")
+    return out.decode().split()
+
+
+def _cache(root: str, repo_key: str, bundle: bytes | None, branch: str, tmp: str) -> str:
+    """The node's clone of the project, with the bundle's commits fetched in (under a lock: two
+    attempts on one node share it). Each fetched tip is kept under refs/plugkit-in/<sha>, so
+    the objects stay and the next attempt's bundle leaves them out."""
+    cache = _cache_dir(root, repo_key)
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    with open(cache + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.isdir(cache):
+            _git(os.path.dirname(cache), "init", "-q", "--bare", cache)
+        if bundle is None:  # the node had every commit already
+            return cache
+        path = os.path.join(tmp, "in.bundle")
+        with open(path, "wb") as fh:
+            fh.write(bundle)
+        _git(cache, "fetch", "-q", path, f"refs/heads/{branch}")
+        tip = _git(cache, "rev-parse", "FETCH_HEAD").decode().strip()
+        _git(cache, "update-ref", f"refs/plugkit-in/{tip}", tip)
+    return cache
+
+
+def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[subprocess.Popen, subprocess.Popen]:
+    child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+    guard = subprocess.Popen([sys.executable, "-c", GUARD, str(os.getpid()), str(child.pid)],
+                             start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    return child, guard
+
+
+def _kill(child: subprocess.Popen) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    child.wait()
+
+
+def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
+    """Generator run as the Ray task. spec: repo_key, branch, base, local_worktree, argv, stdin, env, session."""
+    root = node_dir()
+    yield ("node", node_id, node_ip, root)
+    tmp = tempfile.mkdtemp(prefix="attempt-", dir=_made(os.path.join(root, "tmp")))
+    cache = _cache(root, spec["repo_key"], bundle, spec["branch"], tmp)
+    wt = os.path.join(tmp, "wt")
+    branch = spec["branch"]
+    _git(cache, "worktree", "add", "-q", "--detach", wt, spec["base"])
+    _git(wt, "checkout", "-q", "-B", branch)
+    for key, value in spec.get("identity", {}).items():
+        if value:
+            _git(wt, "config", key, value)
+    # The prompt and argv name the supervisor's worktree: on this node the worker's is here.
+    local = spec["local_worktree"]
+    argv = [a.replace(local, wt) for a in spec["argv"]]
+    home = _made(os.path.join(root, "home"))
+    env = {k: v for k, v in spec["env"].items() if k not in NEVER_TRAVELS}
+    # The session tag, as a local worker task carries it (a host keys its attempt by it).
+    env.update({HOME_TAG: home, SESSION_ID_TAG: spec["session"], "PWD": wt})
+    if os.environ.get(PORT_VAR):  # the node's own runner port, from its `ray start` environment
+        env[PORT_VAR] = os.environ[PORT_VAR]
+    if spec.get("install"):
+        _hooks(cache, wt, spec, env)
+    if spec.get("sandbox", True):  # as on the supervisor's machine: fails closed, bwrap or no worker
+        from runner.system import sandbox
+
+        box = _made(os.path.join(tmp, "box"))
+        # The node's runner is the worker's own here: its token is shown at the token's path (the
+        # supervisor's runner hands a local worker a capability scoped to its item instead).
+        token = os.path.join(home, "token")
+        argv = sandbox.argv(sandbox.layout(wt, home, env, box), spec.get("kind", "command"), argv,
+                            capability=token if os.path.exists(token) else None)
+        # As the runner's worker executor does: the node's runner is in another PID namespace, so
+        # the worker's client checks it by /health alone.
+        env.update(TMPDIR=box, **{SANDBOXED_TAG: "1"})
+    child, guard = _spawn(argv, wt, env)
+    try:
+        try:
+            child.stdin.write(spec["stdin"].replace(local, wt).encode())
+            child.stdin.close()
+        except BrokenPipeError:
+            pass
+        fd = child.stdout.fileno()
+        while True:
+            ready, _, _ = select.select([fd], [], [], 1.0)
+            if ready:
+                data = os.read(fd, CHUNK)
+                if not data:
+                    break
+                yield ("out", data)
+        rc = child.wait()
+        ahead = int(_git(wt, "rev-list", "--count", f"{spec['base']}..HEAD").strip() or 0)
+        back = None
+        if ahead:
+            path = os.path.join(tmp, "out.bundle")
+            _git(wt, "bundle", "create", "-q", path, f"{spec['base']}..{branch}")  # only the new commits travel back
+            with open(path, "rb") as fh:
+                back = fh.read()
+        yield ("done", rc, back)
+    finally:
+        if child.poll() is None:
+            _kill(child)
+        else:  # what the worker left running in its group goes with it, as it does locally
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        guard.kill()
+        guard.wait()
+        _tidy(cache, wt, tmp, branch)
+
+
+def _hooks(cache: str, wt: str, spec: dict, env: dict[str, str]) -> None:
+    """The host's hooks in the node's worktree, aimed at the node's runner (started here if it
+    is not running: a sandboxed client never starts one), kept out of git as locally."""
+    if spec.get("hooks_file"):
+        exclude = os.path.join(cache, "info", "exclude")
+        os.makedirs(os.path.dirname(exclude), exist_ok=True)
+        line = f"/{spec['hooks_file']}*\n"
+        with open(exclude, "a+") as fh:
+            fh.seek(0)
+            if line not in fh.read():
+                fh.write(line)
+    # The runner is the node's: its environment is the node's own (`ray start`'s), not the worker's.
+    node_env = {**os.environ, HOME_TAG: env[HOME_TAG]}
+    for args, run_env in ((["runner", "start"], node_env), (spec["install"], env)):
+        done = subprocess.run([sys.executable, "-m", "client.cli", *args], cwd=wt, env=run_env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"plugkit {' '.join(args[:2])} on the node failed: "
+                               f"{(done.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
+
+
+def _made(path: str) -> str:
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _tidy(cache: str, wt: str, tmp: str, branch: str) -> None:
+    for args in (("worktree", "remove", "--force", wt), ("worktree", "prune"), ("branch", "-D", branch)):
+        try:
+            _git(cache, *args)
+        except (RuntimeError, subprocess.TimeoutExpired):
+            pass
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def probe() -> dict:
+    """For `doctor`: what this node runs (plugkit, python, git), and where its directory is."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("plugkit")
+    except metadata.PackageNotFoundError:
+        version = None
+    git = shutil.which("git")
+    return {"plugkit": version, "python": sys.version.split()[0], "git": bool(git), "dir": node_dir(),
+            "at": time.time()}

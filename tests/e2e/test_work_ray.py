@@ -1,0 +1,218 @@
+"""`plugkit work --runtime ray` against a real Ray cluster on this machine (a head and two
+worker nodes, each its own processes and directories): the same run lands the same way as
+locally with items on both nodes, a lost node's item lands from the other node without
+counting as a failure, `work stop` and a supervisor killed -9 leave nothing running on any
+node, and what the trust boundary refuses."""
+
+import json
+import re
+import os
+import signal
+import time
+
+import pytest
+
+from tests.e2e.test_work import Work, commit_file
+from tests.support import ray_cluster
+from tests.support.agent import git, make_repo
+from tests.support.escapees import escapees, gone, kill_all, unique_seconds
+from tests.support.runner_home import cli_argv, rpc
+
+pytestmark = pytest.mark.e2e
+IDENTITY = {"GIT_AUTHOR_NAME": "Worker", "GIT_AUTHOR_EMAIL": "worker@example.invalid",
+            "GIT_COMMITTER_NAME": "Worker", "GIT_COMMITTER_EMAIL": "worker@example.invalid"}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = ray_cluster.start(workers=2, per_node=2)
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return make_repo(tmp_path / "repo", 'gates = "advisory"\n')
+
+
+class RayWork(Work):
+    def __init__(self, home, repo, plan, cluster) -> None:
+        super().__init__(home, repo, plan)
+        self.cluster = cluster
+        self.env.update(IDENTITY)
+
+    def start(self, *flags: str) -> dict:
+        return super().start("--runtime", "ray", "--cluster", self.cluster.address, *flags)
+
+
+def node_dirs(run: dict) -> set[str]:
+    return {i["node"] for i in run["items"] if i.get("node")}
+
+
+def test_four_items_land_as_locally_with_items_on_both_nodes(home, repo, cluster):
+    plan = {f"w{i}": [["say", f"on w{i}"], ["sleep", 2.0], *commit_file(f"w{i}.txt")] for i in range(1, 5)}
+    plan["w1"].insert(1, ["shell", "echo home=$PLUGKIT_HOME port=$PLUGKIT_PORT"])
+    w = RayWork(home, repo, plan, cluster)
+    for i in range(1, 5):
+        w.add(f"w{i}", "--verify", f"test -f w{i}.txt")
+    w.start("--parallel", "4")
+    followed = w.cli("work", "logs", "w1", "--follow").stdout  # live, from the node, until its worker ends
+    assert "on w1" in followed, followed
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
+    items = w.items(run)
+    assert run["state"] == "done" and run["runtime"] == "ray", [
+        (i["id"], i["state"], i["message"], w.cli("work", "logs", i["id"], "--all").stdout[-1500:])
+        for i in run["items"] if i["state"] != "completed"]
+    assert all(items[f"w{i}"]["state"] == "completed" for i in range(1, 5)), run
+    assert all((repo / f"w{i}.txt").exists() for i in range(1, 5))
+    assert len(node_dirs(run)) == 2, run  # both nodes took items
+    log = w.cli("work", "logs", "w1", "--all").stdout
+    assert "on w1" in log and "[plugkit ray] on node" in log, log
+    # Nothing of the supervisor's home travelled: the worker saw its node's home, not ours.
+    assert f"home={cluster.root}/n" in log and str(home.path) not in log and f"port={home.port}" not in log, log
+    receipts = json.loads(w.cli("evidence", "verify", "--json").stdout)
+    assert receipts["ok"] and receipts["checked"] == 4, receipts
+    status = w.cli("work", "status").stdout
+    assert "workers on the Ray cluster" in status and "node " in status, status
+    assert git(repo, "branch", "--list", "plugkit/*").split() == []
+    view = rpc(home, "debug.snapshot")["snapshot"]["work"]["runs"][0]  # the same JSON as GET /debug
+    assert view["runtime"] == "ray" and all(view["items"][f"w{i}"]["node"] for i in range(1, 5)), view
+
+
+def test_only_the_commits_a_node_lacks_travel_to_it(home, repo, cluster):
+    w = RayWork(home, repo, {f"w{i}": commit_file(f"w{i}.txt") for i in range(1, 4)}, cluster)
+    for i in range(1, 4):
+        w.add(f"w{i}", "--verify", f"test -f w{i}.txt")
+    before = int(git(repo, "rev-list", "--count", "main").strip())
+    w.start("--parallel", "1")  # one after another: each starts from the tip the last one landed
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
+    assert run["state"] == "done", run
+    sent = [int(re.search(r"(\d+) commit\(s\) sent", w.cli("work", "logs", f"w{i}", "--all").stdout).group(1))
+            for i in range(1, 4)]
+    # Whole histories would be before, before+1, before+2. Two nodes, three items: at least one
+    # item lands on a node that holds an earlier tip, and gets only what came after it.
+    assert sent[0] == before and sum(sent) < 3 * before + 3, (before, sent)
+
+
+def test_work_stop_leaves_no_process_on_any_node(home, repo, cluster):
+    seconds = unique_seconds()
+    w = RayWork(home, repo, {"w1": [["say", "up"], ["shell", f"sleep {seconds}"]],
+                             "w2": [["say", "up"], ["shell", f"sleep {seconds}"]]}, cluster)
+    w.add("w1", "--verify", "true")
+    w.add("w2", "--verify", "true")
+    try:
+        w.start()
+        w.until(lambda r: all(i["state"] == "running" and i.get("node") for i in r["items"]), timeout=90)
+        deadline = time.monotonic() + 30
+        while len(escapees(seconds)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(escapees(seconds)) == 2
+        run = json.loads(w.cli("work", "stop", "--json").stdout)["run"]
+        assert run["state"] == "stopped", run
+        assert all((i["state"], i["reason"]) == ("killed", "stopped") for i in run["items"]), run
+        assert gone(seconds, within=20), "a worker outlived `work stop` on its node"
+    finally:
+        kill_all(seconds)
+
+
+def test_a_supervisor_killed_mid_run_leaves_nothing_unowned_and_the_next_run_lands(home, repo, cluster):
+    seconds = unique_seconds()
+    w = RayWork(home, repo, {"w1": [["say", "up"], ["shell", f"sleep {seconds}"]]}, cluster)
+    w.add("w1", "--verify", "test -f w1.txt")
+    try:
+        w.start()
+        w.until(lambda r: w.items(r)["w1"]["state"] == "running" and w.items(r)["w1"].get("node"), timeout=90)
+        pid = home.discovery()["pid"]
+        os.kill(pid, signal.SIGKILL)
+        run = w.status()  # a new runner, from the run's file
+        it = w.items(run)["w1"]
+        assert (it["state"], it["reason"]) == ("killed", "runner_restarted"), run
+        assert it["placement"].startswith("ray task "), it  # the store names the remote attempt
+        assert gone(seconds, within=30), "the remote worker kept running after its supervisor died"
+        w.plan_file.write_text(json.dumps({"w1": commit_file("w1.txt")}))
+        w.start()
+        run = w.until(lambda r: r["ended_at"] is not None, timeout=120)
+        assert run["state"] == "done" and (repo / "w1.txt").exists(), run
+    finally:
+        kill_all(seconds)
+
+
+def test_a_real_host_works_an_item_on_a_node(tmp_path, home, cluster):
+    from tests.hosts.hosts import HOSTS, installed
+    from tests.hosts.model_server import ModelServer
+    from tests.hosts.script import Say, Script, Scripts
+    from tests.hosts.work_run import make_repo as host_repo, prompt_line
+
+    host = installed(HOSTS["claude"])
+    with ModelServer(Scripts([])) as server:
+        work = host_repo(tmp_path, host, cli_argv(), server.url, {"w1": ("test -f w1.txt", ())})
+        # A relative path: the worktree the host works in is the node's, not the supervisor's.
+        # The committer identity is the repository's (tests/hosts/work_run.py), carried to the node.
+        server.script = Scripts([Script([host.shell("echo done > w1.txt && git add -A && git commit -qm 'w1: add'"),
+                                         Say("w1 is done and committed.")], prompt=prompt_line("w1"))])
+        work.cli("work", "--worker", "claude-code", "--runtime", "ray", "--cluster", cluster.address,
+                 "--stall-min", "2")
+        run = work.until(lambda r: r["ended_at"] is not None, timeout=240)
+        seen = [(s.turn, s.newest[-600:]) for s in server.script.scripts[0].main]
+    it = {i["id"]: i for i in run["items"]}["w1"]
+    assert (run["state"], it["state"]) == ("done", "completed"), (seen, it["message"], work.cli(
+        "work", "logs", "w1", "--all").stdout[-3000:])
+    assert it["node"] and (work.repo / "w1.txt").exists(), it
+    # Its hooks were installed on the node and answered by the node's own runner (the host's
+    # Bash call went through a fail-closed PreToolUse), never the supervisor's.
+    assert any((d / "home" / "port").exists() for d in cluster.nodes.values())
+    assert all("plugkit hooks fail closed" not in text for _turn, text in seen), seen
+    assert "w1: add" in git(work.repo, "log", "-1", "--format=%s", "main")
+
+
+def test_rejects_a_remote_cluster_that_is_neither_loopback_nor_tls(home, repo):
+    w = Work(home, repo, {})
+    w.add("w1", "--verify", "true")
+    done = w.cli("work", "--run", "true", "--runtime", "ray", "--cluster", "10.0.0.5:6379", ok=False)
+    assert done.returncode == 1 and "not on this machine" in done.stderr and "--allow-remote-cluster" in done.stderr
+    done = w.cli("work", "--run", "true", "--runtime", "ray", ok=False)
+    assert done.returncode == 1 and "--cluster HOST:PORT" in done.stderr, done.stderr
+    # Fails closed: a confinement the node cannot apply yet is refused, not silently dropped.
+    done = w.cli("work", "--run", "true", "--runtime", "ray", "--cluster", "127.0.0.1:6379", "--network",
+                 "loopback-model", ok=False)
+    assert done.returncode == 2 and "not applied on Ray nodes" in done.stderr, done.stderr
+    assert "no plugkit work run" in w.cli("work", "status").stdout  # nothing was started, nothing sent
+
+
+def test_doctor_checks_the_configured_cluster_and_the_config_places_the_run(home, repo, cluster):
+    config = repo / ".plugkit" / "config.toml"
+    config.write_text(config.read_text() + f'work_runtime = "ray"\nwork_cluster = "{cluster.address}"\n')
+    git(repo, "commit", "-qam", "work on the cluster")
+    done = home.cli("doctor", "--json", cwd=repo, timeout=200)
+    rows = {r["check"]: r for r in json.loads(done.stdout)}
+    assert rows["ray cluster"]["level"] == "ok" and "4 plugkit_worker slot(s)" in rows["ray cluster"]["detail"], rows
+    nodes = [r for name, r in rows.items() if name.startswith("ray node ")]
+    assert len(nodes) == 2 and all(r["level"] == "ok" and "plugkit " in r["detail"] for r in nodes), nodes
+    w = RayWork(home, repo, {"w1": commit_file("w1.txt")}, cluster)
+    w.add("w1", "--verify", "test -f w1.txt")
+    Work.start(w)  # no --runtime, no --cluster: the workspace's held settings say where
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=120)
+    assert (run["state"], run["runtime"], run["cluster"]) == ("done", "ray", cluster.address), run
+    assert w.items(run)["w1"]["node"], run
+
+
+def test_a_node_lost_mid_attempt_lands_from_the_other_node(home, repo, cluster):
+    # Last in the module: it takes a node away from the cluster.
+    w = RayWork(home, repo, {"w1": [[["say", "started"], ["sleep", 60]], commit_file("w1.txt")]}, cluster)
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    run = w.until(lambda r: w.items(r)["w1"].get("node") and w.items(r)["w1"]["state"] == "running", timeout=90)
+    first = w.items(run)["w1"]["node"]
+    record = next(n for n, d in cluster.nodes.items() if _node_holds(d, run))
+    cluster.kill_node(record)
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
+    it = w.items(run)["w1"]
+    assert (run["state"], it["state"]) == ("done", "completed"), json.dumps(run, indent=1)
+    assert it["node_losses"] == 1 and it["node"] != first, it
+    assert (repo / "w1.txt").exists()
+
+
+def _node_holds(node_dir, run) -> bool:
+    """Whether this node runs the item's attempt now (its attempt dir is under the node's tmp)."""
+    tmp = node_dir / "tmp"
+    return tmp.is_dir() and any(tmp.iterdir())
