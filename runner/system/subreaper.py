@@ -12,13 +12,15 @@ from collections.abc import Container, Iterator
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
-# A zombie this young may be a child a thread has just spawned with subprocess (a
-# version probe) and is about to wait for. Children asyncio spawns are known exactly
+# A zombie this new (seen as one for less than this) may be a child a thread spawned with
+# subprocess (a version probe, a git command) and is about to wait for. Children asyncio spawns are known exactly
 # (SPAWNED, below) and never need this margin: under load the loop can take seconds
 # between fork and the task learning its pid, which once let the sweeper take their
 # exit status (asyncio then reports 255). An orphan that dies younger than this is
 # simply reaped on a later pass.
 MIN_AGE_S = 1.0
+# (pid, start) -> when a sweep first saw it a zombie (monotonic); sweeps run one at a time.
+_ZOMBIE_SINCE: dict[tuple[int, float], float] = {}
 
 
 class _Spawned:
@@ -99,15 +101,24 @@ def is_subreaper() -> bool:
 
 
 def reap_adopted(managed: Container[int], *, min_age_s: float = MIN_AGE_S) -> list[int]:
-    """Reap zombie children not in managed (and at least min_age_s old); return their pids.
+    """Reap zombie children not in managed (and seen as zombies for at least min_age_s); return their pids.
 
     Each zombie is waited for by pid. waitpid(-1) is never used: it would take
-    the exit status of a child asyncio's watcher is about to wait for.
+    the exit status of a child asyncio's watcher is about to wait for. Only a subreaper
+    reaps: in any other process (a runner composed inside a test) every zombie child is one
+    it forked itself, and whoever forked it waits for it. The age is how long it has been a
+    zombie, not how long it lived: a long-lived child (Chromium, a long git command) whose
+    waiter is a moment late is not taken from it.
     """
+    if not is_subreaper():
+        return []
     reaped = []
     spawned = SPAWNED.snapshot()
-    for pid, age in _zombie_children():
-        if pid in managed or pid in spawned or age < min_age_s:
+    now = time.monotonic()
+    seen = {}
+    for pid, start in _zombie_children():
+        first = seen[pid, start] = _ZOMBIE_SINCE.get((pid, start), now)
+        if pid in managed or pid in spawned or now - first < min_age_s:
             continue
         try:
             got, _status = os.waitpid(pid, os.WNOHANG)
@@ -116,20 +127,22 @@ def reap_adopted(managed: Container[int], *, min_age_s: float = MIN_AGE_S) -> li
             continue
         if got == pid:
             reaped.append(pid)
+            seen.pop((pid, start), None)
+    _ZOMBIE_SINCE.clear()
+    _ZOMBIE_SINCE.update(seen)  # only zombies still there: a pid reused later starts afresh
     return reaped
 
 
 def _zombie_children() -> Iterator[tuple[int, float]]:
-    """(pid, seconds since start) for each zombie child of this process."""
+    """(pid, its start time) for each zombie child of this process: the pair names one process."""
     pids = _linux_children()
     if pids is None:
         yield from _psutil_zombie_children()
         return
-    now = _uptime()
     for pid in pids:
         start = _zombie_start(pid)
         if start is not None:
-            yield pid, now - start
+            yield pid, start
 
 
 def _linux_children() -> list[int] | None:
@@ -159,19 +172,13 @@ def _zombie_start(pid: int) -> float | None:
     return None if stat is None or stat[0] != b"Z" else stat[2] / os.sysconf("SC_CLK_TCK")
 
 
-def _uptime() -> float:
-    with open("/proc/uptime", "rb") as f:
-        return float(f.read().split()[0])
-
-
 def _psutil_zombie_children() -> Iterator[tuple[int, float]]:
     import psutil  # only where /proc/<pid>/task/*/children is missing
 
-    now = time.time()
     for child in psutil.Process().children():
         try:
             if child.status() == psutil.STATUS_ZOMBIE:
-                yield child.pid, now - child.create_time()
+                yield child.pid, child.create_time()
         except psutil.Error:
             continue
 

@@ -108,6 +108,7 @@ def zombie(pid):
         return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
 
 async def main(tracking):
+    subreaper.become_subreaper()  # as the runner is: only a subreaper reaps
     loop = asyncio.get_running_loop()
     watcher = subreaper.tracking_watcher() if tracking else asyncio.PidfdChildWatcher()
     watcher.attach_loop(loop)
@@ -134,6 +135,49 @@ def test_a_sweep_never_takes_the_exit_status_of_a_child_asyncio_spawned(watcher,
     out = json.loads(done.stdout)
     assert (out["stolen"], out["exit"]) == (stolen, exit_code)
     assert out["left"] == []  # a waited-for child leaves the registry
+
+
+# A child a thread spawned with subprocess and waits for (a git command, a version probe):
+# the sweep leaves it however long it lived, until it has been a zombie for min_age_s; and a
+# process that is no subreaper (a runner composed inside a test) leaves every child to its waiter.
+THREAD_CHILD = r"""
+import json, subprocess, sys, time
+from runner.system import subreaper
+
+def zombie(pid):
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+
+def exited(argv):
+    child = subprocess.Popen(argv)
+    while not zombie(child.pid):
+        time.sleep(0.01)
+    return child
+
+out = {}
+plain = exited(["sh", "-c", "exit 3"])
+out["not_subreaper"] = subreaper.reap_adopted(set(), min_age_s=0)
+out["not_subreaper_exit"] = plain.wait()
+subreaper.become_subreaper()
+old = exited(["sh", "-c", "sleep 1.5; exit 4"])  # lived past min_age_s, a zombie for a moment only
+out["long_lived"] = subreaper.reap_adopted(set(), min_age_s=1.0)
+out["long_lived_exit"] = old.wait()
+left = exited(["sh", "-c", "exit 5"])  # nobody waits: a zombie for longer than min_age_s is reaped
+first = subreaper.reap_adopted(set(), min_age_s=0.3)
+time.sleep(0.4)
+out["unwaited"] = [first, subreaper.reap_adopted(set(), min_age_s=0.3) == [left.pid]]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux-only")
+def test_a_sweep_leaves_a_thread_spawned_child_to_its_waiter_and_reaps_only_as_a_subreaper():
+    done = subprocess.run([sys.executable, "-c", THREAD_CHILD], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert (out["not_subreaper"], out["not_subreaper_exit"]) == ([], 3)
+    assert (out["long_lived"], out["long_lived_exit"]) == ([], 4)
+    assert out["unwaited"] == [[], True]
 
 
 # A task's escapee (`setsid ... &`, its task's root gone) is adopted and listed with its start
