@@ -49,9 +49,10 @@ def why_refused(cap: Capability, name: str, params: dict[str, Any]) -> Optional[
     """Why this capability may not make this call, or None (pure: unit-tested)."""
     if name not in IN_WORKTREE and name not in OWN_ITEM:
         return f"{name} is a person's or the runner's to call, not a worker's"
-    if not _inside(params.get("cwd"), cap.worktree):
-        return f"{name} outside its worktree ({str(params.get('cwd'))[:200]})"
     field = OWN_ITEM.get(name)
+    if not _inside(params.get("cwd"), cap.worktree):  # the item it aimed at, too: the evidence says what was tried
+        aimed = f" on {str(params.get(field))[:80]}" if field is not None else ""
+        return f"{name}{aimed} outside its worktree ({str(params.get('cwd'))[:200]})"
     if field is not None and params.get(field) != cap.item:
         return f"{name} on {str(params.get(field))[:80]}, not its own item {cap.item}"
     if name == "task.exec" and params.get("detach"):  # a task outliving its session would outlive the worker
