@@ -82,6 +82,20 @@ class User:
         return pwd.getpwnam(self.name).pw_uid
 
 
+def _traversable(paths: list[Path]) -> list[tuple[Path, int]]:
+    """Let other users pass through (x, not r) every directory above these paths: a checkout
+    made by `mktemp -d` or under /root is 0700, and the user must load this checkout's installed
+    packages and run its fixtures. Returns the modes to put back."""
+    changed = []
+    for path in paths:
+        for d in [path, *path.parents]:
+            mode = d.stat().st_mode & 0o7777
+            if d.is_dir() and not mode & 0o001 and d not in dict(changed):
+                changed.append((d, mode))
+                d.chmod(mode | 0o001)
+    return changed
+
+
 @pytest.fixture
 def user():
     if os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser"):
@@ -93,6 +107,7 @@ def user():
     subprocess.run(["useradd", "--no-create-home", "--home-dir", str(base / "user"), "--shell", "/bin/sh", name],
                    check=True, capture_output=True)
     u = User(base, name)
+    modes = _traversable([Path(sysconfig.get_paths()["purelib"]), FIXTURES])
     try:
         for d in (u.home / ".ssh", u.plugkit_home):
             d.mkdir(parents=True)
@@ -110,6 +125,8 @@ def user():
                 continue
         subprocess.run(["userdel", "-f", name], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+        for d, mode in modes:
+            d.chmod(mode)
 
 
 def _repo(u: User, granted: list[str]) -> None:
