@@ -212,3 +212,18 @@ def test_a_worker_that_escapes_its_process_tree_and_drops_its_tags_is_still_refu
     assert w.items(run)["w1"]["state"] == "completed", why
     assert (prd["w2"]["status"], prd["w2"]["verify"]) == ("pending", "false") and set(prd) == {"w1", "w2"}, why
     assert out.read_text().count("a worker acts on its own item only") >= 2, why  # refused, not failed
+
+
+def test_workers_ending_together_are_never_blamed_for_the_runners_own_ref_moves(home, repo):
+    """Landing an item rebases and then deletes its branch while its siblings end and are judged:
+    those moves are the runner's, so no sibling is rejected refs_moved (before the fix, most runs
+    of these 12 items halted on one)."""
+    names = [f"w{i}" for i in range(1, 13)]
+    w = Work(home, repo, {n: commit_file(f"{n}.txt") for n in names})
+    for n in names:
+        w.add(n, "--verify", f"test -f {n}.txt")
+    w.start("--afk", "--parallel", "4")
+    run = w.until(lambda r: r["ended_at"] is not None)
+    got = w.items(run)
+    assert {n: (got[n]["state"], got[n]["reason"]) for n in names} == {n: ("completed", "landed") for n in names}, \
+        json.dumps(run, indent=1)

@@ -197,7 +197,8 @@ class Attempts:
         finally:
             self.live.pop(it.id, None)
             p.unregister(it.worktree)
-            await self.refs.settle(it.id, it.branch)
+            async with self.land_lock:  # its branch (rebased by a landing) is recorded before another worker is judged
+                await self.refs.settle(it.id, it.branch)
             try:
                 await git.remove_worktree(p.ws.root, it.worktree)
             except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
@@ -209,12 +210,13 @@ class Attempts:
         """A landed item's branch is on the run's branch now: it goes (its pre-landing tag stays),
         so `git branch` lists only what still waits for a person."""
         ref = f"refs/heads/{it.branch}"
-        try:
-            await git.run(self.p.ws.root, "update-ref", "-d", ref)
-        except git.GitError as exc:
-            log.warning("work_branch_left", item=it.id, error=str(exc))
-            return
-        self.refs.ours(ref, None)
+        async with self.land_lock:  # a ref the runner moves, moved where no worker's snapshot is being read
+            try:
+                await git.run(self.p.ws.root, "update-ref", "-d", ref)
+            except git.GitError as exc:
+                log.warning("work_branch_left", item=it.id, error=str(exc))
+                return
+            self.refs.ours(ref, None)
 
     async def _committed_only(self, it: ItemRun) -> None:
         """Only commits land, so only commits are checked: what the worker left uncommitted is
@@ -343,6 +345,8 @@ class Attempts:
         async with self.land_lock:
             done = await git.integrate(p.ws.root, it.worktree, it.branch, run.branch, run.merge,
                                        f"plugkit work: {it.id} {item.subject[:60]}")
+            # The item's branch (rebased, for ff) is the runner's move: no other worker's doing.
+            self.refs.ours(f"refs/heads/{it.branch}", await git.tip(p.ws.root, it.branch))
             if done.changed:  # rebased onto (or merged with) what landed meanwhile: check that tree too
                 verified = await self._verify(it, check, cfg)
             before = await git.tip(p.ws.root, run.branch)
