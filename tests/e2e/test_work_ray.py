@@ -208,7 +208,7 @@ def test_a_node_lost_mid_attempt_lands_from_the_other_node(home, repo, cluster):
     run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
     it = w.items(run)["w1"]
     assert (run["state"], it["state"]) == ("done", "completed"), json.dumps(run, indent=1)
-    assert it["node_losses"] == 1 and it["node"] != first, it
+    assert it["node_losses"] == 1 and it["node"] != first, (it, w.cli("work", "logs", "w1", "--all").stdout[-3000:])
     assert (repo / "w1.txt").exists()
 
 

@@ -148,6 +148,9 @@ def main(argv: list[str]) -> int:
         _say(f"node lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
         return NODE_LOST_RC
     except rex.RayTaskError as exc:
+        if isinstance(exc.cause, lost):  # the node went away under the task: Ray wraps that too
+            _say(f"node lost: {type(exc.cause).__name__}: {str(exc.cause).splitlines()[0][:300]}")
+            return NODE_LOST_RC
         _say(f"the attempt failed on its node: {str(exc).splitlines()[-1][:300]}")
         return 1
     except RuntimeError as exc:
