@@ -67,6 +67,9 @@ class RunnerConfig:
     python: Optional[str] = None
     # PLUGKIT_CGROUPS=0: no cgroup per task (tags only), an operator's opt-out and the bench's baseline.
     cgroups: bool = True
+    # PLUGKIT_SEARCH_SEMANTIC=0: search is BM25 alone even where plugkit[semantic] is installed
+    # (its model costs ~480 MiB of runner memory and a core while it embeds a workspace).
+    semantic: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], home: str, port: int) -> "RunnerConfig":
@@ -79,4 +82,5 @@ class RunnerConfig:
         return cls(home=home, port=port, limits=Limits.from_env(environ),
                    chromium=environ.get("PLUGKIT_CHROMIUM") or None, browser_idle_s=max(0.0, idle_s),
                    python=environ.get("PLUGKIT_PYTHON") or None,
-                   cgroups=environ.get("PLUGKIT_CGROUPS", "1") != "0")
+                   cgroups=environ.get("PLUGKIT_CGROUPS", "1") != "0",
+                   semantic=environ.get("PLUGKIT_SEARCH_SEMANTIC", "1") != "0")

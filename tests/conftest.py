@@ -13,6 +13,11 @@ import pytest
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# Runners the tests start search with BM25 alone: where plugkit[semantic] is installed (setup
+# installs it) a query would load torch and embed the workspace in the background, a core and
+# ~480 MiB per runner. tests/system/test_search_semantic.py turns it on where it is the subject.
+os.environ.setdefault("PLUGKIT_SEARCH_SEMANTIC", "0")
+
 # Every process a test starts (runners, tasks, CLIs) inherits this marker, so
 # the leak check can find them even after they were reparented away from us.
 LEAK_MARK = "PLUGKIT_TEST_MARK"

@@ -38,7 +38,7 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
                   gates=Lazy(lambda: _gate_manager(tasks, config.home)) if gates else None)
     if ctx.gates is not None:
         ctx.work = Lazy(lambda: _work_manager(ctx))
-    ctx.search = Lazy(lambda: _search_manager(config.home))
+    ctx.search = Lazy(lambda: _search_manager(config.home, config.semantic))
     ctx.snapshots["hooks"] = ctx.hooks.snapshot
     app = make_app(ctx, namespaces)
     # Started in this order, stopped in reverse: work runs stop before the gates, the gates
@@ -60,10 +60,12 @@ def _work_manager(ctx: Context):  # -> WorkManager, imported on the first work.*
     return WorkManager(ctx.tasks, ctx.gate_manager(), home=ctx.runtime.home, port=ctx.runtime.port)
 
 
-def _search_manager(home: str):  # -> SearchManager, imported on the first search.* call
+def _search_manager(home: str, semantic: bool):  # -> SearchManager, imported on the first search.* call
     from runner.core.search.manager import SearchManager
 
-    return SearchManager(home)  # its indexes live under the home, one SQLite file per workspace
+    # Its indexes live under the home, one SQLite file per workspace; the semantic layer where
+    # installed unless the operator turned it off.
+    return SearchManager(home, semantic_layer=None if semantic else False)
 
 
 async def _close_search(manager) -> None:

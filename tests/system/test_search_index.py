@@ -19,7 +19,7 @@ def test_racing_first_queries_start_one_build(tmp_path, monkeypatch):
     starts = []
     real_start = index_mod.WorkspaceIndex._start
     monkeypatch.setattr(index_mod.WorkspaceIndex, "_start", lambda self: (starts.append(1), real_start(self)))
-    manager = SearchManager(str(tmp_path / "home"))
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
     try:
         threads = [threading.Thread(target=manager.query, args=(str(ws), "handler_7")) for _ in range(8)]
         for t in threads:
@@ -38,7 +38,7 @@ def test_a_reopened_index_is_not_rebuilt_and_a_partial_answer_says_so(tmp_path, 
     ws.mkdir()
     _tree(ws, 80)
     home = str(tmp_path / "home")
-    first = SearchManager(home)
+    first = SearchManager(home, semantic_layer=False)
     monkeypatch.setattr("runner.core.search.manager.FIRST_WAIT_S", 0.0)
     monkeypatch.setattr(index_mod, "BATCH", 1)
     try:
@@ -48,7 +48,7 @@ def test_a_reopened_index_is_not_rebuilt_and_a_partial_answer_says_so(tmp_path, 
         built = first.workspace(str(ws)).store.get_meta("built")
     finally:
         first.close()
-    second = SearchManager(home)
+    second = SearchManager(home, semantic_layer=False)
     try:
         a = second.query(str(ws), "handler_3")
         assert a.indexing is None and a.definitions[0].path == "m3.py"

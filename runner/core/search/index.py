@@ -75,6 +75,12 @@ class WorkspaceIndex:
             if self.store.get_meta("built") is not None:
                 self._embed_later()
 
+    @property
+    def embedding(self) -> bool:
+        """The semantic layer's filling thread is writing vectors now."""
+        thread = self._embedder_thread
+        return thread is not None and thread.is_alive()
+
     def wait_vectors(self, seconds: float) -> None:
         """Until the semantic layer has embedded every chunk (the eval; a query never waits)."""
         self.wait(seconds)

@@ -95,7 +95,7 @@ class SearchManager:
         defs = _rank_defs(store.defs(match, limit * 5, glob, lang), words, tokens.looks_like_identifier(text))
         ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
         if index.vectors is not None:
-            near = index.vectors.nearest(store, index.embedder.encode([text])[0], limit * 8)
+            near = index.vectors.nearest(store, index.embedder.encode([text])[0], limit * 8, filling=index.embedding)
             dense = store.chunks_at([rowid for rowid, _ in near], glob, lang)
             by_key = {(h.path, h.start): h for h in dense + ranked}
             ranked = [by_key[k] for k in semantic.rrf([[(h.path, h.start) for h in ranked],

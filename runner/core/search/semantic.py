@@ -68,13 +68,14 @@ class Vectors:
         self._version = -1
         self._loaded_at = 0.0
 
-    def nearest(self, store, query_vec, k: int) -> list[tuple[int, float]]:
+    def nearest(self, store, query_vec, k: int, filling: bool = False) -> list[tuple[int, float]]:
         import numpy
 
         # While the filling thread writes a batch every second or so, reload at most every
-        # RELOAD_S: a reload reads every vector (~35 MB for the standard library).
+        # RELOAD_S: a reload reads every vector (~35 MB for the standard library). Once it is
+        # done, the next query reloads at once: else the last batches stay unseen for RELOAD_S.
         stale = store.vectors_version != self._version
-        if stale and (self._matrix is None or time.monotonic() - self._loaded_at > RELOAD_S):
+        if stale and (not filling or self._matrix is None or time.monotonic() - self._loaded_at > RELOAD_S):
             self._loaded_at = time.monotonic()
             self._version = store.vectors_version  # read first: a batch landing meanwhile reloads next time
             rows = store.vectors()
