@@ -7,13 +7,14 @@
 # The runner binds 127.0.0.1 only, so clients must run in the same container
 # (or share its network namespace). Install steps live in scripts/setup, the
 # same script the README and CI use, so the image cannot drift from them (less the agent
-# hosts tests/hosts drives: ~800 MB the runner never uses).
+# hosts tests/hosts drives, ~1.6 GB, and the semantic search layer's torch, ~1.5 GB: neither is
+# used by the runner unless asked for).
 FROM python:3.11-slim-bookworm
 
 WORKDIR /opt/plugkit
 COPY . /opt/plugkit
 RUN apt-get update -qq \
- && PLUGKIT_SETUP_HOSTS=0 scripts/setup \
+ && PLUGKIT_SETUP_HOSTS=0 PLUGKIT_SETUP_SEMANTIC=0 scripts/setup \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --create-home --uid 1000 agent
 
