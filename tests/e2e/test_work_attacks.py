@@ -75,6 +75,22 @@ def test_rejects_a_worker_that_moves_refs_it_does_not_own(home, repo, move):
     assert not (repo / "w1.txt").exists() and w.prd()["w1"]["status"] == "blocked"
 
 
+def test_a_ref_a_worker_overwrote_with_garbage_is_put_back(home, repo):
+    # git lists no broken ref, so it looks deleted, and its loose file blocks recreating it.
+    corrupt = 'echo pwned > "$(git rev-parse --git-common-dir)/refs/heads/main"'
+    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["shell", corrupt], ["exit", 1]]})
+    before = refs(repo)
+    w.add("w1", "--verify", "false")
+    w.start("--afk", "--no-sandbox")
+    run = w.settled()
+    it = w.items(run)["w1"]
+    why = json.dumps(run, indent=1)
+    assert (it["state"], it["reason"]) == ("rejected", "refs_moved"), why
+    assert "failed" not in run["halt"], why
+    after = {k: v for k, v in refs(repo).items() if not k.startswith(("refs/heads/plugkit/", "refs/plugkit/"))}
+    assert after == before, (before, after)
+
+
 def test_a_sibling_landed_commit_stays_on_the_branch_when_a_worker_moves_it(home, repo):
     w = Work(home, repo, {"w1": commit_file("w1.txt"),
                           "w2": [["sleep", 3], *commit_file("w2.txt"),

@@ -14,6 +14,7 @@ remote) and refs/notes/ (Qwen Code records its attribution as notes on every com
 lands from either.
 """
 
+import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -91,6 +92,7 @@ class RefGuard:
                 kept.append(evidence)
             lines.append(f"delete {m.ref} {m.now}" if m.was is None else f"create {m.ref} {m.was}"
                          if m.now is None else f"update {m.ref} {m.was} {m.now}")
+        failed += await self._drop_broken([m for m in moves if m.now is None and m.was is not None])
         if lines:
             try:
                 await git.run(self.root, "update-ref", "--stdin", input=("\n".join(lines) + "\n").encode())
@@ -104,6 +106,27 @@ class RefGuard:
         for ref in kept:
             self.ours(ref, await git.run(self.root, "rev-parse", "-q", "--verify", ref, check=False) or None)
         return kept, failed
+
+    async def _drop_broken(self, vanished: list[Move]) -> list[str]:
+        """A ref the worker overwrote with garbage is not listed (git skips a broken ref), so it
+        looks deleted; but its loose file is still there and makes git refuse to create it
+        again ("reference broken"). Only such a file is removed: the transaction then writes
+        the ref as it was."""
+        if not vanished:
+            return []
+        common = await git.run(self.root, "rev-parse", "--git-common-dir", check=False)
+        if not common:
+            return []
+        common = os.path.join(self.root, common)
+        failed = []
+        for m in vanished:
+            path = os.path.join(common, *m.ref.split("/"))
+            if m.ref != HEAD and os.path.isfile(path) and not os.path.islink(path):
+                try:
+                    os.unlink(path)
+                except OSError as exc:
+                    failed.append(f"{m.ref} is broken and could not be removed ({exc}): remove {path}")
+        return failed
 
     async def _checkout(self, was: str) -> list[str]:
         target = was.removeprefix("ref: ").removeprefix(OWN_PREFIX)
