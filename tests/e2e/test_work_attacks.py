@@ -54,9 +54,10 @@ def test_the_sandbox_denies_a_worker_moving_refs_it_does_not_own(home, repo, mov
 
 # Without the sandbox (a person's --no-sandbox) the moves happen: the RefGuard, the line
 # behind it, must see each and put every ref back.
-@pytest.mark.parametrize("move", list(MOVES))
-def test_rejects_a_worker_that_moves_refs_it_does_not_own(home, repo, move):
-    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["shell", MOVES[move]], ["exit", 1]]})
+def _unsandboxed_mover(home, repo, shell: str) -> tuple[Work, dict, dict, str]:
+    """A worker that commits, runs `shell` in its worktree and fails, run with --no-sandbox and
+    rejected refs_moved: (work, refs before, its item, the run as text)."""
+    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["shell", shell], ["exit", 1]]})
     before = refs(repo)  # after Work's own commit (it grants the test agent its plan)
     w.add("w1", "--verify", "false")
     w.start("--afk", "--no-sandbox")
@@ -65,6 +66,12 @@ def test_rejects_a_worker_that_moves_refs_it_does_not_own(home, repo, move):
     why = json.dumps(run, indent=1)
     assert (it["state"], it["reason"]) == ("rejected", "refs_moved"), why
     assert run["state"] == "halted" and "refs_moved" in run["halt"], why
+    return w, before, it, why
+
+
+@pytest.mark.parametrize("move", list(MOVES))
+def test_rejects_a_worker_that_moves_refs_it_does_not_own(home, repo, move):
+    w, before, it, why = _unsandboxed_mover(home, repo, MOVES[move])
     after = refs(repo)
     evidence = {k: v for k, v in after.items() if k.startswith("refs/plugkit/evidence/")}
     own = {k: v for k, v in after.items() if k.startswith("refs/heads/plugkit/")}
@@ -77,16 +84,9 @@ def test_rejects_a_worker_that_moves_refs_it_does_not_own(home, repo, move):
 
 def test_a_ref_a_worker_overwrote_with_garbage_is_put_back(home, repo):
     # git lists no broken ref, so it looks deleted, and its loose file blocks recreating it.
-    corrupt = 'echo pwned > "$(git rev-parse --git-common-dir)/refs/heads/main"'
-    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["shell", corrupt], ["exit", 1]]})
-    before = refs(repo)
-    w.add("w1", "--verify", "false")
-    w.start("--afk", "--no-sandbox")
-    run = w.settled()
-    it = w.items(run)["w1"]
-    why = json.dumps(run, indent=1)
-    assert (it["state"], it["reason"]) == ("rejected", "refs_moved"), why
-    assert "failed" not in run["halt"], why
+    _w, before, _it, why = _unsandboxed_mover(home, repo,
+                                              'echo pwned > "$(git rev-parse --git-common-dir)/refs/heads/main"')
+    assert "failed" not in json.loads(why)["halt"], why
     after = {k: v for k, v in refs(repo).items() if not k.startswith(("refs/heads/plugkit/", "refs/plugkit/"))}
     assert after == before, (before, after)
 
