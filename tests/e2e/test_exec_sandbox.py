@@ -9,17 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.agent import git, make_repo
+from tests.support.attempts import PRELUDE, home_with_a_key
 
 pytestmark = pytest.mark.e2e
 
-PROBE = """
-import os
-def attempt(name, act):
-    try:
-        act()
-        print("ATTACK", name, "ALLOWED")
-    except OSError:
-        print("ATTACK", name, "denied")
+PROBE = PRELUDE + """
 attempt("read_token", lambda: open({token!r}).read())
 attempt("read_ssh_key", lambda: open({ssh!r}).read())
 attempt("write_outside", lambda: open({outside!r}, "w").write("pwned"))
@@ -35,10 +29,7 @@ def ws(tmp_path) -> Path:
 
 @pytest.fixture
 def user_home(tmp_path) -> Path:
-    h = tmp_path / "user"
-    (h / ".ssh").mkdir(parents=True)
-    (h / ".ssh" / "id_rsa").write_text("-----BEGIN FAKE KEY-----\n")
-    return h
+    return home_with_a_key(tmp_path / "user")
 
 
 def _probe(home, ws: Path, user_home: Path, tmp_path: Path, *flags: str) -> dict[str, str]:

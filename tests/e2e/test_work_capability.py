@@ -13,6 +13,7 @@ import pytest
 
 from tests.e2e.test_work import Work
 from tests.support.agent import make_repo
+from tests.support.attempts import PRELUDE
 from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e
@@ -60,14 +61,7 @@ def test_a_worker_reaches_the_runner_only_with_its_own_capability(home, repo):
     assert rpc(home, "runner.info")["pid"] == home.discovery()["pid"]  # the runner still up
 
 
-LEAK = """
-import os
-def attempt(name, act):
-    try:
-        act()
-        print("ATTACK", name, "ALLOWED")
-    except OSError:
-        print("ATTACK", name, "denied")
+LEAK = PRELUDE + """
 attempt("verify_reads_the_token", lambda: open({token!r}).read())
 attempt("verify_writes_outside", lambda: open({outside!r}, "w").write("pwned"))
 """

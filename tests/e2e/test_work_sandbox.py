@@ -11,6 +11,7 @@ import pytest
 
 from tests.e2e.test_work import AGENT, Work, commit_file
 from tests.support.agent import git, make_repo
+from tests.support.attempts import home_with_a_key
 from tests.support.escapees import gone, kill_all, unique_seconds
 
 pytestmark = pytest.mark.e2e
@@ -28,10 +29,7 @@ def repo(tmp_path) -> Path:
 @pytest.fixture
 def user_home(tmp_path) -> Path:
     """The worker's $HOME, holding a credential the sandbox must hide."""
-    h = tmp_path / "user"
-    (h / ".ssh").mkdir(parents=True)
-    (h / ".ssh" / "id_rsa").write_text("-----BEGIN FAKE KEY-----\n")
-    return h
+    return home_with_a_key(tmp_path / "user")
 
 
 def test_a_hostile_worker_is_confined_to_its_worktree(home, repo, user_home, tmp_path):
