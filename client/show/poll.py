@@ -10,15 +10,16 @@ line keeps only its last state. At a terminal, and with --full, output is shown 
 """
 
 import os
-import re
 import sys
 from client.show.render import size
 
 POLL_LIMIT = 12000  # bytes per poll by default: the hook answer's size, about 3000 tokens
 HEAD_SHARE = 0.25  # of a stream never shown before, the part of its budget spent on its first lines
 READ_BYTES = 256 << 10
-# CSI (colours, cursor moves), OSC (titles, links) and the two-byte escapes.
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# CSI (colours, cursor moves), OSC (titles, links) and the two-byte escapes. Compiled on the first
+# text holding an ESC: `re` costs ~5 ms to import, and most output has no escape at all.
+ANSI_PATTERN = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+_ansi = None
 
 
 def poll_limit(full: bool, cap: int | None) -> int | None:
@@ -47,7 +48,13 @@ def wants_clean(sink, full: bool) -> bool:
 
 def collapse(text: str) -> str:
     """Colour codes out; of each `\\r`-overwritten line only the last state."""
-    text = _ANSI.sub("", text)
+    global _ansi
+    if "\x1b" in text:
+        if _ansi is None:
+            import re
+
+            _ansi = re.compile(ANSI_PATTERN)
+        text = _ansi.sub("", text)
     if "\r" not in text:
         return text
     lines = text.split("\n")

@@ -1,7 +1,7 @@
 """How tasks are described to the agent: exit codes, state lines, tables, follow-up
 commands and the --json documents. No I/O with the runner."""
 
-import json
+from client.wire import codec
 
 from plugkit.vocab import TERMINAL_STATES
 
@@ -119,4 +119,4 @@ def print_json(info: dict, sink, follower, nxt: list[str] | None = None, **extra
            "cuts": follower.cuts, "dropped": follower.dropped, "cursor": follower.cursor, **extra}
     if nxt:
         doc["next"] = nxt
-    print(json.dumps(doc))
+    print(codec.dumps(doc))

@@ -1,12 +1,15 @@
 """A minimal JSON-RPC 2.0 client over a raw HTTP/1.1 socket, plus runner discovery.
 
-Hot path of every `plugkit` call: standard library only (socket, json, os).
+Hot path of every `plugkit` call: standard library only, and the C halves of it where the Python
+halves import more than they give: `_socket` rather than socket.py (which loads enum and
+selectors, ~3 ms, for flags we never read) and client.wire.codec rather than json (re, ~5 ms).
 http.client, urllib and asyncio each cost tens of milliseconds to import here.
 """
 
-import json
+import _socket
 import os
-import socket
+
+from client.wire import codec
 
 from client import ClientError  # at the package root, as client.args needs it too; callers still import it here
 from plugkit import SERVICE, paths
@@ -30,14 +33,14 @@ class Connection:
         self.port = port
         # Not socket.create_connection: its getaddrinfo encodes the host with the idna codec,
         # an import (encodings.idna, stringprep) of ~3 ms on every CLI call for a numeric address.
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
         try:
             self.sock.settimeout(timeout)
             self.sock.connect(("127.0.0.1", port))
         except BaseException:
             self.sock.close()
             raise
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
         self._buf = b""
 
     def close(self) -> None:
@@ -76,7 +79,7 @@ def read_discovery() -> tuple[int, int] | None:
     """(port, pid) from the port file, or None when there is none or it is unreadable."""
     try:
         with open(paths.port_file()) as fh:
-            info = json.load(fh)
+            info = codec.loads(fh.read())
         return int(info["port"]), int(info["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -155,18 +158,18 @@ def connect_verified() -> Connection | None:
                                 f"answer; {RECOVER}")
     try:
         conn = Connection(port, timeout=HEALTH_TIMEOUT_S)
-    except socket.timeout:
+    except TimeoutError:  # socket.timeout, by its Python 3.10+ name
         raise RunnerUnavailable(f"the runner (pid {pid}) does not accept connections on port {port}; "
                                 f"{RECOVER}") from None
     except OSError:
         return None
     try:
         status, body = conn.request("GET", "/health")
-        info = json.loads(body) if status == 200 else {}
+        info = codec.loads(body) if status == 200 else {}
         if info.get("service") == SERVICE and info.get("pid") == pid:
             conn.sock.settimeout(5.0)
             return conn
-    except socket.timeout:
+    except TimeoutError:  # socket.timeout, by its Python 3.10+ name
         conn.close()
         raise RunnerUnavailable(f"the runner (pid {pid}) did not answer within {HEALTH_TIMEOUT_S:g}s "
                                 f"(wedged or overloaded); {RECOVER}") from None
@@ -186,7 +189,7 @@ class Client:
 
     def call(self, method: str, params: dict | None = None, timeout: float = 30.0) -> dict:
         self._next_id += 1
-        body = json.dumps({"jsonrpc": "2.0", "id": self._next_id, "method": method,
+        body = codec.dumps({"jsonrpc": "2.0", "id": self._next_id, "method": method,
                            "params": params or {}}).encode()
         headers = f"Authorization: Bearer {self.token}\r\nContent-Type: application/json\r\n"
         try:
@@ -197,7 +200,7 @@ class Client:
                 "check `plugkit runner status`") from None
         if status != 200:
             raise RunnerUnavailable(f"runner refused {method} (HTTP {status}); try `plugkit runner restart`")
-        reply = json.loads(payload)
+        reply = codec.loads(payload)
         if "error" in reply:
             err = reply["error"]
             raise RpcFailure(err.get("code", 0), err.get("message", "error"), err.get("data"))

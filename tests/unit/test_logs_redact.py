@@ -13,3 +13,22 @@ def test_redacts_registered_secret_and_token_keys():
     assert out["token"] == logs.REDACTED and out["Authorization"] == logs.REDACTED
     assert out["detail"] == f"header was Bearer {logs.REDACTED}"
     assert out["event"] == "x"
+
+
+def test_the_log_rotates_at_its_size_and_keeps_its_backups(tmp_path):
+    import logging
+
+    log_file = tmp_path / "runner.log"
+    logs.configure(str(log_file), to_stderr=False, max_bytes=2000, backups=2)
+    try:
+        for i in range(100):
+            logs.get("plugkit.test").info("task_started", task_id=i, cwd="/w" * 20)
+        sizes = {p.name: p.stat().st_size for p in tmp_path.iterdir()}
+        assert set(sizes) == {"runner.log", "runner.log.1", "runner.log.2"}
+        line = max(len(x) + 1 for x in (tmp_path / "runner.log.1").read_text().splitlines())
+        assert all(size < 2000 + line for size in sizes.values())  # past the cap by one line at most
+        assert '"task_id": 99' in log_file.read_text()
+    finally:
+        for handler in list(logging.getLogger().handlers):
+            logging.getLogger().removeHandler(handler)
+            handler.close()

@@ -5,6 +5,7 @@ dataclasses, and refuses by kind (plugkit.refusals); runner/rpc shapes every ans
 """
 
 import asyncio
+import functools
 import os
 from dataclasses import dataclass, replace
 from typing import Optional
@@ -35,6 +36,17 @@ log = logs.get("plugkit.tasks")
 
 # Finished tasks kept per session for status/output; older ones are forgotten first.
 KEEP_FINISHED = 256
+# A task's start and end lines are written this long after the fact: formatting and writing one
+# cost ~0.2 ms each on the answer of a spaced task.exec (issue 31), and a short task's answer goes
+# out well inside this. Timers keep their order, so the lines do too.
+LOG_LATER_S = 0.005
+
+
+def _log_later(event: str, **fields: object) -> None:
+    try:
+        asyncio.get_running_loop().call_later(LOG_LATER_S, functools.partial(log.info, event, **fields))
+    except RuntimeError:  # no loop: now
+        log.info(event, **fields)
 
 
 @dataclass(frozen=True)
@@ -159,7 +171,7 @@ class TaskManager(LedgerRecall):
                                          name=f"task_{task.id}")
         self._supervisors.add(supervisor)
         supervisor.add_done_callback(self._supervisors.discard)
-        log.info("task_started", task_id=task.id, session_id=key.session_id, cwd=cwd, lang=task.lang)
+        _log_later("task_started", task_id=task.id, session_id=key.session_id, cwd=cwd, lang=task.lang)
         return task
 
     async def _supervise(self, task: Task, executor: Executor, prepared: Prepared, spec: ExecSpec,
@@ -189,18 +201,17 @@ class TaskManager(LedgerRecall):
             self._pending_end.pop(task.id, None)
             self.finished_counts[task.state] = self.finished_counts.get(task.state, 0) + 1
             self._registry.finished(task)  # past the global cap, the oldest finished leave memory
+            spool = task.buffer.spool
+            if spool is not None:
+                spool.close()
             if self._ledger is not None:
-                self._ledger.record_end(to_record(task, digest))
-            if task.buffer.spool is not None:
-                # Removed on the ledger's thread after the record above: a crash between
-                # the two still finds the output in one place or the other.
-                task.buffer.spool.close()
-                if self._ledger is not None:
-                    self._ledger.after(task.buffer.spool.remove)
-                else:
-                    task.buffer.spool.remove()
-            log.info("task_ended", task_id=task.id, session_id=task.session.session_id, state=task.state,
-                     reason=task.reason, exit_code=task.exit_code, signal=task.signal)
+                # Removed on the ledger's thread after the record: a crash between the two still
+                # finds the output in one place or the other.
+                self._ledger.record_end(to_record(task, digest), then=spool.remove if spool else None)
+            elif spool is not None:
+                spool.remove()
+            _log_later("task_ended", task_id=task.id, session_id=task.session.session_id, state=task.state,
+                       reason=task.reason, exit_code=task.exit_code, signal=task.signal)
 
     def _started(self, task: Task, run: Execution) -> None:
         task.execution, task.pid = run, getattr(run, "pid", None)
