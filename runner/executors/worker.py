@@ -179,21 +179,11 @@ class WorkerExecutor:
 
     def _mint(self, code: WorkerCode, spec: ExecSpec) -> tuple[Optional[str], Optional[str]]:
         """(token, the 0600 file holding it) for this worker; (None, None) in a runner composed
-        without capabilities (unit tests): the token's path then shows nothing at all. The file
-        is in the runner's home, which every sandbox hides: no other worker can read it (/tmp
-        could be read by any of them)."""
+        without capabilities (unit tests): the token's path then shows nothing at all."""
         if self.capabilities is None:
             return None, None
-        token = self.capabilities.mint(Capability(code.run, code.item, spec.session_id,
-                                                  os.path.realpath(spec.cwd), code.network))
-        caps = os.path.join(self.home, "capabilities")
-        os.makedirs(caps, mode=0o700, exist_ok=True)
-        folder = tempfile.mkdtemp(prefix="worker-", dir=caps)
-        path = os.path.join(folder, "token")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(token + "\n")
-        return token, path
+        return mint_file(self.capabilities, self.home, Capability(code.run, code.item, spec.session_id,
+                                                                  os.path.realpath(spec.cwd), code.network))
 
     def _runner_env(self, tmp: Optional[str]) -> dict[str, str]:
         """Set after the tags: where the worker's hooks find this runner (see the docstring)."""
@@ -216,6 +206,28 @@ class WorkerExecutor:
         return {"isolation": self.process.isolation,
                 "sandbox": "not tested yet" if not self._probed else
                            (self.sandbox_problem or "bwrap: self-test passed")}
+
+
+def mint_file(capabilities: Capabilities, home: str, cap: Capability) -> tuple[str, str]:
+    """(token, the 0600 file holding it): a capability for one worker attempt, local or hosted
+    for a supervisor elsewhere (runner/core/work/hosted.py). The file is in the runner's home,
+    which every sandbox hides: no other worker can read it (/tmp could be read by any of them);
+    a runner's start removes what a killed one left (make() below)."""
+    token = capabilities.mint(cap)
+    caps = os.path.join(home, "capabilities")
+    os.makedirs(caps, mode=0o700, exist_ok=True)
+    folder = tempfile.mkdtemp(prefix="worker-", dir=caps)
+    path = os.path.join(folder, "token")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token + "\n")
+    return token, path
+
+
+def drop_file(capabilities: Capabilities, token: str, path: str) -> None:
+    """The attempt is over: its capability revoked, its file gone."""
+    capabilities.revoke(token)
+    shutil.rmtree(os.path.dirname(path), True)
 
 
 def sandbox_refusal(problem: str) -> str:

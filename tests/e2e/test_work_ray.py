@@ -165,6 +165,41 @@ def test_a_real_host_works_an_item_on_a_node(tmp_path, home, cluster):
     assert "w1: add" in git(work.repo, "log", "-1", "--format=%s", "main")
 
 
+def test_a_worker_on_a_node_is_held_by_its_nodes_runner_as_a_local_worker_is(home, repo, cluster):
+    """The node's runner hosts the attempt: the worker policy answers its hooks and its exec:
+    code, its Stop is turned back while nothing is committed, it holds a capability scoped to its
+    item (not that runner's token)."""
+    w = RayWork(home, repo, {"w1": [
+        ["hook", "Bash", {"command": "rm -rf .."}],
+        ["hook", "Bash", {"command": "exec:bash\nrm -rf .."}],
+        ["hook", "Bash", {"command": "ls -la"}],
+        ["shell", 'echo "TOKEN $(cat "$PLUGKIT_HOME/token")"'],
+        ["cli", "approve", "w1"],
+        ["stop"],
+        *commit_file("w1.txt"), ["stop"]]}, cluster)
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=180)
+    it = w.items(run)["w1"]
+    log = w.cli("work", "logs", "w1", "--all").stdout
+    assert (run["state"], it["state"]) == ("done", "completed"), (it, log[-3000:])
+    answers = [line for line in log.splitlines() if line.startswith("hook answer:")]
+    assert len(answers) == 3, log
+    for answer in answers[:2]:  # the policy's words, from the node's runner (the supervisor's never saw them)
+        assert '"permissionDecision": "deny"' in answer and "plugkit work" in answer, answer
+    assert "deny" not in answers[2], answers[2]
+    # A capability at the token's path, not the node's runner's token; it reaches its own item only.
+    seen = next(line.split()[1] for line in log.splitlines() if line.startswith("TOKEN "))
+    tokens = {(d / "home" / "token").read_text().strip() for d in cluster.nodes.values()
+              if (d / "home" / "token").exists()}
+    assert seen.startswith("pkw_") and tokens and seen not in tokens and home.token() != seen, log
+    assert "cli rc=1" in log and "a worker's capability reaches its own item" in log, log
+    stops = [line for line in log.splitlines() if line.startswith("stop answer:")]
+    assert len(stops) == 2 and "nothing committed on plugkit/w1" in stops[0] and '"block"' in stops[0], stops
+    assert "nothing committed" not in stops[1], stops  # committed: let through
+    assert (repo / "w1.txt").exists()
+
+
 def test_rejects_a_remote_cluster_that_is_neither_loopback_nor_tls(home, repo):
     w = Work(home, repo, {})
     w.add("w1", "--verify", "true")

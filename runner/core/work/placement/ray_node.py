@@ -37,7 +37,8 @@ class RayPlacement:
         spec = {"cluster": self.run.cluster, "repo_key": self.run.workspace, "branch": it.branch,
                 "base": None, "local_worktree": it.worktree, "argv": argv, "stdin": stdin or "",
                 "env": {k: v for k, v in environ.items() if k not in cluster.NEVER_TRAVELS},
-                "session": it.session_id, "record": record, "sandbox": self.run.sandbox,
+                "session": it.session_id, "run": self.run.id, "item": it.id, "attempt": it.attempt,
+                "record": record, "sandbox": self.run.sandbox,
                 "kind": self.run.worker, "install": workers.install_args(self.row),
                 "hooks_file": self.row.hooks_file}
         fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -1,0 +1,73 @@
+"""work.host, work.beats, work.unhost — this runner hosts an attempt that a supervisor on
+another machine placed here (`plugkit work --runtime ray`: a Ray node's runner).
+
+Called by the node side (runner/core/work/placement/ray_task.py) with this runner's own token;
+a worker's capability is refused them (runner/rpc/scope.py's table has no row for them).
+Errors: -32602 bad params; -32001 the owner process is gone (work.host).
+"""
+
+import os
+
+from plugkit.protocol.work_host import WorkBeats, WorkHosted, WorkHostedRef, WorkHostParams, WorkUnhosted
+from plugkit.refusals import Invalid, NotFound
+from runner.core.work.hosted import Hosted
+from runner.rpc.dispatch import Context, rpc
+from runner.system import logs
+
+log = logs.get("plugkit.work")
+
+
+@rpc(WorkHostParams)
+async def host(ctx: Context, p: WorkHostParams) -> WorkHosted:
+    """work.host {worktree, session_id, run, item, attempt, branch, base, owner_pid} -> {capability}
+
+    From now until work.unhost (or until the owner process is gone), a hook call carrying
+    worker_session = session_id from inside the worktree is answered as a `plugkit work`
+    worker's: the destructive-command policy at PreToolUse (and on its exec: code), Stop turned
+    back once while nothing is committed past `base`, context lines naming the item; each one
+    counted (work.beats). `capability`: a 0600 file holding a capability scoped to the worktree,
+    session and item, for the worker's sandbox to show at the token's path. Hosting the same
+    session again replaces the earlier one (its capability revoked).
+    Example: {"method":"work.host","params":{"worktree":"/n/tmp/attempt-x/wt","session_id":
+              "plugkit-work-ab12cd34-w1-1","run":"ab12cd34","item":"w1","attempt":1,
+              "branch":"plugkit/w1","base":"<40 hex>","owner_pid":4242}}
+    """
+    assert ctx.hosted is not None
+    if not os.path.isdir(p.worktree):
+        raise Invalid(f"no worktree at {p.worktree}")
+    attempt = Hosted(run=p.run, id=p.item, attempt=p.attempt, session_id=p.session_id, worktree=p.worktree,
+                     branch=p.branch, base=p.base, owner=(p.owner_pid, 0.0))
+    try:
+        path = ctx.hosted.host(attempt)
+    except ProcessLookupError as exc:
+        raise NotFound(str(exc)) from None
+    log.info("work_attempt_hosted", run=p.run, item=p.item, attempt=p.attempt, session_id=p.session_id)
+    return WorkHosted(capability=path)
+
+
+@rpc(WorkHostedRef)
+async def beats(ctx: Context, p: WorkHostedRef) -> WorkBeats:
+    """work.beats {session_id} -> {beats, hosted}
+
+    How many of the hosted worker's calls this runner has answered (hooks, exec:); hosted false
+    once it is not hosted here (never was, unhosted, its owner gone, this runner restarted).
+    """
+    assert ctx.hosted is not None
+    count = ctx.hosted.beats(p.session_id)
+    return WorkBeats(beats=count or 0, hosted=count is not None)
+
+
+@rpc(WorkHostedRef)
+async def unhost(ctx: Context, p: WorkHostedRef) -> WorkUnhosted:
+    """work.unhost {session_id} -> {unhosted}
+
+    Ends the hosting: the worker's capability is revoked and its file removed; its hook calls
+    meet this runner as any session's again. unhosted false: it was not hosted (any more).
+    """
+    assert ctx.hosted is not None
+    done = ctx.hosted.unhost(p.session_id)
+    log.info("work_attempt_unhosted", session_id=p.session_id, was_hosted=done)
+    return WorkUnhosted(unhosted=done)
+
+
+METHODS = {"work.host": host, "work.beats": beats, "work.unhost": unhost}
