@@ -168,7 +168,9 @@ def test_a_real_host_works_an_item_on_a_node(tmp_path, home, cluster):
 def test_a_worker_on_a_node_is_held_by_its_nodes_runner_as_a_local_worker_is(home, repo, cluster):
     """The node's runner hosts the attempt: the worker policy answers its hooks and its exec:
     code, its Stop is turned back while nothing is committed, it holds a capability scoped to its
-    item (not that runner's token)."""
+    item (not that runner's token), and its hook calls reach the supervisor as heartbeats: a
+    worker quiet on output for longer than --stall-min while making hook calls is not stalled."""
+    quiet_s = 24
     w = RayWork(home, repo, {"w1": [
         ["hook", "Bash", {"command": "rm -rf .."}],
         ["hook", "Bash", {"command": "exec:bash\nrm -rf .."}],
@@ -176,13 +178,14 @@ def test_a_worker_on_a_node_is_held_by_its_nodes_runner_as_a_local_worker_is(hom
         ["shell", 'echo "TOKEN $(cat "$PLUGKIT_HOME/token")"'],
         ["cli", "approve", "w1"],
         ["stop"],
+        ["say", "quiet now"], ["beat", quiet_s, 1.0], ["say", "loud again"],
         *commit_file("w1.txt"), ["stop"]]}, cluster)
     w.add("w1", "--verify", "test -f w1.txt")
-    w.start()
+    w.start("--stall-min", "0.2")  # 12 s: half the time it is quiet on output
     run = w.until(lambda r: r["ended_at"] is not None, timeout=180)
     it = w.items(run)["w1"]
     log = w.cli("work", "logs", "w1", "--all").stdout
-    assert (run["state"], it["state"]) == ("done", "completed"), (it, log[-3000:])
+    assert (run["state"], it["state"]) == ("done", "completed"), (it, log[-3000:])  # never stalled
     answers = [line for line in log.splitlines() if line.startswith("hook answer:")]
     assert len(answers) == 3, log
     for answer in answers[:2]:  # the policy's words, from the node's runner (the supervisor's never saw them)

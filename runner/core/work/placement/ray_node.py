@@ -57,13 +57,16 @@ class RayPlacement:
         except (OSError, ValueError):
             return {}
 
-    def seen(self, it: ItemRun) -> None:
-        """Where the attempt runs, as soon as the driver wrote it (status and /debug show it)."""
+    def seen(self, it: ItemRun) -> int:
+        """Where the attempt runs, as soon as the driver wrote it (status and /debug show it), and
+        how many of its worker's hook calls the node's runner answered (ray_task.py relays them)."""
         rec = self.record(it)
         if rec.get("node"):
             it.node = f"{rec['node'][:12]} ({rec.get('node_ip', '?')})"
         if rec.get("ray_task"):
             it.placement = f"ray task {rec['ray_task']}"
+        beats = rec.get("beats", 0)
+        return beats if isinstance(beats, int) else 0
 
     def ended(self, it: ItemRun, task: Task) -> Optional[Failed]:
         self.seen(it)

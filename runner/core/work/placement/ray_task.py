@@ -4,7 +4,8 @@ Receives the item branch's history as a git bundle (through Ray's object store),
 into a node-local clone cache (one bare repo per project under the node's directory, so git
 objects a node already has stay there between attempts), makes the worktree there, runs the
 worker in its own process group and yields as it goes: ("node", ...) once, ("out", bytes) per
-chunk of output, then ("done", exit code, thin bundle of the new commits or None).
+chunk of output, ("beat", n) when the worker made hook calls since the last one (n: how many so
+far), then ("done", exit code, thin bundle of the new commits or None).
 
 A generator task (num_returns="streaming") rather than an actor or a queue: the output reaches
 the supervisor in order as it is produced, there is no second Ray object to own, leak or
@@ -38,6 +39,7 @@ from runner.core.work.placement import node_runner
 NODE_DIR_VAR = "PLUGKIT_NODE_DIR"
 PORT_VAR = "PLUGKIT_PORT"  # set on `ray start` of a node: where its clone cache and home live
 CHUNK = 64 << 10
+BEAT_POLL_S = 3.0  # how often the node's runner is asked for the worker's hook calls (the heartbeat)
 # A small process beside the worker: when the Ray worker process dies (a force cancel, the
 # supervisor's driver gone, the node's raylet killing it), it kills the worker's whole process
 # group, so nothing keeps running unowned on the node.
@@ -170,7 +172,8 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
 
 
 def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: str, tmp: str):
-    """The worker, run to its end: its output as it comes, then its exit and its commits."""
+    """The worker, run to its end: its output and its heartbeats (the hook calls the node's runner
+    answered for it, polled every BEAT_POLL_S) as they come, then its exit and its commits."""
     child, guard = _spawn(argv, wt, env)
     try:
         try:
@@ -179,6 +182,7 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
         except BrokenPipeError:
             pass
         fd = child.stdout.fileno()
+        polled, relayed = time.monotonic(), 0
         while True:
             ready, _, _ = select.select([fd], [], [], 1.0)
             if ready:
@@ -186,6 +190,12 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
                 if not data:
                     break
                 yield ("out", data)
+            if time.monotonic() - polled >= BEAT_POLL_S:
+                polled = time.monotonic()
+                count = node_runner.beats(home, spec["session"])
+                if count is not None and count > relayed:  # a count, not a time: the clocks differ
+                    relayed = count
+                    yield ("beat", count)
         rc = child.wait()
         branch = spec["branch"]
         ahead = int(_git(wt, "rev-list", "--count", f"{spec['base']}..HEAD").strip() or 0)
