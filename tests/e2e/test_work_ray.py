@@ -137,7 +137,10 @@ def test_a_supervisor_killed_mid_run_leaves_nothing_unowned_and_the_next_run_lan
         kill_all(seconds)
 
 
-def test_a_real_host_works_an_item_on_a_node(tmp_path, home, cluster):
+def test_a_real_host_works_an_item_on_a_node_held_by_the_nodes_runner(tmp_path, home, cluster):
+    """Claude Code on a node, its hooks answered by the node's runner as a local worker's are: a
+    destructive command and the same through exec: denied with the policy's words, the token
+    path showing its own capability, its first Stop turned back while nothing is committed."""
     from tests.hosts.hosts import HOSTS, installed
     from tests.hosts.model_server import ModelServer
     from tests.hosts.script import Say, Script, Scripts
@@ -148,20 +151,34 @@ def test_a_real_host_works_an_item_on_a_node(tmp_path, home, cluster):
         work = host_repo(tmp_path, host, cli_argv(), server.url, {"w1": ("test -f w1.txt", ())})
         # A relative path: the worktree the host works in is the node's, not the supervisor's.
         # The committer identity is the repository's (tests/hosts/work_run.py), carried to the node.
-        server.script = Scripts([Script([host.shell("echo done > w1.txt && git add -A && git commit -qm 'w1: add'"),
-                                         Say("w1 is done and committed.")], prompt=prompt_line("w1"))])
+        server.script = Scripts([Script([
+            host.shell("rm -rf .."), host.shell("exec:bash\nrm -rf .."), host.shell('cat "$PLUGKIT_HOME/token"'),
+            Say("w1 is done."),  # nothing committed yet: its Stop is turned back
+            host.shell("echo done > w1.txt && git add -A && git commit -qm 'w1: add'"),
+            Say("w1 is done and committed.")], prompt=prompt_line("w1"))])
         work.cli("work", "--worker", "claude-code", "--runtime", "ray", "--cluster", cluster.address,
                  "--stall-min", "2")
         run = work.until(lambda r: r["ended_at"] is not None, timeout=240)
-        seen = [(s.turn, s.newest[-600:]) for s in server.script.scripts[0].main]
+        script = server.script.scripts[0]
+        seen = [(s.turn, s.newest[-600:]) for s in script.main]
     it = {i["id"]: i for i in run["items"]}["w1"]
-    assert (run["state"], it["state"]) == ("done", "completed"), (seen, it["message"], work.cli(
-        "work", "logs", "w1", "--all").stdout[-3000:])
+    why = (seen, it["message"], work.cli("work", "logs", "w1", "--all").stdout[-3000:])
+    assert (run["state"], it["state"]) == ("done", "completed"), why
     assert it["node"] and (work.repo / "w1.txt").exists(), it
     # Its hooks were installed on the node and answered by the node's own runner (the host's
-    # Bash call went through a fail-closed PreToolUse), never the supervisor's.
+    # Bash calls went through a fail-closed PreToolUse), never the supervisor's.
     assert any((d / "home" / "port").exists() for d in cluster.nodes.values())
     assert all("plugkit hooks fail closed" not in text for _turn, text in seen), seen
+    for turn in (0, 1):  # the worker policy's words, read by the model
+        denied = script.reply_to(turn)
+        assert denied is not None and "plugkit work" in denied.newest and "outside your worktree" in denied.newest, why
+    shown = script.reply_to(2)
+    node_tokens = [(d / "home" / "token").read_text().strip() for d in cluster.nodes.values()
+                   if (d / "home" / "token").exists()]
+    assert shown is not None and "pkw_" in shown.newest, why
+    assert node_tokens and not any(t in shown.newest for t in node_tokens), why
+    turned_back = script.reply_to(3)
+    assert turned_back is not None and "nothing committed on plugkit/w1" in turned_back.newest, why
     assert "w1: add" in git(work.repo, "log", "-1", "--format=%s", "main")
 
 
