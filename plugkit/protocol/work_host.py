@@ -5,12 +5,13 @@ Called by plugkit's own node-side code (runner/core/work/placement/ray_task.py) 
 runner's token, never by a worker (a worker's capability is refused them: runner/rpc/scope.py).
 """
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 from pydantic import Field
 
 from plugkit.protocol import Cwd, Params, Result, SessionId
 from plugkit.protocol.lifecycle import ItemId
+from plugkit.protocol.work import Network
 
 Sha = Annotated[str, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]  # sha1 or sha256 object names
 
@@ -24,10 +25,20 @@ class WorkHostParams(Params):
     branch: str = Field(min_length=1, max_length=255)
     base: Sha  # the commit the attempt started from: its Stop counts commits ahead of it
     owner_pid: int = Field(ge=1)  # the node-side process holding the attempt: gone, the hosting ends
+    network: Network = "host"  # the run's; "loopback-model": this runner holds the worker's relay
+    # The worker's model endpoints (its *_BASE_URL variables): what its relay reaches besides this runner.
+    base_urls: dict[Annotated[str, Field(max_length=256, pattern=r"_BASE_URL$")],
+                    Annotated[str, Field(max_length=2048)]] = Field(default={}, max_length=32)
+
+
+class WorkRelay(Result):
+    folder: str  # the relay's sockets and the sandbox's /etc/hosts (netrelay.namespace_args binds them)
+    ports: list[int]  # the loopback ports the inside half listens on (netrelay.wrap)
 
 
 class WorkHosted(Result):
     capability: str  # a 0600 file holding the worker's capability, shown at the token's path in its sandbox
+    relay: Optional[WorkRelay] = None  # network "loopback-model" only
 
 
 class WorkHostedRef(Params):

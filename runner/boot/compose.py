@@ -8,7 +8,8 @@ from aiohttp import web
 from plugkit import paths
 from plugkit.config import RunnerConfig
 from plugkit.lazy import Lazy
-from runner.boot.lifespans import gates_lifespan, lazy_part_lifespan, tasks_lifespan, work_lifespan
+from runner.boot.lifespans import (gates_lifespan, hosted_lifespan, lazy_part_lifespan, tasks_lifespan,
+                                   work_lifespan)
 from runner.core.tasks.manager import TaskManager
 from runner.core.work.hosted import HostedAttempts
 from runner.executors import registry
@@ -47,7 +48,7 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
     app = make_app(ctx, namespaces)
     # Started in this order, stopped in reverse: work runs stop before the gates, the gates
     # before the tasks they read.
-    app.cleanup_ctx.extend((tasks_lifespan(ctx, ledger), gates_lifespan(ctx), work_lifespan(ctx),
+    app.cleanup_ctx.extend((tasks_lifespan(ctx, ledger), hosted_lifespan(ctx), gates_lifespan(ctx), work_lifespan(ctx),
                             lazy_part_lifespan(ctx, "search", ctx.search, _close_search)))
     return app
 

@@ -154,28 +154,13 @@ class WorkerExecutor:
         return outcome_of(io.id, rc, True)
 
     def _targets(self, spec: ExecSpec) -> dict[int, tuple[str, int]]:
-        """What the worker's loopback-only network relays: its model endpoints and this runner."""
-        try:
-            targets = netrelay.endpoints(spec.environ or spec.env or {})
-        except netrelay.Unreachable as exc:
-            raise Unavailable(str(exc)) from None
-        port = runner_port(self.home)
-        if port is None or port in targets:
-            raise Unavailable("the worker's network cannot reach this runner (no port file, or a model "
-                              "endpoint on its port); run with --network host")
-        return {**targets, port: ("127.0.0.1", port)}
+        return relay_targets(spec.environ or spec.env or {}, runner_port(self.home))
 
     async def _relay(self, spec: ExecSpec, folder: str, argv: list[str]):
         """(the runner's half of the relay, started; bwrap's arguments; the argv behind the inside half)."""
         targets = self._targets(spec)
-        os.makedirs(folder, mode=0o700)
-        hosts = os.path.join(folder, "hosts")
-        with open(hosts, "w") as fh:
-            fh.write(netrelay.hosts_file(targets))
-        relay = netrelay.Relay(folder, targets)
-        await relay.start()
-        extra = ("--unshare-net", "--bind", folder, folder, "--ro-bind", hosts, "/etc/hosts")
-        return relay, extra, netrelay.wrap(folder, sorted(targets), argv)
+        relay = await netrelay.open_relay(folder, targets)
+        return relay, netrelay.namespace_args(folder), netrelay.wrap(folder, sorted(targets), argv)
 
     def _mint(self, code: WorkerCode, spec: ExecSpec) -> tuple[Optional[str], Optional[str]]:
         """(token, the 0600 file holding it) for this worker; (None, None) in a runner composed
@@ -222,6 +207,19 @@ def mint_file(capabilities: Capabilities, home: str, cap: Capability) -> tuple[s
     with os.fdopen(fd, "w") as fh:
         fh.write(token + "\n")
     return token, path
+
+
+def relay_targets(environ: dict, port: Optional[int]) -> dict[int, tuple[str, int]]:
+    """What a worker's loopback-only network relays: its model endpoints (its *_BASE_URL
+    variables) and the runner on `port`; Unavailable when that cannot be done."""
+    try:
+        targets = netrelay.endpoints(environ)
+    except netrelay.Unreachable as exc:
+        raise Unavailable(str(exc)) from None
+    if port is None or port in targets:
+        raise Unavailable("the worker's network cannot reach this runner (no port file, or a model "
+                          "endpoint on its port); run with --network host")
+    return {**targets, port: ("127.0.0.1", port)}
 
 
 def drop_file(capabilities: Capabilities, token: str, path: str) -> None:

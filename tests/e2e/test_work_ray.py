@@ -8,6 +8,8 @@ import json
 import re
 import os
 import signal
+import socket
+import sys
 import time
 
 import pytest
@@ -220,6 +222,33 @@ def test_a_worker_on_a_node_is_held_by_its_nodes_runner_as_a_local_worker_is(hom
     assert (repo / "w1.txt").exists()
 
 
+def test_a_loopback_only_worker_on_a_node_reaches_its_model_and_its_nodes_runner_only(home, repo, cluster):
+    """--network loopback-model on a node: the node's runner holds the worker's relay as ours does
+    for a local worker (tests/e2e/test_work_network.py): the model and that runner answer, another
+    loopback port of the machine does not, from the worker or from a task it runs through exec:."""
+    from tests.e2e.test_work_network import PROBE, _grant, _net
+    from tests.hosts.model_server import ModelServer
+    from tests.hosts.script import Script
+
+    with socket.socket() as other, ModelServer(Script([])) as model:
+        other.bind(("127.0.0.1", 0))
+        other.listen(8)
+        w = RayWork(home, repo, {}, cluster)
+        _grant(w, repo, model.url)
+        w.add("w1", "--verify", "test -f done.txt")
+        w.cli("work", "--runtime", "ray", "--cluster", cluster.address, "--network", "loopback-model",
+              "--run", f"{sys.executable} {PROBE} {other.getsockname()[1]}")
+        run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
+        seen = _net(w)
+        assert seen.get("model") == "reached" and seen.get("runner") == "reached", (seen, w.cli(
+            "work", "logs", "w1", "--all").stdout[-3000:])
+        assert any("sandbox-probe" in u for u in model.unknown), model.unknown
+        assert seen["other_loopback_port"] == seen["exec_other_loopback_port"] == "denied", seen
+    it = w.items(run)["w1"]
+    assert (it["state"], run["network"], run["runtime"]) == ("completed", "loopback-model", "ray"), run
+    assert it["node"], it
+
+
 def test_rejects_a_remote_cluster_that_is_neither_loopback_nor_tls(home, repo):
     w = Work(home, repo, {})
     w.add("w1", "--verify", "true")
@@ -227,10 +256,6 @@ def test_rejects_a_remote_cluster_that_is_neither_loopback_nor_tls(home, repo):
     assert done.returncode == 1 and "not on this machine" in done.stderr and "--allow-remote-cluster" in done.stderr
     done = w.cli("work", "--run", "true", "--runtime", "ray", ok=False)
     assert done.returncode == 1 and "--cluster HOST:PORT" in done.stderr, done.stderr
-    # Fails closed: a confinement the node cannot apply yet is refused, not silently dropped.
-    done = w.cli("work", "--run", "true", "--runtime", "ray", "--cluster", "127.0.0.1:6379", "--network",
-                 "loopback-model", ok=False)
-    assert done.returncode == 2 and "not applied on Ray nodes" in done.stderr, done.stderr
     assert "no plugkit work run" in w.cli("work", "status").stdout  # nothing was started, nothing sent
 
 

@@ -119,3 +119,22 @@ async def test_rejects_hosting_for_an_owner_that_does_not_exist(make_client, tmp
         raise AssertionError("a branch name taken as the base commit")
     except RpcError as exc:
         assert exc.code == -32602
+    try:  # fails closed: a loopback-only network that cannot reach the model refuses the hosting
+        await call(client, "work.host", **_host(wt, base, os.getpid()), network="loopback-model",
+                   base_urls={"ANTHROPIC_BASE_URL": "http://10.1.2.3:8080"})
+        raise AssertionError("hosted with an endpoint the namespace cannot relay")
+    except RpcError as exc:
+        assert exc.code == -32006 and "10.1.2.3" in str(exc)
+    assert await call(client, "work.beats", session_id=SESSION) == {"beats": 0, "hosted": False}
+
+
+async def test_a_loopback_only_hosting_holds_the_relay_until_unhosted(make_client, tmp_path):
+    client = await make_client()
+    wt, base = _worktree(tmp_path)
+    hosted = await call(client, "work.host", **_host(wt, base, os.getpid()), network="loopback-model",
+                        base_urls={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/v1"})
+    folder, ports = hosted["relay"]["folder"], hosted["relay"]["ports"]
+    assert ports == sorted([9, client.runtime.port]), hosted  # the model endpoint and this runner
+    assert {f"{p}.sock" for p in ports} | {"hosts"} == set(os.listdir(folder))
+    assert (await call(client, "work.unhost", session_id=SESSION))["unhosted"]
+    assert not os.path.exists(folder)

@@ -8,19 +8,26 @@ call carrying its session tag to the worker policy, the commit check and the ite
 scoped to its worktree, minted by the same code as a local worker's. Each hook call it makes
 here is counted: the node side relays the count to the supervisor as the worker's heartbeat.
 
-Memory only, so a restarted runner hosts nothing (its capabilities died with it). An attempt
-whose owner (the node-side process that registered it) is gone is dropped on the next look:
-a force-cancelled Ray task never reaches its own unhost.
+Under `--network loopback-model` this runner also holds the worker's relay, as it does for its
+own workers (runner/system/netrelay.py): the worker's namespace reaches its model endpoints
+and this runner, nothing else.
+
+Memory only, so a restarted runner hosts nothing (its capabilities and relays died with it). An
+attempt whose owner (the node-side process that registered it) is gone is dropped on the next
+look: a force-cancelled Ray task never reaches its own unhost.
 """
 
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
 import psutil
 
 from plugkit.work.capabilities import Capabilities, Capability
-from runner.executors.worker import drop_file, mint_file
+from runner.executors.worker import drop_file, mint_file, relay_targets
+from runner.system import netrelay
 
 
 @dataclass
@@ -37,6 +44,8 @@ class Hosted:
     owner: tuple[int, float]  # (pid, create time) of the node-side process holding it
     token: str = ""
     capability: str = ""  # the file holding the token
+    network: str = "host"  # plugkit.vocab.WORK_NETWORKS
+    relay: Optional[netrelay.Relay] = None  # its loopback-only network's outside half, held here
     beats: int = 0
     stop_blocked: int = 0  # the attempt number whose Stop was turned back (once per attempt)
 
@@ -53,26 +62,39 @@ class HostedAttempts:
         self.capabilities, self.home = capabilities, os.path.abspath(home)
         self._by_session: dict[str, Hosted] = {}
 
-    def host(self, h: Hosted) -> str:
-        """Registers it (an earlier hosting of the same session is ended first) and mints its
-        capability; the file holding it. `h.owner` holds the pid only: its start time is read here."""
+    async def host(self, h: Hosted, environ: dict[str, str], port: int) -> Hosted:
+        """Registers it (an earlier hosting of the same session is ended first), mints its
+        capability and, for a loopback-only network, starts its relay to the endpoints `environ`
+        names and to this runner on `port`. `h.owner` holds the pid only: its start time is read here."""
         self.unhost(h.session_id)
         started = _started(h.owner[0])
         if started is None:
             raise ProcessLookupError(f"no process {h.owner[0]} to hold the attempt")
         h.owner = (h.owner[0], started)
         h.worktree = os.path.realpath(h.worktree)
+        if h.network != "host":
+            targets = relay_targets(environ, port)  # Unavailable before anything is held
+            h.relay = await netrelay.open_relay(tempfile.mkdtemp(prefix="plugkit-hosted-") + ".net", targets)
         h.token, h.capability = mint_file(self.capabilities, self.home,
-                                          Capability(h.run, h.id, h.session_id, h.worktree))
+                                          Capability(h.run, h.id, h.session_id, h.worktree, h.network))
         self._by_session[h.session_id] = h
-        return h.capability
+        return h
 
     def unhost(self, session_id: str) -> bool:
         h = self._by_session.pop(session_id, None)
         if h is None:
             return False
         drop_file(self.capabilities, h.token, h.capability)
+        if h.relay is not None:
+            h.relay.abort()
+            shutil.rmtree(h.relay.folder, True)
+            os.rmdir(h.relay.folder.removesuffix(".net"))
         return True
+
+    def close(self) -> None:
+        """The runner stops: nothing stays hosted."""
+        for session_id in list(self._by_session):
+            self.unhost(session_id)
 
     def _prune(self) -> None:
         gone = [s for s, h in self._by_session.items() if _started(h.owner[0]) != h.owner[1]]

@@ -58,12 +58,14 @@ def call(home: str, method: str, params: dict) -> Any:
     return answer["result"]
 
 
-def host(home: str, wt: str, spec: dict) -> str:
-    """The attempt hosted by the node's runner; the file holding the worker's capability."""
-    result = call(home, "work.host", {
+def host(home: str, wt: str, spec: dict, env: dict[str, str]) -> dict:
+    """The attempt hosted by the node's runner: {capability: the file holding the worker's
+    capability, relay: {folder, ports} of its loopback-only network, or None}."""
+    return call(home, "work.host", {
         "worktree": wt, "session_id": spec["session"], "run": spec["run"], "item": spec["item"],
-        "attempt": spec["attempt"], "branch": spec["branch"], "base": spec["base"], "owner_pid": os.getpid()})
-    return result["capability"]
+        "attempt": spec["attempt"], "branch": spec["branch"], "base": spec["base"], "owner_pid": os.getpid(),
+        "network": spec.get("network", "host"),
+        "base_urls": {k: v for k, v in env.items() if k.endswith("_BASE_URL")}})
 
 
 def beats(home: str, session: str) -> Optional[int]:

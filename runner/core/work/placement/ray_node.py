@@ -38,7 +38,7 @@ class RayPlacement:
                 "base": None, "local_worktree": it.worktree, "argv": argv, "stdin": stdin or "",
                 "env": {k: v for k, v in environ.items() if k not in cluster.NEVER_TRAVELS},
                 "session": it.session_id, "run": self.run.id, "item": it.id, "attempt": it.attempt,
-                "record": record, "sandbox": self.run.sandbox,
+                "record": record, "sandbox": self.run.sandbox, "network": self.run.network,
                 "kind": self.run.worker, "install": workers.install_args(self.row),
                 "hooks_file": self.row.hooks_file}
         fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -153,15 +153,19 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
         # local runner answers its own worker's (the policy, the commit check), and mints the
         # capability its sandbox shows at the token's path, never that runner's token.
         node_runner.start(home, wt)
-        capability = node_runner.host(home, wt, spec)
+        hosted = node_runner.host(home, wt, spec, env)
         if spec.get("install"):
             _hooks(cache, wt, spec, env)
         if spec.get("sandbox", True):  # as on the supervisor's machine: fails closed, bwrap or no worker
-            from runner.system import sandbox
+            from runner.system import netrelay, sandbox
 
             box = _made(os.path.join(tmp, "box"))
+            relay, extra = hosted.get("relay"), ()
+            if relay:  # --network loopback-model: the node's runner holds the relay's outside half
+                argv, extra = netrelay.wrap(relay["folder"], relay["ports"], argv), netrelay.namespace_args(
+                    relay["folder"])
             argv = sandbox.argv(sandbox.layout(wt, home, env, box), spec.get("kind", "command"), argv,
-                                capability=capability)
+                                capability=hosted["capability"], extra=extra)
             # As the runner's worker executor does: the node's runner is in another PID namespace, so
             # the worker's client checks it by /health alone.
             env.update(TMPDIR=box, **{SANDBOXED_TAG: "1"})
