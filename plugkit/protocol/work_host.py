@@ -48,6 +48,8 @@ class WorkHostedRef(Params):
 class WorkBeats(Result):
     beats: int = 0  # the worker's hook calls this runner has answered so far
     hosted: bool = False  # False: not hosted here (never, unhosted, or its owner gone)
+    refusals: int = 0  # its calls its capability was refused, ever
+    refused: list[str] = []  # the last of them, newest last (what each tried)
 
 
 class WorkUnhosted(Result):

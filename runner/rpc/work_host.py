@@ -54,14 +54,17 @@ async def host(ctx: Context, p: WorkHostParams) -> WorkHosted:
 
 @rpc(WorkHostedRef)
 async def beats(ctx: Context, p: WorkHostedRef) -> WorkBeats:
-    """work.beats {session_id} -> {beats, hosted}
+    """work.beats {session_id} -> {beats, hosted, refusals, refused}
 
     How many of the hosted worker's calls this runner has answered (hooks, exec:); hosted false
     once it is not hosted here (never was, unhosted, its owner gone, this runner restarted).
+    refusals: how many of its calls its capability was refused; refused: the last 20 of them.
     """
     assert ctx.hosted is not None
-    count = ctx.hosted.beats(p.session_id)
-    return WorkBeats(beats=count or 0, hosted=count is not None)
+    h = ctx.hosted.get(p.session_id)
+    if h is None:
+        return WorkBeats()
+    return WorkBeats(beats=h.beats, hosted=True, refusals=h.refusals, refused=list(h.refused))
 
 
 @rpc(WorkHostedRef)

@@ -216,6 +216,7 @@ def test_a_worker_on_a_node_is_held_by_its_nodes_runner_as_a_local_worker_is(hom
               if (d / "home" / "token").exists()}
     assert seen.startswith("pkw_") and tokens and seen not in tokens and home.token() != seen, log
     assert "cli rc=1" in log and "a worker's capability reaches its own item" in log, log
+    assert any("approval.grant" in r for r in it["refused"]), it  # refused on the node, kept on its item here
     stops = [line for line in log.splitlines() if line.startswith("stop answer:")]
     assert len(stops) == 2 and "nothing committed on plugkit/w1" in stops[0] and '"block"' in stops[0], stops
     assert "nothing committed" not in stops[1], stops  # committed: let through

@@ -291,10 +291,10 @@ class Attempts:
                 await self.p.tasks.end(task, "timed_out", "stalled")
                 break
             await self.p.tasks.wait_done(task, min(1.0, left))
-            placed = it.node
-            beats = self.placement.seen(it)  # a remote worker's hook calls, relayed by its placement
-            if placed is None and it.node is not None:  # in the store at once: a restarted runner names the remote attempt
-                self.on_change()
+            placed, refused = it.node, list(it.refused)
+            beats = self.placement.seen(it)  # a remote worker's hook calls (and refusals), relayed by its placement
+            if (placed is None and it.node is not None) or it.refused != refused:
+                self.on_change()  # in the store at once: a restarted runner names the remote attempt
             if task.bytes_out != seen or beats != relayed:
                 seen, relayed = task.bytes_out, beats
                 self.beat(it)

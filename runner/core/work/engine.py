@@ -28,7 +28,6 @@ from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs, peers
 
 log = logs.get("plugkit.work")
-MAX_REFUSED = 20
 
 
 def _caller_task(peer: tuple, port: int, home: str) -> tuple[Optional[int], Optional[str]]:
@@ -311,7 +310,7 @@ class WorkManager:
 
     def refused(self, run: Run, it: ItemRun, what: str) -> None:
         """A worker's call on what is not its own, refused: kept on its item for a person to read."""
-        it.refused = (it.refused + [what[:300]])[-MAX_REFUSED:]
+        it.note_refused(what)
         self.store.save(run)
         log.warning("work_worker_refused", run=run.id, item=it.id, call=what[:300])
 

@@ -20,12 +20,13 @@ look: a force-cancelled Ray task never reaches its own unhost.
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import psutil
 
 from plugkit.work.capabilities import Capabilities, Capability
+from runner.core.work.model import MAX_REFUSED
 from runner.executors.worker import drop_file, mint_file, relay_targets
 from runner.system import netrelay
 
@@ -47,6 +48,8 @@ class Hosted:
     network: str = "host"  # plugkit.vocab.WORK_NETWORKS
     relay: Optional[netrelay.Relay] = None  # its loopback-only network's outside half, held here
     beats: int = 0
+    refused: list[str] = field(default_factory=list)  # its calls the capability refused, newest last
+    refusals: int = 0  # how many ever (the list keeps the last MAX_REFUSED): the node side relays new ones
     stop_blocked: int = 0  # the attempt number whose Stop was turned back (once per attempt)
 
 
@@ -114,11 +117,17 @@ class HostedAttempts:
                 return h
         return None
 
-    def beats(self, session_id: str) -> Optional[int]:
-        """Its hook calls answered so far, or None when it is not hosted (any more)."""
+    def get(self, session_id: str) -> Optional[Hosted]:
+        """The hosted attempt of this session, or None when it is not hosted (any more)."""
         self._prune()
+        return self._by_session.get(session_id)
+
+    def refused(self, session_id: str, what: str) -> None:
+        """Its call the capability refused: kept for the node side to relay to the item."""
         h = self._by_session.get(session_id)
-        return h.beats if h is not None else None
+        if h is not None:
+            h.refused = (h.refused + [what[:300]])[-MAX_REFUSED:]
+            h.refusals += 1
 
     def __len__(self) -> int:
         return len(self._by_session)

@@ -68,13 +68,14 @@ def host(home: str, wt: str, spec: dict, env: dict[str, str]) -> dict:
         "base_urls": {k: v for k, v in env.items() if k.endswith("_BASE_URL")}})
 
 
-def beats(home: str, session: str) -> Optional[int]:
-    """The hosted worker's calls answered so far; None when the runner cannot say."""
+def heard(home: str, session: str) -> Optional[dict]:
+    """What the node's runner heard of the hosted worker ({beats, refusals, refused}: work.beats);
+    None when it cannot say."""
     try:
         result = call(home, "work.beats", {"session_id": session})
     except NodeRunnerError:
         return None
-    return int(result["beats"]) if result.get("hosted") else None
+    return result if result.get("hosted") else None
 
 
 def unhost(home: str, session: str) -> None:

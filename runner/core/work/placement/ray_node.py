@@ -23,6 +23,7 @@ class RayPlacement:
         self.run = run
         self.row = workers.row(run.worker)
         self.dir = os.path.join(home or os.path.expanduser("~/.plugkit"), "work", "ray")
+        self.noted: dict[str, int] = {}  # item -> how many of its attempt's refused calls are on it
 
     def _paths(self, it: ItemRun) -> tuple[str, str]:
         base = os.path.join(self.dir, f"{self.run.id}-{it.id}-{it.attempt}")
@@ -34,6 +35,7 @@ class RayPlacement:
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         spec_path, record = self._paths(it)
         _unlink(record)  # an earlier runner's, for an attempt of the same number
+        self.noted[it.id] = 0
         spec = {"cluster": self.run.cluster, "repo_key": self.run.workspace, "branch": it.branch,
                 "base": None, "local_worktree": it.worktree, "argv": argv, "stdin": stdin or "",
                 "env": {k: v for k, v in environ.items() if k not in cluster.NEVER_TRAVELS},
@@ -59,12 +61,17 @@ class RayPlacement:
 
     def seen(self, it: ItemRun) -> int:
         """Where the attempt runs, as soon as the driver wrote it (status and /debug show it), and
-        how many of its worker's hook calls the node's runner answered (ray_task.py relays them)."""
+        how many of its worker's hook calls the node's runner answered (ray_task.py relays them);
+        the calls that runner refused its capability go on the item, as a local worker's do."""
         rec = self.record(it)
         if rec.get("node"):
             it.node = f"{rec['node'][:12]} ({rec.get('node_ip', '?')})"
         if rec.get("ray_task"):
             it.placement = f"ray task {rec['ray_task']}"
+        refused = rec.get("refused") or []
+        for what in refused[self.noted.get(it.id, 0):]:  # the driver's list only grows during an attempt
+            it.note_refused(str(what))
+        self.noted[it.id] = len(refused)
         beats = rec.get("beats", 0)
         return beats if isinstance(beats, int) else 0
 

@@ -5,7 +5,7 @@ into a node-local clone cache (one bare repo per project under the node's direct
 objects a node already has stay there between attempts), makes the worktree there, runs the
 worker in its own process group and yields as it goes: ("node", ...) once, ("out", bytes) per
 chunk of output, ("beat", n) when the worker made hook calls since the last one (n: how many so
-far), then ("done", exit code, thin bundle of the new commits or None).
+far), ("refused", [...]) for its calls the capability was refused on the node, then ("done", exit code, thin bundle of the new commits or None).
 
 A generator task (num_returns="streaming") rather than an actor or a queue: the output reaches
 the supervisor in order as it is produced, there is no second Ray object to own, leak or
@@ -186,7 +186,7 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
         except BrokenPipeError:
             pass
         fd = child.stdout.fileno()
-        polled, relayed = time.monotonic(), 0
+        polled, relayed = time.monotonic(), {"beats": 0, "refusals": 0}
         while True:
             ready, _, _ = select.select([fd], [], [], 1.0)
             if ready:
@@ -196,11 +196,11 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
                 yield ("out", data)
             if time.monotonic() - polled >= BEAT_POLL_S:
                 polled = time.monotonic()
-                count = node_runner.beats(home, spec["session"])
-                if count is not None and count > relayed:  # a count, not a time: the clocks differ
-                    relayed = count
-                    yield ("beat", count)
+                for news in _news(home, spec["session"], relayed):  # no `yield from` a list: Ray resumes with send()
+                    yield news
         rc = child.wait()
+        for news in _news(home, spec["session"], relayed):  # what came after the last look
+            yield news
         branch = spec["branch"]
         ahead = int(_git(wt, "rev-list", "--count", f"{spec['base']}..HEAD").strip() or 0)
         back = None
@@ -220,6 +220,24 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
                 pass
         guard.kill()
         guard.wait()
+
+
+def _news(home: str, session: str, relayed: dict[str, int]) -> list[tuple]:
+    """What the node's runner heard of the worker since `relayed` (updated): ("beat", n) when it
+    made hook calls (n: how many so far; a count, not a time: the machines' clocks differ), and
+    ("refused", [what, ...]) for the calls its capability was refused there."""
+    heard = node_runner.heard(home, session)
+    if heard is None:
+        return []
+    news: list[tuple] = []
+    if heard["beats"] > relayed["beats"]:
+        relayed["beats"] = heard["beats"]
+        news.append(("beat", heard["beats"]))
+    new = heard["refusals"] - relayed["refusals"]
+    if new > 0:
+        relayed["refusals"] = heard["refusals"]
+        news.append(("refused", heard["refused"][-new:]))
+    return news
 
 
 def _hooks(cache: str, wt: str, spec: dict, env: dict[str, str]) -> None:
