@@ -154,6 +154,8 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
         # capability its sandbox shows at the token's path, never that runner's token.
         node_runner.start(home, wt)
         hosted = node_runner.host(home, wt, spec, env)
+        yield ("out", f"[plugkit ray] hosted by the node's runner ({'its relay, ' if hosted.get('relay') else ''}"
+                      "the worker policy, its Stop check, its own capability)\n".encode())
         if spec.get("install"):
             _hooks(cache, wt, spec, env)
         if spec.get("sandbox", True):  # as on the supervisor's machine: fails closed, bwrap or no worker
