@@ -26,6 +26,11 @@ class NodeRunnerError(RuntimeError):
 def start(home: str, cwd: str) -> None:
     """The node's runner, started if it is not running. Its environment is the node's own (`ray
     start`'s), never the worker's: a sandboxed client never starts one."""
+    try:
+        call(home, "runner.info", {})
+        return  # up and answering its token: no client process to spawn on every attempt
+    except NodeRunnerError:
+        pass
     done = subprocess.run([sys.executable, "-m", "client.cli", "runner", "start"], cwd=cwd,
                           env={**os.environ, HOME_TAG: home}, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=120)
