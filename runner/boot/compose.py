@@ -8,8 +8,10 @@ from aiohttp import web
 from plugkit import paths
 from plugkit.config import RunnerConfig
 from plugkit.lazy import Lazy
-from runner.boot.lifespans import gates_lifespan, lazy_part_lifespan, tasks_lifespan, work_lifespan
+from runner.boot.lifespans import (gates_lifespan, hosted_lifespan, lazy_part_lifespan, tasks_lifespan,
+                                   work_lifespan)
 from runner.core.tasks.manager import TaskManager
+from runner.core.work.hosted import HostedAttempts
 from runner.executors import registry
 from runner.http.app import make_app
 from runner.rpc.context import Context, Runtime
@@ -28,6 +30,7 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
     ledger = LedgerWorker(lambda: Ledger(paths.ledger_file(config.home),
                                          retention_s=limits.ledger_retention_s, max_rows=limits.ledger_max_rows))
     capabilities = Capabilities()  # minted by the worker executor, checked by the HTTP guard
+    hosted = HostedAttempts(capabilities, config.home)  # a node's runner: attempts a remote supervisor placed here
     executors = registry.build(registry.ExecutorContext(
         runner_id=runner_id, home=config.home, limits=limits,
         chromium=config.chromium, browser_idle_s=config.browser_idle_s, python=config.python,
@@ -35,15 +38,17 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
     # A session is tied to the agent host its first exec came from, and ends when it exits.
     tasks = TaskManager(executors, limits, ledger=ledger, hosts=lambda peer, pid: peers.agent_host(peer, config.port, pid))
     ctx = Context(runtime=runtime, config=config, tasks=tasks, capabilities=capabilities,
+                  hosted=hosted,
                   gates=Lazy(lambda: _gate_manager(tasks, config.home)) if gates else None)
     if ctx.gates is not None:
         ctx.work = Lazy(lambda: _work_manager(ctx))
     ctx.search = Lazy(lambda: _search_manager(config.home, config.semantic))
     ctx.snapshots["hooks"] = ctx.hooks.snapshot
+    ctx.snapshots["hosted"] = hosted.snapshot
     app = make_app(ctx, namespaces)
     # Started in this order, stopped in reverse: work runs stop before the gates, the gates
     # before the tasks they read.
-    app.cleanup_ctx.extend((tasks_lifespan(ctx, ledger), gates_lifespan(ctx), work_lifespan(ctx),
+    app.cleanup_ctx.extend((tasks_lifespan(ctx, ledger), hosted_lifespan(ctx), gates_lifespan(ctx), work_lifespan(ctx),
                             lazy_part_lifespan(ctx, "search", ctx.search, _close_search)))
     return app
 

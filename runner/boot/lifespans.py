@@ -112,3 +112,18 @@ def work_lifespan(ctx: Context) -> Lifespan:
         await work.close()
 
     return lazy_part_lifespan(ctx, "work", ctx.work, close)
+
+
+def hosted_lifespan(ctx: Context) -> Lifespan:
+    """The attempts hosted for a remote supervisor (runner/core/work/hosted.py): on shutdown
+    their capabilities are revoked and their relays closed (a new runner hosts none of them)."""
+
+    async def lifespan(app: web.Application) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if ctx.hosted is not None:
+                ctx.hosted.close()
+                await asyncio.sleep(0)  # the relays' cancelled pipes end on this turn of the loop
+
+    return lifespan

@@ -154,46 +154,21 @@ class WorkerExecutor:
         return outcome_of(io.id, rc, True)
 
     def _targets(self, spec: ExecSpec) -> dict[int, tuple[str, int]]:
-        """What the worker's loopback-only network relays: its model endpoints and this runner."""
-        try:
-            targets = netrelay.endpoints(spec.environ or spec.env or {})
-        except netrelay.Unreachable as exc:
-            raise Unavailable(str(exc)) from None
-        port = runner_port(self.home)
-        if port is None or port in targets:
-            raise Unavailable("the worker's network cannot reach this runner (no port file, or a model "
-                              "endpoint on its port); run with --network host")
-        return {**targets, port: ("127.0.0.1", port)}
+        return relay_targets(spec.environ or spec.env or {}, runner_port(self.home))
 
     async def _relay(self, spec: ExecSpec, folder: str, argv: list[str]):
         """(the runner's half of the relay, started; bwrap's arguments; the argv behind the inside half)."""
         targets = self._targets(spec)
-        os.makedirs(folder, mode=0o700)
-        hosts = os.path.join(folder, "hosts")
-        with open(hosts, "w") as fh:
-            fh.write(netrelay.hosts_file(targets))
-        relay = netrelay.Relay(folder, targets)
-        await relay.start()
-        extra = ("--unshare-net", "--bind", folder, folder, "--ro-bind", hosts, "/etc/hosts")
-        return relay, extra, netrelay.wrap(folder, sorted(targets), argv)
+        relay = await netrelay.open_relay(folder, targets)
+        return relay, netrelay.namespace_args(folder), netrelay.wrap(folder, sorted(targets), argv)
 
     def _mint(self, code: WorkerCode, spec: ExecSpec) -> tuple[Optional[str], Optional[str]]:
         """(token, the 0600 file holding it) for this worker; (None, None) in a runner composed
-        without capabilities (unit tests): the token's path then shows nothing at all. The file
-        is in the runner's home, which every sandbox hides: no other worker can read it (/tmp
-        could be read by any of them)."""
+        without capabilities (unit tests): the token's path then shows nothing at all."""
         if self.capabilities is None:
             return None, None
-        token = self.capabilities.mint(Capability(code.run, code.item, spec.session_id,
-                                                  os.path.realpath(spec.cwd), code.network))
-        caps = os.path.join(self.home, "capabilities")
-        os.makedirs(caps, mode=0o700, exist_ok=True)
-        folder = tempfile.mkdtemp(prefix="worker-", dir=caps)
-        path = os.path.join(folder, "token")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(token + "\n")
-        return token, path
+        return mint_file(self.capabilities, self.home, Capability(code.run, code.item, spec.session_id,
+                                                                  os.path.realpath(spec.cwd), code.network))
 
     def _runner_env(self, tmp: Optional[str]) -> dict[str, str]:
         """Set after the tags: where the worker's hooks find this runner (see the docstring)."""
@@ -216,6 +191,41 @@ class WorkerExecutor:
         return {"isolation": self.process.isolation,
                 "sandbox": "not tested yet" if not self._probed else
                            (self.sandbox_problem or "bwrap: self-test passed")}
+
+
+def mint_file(capabilities: Capabilities, home: str, cap: Capability) -> tuple[str, str]:
+    """(token, the 0600 file holding it): a capability for one worker attempt, local or hosted
+    for a supervisor elsewhere (runner/core/work/hosted.py). The file is in the runner's home,
+    which every sandbox hides: no other worker can read it (/tmp could be read by any of them);
+    a runner's start removes what a killed one left (make() below)."""
+    token = capabilities.mint(cap)
+    caps = os.path.join(home, "capabilities")
+    os.makedirs(caps, mode=0o700, exist_ok=True)
+    folder = tempfile.mkdtemp(prefix="worker-", dir=caps)
+    path = os.path.join(folder, "token")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token + "\n")
+    return token, path
+
+
+def relay_targets(environ: dict, port: Optional[int]) -> dict[int, tuple[str, int]]:
+    """What a worker's loopback-only network relays: its model endpoints (its *_BASE_URL
+    variables) and the runner on `port`; Unavailable when that cannot be done."""
+    try:
+        targets = netrelay.endpoints(environ)
+    except netrelay.Unreachable as exc:
+        raise Unavailable(str(exc)) from None
+    if port is None or port in targets:
+        raise Unavailable("the worker's network cannot reach this runner (no port file, or a model "
+                          "endpoint on its port); run with --network host")
+    return {**targets, port: ("127.0.0.1", port)}
+
+
+def drop_file(capabilities: Capabilities, token: str, path: str) -> None:
+    """The attempt is over: its capability revoked, its file gone."""
+    capabilities.revoke(token)
+    shutil.rmtree(os.path.dirname(path), True)
 
 
 def sandbox_refusal(problem: str) -> str:

@@ -17,6 +17,7 @@ from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.sweeper import SweepStats
 from runner.rpc.hook_memory import HookMemory
 from plugkit.work.capabilities import Capabilities, Capability
+from runner.core.work.hosted import Hosted, HostedAttempts
 
 if TYPE_CHECKING:  # the lifecycle model costs tens of milliseconds to import: only on first use
     from runner.core.gates.manager import GateManager
@@ -88,6 +89,9 @@ class Context:
     hooks: HookMemory = field(default_factory=HookMemory)
     # The sandboxed workers' capabilities: the worker executor mints them, the HTTP guard reads them.
     capabilities: Capabilities = field(default_factory=Capabilities)
+    # The attempts this runner hosts for a supervisor elsewhere (a Ray node's runner): work.host.
+    # None: built from the capabilities and the home below (the composition root passes its own).
+    hosted: Optional[HostedAttempts] = None
     # Built on first use. None: a runner composed without gates; every hook call is allowed.
     gates: "Optional[Lazy[GateManager]]" = None
     # `plugkit work` runs, built on the first work.* call (needs the gates). None without gates.
@@ -96,6 +100,10 @@ class Context:
     search: "Optional[Lazy[SearchManager]]" = None
     # name -> () -> dict for debug.snapshot: registered by what is running now, removed when it stops.
     snapshots: dict[str, Callable[[], Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.hosted is None:
+            self.hosted = HostedAttempts(self.capabilities, self.runtime.home)
 
     def gate_manager(self) -> "GateManager":
         """The gates, built now if this is their first use (gate.*, mutable.*, prd.*, ...)."""
@@ -118,3 +126,8 @@ class Context:
         None; never builds the work manager (a runner that never ran `plugkit work` pays nothing)."""
         manager = self.work.peek() if self.work is not None else None
         return manager.worker_at(cwd) if manager is not None else None
+
+    def hosted_at(self, cwd: str, session_id: Optional[str] = None) -> Optional[Hosted]:
+        """The attempt hosted for a remote supervisor whose worktree holds cwd (its heartbeat
+        counted), else None."""
+        return self.hosted.at(cwd, session_id) if self.hosted is not None else None

@@ -55,7 +55,9 @@ def _key(p: HookSessionParams) -> SessionKey:
 
 
 def _worker(ctx: Context, p: HookSessionParams):
-    """(run, item) when this call is the `plugkit work` worker's own, else None.
+    """(worker, repo, base) when this call is a `plugkit work` worker's own, else None: the item
+    it works on (an ItemRun, or a Hosted for a supervisor elsewhere), and where its commits are
+    counted from (the run's branch in its workspace; a hosted one's starting commit in its worktree).
 
     The worker policy replaces the gates, so it must not follow a cwd: any session can `cd`
     into a live worker's worktree. It follows the worker's session tag (the one the runner set
@@ -63,7 +65,11 @@ def _worker(ctx: Context, p: HookSessionParams):
     if not p.worker_session:
         return None
     worker = ctx.worker_at(p.cwd)  # a heartbeat, from the worker alone
-    return worker if worker is not None and worker[1].session_id == p.worker_session else None
+    if worker is not None and worker[1].session_id == p.worker_session:
+        run, it = worker
+        return it, run.workspace, run.branch
+    hosted = ctx.hosted_at(p.cwd, p.worker_session)  # counted: the node side relays it as a heartbeat
+    return (hosted, hosted.worktree, hosted.base) if hosted is not None else None
 
 
 def _gated(ctx: Context, p: HookSessionParams) -> HookSessionParams:
@@ -165,7 +171,7 @@ def _task_lines(ctx: Context, p: HookSessionParams) -> list[str]:
 async def _status(ctx: Context, p: HookSessionParams) -> list[str]:
     worker = _worker(ctx, p)
     if worker is not None:  # a `plugkit work` worker: its item is its plan, the runner its verifier
-        return _task_lines(ctx, p) + _work_hooks().context_lines(*worker)
+        return _task_lines(ctx, p) + _work_hooks().context_lines(worker[0])
     return _task_lines(ctx, p) + await gate_lines(ctx, _gated(ctx, p))
 
 
@@ -256,7 +262,7 @@ async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
     """
     worker = _worker(ctx, p)
     if worker is not None:
-        decision, reason = _work_hooks().pre_tool(worker[1], p.cwd, p.tool_name, dict(p.tool_input))
+        decision, reason = _work_hooks().pre_tool(worker[0], p.cwd, p.tool_name, dict(p.tool_input))
     else:
         decision, reason = await gate_decision(ctx, _gated(ctx, p))
     return HookDecision(decision=decision, reason=reason)  # type: ignore[arg-type]

@@ -69,6 +69,8 @@ def refusal(ctx: Context, cap: Capability, name: str, params: dict[str, Any]) ->
     found = manager.worker_at(cap.worktree, beat=False) if manager is not None else None
     if found is not None:
         manager.refused(found[0], found[1], why)
+    elif ctx.hosted is not None:  # a worker hosted for a supervisor elsewhere: relayed to its item there
+        ctx.hosted.refused(cap.session_id, why)
     exc = rpc_errors.wire(Forbidden(
         f"plugkit work: a worker's capability reaches its own item and worktree only ({cap.item}, "
         f"{cap.worktree}); {why}: say so in your final message"))

@@ -43,10 +43,11 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
         raise Invalid("worker tasks are started by plugkit work only")
     tasks = _tasks(ctx)
     worker = ctx.worker_at(p.cwd)
-    if worker is not None:  # code a `plugkit work` worker runs through exec: meets its policy too
+    it = worker[1] if worker is not None else ctx.hosted_at(p.cwd)  # hosted: a remote supervisor's worker here
+    if it is not None:  # code a `plugkit work` worker runs through exec: meets its policy too
         from runner.core.work.hooks import denied_code
 
-        why = denied_code(worker[1], p.lang, p.code, p.cwd)
+        why = denied_code(it, p.lang, p.code, p.cwd)
         if why is not None:
             raise Forbidden(why)
     task = await tasks.exec(ExecSpec(session_id=p.session_id, cwd=p.cwd, lang=p.lang, code=p.code,

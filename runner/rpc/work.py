@@ -15,6 +15,7 @@ from plugkit.protocol.work import (
 from runner.core.work.model import RunRequest
 from runner.rpc.context import PEER
 from runner.rpc.dispatch import Context, rpc
+from runner.rpc import work_host
 from runner.rpc.shapes import work_run
 
 
@@ -119,4 +120,5 @@ async def allow_check(ctx: Context, p: WorkItemParams) -> WorkStatus:
 
 
 METHODS = {"work.start": start, "work.status": status, "work.stop": stop, "work.logs": logs,
-           "work.rollback": rollback, "work.allow_check": allow_check}
+           "work.rollback": rollback, "work.allow_check": allow_check,
+           **work_host.METHODS}  # a node's runner hosting a remote supervisor's attempts

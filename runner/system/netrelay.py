@@ -77,6 +77,22 @@ def wrap(folder: str, ports: list[int], inner: list[str]) -> list[str]:
     return [sys.executable, "-I", os.path.abspath(__file__), folder, ",".join(map(str, ports)), "--", *inner]
 
 
+def namespace_args(folder: str) -> tuple[str, ...]:
+    """bwrap's arguments for the worker's own network: loopback only, the relay's sockets and
+    the /etc/hosts that open_relay() wrote into `folder`."""
+    return ("--unshare-net", "--bind", folder, folder, "--ro-bind", os.path.join(folder, "hosts"), "/etc/hosts")
+
+
+async def open_relay(folder: str, targets: dict[int, tuple[str, int]]) -> "Relay":
+    """The outside half, serving in `folder` (made here, 0700, with the sandbox's /etc/hosts)."""
+    os.makedirs(folder, mode=0o700)
+    with open(os.path.join(folder, "hosts"), "w") as fh:
+        fh.write(hosts_file(targets))
+    relay = Relay(folder, targets)
+    await relay.start()
+    return relay
+
+
 class Relay:
     """The outside half: one unix server per port, each connection piped to its one target."""
 
@@ -109,11 +125,16 @@ class Relay:
             for w in (writer, up_w):
                 w.close()
 
-    async def close(self) -> None:
+    def abort(self) -> None:
+        """Stops serving and cancels every open pipe, without waiting: for a caller that cannot
+        await (each pipe ends on the loop's next turn, still owned by this relay until then)."""
         for server in self._servers:
             server.close()
         for task in list(self._pipes):
             task.cancel()
+
+    async def close(self) -> None:
+        self.abort()
         await asyncio.gather(*self._pipes, return_exceptions=True)
 
 

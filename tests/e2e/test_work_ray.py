@@ -8,6 +8,8 @@ import json
 import re
 import os
 import signal
+import socket
+import sys
 import time
 
 import pytest
@@ -137,7 +139,10 @@ def test_a_supervisor_killed_mid_run_leaves_nothing_unowned_and_the_next_run_lan
         kill_all(seconds)
 
 
-def test_a_real_host_works_an_item_on_a_node(tmp_path, home, cluster):
+def test_a_real_host_works_an_item_on_a_node_held_by_the_nodes_runner(tmp_path, home, cluster):
+    """Claude Code on a node, its hooks answered by the node's runner as a local worker's are: a
+    destructive command and the same through exec: denied with the policy's words, the token
+    path showing its own capability, its first Stop turned back while nothing is committed."""
     from tests.hosts.hosts import HOSTS, installed
     from tests.hosts.model_server import ModelServer
     from tests.hosts.script import Say, Script, Scripts
@@ -148,21 +153,102 @@ def test_a_real_host_works_an_item_on_a_node(tmp_path, home, cluster):
         work = host_repo(tmp_path, host, cli_argv(), server.url, {"w1": ("test -f w1.txt", ())})
         # A relative path: the worktree the host works in is the node's, not the supervisor's.
         # The committer identity is the repository's (tests/hosts/work_run.py), carried to the node.
-        server.script = Scripts([Script([host.shell("echo done > w1.txt && git add -A && git commit -qm 'w1: add'"),
-                                         Say("w1 is done and committed.")], prompt=prompt_line("w1"))])
+        server.script = Scripts([Script([
+            host.shell("rm -rf .."), host.shell("exec:bash\nrm -rf .."), host.shell('cat "$PLUGKIT_HOME/token"'),
+            Say("w1 is done."),  # nothing committed yet: its Stop is turned back
+            host.shell("echo done > w1.txt && git add -A && git commit -qm 'w1: add'"),
+            Say("w1 is done and committed.")], prompt=prompt_line("w1"))])
         work.cli("work", "--worker", "claude-code", "--runtime", "ray", "--cluster", cluster.address,
                  "--stall-min", "2")
         run = work.until(lambda r: r["ended_at"] is not None, timeout=240)
-        seen = [(s.turn, s.newest[-600:]) for s in server.script.scripts[0].main]
+        script = server.script.scripts[0]
+        seen = [(s.turn, s.newest[-600:]) for s in script.main]
     it = {i["id"]: i for i in run["items"]}["w1"]
-    assert (run["state"], it["state"]) == ("done", "completed"), (seen, it["message"], work.cli(
-        "work", "logs", "w1", "--all").stdout[-3000:])
+    why = (seen, it["message"], work.cli("work", "logs", "w1", "--all").stdout[-3000:])
+    assert (run["state"], it["state"]) == ("done", "completed"), why
     assert it["node"] and (work.repo / "w1.txt").exists(), it
     # Its hooks were installed on the node and answered by the node's own runner (the host's
-    # Bash call went through a fail-closed PreToolUse), never the supervisor's.
+    # Bash calls went through a fail-closed PreToolUse), never the supervisor's.
     assert any((d / "home" / "port").exists() for d in cluster.nodes.values())
     assert all("plugkit hooks fail closed" not in text for _turn, text in seen), seen
+    for turn in (0, 1):  # the worker policy's words, read by the model
+        denied = script.reply_to(turn)
+        assert denied is not None and "plugkit work" in denied.newest and "outside your worktree" in denied.newest, why
+    shown = script.reply_to(2)
+    node_tokens = [(d / "home" / "token").read_text().strip() for d in cluster.nodes.values()
+                   if (d / "home" / "token").exists()]
+    assert shown is not None and "pkw_" in shown.newest, why
+    assert node_tokens and not any(t in shown.newest for t in node_tokens), why
+    turned_back = script.reply_to(3)
+    assert turned_back is not None and "nothing committed on plugkit/w1" in turned_back.newest, why
     assert "w1: add" in git(work.repo, "log", "-1", "--format=%s", "main")
+
+
+def test_a_worker_on_a_node_is_held_by_its_nodes_runner_as_a_local_worker_is(home, repo, cluster):
+    """The node's runner hosts the attempt: the worker policy answers its hooks and its exec:
+    code, its Stop is turned back while nothing is committed, it holds a capability scoped to its
+    item (not that runner's token), and its hook calls reach the supervisor as heartbeats: a
+    worker quiet on output for longer than --stall-min while making hook calls is not stalled."""
+    quiet_s = 28
+    w = RayWork(home, repo, {"w1": [
+        ["hook", "Bash", {"command": "rm -rf .."}],
+        ["hook", "Bash", {"command": "exec:bash\nrm -rf .."}],
+        ["hook", "Bash", {"command": "ls -la"}],
+        ["shell", 'echo "TOKEN $(cat "$PLUGKIT_HOME/token")"'],
+        ["cli", "approve", "w1"],
+        ["stop"],
+        ["say", "quiet now"], ["beat", quiet_s, 1.0], ["say", "loud again"],
+        *commit_file("w1.txt"), ["stop"]]}, cluster)
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start("--stall-min", "0.25")  # 15 s: about a third of the time it is quiet on output
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=180)
+    it = w.items(run)["w1"]
+    log = w.cli("work", "logs", "w1", "--all").stdout
+    assert (run["state"], it["state"]) == ("done", "completed"), (it, log[-3000:])  # never stalled
+    assert "[plugkit ray] hosted by the node's runner" in log, log
+    answers = [line for line in log.splitlines() if line.startswith("hook answer:")]
+    assert len(answers) == 3, log
+    for answer in answers[:2]:  # the policy's words, from the node's runner (the supervisor's never saw them)
+        assert '"permissionDecision": "deny"' in answer and "plugkit work" in answer, answer
+    assert "deny" not in answers[2], answers[2]
+    # A capability at the token's path, not the node's runner's token; it reaches its own item only.
+    seen = next(line.split()[1] for line in log.splitlines() if line.startswith("TOKEN "))
+    tokens = {(d / "home" / "token").read_text().strip() for d in cluster.nodes.values()
+              if (d / "home" / "token").exists()}
+    assert seen.startswith("pkw_") and tokens and seen not in tokens and home.token() != seen, log
+    assert "cli rc=1" in log and "a worker's capability reaches its own item" in log, log
+    assert any("approval.grant" in r for r in it["refused"]), it  # refused on the node, kept on its item here
+    stops = [line for line in log.splitlines() if line.startswith("stop answer:")]
+    assert len(stops) == 2 and "nothing committed on plugkit/w1" in stops[0] and '"block"' in stops[0], stops
+    assert "nothing committed" not in stops[1], stops  # committed: let through
+    assert (repo / "w1.txt").exists()
+
+
+def test_a_loopback_only_worker_on_a_node_reaches_its_model_and_its_nodes_runner_only(home, repo, cluster):
+    """--network loopback-model on a node: the node's runner holds the worker's relay as ours does
+    for a local worker (tests/e2e/test_work_network.py): the model and that runner answer, another
+    loopback port of the machine does not, from the worker or from a task it runs through exec:."""
+    from tests.e2e.test_work_network import PROBE, _grant, _net
+    from tests.hosts.model_server import ModelServer
+    from tests.hosts.script import Script
+
+    with socket.socket() as other, ModelServer(Script([])) as model:
+        other.bind(("127.0.0.1", 0))
+        other.listen(8)
+        w = RayWork(home, repo, {}, cluster)
+        _grant(w, repo, model.url)
+        w.add("w1", "--verify", "test -f done.txt")
+        w.cli("work", "--runtime", "ray", "--cluster", cluster.address, "--network", "loopback-model",
+              "--run", f"{sys.executable} {PROBE} {other.getsockname()[1]}")
+        run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
+        seen = _net(w)
+        assert seen.get("model") == "reached" and seen.get("runner") == "reached", (seen, w.cli(
+            "work", "logs", "w1", "--all").stdout[-3000:])
+        assert any("sandbox-probe" in u for u in model.unknown), model.unknown
+        assert seen["other_loopback_port"] == seen["exec_other_loopback_port"] == "denied", seen
+    it = w.items(run)["w1"]
+    assert (it["state"], run["network"], run["runtime"]) == ("completed", "loopback-model", "ray"), run
+    assert it["node"], it
 
 
 def test_rejects_a_remote_cluster_that_is_neither_loopback_nor_tls(home, repo):
@@ -172,10 +258,6 @@ def test_rejects_a_remote_cluster_that_is_neither_loopback_nor_tls(home, repo):
     assert done.returncode == 1 and "not on this machine" in done.stderr and "--allow-remote-cluster" in done.stderr
     done = w.cli("work", "--run", "true", "--runtime", "ray", ok=False)
     assert done.returncode == 1 and "--cluster HOST:PORT" in done.stderr, done.stderr
-    # Fails closed: a confinement the node cannot apply yet is refused, not silently dropped.
-    done = w.cli("work", "--run", "true", "--runtime", "ray", "--cluster", "127.0.0.1:6379", "--network",
-                 "loopback-model", ok=False)
-    assert done.returncode == 2 and "not applied on Ray nodes" in done.stderr, done.stderr
     assert "no plugkit work run" in w.cli("work", "status").stdout  # nothing was started, nothing sent
 
 

@@ -6,7 +6,8 @@ another ({item: [[steps of try 1], [steps of try 2]]} when the tries differ).
 Steps: ["write", path, text], ["commit", message], ["say", text], ["sleep", s],
 ["hang"], ["exit", code], ["hook", tool_name, tool_input] (a PreToolUse through the real
 `plugkit hook`, its answer printed), ["cli", verb, ...] (a plugkit verb, its answer printed),
-["shell", line], ["beat", n, every_s] (n quiet hook calls), ["prompt"] (prints the prompt it got).
+["shell", line], ["beat", n, every_s] (n quiet hook calls), ["prompt"] (prints the prompt it got),
+["stop"] (a Stop through the real `plugkit hook`, its answer printed).
 """
 
 import json
@@ -19,10 +20,10 @@ import time
 CLI = [sys.executable, "-m", "client.cli"]
 
 
-def hook(tool_name: str, tool_input: dict) -> str:
-    data = {"session_id": "worker-host", "cwd": os.getcwd(), "hook_event_name": "PreToolUse",
+def hook(tool_name: str, tool_input: dict, event: str = "PreToolUse") -> str:
+    data = {"session_id": "worker-host", "cwd": os.getcwd(), "hook_event_name": event,
             "tool_name": tool_name, "tool_input": tool_input}
-    done = subprocess.run(CLI + ["hook", "PreToolUse", "--platform", "claude-code"], input=json.dumps(data),
+    done = subprocess.run(CLI + ["hook", event, "--platform", "claude-code"], input=json.dumps(data),
                           capture_output=True, text=True, timeout=60)
     return done.stdout.strip() or f"(nothing; stderr: {done.stderr.strip()[-300:]})"
 
@@ -66,6 +67,8 @@ def main() -> int:
             print(f"cli rc={done.returncode}: {done.stdout.strip()} {done.stderr.strip()}", flush=True)
         elif kind == "shell":  # a shell line, as an agent's Bash tool would run it
             subprocess.run(args[0], shell=True, check=False)
+        elif kind == "stop":
+            print("stop answer:", hook("", {}, "Stop"), flush=True)
         elif kind == "beat":
             for _ in range(args[0]):
                 hook("Bash", {"command": "true"})

@@ -281,8 +281,9 @@ class Attempts:
         return task
 
     async def _watch(self, it: ItemRun, task: Task) -> None:
-        """Until the worker ends; output counts as a heartbeat (hook calls beat through beat())."""
-        stall_s, seen = self.run.stall_min * 60, task.bytes_out
+        """Until the worker ends; output counts as a heartbeat, and so do the hook calls a
+        placement relays (local hook calls beat through beat())."""
+        stall_s, seen, relayed = self.run.stall_min * 60, task.bytes_out, 0
         while not task.finished:
             left = (it.last_beat_at or 0) + stall_s - self.p.clock()
             if left <= 0:
@@ -290,12 +291,12 @@ class Attempts:
                 await self.p.tasks.end(task, "timed_out", "stalled")
                 break
             await self.p.tasks.wait_done(task, min(1.0, left))
-            if it.node is None:
-                self.placement.seen(it)
-                if it.node is not None:  # in the store at once: a restarted runner names the remote attempt
-                    self.on_change()
-            if task.bytes_out != seen:
-                seen = task.bytes_out
+            placed, refused = it.node, list(it.refused)
+            beats = self.placement.seen(it)  # a remote worker's hook calls (and refusals), relayed by its placement
+            if (placed is None and it.node is not None) or it.refused != refused:
+                self.on_change()  # in the store at once: a restarted runner names the remote attempt
+            if task.bytes_out != seen or beats != relayed:
+                seen, relayed = task.bytes_out, beats
                 self.beat(it)
         await task.done.wait()
         it.worker_s += task.duration_ms / 1000

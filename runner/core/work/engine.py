@@ -28,7 +28,6 @@ from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs, peers
 
 log = logs.get("plugkit.work")
-MAX_REFUSED = 20
 
 
 def _caller_task(peer: tuple, port: int, home: str) -> tuple[Optional[int], Optional[str]]:
@@ -108,9 +107,6 @@ class WorkManager:
             why = cluster.refusal(address, {**os.environ, **p.env}, p.allow_remote_cluster)
             if why:
                 raise Forbidden(why)
-            if network != "host":  # fails closed: a node's sandbox has no loopback-only network yet
-                raise Invalid(f"--network {network} is not applied on Ray nodes yet: --network host with "
-                              "--runtime ray, or --runtime local")
             if importlib.util.find_spec("ray") is None:  # found, not imported: only the drivers import it
                 raise Invalid("--runtime ray needs Ray beside plugkit: pip install 'plugkit[ray]'")
         unverifiable = [i.id for i in chosen if not (i.verify or cfg.verify)]
@@ -314,7 +310,7 @@ class WorkManager:
 
     def refused(self, run: Run, it: ItemRun, what: str) -> None:
         """A worker's call on what is not its own, refused: kept on its item for a person to read."""
-        it.refused = (it.refused + [what[:300]])[-MAX_REFUSED:]
+        it.note_refused(what)
         self.store.save(run)
         log.warning("work_worker_refused", run=run.id, item=it.id, call=what[:300])
 

@@ -6,6 +6,11 @@ and the runner's own verify run is its evidence. So its PreToolUse answer is the
 destructive-command policy (plugkit/work/policy/: deny), its Stop is turned back once
 while nothing is committed or the tree is dirty (the runner lands commits only), and its
 context says which item it works on and what closes it.
+
+The same answers for a worker this runner hosts for a supervisor elsewhere (a Ray node's
+runner: runner/core/work/hosted.py): `it` is then a Hosted, whose fields these functions read
+have ItemRun's names, and its commits are counted from the commit it started at (the node's
+clone has no run branch to count from).
 """
 
 import os
@@ -13,13 +18,17 @@ from typing import Optional
 
 from plugkit.work import policy
 from runner.core.work import git
-from runner.core.work.model import ItemRun, Run
+from runner.core.work.hosted import Hosted
+from runner.core.work.model import ItemRun
 from runner.system import logs
 
 log = logs.get("plugkit.work")
 
 
-def pre_tool(it: ItemRun, cwd: str, tool_name: str, tool_input: dict) -> tuple[str, str]:
+Worker = ItemRun | Hosted
+
+
+def pre_tool(it: Worker, cwd: str, tool_name: str, tool_input: dict) -> tuple[str, str]:
     if it.worktree is None:
         return "allow", ""
     try:
@@ -30,19 +39,21 @@ def pre_tool(it: ItemRun, cwd: str, tool_name: str, tool_input: dict) -> tuple[s
     return ("deny", denial.reason) if denial is not None else ("allow", "")
 
 
-def denied_code(it: ItemRun, lang: str, code: str, cwd: str) -> Optional[str]:
+def denied_code(it: Worker, lang: str, code: str, cwd: str) -> Optional[str]:
     if it.worktree is None:
         return None
     denial = policy.judge_code(lang, code, os.path.realpath(cwd), it.worktree)
     return denial.reason if denial is not None else None
 
 
-async def stop(run: Run, it: ItemRun) -> tuple[bool, str]:
+async def stop(it: Worker, repo: str, base: str) -> tuple[bool, str]:
+    """Turned back once per attempt while its branch is not ahead of `base` in `repo` (the run's
+    branch in its workspace; for a hosted attempt, the commit it started at in its worktree)."""
     if it.worktree is None or it.branch is None or it.stop_blocked >= it.attempt:
         return False, ""
     try:
         dirty = await git.dirty(it.worktree)
-        ahead = await git.commits_ahead(run.workspace, run.branch, it.branch)
+        ahead = await git.commits_ahead(repo, base, it.branch)
     except git.GitError:
         return False, ""
     if not dirty and ahead:
@@ -53,8 +64,9 @@ async def stop(run: Run, it: ItemRun) -> tuple[bool, str]:
                   f"'{it.id}: ...') before you stop: the runner verifies and lands commits only")
 
 
-def context_lines(run: Run, it: ItemRun) -> list[str]:
+def context_lines(it: Worker) -> list[str]:
+    where = "on your commits" if isinstance(it, Hosted) else "here"  # a hosted one's check runs at its supervisor
     return [f"plugkit work: you are the worker for item {it.id} (attempt {it.attempt}) on branch "
             f"{it.branch} in {it.worktree}",
-            "when you stop, the runner runs the item's verify command here and lands your commits only "
+            f"when you stop, the runner runs the item's verify command {where} and lands your commits only "
             "if it passes; work only inside this worktree, commit before you stop"]

@@ -18,6 +18,7 @@ from plugkit.vocab import (WORK_ALLOWED, WORK_HELD_REASONS, WORK_LIVE_STATES, WO
 LIVE, TERMINAL = WORK_LIVE_STATES, WORK_TERMINAL_STATES
 END, HELD, RETRIED = WORK_REASONS, WORK_HELD_REASONS, WORK_RETRIED_REASONS
 REPLACED, MAX_REPLACEMENTS = WORK_REPLACED_REASONS, WORK_MAX_REPLACEMENTS
+MAX_REFUSED = 20  # the refused calls kept on an item, newest last
 
 
 class BadMove(Exception):
@@ -110,6 +111,9 @@ class ItemRun:
 
     def phase(self, name: str, now: float) -> None:
         self.phases.setdefault(name, now)
+
+    def note_refused(self, what: str) -> None:
+        self.refused = (self.refused + [what[:300]])[-MAX_REFUSED:]
 
 
 @dataclass

@@ -17,8 +17,10 @@ class Placement(Protocol):
         """(the worker task's code, its environ, its stdin) for this attempt."""
         ...
 
-    def seen(self, it: ItemRun) -> None:
-        """While the task runs: where it runs, once known (work status shows the node)."""
+    def seen(self, it: ItemRun) -> int:
+        """While the task runs: where it runs, once known (work status shows the node); and how
+        many of the worker's hook calls were answered elsewhere and relayed here (a count that
+        grows is a heartbeat: the remote worker's hooks never reach this runner)."""
         ...
 
     def ended(self, it: ItemRun, task: Task) -> Optional[Failed]:

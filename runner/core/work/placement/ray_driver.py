@@ -13,7 +13,9 @@ worker process on the node, and the node-side guard (ray_task.py) kills the work
 
 It submits one task needing {"plugkit_worker": 1} (max_retries=0: a lost node is ours to
 report and place again, not Ray's to retry silently), writes where it landed to the spec's
-`record` file, copies the output to stdout as it arrives, fetches the returned bundle into the
+`record` file (with the count of the worker's hook calls its node's runner answered: the
+heartbeat RayPlacement.seen reads; and the calls it refused, for the item's `refused`), copies
+the output to stdout as it arrives, fetches the returned bundle into the
 local worktree, and exits with the worker's code, or NODE_LOST_RC when the node went away.
 """
 
@@ -130,12 +132,18 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    refused: list[str] = []
     try:
         for ref in gen:
             kind, *rest = ray.get(ref)
             if kind == "out":
                 sys.stdout.buffer.write(rest[0])
                 sys.stdout.flush()
+            elif kind == "beat":  # the worker's hook calls, answered by its node's runner: its heartbeat here
+                _record(spec, beats=rest[0])
+            elif kind == "refused":  # its calls refused on the node: kept on its item here, as locally
+                refused += rest[0]
+                _record(spec, refused=refused)
             elif kind == "node":
                 _record(spec, node=rest[0], node_ip=rest[1], node_dir=rest[2])
                 _say(f"on node {rest[0][:12]} ({rest[1]})")

@@ -23,6 +23,7 @@ class RayPlacement:
         self.run = run
         self.row = workers.row(run.worker)
         self.dir = os.path.join(home or os.path.expanduser("~/.plugkit"), "work", "ray")
+        self.noted: dict[str, int] = {}  # item -> how many of its attempt's refused calls are on it
 
     def _paths(self, it: ItemRun) -> tuple[str, str]:
         base = os.path.join(self.dir, f"{self.run.id}-{it.id}-{it.attempt}")
@@ -34,10 +35,12 @@ class RayPlacement:
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         spec_path, record = self._paths(it)
         _unlink(record)  # an earlier runner's, for an attempt of the same number
+        self.noted[it.id] = 0
         spec = {"cluster": self.run.cluster, "repo_key": self.run.workspace, "branch": it.branch,
                 "base": None, "local_worktree": it.worktree, "argv": argv, "stdin": stdin or "",
                 "env": {k: v for k, v in environ.items() if k not in cluster.NEVER_TRAVELS},
-                "session": it.session_id, "record": record, "sandbox": self.run.sandbox,
+                "session": it.session_id, "run": self.run.id, "item": it.id, "attempt": it.attempt,
+                "record": record, "sandbox": self.run.sandbox, "network": self.run.network,
                 "kind": self.run.worker, "install": workers.install_args(self.row),
                 "hooks_file": self.row.hooks_file}
         fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -56,13 +59,21 @@ class RayPlacement:
         except (OSError, ValueError):
             return {}
 
-    def seen(self, it: ItemRun) -> None:
-        """Where the attempt runs, as soon as the driver wrote it (status and /debug show it)."""
+    def seen(self, it: ItemRun) -> int:
+        """Where the attempt runs, as soon as the driver wrote it (status and /debug show it), and
+        how many of its worker's hook calls the node's runner answered (ray_task.py relays them);
+        the calls that runner refused its capability go on the item, as a local worker's do."""
         rec = self.record(it)
         if rec.get("node"):
             it.node = f"{rec['node'][:12]} ({rec.get('node_ip', '?')})"
         if rec.get("ray_task"):
             it.placement = f"ray task {rec['ray_task']}"
+        refused = rec.get("refused") or []
+        for what in refused[self.noted.get(it.id, 0):]:  # the driver's list only grows during an attempt
+            it.note_refused(str(what))
+        self.noted[it.id] = len(refused)
+        beats = rec.get("beats", 0)
+        return beats if isinstance(beats, int) else 0
 
     def ended(self, it: ItemRun, task: Task) -> Optional[Failed]:
         self.seen(it)

@@ -4,7 +4,8 @@ Receives the item branch's history as a git bundle (through Ray's object store),
 into a node-local clone cache (one bare repo per project under the node's directory, so git
 objects a node already has stay there between attempts), makes the worktree there, runs the
 worker in its own process group and yields as it goes: ("node", ...) once, ("out", bytes) per
-chunk of output, then ("done", exit code, thin bundle of the new commits or None).
+chunk of output, ("beat", n) when the worker made hook calls since the last one (n: how many so
+far), ("refused", [...]) for its calls the capability was refused on the node, then ("done", exit code, thin bundle of the new commits or None).
 
 A generator task (num_returns="streaming") rather than an actor or a queue: the output reaches
 the supervisor in order as it is produced, there is no second Ray object to own, leak or
@@ -12,7 +13,9 @@ restart, and cancelling the one task (ray.cancel) ends the stream.
 
 Nothing of the supervisor's $PLUGKIT_HOME travels: the worker gets the scoped environment the
 supervisor built and PLUGKIT_HOME is set to the node's own home, so a `plugkit` call the worker
-makes reaches the node's runner (started on first use), never the supervisor's.
+makes reaches the node's runner, never the supervisor's. That runner hosts the attempt
+(node_runner.py, work.host): it answers the worker as a local runner answers its own worker,
+and the worker holds a capability scoped to its item, not that runner's token.
 
 Standard library and plugkit's kernel only (Ray is the caller's): the Ray worker process imports
 this module by name, so the node needs the same plugkit installed (`plugkit doctor` checks).
@@ -31,10 +34,12 @@ import time
 
 from plugkit.vocab import HOME_TAG, SANDBOXED_TAG, SESSION_ID_TAG
 from plugkit.work.cluster import NEVER_TRAVELS
+from runner.core.work.placement import node_runner
 
 NODE_DIR_VAR = "PLUGKIT_NODE_DIR"
 PORT_VAR = "PLUGKIT_PORT"  # set on `ray start` of a node: where its clone cache and home live
 CHUNK = 64 << 10
+BEAT_POLL_S = 3.0  # how often the node's runner is asked for the worker's hook calls (the heartbeat)
 # A small process beside the worker: when the Ray worker process dies (a force cancel, the
 # supervisor's driver gone, the node's raylet killing it), it kills the worker's whole process
 # group, so nothing keeps running unowned on the node.
@@ -121,7 +126,8 @@ def _kill(child: subprocess.Popen) -> None:
 
 
 def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
-    """Generator run as the Ray task. spec: repo_key, branch, base, local_worktree, argv, stdin, env, session."""
+    """Generator run as the Ray task. spec: repo_key, branch, base, local_worktree, argv, stdin, env,
+    session, run, item, attempt."""
     root = node_dir()
     yield ("node", node_id, node_ip, root)
     tmp = tempfile.mkdtemp(prefix="attempt-", dir=_made(os.path.join(root, "tmp")))
@@ -142,28 +148,47 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
     env.update({HOME_TAG: home, SESSION_ID_TAG: spec["session"], "PWD": wt})
     if os.environ.get(PORT_VAR):  # the node's own runner port, from its `ray start` environment
         env[PORT_VAR] = os.environ[PORT_VAR]
-    if spec.get("install"):
-        _hooks(cache, wt, spec, env)
-    if spec.get("sandbox", True):  # as on the supervisor's machine: fails closed, bwrap or no worker
-        from runner.system import sandbox
+    try:
+        # The node's runner hosts the attempt: it answers the worker's hooks and exec: calls as a
+        # local runner answers its own worker's (the policy, the commit check), and mints the
+        # capability its sandbox shows at the token's path, never that runner's token.
+        node_runner.start(home, wt)
+        hosted = node_runner.host(home, wt, spec, env)
+        yield ("out", f"[plugkit ray] hosted by the node's runner ({'its relay, ' if hosted.get('relay') else ''}"
+                      "the worker policy, its Stop check, its own capability)\n".encode())
+        if spec.get("install"):
+            _hooks(cache, wt, spec, env)
+        if spec.get("sandbox", True):  # as on the supervisor's machine: fails closed, bwrap or no worker
+            from runner.system import netrelay, sandbox
 
-        box = _made(os.path.join(tmp, "box"))
-        # The node's runner is the worker's own here: its token is shown at the token's path (the
-        # supervisor's runner hands a local worker a capability scoped to its item instead).
-        token = os.path.join(home, "token")
-        argv = sandbox.argv(sandbox.layout(wt, home, env, box), spec.get("kind", "command"), argv,
-                            capability=token if os.path.exists(token) else None)
-        # As the runner's worker executor does: the node's runner is in another PID namespace, so
-        # the worker's client checks it by /health alone.
-        env.update(TMPDIR=box, **{SANDBOXED_TAG: "1"})
+            box = _made(os.path.join(tmp, "box"))
+            relay, extra = hosted.get("relay"), ()
+            if relay:  # --network loopback-model: the node's runner holds the relay's outside half
+                argv, extra = netrelay.wrap(relay["folder"], relay["ports"], argv), netrelay.namespace_args(
+                    relay["folder"])
+            argv = sandbox.argv(sandbox.layout(wt, home, env, box), spec.get("kind", "command"), argv,
+                                capability=hosted["capability"], extra=extra)
+            # As the runner's worker executor does: the node's runner is in another PID namespace, so
+            # the worker's client checks it by /health alone.
+            env.update(TMPDIR=box, **{SANDBOXED_TAG: "1"})
+        yield from _supervise(argv, wt, env, spec, home, tmp)
+    finally:
+        node_runner.unhost(home, spec["session"])  # its capability revoked, its hook calls no longer its
+        _tidy(cache, wt, tmp, branch)
+
+
+def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: str, tmp: str):
+    """The worker, run to its end: its output and its heartbeats (the hook calls the node's runner
+    answered for it, polled every BEAT_POLL_S) as they come, then its exit and its commits."""
     child, guard = _spawn(argv, wt, env)
     try:
         try:
-            child.stdin.write(spec["stdin"].replace(local, wt).encode())
+            child.stdin.write(spec["stdin"].replace(spec["local_worktree"], wt).encode())
             child.stdin.close()
         except BrokenPipeError:
             pass
         fd = child.stdout.fileno()
+        polled, relayed = time.monotonic(), {"beats": 0, "refusals": 0}
         while True:
             ready, _, _ = select.select([fd], [], [], 1.0)
             if ready:
@@ -171,7 +196,14 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
                 if not data:
                     break
                 yield ("out", data)
+            if time.monotonic() - polled >= BEAT_POLL_S:
+                polled = time.monotonic()
+                for news in _news(home, spec["session"], relayed):  # no `yield from` a list: Ray resumes with send()
+                    yield news
         rc = child.wait()
+        for news in _news(home, spec["session"], relayed):  # what came after the last look
+            yield news
+        branch = spec["branch"]
         ahead = int(_git(wt, "rev-list", "--count", f"{spec['base']}..HEAD").strip() or 0)
         back = None
         if ahead:
@@ -190,12 +222,28 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
                 pass
         guard.kill()
         guard.wait()
-        _tidy(cache, wt, tmp, branch)
+
+
+def _news(home: str, session: str, relayed: dict[str, int]) -> list[tuple]:
+    """What the node's runner heard of the worker since `relayed` (updated): ("beat", n) when it
+    made hook calls (n: how many so far; a count, not a time: the machines' clocks differ), and
+    ("refused", [what, ...]) for the calls its capability was refused there."""
+    heard = node_runner.heard(home, session)
+    if heard is None:
+        return []
+    news: list[tuple] = []
+    if heard["beats"] > relayed["beats"]:
+        relayed["beats"] = heard["beats"]
+        news.append(("beat", heard["beats"]))
+    new = heard["refusals"] - relayed["refusals"]
+    if new > 0:
+        relayed["refusals"] = heard["refusals"]
+        news.append(("refused", heard["refused"][-new:]))
+    return news
 
 
 def _hooks(cache: str, wt: str, spec: dict, env: dict[str, str]) -> None:
-    """The host's hooks in the node's worktree, aimed at the node's runner (started here if it
-    is not running: a sandboxed client never starts one), kept out of git as locally."""
+    """The host's hooks in the node's worktree, aimed at the node's runner, kept out of git as locally."""
     if spec.get("hooks_file"):
         exclude = os.path.join(cache, "info", "exclude")
         os.makedirs(os.path.dirname(exclude), exist_ok=True)
@@ -204,14 +252,11 @@ def _hooks(cache: str, wt: str, spec: dict, env: dict[str, str]) -> None:
             fh.seek(0)
             if line not in fh.read():
                 fh.write(line)
-    # The runner is the node's: its environment is the node's own (`ray start`'s), not the worker's.
-    node_env = {**os.environ, HOME_TAG: env[HOME_TAG]}
-    for args, run_env in ((["runner", "start"], node_env), (spec["install"], env)):
-        done = subprocess.run([sys.executable, "-m", "client.cli", *args], cwd=wt, env=run_env,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise RuntimeError(f"plugkit {' '.join(args[:2])} on the node failed: "
-                               f"{(done.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
+    done = subprocess.run([sys.executable, "-m", "client.cli", *spec["install"]], cwd=wt, env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"plugkit {' '.join(spec['install'][:2])} on the node failed: "
+                           f"{(done.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
 
 
 def _made(path: str) -> str:

@@ -1,0 +1,137 @@
+"""HostedAttempts: the attempts this runner hosts for a supervisor on another machine
+(`plugkit work --runtime ray`: the node's runner; the node side registers each attempt it
+runs here through work.host).
+
+A hosted attempt is met the way a local runner meets its own worker: the hook path routes a
+call carrying its session tag to the worker policy, the commit check and the item's context
+(runner/core/work/hooks.py), its `exec:` code meets the policy, and it holds a capability
+scoped to its worktree, minted by the same code as a local worker's. Each hook call it makes
+here is counted: the node side relays the count to the supervisor as the worker's heartbeat.
+
+Under `--network loopback-model` this runner also holds the worker's relay, as it does for its
+own workers (runner/system/netrelay.py): the worker's namespace reaches its model endpoints
+and this runner, nothing else.
+
+Memory only, so a restarted runner hosts nothing (its capabilities and relays died with it). An
+attempt whose owner (the node-side process that registered it) is gone is dropped on the next
+look: a force-cancelled Ray task never reaches its own unhost.
+"""
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Optional
+
+import psutil
+
+from plugkit.work.capabilities import Capabilities, Capability
+from runner.core.work.model import MAX_REFUSED
+from runner.executors.worker import drop_file, mint_file, relay_targets
+from runner.system import netrelay
+
+
+@dataclass
+class Hosted:
+    """One hosted attempt. Its field names are ItemRun's where the hooks read them (id, attempt,
+    worktree, branch, stop_blocked): the same hook code answers both."""
+    run: str
+    id: str  # the item
+    attempt: int
+    session_id: str
+    worktree: str  # realpath
+    branch: str
+    base: str  # the commit it started from: the Stop check counts commits ahead of it
+    owner: tuple[int, float]  # (pid, create time) of the node-side process holding it
+    token: str = ""
+    capability: str = ""  # the file holding the token
+    network: str = "host"  # plugkit.vocab.WORK_NETWORKS
+    relay: Optional[netrelay.Relay] = None  # its loopback-only network's outside half, held here
+    beats: int = 0
+    refused: list[str] = field(default_factory=list)  # its calls the capability refused, newest last
+    refusals: int = 0  # how many ever (the list keeps the last MAX_REFUSED): the node side relays new ones
+    stop_blocked: int = 0  # the attempt number whose Stop was turned back (once per attempt)
+
+
+def _started(pid: int) -> Optional[float]:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+class HostedAttempts:
+    def __init__(self, capabilities: Capabilities, home: str) -> None:
+        self.capabilities, self.home = capabilities, os.path.abspath(home)
+        self._by_session: dict[str, Hosted] = {}
+
+    async def host(self, h: Hosted, environ: dict[str, str], port: int) -> Hosted:
+        """Registers it (an earlier hosting of the same session is ended first), mints its
+        capability and, for a loopback-only network, starts its relay to the endpoints `environ`
+        names and to this runner on `port`. `h.owner` holds the pid only: its start time is read here."""
+        self.unhost(h.session_id)
+        started = _started(h.owner[0])
+        if started is None:
+            raise ProcessLookupError(f"no process {h.owner[0]} to hold the attempt")
+        h.owner = (h.owner[0], started)
+        h.worktree = os.path.realpath(h.worktree)
+        if h.network != "host":
+            targets = relay_targets(environ, port)  # Unavailable before anything is held
+            h.relay = await netrelay.open_relay(tempfile.mkdtemp(prefix="plugkit-hosted-") + ".net", targets)
+        h.token, h.capability = mint_file(self.capabilities, self.home,
+                                          Capability(h.run, h.id, h.session_id, h.worktree, h.network))
+        self._by_session[h.session_id] = h
+        return h
+
+    def unhost(self, session_id: str) -> bool:
+        h = self._by_session.pop(session_id, None)
+        if h is None:
+            return False
+        drop_file(self.capabilities, h.token, h.capability)
+        if h.relay is not None:
+            h.relay.abort()
+            shutil.rmtree(h.relay.folder, True)
+            os.rmdir(h.relay.folder.removesuffix(".net"))
+        return True
+
+    def close(self) -> None:
+        """The runner stops: nothing stays hosted."""
+        for session_id in list(self._by_session):
+            self.unhost(session_id)
+
+    def _prune(self) -> None:
+        gone = [s for s, h in self._by_session.items() if _started(h.owner[0]) != h.owner[1]]
+        for session_id in gone:
+            self.unhost(session_id)
+
+    def at(self, cwd: str, session_id: Optional[str] = None) -> Optional[Hosted]:
+        """The hosted attempt whose worktree holds cwd (and, when given, whose session this is),
+        its heartbeat counted; None elsewhere. Costs nothing on a runner hosting nothing."""
+        if not self._by_session:
+            return None
+        self._prune()
+        real = os.path.realpath(cwd)
+        for h in self._by_session.values():
+            if (real == h.worktree or real.startswith(h.worktree + os.sep)) and session_id in (None, h.session_id):
+                h.beats += 1
+                return h
+        return None
+
+    def get(self, session_id: str) -> Optional[Hosted]:
+        """The hosted attempt of this session, or None when it is not hosted (any more)."""
+        self._prune()
+        return self._by_session.get(session_id)
+
+    def refused(self, session_id: str, what: str) -> None:
+        """Its call the capability refused: kept for the node side to relay to the item."""
+        h = self._by_session.get(session_id)
+        if h is not None:
+            h.refused = (h.refused + [what[:300]])[-MAX_REFUSED:]
+            h.refusals += 1
+
+    def __len__(self) -> int:
+        return len(self._by_session)
+
+    def snapshot(self) -> dict:
+        return {s: {"item": h.id, "attempt": h.attempt, "worktree": h.worktree, "beats": h.beats,
+                    "owner": h.owner[0]} for s, h in self._by_session.items()}

@@ -1,0 +1,90 @@
+"""The node side's seat at its node's own runner: start it, host the attempt there, poll its
+heartbeats, end the hosting (the runner's end: runner/rpc/work_host.py).
+
+Plugkit's own code running as the node's user, so it uses that runner's real token; the worker
+never does (it is shown the capability work.host mints). Standard library and plugkit's kernel
+only, like ray_task.py: a JSON-RPC call is one small POST, and the runner can never import the client.
+"""
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+from typing import Any, Optional
+
+from plugkit import paths
+from plugkit.vocab import HOME_TAG
+
+RPC_TIMEOUT_S = 10.0
+
+
+class NodeRunnerError(RuntimeError):
+    pass
+
+
+def start(home: str, cwd: str) -> None:
+    """The node's runner, started if it is not running. Its environment is the node's own (`ray
+    start`'s), never the worker's: a sandboxed client never starts one."""
+    try:
+        call(home, "runner.info", {})
+        return  # up and answering its token: no client process to spawn on every attempt
+    except NodeRunnerError:
+        pass
+    done = subprocess.run([sys.executable, "-m", "client.cli", "runner", "start"], cwd=cwd,
+                          env={**os.environ, HOME_TAG: home}, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=120)
+    if done.returncode != 0:
+        raise NodeRunnerError(f"plugkit runner start on the node failed: "
+                              f"{(done.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
+
+
+def call(home: str, method: str, params: dict) -> Any:
+    """One JSON-RPC call to the runner whose home this is; its result, or NodeRunnerError."""
+    try:
+        with open(paths.port_file(home)) as fh:
+            port = int(json.load(fh)["port"])
+        with open(paths.token_file(home)) as fh:
+            token = fh.read().strip()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise NodeRunnerError(f"the node's runner is not up ({exc.__class__.__name__})") from None
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=RPC_TIMEOUT_S)
+    try:
+        conn.request("POST", "/rpc", body, {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
+                                           "Authorization": f"Bearer {token}"})
+        answer = json.loads(conn.getresponse().read())
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        raise NodeRunnerError(f"{method} on the node's runner: {exc.__class__.__name__}") from None
+    finally:
+        conn.close()
+    if "error" in answer:
+        raise NodeRunnerError(f"{method} on the node's runner: {answer['error'].get('message', '?')[:300]}")
+    return answer["result"]
+
+
+def host(home: str, wt: str, spec: dict, env: dict[str, str]) -> dict:
+    """The attempt hosted by the node's runner: {capability: the file holding the worker's
+    capability, relay: {folder, ports} of its loopback-only network, or None}."""
+    return call(home, "work.host", {
+        "worktree": wt, "session_id": spec["session"], "run": spec["run"], "item": spec["item"],
+        "attempt": spec["attempt"], "branch": spec["branch"], "base": spec["base"], "owner_pid": os.getpid(),
+        "network": spec.get("network", "host"),
+        "base_urls": {k: v for k, v in env.items() if k.endswith("_BASE_URL")}})
+
+
+def heard(home: str, session: str) -> Optional[dict]:
+    """What the node's runner heard of the hosted worker ({beats, refusals, refused}: work.beats);
+    None when it cannot say."""
+    try:
+        result = call(home, "work.beats", {"session_id": session})
+    except NodeRunnerError:
+        return None
+    return result if result.get("hosted") else None
+
+
+def unhost(home: str, session: str) -> None:
+    try:
+        call(home, "work.unhost", {"session_id": session})
+    except NodeRunnerError:
+        pass  # a runner that is gone hosts nothing: its capabilities died with it
