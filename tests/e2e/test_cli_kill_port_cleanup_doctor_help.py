@@ -17,7 +17,7 @@ from tests.support.runner_home import ROOT, free_port, rpc
 
 pytestmark = pytest.mark.e2e
 
-HEAVY = ("asyncio", "http.client", "urllib", "pydantic", "aiohttp", "structlog", "psutil")
+HEAVY = ("asyncio", "http.client", "urllib", "pydantic", "aiohttp", "psutil")
 
 # Listens on a free port, starts a child (its tree), prints "port child_pid", then waits.
 LISTENER = """

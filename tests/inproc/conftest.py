@@ -32,7 +32,7 @@ def make_client(aiohttp_client, tmp_path):
 
 @pytest.fixture(scope="session", autouse=True)
 def structured_logging(tmp_path_factory):
-    """Route structlog through stdlib logging, as the daemon does, so caplog sees it."""
+    """Log as the daemon does (runner/system/logs.py), so caplog sees it."""
     from runner.system import logs
 
     logs.configure(str(tmp_path_factory.mktemp("logs") / "runner.log"), to_stderr=False)
