@@ -170,13 +170,14 @@ def names() -> list[str]:
     return sorted(lang.name for lang in LANGUAGES)
 
 
-def lookup(name: str, workspace: str | None = None) -> Language:
+def lookup(name: str, workspace: str | None = None, root: str | None = "") -> Language:
     """The row for `name` (or an alias), any case.
 
     With `workspace` (a session cwd), the .plugkit/lang plugins of its nearest
     ancestor holding .plugkit/ come first, name by name: a plugin named python
     overrides `python` but not `py` unless it lists that alias too. A broken
     plugin file fails only the names it claims, with the file and the problem.
+    `root`: that ancestor when the caller has found it already (None: there is none), "" to look.
     """
     key = name.strip().lower()
     plugins = None
@@ -184,7 +185,7 @@ def lookup(name: str, workspace: str | None = None) -> Language:
         # Imported here: the client's hot path only needs names().
         from plugkit.languages import plugins as lang_plugins
 
-        plugins = lang_plugins.plugins_for(workspace)
+        plugins = lang_plugins.plugins_for(workspace) if root == "" else lang_plugins.plugins_at(root)
         if plugins is not None:
             row = plugins.index.get(key)
             if row is not None:

@@ -75,7 +75,11 @@ _parsed: dict[str, tuple[tuple[int, int, int], Language | Problem]] = {}
 
 def plugins_for(cwd: str) -> PluginSet | None:
     """The workspace's plugins as they are on disk now; None when it has no .plugkit/lang."""
-    workspace = root_or_none(cwd)  # the gates' and memory's workspace too; none in / or $HOME
+    return plugins_at(root_or_none(cwd))  # the gates' and memory's workspace too; none in / or $HOME
+
+
+def plugins_at(workspace: str | None) -> PluginSet | None:
+    """plugins_for, given the workspace root (root_or_none of the cwd) already found."""
     if workspace is None:
         return None
     lang_dir = os.path.join(workspace, LANG_DIR)

@@ -43,10 +43,17 @@ class ExecSpec:
     peer: Optional[tuple] = None  # the loopback address the request came from (ties a session to its host)
     caller_pid: Optional[int] = None  # the pid the caller names, checked against peer before it counts
     root: Optional[str] = None  # the session's root; the manager sets it before an executor sees the spec
+    # The workspace root of cwd (plugkit/workspace.py), None: cwd is in none. Found once per exec
+    # and passed down (the walk up the directories cost ~60 us, and was done three times);
+    # NOT_LOOKED_UP until the task.exec handler or the manager looks.
+    workspace: Optional[str] = ""
 
     @property
     def session(self) -> SessionKey:
         return SessionKey(self.session_id, self.root or self.cwd)
+
+
+NOT_LOOKED_UP = ""  # ExecSpec.workspace before the lookup: a root is an absolute path, never ""
 
 
 @dataclass(frozen=True)

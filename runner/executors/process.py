@@ -146,7 +146,7 @@ class ProcessExecutor:
     async def prepare(self, p: ExecSpec) -> Prepared:
         try:
             # The session cwd finds the workspace's .plugkit/lang plugins (read fresh on every exec).
-            language = languages.lookup(p.lang, workspace=p.cwd)
+            language = languages.lookup(p.lang, workspace=p.cwd, root=p.workspace)
             if any(r.min_version for r in language.runners):
                 # Version probes spawn `prog --version` (once per binary): off the loop.
                 plan = await asyncio.to_thread(languages.resolve, language, None, self.spec.python, p.environ)

@@ -8,11 +8,11 @@ of the file turning it off is a finding, not a change; the file alone can only t
 """
 
 import os
+from typing import Optional
 
 from plugkit.lifecycle import config as config_mod
 from plugkit.protocol import TaskExecParams
 from plugkit.refusals import Refused
-from plugkit.workspace import root_or_none
 from runner.rpc.context import CALLER, Context
 
 # root -> ((mtime_ns, size), exec_sandbox): the file is read again only when it changed.
@@ -39,10 +39,10 @@ def offline() -> bool:
     return cap is not None and cap.network != "host"
 
 
-async def wanted(ctx: Context, p: TaskExecParams) -> bool:
+async def wanted(ctx: Context, p: TaskExecParams, root: Optional[str]) -> bool:
+    """`root`: root_or_none(p.cwd), which the caller has found already."""
     if p.sandbox or CALLER.get() is not None:
         return True
-    root = root_or_none(p.cwd)
     if root is None or not os.path.exists(os.path.join(root, ".plugkit", "config.toml")):
         return False
     if _file_says(root):

@@ -6,6 +6,7 @@ from plugkit.protocol import (Chunk, Output, SessionParams, StreamCut, TaskExecP
                               TaskKillParams, TaskList, TaskOutputParams, TaskRef, TaskResult,
                               TaskWaitParams, WaitResult)
 from plugkit.refusals import Forbidden, Invalid
+from plugkit.workspace import root_or_none
 from plugkit.vocab import WORKER_LANG
 from runner.core.tasks import bound, stdin_watch
 from runner.core.tasks.manager import ExecSpec, TaskManager, Waited
@@ -50,10 +51,12 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
         why = denied_code(it, p.lang, p.code, p.cwd)
         if why is not None:
             raise Forbidden(why)
+    workspace = root_or_none(p.cwd)  # once per exec: the sandbox check, the session and the plugins
     task = await tasks.exec(ExecSpec(session_id=p.session_id, cwd=p.cwd, lang=p.lang, code=p.code,
                                      timeout_s=p.timeout_ms / 1000, stdin=p.stdin, env=p.env, environ=p.environ,
                                      detach=p.detach, peer=PEER.get(), caller_pid=p.caller_pid,
-                                     sandbox=await exec_sandbox.wanted(ctx, p), offline=exec_sandbox.offline()))
+                                     sandbox=await exec_sandbox.wanted(ctx, p, workspace),
+                                     offline=exec_sandbox.offline(), workspace=workspace))
     await tasks.wait_done(task, p.wait_ms / 1000)
     return TaskResult(task=shapes.task_info(task), output=shapes.output(tasks.read(task, None, p.max_bytes)))
 

@@ -107,3 +107,22 @@ async def test_invalid_utf8_body_is_a_parse_error(make_client):
     client = await make_client()
     resp = await client.post("/rpc", data=b"\xff\xfe{", headers=auth())
     assert (await resp.json())["error"]["code"] == -32700
+
+
+async def test_a_notification_gets_no_reply_even_when_it_fails(make_client):
+    client = await make_client(namespaces=(Boom,))
+    for method in ("no.such", "test.explode", "test.missing"):
+        status, text = await post(client, call(method, id=None))
+        assert status == 204 and text == "", method
+    status, text = await post(client, call("runner.info", [1], id=None))  # bad params, no id: silent too
+    assert status == 204 and text == ""
+
+
+async def test_an_invalid_request_is_answered_with_a_null_id(make_client):
+    client = await make_client()
+    _, text = await post(client, {"jsonrpc": "2.0", "method": 7, "id": 5})
+    reply = json.loads(text)
+    assert reply["id"] is None and reply["error"]["code"] == -32600
+    _, text = await post(client, call("no.such", id="abc"))
+    reply = json.loads(text)
+    assert reply == {"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": "abc"}

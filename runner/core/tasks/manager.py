@@ -13,17 +13,18 @@ from typing import Optional
 from plugkit.config import Limits
 from plugkit.patterns import BadPattern, compile_client_pattern
 from plugkit.refusals import Conflict, Invalid
+from plugkit.workspace import root_or_none
 from runner.core.tasks.adopted import AdoptedOrphans
 from runner.core.tasks.hosts import HostFinder, HostTies
 from runner.core.tasks.clock import Clock, LoopClock
 from runner.core.tasks.output import OutputBuffer, ReadResult
 from runner.core.tasks.recall import LedgerRecall
 from runner.core.tasks.records import IdSource, code_hash, to_record
-from runner.core.tasks.sessions import Session, SessionRegistry, session_key
+from runner.core.tasks.sessions import Session, SessionRegistry, session_key, session_key_at
 from runner.core.tasks.slots import Slots
 from runner.core.tasks.task import Execution, SessionKey, Task, TaskPort
 # ExecSpec is this manager's input: runner/rpc names it from here, never from the executors.
-from runner.executors.base import ExecSpec, Executor, Outcome, Prepared
+from runner.executors.base import NOT_LOOKED_UP, ExecSpec, Executor, Outcome, Prepared
 from runner.system import logs
 from runner.system.ledger import TaskRecord
 from runner.system.ledger_worker import LedgerWorker
@@ -139,8 +140,9 @@ class TaskManager(LedgerRecall):
             raise Invalid(f"cwd {spec.cwd!r} does not exist or is not a directory")
         if not spec.code.strip():
             raise Invalid("code is empty; pass the code to run")
-        key = session_key(spec.session_id, cwd)
-        spec = replace(spec, cwd=cwd, root=key.root)  # executors run it where the caller is
+        workspace = root_or_none(cwd) if spec.workspace == NOT_LOOKED_UP else spec.workspace
+        key = session_key_at(spec.session_id, cwd, workspace)
+        spec = replace(spec, cwd=cwd, root=key.root, workspace=workspace)  # executors run it where the caller is
         host = await self.hosts.find(self._registry.peek(key), spec.peer, spec.caller_pid)
         executor = next(e for e in self.executors if e.claims(spec.lang))
         self._slots.take(key)  # before the first await: see slots.py

@@ -12,7 +12,7 @@ session id — raise the same NotFound, so no caller can probe for other session
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from plugkit.refusals import NotFound
 from plugkit.workspace import root_or_none
@@ -33,6 +33,11 @@ def session_root(cwd: str) -> str:
 
 def session_key(session_id: str, cwd: str) -> SessionKey:
     return SessionKey(session_id, session_root(cwd))
+
+
+def session_key_at(session_id: str, real_cwd: str, workspace: Optional[str]) -> SessionKey:
+    """session_key, with realpath(cwd) and its root_or_none already found (task.exec finds it once)."""
+    return SessionKey(session_id, workspace or real_cwd)
 
 
 @dataclass(eq=False)
