@@ -49,6 +49,12 @@ if _json is not None:
             value, end = _scan(text, start)
         except StopIteration as exc:
             raise ValueError(f"Expecting value: char {exc.value}") from None
+        except Exception:  # noqa: BLE001 - the C scanner reports most malformed text through
+            # json.decoder, which is not imported here: it raises SystemError instead ("returned
+            # NULL without setting an exception"). The error path may pay for the real module.
+            import json
+
+            return json.loads(text)  # a JSONDecodeError (a ValueError) saying what is wrong
         if text[end:].strip(_SPACE):
             raise ValueError(f"Extra data: char {end}")
         return value

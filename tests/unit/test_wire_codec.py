@@ -51,3 +51,21 @@ def test_the_exec_hot_path_imports_neither_json_re_socket_nor_enum():
              "print(' '.join(sorted(m for m in ('json', 're', 'socket', 'enum', 'selectors') if m in sys.modules)))")
     found = subprocess.run([sys.executable, "-S", "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     assert found.stdout.split() == []
+
+
+
+def test_malformed_text_is_a_value_error_in_a_process_without_json():
+    # The C scanner raises its errors through json.decoder: in this test's process `json` is
+    # imported, in the client's it is not, and there it raised SystemError (a damaged port file
+    # read as an internal error). A fresh process, as the client is.
+    probe = ("from client.wire import codec\n"
+             "for text in ['{not json', '{\"port\": 1', '{\"port\": \"x\"', '\"\\\\x\"', '[1, 2', '{', 'tru']:\n"
+             "    try:\n"
+             "        codec.loads(text)\n"
+             "    except ValueError:\n"
+             "        continue\n"
+             "    raise SystemExit('accepted ' + repr(text))\n"
+             "import sys; print('json' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-800:]
