@@ -70,8 +70,12 @@ async def serve(sock: socket.socket, config: RunnerConfig, runner_id: str,
     # Token first, port last: a client that sees the port file can read the token.
     paths.write_private(paths.token_file(home), token)
     paths.write_private(paths.port_file(home), json.dumps({"port": port, "pid": runtime.pid}))
+    def told_to_stop() -> None:
+        ctx.tasks.stopping()  # first: a task the same signal's sender also hit ends as killed with us
+        runtime.shutdown.set()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, runtime.shutdown.set)
+        loop.add_signal_handler(signum, told_to_stop)
     log.info("runner_started", pid=runtime.pid, port=port, home=home,
              runner_id=runtime.runner_id, boot_ms=round((time.time() - runtime.started_at) * 1000, 1))
     try:

@@ -71,6 +71,7 @@ class TaskManager(LedgerRecall):
         self._ids = IdSource(ledger, first_id)
         self._supervisors: set[asyncio.Task] = set()
         self._pending_end: dict[int, tuple[str, str]] = {}
+        self._stopping = False  # the runner was told to stop: a task a signal ends now was killed with it
         self._live: set[Task] = set()  # not yet finished: kept apart so counting is O(1)
         self._slots = Slots(limits)  # live tasks plus execs not yet past prepare (see slots.py)
         self.finished_counts: dict[str, int] = {}
@@ -227,6 +228,8 @@ class TaskManager(LedgerRecall):
         intent = self._pending_end.get(task.id)
         if intent:  # a kill or timeout we asked for wins over how the process happened to end
             return (*intent, {"exit_code": outcome.exit_code, "signal": outcome.signal})
+        if self._stopping and outcome.signal is not None:  # `kill-port` signals the runner's tree at once
+            return ("killed", "runner_shutdown", {"exit_code": outcome.exit_code, "signal": outcome.signal})
         return (outcome.state, outcome.reason,
                 {"exit_code": outcome.exit_code, "signal": outcome.signal, "message": outcome.message})
 
@@ -361,7 +364,13 @@ class TaskManager(LedgerRecall):
             log.info("session_expired", session_id=key.session_id, root=key.root)
         return ended
 
+    def stopping(self) -> None:
+        """The runner was told to stop (its signal handler, before any await): a task a signal
+        ends from now on was killed with the runner, whoever's signal reached it first."""
+        self._stopping = True
+
     async def shutdown(self) -> None:
+        self._stopping = True
         live = self.running()
         await asyncio.gather(*(self.end(t, "killed", "runner_shutdown") for t in live),
                              return_exceptions=True)
