@@ -126,7 +126,7 @@ async def input_(ctx: Context, p: TaskInputParams) -> TaskInfo:
     """
     tasks = _tasks(ctx)
     task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
-    tasks.write_input(task, p.data, p.eof)
+    await tasks.write_input(task, p.data, p.eof)
     return shapes.task_info(task)
 
 

@@ -5,6 +5,8 @@ Not structlog: importing it cost 0.1-0.4 s of every cold start (it imports rich 
 is installed, and rich is common), for the few lines below.
 """
 
+import asyncio
+import functools
 import json
 import logging
 import logging.handlers
@@ -12,6 +14,7 @@ import os
 import sys
 import time
 
+LATER_S = 0.005  # how long info_later waits (a short task's answer goes out well inside it)
 _SECRETS: set[str] = set()
 _SECRET_KEYS = {"token", "authorization", "auth"}
 REDACTED = "[redacted]"
@@ -80,6 +83,15 @@ class Logger:
 
     def exception(self, event: str, **fields) -> None:
         self._emit(logging.ERROR, event, fields, exc_info=True)
+
+    def info_later(self, event: str, **fields) -> None:
+        """info(), LATER_S from now on the running loop (now without one): formatting and writing
+        a line cost ~0.2 ms, kept off an answer that goes out within that time. Timers keep their
+        order, so lines do too."""
+        try:
+            asyncio.get_running_loop().call_later(LATER_S, functools.partial(self.info, event, **fields))
+        except RuntimeError:
+            self.info(event, **fields)
 
 
 def _fields(record: logging.LogRecord, formatter: logging.Formatter) -> dict:

@@ -220,13 +220,22 @@ async def test_input_reaches_the_run_and_a_finished_task_takes_none(tmp_path, fa
     tasks = manager(fake, clock)
     task = await tasks.exec(spec(tmp_path))
     await settle()
-    tasks.write_input(task, "hello", eof=True)
+    await tasks.write_input(task, "hello", eof=True)
     assert bytes(fake.runs[task.id].input) == b"hello"
     with pytest.raises(Conflict, match="stdin is already closed"):
-        tasks.write_input(task, "more", eof=False)
+        await tasks.write_input(task, "more", eof=False)
     await tasks.kill(task, forget=False)
     with pytest.raises(Conflict, match="takes no more input"):
-        tasks.write_input(task, "late", eof=False)
+        await tasks.write_input(task, "late", eof=False)
+
+
+async def test_input_sent_while_the_task_is_starting_waits_for_its_process(tmp_path, fake, clock, manager):
+    # `exec --wait 0` answers before the process exists; the agent's next call types into it.
+    tasks = manager(fake, clock)
+    task = await tasks.exec(spec(tmp_path))
+    assert task.execution is None and task.state == "pending"
+    await tasks.write_input(task, "early", eof=False)
+    assert bytes(fake.runs[task.id].input) == b"early"
 
 
 # --- the TaskIO port wakes waiters ------------------------------------------------------

@@ -5,7 +5,6 @@ dataclasses, and refuses by kind (plugkit.refusals); runner/rpc shapes every ans
 """
 
 import asyncio
-import functools
 import os
 from dataclasses import dataclass, replace
 from typing import Optional
@@ -37,19 +36,8 @@ log = logs.get("plugkit.tasks")
 
 # Finished tasks kept per session for status/output; older ones are forgotten first.
 KEEP_FINISHED = 256
-# A task's start and end lines are written this long after the fact: formatting and writing one
-# cost ~0.2 ms each on the answer of a spaced task.exec (issue 31), and a short task's answer goes
-# out well inside this. Timers keep their order, so the lines do too.
-LOG_LATER_S = 0.005
-
-
-def _log_later(event: str, **fields: object) -> None:
-    try:
-        asyncio.get_running_loop().call_later(LOG_LATER_S, functools.partial(log.info, event, **fields))
-    except RuntimeError:  # no loop: now
-        log.info(event, **fields)
-
-
+# How long task.input waits for a task still starting (a compile step, say) to have its process.
+INPUT_START_WAIT_S = 30.0
 @dataclass(frozen=True)
 class Waited:
     """Why task.wait returned: the text appeared (where), the task ended, or time ran out."""
@@ -174,7 +162,7 @@ class TaskManager(LedgerRecall):
                                          name=f"task_{task.id}")
         self._supervisors.add(supervisor)
         supervisor.add_done_callback(self._supervisors.discard)
-        _log_later("task_started", task_id=task.id, session_id=key.session_id, cwd=cwd, lang=task.lang)
+        log.info_later("task_started", task_id=task.id, session_id=key.session_id, cwd=cwd, lang=task.lang)
         return task
 
     async def _supervise(self, task: Task, executor: Executor, prepared: Prepared, spec: ExecSpec,
@@ -213,7 +201,7 @@ class TaskManager(LedgerRecall):
                 self._ledger.record_end(to_record(task, digest), then=spool.remove if spool else None)
             elif spool is not None:
                 spool.remove()
-            _log_later("task_ended", task_id=task.id, session_id=task.session.session_id, state=task.state,
+            log.info_later("task_ended", task_id=task.id, session_id=task.session.session_id, state=task.state,
                        reason=task.reason, exit_code=task.exit_code, signal=task.signal)
 
     def _started(self, task: Task, run: Execution) -> None:
@@ -298,7 +286,22 @@ class TaskManager(LedgerRecall):
             except asyncio.TimeoutError:
                 pass
 
-    def write_input(self, task: Task, data: str, eof: bool) -> None:
+    async def write_input(self, task: Task, data: str, eof: bool) -> None:
+        # A task answered with wait 0 may still be starting (its code file, a compile step): the
+        # input is for it all the same, so wait for its process rather than refuse.
+        deadline = asyncio.get_running_loop().time() + INPUT_START_WAIT_S
+        while task.execution is None and not task.finished:
+            wake = task.changed()
+            if task.execution is not None or task.finished:
+                break
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise Conflict(f"task_{task.id} has not started after {INPUT_START_WAIT_S:.0f} s; "
+                               f"`plugkit exec:status task_{task.id}` says where it is")
+            try:
+                await asyncio.wait_for(wake.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
         run = task.execution
         if task.finished or run is None:
             raise Conflict(f"task_{task.id} is {task.state}; it takes no more input")
