@@ -14,6 +14,10 @@ async def test_snapshot_lists_a_task_while_it_runs_and_not_after_it_is_forgotten
     res = await call(client, "task.exec", session_id="dbg", cwd=str(tmp_path), lang="bash",
                      code="echo hi; sleep 30", wait_ms=0)
     task_id = res["task"]["task_id"]
+    # wait 0 answers at once, maybe before the process exists (pending): the registry is read
+    # once it is running.
+    assert (await call(client, "task.wait", session_id="dbg", cwd=str(tmp_path), task_id=task_id,
+                       until_text="hi", timeout_ms=10_000))["matched"]
     snap = await snapshot(client)
     assert [t["task_id"] for t in snap["tasks"] if t["state"] == "running"] == [task_id]
     assert [s["session_id"] for s in snap["sessions"]] == ["dbg"]
