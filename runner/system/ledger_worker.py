@@ -10,11 +10,6 @@ from runner.system.ledger import Ledger, TaskRecord
 
 log = logging.getLogger("plugkit.store")
 T = TypeVar("T")
-# How long an end record waits before its job goes to the thread (any other ledger call sends it at
-# once, ahead of itself). A spaced task.exec of `true` is answered ~0.3 ms after its task ends; a
-# thread woken inside that window contends for the GIL with the answer (issue 31). The cost: a
-# runner killed -9 within this of a task's end records it runner_lost instead of how it ended.
-HOLD_S = 0.005
 
 
 class LedgerWorker:
@@ -28,8 +23,6 @@ class LedgerWorker:
         self._ledger: Optional[Ledger] = None  # read and written on the worker thread only
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="plugkit-ledger")
         self._closed = False
-        self._held: list[tuple[Optional[Callable[..., Any]], tuple]] = []  # None: an after() callable  # end records within HOLD_S, in order
-        self._release_timer: Optional[asyncio.TimerHandle] = None
 
     async def start(self) -> Optional[str]:
         """Open the ledger on the worker thread; returns where a corrupt file was moved, if it was."""
@@ -69,30 +62,10 @@ class LedgerWorker:
         self._submit(Ledger.record_start, rec)
 
     def record_end(self, rec: TaskRecord, then: Optional[Callable[[], None]] = None) -> None:
-        """Queued after HOLD_S, or sooner when another ledger call comes first (jobs keep their
-        order either way); `then` runs on the worker once the record is written."""
-        self._held.append((Ledger.record_end, (rec,)))
+        """`then` runs on the worker once the record is written."""
+        self._submit(Ledger.record_end, rec)
         if then is not None:
-            self._held.append((None, (then,)))
-        if self._closed:  # nothing to wait for: said at once (it is not written)
-            self.release()
-        elif self._release_timer is None:
-            try:
-                self._release_timer = asyncio.get_running_loop().call_later(HOLD_S, self.release)
-            except RuntimeError:  # no loop (a synchronous caller): nothing to wait for
-                self.release()
-
-    def release(self) -> None:
-        """Send the held end records to the thread now."""
-        if self._release_timer is not None:
-            self._release_timer.cancel()
-            self._release_timer = None
-        held, self._held = self._held, []
-        for fn, args in held:
-            if fn is None:
-                self._after(*args)
-            else:
-                self._put(fn, *args)
+            self.after(then)
 
     def forget(self, task_ids: list[int]) -> None:
         self._submit(Ledger.forget, task_ids)
@@ -100,39 +73,28 @@ class LedgerWorker:
     # --- plumbing -----------------------------------------------------------------
 
     def _submit(self, fn: Callable[..., Any], *args: Any) -> None:
-        self.release()
-        self._put(fn, *args)
-
-    def _put(self, fn: Callable[..., Any], *args: Any) -> None:
         try:
             self._pool.submit(self._logged, fn, args)
         except RuntimeError:  # the pool is shut down: the worker was closed
             log.error("ledger is closed; %s was not written", fn.__name__)
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        self.release()
         return await asyncio.wrap_future(self._pool.submit(self._invoke, fn, args))
 
     def after(self, fn: Callable[[], None]) -> None:
         """Run fn on the worker once every job submitted before it has run."""
-        self.release()
-        self._after(fn)
-
-    def _after(self, fn: Callable[[], None]) -> None:
         try:
             self._pool.submit(fn)
         except RuntimeError:  # closed: nothing earlier can still be pending either
             fn()
 
     async def flush(self) -> None:
-        self.release()
         if not self._closed:  # jobs run in order, so a no-op finishing means every earlier one has
             await asyncio.wrap_future(self._pool.submit(lambda: None))
 
     async def close(self) -> None:
         if self._closed:
             return
-        self.release()
         self._closed = True
         try:
             # Shielded: a cancelled close must still close the connection after the queued writes.

@@ -38,6 +38,8 @@ log = logs.get("plugkit.tasks")
 KEEP_FINISHED = 256
 # How long task.input waits for a task still starting (a compile step, say) to have its process.
 INPUT_START_WAIT_S = 30.0
+
+
 @dataclass(frozen=True)
 class Waited:
     """Why task.wait returned: the text appeared (where), the task ended, or time ran out."""
