@@ -47,16 +47,14 @@ if _json is not None:
         start = len(text) - len(text.lstrip(_SPACE))
         try:
             value, end = _scan(text, start)
-        except StopIteration as exc:
-            raise ValueError(f"Expecting value: char {exc.value}") from None
-        except Exception:  # noqa: BLE001 - the C scanner reports most malformed text through
-            # json.decoder, which is not imported here: it raises SystemError instead ("returned
-            # NULL without setting an exception"). The error path may pay for the real module.
-            import json
+        except Exception:  # noqa: BLE001 - StopIteration when there is no value; for most other
+            # malformed text the C scanner reports through json.decoder, not imported here, and
+            # raises SystemError instead ("returned NULL without setting an exception").
+            end = -1
+        if end < 0 or text[end:].strip(_SPACE):  # not one JSON document: the error path pays for
+            import json  # the real module, whose JSONDecodeError (a ValueError) says what is wrong
 
-            return json.loads(text)  # a JSONDecodeError (a ValueError) saying what is wrong
-        if text[end:].strip(_SPACE):
-            raise ValueError(f"Extra data: char {end}")
+            return json.loads(text)
         return value
 
     def dumps(obj: object) -> str:
