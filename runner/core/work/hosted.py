@@ -26,7 +26,7 @@ from typing import Optional
 import psutil
 
 from plugkit.work.capabilities import Capabilities, Capability
-from runner.core.work.model import MAX_REFUSED
+from runner.core.work.model import with_refused
 from runner.executors.worker import drop_file, mint_file, relay_targets
 from runner.system import netrelay
 
@@ -126,7 +126,7 @@ class HostedAttempts:
         """Its call the capability refused: kept for the node side to relay to the item."""
         h = self._by_session.get(session_id)
         if h is not None:
-            h.refused = (h.refused + [what[:300]])[-MAX_REFUSED:]
+            h.refused = with_refused(h.refused, what)
             h.refusals += 1
 
     def __len__(self) -> int:

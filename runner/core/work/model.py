@@ -21,6 +21,11 @@ REPLACED, MAX_REPLACEMENTS = WORK_REPLACED_REASONS, WORK_MAX_REPLACEMENTS
 MAX_REFUSED = 20  # the refused calls kept on an item, newest last
 
 
+def with_refused(kept: list[str], what: str) -> list[str]:
+    """A worker's refused calls with one more: bounded in number and length, newest last."""
+    return (kept + [what[:300]])[-MAX_REFUSED:]
+
+
 class BadMove(Exception):
     """A move the vocab's table does not allow: a bug in the work core, never a person's error."""
 
@@ -113,7 +118,7 @@ class ItemRun:
         self.phases.setdefault(name, now)
 
     def note_refused(self, what: str) -> None:
-        self.refused = (self.refused + [what[:300]])[-MAX_REFUSED:]
+        self.refused = with_refused(self.refused, what)
 
 
 @dataclass
