@@ -7,6 +7,7 @@ CASES follows scripts/bench.py: name -> fn(quick) -> list[Row]. Run alone with
 import asyncio
 import os
 import sys
+import shutil
 import tempfile
 import time
 import warnings
@@ -69,6 +70,7 @@ async def _bare_pyppeteer(warm_runs: int) -> tuple[float, list[float]]:
         return cold, warm
     finally:
         await browser.close()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 def case_cold(quick: bool) -> list[Row]:
