@@ -50,7 +50,9 @@ class Runner:
     templates spell literally (java beside javac): resolve() checks they exist
     and puts their full path in. `search` lists dirs tried after $PATH, for
     toolchains whose installers do not put themselves on a daemon's PATH
-    (rustup's ~/.cargo/bin is only added by login shells).
+    (rustup's ~/.cargo/bin is only added by login shells). `twin_of`: this program is
+    another build of that one, taken only where the search finds both in one directory
+    (Debian's bash-static beside the bash the caller's PATH picks, never a bash of its own).
     """
 
     program: str
@@ -59,6 +61,7 @@ class Runner:
     min_version: tuple[int, ...] | None = None
     needs: tuple[str, ...] = ()
     search: tuple[str, ...] = ()
+    twin_of: str | None = None
 
     def __post_init__(self) -> None:
         if not self.run:
