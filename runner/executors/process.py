@@ -199,9 +199,7 @@ class ProcessExecutor:
                 workdir = tempfile.mkdtemp(prefix=f"task_{io.id}-", dir=tmp_root)
                 file = _write_tree(workdir, layout, f"task_{io.id}{layout.suffix}")
             else:
-                fd, file = tempfile.mkstemp(prefix=f"task_{io.id}-", suffix=layout.suffix, dir=tmp_root)
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(layout.source)
+                file = _write_code(tmp_root, f"task_{io.id}", layout.suffix, layout.source.encode())
             out_dir = workdir or tmp_root
             names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{io.id}.out"), dir=out_dir)
             child_env = self.child_env(io, env, layout.env, environ)
@@ -347,6 +345,26 @@ def _task_cgroups(home: str, runner_id: str) -> Optional[cgroups.TaskCgroups]:
         return cgroups.TaskCgroups(mode, home, runner_id)
     except OSError:
         return None
+
+
+def _write_code(folder: str, name: str, suffix: str, data: bytes) -> str:
+    """The code file, 0600: named by the task id in this runner's private dir (ids never repeat),
+    so a plain exclusive create; a name already taken (a file left by a crash) gets a random one."""
+    path = os.path.join(folder, name + suffix)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        fd, path = tempfile.mkstemp(prefix=f"{name}-", suffix=suffix, dir=folder)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except BaseException:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    os.close(fd)
+    return path
 
 
 def _write_tree(workdir: str, layout: Layout, default_name: str) -> str:
