@@ -28,7 +28,8 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
     limits = config.limits
     runtime = Runtime(home=config.home, port=config.port, token=token, runner_id=runner_id)
     ledger = LedgerWorker(lambda: Ledger(paths.ledger_file(config.home),
-                                         retention_s=limits.ledger_retention_s, max_rows=limits.ledger_max_rows))
+                                         retention_s=limits.ledger_retention_s, max_rows=limits.ledger_max_rows),
+                          journal=paths.ledger_file(config.home))
     capabilities = Capabilities()  # minted by the worker executor, checked by the HTTP guard
     hosted = HostedAttempts(capabilities, config.home)  # a node's runner: attempts a remote supervisor placed here
     executors = registry.build(registry.ExecutorContext(

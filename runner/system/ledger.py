@@ -6,7 +6,7 @@ import os
 import sqlite3
 import time
 from dataclasses import dataclass, fields
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from plugkit.vocab import END_REASONS, KILLED, LIVE_STATES
 
@@ -52,6 +52,7 @@ _SESSION = (f"SELECT {', '.join(c if c != 'output_tail' else repr('') for c in _
             " WHERE session_id = ? ORDER BY task_id")
 _INSERT = f"INSERT INTO tasks ({', '.join(_COLS)}) VALUES ({', '.join(':' + c for c in _COLS)})"
 _UPSERT = _INSERT + " ON CONFLICT (task_id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _COLS[1:])
+_INSERT_NEW = _INSERT + " ON CONFLICT (task_id) DO NOTHING"
 _LIVE_SET = f"({', '.join('?' * len(LIVE))})"
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
@@ -173,6 +174,17 @@ class Ledger:
 
     def record_end(self, rec: TaskRecord) -> None:
         self._conn.execute(_UPSERT, self._params(rec))
+
+    def apply(self, batch: Iterable[tuple[str, TaskRecord]]) -> None:
+        """Journaled records (runner/system/ledger_journal.py) in one transaction: an end is the
+        whole record; a start never overwrites one already there (a replay runs it twice). A
+        record the table refuses is logged and skipped, the rest are kept."""
+        with self._tx() as db:
+            for kind, rec in batch:
+                try:
+                    db.execute(_UPSERT if kind == "end" else _INSERT_NEW, self._params(rec))
+                except sqlite3.IntegrityError:
+                    log.exception("ledger record of task_%s refused", rec.task_id)
 
     def _params(self, rec: TaskRecord) -> dict[str, Any]:
         # Not dataclasses.asdict: its deep copy was a third of the cost of a whole write.

@@ -1,15 +1,19 @@
 """The ledger's own thread: a Ledger runs on one dedicated worker thread, so sqlite never blocks
-the event loop and jobs run in the order they were given."""
+the event loop and jobs run in the order they were given. Task records go through the journal
+(ledger_journal.py) first: appended at once, committed in batches."""
 
 import asyncio
 import concurrent.futures
 import logging
 from typing import Any, Callable, Optional, TypeVar
 
+from runner.system import ledger_journal
 from runner.system.ledger import Ledger, TaskRecord
 
 log = logging.getLogger("plugkit.store")
 T = TypeVar("T")
+HOLD_S = 0.02  # journaled records reach sqlite this long after the first of a batch
+HOLD_MAX = 256  # or at once, past this many
 
 
 class LedgerWorker:
@@ -18,19 +22,35 @@ class LedgerWorker:
     One typed method per Ledger operation: awaited ones answer; fire-and-forget ones (writes
     on the task hot path) are queued in order and a failure is logged, never raised."""
 
-    def __init__(self, ledger_factory: Callable[[], Ledger]) -> None:
+    def __init__(self, ledger_factory: Callable[[], Ledger], journal: Optional[str] = None) -> None:
+        """`journal`: the ledger's path, where the journal files go (None: every record is a job)."""
         self._factory = ledger_factory
+        self._journal_at = journal
+        self._journal: Optional[ledger_journal.Journal] = None  # appended on the loop's thread only
+        self._pending: list[tuple[str, TaskRecord]] = []
+        self._then: list[Callable[[], None]] = []
+        self._timer: Optional[asyncio.TimerHandle] = None
         self._ledger: Optional[Ledger] = None  # read and written on the worker thread only
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="plugkit-ledger")
         self._closed = False
 
     async def start(self) -> Optional[str]:
-        """Open the ledger on the worker thread; returns where a corrupt file was moved, if it was."""
-        return await asyncio.wrap_future(self._pool.submit(self._open))
+        """Open the ledger on the worker thread, replaying what a dead runner left in its journal;
+        returns where a corrupt file was moved, if it was."""
+        moved = await asyncio.wrap_future(self._pool.submit(self._open))
+        if self._journal_at is not None and not self._closed:
+            try:
+                self._journal = ledger_journal.Journal(self._journal_at)
+            except OSError:
+                log.exception("ledger journal cannot be opened; records go to sqlite one job each")
+        return moved
 
     def _open(self) -> Optional[str]:
         # Assigned here, not on the loop, so writes submitted while start() awaits already see it.
         self._ledger = self._factory()
+        if self._journal_at is not None:  # before this runner's own journal exists
+            for path in ledger_journal.left_behind(self._journal_at):
+                self._apply(list(ledger_journal.read(path)), [], path)
         return self._ledger.recovered_from
 
     # --- awaited ------------------------------------------------------------------
@@ -59,10 +79,15 @@ class LedgerWorker:
     # --- queued -------------------------------------------------------------------
 
     def record_start(self, rec: TaskRecord) -> None:
-        self._submit(Ledger.record_start, rec)
+        if not self._hold("start", rec):
+            self._submit(Ledger.record_start, rec)
 
     def record_end(self, rec: TaskRecord, then: Optional[Callable[[], None]] = None) -> None:
         """`then` runs on the worker once the record is written."""
+        if self._hold("end", rec):
+            if then is not None:
+                self._then.append(then)
+            return
         self._submit(Ledger.record_end, rec)
         if then is not None:
             self.after(then)
@@ -70,35 +95,96 @@ class LedgerWorker:
     def forget(self, task_ids: list[int]) -> None:
         self._submit(Ledger.forget, task_ids)
 
+    # --- the journal ----------------------------------------------------------------
+
+    def _hold(self, kind: str, rec: TaskRecord) -> bool:
+        """Journal the record and hold it for the next batch (False: no journal, submit it)."""
+        if self._journal is None:
+            return False
+        try:
+            self._journal.append(kind, rec)
+        except OSError:
+            log.exception("ledger journal append failed; task_%s goes to sqlite directly", rec.task_id)
+            return False
+        self._pending.append((kind, rec))
+        if len(self._pending) >= HOLD_MAX:
+            self._flush()
+        elif self._timer is None:
+            try:
+                self._timer = asyncio.get_running_loop().call_later(HOLD_S, self._flush)
+            except RuntimeError:  # no loop running: no batch to wait for
+                self._flush()
+        return True
+
+    def _flush(self) -> None:
+        """Hand the held records to the thread; every other job calls this first, so jobs keep
+        the order they were given in."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._pending and not self._then:
+            return
+        batch, thens, self._pending, self._then = self._pending, self._then, [], []
+        done = None
+        try:
+            done = self._journal.rotate() if self._journal is not None else None
+        except OSError:  # the records stay in the file, replayed (harmlessly twice) at a boot
+            log.exception("ledger journal rotation failed")
+        try:
+            self._pool.submit(self._apply, batch, thens, done)
+        except RuntimeError:
+            log.error("ledger is closed; %d records were not written", len(batch))
+
+    def _apply(self, batch: list, thens: list, done: Optional[str]) -> None:
+        try:
+            self._invoke(Ledger.apply, (batch,))
+        except Exception:  # the file stays: the next boot replays it
+            log.exception("ledger batch of %d records failed", len(batch))
+        else:
+            if done is not None:
+                ledger_journal.remove(done)
+        for fn in thens:
+            try:
+                fn()
+            except Exception:
+                log.exception("ledger follow-up failed")
+
     # --- plumbing -----------------------------------------------------------------
 
     def _submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._flush()
         try:
             self._pool.submit(self._logged, fn, args)
         except RuntimeError:  # the pool is shut down: the worker was closed
             log.error("ledger is closed; %s was not written", fn.__name__)
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        self._flush()
         return await asyncio.wrap_future(self._pool.submit(self._invoke, fn, args))
 
     def after(self, fn: Callable[[], None]) -> None:
         """Run fn on the worker once every job submitted before it has run."""
+        self._flush()
         try:
             self._pool.submit(fn)
         except RuntimeError:  # closed: nothing earlier can still be pending either
             fn()
 
     async def flush(self) -> None:
+        self._flush()
         if not self._closed:  # jobs run in order, so a no-op finishing means every earlier one has
             await asyncio.wrap_future(self._pool.submit(lambda: None))
 
     async def close(self) -> None:
         if self._closed:
             return
+        self._flush()
         self._closed = True
         try:
             # Shielded: a cancelled close must still close the connection after the queued writes.
             await asyncio.shield(asyncio.wrap_future(self._pool.submit(self._close_ledger)))
+            if self._journal is not None:
+                self._journal.close()  # every batch is committed: its last, empty file goes
         finally:
             self._pool.shutdown(wait=False)  # the thread exits as soon as it reads the sentinel
 
