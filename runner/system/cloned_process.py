@@ -42,13 +42,22 @@ class _WritePipe(asyncio.BaseProtocol):
 
 
 class ClonedProcess:
-    def __init__(self, loop: asyncio.AbstractEventLoop, protocol: asyncio.SubprocessProtocol,
-                 pid: int, pidfd: int) -> None:
-        self.loop, self.protocol, self.pid, self.pidfd = loop, protocol, pid, pidfd
+    def __init__(self, loop: asyncio.AbstractEventLoop, protocol: asyncio.SubprocessProtocol) -> None:
+        self.loop, self.protocol = loop, protocol
+        self.pid: Optional[int] = None
+        self.pidfd: Optional[int] = None
         self.returncode: Optional[int] = None
         self.pipes: dict[int, asyncio.BaseTransport] = {}
         self._closed = False
-        loop.add_reader(pidfd, self._exited)
+
+    def started(self, pid: int, pidfd: int) -> None:
+        self.pid, self.pidfd = pid, pidfd
+        self.loop.add_reader(pidfd, self._exited)
+
+    def abandon(self) -> None:
+        """The clone failed: the pipes close without telling the task (the shim may run it yet)."""
+        self.protocol = asyncio.SubprocessProtocol()
+        self.close()
 
     def get_pid(self) -> int:
         return self.pid
@@ -80,7 +89,7 @@ class ClonedProcess:
         self._closed = True
         for pipe in self.pipes.values():
             pipe.close()
-        if self.returncode is None:
+        if self.returncode is None and self.pidfd is not None:
             try:
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
             except OSError:
@@ -96,30 +105,28 @@ async def spawn(protocol_factory, found: str, argv: list[str], env: Mapping[str,
     in_r, in_w = os.pipe2(os.O_CLOEXEC)
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    protocol = protocol_factory()
+    proc = ClonedProcess(loop, protocol)
+    protocol.connection_made(proc)  # type: ignore[arg-type]
+    files = {0: open(in_w, "wb", buffering=0), 1: open(out_r, "rb", buffering=0), 2: open(err_r, "rb", buffering=0)}
     try:
+        # Our ends are watched before the child exists: the parent of a vfork resumes late (often
+        # once the child has run its course), and then only the exit is left to see.
+        proc.pipes[0], _ = await loop.connect_write_pipe(lambda: _WritePipe(proc), files[0])
+        for fd in (1, 2):
+            proc.pipes[fd], _ = await loop.connect_read_pipe(lambda fd=fd: _ReadPipe(proc, fd), files[fd])
         child = clone_spawn.HELPER.spawn(path, argv, env, cwd, cgroup_dir, (in_r, out_w, err_w))
     except BaseException:
-        for fd in (in_w, out_r, err_r):
-            os.close(fd)
+        for fd, file in files.items():
+            if fd not in proc.pipes:
+                file.close()
+        proc.abandon()
         raise
     finally:
         for fd in (in_r, out_w, err_w):
             os.close(fd)
     subreaper.SPAWNED.add(child.pid)
-    protocol = protocol_factory()
-    proc = ClonedProcess(loop, protocol, child.pid, child.pidfd)
-    protocol.connection_made(proc)  # type: ignore[arg-type]
-    files = {0: open(in_w, "wb", buffering=0), 1: open(out_r, "rb", buffering=0), 2: open(err_r, "rb", buffering=0)}
-    try:
-        proc.pipes[0], _ = await loop.connect_write_pipe(lambda: _WritePipe(proc), files[0])
-        for fd in (1, 2):
-            proc.pipes[fd], _ = await loop.connect_read_pipe(lambda fd=fd: _ReadPipe(proc, fd), files[fd])
-    except BaseException:
-        for fd, file in files.items():
-            if fd not in proc.pipes:
-                file.close()
-        proc.close()
-        raise
+    proc.started(child.pid, child.pidfd)
     return proc, protocol
 
 
