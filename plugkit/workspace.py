@@ -25,11 +25,10 @@ from plugkit import paths
 
 STATE_DIR = ".plugkit"
 PRD_FILE = ".prd"
-MARKERS = (
-    ".git", PRD_FILE,
-    os.path.join(STATE_DIR, "config.toml"), os.path.join(STATE_DIR, "state.json"),
-    os.path.join(STATE_DIR, "lang"), os.path.join(STATE_DIR, "memory"),
-)
+# Markers directly in a directory, then those inside its .plugkit/ (looked for only when it exists).
+TOP_MARKERS = (".git", PRD_FILE)
+STATE_MARKERS = ("config.toml", "state.json", "lang", "memory")
+MARKERS = (*TOP_MARKERS, *(os.path.join(STATE_DIR, m) for m in STATE_MARKERS))
 HOW_TO_PICK = ("run it from your project's directory (or pass --cwd DIR); a directory becomes a "
                "workspace with `git init` or a .plugkit/config.toml in it")
 
@@ -42,12 +41,23 @@ class NotAWorkspace(ValueError):
 Never = "tuple[tuple[str, str, bool], ...]"
 
 
+# (state dir, $HOME) as named -> their realpaths: each exec asks, and a realpath is a stat per
+# path component. A dict, not functools (the client imports this module on its hot path).
+_NEVER: dict = {}
+
+
 def _never(env: Mapping[str, str]) -> Never:
-    # Below $HOME is where projects live; below the state dir is only plugkit's own files.
-    places = [(os.path.realpath(paths.home(env)), "plugkit's state directory ($PLUGKIT_HOME)", True)]
-    if env.get("HOME"):
-        places.append((os.path.realpath(env["HOME"]), "your home directory ($HOME)", False))
-    return tuple(places)
+    key = (paths.home(env), env.get("HOME") or "")
+    found = _NEVER.get(key)
+    if found is None:
+        # Below $HOME is where projects live; below the state dir is only plugkit's own files.
+        places = [(os.path.realpath(key[0]), "plugkit's state directory ($PLUGKIT_HOME)", True)]
+        if key[1]:
+            places.append((os.path.realpath(key[1]), "your home directory ($HOME)", False))
+        found = tuple(places)
+        if len(_NEVER) < 64:  # a test may make a new $HOME each time: the cache stays small
+            _NEVER[key] = found
+    return found
 
 
 def _why(path: str, never: Never) -> Optional[str]:
@@ -82,12 +92,19 @@ def find_root(cwd: str, env: Optional[Mapping[str, str]] = None) -> str:
     _check(real, never)
     probe = real
     while True:
-        if _why(probe, never) is None and any(os.path.lexists(os.path.join(probe, m)) for m in MARKERS):
+        if _why(probe, never) is None and _marked(probe):
             return probe
         parent = os.path.dirname(probe)
         if parent == probe:
             return real
         probe = parent
+
+
+def _marked(folder: str) -> bool:
+    if any(os.path.lexists(os.path.join(folder, m)) for m in TOP_MARKERS):
+        return True
+    state = os.path.join(folder, STATE_DIR)
+    return os.path.isdir(state) and any(os.path.lexists(os.path.join(state, m)) for m in STATE_MARKERS)
 
 
 def root_or_none(cwd: str, env: Optional[Mapping[str, str]] = None) -> Optional[str]:

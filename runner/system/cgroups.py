@@ -171,9 +171,9 @@ class TaskCgroups:
         return final
 
     def end_now(self, path: str) -> Optional[Usage]:
-        """Kill, read the usage, and one rmdir without waiting: the usage when the cgroup is gone,
-        None when it still holds a process or a child cgroup (remove() waits for those)."""
-        self.kill(path)
+        """The usage and one rmdir, without waiting: the usage when the cgroup is gone, None when
+        it still holds a process or a child cgroup (end() kills and waits for those). Nothing to
+        kill when the rmdir succeeds: the kernel removes only an empty cgroup."""
         final = self.usage(path)
         try:
             os.rmdir(path)
