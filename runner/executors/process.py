@@ -12,22 +12,18 @@ joined before the task runs any code: what leaves the group and drops its tags
 
 import asyncio
 import fcntl
-import glob
 import os
 import shutil
-import stat
 import tempfile
 import time
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-import psutil
-
 from plugkit import languages
 from plugkit.languages import projects as lang_projects
 from plugkit.languages.model import Layout
 from plugkit.refusals import Invalid, Unavailable
-from runner.executors import boxed
+from runner.executors import boxed, task_files
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.system import cgroups, clone_spawn, cloned_process
 from runner.system import kill as kill_mod
@@ -197,9 +193,9 @@ class ProcessExecutor:
         try:
             if layout.in_dir:
                 workdir = tempfile.mkdtemp(prefix=f"task_{io.id}-", dir=tmp_root)
-                file = _write_tree(workdir, layout, f"task_{io.id}{layout.suffix}")
+                file = task_files.write_tree(workdir, layout, f"task_{io.id}{layout.suffix}")
             else:
-                file = _write_code(tmp_root, f"task_{io.id}", layout.suffix, layout.source.encode())
+                file = task_files.write_code(tmp_root, f"task_{io.id}", layout.suffix, layout.source.encode())
             out_dir = workdir or tmp_root
             names = dict(layout.values, file=file, out=os.path.join(out_dir, f"task_{io.id}.out"), dir=out_dir)
             child_env = self.child_env(io, env, layout.env, environ)
@@ -219,7 +215,7 @@ class ProcessExecutor:
                 shutil.rmtree(workdir, ignore_errors=True)
             elif file:
                 os.unlink(file)
-            _remove_leftovers(layout.leftovers)
+            task_files.remove_leftovers(layout.leftovers)
 
     async def run_argv(self, io: TaskIO, argv: list[str], stdin: Optional[str],
                        env: Optional[Mapping[str, str]], extra_env: Optional[Mapping[str, str]] = None,
@@ -305,35 +301,10 @@ def outcome_of(task_id: int, rc: int, compiled: bool, compile_hint: Optional[str
     return Outcome("failed", "exit_nonzero", exit_code=rc, message=f"task_{task_id} exited with code {rc}")
 
 
-TMP_PREFIX = "plugkit-tasks-"
-
-
-def task_dir() -> str:
-    """Task code files live outside the home: a task's own argv (`bash <file>`) names its
-    file's directory, and the home holds the token. A fresh private dir (0700, random name)
-    per runner, named with its pid; the dirs of runners no longer alive are removed first,
-    since one killed with -9 cannot clean up after itself and /tmp is shared. Only this
-    user's real directories whose pid is gone: any live process keeps its dir (pid reuse
-    only delays a removal)."""
-    base = tempfile.gettempdir()
-    for name in os.listdir(base):
-        pid = name[len(TMP_PREFIX):].partition("-")[0] if name.startswith(TMP_PREFIX) else ""
-        if not pid.isdigit() or psutil.pid_exists(int(pid)):
-            continue
-        path = os.path.join(base, name)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if st.st_uid == os.getuid() and stat.S_ISDIR(st.st_mode):
-            shutil.rmtree(path, ignore_errors=True)
-    return tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-")
-
-
 def make(ctx) -> ProcessExecutor:
     return ProcessExecutor(ProcessSpec(runner_id=ctx.runner_id, home=ctx.home,
                                        kill_grace_s=ctx.limits.kill_grace_s,
-                                       tmp_root=task_dir(), python=ctx.python,
+                                       tmp_root=task_files.task_dir(), python=ctx.python,
                                        cgroup_set=_task_cgroups(ctx.home, ctx.runner_id) if ctx.cgroups else None))
 
 
@@ -345,49 +316,6 @@ def _task_cgroups(home: str, runner_id: str) -> Optional[cgroups.TaskCgroups]:
         return cgroups.TaskCgroups(mode, home, runner_id)
     except OSError:
         return None
-
-
-def _write_code(folder: str, name: str, suffix: str, data: bytes) -> str:
-    """The code file, 0600: named by the task id in this runner's private dir (ids never repeat),
-    so a plain exclusive create; a name already taken (a file left by a crash) gets a random one."""
-    path = os.path.join(folder, name + suffix)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        fd, path = tempfile.mkstemp(prefix=f"{name}-", suffix=suffix, dir=folder)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    except BaseException:
-        os.close(fd)
-        os.unlink(path)
-        raise
-    os.close(fd)
-    return path
-
-
-def _write_tree(workdir: str, layout: Layout, default_name: str) -> str:
-    """Write the layout's files into the task dir; returns the code file's path."""
-    file = os.path.join(workdir, layout.filename or default_name)
-    for rel, text in ((layout.filename or default_name, layout.source), *layout.files):
-        path = os.path.join(workdir, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    return file
-
-
-def _remove_leftovers(patterns: tuple[str, ...]) -> None:
-    for pattern in patterns:
-        for path in glob.glob(pattern):
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
 
 
 F_SETPIPE_SZ = 1031  # Linux fcntl: resize a pipe's kernel buffer

@@ -42,6 +42,15 @@ class Spawned:
     pidfd: int
 
 
+@dataclass(frozen=True)
+class Program:
+    path: str
+    c_path: bytes
+    c_argv: object
+    c_env: object
+    cwd: Optional[str]
+
+
 class SpawnError(OSError):
     """The child could not run the program (stage: setup, chdir or exec); errno as the kernel said."""
 
@@ -86,16 +95,26 @@ class Helper:
     def spawn(self, path: str, argv: list[str], env: Mapping[str, str], cwd: Optional[str],
               cgroup_dir: str, fds: tuple[int, int, int]) -> Spawned:
         """Blocking for the time of a vfork: clone into cgroup_dir, then exec path with argv and env."""
-        fn = self._fn
-        assert fn is not None
+        return self.clone(self.program(path, argv, env, cwd), cgroup_dir, fds)
+
+    @staticmethod
+    def program(path: str, argv: list[str], env: Mapping[str, str], cwd: Optional[str]) -> Program:
+        """What the child execs, as C strings; ValueError for what C would misread (before any fd
+        or process exists)."""
         c_argv = _strings([os.fsencode(a) for a in argv])
         if any("=" in k or not k for k in env):  # as subprocess: never a variable misread by the child
             raise ValueError("illegal environment variable name")
         c_env = _strings([os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()])
+        return Program(path, os.fsencode(path), c_argv, c_env, cwd)
+
+    def clone(self, program: Program, cgroup_dir: str, fds: tuple[int, int, int]) -> Spawned:
+        fn = self._fn
+        assert fn is not None
+        path, cwd = program.path, program.cwd
         pidfd, stage = ctypes.c_int(-1), ctypes.c_int(0)
         cgroup_fd = os.open(cgroup_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            pid = fn(os.fsencode(path), c_argv, c_env, os.fsencode(cwd) if cwd else None, cgroup_fd,
+            pid = fn(program.c_path, program.c_argv, program.c_env, os.fsencode(cwd) if cwd else None, cgroup_fd,
                      fds[0], fds[1], fds[2], ctypes.byref(pidfd), ctypes.byref(stage))
         finally:
             os.close(cgroup_fd)

@@ -102,6 +102,7 @@ async def spawn(protocol_factory, found: str, argv: list[str], env: Mapping[str,
     in a session of its own."""
     loop = asyncio.get_running_loop()
     path = argv[0] if "/" in argv[0] else found  # with a slash: relative to the task's cwd, as exec is
+    program = clone_spawn.HELPER.program(path, argv, env, cwd)  # a bad argv or env: before any fd
     in_r, in_w = os.pipe2(os.O_CLOEXEC)
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
@@ -115,16 +116,19 @@ async def spawn(protocol_factory, found: str, argv: list[str], env: Mapping[str,
         proc.pipes[0], _ = await loop.connect_write_pipe(lambda: _WritePipe(proc), files[0])
         for fd in (1, 2):
             proc.pipes[fd], _ = await loop.connect_read_pipe(lambda fd=fd: _ReadPipe(proc, fd), files[fd])
-        child = clone_spawn.HELPER.spawn(path, argv, env, cwd, cgroup_dir, (in_r, out_w, err_w))
-    except BaseException:
+        child = clone_spawn.HELPER.clone(program, cgroup_dir, (in_r, out_w, err_w))
+    except BaseException as exc:
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
         for fd, file in files.items():
             if fd not in proc.pipes:
                 file.close()
         proc.abandon()
+        if not isinstance(exc, asyncio.CancelledError):
+            await asyncio.sleep(0)  # the transports' closes run: no pipe end outlives the failure
         raise
-    finally:
-        for fd in (in_r, out_w, err_w):
-            os.close(fd)
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
     subreaper.SPAWNED.add(child.pid)
     proc.started(child.pid, child.pidfd)
     return proc, protocol

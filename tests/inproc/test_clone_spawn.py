@@ -117,6 +117,7 @@ class _Sink(asyncio.SubprocessProtocol):
 
 async def test_a_failed_exec_or_chdir_is_an_oserror_and_leaves_no_child(scratch_cgroup, tmp_path):
     assert await clone_spawn.HELPER.ready(None)
+    fds = len(os.listdir("/proc/self/fd"))
     with pytest.raises(OSError) as missing:
         await cloned_process.spawn(_Sink, "/nonexistent/prog", ["/nonexistent/prog"], {}, None, scratch_cgroup)
     assert missing.value.errno == errno.ENOENT and missing.value.stage == "exec"
@@ -124,6 +125,8 @@ async def test_a_failed_exec_or_chdir_is_an_oserror_and_leaves_no_child(scratch_
         await cloned_process.spawn(_Sink, "/bin/true", ["true"], {}, str(tmp_path / "gone"), scratch_cgroup)
     assert no_dir.value.errno == errno.ENOENT and no_dir.value.stage == "chdir"
     assert cgroups.members(scratch_cgroup) == []
+    # The pipes were watched before the clone: the failure closes them all the same.
+    assert len(os.listdir("/proc/self/fd")) == fds
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)  # both children were reaped by the helper itself
 

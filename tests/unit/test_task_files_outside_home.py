@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 
-from runner.executors.process import TMP_PREFIX, task_dir
+from runner.executors.task_files import TMP_PREFIX, task_dir
 
 
 def test_a_dead_runners_task_dir_is_swept_and_a_live_processs_is_kept():
