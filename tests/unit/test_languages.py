@@ -105,6 +105,22 @@ def test_typescript_prefers_deno_then_bun_then_tsx(tmp_path, present, winner, ar
     assert plan.run == (str(tmp_path / winner), *args, "{file}")
 
 
+def test_bash_runs_the_static_build_only_beside_the_callers_bash(tmp_path):
+    system, own = tmp_path / "system", tmp_path / "own"
+    system.mkdir()
+    own.mkdir()
+    fake_program(system, "bash")
+    static = fake_program(system, "bash-static")
+    assert resolve(lookup("bash"), path=str(system)).run == (static, "{file}")
+    # A bash of the caller's own earlier on PATH is the bash that runs, static build or not.
+    mine = fake_program(own, "bash")
+    assert resolve(lookup("bash"), path=f"{own}{os.pathsep}{system}").run == (mine, "{file}")
+    # The static build alone is not the caller's bash: nothing to run bash with.
+    (system / "bash").unlink()
+    with pytest.raises(MissingProgram):
+        resolve(lookup("bash"), path=str(system))
+
+
 def test_typescript_falls_back_to_a_new_enough_node(tmp_path):
     node = fake_program(tmp_path, "node", "v22.6.0")
     plan = resolve(lookup("ts"), path=str(tmp_path))

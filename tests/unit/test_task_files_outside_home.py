@@ -7,8 +7,9 @@ import stat
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
-from runner.executors.task_files import TMP_PREFIX, task_dir
+from runner.executors.task_files import TMP_PREFIX, task_dir, write_code
 
 
 def test_a_dead_runners_task_dir_is_swept_and_a_live_processs_is_kept():
@@ -26,3 +27,13 @@ def test_a_dead_runners_task_dir_is_swept_and_a_live_processs_is_kept():
     finally:
         for path in (dead, live, mine):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_code_file_is_named_by_its_task_and_never_overwrites_one_left_behind(tmp_path):
+    first = write_code(str(tmp_path), "task_7", ".sh", "echo é\n".encode())
+    assert first == str(tmp_path / "task_7.sh")
+    assert oct(os.stat(first).st_mode & 0o777) == oct(0o600)
+    # A file a crash left with that name: the new one gets a name of its own, the old stays.
+    second = write_code(str(tmp_path), "task_7", ".sh", b"true\n")
+    assert second != first and os.path.basename(second).startswith("task_7-") and second.endswith(".sh")
+    assert Path(first).read_bytes() == "echo é\n".encode() and Path(second).read_bytes() == b"true\n"
