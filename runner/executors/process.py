@@ -277,8 +277,9 @@ class ProcessExecutor:
             # Output written just before exit may still be in the pipes; a grandchild
             # holding them open must not keep the task "running" forever.
             try:
-                await asyncio.wait_for(pipes.drained.wait(), DRAIN_S)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(DRAIN_S):
+                    await pipes.drained.wait()
+            except TimeoutError:
                 pass
             _end_group(run.pid)
             return transport.get_returncode()  # type: ignore[return-value]

@@ -248,8 +248,9 @@ class TaskManager(LedgerRecall):
         """Until the task ends or timeout_s passes, whichever is first (never an error)."""
         if timeout_s > 0 and not task.finished:
             try:
-                await asyncio.wait_for(task.done.wait(), timeout_s)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(timeout_s):  # not wait_for: no task of its own, no extra loop pass
+                    await task.done.wait()
+            except TimeoutError:
                 pass
 
     def read(self, task: Task, cursor: Optional[int], max_bytes: int) -> ReadResult:
