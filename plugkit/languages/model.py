@@ -168,4 +168,4 @@ def render(argv: tuple[str, ...], *, file: str, out: str, dir: str, **extra: str
         return values[key]
 
     # One pass per argument, so a path that itself contains "{out}" is never re-expanded.
-    return [_PLACEHOLDER.sub(fill, arg) for arg in argv]
+    return [_PLACEHOLDER.sub(fill, arg) if "{" in arg else arg for arg in argv]

@@ -103,6 +103,8 @@ class SessionRegistry:
 
     def trim_finished(self, session: Session, keep: int) -> None:
         """The per-session cap: the session's oldest finished tasks beyond `keep` leave memory."""
+        if len(session.tasks) <= keep:  # every exec asks: most sessions hold fewer
+            return
         finished = [t for t in session.tasks.values() if t.finished]
         for old in finished[:max(0, len(finished) - keep)]:
             self.forget_task(old)
