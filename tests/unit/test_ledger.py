@@ -1,6 +1,5 @@
 """The ledger: ids that never repeat, records that survive restarts, corruption that never stops a boot."""
 
-import asyncio
 import logging
 import os
 import sqlite3
@@ -17,7 +16,6 @@ import pytest
 from runner.system import ledger as store
 from plugkit.vocab import END_REASONS
 from runner.system.ledger import Ledger, TaskRecord
-from runner.system import ledger_worker
 from runner.system.ledger_worker import LedgerWorker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -383,84 +381,3 @@ async def test_worker_reports_a_recovered_ledger(path):
     finally:
         await worker.close()
 
-
-# --- the journal (runner/system/ledger_journal.py) ---------------------------------------------
-
-
-def journal_files(path: str) -> list[str]:
-    return sorted(p.name for p in Path(path).parent.glob(Path(path).name + ".journal-*"))
-
-
-async def test_journaled_records_are_read_back_at_once_and_committed_in_batches(path):
-    worker = LedgerWorker(lambda: Ledger(path), journal=path)
-    await worker.start()
-    try:
-        for task_id in range(1, 301):  # past HOLD_MAX: one batch goes before the timer
-            worker.record_start(rec(task_id))
-            worker.record_end(done(task_id, output_tail=f"#{task_id}"))
-        # A read is a job: the records held for the batch go before it.
-        assert await worker.get(300) == done(300, output_tail="#300")
-        await worker.flush()
-        assert [await worker.get(t) for t in (1, 150)] == [done(1, output_tail="#1"), done(150, output_tail="#150")]
-        assert len(journal_files(path)) == 1  # committed files are gone; the current one is empty
-        assert os.path.getsize(Path(path).parent / journal_files(path)[0]) == 0
-        worker.record_start(rec(301))
-        await asyncio.sleep(ledger_worker.HOLD_S * 5)  # the timer commits it with nothing awaited
-        with Ledger(path) as other:
-            assert other.get(301) == rec(301)
-    finally:
-        await worker.close()
-    assert journal_files(path) == []
-
-
-def crash_after_journaling(path: str) -> None:
-    """Another process journals three records and dies (os._exit) before any batch is committed."""
-    script = (
-        "import asyncio, os, sys\n"
-        "from runner.system.ledger import Ledger, TaskRecord\n"
-        "from runner.system.ledger_worker import LedgerWorker\n"
-        "async def main():\n"
-        "    w = LedgerWorker(lambda: Ledger(sys.argv[1]), journal=sys.argv[1])\n"
-        "    await w.start()\n"
-        "    w.record_start(TaskRecord(1, 's', '/w', 'bash', 'x', 'running', 1.0))\n"
-        "    w.record_end(TaskRecord(1, 's', '/w', 'bash', 'x', 'completed', 1.0, 2.0, 0, None, 'exit_zero',\n"
-        "                            None, 5, 0, 'done\\n'))\n"
-        "    w.record_start(TaskRecord(2, 's', '/w', 'bash', 'x', 'running', 1.5))\n"
-        "    os._exit(0)\n"
-        "asyncio.run(main())\n"
-    )
-    subprocess.run([sys.executable, "-c", script, path], cwd=ROOT, check=True, timeout=30)
-
-
-async def test_a_dead_runners_journal_is_replayed_by_the_next_start(path):
-    crash_after_journaling(path)
-    with Ledger(path) as led:
-        assert led.get(1) is None  # nothing reached sqlite: only the journal has them
-    assert journal_files(path)
-    worker = LedgerWorker(lambda: Ledger(path), journal=path)
-    await worker.start()
-    try:
-        first = await worker.get(1)
-        assert (first.state, first.exit_code, first.output_tail) == ("completed", 0, "done\n")
-        assert (await worker.get(2)).state == "running"  # the boot's mark_lost ends it as lost
-        assert await worker.mark_lost(NOW) == [2]
-    finally:
-        await worker.close()
-    assert journal_files(path) == []
-
-
-async def test_a_replay_skips_a_torn_line_and_never_undoes_an_end(path):
-    with Ledger(path) as led:
-        led.record_end(done(7))
-    dead = 2 ** 22 + 1  # above pid_max's default: no live process has it
-    journal = Path(f"{path}.journal-{dead}-00000001")
-    journal.write_text('["start",7,"s1","/w","python","' + "ab" * 32 + '","running",1700000000.0,null,null,null,null,'
-                       'null,0,0,""]\n["end",8,"s1"')  # a start replayed after its end; a line cut by the crash
-    worker = LedgerWorker(lambda: Ledger(path), journal=path)
-    await worker.start()
-    try:
-        assert await worker.get(7) == done(7)
-        assert await worker.get(8) is None
-    finally:
-        await worker.close()
-    assert not journal.exists()
