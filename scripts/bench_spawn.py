@@ -82,7 +82,7 @@ def case_cli(n: int) -> list[Row]:
 
 def case_rpc(n: int) -> list[Row]:
     after, before = _pair()
-    new, old, bare = [], [], []
+    new, old, bare, noop = [], [], [], []
     clients = {}
     try:
         clients = {"new": _client(after), "old": _client(before)}
@@ -96,17 +96,23 @@ def case_rpc(n: int) -> list[Row]:
             subprocess.run(["true"])
             bare.append(time.perf_counter() - began)
             time.sleep(GAP_S)
+            began = time.perf_counter()  # what any call costs this far apart, no task at all
+            clients["new"].call("runner.info", {})
+            noop.append(time.perf_counter() - began)
+            time.sleep(GAP_S)
     finally:
         for c in clients.values():
             c.close()
         after.close()
         before.close()
-    n50, o50, b50 = pct(new, 50), pct(old, 50), pct(bare, 50)
+    n50, o50, b50, i50 = pct(new, 50), pct(old, 50), pct(bare, 50), pct(noop, 50)
     return [
         Row("spaced task.exec `true` round trip p50, clone3", ms(n50), f"spawn true {ms(b50)}",
             f"+{ms(n50 - b50)}", f"<= +{ms(RPC_TARGET_S)} over spawn", n50 - b50 <= RPC_TARGET_S),
         Row("spaced task.exec `true` round trip p50, shim (before)", ms(o50), f"spawn true {ms(b50)}",
             f"+{ms(o50 - b50)}", "(reported)", True),
+        Row("spaced no-op runner.info round trip p50 (the same runner)", ms(i50), "same run",
+            f"task.exec is spawn + no-op + {ms(n50 - b50 - i50)}", "(reported)", True),
     ]
 
 
