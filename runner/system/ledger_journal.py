@@ -9,8 +9,9 @@ left before it reads anything.
 
 A file per batch: the loop appends to the current file, a flush hands that file to the thread
 with its records and opens the next, and the thread unlinks it once the batch is committed.
-Named `<ledger>.journal-<pid>-<seq>`, so a boot replays the files of runners no longer alive
-only, oldest first. A line torn by a crash mid-write is the only thing lost, and it is the last.
+Named `<ledger>.journal-<pid>-<start time>-<seq>`, so a boot replays the files of processes no
+longer alive only (a recycled pid is another start time), oldest first. A line torn by a crash
+mid-write is the only thing lost, and it is the last.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class Journal:
     """The appending side, on the event loop's thread."""
 
     def __init__(self, ledger_path: str) -> None:
-        self.prefix = f"{ledger_path}.journal-{os.getpid()}-"
+        self.prefix = f"{ledger_path}.journal-{os.getpid()}-{_born(os.getpid())}-"
         self._seq = 0
         self._fd: Optional[int] = None
         self._path = ""
@@ -73,16 +74,28 @@ class Journal:
 
 
 def left_behind(ledger_path: str) -> list[str]:
-    """Journal files whose runner is gone, oldest runner's first, each in append order."""
+    """Journal files whose process is gone, oldest first, each process's in append order."""
     found = []
-    for path in glob.glob(glob.escape(ledger_path) + ".journal-*-*"):
-        pid, _, seq = path.rsplit(".journal-", 1)[1].partition("-")
-        if not (pid.isdigit() and seq.isdigit()):
+    for path in glob.glob(glob.escape(ledger_path) + ".journal-*-*-*"):
+        parts = path.rsplit(".journal-", 1)[1].split("-")
+        if len(parts) != 3 or not all(p.isdigit() for p in parts):
             continue
-        if int(pid) != os.getpid() and psutil.pid_exists(int(pid)):
-            continue  # a runner of this home still alive (stopping): its own flush commits it
-        found.append((os.stat(path).st_mtime_ns, int(seq), path))
+        pid, born, seq = map(int, parts)
+        if _born(pid) == born:
+            continue  # alive (a runner stopping, another worker of this process): it commits its own
+        try:
+            found.append((os.stat(path).st_mtime_ns, seq, path))
+        except FileNotFoundError:  # committed meanwhile by the process that wrote it
+            continue
     return [path for _, _, path in sorted(found)]
+
+
+def _born(pid: int) -> Optional[int]:
+    """The process's start time in hundredths of a second (None: no such process)."""
+    try:
+        return int(psutil.Process(pid).create_time() * 100)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
 
 
 def read(path: str) -> Iterator[tuple[str, TaskRecord]]:

@@ -80,7 +80,7 @@ async def test_a_replay_skips_a_torn_line_and_never_undoes_an_end(path):
     with Ledger(path) as led:
         led.record_end(done(7))
     dead = 2 ** 22 + 1  # above pid_max's default: no live process has it
-    journal = Path(f"{path}.journal-{dead}-00000001")
+    journal = Path(f"{path}.journal-{dead}-170000000000-00000001")
     journal.write_text('["start",7,"s1","/w","python","' + "ab" * 32 + '","running",1700000000.0,null,null,null,null,'
                        'null,0,0,""]\n["end",8,"s1"')  # a start replayed after its end; a line cut by the crash
     worker = LedgerWorker(lambda: Ledger(path), journal=path)
@@ -91,3 +91,24 @@ async def test_a_replay_skips_a_torn_line_and_never_undoes_an_end(path):
     finally:
         await worker.close()
     assert not journal.exists()
+
+
+async def test_a_journal_of_a_live_process_is_never_replayed_and_one_of_a_recycled_pid_is(path):
+    # Two workers of one home in one process (an in-process test's runners): neither takes the
+    # other's file; a file named with this pid but another start time is a dead process's.
+    first = LedgerWorker(lambda: Ledger(path), journal=path)
+    await first.start()
+    first.record_start(rec(1))
+    [live] = [Path(path).parent / name for name in journal_files(path)]
+    recycled = Path(f"{path}.journal-{os.getpid()}-1-00000001")
+    recycled.write_text(live.read_text())
+    second = LedgerWorker(lambda: Ledger(path), journal=path)
+    await second.start()
+    try:
+        assert not recycled.exists() and await second.get(1) == rec(1)  # replayed by the start
+        assert live.exists() and live.read_text()  # the live worker's file is still its own
+        await first.flush()
+    finally:
+        await first.close()
+        await second.close()
+    assert journal_files(path) == []
