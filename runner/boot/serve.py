@@ -76,6 +76,13 @@ async def serve(sock: socket.socket, config: RunnerConfig, runner_id: str,
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, told_to_stop)
+        # The loop runs told_to_stop only a pass after it reads the signal off its self-pipe. A
+        # runner not on a CPU when kill-port signals it and then its tree (a loaded machine) gets
+        # the task's exit from a select that returned before the signal was delivered, and with
+        # no await left on the way to the task's end, the task ended first as 'failed sig 15'.
+        # The interpreter runs this handler at the main thread's next bytecode once the signal
+        # is delivered: before the loop looks at what that select returned.
+        signal.signal(signum, lambda _signum, _frame: ctx.tasks.stopping())
     log.info("runner_started", pid=runtime.pid, port=port, home=home,
              runner_id=runtime.runner_id, boot_ms=round((time.time() - runtime.started_at) * 1000, 1))
     try:
