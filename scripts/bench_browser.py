@@ -70,6 +70,10 @@ async def _bare_pyppeteer(warm_runs: int) -> tuple[float, list[float]]:
         return cold, warm
     finally:
         await browser.close()
+        # pyppeteer waits for Chromium to exit only with a profile of its own: ours is removed
+        # once the process is gone, else Chromium writes its session files back after the rmtree.
+        if browser.process is not None:
+            await asyncio.to_thread(browser.process.wait, 10)
         shutil.rmtree(profile, ignore_errors=True)
 
 
