@@ -261,11 +261,8 @@ def read_usage(path: str, memory: bool) -> Usage:
     if memory:
         for name in ("memory.peak", "memory.current"):  # memory.peak is 5.19+
             text = _read(os.path.join(path, name))
-            try:
-                peak = int(text) if text is not None else None
-            except ValueError:
-                continue
-            if peak is not None:
+            if text is not None and text.strip().isdigit():
+                peak = int(text)
                 break
     return Usage(cpu, peak)
 
