@@ -197,10 +197,11 @@ def body_guard(guard: ConnGuard) -> Callable:
         try:
             if request.body_exists:
                 try:
-                    await asyncio.wait_for(request.read(), BODY_DEADLINE_S)
+                    async with asyncio.timeout(BODY_DEADLINE_S):  # not wait_for: no task, no loop passes of its own
+                        await request.read()
                 except web.HTTPRequestEntityTooLarge:
                     return web.json_response({"error": "body too large"}, status=413)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     log.warning("request_refused", status=408, reason="body_deadline", path=request.path)
                     # Connection: close; the unread rest lingers at most lingering_time (serve.py).
                     raise web.HTTPRequestTimeout(text=f"body not sent within {BODY_DEADLINE_S:g}s",

@@ -46,8 +46,10 @@ class Spawned:
 class Program:
     path: str
     c_path: bytes
-    c_argv: object
-    c_env: object
+    argv: bytes  # argc strings laid end to end, each ending in NUL (the C side splits them)
+    argc: int
+    env: bytes
+    envc: int
     cwd: Optional[str]
 
 
@@ -101,11 +103,10 @@ class Helper:
     def program(path: str, argv: list[str], env: Mapping[str, str], cwd: Optional[str]) -> Program:
         """What the child execs, as C strings; ValueError for what C would misread (before any fd
         or process exists)."""
-        c_argv = _strings([os.fsencode(a) for a in argv])
         if any("=" in k or not k for k in env):  # as subprocess: never a variable misread by the child
             raise ValueError("illegal environment variable name")
-        c_env = _strings([os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()])
-        return Program(path, os.fsencode(path), c_argv, c_env, cwd)
+        return Program(path, os.fsencode(path), _blob(argv), len(argv), _blob([f"{k}={v}" for k, v in env.items()]),
+                       len(env), cwd)
 
     def clone(self, program: Program, cgroup_dir: str, fds: tuple[int, int, int]) -> Spawned:
         fn = self._fn
@@ -114,8 +115,9 @@ class Helper:
         pidfd, stage = ctypes.c_int(-1), ctypes.c_int(0)
         cgroup_fd = os.open(cgroup_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            pid = fn(program.c_path, program.c_argv, program.c_env, os.fsencode(cwd) if cwd else None, cgroup_fd,
-                     fds[0], fds[1], fds[2], ctypes.byref(pidfd), ctypes.byref(stage))
+            pid = fn(program.c_path, program.argv, program.argc, program.env, program.envc,
+                     os.fsencode(cwd) if cwd else None, cgroup_fd, fds[0], fds[1], fds[2], ctypes.byref(pidfd),
+                     ctypes.byref(stage))
         finally:
             os.close(cgroup_fd)
         if pid < 0:
@@ -130,13 +132,18 @@ class Helper:
         return Spawned(pid, pidfd.value)
 
 
-def _strings(items: list[bytes]):
-    if any(b"\0" in item for item in items):  # C would cut the string there; subprocess refuses too
+def _blob(items: list[str]) -> bytes:
+    """The strings end to end, each ending in NUL, as os.fsencode encodes them: one join and one
+    encode for the whole list (an encode per variable was a tenth of a spawn's Python)."""
+    if not items:
+        return b""
+    joined = "\0".join(items)
+    if joined.count("\0") != len(items) - 1:  # C would cut the string there; subprocess refuses too
         raise ValueError("embedded null byte")
-    arr = (ctypes.c_char_p * (len(items) + 1))()
-    arr[:-1] = items
-    arr[-1] = None
-    return arr
+    return joined.encode(_FS_ENCODING, "surrogateescape") + b"\0"
+
+
+_FS_ENCODING = sys.getfilesystemencoding()
 
 
 def _load(home: Optional[str]):
@@ -164,8 +171,8 @@ def _load(home: Optional[str]):
     except (OSError, AttributeError) as exc:
         return None, f"shell shim + cgroup.procs (the helper {built} does not load: {exc})"
     fn.restype = ctypes.c_long
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
-                   ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_long, ctypes.c_char_p, ctypes.c_long, ctypes.c_char_p,
+                   ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
     return fn, f"clone3 straight into the task's cgroup ({built})"
 
 

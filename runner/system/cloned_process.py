@@ -17,28 +17,10 @@ import signal
 from typing import Mapping, Optional
 
 from runner.system import cgroups, clone_spawn, subreaper
+from runner.system.pipe_ends import ReadEnd, WriteEnd
 
 # What asyncio reports when another waiter took the exit status first.
 LOST_STATUS = 255
-
-
-class _ReadPipe(asyncio.Protocol):
-    def __init__(self, owner: "ClonedProcess", fd: int) -> None:
-        self.owner, self.fd = owner, fd
-
-    def data_received(self, data: bytes) -> None:
-        self.owner.protocol.pipe_data_received(self.fd, data)
-
-    def connection_lost(self, exc: Optional[Exception]) -> None:
-        self.owner.protocol.pipe_connection_lost(self.fd, exc)
-
-
-class _WritePipe(asyncio.BaseProtocol):
-    def __init__(self, owner: "ClonedProcess") -> None:
-        self.owner = owner
-
-    def connection_lost(self, exc: Optional[Exception]) -> None:
-        self.owner.protocol.pipe_connection_lost(0, exc)
 
 
 class ClonedProcess:
@@ -47,7 +29,7 @@ class ClonedProcess:
         self.pid: Optional[int] = None
         self.pidfd: Optional[int] = None
         self.returncode: Optional[int] = None
-        self.pipes: dict[int, asyncio.BaseTransport] = {}
+        self.pipes: dict[int, ReadEnd | WriteEnd] = {}
         self._closed = False
 
     def started(self, pid: int, pidfd: int) -> None:
@@ -80,6 +62,12 @@ class ClonedProcess:
             self.returncode = LOST_STATUS
         os.close(self.pidfd)
         subreaper.SPAWNED.discard(self.pid)
+        # What the child wrote is in the pipes now, and their EOF unless a grandchild holds them:
+        # read here, so the exit is answered in this loop pass rather than after the pipes' own.
+        for fd in (1, 2):
+            pipe = self.pipes.get(fd)
+            if isinstance(pipe, ReadEnd):
+                pipe.drain()
         self.protocol.process_exited()
 
     def close(self) -> None:
@@ -113,19 +101,18 @@ async def spawn(protocol_factory, found: str, argv: list[str], env: Mapping[str,
     try:
         # Our ends are watched before the child exists: the parent of a vfork resumes late (often
         # once the child has run its course), and then only the exit is left to see.
-        proc.pipes[0], _ = await loop.connect_write_pipe(lambda: _WritePipe(proc), files[0])
+        proc.pipes[0] = WriteEnd(loop, files[0], lambda exc: proc.protocol.pipe_connection_lost(0, exc))
         for fd in (1, 2):
-            proc.pipes[fd], _ = await loop.connect_read_pipe(lambda fd=fd: _ReadPipe(proc, fd), files[fd])
+            proc.pipes[fd] = ReadEnd(loop, files[fd], lambda data, fd=fd: proc.protocol.pipe_data_received(fd, data),
+                                     lambda exc, fd=fd: proc.protocol.pipe_connection_lost(fd, exc))
         child = clone_spawn.HELPER.clone(program, cgroup_dir, (in_r, out_w, err_w))
-    except BaseException as exc:
+    except BaseException:
         for fd in (in_r, out_w, err_w):
             os.close(fd)
         for fd, file in files.items():
             if fd not in proc.pipes:
                 file.close()
-        proc.abandon()
-        if not isinstance(exc, asyncio.CancelledError):
-            await asyncio.sleep(0)  # the transports' closes run: no pipe end outlives the failure
+        proc.abandon()  # closes the ends it holds, there and then
         raise
     for fd in (in_r, out_w, err_w):
         os.close(fd)

@@ -6,6 +6,7 @@ import asyncio
 import errno
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,23 @@ async def test_an_environment_c_would_misread_is_refused_as_subprocess_does(scra
     with pytest.raises(ValueError):
         await cloned_process.spawn(_Sink, "/bin/true", ["true"], env, None, scratch_cgroup)
     assert len(os.listdir("/proc/self/fd")) == fds  # no pipe end left open
+
+
+@pytest.mark.parametrize("argv, env", [(["true"], {"A\0": "x"}), (["true", "a\0b"], {})])
+async def test_a_null_byte_anywhere_in_argv_or_env_is_refused(scratch_cgroup, argv, env):
+    assert await clone_spawn.HELPER.ready(None)
+    with pytest.raises(ValueError):
+        await cloned_process.spawn(_Sink, "/bin/true", argv, env, None, scratch_cgroup)
+
+
+async def test_argv_and_env_reach_the_child_byte_for_byte_as_subprocess_passes_them(scratch_cgroup):
+    assert await clone_spawn.HELPER.ready(None)
+    odd = os.fsdecode(b"caf\xc3\xa9 \xff")  # UTF-8 and a byte that is not: surrogate-escaped, as os.environ has it
+    env = {"ODD": odd, "EMPTY": "", "EQ": "a=b"}
+    argv = ["/bin/sh", "-c", 'printf "%s|%s|%s|%s|%s" "$0" "$1" "$ODD" "$EMPTY" "$EQ"', odd, ""]
+    proc, sink = await cloned_process.spawn(_Sink, "/bin/sh", argv, env, None, scratch_cgroup)
+    await sink.exited
+    await asyncio.sleep(0.05)
+    proc.close()
+    want = subprocess.run(argv, env=env, capture_output=True).stdout
+    assert bytes(sink.out) == want == b"caf\xc3\xa9 \xff||caf\xc3\xa9 \xff||a=b"

@@ -15,6 +15,7 @@ on the child's stack; CLONE_CLEAR_SIGHAND resets the runner's handlers in the ch
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -104,17 +105,38 @@ static long clone3_call(struct clone_args *args, int (*fn)(void *), void *arg) {
     return ret;
 }
 
+/* Points out[0..n-1] at the n NUL-terminated strings laid end to end in blob; out[n] = NULL. */
+static void split(const char *blob, long n, char **out) {
+    for (long i = 0; i < n; i++) {
+        out[i] = (char *)blob;
+        blob += strlen(blob) + 1;
+    }
+    out[n] = NULL;
+}
+
 /* Returns the child's pid (its pidfd in *pidfd_out), or -errno with *stage_out saying which step
-   failed (0: the clone itself, as when the kernel lacks clone3 or CLONE_INTO_CGROUP). */
-long plugkit_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd,
-                   int cgroup_fd, int in_fd, int out_fd, int err_fd, int *pidfd_out, int *stage_out) {
-    struct child c = {path, argv, envp, cwd, {in_fd, out_fd, err_fd}, {{0}}, 0, STAGE_NONE};
-    int pidfd = -1;
-    sigset_t all;
+   failed (0: the clone itself, as when the kernel lacks clone3 or CLONE_INTO_CGROUP).
+   argv and envp come as argc and envc strings laid end to end, each NUL-terminated: the caller
+   builds one buffer per list rather than one C string per item. */
+long plugkit_spawn(const char *path, const char *argv_blob, long argc, const char *env_blob, long envc,
+                   const char *cwd, int cgroup_fd, int in_fd, int out_fd, int err_fd, int *pidfd_out,
+                   int *stage_out) {
     *stage_out = STAGE_NONE;
     *pidfd_out = -1;
+    if (argc < 1 || envc < 0) return -EINVAL;
+    char **lists = malloc(sizeof(char *) * (size_t)(argc + 1 + envc + 1));
+    if (lists == NULL) return -ENOMEM;
+    split(argv_blob, argc, lists);
+    split(env_blob, envc, lists + argc + 1);
+    struct child c = {path, lists, lists + argc + 1, cwd, {in_fd, out_fd, err_fd}, {{0}}, 0, STAGE_NONE};
+    int pidfd = -1;
+    sigset_t all;
     void *stack = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (stack == MAP_FAILED) return -errno;
+    if (stack == MAP_FAILED) {
+        int err = errno;
+        free(lists);
+        return -err;
+    }
     struct clone_args args;
     memset(&args, 0, sizeof args);
     args.flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_CLEAR_SIGHAND;
@@ -131,6 +153,7 @@ long plugkit_spawn(const char *path, char *const argv[], char *const envp[], con
     long pid = clone3_call(&args, child_main, &c);
     pthread_sigmask(SIG_SETMASK, &c.mask, NULL);
     munmap(stack, STACK_BYTES);
+    free(lists);
     if (pid < 0) return pid;
     if (c.stage != STAGE_NONE) {
         /* The child never ran the program: reap it here, so no zombie is left to anyone. */
