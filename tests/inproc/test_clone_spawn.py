@@ -171,3 +171,16 @@ async def test_argv_and_env_reach_the_child_byte_for_byte_as_subprocess_passes_t
     proc.close()
     want = subprocess.run(argv, env=env, capture_output=True).stdout
     assert bytes(sink.out) == want == b"caf\xc3\xa9 \xff||caf\xc3\xa9 \xff||a=b"
+
+
+async def test_the_child_gets_the_callers_cpus_and_the_caller_keeps_them(scratch_cgroup):
+    # The helper pins the caller to its CPU for the clone (the child starts there); neither may stay pinned.
+    assert await clone_spawn.HELPER.ready(None)
+    before = os.sched_getaffinity(0)
+    proc, sink = await cloned_process.spawn(_Sink, "/bin/cat", ["cat", "/proc/self/status"], {}, None, scratch_cgroup)
+    await sink.exited
+    await asyncio.sleep(0.05)
+    proc.close()
+    assert os.sched_getaffinity(0) == before
+    mine = [line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("Cpus_allowed_list")]
+    assert [line for line in sink.out.decode().splitlines() if line.startswith("Cpus_allowed_list")] == mine

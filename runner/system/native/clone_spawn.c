@@ -7,10 +7,14 @@ and it is in the task's cgroup from its first instruction.
 
 How: vfork-style, as glibc's posix_spawn: CLONE_VM | CLONE_VFORK on a small stack of our own,
 the parent thread suspended until the child execs (or fails, which it reports through the
-shared struct). All signals are blocked around the clone so no handler of the runner ever runs
+shared struct). The child is created on the caller's CPU (the caller is pinned to it for the
+clone) and given back the caller's own CPU set before it execs: the caller sleeps until the
+exec anyway, and a child placed on an idle CPU first waits for that CPU to wake (on a virtual
+machine the wake-up alone was ~0.2 ms of every spawn). All signals are blocked around the clone so no handler of the runner ever runs
 on the child's stack; CLONE_CLEAR_SIGHAND resets the runner's handlers in the child. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <signal.h>
@@ -43,6 +47,8 @@ struct child {
     const char *cwd;
     int fds[3];
     sigset_t mask;        /* the caller's mask, restored in the child before exec */
+    cpu_set_t cpus;       /* the caller's CPU set, the child's own again before exec */
+    int pinned;           /* whether the caller was pinned to its CPU for the clone */
     volatile int err;     /* written by the child (shared memory) when it cannot exec */
     volatile int stage;
 };
@@ -74,6 +80,7 @@ static int child_main(void *arg) {
     /* Python ignores these two; subprocess's restore_signals gives a child the defaults. */
     signal(SIGPIPE, SIG_DFL);
     signal(SIGXFSZ, SIG_DFL);
+    if (c->pinned && sched_setaffinity(0, sizeof c->cpus, &c->cpus) < 0) fail(c, STAGE_SETUP);
     sigprocmask(SIG_SETMASK, &c->mask, NULL);
     execve(c->path, c->argv, c->envp);
     fail(c, STAGE_EXEC);
@@ -105,6 +112,18 @@ static long clone3_call(struct clone_args *args, int (*fn)(void *), void *arg) {
     return ret;
 }
 
+/* Pins the calling thread to the CPU it runs on, keeping its own set in c (a set the kernel
+   cannot describe in a cpu_set_t, over 1024 CPUs, is left alone: the clone goes unpinned). */
+static void pin_to_this_cpu(struct child *c) {
+    c->pinned = 0;
+    int cpu = sched_getcpu();
+    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof c->cpus, &c->cpus) < 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    c->pinned = sched_setaffinity(0, sizeof one, &one) == 0;
+}
+
 /* Points out[0..n-1] at the n NUL-terminated strings laid end to end in blob; out[n] = NULL. */
 static void split(const char *blob, long n, char **out) {
     for (long i = 0; i < n; i++) {
@@ -128,7 +147,8 @@ long plugkit_spawn(const char *path, const char *argv_blob, long argc, const cha
     if (lists == NULL) return -ENOMEM;
     split(argv_blob, argc, lists);
     split(env_blob, envc, lists + argc + 1);
-    struct child c = {path, lists, lists + argc + 1, cwd, {in_fd, out_fd, err_fd}, {{0}}, 0, STAGE_NONE};
+    struct child c = {.path = path, .argv = lists, .envp = lists + argc + 1, .cwd = cwd,
+                      .fds = {in_fd, out_fd, err_fd}, .stage = STAGE_NONE};
     int pidfd = -1;
     sigset_t all;
     void *stack = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -150,7 +170,9 @@ long plugkit_spawn(const char *path, const char *argv_blob, long argc, const cha
     args.stack_size = STACK_BYTES;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &c.mask);
+    pin_to_this_cpu(&c);
     long pid = clone3_call(&args, child_main, &c);
+    if (c.pinned) sched_setaffinity(0, sizeof c.cpus, &c.cpus);
     pthread_sigmask(SIG_SETMASK, &c.mask, NULL);
     munmap(stack, STACK_BYTES);
     free(lists);
