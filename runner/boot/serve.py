@@ -15,7 +15,7 @@ from plugkit import paths
 from plugkit.config import RunnerConfig
 from runner.boot.compose import compose
 from runner.http import conn_guard
-from runner.http.keys import CONTEXT
+from runner.http.keys import CONTEXT, HANDLER
 from runner.system import logs
 from runner.system import socket_owner, subreaper
 from runner.system.reaper import ReapReport
@@ -57,16 +57,14 @@ async def serve(sock: socket.socket, config: RunnerConfig, runner_id: str,
         "start": {"path": paths.start_lock(home), "held_by_clients_only": True}}
     # Who may hold a connection, and for how long a half-sent request (runner/http/conn_guard.py).
     guard = conn_guard.make_guard(socket_owner.owner_uid)
-    app.middlewares.append(conn_guard.body_guard(guard))  # innermost: after the token guard
     ctx.snapshots["connections"] = guard.snapshot
-    # shutdown_timeout bounds how long in-flight requests may finish: the whole
-    # stop must stay under 2 s, whatever is running. keepalive_timeout: how long an answered
-    # connection may idle (a half-sent request has the guard's much shorter clock);
-    # lingering_time bounds the unread body of a refused request.
-    app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.75, access_log=None,
-                               keepalive_timeout=conn_guard.IDLE_S, lingering_time=conn_guard.LINGER_S)
+    # The AppRunner runs the app's startup and cleanup; the site answers requests on the runner's
+    # own protocol (runner/http/wire.py), giving in-flight ones 0.75 s at a stop: the whole stop
+    # must stay under 2 s, whatever is running.
+    app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.75, access_log=None)
     await app_runner.setup()
-    await conn_guard.GuardedSite(app_runner, sock, guard).start()
+    await conn_guard.GuardedSite(app_runner, sock, guard, app[HANDLER], ctx.config.limits.max_body_bytes,
+                                 grace_s=0.75).start()
     # Token first, port last: a client that sees the port file can read the token.
     paths.write_private(paths.token_file(home), token)
     paths.write_private(paths.port_file(home), json.dumps({"port": port, "pid": runtime.pid}))

@@ -1,10 +1,10 @@
-"""The one security middleware. Each check names the attack it stops; order matters."""
+"""The one security check every request passes before any route sees it. Each check names the
+attack it stops; order matters."""
 
 import hmac
-from typing import Awaitable, Callable
+from typing import Callable, Optional
 
-from aiohttp import web
-
+from runner.http.wire import Request, Response, error
 from runner.rpc.context import CALLER
 from runner.system import logs
 from plugkit.work.capabilities import Capabilities
@@ -14,32 +14,32 @@ log = logs.get("plugkit.guards")
 OPEN_PATHS = frozenset({"/health"})
 
 
-def make_guard(*, port: int, token: str, max_body: int, capabilities: Capabilities | None = None) -> Callable:
+def make_guard(*, port: int, token: str, max_body: int,
+               capabilities: Capabilities | None = None) -> Callable[[Request], Optional[Response]]:
+    """check(request) -> the refusal to answer, or None (the caller, a worker's capability or
+    None for the token's holder, is then in CALLER for the request's task)."""
     allowed_hosts = frozenset({f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"})
     expected = f"Bearer {token}".encode()
 
-    def refuse(request: web.Request, status: int, reason: str, text: str) -> web.Response:
-        log.warning("request_refused", status=status, reason=reason,
-                    path=request.path, method=request.method)
-        return web.json_response({"error": text}, status=status)
+    def refuse(request: Request, status: int, reason: str, text: str) -> Response:
+        log.warning("request_refused", status=status, reason=reason, path=request.path, method=request.method)
+        return error(status, text)
 
-    @web.middleware
-    async def security_guard(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
+    def check(request: Request) -> Optional[Response]:
+        headers = request.headers
         # 1. DNS rebinding: a page on evil.example resolving to 127.0.0.1 still sends its own Host.
-        if request.headers.get("Host", "").lower() not in allowed_hosts:
+        if headers.get("host", "").lower() not in allowed_hosts:
             return refuse(request, 403, "bad_host", "forbidden host")
         # 2. No browser page may talk to the runner at all; we never send CORS headers.
-        if "Origin" in request.headers:
+        if "origin" in headers:
             return refuse(request, 403, "origin_present", "cross-origin requests are refused")
         if request.method == "OPTIONS":
             return refuse(request, 405, "options", "method not allowed")
         if request.path in OPEN_PATHS:
-            return await handler(request)
+            return None
         # 3. Only holders of the 0600 token file (this user) may call anything else, or a
         #    sandboxed worker with its own capability: /rpc only, scoped by runner/rpc/scope.py.
-        supplied = request.headers.get("Authorization", "").encode()
+        supplied = headers.get("authorization", "").encode("latin-1")
         cap = None
         if not hmac.compare_digest(supplied, expected):
             bearer = supplied.decode(errors="replace").removeprefix("Bearer ")
@@ -53,10 +53,9 @@ def make_guard(*, port: int, token: str, max_body: int, capabilities: Capabiliti
             # 4. text/plain and form posts are CORS "simple requests" a page can send blind.
             if request.content_type != "application/json":
                 return refuse(request, 415, "content_type", "Content-Type must be application/json")
-            # 5. Bounded memory per request.
-            length = request.content_length
-            if length is not None and length > max_body:
+            # 5. Bounded memory per request (the connection refuses a longer body before reading it).
+            if len(request.body) > max_body:
                 return refuse(request, 413, "too_large", f"body over {max_body} bytes")
-        return await handler(request)
+        return None
 
-    return security_guard
+    return check

@@ -1,33 +1,81 @@
-"""In-process fixtures: the real app from the composition root, served by aiohttp's test server."""
+"""In-process fixtures: the real app from the composition root, served as the daemon serves it
+(runner/http/wire.py behind the ConnGuard) on a loopback port, called with an aiohttp client."""
 
 import dataclasses
 import secrets
+import socket
+from types import SimpleNamespace
 
+import aiohttp
 import pytest
+from aiohttp import web
 
 from plugkit.config import Limits
 from runner.boot import config as boot_config
 from runner.boot.compose import compose
-from runner.http.keys import CONTEXT
+from runner.http import conn_guard
+from runner.http.keys import CONTEXT, HANDLER
+from runner.system import socket_owner
 from tests.support.inproc import TOKEN
 from tests.support.runner_home import free_port
 
 
+class LiveClient:
+    """What aiohttp's test client offered the tests (post, get, options; app, server.app,
+    runtime; close), over a real ClientSession to the app served on its port."""
+
+    def __init__(self, app: web.Application, app_runner: web.AppRunner, port: int) -> None:
+        self.app, self.server = app, SimpleNamespace(app=app)
+        self.runtime = app[CONTEXT].runtime
+        self._runner, self._base = app_runner, f"http://127.0.0.1:{port}"
+        self.session = aiohttp.ClientSession()
+        self._closed = False
+
+    def request(self, method: str, path: str, **kwargs):
+        return self.session.request(method, self._base + path, **kwargs)
+
+    def post(self, path: str, **kwargs):
+        return self.request("POST", path, **kwargs)
+
+    def get(self, path: str, **kwargs):
+        return self.request("GET", path, **kwargs)
+
+    def options(self, path: str, **kwargs):
+        return self.request("OPTIONS", path, **kwargs)
+
+    async def close(self) -> None:
+        """The runner's stop: the site, then the app's cleanup chain (tasks, executors, ...)."""
+        if not self._closed:
+            self._closed = True
+            await self.session.close()
+            await self._runner.cleanup()
+
+
 @pytest.fixture
-def make_client(aiohttp_client, tmp_path):
+async def make_client(tmp_path):
     """build(limits=, namespaces=, gates=, **settings): settings override RunnerConfig fields
     (browser_idle_s=0.3, ...) of the config a real runner would read from this environment."""
+    made: list[LiveClient] = []
 
     async def build(limits: Limits | None = None, namespaces: tuple = (), gates: bool = True, **settings):
         port = free_port()
         config = dataclasses.replace(boot_config.load(), home=str(tmp_path), port=port, **settings,
                                      **({"limits": limits} if limits is not None else {}))
         app = compose(config, TOKEN, f"test{secrets.token_hex(4)}", namespaces=namespaces, gates=gates)
-        client = await aiohttp_client(app, server_kwargs={"port": port})
-        client.runtime = app[CONTEXT].runtime
+        app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.75, access_log=None)
+        await app_runner.setup()
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        await conn_guard.GuardedSite(app_runner, sock, conn_guard.make_guard(socket_owner.owner_uid), app[HANDLER],
+                                     config.limits.max_body_bytes).start()
+        client = LiveClient(app, app_runner, port)
+        made.append(client)
         return client
 
-    return build
+    yield build
+    for client in made:
+        await client.close()
 
 
 @pytest.fixture(scope="session", autouse=True)
