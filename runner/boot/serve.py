@@ -15,7 +15,7 @@ from plugkit import paths
 from plugkit.config import RunnerConfig
 from runner.boot.compose import compose
 from runner.http import conn_guard
-from runner.http.keys import CONTEXT, HANDLER
+from runner.http.keys import CONTEXT
 from runner.system import logs
 from runner.system import socket_owner, subreaper
 from runner.system.reaper import ReapReport
@@ -59,12 +59,8 @@ async def serve(sock: socket.socket, config: RunnerConfig, runner_id: str,
     guard = conn_guard.make_guard(socket_owner.owner_uid)
     ctx.snapshots["connections"] = guard.snapshot
     # The AppRunner runs the app's startup and cleanup; the site answers requests on the runner's
-    # own protocol (runner/http/wire.py), giving in-flight ones 0.75 s at a stop: the whole stop
-    # must stay under 2 s, whatever is running.
-    app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.75, access_log=None)
-    await app_runner.setup()
-    await conn_guard.GuardedSite(app_runner, sock, guard, app[HANDLER], ctx.config.limits.max_body_bytes,
-                                 grace_s=0.75).start()
+    # own protocol (runner/http/wire.py).
+    app_runner = await conn_guard.serve(app, sock, guard)
     # Token first, port last: a client that sees the port file can read the token.
     paths.write_private(paths.token_file(home), token)
     paths.write_private(paths.port_file(home), json.dumps({"port": port, "pid": runtime.pid}))

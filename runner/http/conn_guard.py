@@ -32,6 +32,7 @@ UNKNOWABLE = -1
 
 from aiohttp import web
 
+from runner.http.keys import CONTEXT, HANDLER
 from runner.http.wire import Connection, Handler
 from runner.system import logs
 
@@ -132,3 +133,16 @@ class GuardedSite(web.SockSite):
 
 def make_guard(owner_of: OwnerOf, uid: Optional[int] = None) -> ConnGuard:
     return ConnGuard(os.getuid() if uid is None else uid, owner_of)
+
+
+STOP_GRACE_S = 0.75  # what in-flight requests get at a stop: the whole stop stays under 2 s
+
+
+async def serve(app: web.Application, sock, guard: ConnGuard) -> web.AppRunner:
+    """The app's startup, then its requests answered on sock (bound, not yet listening): how the
+    daemon serves, and how tests that need a real runner on a port serve it too."""
+    app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=STOP_GRACE_S, access_log=None)
+    await app_runner.setup()
+    await GuardedSite(app_runner, sock, guard, app[HANDLER], app[CONTEXT].config.limits.max_body_bytes,
+                      grace_s=STOP_GRACE_S).start()
+    return app_runner

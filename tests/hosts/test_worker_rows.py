@@ -21,7 +21,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
 from plugkit import paths
 from plugkit.lifecycle.prd import Item
@@ -29,11 +28,13 @@ from plugkit.work import prompt, workers
 from runner.boot import config as boot_config
 from runner.boot.compose import compose
 from runner.executors.base import ExecSpec
+from runner.http import conn_guard
 from runner.http.keys import CONTEXT
+from runner.system import socket_owner
 from tests.hosts.hosts import HOSTS, Host, cache_dir, host_env, installed, project
 from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Hang, Say, Script, Scripts
-from tests.support.runner_home import cli_argv
+from tests.support.runner_home import bound_socket, cli_argv
 
 pytestmark = pytest.mark.e2e
 ROWS = {"claude-code": "claude", "codex": "codex", "qwen": "qwen", "gemini": "gemini"}
@@ -72,9 +73,7 @@ async def runner(home):
     config = dataclasses.replace(boot_config.load(), home=str(home.path), port=home.port)
     paths.ensure_home(config.home)
     app = compose(config, TOKEN, "workerrows")
-    app_runner = web.AppRunner(app, access_log=None, shutdown_timeout=1)
-    await app_runner.setup()
-    await web.TCPSite(app_runner, "127.0.0.1", home.port).start()
+    app_runner = await conn_guard.serve(app, bound_socket(home.port), conn_guard.make_guard(socket_owner.owner_uid))
     ctx = app[CONTEXT]
     # Which sessions this runner's SessionStart registered (a host ends its session before it
     # exits, so the registry alone forgets them): the real method still runs.

@@ -3,7 +3,6 @@
 
 import dataclasses
 import secrets
-import socket
 from types import SimpleNamespace
 
 import aiohttp
@@ -14,10 +13,10 @@ from plugkit.config import Limits
 from runner.boot import config as boot_config
 from runner.boot.compose import compose
 from runner.http import conn_guard
-from runner.http.keys import CONTEXT, HANDLER
+from runner.http.keys import CONTEXT
 from runner.system import socket_owner
 from tests.support.inproc import TOKEN
-from tests.support.runner_home import free_port
+from tests.support.runner_home import bound_socket, free_port
 
 
 class LiveClient:
@@ -62,13 +61,7 @@ async def make_client(tmp_path):
         config = dataclasses.replace(boot_config.load(), home=str(tmp_path), port=port, **settings,
                                      **({"limits": limits} if limits is not None else {}))
         app = compose(config, TOKEN, f"test{secrets.token_hex(4)}", namespaces=namespaces, gates=gates)
-        app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.75, access_log=None)
-        await app_runner.setup()
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))
-        await conn_guard.GuardedSite(app_runner, sock, conn_guard.make_guard(socket_owner.owner_uid), app[HANDLER],
-                                     config.limits.max_body_bytes).start()
+        app_runner = await conn_guard.serve(app, bound_socket(port), conn_guard.make_guard(socket_owner.owner_uid))
         client = LiveClient(app, app_runner, port)
         made.append(client)
         return client

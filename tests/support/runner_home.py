@@ -15,6 +15,14 @@ import psutil
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def bound_socket(port: int) -> socket.socket:
+    """A loopback socket bound to port, for conn_guard.serve (which listens on it)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
