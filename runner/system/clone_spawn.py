@@ -108,7 +108,8 @@ class Helper:
         return Program(path, os.fsencode(path), _blob(argv), len(argv), _blob([f"{k}={v}" for k, v in env.items()]),
                        len(env), cwd)
 
-    def clone(self, program: Program, cgroup_dir: str, fds: tuple[int, int, int]) -> Spawned:
+    def clone(self, program: Program, cgroup_dir: str, fds: tuple[int, int, int], local: bool = False) -> Spawned:
+        """local: start the child on this CPU (see native/clone_spawn.c; cloned_process decides)."""
         fn = self._fn
         assert fn is not None
         path, cwd = program.path, program.cwd
@@ -116,8 +117,8 @@ class Helper:
         cgroup_fd = os.open(cgroup_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             pid = fn(program.c_path, program.argv, program.argc, program.env, program.envc,
-                     os.fsencode(cwd) if cwd else None, cgroup_fd, fds[0], fds[1], fds[2], ctypes.byref(pidfd),
-                     ctypes.byref(stage))
+                     os.fsencode(cwd) if cwd else None, cgroup_fd, fds[0], fds[1], fds[2], int(local),
+                     ctypes.byref(pidfd), ctypes.byref(stage))
         finally:
             os.close(cgroup_fd)
         if pid < 0:
@@ -172,7 +173,7 @@ def _load(home: Optional[str]):
         return None, f"shell shim + cgroup.procs (the helper {built} does not load: {exc})"
     fn.restype = ctypes.c_long
     fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_long, ctypes.c_char_p, ctypes.c_long, ctypes.c_char_p,
-                   ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+                   ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
     return fn, f"clone3 straight into the task's cgroup ({built})"
 
 

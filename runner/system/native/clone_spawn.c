@@ -7,11 +7,13 @@ and it is in the task's cgroup from its first instruction.
 
 How: vfork-style, as glibc's posix_spawn: CLONE_VM | CLONE_VFORK on a small stack of our own,
 the parent thread suspended until the child execs (or fails, which it reports through the
-shared struct). The child is created on the caller's CPU (the caller is pinned to it for the
-clone) and given back the caller's own CPU set before it execs: the caller sleeps until the
-exec anyway, and a child placed on an idle CPU first waits for that CPU to wake (on a virtual
-machine the wake-up alone was ~0.2 ms of every spawn). All signals are blocked around the clone so no handler of the runner ever runs
-on the child's stack; CLONE_CLEAR_SIGHAND resets the runner's handlers in the child. */
+shared struct). With `local`, the child is created on the caller's CPU (the caller is pinned
+to it for the clone) and given back the caller's own CPU set before it execs: the caller
+sleeps until the exec anyway, and a child placed on an idle CPU first waits for that CPU to
+wake (on a virtual machine ~0.2 ms). The caller asks for it only after a quiet spell, when
+the other CPUs are likely asleep; a busy caller gains more from the child running beside it.
+All signals are blocked around the clone so no handler of the runner ever runs on the child's
+stack; CLONE_CLEAR_SIGHAND resets the runner's handlers in the child. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
@@ -136,9 +138,9 @@ static void split(const char *blob, long n, char **out) {
 /* Returns the child's pid (its pidfd in *pidfd_out), or -errno with *stage_out saying which step
    failed (0: the clone itself, as when the kernel lacks clone3 or CLONE_INTO_CGROUP).
    argv and envp come as argc and envc strings laid end to end, each NUL-terminated: the caller
-   builds one buffer per list rather than one C string per item. */
+   builds one buffer per list rather than one C string per item. local: start it on this CPU. */
 long plugkit_spawn(const char *path, const char *argv_blob, long argc, const char *env_blob, long envc,
-                   const char *cwd, int cgroup_fd, int in_fd, int out_fd, int err_fd, int *pidfd_out,
+                   const char *cwd, int cgroup_fd, int in_fd, int out_fd, int err_fd, int local, int *pidfd_out,
                    int *stage_out) {
     *stage_out = STAGE_NONE;
     *pidfd_out = -1;
@@ -170,7 +172,7 @@ long plugkit_spawn(const char *path, const char *argv_blob, long argc, const cha
     args.stack_size = STACK_BYTES;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &c.mask);
-    pin_to_this_cpu(&c);
+    if (local) pin_to_this_cpu(&c);
     long pid = clone3_call(&args, child_main, &c);
     if (c.pinned) sched_setaffinity(0, sizeof c.cpus, &c.cpus);
     pthread_sigmask(SIG_SETMASK, &c.mask, NULL);
