@@ -25,8 +25,7 @@ def _json(data, status: int = 200) -> Response:
 def make_app(ctx: Context, namespaces: tuple = ()) -> web.Application:
     """`namespaces` adds RPC modules beyond the built-in ones (tests use it)."""
     runtime, limits = ctx.runtime, ctx.config.limits
-    check = make_guard(port=runtime.port, token=runtime.token, max_body=limits.max_body_bytes,
-                       capabilities=ctx.capabilities)
+    check = make_guard(port=runtime.port, token=runtime.token, capabilities=ctx.capabilities)
     methods = build_methods(namespaces)
 
     async def health(request: Request) -> Response:
@@ -59,7 +58,7 @@ def make_app(ctx: Context, namespaces: tuple = ()) -> web.Application:
             return error(404, "no such path: /rpc (POST), /health and /debug (GET)")
         method, answer = route
         if request.method != method:
-            return Response(405, b'{"error": "method not allowed"}', headers={"Allow": method})
+            return error(405, "method not allowed", headers={"Allow": method})
         return await answer(request)
 
     app = web.Application()

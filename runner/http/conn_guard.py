@@ -45,6 +45,7 @@ MAX_PER_PEER = 256
 # A deep accept queue: under a flood the loop accepts in bursts, and a client the kernel
 # turns away waits out SYN retries (1 s, 3 s, ...) however fast the runner answers later.
 BACKLOG = 1024
+STOP_GRACE_S = 0.75  # what in-flight requests get at a stop: the whole stop stays under 2 s
 
 
 class ConnGuard:
@@ -111,7 +112,7 @@ class GuardedSite(web.SockSite):
     AppRunner still runs the app's startup and cleanup; the site answers the requests."""
 
     def __init__(self, runner: web.BaseRunner, sock, guard: ConnGuard, handler: Handler, max_body: int,
-                 grace_s: float = 0.75, **kwargs) -> None:
+                 grace_s: float = STOP_GRACE_S, **kwargs) -> None:
         super().__init__(runner, sock, **kwargs)
         self.guard, self.handler, self.max_body, self.grace_s = guard, handler, max_body, grace_s
 
@@ -135,14 +136,10 @@ def make_guard(owner_of: OwnerOf, uid: Optional[int] = None) -> ConnGuard:
     return ConnGuard(os.getuid() if uid is None else uid, owner_of)
 
 
-STOP_GRACE_S = 0.75  # what in-flight requests get at a stop: the whole stop stays under 2 s
-
-
 async def serve(app: web.Application, sock, guard: ConnGuard) -> web.AppRunner:
     """The app's startup, then its requests answered on sock (bound, not yet listening): how the
     daemon serves, and how tests that need a real runner on a port serve it too."""
     app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=STOP_GRACE_S, access_log=None)
     await app_runner.setup()
-    await GuardedSite(app_runner, sock, guard, app[HANDLER], app[CONTEXT].config.limits.max_body_bytes,
-                      grace_s=STOP_GRACE_S).start()
+    await GuardedSite(app_runner, sock, guard, app[HANDLER], app[CONTEXT].config.limits.max_body_bytes).start()
     return app_runner

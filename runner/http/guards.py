@@ -14,7 +14,7 @@ log = logs.get("plugkit.guards")
 OPEN_PATHS = frozenset({"/health"})
 
 
-def make_guard(*, port: int, token: str, max_body: int,
+def make_guard(*, port: int, token: str,
                capabilities: Capabilities | None = None) -> Callable[[Request], Optional[Response]]:
     """check(request) -> the refusal to answer, or None (the caller, a worker's capability or
     None for the token's holder, is then in CALLER for the request's task)."""
@@ -49,13 +49,10 @@ def make_guard(*, port: int, token: str, max_body: int,
             if request.path != "/rpc":  # /debug shows every session's tasks
                 return refuse(request, 403, "capability_path", "a worker's capability reaches /rpc only")
         CALLER.set(cap)
-        if request.method == "POST":
-            # 4. text/plain and form posts are CORS "simple requests" a page can send blind.
-            if request.content_type != "application/json":
-                return refuse(request, 415, "content_type", "Content-Type must be application/json")
-            # 5. Bounded memory per request (the connection refuses a longer body before reading it).
-            if len(request.body) > max_body:
-                return refuse(request, 413, "too_large", f"body over {max_body} bytes")
+        # 4. text/plain and form posts are CORS "simple requests" a page can send blind. (Bounded
+        #    memory per request is the connection's: it refuses a longer body before reading it.)
+        if request.method == "POST" and request.content_type != "application/json":
+            return refuse(request, 415, "content_type", "Content-Type must be application/json")
         return None
 
     return check

@@ -23,6 +23,7 @@ What a request may do once parsed is runner/http/guards.py's; which code answers
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Optional
@@ -39,21 +40,6 @@ REASONS = {100: "Continue", 200: "OK", 204: "No Content", 400: "Bad Request", 40
            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
            500: "Internal Server Error", 501: "Not Implemented", 505: "HTTP Version Not Supported"}
-
-
-@dataclass
-class Request:
-    method: str
-    path: str  # the target without its query
-    headers: dict[str, str]  # names lower-cased; each at most once where it matters (_UNIQUE)
-    body: bytes
-    peer: object
-    keep_alive: bool
-
-    @property
-    def content_type(self) -> str:
-        """The media type alone, lower-cased (parameters such as charset dropped)."""
-        return self.headers.get("content-type", "").partition(";")[0].strip().lower()
 
 
 @dataclass
@@ -76,14 +62,8 @@ class Response:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (self.body if self.status != 204 else b"")
 
 
-def error(status: int, text: str, close: bool = False) -> Response:
-    return Response(status, b'{"error": ' + _json_str(text) + b"}", close=close)
-
-
-def _json_str(text: str) -> bytes:
-    import json
-
-    return json.dumps(text).encode()
+def error(status: int, text: str, close: bool = False, headers: Optional[dict[str, str]] = None) -> Response:
+    return Response(status, json.dumps({"error": text}).encode(), close=close, headers=headers or {})
 
 
 class BadRequest(Exception):
@@ -95,11 +75,22 @@ class BadRequest(Exception):
 @dataclass
 class Head:
     method: str
-    path: str
-    headers: dict[str, str]
+    path: str  # the target without its query
+    headers: dict[str, str]  # names lower-cased; each at most once where it matters (_UNIQUE)
     length: int
     keep_alive: bool
     expect_continue: bool
+
+
+@dataclass
+class Request(Head):
+    body: bytes
+    peer: object
+
+    @property
+    def content_type(self) -> str:
+        """The media type alone, lower-cased (parameters such as charset dropped)."""
+        return self.headers.get("content-type", "").partition(";")[0].strip().lower()
 
 
 def parse_head(raw: bytes, max_body: int) -> Head:
@@ -225,7 +216,7 @@ class Connection(asyncio.Protocol):
         self._head = None
         self._cancel_timer()
         self.serving = True
-        request = Request(head.method, head.path, head.headers, body, self.peer, head.keep_alive)
+        request = Request(**vars(head), body=body, peer=self.peer)
         self.task = asyncio.get_running_loop().create_task(self._serve(request))
 
     async def _serve(self, request: Request) -> None:

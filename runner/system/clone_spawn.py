@@ -94,11 +94,6 @@ class Helper:
     def disable(self, why: str) -> None:
         self._fn, self.detail = None, f"shell shim + cgroup.procs ({why})"
 
-    def spawn(self, path: str, argv: list[str], env: Mapping[str, str], cwd: Optional[str],
-              cgroup_dir: str, fds: tuple[int, int, int]) -> Spawned:
-        """Blocking for the time of a vfork: clone into cgroup_dir, then exec path with argv and env."""
-        return self.clone(self.program(path, argv, env, cwd), cgroup_dir, fds)
-
     @staticmethod
     def program(path: str, argv: list[str], env: Mapping[str, str], cwd: Optional[str]) -> Program:
         """What the child execs, as C strings; ValueError for what C would misread (before any fd

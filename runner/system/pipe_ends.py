@@ -129,10 +129,6 @@ class WriteEnd:
         if not self._buffer:
             self._close(None)
 
-    def abort(self) -> None:
-        self._closing = True
-        self._close(None)
-
     def _close(self, exc: Optional[Exception]) -> None:
         if self._closed:
             return
