@@ -72,7 +72,9 @@ async def runner(home):
     with the discovery files a client reads: the worker's hooks find it like the daemon."""
     config = dataclasses.replace(boot_config.load(), home=str(home.path), port=home.port)
     paths.ensure_home(config.home)
-    app = compose(config, TOKEN, "workerrows")
+    # A runner id of its own: tasks are tagged with it, and the sweep of a runner sharing it (this
+    # file split over two test processes) would take them for its own escapees.
+    app = compose(config, TOKEN, f"workerrows-{os.getpid()}")
     app_runner = await conn_guard.serve(app, bound_socket(home.port), conn_guard.make_guard(socket_owner.owner_uid))
     ctx = app[CONTEXT]
     # Which sessions this runner's SessionStart registered (a host ends its session before it
