@@ -282,10 +282,11 @@ def test_a_node_lost_mid_attempt_lands_from_the_other_node(home, repo, cluster):
     # Last in the module: it takes a node away from the cluster.
     w = RayWork(home, repo, {"w1": [[["say", "started"], ["sleep", 60]], commit_file("w1.txt")]}, cluster)
     w.add("w1", "--verify", "test -f w1.txt")
+    before = {n: _attempt_dirs(d) for n, d in cluster.nodes.items()}  # what earlier tests' attempts left
     w.start()
     run = w.until(lambda r: w.items(r)["w1"].get("node") and w.items(r)["w1"]["state"] == "running", timeout=90)
     first = w.items(run)["w1"]["node"]
-    record = next(n for n, d in cluster.nodes.items() if _node_holds(d, run))
+    record = next(n for n, d in cluster.nodes.items() if _attempt_dirs(d) - before[n])
     cluster.kill_node(record)
     run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
     it = w.items(run)["w1"]
@@ -294,7 +295,7 @@ def test_a_node_lost_mid_attempt_lands_from_the_other_node(home, repo, cluster):
     assert (repo / "w1.txt").exists()
 
 
-def _node_holds(node_dir, run) -> bool:
-    """Whether this node runs the item's attempt now (its attempt dir is under the node's tmp)."""
+def _attempt_dirs(node_dir) -> set[str]:
+    """The attempt directories under the node's tmp: a new one is the attempt running there."""
     tmp = node_dir / "tmp"
-    return tmp.is_dir() and any(tmp.iterdir())
+    return {p.name for p in tmp.iterdir()} if tmp.is_dir() else set()

@@ -87,25 +87,47 @@ def have(repo_key: str, limit: int = 64) -> list[str]:
     return out.decode().split()
 
 
+def _lock(cache: str):
+    """The node's lock on one project's clone: every change to its refs or worktrees is made
+    under it. `git worktree add` writes a placeholder HEAD (all zeros) before the real one, and
+    a fetch or a prune by another attempt that sees it fails on a bad object."""
+    lock = open(cache + ".lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock
+
+
 def _cache(root: str, repo_key: str, bundle: bytes | None, branch: str, tmp: str) -> str:
-    """The node's clone of the project, with the bundle's commits fetched in (under a lock: two
-    attempts on one node share it). Each fetched tip is kept under refs/plugkit-in/<sha>, so
-    the objects stay and the next attempt's bundle leaves them out."""
+    """The node's clone of the project, with the bundle's commits fetched in (the caller holds
+    its lock: two attempts on one node share it). Each fetched tip is kept under
+    refs/plugkit-in/<sha>, so the objects stay and the next attempt's bundle leaves them out."""
     cache = _cache_dir(root, repo_key)
-    os.makedirs(os.path.dirname(cache), exist_ok=True)
-    with open(cache + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.path.isdir(cache):
-            _git(os.path.dirname(cache), "init", "-q", "--bare", cache)
-        if bundle is None:  # the node had every commit already
-            return cache
-        path = os.path.join(tmp, "in.bundle")
-        with open(path, "wb") as fh:
-            fh.write(bundle)
-        _git(cache, "fetch", "-q", path, f"refs/heads/{branch}")
-        tip = _git(cache, "rev-parse", "FETCH_HEAD").decode().strip()
-        _git(cache, "update-ref", f"refs/plugkit-in/{tip}", tip)
+    if not os.path.isdir(cache):
+        _git(os.path.dirname(cache), "init", "-q", "--bare", cache)
+    # No automatic gc: a worker's commit would start one outside the lock, racing the other
+    # attempts' worktrees (set on every attempt: a clone made by an older plugkit has it too).
+    _git(cache, "config", "gc.auto", "0")
+    if bundle is None:  # the node had every commit already
+        return cache
+    path = os.path.join(tmp, "in.bundle")
+    with open(path, "wb") as fh:
+        fh.write(bundle)
+    _git(cache, "fetch", "-q", path, f"refs/heads/{branch}")
+    tip = _git(cache, "rev-parse", "FETCH_HEAD").decode().strip()
+    _git(cache, "update-ref", f"refs/plugkit-in/{tip}", tip)
     return cache
+
+
+def checkout(root: str, spec: dict, bundle: bytes | None, tmp: str) -> tuple[str, str]:
+    """The project's clone on this node with the bundle fetched in, and the attempt's worktree
+    (tmp/wt) on its branch from spec["base"]: (cache, worktree)."""
+    cache = _cache_dir(root, spec["repo_key"])
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    wt = os.path.join(tmp, "wt")
+    with _lock(cache):
+        _cache(root, spec["repo_key"], bundle, spec["branch"], tmp)
+        _git(cache, "worktree", "add", "-q", "--detach", wt, spec["base"])
+    _git(wt, "checkout", "-q", "-B", spec["branch"])
+    return cache, wt
 
 
 def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[subprocess.Popen, subprocess.Popen]:
@@ -131,24 +153,21 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
     root = node_dir()
     yield ("node", node_id, node_ip, root)
     tmp = tempfile.mkdtemp(prefix="attempt-", dir=_made(os.path.join(root, "tmp")))
-    cache = _cache(root, spec["repo_key"], bundle, spec["branch"], tmp)
-    wt = os.path.join(tmp, "wt")
-    branch = spec["branch"]
-    _git(cache, "worktree", "add", "-q", "--detach", wt, spec["base"])
-    _git(wt, "checkout", "-q", "-B", branch)
-    for key, value in spec.get("identity", {}).items():
-        if value:
-            _git(wt, "config", key, value)
-    # The prompt and argv name the supervisor's worktree: on this node the worker's is here.
-    local = spec["local_worktree"]
-    argv = [a.replace(local, wt) for a in spec["argv"]]
+    cache, wt, branch = _cache_dir(root, spec["repo_key"]), os.path.join(tmp, "wt"), spec["branch"]
     home = _made(os.path.join(root, "home"))
-    env = {k: v for k, v in spec["env"].items() if k not in NEVER_TRAVELS}
-    # The session tag, as a local worker task carries it (a host keys its attempt by it).
-    env.update({HOME_TAG: home, SESSION_ID_TAG: spec["session"], "PWD": wt})
-    if os.environ.get(PORT_VAR):  # the node's own runner port, from its `ray start` environment
-        env[PORT_VAR] = os.environ[PORT_VAR]
-    try:
+    try:  # whatever fails from here, the attempt's directory and worktree go (tidy)
+        checkout(root, spec, bundle, tmp)
+        for key, value in spec.get("identity", {}).items():
+            if value:
+                _git(wt, "config", key, value)
+        # The prompt and argv name the supervisor's worktree: on this node the worker's is here.
+        local = spec["local_worktree"]
+        argv = [a.replace(local, wt) for a in spec["argv"]]
+        env = {k: v for k, v in spec["env"].items() if k not in NEVER_TRAVELS}
+        # The session tag, as a local worker task carries it (a host keys its attempt by it).
+        env.update({HOME_TAG: home, SESSION_ID_TAG: spec["session"], "PWD": wt})
+        if os.environ.get(PORT_VAR):  # the node's own runner port, from its `ray start` environment
+            env[PORT_VAR] = os.environ[PORT_VAR]
         # The node's runner hosts the attempt: it answers the worker's hooks and exec: calls as a
         # local runner answers its own worker's (the policy, the commit check), and mints the
         # capability its sandbox shows at the token's path, never that runner's token.
@@ -248,7 +267,7 @@ def _hooks(cache: str, wt: str, spec: dict, env: dict[str, str]) -> None:
         exclude = os.path.join(cache, "info", "exclude")
         os.makedirs(os.path.dirname(exclude), exist_ok=True)
         line = f"/{spec['hooks_file']}*\n"
-        with open(exclude, "a+") as fh:
+        with _lock(cache), open(exclude, "a+") as fh:
             fh.seek(0)
             if line not in fh.read():
                 fh.write(line)
@@ -265,11 +284,13 @@ def _made(path: str) -> str:
 
 
 def _tidy(cache: str, wt: str, tmp: str, branch: str) -> None:
-    for args in (("worktree", "remove", "--force", wt), ("worktree", "prune"), ("branch", "-D", branch)):
-        try:
-            _git(cache, *args)
-        except (RuntimeError, subprocess.TimeoutExpired):
-            pass
+    if os.path.isdir(cache):
+        with _lock(cache):
+            for args in (("worktree", "remove", "--force", wt), ("worktree", "prune"), ("branch", "-D", branch)):
+                try:
+                    _git(cache, *args)
+                except (RuntimeError, subprocess.TimeoutExpired):
+                    pass
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -1,0 +1,81 @@
+"""The node side of a remote attempt shares one clone of the project among the attempts placed
+on that node (runner.core.work.placement.ray_task). Real git, no Ray: attempts that fetch and
+make worktrees at once all get their worktree, and one that fails leaves nothing behind."""
+
+import os
+import threading
+
+import pytest
+
+from runner.core.work.placement import ray_task
+from tests.support.git_repos import commit, g, main_repo, person_git
+
+
+@pytest.fixture(autouse=True)
+def gitenv(tmp_path, monkeypatch):
+    return person_git(tmp_path, monkeypatch)
+
+
+def bundle_of(repo: str, branch: str, tmp) -> bytes:
+    path = str(tmp / f"{branch}.bundle")
+    g(repo, "bundle", "create", "-q", path, f"refs/heads/{branch}")
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def test_attempts_fetching_and_making_worktrees_at_once_all_get_theirs(tmp_path):
+    # `git worktree add` writes a placeholder HEAD before the real one; a fetch by another
+    # attempt that saw it failed with "bad object worktrees/wt/HEAD".
+    repo, root = main_repo(tmp_path), str(tmp_path / "node")
+    base = g(repo, "rev-parse", "HEAD")
+    bundles = {}
+    for i in range(8):
+        g(repo, "checkout", "-q", "-b", f"b{i}", base)
+        commit(repo, f"f{i}.txt", f"{i}\n")
+        bundles[f"b{i}"] = bundle_of(repo, f"b{i}", tmp_path)
+    failures, made = [], []
+
+    def attempt(branch: str) -> None:
+        for round_ in range(4):
+            tmp = os.path.join(root, "tmp", f"{branch}-{round_}")
+            os.makedirs(tmp)
+            spec = {"repo_key": repo, "branch": branch, "base": base}
+            cache = wt = None
+            try:
+                cache, wt = ray_task.checkout(root, spec, bundles[branch], tmp)
+                made.append(g(wt, "rev-parse", "--abbrev-ref", "HEAD"))
+            except Exception as exc:  # noqa: BLE001 - every failure is the finding
+                failures.append(f"{branch}: {exc}")
+            finally:
+                ray_task._tidy(cache or ray_task._cache_dir(root, repo), wt or os.path.join(tmp, "wt"), tmp,
+                               spec["branch"])
+
+    threads = [threading.Thread(target=attempt, args=(b,)) for b in bundles]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert len(made) == 32
+    cache = ray_task._cache_dir(root, repo)
+    assert g(cache, "worktree", "list", "--porcelain").count("worktree ") == 1  # only the bare clone
+    assert os.listdir(os.path.join(root, "tmp")) == []
+    # every branch's tip stayed, so the next attempt's bundle can leave it out
+    kept = g(cache, "for-each-ref", "--format=%(objectname)", "refs/plugkit-in/").split()
+    assert sorted(kept) == sorted(g(repo, "rev-parse", b) for b in bundles)
+
+
+def test_an_attempt_that_fails_before_its_worker_leaves_no_directory_or_worktree(tmp_path, monkeypatch):
+    # A leftover attempt directory reads as an attempt running on that node.
+    repo, root = main_repo(tmp_path), str(tmp_path / "node")
+    monkeypatch.setenv(ray_task.NODE_DIR_VAR, root)
+    g(repo, "checkout", "-q", "-b", "b")
+    commit(repo, "f.txt", "f\n")
+    spec = {"repo_key": repo, "branch": "b", "base": "0" * 40, "session": "s-gone"}
+    steps = ray_task.attempt(bundle_of(repo, "b", tmp_path), spec, "node-1", "127.0.0.1")
+    assert next(steps)[0] == "node"
+    with pytest.raises(RuntimeError, match="git worktree add"):
+        next(steps)
+    assert os.listdir(os.path.join(root, "tmp")) == []
+    cache = ray_task._cache_dir(root, repo)
+    assert g(cache, "worktree", "list", "--porcelain").count("worktree ") == 1
