@@ -21,10 +21,12 @@ local worktree, and exits with the worker's code, or NODE_LOST_RC when the node 
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Optional
 
 NODE_LOST_RC = 75  # runner/core/work/placement/ray_node.py maps it to killed/node_lost
@@ -57,6 +59,12 @@ def _bundle(worktree: str, branch: str, have: list[str]) -> tuple[Optional[bytes
             return fh.read(), count
 
 
+# `git worktree add` (the engine starting another item, or the person) writes a placeholder
+# HEAD of zeros for a moment; a fetch that walks every worktree's HEAD then fails on it.
+PLACEHOLDER_HEAD = re.compile(r"bad object worktrees/[^/\s]+/HEAD")
+PLACEHOLDER_WAIT_S = 5.0
+
+
 def _land_locally(worktree: str, branch: str, data: bytes) -> None:
     """The node's commits onto the item's branch here (its worktree has nothing of its own)."""
     with tempfile.TemporaryDirectory(prefix="plugkit-bundle-") as tmp:
@@ -64,9 +72,15 @@ def _land_locally(worktree: str, branch: str, data: bytes) -> None:
         with open(path, "wb") as fh:
             fh.write(data)
         for args in (["fetch", "-q", path, f"refs/heads/{branch}"], ["reset", "-q", "--hard", "FETCH_HEAD"]):
-            done = subprocess.run(["git", *args], cwd=worktree, capture_output=True, text=True, timeout=300)
-            if done.returncode != 0:
-                raise RuntimeError(f"git {args[0]} of the node's commits: {done.stderr.strip()[-300:]}")
+            deadline, pause = time.monotonic() + PLACEHOLDER_WAIT_S, 0.01
+            while True:
+                done = subprocess.run(["git", *args], cwd=worktree, capture_output=True, text=True, timeout=300)
+                if done.returncode == 0:
+                    break
+                if not PLACEHOLDER_HEAD.search(done.stderr) or time.monotonic() > deadline:
+                    raise RuntimeError(f"git {args[0]} of the node's commits: {done.stderr.strip()[-300:]}")
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
 
 
 def _record(spec: dict, **fields) -> None:
