@@ -3,11 +3,13 @@ on that node (runner.core.work.placement.ray_task). Real git, no Ray: attempts t
 make worktrees at once all get their worktree, and one that fails leaves nothing behind."""
 
 import os
+import subprocess
 import threading
 
 import pytest
 
 from runner.core.work.placement import ray_task
+from runner.system.subreaper import start_ticks
 from tests.support.git_repos import commit, g, main_repo, person_git
 
 
@@ -79,3 +81,32 @@ def test_an_attempt_that_fails_before_its_worker_leaves_no_directory_or_worktree
     assert os.listdir(os.path.join(root, "tmp")) == []
     cache = ray_task._cache_dir(root, repo)
     assert g(cache, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_an_abandoned_attempts_directory_and_worktree_go_and_its_branch_is_free_again(tmp_path):
+    # A Ray worker process killed before its `finally` ran left its attempt directory (a whole
+    # checkout), and the clone's registration of its worktree held the item's branch (from git
+    # 2.43 the item's next attempt on this node could not check it out).
+    repo, root = main_repo(tmp_path), str(tmp_path / "node")
+    base = g(repo, "rev-parse", "HEAD")
+    g(repo, "checkout", "-q", "-b", "b")
+    commit(repo, "f.txt", "f\n")
+    bundle = bundle_of(repo, "b", tmp_path)
+    spec = {"repo_key": repo, "branch": "b", "base": base}
+    dead = subprocess.Popen(["sleep", "0"])
+    ticks = start_ticks(dead.pid)
+    dead.wait()
+    stale = ray_task.begin(root)
+    ray_task.checkout(root, spec, bundle, stale)
+    with open(os.path.join(stale, ray_task.OWNER_FILE), "w") as fh:  # its owner died mid-attempt
+        fh.write(f"{dead.pid} {ticks}")
+    live = ray_task.begin(root)  # this process's: never taken for abandoned
+    fresh = os.path.join(root, "tmp", "attempt-new")  # no owner file yet: a new attempt's
+    os.makedirs(fresh)
+
+    again = ray_task.begin(root)
+    cache, wt = ray_task.checkout(root, spec, bundle, again)
+    assert g(wt, "rev-parse", "--abbrev-ref", "HEAD") == "b"
+    assert not os.path.exists(stale) and os.path.isdir(live) and os.path.isdir(fresh)
+    listed = g(cache, "worktree", "list", "--porcelain")
+    assert stale not in listed and listed.count("worktree ") == 2, listed

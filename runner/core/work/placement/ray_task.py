@@ -35,10 +35,13 @@ import time
 from plugkit.vocab import HOME_TAG, SANDBOXED_TAG, SESSION_ID_TAG
 from plugkit.work.cluster import NEVER_TRAVELS
 from runner.core.work.placement import node_runner
+from runner.system.subreaper import start_ticks
 
 NODE_DIR_VAR = "PLUGKIT_NODE_DIR"
 PORT_VAR = "PLUGKIT_PORT"  # set on `ray start` of a node: where its clone cache and home live
 CHUNK = 64 << 10
+OWNER_FILE = "owner"  # in an attempt's directory: "<pid> <start ticks>" of the Ray worker process running it
+STALE_S = 600.0  # an attempt's directory with no owner file yet is taken as abandoned after this
 BEAT_POLL_S = 3.0  # how often the node's runner is asked for the worker's hook calls (the heartbeat)
 # A small process beside the worker: when the Ray worker process dies (a force cancel, the
 # supervisor's driver gone, the node's raylet killing it), it kills the worker's whole process
@@ -117,6 +120,50 @@ def _cache(root: str, repo_key: str, bundle: bytes | None, branch: str, tmp: str
     return cache
 
 
+def begin(root: str) -> str:
+    """A new attempt's directory under the node's tmp, marked with its owner (this Ray worker
+    process: pid and start time, so a recycled pid is not taken for it)."""
+    tmp = tempfile.mkdtemp(prefix="attempt-", dir=_made(os.path.join(root, "tmp")))
+    with open(os.path.join(tmp, OWNER_FILE), "w") as fh:
+        fh.write(f"{os.getpid()} {start_ticks(os.getpid())}")
+    return tmp
+
+
+def _abandoned(path: str) -> bool:
+    """Whether an attempt's directory outlived its owner: a Ray worker process killed before its
+    `finally` ran (a forced cancel, the node's raylet). One without an owner file yet is a new
+    attempt's, unless it is older than STALE_S."""
+    try:
+        with open(os.path.join(path, OWNER_FILE)) as fh:
+            pid_text, _, ticks = fh.read().partition(" ")
+        pid = int(pid_text)
+    except FileNotFoundError:
+        try:
+            return time.time() - os.stat(path).st_mtime > STALE_S
+        except OSError:
+            return False
+    except (OSError, ValueError):
+        return True
+    return str(start_ticks(pid)) != ticks.strip()
+
+
+def _sweep(root: str, cache: str) -> None:
+    """What abandoned attempts left on this node goes (the caller holds the clone's lock): their
+    directories (a whole checkout each), then the clone's registrations of their worktrees. A
+    registration left behind holds the item's branch: from git 2.43 the item's next attempt
+    here could not check it out."""
+    base = os.path.join(root, "tmp")
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(base, name)
+        if name.startswith("attempt-") and _abandoned(path):
+            shutil.rmtree(path, ignore_errors=True)
+    _git(cache, "worktree", "prune")
+
+
 def checkout(root: str, spec: dict, bundle: bytes | None, tmp: str) -> tuple[str, str]:
     """The project's clone on this node with the bundle fetched in, and the attempt's worktree
     (tmp/wt) on its branch from spec["base"]: (cache, worktree)."""
@@ -125,6 +172,7 @@ def checkout(root: str, spec: dict, bundle: bytes | None, tmp: str) -> tuple[str
     wt = os.path.join(tmp, "wt")
     with _lock(cache):
         _cache(root, spec["repo_key"], bundle, spec["branch"], tmp)
+        _sweep(root, cache)
         _git(cache, "worktree", "add", "-q", "--detach", wt, spec["base"])
     _git(wt, "checkout", "-q", "-B", spec["branch"])
     return cache, wt
@@ -152,7 +200,7 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
     session, run, item, attempt."""
     root = node_dir()
     yield ("node", node_id, node_ip, root)
-    tmp = tempfile.mkdtemp(prefix="attempt-", dir=_made(os.path.join(root, "tmp")))
+    tmp = begin(root)
     cache, wt, branch = _cache_dir(root, spec["repo_key"]), os.path.join(tmp, "wt"), spec["branch"]
     home = _made(os.path.join(root, "home"))
     try:  # whatever fails from here, the attempt's directory and worktree go (tidy)
