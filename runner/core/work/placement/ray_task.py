@@ -99,25 +99,23 @@ def _lock(cache: str):
     return lock
 
 
-def _cache(root: str, repo_key: str, bundle: bytes | None, branch: str, tmp: str) -> str:
-    """The node's clone of the project, with the bundle's commits fetched in (the caller holds
-    its lock: two attempts on one node share it). Each fetched tip is kept under
+def _fetch(cache: str, bundle: bytes | None, branch: str, tmp: str) -> None:
+    """The node's clone of the project (made if new), with the bundle's commits fetched in (the
+    caller holds its lock: two attempts on one node share it). Each fetched tip is kept under
     refs/plugkit-in/<sha>, so the objects stay and the next attempt's bundle leaves them out."""
-    cache = _cache_dir(root, repo_key)
     if not os.path.isdir(cache):
         _git(os.path.dirname(cache), "init", "-q", "--bare", cache)
     # No automatic gc: a worker's commit would start one outside the lock, racing the other
     # attempts' worktrees (set on every attempt: a clone made by an older plugkit has it too).
     _git(cache, "config", "gc.auto", "0")
     if bundle is None:  # the node had every commit already
-        return cache
+        return
     path = os.path.join(tmp, "in.bundle")
     with open(path, "wb") as fh:
         fh.write(bundle)
     _git(cache, "fetch", "-q", path, f"refs/heads/{branch}")
     tip = _git(cache, "rev-parse", "FETCH_HEAD").decode().strip()
     _git(cache, "update-ref", f"refs/plugkit-in/{tip}", tip)
-    return cache
 
 
 def begin(root: str) -> str:
@@ -171,7 +169,7 @@ def checkout(root: str, spec: dict, bundle: bytes | None, tmp: str) -> tuple[str
     os.makedirs(os.path.dirname(cache), exist_ok=True)
     wt = os.path.join(tmp, "wt")
     with _lock(cache):
-        _cache(root, spec["repo_key"], bundle, spec["branch"], tmp)
+        _fetch(cache, bundle, spec["branch"], tmp)
         _sweep(root, cache)
         _git(cache, "worktree", "add", "-q", "--detach", wt, spec["base"])
     _git(wt, "checkout", "-q", "-B", spec["branch"])
