@@ -66,7 +66,7 @@ def _codex_hooks(worktree: str) -> list[str]:
 
 WORKERS: dict[str, WorkerRow] = {row.name: row for row in (
     WorkerRow(
-        "claude-code", "claude", "claude-code", ".claude/settings.json",
+        "claude-code", "claude", "claude-code", ".claude/settings.local.json",
         # -p: one headless turn, then exit. bypassPermissions: no permission prompt waits for a
         # person who is not there; PreToolUse hooks still run before every tool call.
         lambda prompt, worktree: ["-p", prompt, "--permission-mode", "bypassPermissions"],
