@@ -200,6 +200,9 @@ def test_doctor_passes_on_a_fresh_home_and_names_each_check(home):
         assert name in result.stdout
     checks = {c["check"]: c for c in json.loads(home.cli("doctor", "--json").stdout)}
     assert checks["python"]["level"] == "ok" and checks["state dir"]["level"] == "ok"
+    last = result.stdout.splitlines()[-1]  # one summary line, counting what the rows said
+    counts = {lv: sum(1 for c in checks.values() if c["level"] == lv) for lv in ("ok", "warn")}
+    assert last.startswith(f"doctor: {counts['ok']} ok") and "FAIL" not in last, last
 
 
 def test_doctor_fails_on_a_foreign_port_holder_and_a_loose_state_dir(home):
@@ -212,6 +215,8 @@ def test_doctor_fails_on_a_foreign_port_holder_and_a_loose_state_dir(home):
         result = home.cli("doctor")
     assert result.returncode == 1
     lines = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
+    last = result.stdout.splitlines()[-1]
+    assert last.startswith("doctor: ") and f"{len(lines)} FAIL: plugkit will not work" in last, last
     assert any(f"plugkit kill-port {home.port}" in line for line in lines), result.stdout
     assert any(f"chmod 700 {home.path}" in line for line in lines), result.stdout
 
