@@ -201,7 +201,7 @@ def _run_verb(request: Request, me: HookCaller, sink: Transcript) -> str:
     if request.verb == "kill-port":
         from client.verbs import killport
 
-        killport.main(args)  # prints its report: run() collects it
+        killport.main(args, me)  # prints its report: run() collects it; the hook's session asks
         return f"[plugkit] `kill-port` ran outside the shell ({DELIVERY}):"
     if request.verb == "serial":
         # A port is not code: `exec:serial PORT [BAUD] [--flags]` becomes the same JSON spec
