@@ -16,7 +16,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="action", required=True)
     sub.add_parser("start", help="start the runner (detached) and wait until it is healthy")
     sub.add_parser("stop", help="stop the runner cleanly")
-    sub.add_parser("restart", help="stop, then start")
+    rs = sub.add_parser("restart", help="stop, then start (asks first when tasks are running)")
+    rs.add_argument("--force", action="store_true", help="restart even though running tasks will be killed")
     st = sub.add_parser("status", help="pid, port, version, uptime")
     st.add_argument("--json", action="store_true", help="print runner.info and the debug snapshot as JSON")
     st.add_argument("--watch", action="store_true", help="refresh every second until Ctrl-C")
@@ -231,6 +232,26 @@ def stop(args: argparse.Namespace) -> int:
 
 
 def restart(args: argparse.Namespace) -> int:
+    """A restart kills every running task (a dev server an agent started, a build): at a terminal
+    it asks first, naming them; elsewhere (an agent, a script) it needs --force."""
+    if not args.force:
+        client, _why = _reach()  # a wedged runner cannot be asked: nothing to name, restart it
+        live = running_tasks(client) if client is not None else []
+        if client is not None:
+            client.close()
+        if live:
+            named = ", ".join(f"task_{t['task_id']} (session {t['session_id']}, {t['lang']})" for t in live[:5])
+            more = f" and {len(live) - 5} more" if len(live) > 5 else ""
+            said = f"restarting kills {len(live)} running task(s): {named}{more}"
+            if not (sys.stdin.isatty() and sys.stdout.isatty()):
+                raise ClientError(f"{said}; `plugkit runner restart --force` restarts anyway")
+            try:
+                answer = input(f"plugkit: {said}. Restart? [y/N] ")
+            except EOFError:
+                answer = ""
+            if answer.strip().lower() not in ("y", "yes"):
+                print("plugkit runner: not restarted; the tasks keep running")
+                return 1
     stop(args)
     return start(args)
 
