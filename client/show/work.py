@@ -3,6 +3,7 @@ one line per item, bounded, then the next command."""
 
 import time
 
+from client.show.work_events import retry_hint
 from plugkit import vocab
 
 MAX_ITEMS = 12
@@ -39,6 +40,9 @@ def item_line(it: dict) -> str:
         line += "".join(f"\n             {d[:160]}" for d in diff[:DIFF_LINES])
         if len(diff) > DIFF_LINES:
             line += f"\n             ... {len(diff) - DIFF_LINES} more lines (`plugkit work status --json`)"
+    hint = retry_hint(it)
+    if hint:
+        line += f"\n           next: {hint}"
     if it.get("refused"):
         line += f"\n           refused {len(it['refused'])} call(s) on others' items: {it['refused'][-1][:160]}"
     return line

@@ -8,9 +8,10 @@
     plugkit work allow-check ITEM   (a person: the item's branch may change its own check)
 
 The run lives in the runner: this command starts it and returns (`--wait S` follows it for
-up to S seconds); `work status` polls. Every form takes --json, --cwd, --session.
+up to S seconds, a line per event); `work status` polls. Every form takes --json, --cwd, --session.
 Exit codes: 0 done (or started, without --wait); 1 refused (the line says why); 2 usage;
-3 with --wait: the run halted or stopped, or an item ended without completing.
+3 with --wait (`work` and `work status` alike): the run halted or stopped, or an item ended
+without completing; 130 Ctrl-C stopped following (the run goes on).
 """
 
 import argparse
@@ -21,6 +22,7 @@ import sys
 import time
 
 from client.show import work as show
+from client.show.work_events import EventStream
 from client.verbs.brief import BriefParser, names_next
 from client.wire.session import Caller, connect
 from plugkit.vocab import WORK_NETWORKS
@@ -72,7 +74,8 @@ def _start_parser() -> BriefParser:
                                                           "(default: work_cluster)")
     p.add_argument("--allow-remote-cluster", action="store_true",
                    help="a person's override: send workers to a cluster that is neither on this machine nor TLS")
-    p.add_argument("--wait", type=float, default=0.0, help="follow the run up to S seconds before returning")
+    p.add_argument("--wait", type=float, default=0.0, help="follow the run up to S seconds, a line per event "
+                                                           "(started, worker exited, check, landed, held)")
     _common(p)
     return p
 
@@ -121,17 +124,45 @@ def main(argv: list[str]) -> int:
     result = _call(a, "work.start", **params)
     if a.wait <= 0:
         return _print(a, result, show.run_lines(result["run"]))
-    result = _call(a, "work.status", wait_ms=_wait_ms(a.wait))
-    _print(a, result, show.run_lines(result["run"]))
-    return show.wait_exit(result["run"])
+    return _follow(a, result["run"])
+
+
+POLL_S = 0.5  # how often --wait asks the runner what changed (it answers at once when the run ends)
+
+
+def _follow(a, run: dict | None) -> int:
+    """--wait S: one line per event as the run goes (not --json), then its status; Ctrl-C stops
+    following, never the run. Exit codes as `wait_exit` says, for `work` and `work status` alike."""
+    events = EventStream()
+    deadline = time.monotonic() + max(0.0, min(a.wait, 600.0))
+    try:
+        while True:
+            for line in ([] if a.json else events.feed(run)):
+                print(line, flush=True)
+            left = deadline - time.monotonic()
+            if run is None or run.get("ended_at") is not None or run["state"] != "running" or left <= 0:
+                break
+            run = _call(a, "work.status", wait_ms=_wait_ms(min(POLL_S, left)))["run"]
+    except KeyboardInterrupt:
+        said = f"run {run['id']} " if run else "the run "
+        print(f"\nplugkit: stopped following; {said}goes on in the runner: `plugkit work status --wait 600` "
+              "follows it again, `plugkit work stop` ends it", file=sys.stderr)
+        return 130
+    _print(a, {"run": run}, show.run_lines(run))
+    return show.wait_exit(run)
 
 
 def _status(argv: list[str]) -> int:
     p = BriefParser(prog="plugkit work status", description="The workspace's latest run, why it halted first.")
-    p.add_argument("--wait", type=float, default=0.0, help="wait up to S seconds for it to halt or end")
+    p.add_argument("--wait", type=float, default=0.0, help="follow it up to S seconds (a line per event) "
+                                                           "until it halts or ends")
     _common(p)
     a = p.parse_args(argv)
-    result = _call(a, "work.status", wait_ms=_wait_ms(a.wait))
+    # With --wait, a first short wait: a run waiting for a person who just answered is looked at
+    # again by the runner (`plugkit approve`), so it is followed resumed, not ended stale.
+    result = _call(a, "work.status", wait_ms=_wait_ms(min(POLL_S, a.wait)))
+    if a.wait > 0:
+        return _follow(a, result["run"])
     return _print(a, result, show.run_lines(result["run"]))
 
 
