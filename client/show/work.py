@@ -3,8 +3,8 @@ one line per item, bounded, then the next command."""
 
 import time
 
+from client.show import work_events
 from client.show.work_events import retry_hint
-from plugkit import vocab
 
 MAX_ITEMS = 12
 DIFF_LINES = 12
@@ -72,7 +72,7 @@ def run_lines(run: dict | None) -> list[str]:
 
 
 # Item states that ended without the item completing: `plugkit work --wait` exits 3 on them.
-UNFINISHED = frozenset(vocab.WORK_TERMINAL_STATES) - {vocab.COMPLETED}
+UNFINISHED = work_events.UNFINISHED
 
 
 def wait_exit(run: dict | None) -> int:

@@ -7,7 +7,10 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
+from plugkit import vocab
+
 Item = dict
+UNFINISHED = frozenset(vocab.WORK_TERMINAL_STATES) - {vocab.COMPLETED}  # ended without landing
 # (what changed, the line for it): each row looks at the item before (None: first seen) and now.
 Row = Callable[[Optional[Item], Item], Optional[str]]
 
@@ -62,7 +65,7 @@ ROWS: tuple[Row, ...] = (_started, _worker_ended, _checked, _landed, _state)
 def retry_hint(it: Item) -> str:
     """For an item held or ended without landing: the exact commands that try it again, and the
     branch its work is kept on (empty for one that needs nothing, or a person's approval)."""
-    if it["state"] not in ("blocked", "failed", "rejected", "timed_out", "killed"):
+    if it["state"] not in UNFINISHED:
         return ""
     kept = f" (its work is kept on branch {it['branch']})" if it.get("branch") else ""
     return f"plugkit prd update {it['id']} --status pending && plugkit work --items {it['id']}{kept}"

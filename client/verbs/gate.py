@@ -170,6 +170,8 @@ def prd_main(argv: list[str]) -> int:
     ver = sub.add_parser("verify", parents=[common],
                          help="run the item's check (its --verify, else the workspace's), witnessed at HEAD")
     ver.add_argument("id")
+    ver.add_argument("--complete", action="store_true",
+                     help="when green, complete the item with the receipt in the same step")
     lst = sub.add_parser("list", parents=[common], help="the items and the dependency waves (many: the first of each status)")
     lst.add_argument("--all", action="store_true", help="every item and every wave")
     ready = sub.add_parser("ready", parents=[common], help="the next wave: pending items whose blockers are done")
@@ -183,12 +185,35 @@ def prd_main(argv: list[str]) -> int:
         return _call(a, "prd.update", lambda r: [show.item(r)], id=a.id, evidence=a.evidence, **extra,
                      **_item_fields(a))
     if a.action == "verify":
+        if a.complete:
+            return _verify_and_complete(a)
         return _call(a, "prd.verify", show.item_checked, lambda r: r["outcome"] == "green", id=a.id,
                      environ=caller_environ())
     if a.action == "ready":
         return _call(a, "prd.ready", show.items, **({"limit": a.limit} if a.limit else {}))
     more = Caller({"cwd": a.cwd, "session": a.session}).command("prd", "list", "--all")
     return _call(a, "prd.list", lambda r: show.items(r, a.all, more))
+
+
+def _verify_and_complete(a: argparse.Namespace) -> int:
+    """prd verify ID --complete: the check, then (green only) the completion naming its receipt,
+    through the same rules as `prd update --status completed --evidence` (approvals included)."""
+    me = Caller({"cwd": a.cwd, "session": a.session})
+    client = connect()
+    try:
+        checked = client.call("prd.verify", me.params(id=a.id, environ=caller_environ()), timeout=660.0)
+        done = None
+        if checked["outcome"] == "green":
+            done = client.call("prd.update", me.params(id=a.id, status="completed", evidence=[checked["receipt"]]),
+                               timeout=60.0)
+    finally:
+        client.close()
+    if a.json:
+        print(json.dumps({"verify": checked, "item": done}, indent=1))
+    else:
+        lines = show.item_checked(checked)
+        print("\n".join(lines[:1] + ([show.item(done)] if done else lines[1:])))
+    return 0 if done else 1
 
 
 @names_next("evidence")

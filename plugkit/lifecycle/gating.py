@@ -91,7 +91,7 @@ def verify_status(st: State, cfg: GateConfig, git: GitFacts) -> tuple[bool, str]
     if v.outcome != "green":
         return False, f"{v.outcome}: {v.detail}"
     if git.repo and v.head != git.head:
-        return False, f"stale: HEAD moved since task_{v.task_id} ran; run it again"
+        return False, f"stale: HEAD moved since task_{v.task_id} ran; run `plugkit gate verify` again"
     return True, f"green: task_{v.task_id}, receipt {v.receipt}"
 
 
