@@ -141,7 +141,9 @@ class GuardedHandler(web.RequestHandler):
     def data_received(self, data: bytes) -> None:
         if self.guard_transport is None:
             return
-        if not self.guard_serving:
+        if not data:
+            pass  # aiohttp feeds itself b"" to resume its parser: no client byte came
+        elif not self.guard_serving:
             self.guard_waiting = True
             if self.guard_timer is None:  # a request begins: it has this long to be whole
                 self._guard_arm(self.guard.request_deadline_s)
