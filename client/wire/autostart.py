@@ -1,35 +1,29 @@
 """Start the runner on demand: start lock, re-check, spawn detached, wait for /health.
 
-Only imported when no healthy runner answered, so its imports (subprocess, fcntl,
-time) stay off the hot path.
+Only imported when no healthy runner answered, so its imports (subprocess, time) stay off
+the hot path. The start lock is plugkit/locks.py's raw flock(2): filelock's import would cost
+this cold path more than the rest of the client.
 """
 
-import fcntl
 import os
 import subprocess
 import sys
 import time
 
 from client.wire.rpc import Connection, RunnerUnavailable, connect_verified, read_discovery
-from plugkit import paths
+from plugkit import locks, paths
 from plugkit.vocab import HOME_TAG, IDENTITY_TAGS, SANDBOXED_TAG
 
 START_TIMEOUT_S = float(os.environ.get("PLUGKIT_START_TIMEOUT", "20"))
 
 
 def _lock(path: str, deadline: float) -> int:
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise RunnerUnavailable(
-                    f"timed out waiting for another client to start the runner ({path} is locked); "
-                    "check `plugkit runner status`") from None
-            time.sleep(0.01)
+    try:
+        return locks.take(path, deadline)
+    except locks.Busy:
+        raise RunnerUnavailable(
+            f"timed out waiting for another client to start the runner ({path} is locked); "
+            "check `plugkit runner status`") from None
 
 
 def _tail(path: str, limit: int = 600) -> str:
@@ -123,5 +117,4 @@ def ensure_runner() -> Connection:
         raise RunnerUnavailable(
             f"the runner did not answer within {START_TIMEOUT_S:g}s; see `plugkit runner logs`")
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        locks.release(fd)

@@ -4,7 +4,9 @@ attack it stops; order matters."""
 import hmac
 from typing import Callable, Optional
 
-from runner.http.wire import Request, Response, error
+from aiohttp.web import Request, Response
+
+from runner.http.replies import error
 from runner.rpc.context import CALLER
 from runner.system import logs
 from plugkit.work.capabilities import Capabilities
