@@ -94,3 +94,23 @@ def test_a_fifo_in_the_workspace_neither_wedges_search_nor_runner_stop(home, tmp
     assert "killed" not in done.stdout and "did not stop" not in done.stderr, done.stdout + done.stderr
     log = (home.path / "runner.log").read_text()
     assert "runner_stopped" in log, log[-2000:]  # it shut down itself, not by a signal
+
+
+def test_the_digest_reads_no_manifest_through_a_link(home, tmp_path):
+    """The digest reads manifests and CI files for its caller: linked to a secret, they give nothing."""
+    outside = tmp_path / "outside"
+    (outside / "wf").mkdir(parents=True)
+    (outside / "package.json").write_text('{"scripts": {"leak": "echo pkg_secret_outside"}}')
+    (outside / "Makefile").write_text("make_secret_outside:\n\ttrue\n")
+    (outside / "wf" / "ci.yml").write_text("    - run: echo ci_secret_outside\n")
+    repo = tmp_path / "proj"
+    (repo / ".github").mkdir(parents=True)
+    git(repo, "init", "-q")
+    commit(repo, {"src/a.py": "x = 1\n", "pyproject.toml": '[project]\nname = "own"\n'}, "code")
+    os.symlink(outside / "package.json", repo / "package.json")
+    os.symlink(outside / "Makefile", repo / "Makefile")
+    os.symlink(outside / "wf", repo / ".github" / "workflows")
+    os.mkfifo(repo / ".gitlab-ci.yml")
+    done = home.cli("digest", cwd=repo, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "project digest of" in done.stdout and "secret_outside" not in done.stdout, done.stdout
