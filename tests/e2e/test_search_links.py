@@ -114,3 +114,37 @@ def test_the_digest_reads_no_manifest_through_a_link(home, tmp_path):
     done = home.cli("digest", cwd=repo, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "project digest of" in done.stdout and "secret_outside" not in done.stdout, done.stdout
+
+
+FILES = str(Path(__file__).resolve().parents[1] / "fixtures" / "workspace_file_attacks.py")
+FILE_CALLS = ("gate_status", "prd_list", "memory_list", "memory_search", "evidence_add_key", "evidence_list",
+              "exec_plugin")
+
+
+def test_what_the_runner_reads_of_a_worktree_follows_no_link_and_no_fifo(home, tmp_path):
+    """The gates, the plan, memories, receipts and language plugins of a worker's worktree are
+    read for its session: a link there reads nothing outside, a FIFO holds no call, and the
+    runner keeps answering."""
+    import hashlib
+
+    from tests.support.runner_home import rpc
+
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\n')
+    user_home = home_with_a_key(tmp_path / "user")
+    secret = tmp_path / "secret.toml"
+    secret.write_text('swordfish_key_name = "swordfish_value"\nname = "swordfish_lang"\n')
+    w = Work(home, repo, {})
+    w.env["HOME"] = str(user_home)
+    w.add("w1", "--verify", "test -f done.txt")
+    key = user_home / ".ssh" / "id_rsa"
+    w.cli("work", "--items", "w1", "--run", f"{sys.executable} {FILES} {secret} {key}", "--json")
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=180)
+    logs = w.cli("work", "logs", "w1").stdout
+    calls = {line.split()[1]: line.split()[2] for line in logs.splitlines() if line.startswith("CALL ")}
+    assert set(calls) == set(FILE_CALLS), logs
+    assert "LOST" not in calls.values(), logs  # no call held by a FIFO
+    assert calls["evidence_add_key"] == "refused", logs  # no receipt (a hash) of the linked key
+    assert "swordfish" not in logs and FAKE_KEY.strip() not in logs, logs
+    assert hashlib.sha256(FAKE_KEY.encode()).hexdigest() not in logs, logs
+    assert rpc(home, "runner.info")["pid"] == home.discovery()["pid"]  # the runner still answers
+    assert w.items(run)["w1"]["state"] == "completed", run

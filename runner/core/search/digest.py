@@ -12,7 +12,7 @@ import subprocess
 import tomllib
 
 from runner.core.search import chunks, files
-from runner.system import confined
+from plugkit import confined
 
 MAX_CHARS = 3600  # ~900 tokens
 INPUTS = ("pyproject.toml", "package.json", "Makefile", "Cargo.toml", "go.mod", "setup.py", ".github/workflows",

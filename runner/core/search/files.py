@@ -7,7 +7,7 @@ import os
 import re
 import subprocess
 
-from runner.system import confined
+from plugkit import confined
 
 MAX_BYTES = 1 << 20  # bigger files are data or generated: not worth an agent's search
 MAX_FILES = 50_000

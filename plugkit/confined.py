@@ -12,8 +12,10 @@ place of a file cannot hold the open, and fstat refuses it (and sockets, devices
 A hard link cannot reach further than the linker could read itself: link(2) needs the file
 visible on the same mount, and protected_hardlinks asks for ownership or read-write access."""
 
+import errno
 import os
 import stat
+from typing import BinaryIO
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -27,24 +29,28 @@ def parts(rel: str) -> list[str] | None:
     return None if not out or ".." in out else out
 
 
-def open_in(root: str, rel: str) -> int | None:
-    """A read descriptor of root/rel when it is a regular file reached without a link; else None
-    (a link anywhere on the way, a FIFO, a device, a directory, gone)."""
+def relative(root: str, path: str) -> str:
+    """path (absolute, or relative to root) as a path relative to root, lexically: never resolved."""
+    if not os.path.isabs(path):
+        return path
+    rel = os.path.relpath(os.path.normpath(path), os.path.normpath(root))
+    return "" if rel.startswith("..") else rel
+
+
+def open_fd(root: str, rel: str) -> int:
+    """A read descriptor of root/rel, a regular file reached without a link. Raises OSError:
+    FileNotFoundError when it is not there, ELOOP or ENOTDIR through a link, EINVAL for
+    anything but a regular file (a FIFO, a socket, a device, a directory) or a path out."""
     names = parts(rel)
     if names is None:
-        return None
-    try:
-        fd = os.open(root, _DIR)
-    except OSError:
-        return None
+        raise OSError(errno.EINVAL, "not a path inside the root", rel)
+    fd = os.open(root, _DIR)
     try:
         for name in names[:-1]:
             nxt = os.open(name, _DIR, dir_fd=fd)
             os.close(fd)
             fd = nxt
         out = os.open(names[-1], _FILE, dir_fd=fd)
-    except OSError:  # ELOOP or ENOTDIR: a link on the way; ENXIO: a socket; gone
-        return None
     finally:
         os.close(fd)
     try:
@@ -53,7 +59,20 @@ def open_in(root: str, rel: str) -> int | None:
     except OSError:
         pass
     os.close(out)
-    return None
+    raise OSError(errno.EINVAL, "not a regular file", rel)
+
+
+def open_beneath(root: str, path: str) -> BinaryIO:
+    """open(path, "rb") for a file of the workspace at root, confined as open_fd is."""
+    return os.fdopen(open_fd(root, relative(root, path)), "rb")
+
+
+def open_in(root: str, rel: str) -> int | None:
+    """open_fd, or None where it raises."""
+    try:
+        return open_fd(root, rel)
+    except OSError:  # ELOOP or ENOTDIR: a link on the way; ENXIO: a socket; gone
+        return None
 
 
 def read_in(root: str, rel: str, limit: int) -> bytes | None:
