@@ -1,7 +1,9 @@
 """Reading a file for a caller without leaving the caller's root: the path is walked from the
 root's descriptor one component at a time, no component may be a symbolic link, and only a
-regular file is read. What the runner reads on a sandbox's behalf (search, its digest) goes
-through here, because the runner sees files the sandbox cannot and would hand their lines back.
+regular file is read. What the runner reads of a workspace for a caller goes through here (search
+and its digest, the gates' config, .prd and state, receipts, memories, language plugins): a
+worker's worktree is a workspace of its own, and the runner sees files its sandbox cannot.
+A link inside the root to a file inside it is refused too: that file is read under its own path.
 
 Why a walk and not `realpath` then `open`: the caller can swap a checked component for a link
 between the check and the open (a sandboxed worker writes its worktree while the runner reads
