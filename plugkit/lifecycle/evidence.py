@@ -21,6 +21,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from plugkit import confined
 from plugkit.lifecycle.errors import Invalid, NotFound
 from plugkit.lifecycle.workspace import Workspace, atomic_write
 
@@ -65,12 +66,20 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
+def sha256_file(path: str, root: str) -> str:
+    """The hash of a workspace file at root, read without a link and only if regular (a worker
+    links what it cannot read, or plants a FIFO that would hold the read): OSError otherwise."""
+    return file_digest(path, root)[0]
+
+
+def file_digest(path: str, root: str) -> tuple[str, int]:
+    """(sha256, size) of the file, read as sha256_file reads it."""
+    h, size = hashlib.sha256(), 0
+    with confined.open_beneath(root, path) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
-    return h.hexdigest()
+            size += len(block)
+    return h.hexdigest(), size
 
 
 def _canonical(receipt: Receipt) -> bytes:
@@ -117,7 +126,7 @@ def record_output(ws: Workspace, kind: Kind, output: bytes, task: TaskWitness, s
     digest = sha256_bytes(output)
     os.makedirs(_blob_dir(ws), exist_ok=True)
     blob = os.path.join(_blob_dir(ws), digest)
-    if not os.path.exists(blob) or sha256_file(blob) != digest:
+    if not os.path.exists(blob) or _digest_or_none(blob, ws.root) != digest:
         atomic_write(blob, output)
     return _store(ws, Receipt(kind=kind, created_at=now, sha256=digest, size=len(output),
                               task=task, subject=subject, note=note, head=head))
@@ -125,16 +134,24 @@ def record_output(ws: Workspace, kind: Kind, output: bytes, task: TaskWitness, s
 
 def record_file(ws: Workspace, path: str, subject: str, note: str, now: float) -> Receipt:
     rel = ws.inside(path)
-    full = os.path.join(ws.root, rel)
-    if not os.path.isfile(full):
-        raise Invalid(f"{rel} is not a file in the workspace")
-    return _store(ws, Receipt(kind="file", created_at=now, sha256=sha256_file(full),
-                              size=os.path.getsize(full), path=rel, subject=subject, note=note))
-
-
-def _read(path: str) -> Optional[Receipt]:
     try:
-        with open(path, "rb") as fh:
+        digest, size = file_digest(rel, ws.root)
+    except OSError:
+        raise Invalid(f"{rel} is not a file in the workspace") from None
+    return _store(ws, Receipt(kind="file", created_at=now, sha256=digest, size=size, path=rel,
+                              subject=subject, note=note))
+
+
+def _digest_or_none(path: str, root: str) -> Optional[str]:
+    try:
+        return sha256_file(path, root)
+    except OSError:
+        return None
+
+
+def _read(root: str, path: str) -> Optional[Receipt]:
+    try:
+        with confined.open_beneath(root, path) as fh:
             return Receipt.model_validate_json(fh.read())
     except (OSError, ValidationError, ValueError):
         return None
@@ -145,7 +162,7 @@ def list_receipts(ws: Workspace) -> list[Receipt]:
         names = [n for n in os.listdir(ws.evidence_dir) if n.endswith(".json")]
     except FileNotFoundError:
         return []
-    found = [r for n in names if (r := _read(os.path.join(ws.evidence_dir, n))) is not None]
+    found = [r for n in names if (r := _read(ws.root, os.path.join(ws.evidence_dir, n))) is not None]
     return sorted(found, key=lambda r: (r.created_at, r.id))
 
 
@@ -156,7 +173,7 @@ def find(ws: Workspace, ref: str) -> Receipt:
         raise Invalid(f"receipt id {ref!r}: give at least {MIN_PREFIX} hex characters of it")
     exact = os.path.join(ws.evidence_dir, ref + ".json")
     if len(ref) == ID_CHARS and os.path.exists(exact):
-        receipt = _read(exact)
+        receipt = _read(ws.root, exact)
         if receipt is not None:
             return receipt
     try:
@@ -165,7 +182,7 @@ def find(ws: Workspace, ref: str) -> Receipt:
         names = []
     if len(names) > 1:
         raise Invalid(f"receipt prefix {ref} is ambiguous ({', '.join(sorted(names)[:5])}); give more of it")
-    receipt = _read(os.path.join(ws.evidence_dir, names[0] + ".json")) if names else None
+    receipt = _read(ws.root, os.path.join(ws.evidence_dir, names[0] + ".json")) if names else None
     if receipt is None:
         raise NotFound(f"no evidence receipt {ref} in this workspace; `plugkit evidence list` shows them")
     return receipt
@@ -184,7 +201,7 @@ def verify(ws: Workspace, receipt: Receipt, file_name: Optional[str] = None) -> 
     if receipt.kind == "file":
         full = os.path.join(ws.root, receipt.path or "")
         try:
-            now = sha256_file(full)
+            now = sha256_file(full, ws.root)
         except OSError:
             return problems + [f"{receipt.path} is gone"]
         if now != receipt.sha256:
@@ -192,7 +209,7 @@ def verify(ws: Workspace, receipt: Receipt, file_name: Optional[str] = None) -> 
     else:
         blob = os.path.join(_blob_dir(ws), receipt.sha256)
         try:
-            now = sha256_file(blob)
+            now = sha256_file(blob, ws.root)
         except OSError:
             return problems + ["the witnessed output copy is missing"]
         if now != receipt.sha256:
@@ -211,7 +228,7 @@ def verify_all(ws: Workspace, refs: list[str]) -> list[tuple[str, Optional[Recei
         return []
     out = []
     for name in names:
-        receipt = _read(os.path.join(ws.evidence_dir, name + ".json"))
+        receipt = _read(ws.root, os.path.join(ws.evidence_dir, name + ".json"))
         out.append((name, receipt, ["the receipt is not valid JSON of a receipt"] if receipt is None
                     else verify(ws, receipt, name)))
     return out

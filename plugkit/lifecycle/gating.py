@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+from plugkit import confined
 from plugkit.lifecycle import authority, evidence, mutables, prd, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import Conflict, Forbidden, Invalid
@@ -53,7 +54,7 @@ def load_items(ws: Workspace) -> list[prd.Item]:
     if ws.ledger is not None:
         return authority.load(ws).items
     try:
-        with open(ws.prd_path, "rb") as fh:
+        with confined.open_beneath(ws.root, ws.prd_path) as fh:  # never through a link, never a FIFO
             return prd.parse(fh.read())
     except FileNotFoundError:
         return []
@@ -71,7 +72,7 @@ def _mismatches(ws: Workspace, decls: list[EmitDecl]) -> tuple[str, ...]:
     for d in decls:
         full = os.path.join(ws.root, d.path)
         try:
-            digest = evidence.sha256_file(full)
+            digest = evidence.sha256_file(full, ws.root)
         except OSError:
             out.append(f"{d.path}: missing")
             continue
