@@ -74,6 +74,37 @@ def parse_exec(argv: list[str], usage: str, *, generic: bool = False, hook: bool
     return opts, words
 
 
+def leading_options(text: str) -> tuple[list[str], str]:
+    """The words before the code that are options (and their values), split as a shell
+    would, and the rest of the line as written. A dash-word there is an option or an error,
+    never code: `exec:bash --sandbx ls` must not run `--sandbx ls` unconfined. For the bare
+    `exec:<lang> ...` line a hook catches, whose code is kept as written."""
+    import shlex
+
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace_split, lexer.commenters = True, ""
+    words: list[str] = []
+    value_next = False
+    while True:
+        start = lexer.instream.tell()
+        try:
+            word = lexer.get_token()
+        except ValueError as exc:
+            raise ValueError(f"cannot split the options: {exc}") from None
+        if word is None:
+            return words, ""
+        if value_next:
+            words.append(word)
+            value_next = False
+        elif word == "--":
+            return words + ["--"], text[lexer.instream.tell():].lstrip()
+        elif not word.startswith("-") or word == "-" or word.startswith("<<"):
+            return words, text[start:].lstrip()
+        else:
+            words.append(word)
+            value_next = "=" not in word and KINDS.get(word) is VALUE
+
+
 def dest(name: str) -> str:
     return name.lstrip("-").replace("-", "_")
 

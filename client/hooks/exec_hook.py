@@ -22,7 +22,7 @@ from client.show import follow
 from client.show import render
 from client.verbs import task as task_verbs
 from client import exec_args
-from client.args import VALUE, Help, UsageError, number
+from client.args import Help, UsageError, number
 from client.hooks.events import Answer, Event
 from client.wire.rpc import ClientError
 from client.wire.session import Caller, connect
@@ -112,7 +112,7 @@ def parse(command: str) -> Request:
         if body.strip():
             raise ValueError(f"exec:{name} takes its arguments on one line")
         return Request(name, _words(rest))
-    words, remainder = _leading_options(rest)
+    words, remainder = exec_args.leading_options(rest)
     if remainder.startswith("<<"):
         opts, _ = _options(words, name)
         code = _heredoc(remainder, body)
@@ -128,34 +128,6 @@ def parse(command: str) -> Request:
     if opts.get("file") is None and not opts.get("explain") and not code.strip():
         raise ValueError(f"no code: put it on the lines after exec:{name}")
     return Request(name, [], code, opts)
-
-
-def _leading_options(text: str) -> tuple[list[str], str]:
-    """The words before the code that are options (and their values), split as a shell
-    would, and the rest of the line as written. A dash-word there is an option or an error,
-    never code: `exec:bash --sandbx ls` must not run `--sandbx ls` unconfined."""
-    lexer = shlex.shlex(text, posix=True)
-    lexer.whitespace_split, lexer.commenters = True, ""
-    words: list[str] = []
-    value_next = False
-    while True:
-        start = lexer.instream.tell()
-        try:
-            word = lexer.get_token()
-        except ValueError as exc:
-            raise ValueError(f"cannot split the options: {exc}") from None
-        if word is None:
-            return words, ""
-        if value_next:
-            words.append(word)
-            value_next = False
-        elif word == "--":
-            return words + ["--"], text[lexer.instream.tell():].lstrip()
-        elif not word.startswith("-") or word == "-" or word.startswith("<<"):
-            return words, text[start:].lstrip()
-        else:
-            words.append(word)
-            value_next = "=" not in word and exec_args.KINDS.get(word) is VALUE
 
 
 def _options(words: list[str], lang: str) -> tuple[dict, list[str]]:

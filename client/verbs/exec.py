@@ -1,6 +1,7 @@
 """`plugkit exec:<lang>` / `plugkit exec --lang L`: run code through the runner and follow it.
 
-Hot path: `plugkit exec:bash true` imports this, client.args, client.wire.session,
+Hot path: `plugkit exec:bash true` imports this, client.args, client.exec_args,
+client.verbs.exec_stdin, client.wire.session,
 client.show.follow, client.show.render and client.wire.rpc; none of them may import more than
 cheap stdlib at module level.
 
@@ -8,9 +9,10 @@ Flow: one task.exec that waits up to FIRST_WAIT_S (a short command finishes
 inside it: two requests in all, with the /health check), then task.wait/
 task.output pairs that stream output as it arrives, until the task ends or the
 wait ceiling passes. Past the ceiling the task is left running and the follow-up
-commands are printed. Ctrl-C stops it when stdin is a terminal (a person, as `docker run`
+commands are printed. Ctrl-C stops it when a person is at the terminal (as `docker run`
 does; --keep-on-interrupt keeps it) and leaves it running otherwise (an agent's or a hook's
-call, unless --kill-on-interrupt);
+call, an agent host's pseudo-terminal included, unless --kill-on-interrupt). Our stdin
+becomes the task's as exec_stdin plans it;
 a reader that goes away (`| head -1`) kills it, as `yes | head -1` would.
 """
 

@@ -11,7 +11,6 @@ give /dev/null; there, and with --stdin, the task's stdin stays open for exec:ty
 
 import os
 import sys
-import threading
 
 # What a short pipe holds is read before the start and goes with task.exec itself (one
 # request, no wait); a longer or slower one is streamed in chunks after it.
@@ -46,7 +45,10 @@ class Feed:
         self.progress = 0  # bumped by every delivery and by the end: the follower waits on it
         self.live = mode in (STREAM, TERMINAL)
         self.sent = len(head)
-        self._changed = threading.Condition()
+        if self.live:  # threading only when a thread will carry it: `exec` with no stdin stays lean
+            import threading
+
+            self._changed = threading.Condition()
 
     def exec_stdin(self) -> str | None:
         """task.exec's `stdin`: the whole of it (then closed), or None to leave it open."""
@@ -54,6 +56,8 @@ class Feed:
 
     def start(self, me, tid: int) -> None:
         if self.live:
+            import threading
+
             threading.Thread(target=self._pump, args=(me, tid), name="stdin", daemon=True).start()
 
     def wait_progress(self, seen: int, timeout: float) -> bool:
@@ -98,10 +102,12 @@ class Feed:
 
 
 def plan(opts: dict, code_from_stdin: bool) -> Feed:
-    if opts.get("no_stdin") or code_from_stdin:
-        return Feed(CLOSED)  # code read from stdin has used it up: the task reads end-of-file
+    if opts.get("no_stdin"):
+        return Feed(CLOSED)
     if opts.get("stdin") or sys.stdin is None:
-        return Feed(OPEN)
+        return Feed(OPEN)  # for exec:type
+    if code_from_stdin:
+        return Feed(CLOSED)  # the code used it up: the task reads end-of-file, as `bash -` would
     try:
         fd = sys.stdin.fileno()
     except (ValueError, OSError):
