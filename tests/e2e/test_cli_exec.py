@@ -162,7 +162,7 @@ def test_sleep_that_runs_out_of_time_says_how_to_go_on(home):
 
 
 def test_type_feeds_stdin_line_by_line_then_eof(home):
-    started = home.cli("exec:python", "--wait", "0.3", "--file", STDIN_READER)
+    started = home.cli("exec:python", "--stdin", "--wait", "0.3", "--file", STDIN_READER)
     tid = backgrounded_id(started.stderr)
     assert home.cli("exec:type", f"task_{tid}", "hello", "world").returncode == 0
     seen = home.cli("exec:sleep", f"task_{tid}", "10", "--until", "got: hello world")

@@ -38,7 +38,7 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
         return done
 
     cli("exec:bash", "echo hello")  # task.exec, and the follow-up reads
-    cli("exec:bash", "--wait", "0.2", "echo started; sleep 30")  # left running as task_2
+    cli("exec:bash", "--stdin", "--wait", "0.2", "echo started; sleep 30")  # left running as task_2, stdin open
     cli("exec:status", "task_2")
     cli("exec:sleep", "task_2", "0.3", "--until", "never printed")
     cli("exec:type", "task_2", "some input")
