@@ -15,7 +15,7 @@ import json
 import os
 import sys
 
-from client.args import FLAG, VALUE, UsageError, parse_or_help
+from client.args import FLAG, VALUE, UsageError, parse_or_help, suggest
 from client.hooks import install_hosts
 # What install writes and how it knows its own: apart, because install_hosts needs it too.
 from client.hooks.install_command import is_ours, script_command
@@ -106,7 +106,8 @@ def main(argv: list[str]) -> int:
     if platform == "auto":
         return install_auto(argv)
     if platform not in TARGETS:
-        raise UsageError(f"name the platform: --platform {'|'.join(TARGETS)}|auto")
+        said = f"unknown platform {platform!r}{suggest(str(platform), [*TARGETS, 'auto'])}; " if platform else ""
+        raise UsageError(f"{said}name the platform: --platform {'|'.join(TARGETS)}|auto")
     if opts.get("project") and opts.get("user"):
         raise UsageError("give --project or --user, not both")
     target = TARGETS[str(platform)]

@@ -5,6 +5,7 @@ import json
 import sys
 import time
 
+from client.verbs.brief import BriefParser
 from client.wire.instance import Holder, lock_holder, terminate, wait_gone
 from client.wire.rpc import HEALTH_TIMEOUT_S, Client, ClientError, connect_verified, read_discovery
 from plugkit import paths
@@ -12,7 +13,7 @@ from plugkit.vocab import LIVE_STATES
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="plugkit runner", description="Manage the plugkit runner daemon.")
+    p = BriefParser(prog="plugkit runner", description="Manage the plugkit runner daemon.")
     sub = p.add_subparsers(dest="action", required=True)
     sub.add_parser("start", help="start the runner (detached) and wait until it is healthy")
     sub.add_parser("stop", help="stop the runner cleanly")

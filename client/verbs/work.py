@@ -47,7 +47,7 @@ def _workers_epilog() -> str:
 
 
 def _start_parser() -> BriefParser:
-    p = BriefParser(prog="plugkit work", formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = BriefParser(prog="plugkit work", formatter_class=argparse.RawDescriptionHelpFormatter, words=SUBS,
                     epilog=_workers_epilog(), description=(
         "Run the .prd's ready items as coding-agent workers, each in its own git worktree on branch "
         "plugkit/<item>; the runner verifies each item itself and lands it only when its check passes. "
