@@ -31,7 +31,7 @@ MAX_WAIT_S = 45.0  # installed PreToolUse hooks get 60 s from the platform
 DEFAULT_LIMIT = 12000  # bytes of output per answer: about 3000 tokens for the model
 VERBS = {"status": task_verbs.status, "sleep": task_verbs.sleep, "close": task_verbs.close,
          "type": task_verbs.type_, "tasks": task_verbs.tasks, "kill-port": None, "serial": None}
-CODE_FLAGS = ("--timeout", "--wait", "--stdin", "--no-stdin", "--detach")
+CODE_FLAGS = ("--timeout", "--wait", "--stdin", "--no-stdin", "--detach", "--name")
 STDIN_FLAGS = {"--stdin": True, "--no-stdin": False}
 # Code that reads its stdin keeps it open, for exec:type (and a task blocked on it is
 # reported as waiting for input); any other code gets end-of-file at once, so a stray
@@ -79,13 +79,14 @@ class Transcript:
 
 
 class Request:
-    __slots__ = ("verb", "args", "code", "timeout_s", "wait_s", "stdin", "detach")
+    __slots__ = ("verb", "args", "code", "timeout_s", "wait_s", "stdin", "detach", "name")
 
     def __init__(self, verb: str, args: list[str], code: str = "", timeout_s: float | None = None,
                  wait_s: float | None = None, stdin: bool | None = None, detach: bool = False) -> None:
         self.verb, self.args, self.code, self.timeout_s, self.wait_s = verb, args, code, timeout_s, wait_s
         self.stdin = stdin  # keep stdin open for exec:type; None: only if the code reads it
         self.detach = detach  # outlives the session (the host exiting does not kill it)
+        self.name: str | None = None  # --name: the task's label in exec:tasks
 
     def keeps_stdin(self) -> bool:
         return self.stdin if self.stdin is not None else bool(ASKS_INPUT.search(self.code))
@@ -108,6 +109,7 @@ def parse(command: str) -> Request:
     flags: dict[str, float] = {}
     stdin: bool | None = None
     detach = False
+    label = None
     while rest.startswith(CODE_FLAGS):
         flag, rest = _split(rest)
         option, eq, value = flag.partition("=")
@@ -119,9 +121,12 @@ def parse(command: str) -> Request:
             continue
         if option not in CODE_FLAGS or option in STDIN_FLAGS:
             raise ValueError(f"unknown option {option}; before the code only --timeout S, --wait S, "
-                             "--stdin, --no-stdin and --detach")
+                             "--stdin, --no-stdin, --detach and --name N")
         if not eq:
             value, rest = _split(rest)
+        if option == "--name":
+            label = value
+            continue
         try:
             flags[option] = float(value)
         except ValueError:
@@ -133,7 +138,9 @@ def parse(command: str) -> Request:
         code = "\n".join(part for part in (line, body) if part)
     if not code.strip():
         raise ValueError(f"no code: put it on the lines after exec:{name}")
-    return Request(name, [], code, flags.get("--timeout"), flags.get("--wait"), stdin, detach)
+    request = Request(name, [], code, flags.get("--timeout"), flags.get("--wait"), stdin, detach)
+    request.name = label
+    return request
 
 
 def _split(text: str) -> tuple[str, str]:
@@ -226,7 +233,8 @@ def _run_code(request: Request, me: HookCaller, sink: Transcript) -> str:
     try:
         follower = follow.Follower(client, {}, sink, _limit())
         info, first = exec_verbs.start(client, me, follower, lang, request.code, wait_s, request.timeout_s,
-                                       no_stdin=not request.keeps_stdin(), detach=request.detach)
+                                       no_stdin=not request.keeps_stdin(), detach=request.detach,
+                                       name=request.name)
         follower.take(first)
         info = follower.follow(info, deadline)
         done = render.finished(info)
@@ -254,5 +262,8 @@ def _bound(text: str, cap: int) -> str:
     if len(text) <= cap:
         return text
     half = cap // 2
-    return (text[:half] + f"\n[plugkit] ... {len(text) - 2 * half} characters left out here ...\n"
-            + text[-half:])
+    # Cut at line ends, so the model never reads half a line (a line longer than half stays cut).
+    head_end = text.rfind("\n", 0, half) + 1 or half
+    tail_start = text.find("\n", len(text) - half) + 1 or len(text) - half
+    return (text[:head_end] + f"[plugkit] ... {tail_start - head_end} characters left out here ...\n"
+            + text[tail_start:])

@@ -34,7 +34,8 @@ REFUSAL_NEXT = (("unknown language", "plugkit doctor shows which of them this ma
 
 OPTIONS = {"--session": VALUE, "--cwd": VALUE, "--json": FLAG, "--timeout": VALUE, "--wait": VALUE,
            "--file": VALUE, "--full": FLAG, "--kill-on-interrupt": FLAG, "--keep-on-interrupt": FLAG,
-           "--no-stdin": FLAG, "--detach": FLAG, "--explain": FLAG, "--sandbox": FLAG}
+           "--no-stdin": FLAG, "--detach": FLAG, "--explain": FLAG, "--sandbox": FLAG,
+           "--name": VALUE}
 
 USAGE = """usage: plugkit exec:<lang> [options] [CODE... | --file F | -]
        plugkit exec --lang L [options] [CODE... | --file F | -]
@@ -55,6 +56,7 @@ the code is read from stdin when stdin is not a terminal (or with `-`).
   --no-stdin           the task's stdin is empty and closed: a read gets end-of-file at once
                        (default: open for exec:type; a task blocked reading it is reported
                        as waiting for input)
+  --name NAME          a label for the task, shown by exec:tasks and exec:status
   --detach             the task outlives its session: its session's end, or its agent host
                        exiting, does not kill it (exec:tasks marks it; exec:close ends it)
   --sandbox            run it in the worker sandbox: the cwd writable, the rest read-only, the
@@ -99,7 +101,7 @@ def _exec(argv: list[str], lang: str | None) -> int:
         follower = follow.Follower(client, {}, sink, limit)
         info, first_output = start(client, me, follower, lang, code, wait_s, timeout_s,
                                    no_stdin=bool(opts.get("no_stdin")), detach=bool(opts.get("detach")),
-                                   sandbox=bool(opts.get("sandbox")))
+                                   sandbox=bool(opts.get("sandbox")), name=opts.get("name"))
         return follow_started(client, follower, info, first_output, me, opts, wait_s, deadline)
     finally:
         client.close()
@@ -107,7 +109,7 @@ def _exec(argv: list[str], lang: str | None) -> int:
 
 def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, wait_s: float,
           timeout_s: float | None, no_stdin: bool = False, detach: bool = False,
-          sandbox: bool = False) -> tuple[dict, dict]:
+          sandbox: bool = False, name: str | None = None) -> tuple[dict, dict]:
     """task.exec, waiting at most FIRST_WAIT_S; points `follower` at the new task.
     Returns (TaskInfo, the first output). Shared with the hooks' exec: interception."""
     params = me.params(lang=lang, code=code, wait_ms=int(min(wait_s, FIRST_WAIT_S) * 1000),
@@ -119,6 +121,8 @@ def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, w
         params["detach"] = True
     if sandbox:
         params["sandbox"] = True
+    if name:
+        params["name"] = name
     params["caller_pid"] = os.getpid()  # the runner ties the session to the agent host above us
     if no_stdin:
         params["stdin"] = ""  # written, then closed: the task's first read is end-of-file
@@ -134,7 +138,7 @@ def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, w
     info = result["task"]
     tid = info["task_id"]
     follower.ref = me.ref(tid)
-    follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
+    follower.next_steps = lambda start, end, whole: render.next_steps(me, tid, start, end, whole)
     return info, result["output"]
 
 
@@ -174,9 +178,20 @@ def follow_started(client, follower: follow.Follower, info: dict, first_output: 
                     else f"saw {follower.until!r}; task_{tid} is still running" if follower.matched
                     else f"task_{tid} is still running after {wait_s:g}s")
         render.print_followups(sink, me, tid, headline, follower, rows)
-    elif _unusual_end(info):
-        sink.note(info.get("message") or render.state_line(info))
+    else:
+        # Always one line naming the task: `mutable resolve`, `evidence add` and
+        # exec:status need its id, and a foreground run would otherwise never say it.
+        sink.note(end_line(info))
     return 0 if running else render.exit_code(info)
+
+
+def end_line(info: dict) -> str:
+    """`task_12 failed: exit 2 (bash, 0.1s)`, or the runner's message for an unusual end."""
+    line = render.state_line(info)
+    message = info.get("message") if _unusual_end(info) else None
+    if not message:
+        return line
+    return message if message.startswith(f"task_{info['task_id']} ") else f"{line}: {message}"
 
 
 def _unusual_end(info: dict) -> bool:

@@ -24,7 +24,7 @@ from runner.core.tasks.slots import Slots
 from runner.core.tasks.task import Execution, SessionKey, Task, TaskPort
 # ExecSpec is this manager's input: runner/rpc names it from here, never from the executors.
 from runner.executors.base import NOT_LOOKED_UP, ExecSpec, Executor, Outcome, Prepared
-from runner.system import logs
+from runner.system import logs, ports
 from runner.system.ledger import TaskRecord
 from runner.system.ledger_worker import LedgerWorker
 from runner.system.spool import Spool
@@ -38,6 +38,28 @@ log = logs.get("plugkit.tasks")
 KEEP_FINISHED = 256
 # How long task.input waits for a task still starting (a compile step, say) to have its process.
 INPUT_START_WAIT_S = 30.0
+
+
+def _usage(task: Task) -> dict:
+    """cpu_s and memory (in use while it runs) where the task's cgroup measures it."""
+    usage = task.usage_probe() if task.usage_probe is not None else None
+    if usage is None:
+        return {}
+    return {"cpu_s": usage.cpu_s, "memory_peak_bytes": usage.memory_peak_bytes,
+            "memory_bytes": getattr(usage, "memory_bytes", None)}
+
+
+COMMAND_CHARS = 60  # of a task's first line, what listings show
+
+
+def first_line(code: str) -> str:
+    """The code's first non-blank line, cut to COMMAND_CHARS (`...` marks the cut or more lines)."""
+    lines = [line.strip() for line in code.strip().splitlines()]
+    line = lines[0] if lines else ""
+    more = len(lines) > 1
+    if len(line) > COMMAND_CHARS:
+        line, more = line[:COMMAND_CHARS - 3].rstrip(), True
+    return line + (" ..." if more else "")
 
 
 @dataclass(frozen=True)
@@ -97,9 +119,18 @@ class TaskManager(LedgerRecall):
                          for s in self._registry.sessions()],
             "tasks": [{"task_id": t.id, "session_id": t.session.session_id, "lang": t.lang, "state": t.state,
                        "pid": t.pid, "age_s": round(wall - t.started_at, 3), "bytes_out": t.bytes_out,
+                       "duration_ms": t.duration_ms, "exit_code": t.exit_code, "signal": t.signal,
+                       "name": t.name, "command": t.command, "detached": t.detached, **_usage(t),
                        "dropped": t.buffer.dropped} for t in self._registry.all_tasks()],
             "slots": {"taken": self._slots.taken, "limit": self.limits.running_tasks},
         }
+
+    async def listening_ports(self, tasks: list[Task]) -> dict[int, list[int]]:
+        """task id -> the TCP ports its running process tree listens on (a thread reads /proc)."""
+        roots = {t.id: t.pid for t in tasks if not t.finished and t.pid}
+        if not roots:
+            return {}
+        return await asyncio.to_thread(ports.listening, roots)
 
     def open_session(self, session_id: str, cwd: str) -> SessionKey:
         """Register a session before its first task (hook.session_start), so idle expiry sees it."""
@@ -121,6 +152,21 @@ class TaskManager(LedgerRecall):
         """The hash of the code a task ran (kept in its ledger record, written at start)."""
         rec = await self.record(task.id)
         return rec.code_sha256 if rec is not None else None
+
+    async def last_finished(self, session_id: str, cwd: str, peer: Optional[tuple],
+                            caller_pid: Optional[int]) -> Optional[int]:
+        """The newest finished task of the caller's session, or of a session in the same workspace
+        tied to the agent host the caller runs under: a host's hooks run its exec: calls in the
+        host's session while its shell's plugkit may name another (Qwen Code sets no
+        PLUGKIT_SESSION), and to the agent both are "this session". None: no finished task."""
+        ended = [t.id for t in await self.list_with_history(session_id, cwd) if t.finished]
+        host = await self.hosts.host_of(peer, caller_pid)
+        if host is not None:
+            root = session_key(session_id, cwd).root
+            ended += [t.id for s in self._registry.sessions()
+                      if s.key.root == root and s.host is not None and s.host.pid == host.pid
+                      for t in s.tasks.values() if t.finished]
+        return max(ended, default=None)
 
     # --- exec ------------------------------------------------------------------
 
@@ -148,6 +194,7 @@ class TaskManager(LedgerRecall):
         session = self._registry.open(key)
         self.hosts.tie(session, host)
         task = Task(id=task_id, session=key, cwd=cwd, detached=spec.detach, lang=prepared.lang,
+                    name=spec.name, command=first_line(spec.code),
                     started_at=self.clock.time(),
                     buffer=OutputBuffer(self.limits.output_cap_bytes,
                                         spool=Spool(self.spool_dir, task_id) if self.spool_dir else None))
