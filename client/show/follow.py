@@ -219,11 +219,12 @@ class Follower:
         self.cuts = {c["stream"]: {"total": c["total"], "shown": c["shown"]} for c in cuts}
         left_out = sum(c["total"] - c["shown"] for c in cuts)
         self.omitted += left_out
-        parts = [f"{c['stream']} {c['total'] - c['shown']} of {c['total']}" for c in cuts if c["shown"] < c["total"]]
+        parts = [f"{c['stream']} {c['total'] - c['shown']} of {c['total']} not shown" if c["shown"] < c["total"]
+                 else f"{c['stream']} shown whole" for c in cuts]
         kept = end - (out.get("start") or 0)  # what the runner's ring still holds: all --full can print
         nxt = f"; {self.next_steps(self.cursor, end, kept)}" if self.next_steps else ""
-        self.sink.note(f"output cut to fit: {end} bytes in all, the first {self.cursor} shown, {left_out} "
-                       f"not shown ({', '.join(parts)}); the last lines follow{nxt}")
+        self.sink.note(f"output cut to fit: {end} bytes in all, the first {self.cursor} shown, then "
+                       f"{', '.join(parts)}; the last lines follow{nxt}")
         for chunk in out["chunks"]:
             self.out.write(chunk["stream"], chunk["text"])
         self.out.flush()
