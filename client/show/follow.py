@@ -3,8 +3,9 @@
 Output shown per call is capped (PLUGKIT_MAX_OUTPUT bytes, default 64 KiB; 0 or
 --full means no cap): the first half streams as it arrives, the rest is skipped
 while the task runs, and once it ends the last half is shown after a note naming
-how many bytes were left out: every stream keeps its own last lines. The skipped bytes stay unread in the runner, so
-`plugkit exec:status task_N --full` prints them later.
+exactly how many bytes were left out and the bounded next steps: every stream keeps its
+own last lines, and the head ends on a line end (no answer shows half a line). The
+skipped bytes stay in the runner (`exec:status task_N --from A --to B`, `--grep RE`).
 """
 
 import os

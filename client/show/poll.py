@@ -2,8 +2,8 @@
 
 The runner cuts what is unread to the budget (each stream keeps its newest lines, whole
 lines where it can) and moves the session's cursor to the end, so the next poll costs only
-what is new. What was cut stays in the runner's ring: one note names it and the command
-(`--from A --to B --full`) that prints exactly that range.
+what is new. What was cut stays in the runner's ring: one note names it (bytes A-B) and
+the bounded next steps (render.next_steps: the next 12000 bytes, --grep, the size of --full).
 
 For agents the text is cleaned: ANSI colour codes go and a `\\r`-overwritten progress
 line keeps only its last state. At a terminal, and with --full, output is shown as written.
