@@ -138,3 +138,13 @@ def test_exec_tasks_tells_tasks_apart(home):
     finally:
         for tid in ids:
             home.cli("exec:close", tid, env=S)
+
+
+def test_until_says_so_when_the_text_may_lie_in_output_the_ring_dropped(home):
+    # A 64 KiB ring (the runner reads its limits at boot): "Serving" is pushed out by 200 KB.
+    env = dict(S, PLUGKIT_OUTPUT_CAP_BYTES="65536")
+    ran = home.cli("exec:python", "print('Serving'); print('x' * 200000)", env=env)
+    assert ran.returncode == 0, ran.stderr
+    said = home.cli("exec:sleep", _tid(ran), "1", "--until", "Serving", env=env)
+    assert "'Serving' not seen before the task ended; the first" in said.stderr, said.stderr
+    assert "bytes of its output were dropped" in said.stderr and "never printed" not in said.stderr, said.stderr
