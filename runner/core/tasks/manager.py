@@ -17,14 +17,14 @@ from runner.core.tasks.adopted import AdoptedOrphans
 from runner.core.tasks.hosts import HostFinder, HostTies
 from runner.core.tasks.clock import Clock, LoopClock
 from runner.core.tasks.output import OutputBuffer, ReadResult
-from runner.core.tasks.recall import LedgerRecall
+from runner.core.tasks.listing import TaskListing, first_line, usage_fields
 from runner.core.tasks.records import IdSource, code_hash, to_record
 from runner.core.tasks.sessions import Session, SessionRegistry, session_key, session_key_at
 from runner.core.tasks.slots import Slots
 from runner.core.tasks.task import Execution, SessionKey, Task, TaskPort
 # ExecSpec is this manager's input: runner/rpc names it from here, never from the executors.
 from runner.executors.base import NOT_LOOKED_UP, ExecSpec, Executor, Outcome, Prepared
-from runner.system import logs, ports
+from runner.system import logs
 from runner.system.ledger import TaskRecord
 from runner.system.ledger_worker import LedgerWorker
 from runner.system.spool import Spool
@@ -40,28 +40,6 @@ KEEP_FINISHED = 256
 INPUT_START_WAIT_S = 30.0
 
 
-def _usage(task: Task) -> dict:
-    """cpu_s and memory (in use while it runs) where the task's cgroup measures it."""
-    usage = task.usage_probe() if task.usage_probe is not None else None
-    if usage is None:
-        return {}
-    return {"cpu_s": usage.cpu_s, "memory_peak_bytes": usage.memory_peak_bytes,
-            "memory_bytes": getattr(usage, "memory_bytes", None)}
-
-
-COMMAND_CHARS = 60  # of a task's first line, what listings show
-
-
-def first_line(code: str) -> str:
-    """The code's first non-blank line, cut to COMMAND_CHARS (`...` marks the cut or more lines)."""
-    lines = [line.strip() for line in code.strip().splitlines()]
-    line = lines[0] if lines else ""
-    more = len(lines) > 1
-    if len(line) > COMMAND_CHARS:
-        line, more = line[:COMMAND_CHARS - 3].rstrip(), True
-    return line + (" ..." if more else "")
-
-
 @dataclass(frozen=True)
 class Waited:
     """Why task.wait returned: the text appeared (where), the task ended, or time ran out."""
@@ -71,7 +49,7 @@ class Waited:
     timed_out: bool
 
 
-class TaskManager(LedgerRecall):
+class TaskManager(TaskListing):
     def __init__(self, executors: list[Executor], limits: Limits, first_id: int = 1,
                  registry: SessionRegistry | None = None, ledger: LedgerWorker | None = None,
                  clock: Clock | None = None, hosts: HostFinder | None = None) -> None:
@@ -120,17 +98,10 @@ class TaskManager(LedgerRecall):
             "tasks": [{"task_id": t.id, "session_id": t.session.session_id, "lang": t.lang, "state": t.state,
                        "pid": t.pid, "age_s": round(wall - t.started_at, 3), "bytes_out": t.bytes_out,
                        "duration_ms": t.duration_ms, "exit_code": t.exit_code, "signal": t.signal,
-                       "name": t.name, "command": t.command, "detached": t.detached, **_usage(t),
+                       "name": t.name, "command": t.command, "detached": t.detached, **usage_fields(t),
                        "dropped": t.buffer.dropped} for t in self._registry.all_tasks()],
             "slots": {"taken": self._slots.taken, "limit": self.limits.running_tasks},
         }
-
-    async def listening_ports(self, tasks: list[Task]) -> dict[int, list[int]]:
-        """task id -> the TCP ports its running process tree listens on (a thread reads /proc)."""
-        roots = {t.id: t.pid for t in tasks if not t.finished and t.pid}
-        if not roots:
-            return {}
-        return await asyncio.to_thread(ports.listening, roots)
 
     def open_session(self, session_id: str, cwd: str) -> SessionKey:
         """Register a session before its first task (hook.session_start), so idle expiry sees it."""
@@ -152,21 +123,6 @@ class TaskManager(LedgerRecall):
         """The hash of the code a task ran (kept in its ledger record, written at start)."""
         rec = await self.record(task.id)
         return rec.code_sha256 if rec is not None else None
-
-    async def last_finished(self, session_id: str, cwd: str, peer: Optional[tuple],
-                            caller_pid: Optional[int]) -> Optional[int]:
-        """The newest finished task of the caller's session, or of a session in the same workspace
-        tied to the agent host the caller runs under: a host's hooks run its exec: calls in the
-        host's session while its shell's plugkit may name another (Qwen Code sets no
-        PLUGKIT_SESSION), and to the agent both are "this session". None: no finished task."""
-        ended = [t.id for t in await self.list_with_history(session_id, cwd) if t.finished]
-        host = await self.hosts.host_of(peer, caller_pid)
-        if host is not None:
-            root = session_key(session_id, cwd).root
-            ended += [t.id for s in self._registry.sessions()
-                      if s.key.root == root and s.host is not None and s.host.pid == host.pid
-                      for t in s.tasks.values() if t.finished]
-        return max(ended, default=None)
 
     # --- exec ------------------------------------------------------------------
 
