@@ -40,6 +40,7 @@ OPTIONS: dict[str, Option] = {
     "--stdin": Option(FLAG, "", "the task's stdin stays open for `plugkit exec:type` and nothing of yours\n"
                       "is passed on (a hook's default when the code reads its stdin)"),
     "--no-stdin": Option(FLAG, "", "the task's stdin is empty and closed: a read gets end-of-file at once"),
+    "--name": Option(VALUE, "NAME", "a label for the task, shown by exec:tasks and exec:status"),
     "--detach": Option(FLAG, "", "the task outlives its session: its session's end, or its agent host\n"
                        "exiting, does not kill it (exec:tasks marks it; exec:close ends it)"),
     "--sandbox": Option(FLAG, "", "run it in the worker sandbox: the cwd writable, the rest read-only, the\n"

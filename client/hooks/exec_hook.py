@@ -237,7 +237,7 @@ def _run_code(request: Request, me: HookCaller, sink: Transcript) -> str:
         follower = follow.Follower(client, {}, sink, follow.output_limit(True) if opts.get("full") else _limit())
         info, first = exec_verbs.start(client, me, follower, lang, code, wait_s, request.timeout_s,
                                        no_stdin=not request.keeps_stdin(), detach=bool(opts.get("detach")),
-                                       sandbox=bool(opts.get("sandbox")))
+                                       sandbox=bool(opts.get("sandbox")), name=opts.get("name"))
         follower.take(first)
         info = follower.follow(info, deadline)
         done = render.finished(info)
@@ -282,5 +282,8 @@ def _bound(text: str, cap: int) -> str:
     if len(text) <= cap:
         return text
     half = cap // 2
-    return (text[:half] + f"\n[plugkit] ... {len(text) - 2 * half} characters left out here ...\n"
-            + text[-half:])
+    # Cut at line ends, so the model never reads half a line (a line longer than half stays cut).
+    head_end = text.rfind("\n", 0, half) + 1 or half
+    tail_start = text.find("\n", len(text) - half) + 1 or len(text) - half
+    return (text[:head_end] + f"[plugkit] ... {tail_start - head_end} characters left out here ...\n"
+            + text[tail_start:])

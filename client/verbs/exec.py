@@ -89,6 +89,7 @@ def _exec(argv: list[str], lang: str | None) -> int:
         follower = follow.Follower(client, {}, sink, limit)
         info, first_output = start(client, me, follower, lang, code, wait_s, timeout_s,
                                    detach=bool(opts.get("detach")), sandbox=bool(opts.get("sandbox")),
+                                   name=opts.get("name"),
                                    stdin=feed.exec_stdin(), first_wait_s=0.0 if feed.live else FIRST_WAIT_S)
         feed.start(me, info["task_id"])
         return follow_started(client, follower, info, first_output, me, opts, wait_s, deadline, feed=feed)
@@ -98,7 +99,7 @@ def _exec(argv: list[str], lang: str | None) -> int:
 
 def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, wait_s: float,
           timeout_s: float | None, no_stdin: bool = False, detach: bool = False,
-          sandbox: bool = False, stdin: str | None = None,
+          sandbox: bool = False, stdin: str | None = None, name: str | None = None,
           first_wait_s: float = FIRST_WAIT_S) -> tuple[dict, dict]:
     """task.exec, waiting at most `first_wait_s`; points `follower` at the new task. `stdin`:
     all of the task's stdin (then closed; no_stdin is ""), None leaves it open.
@@ -112,6 +113,8 @@ def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, w
         params["detach"] = True
     if sandbox:
         params["sandbox"] = True
+    if name:
+        params["name"] = name
     params["caller_pid"] = os.getpid()  # the runner ties the session to the agent host above us
     if no_stdin:
         stdin = ""
@@ -129,7 +132,7 @@ def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, w
     info = result["task"]
     tid = info["task_id"]
     follower.ref = me.ref(tid)
-    follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
+    follower.next_steps = lambda start, end, whole: render.next_steps(me, tid, start, end, whole)
     return info, result["output"]
 
 
@@ -170,8 +173,10 @@ def follow_started(client, follower: follow.Follower, info: dict, first_output: 
                     else f"saw {follower.until!r}; task_{tid} is still running" if follower.matched
                     else f"task_{tid} is still running after {wait_s:g}s")
         render.print_followups(sink, me, tid, headline, follower, rows)
-    elif _unusual_end(info):
-        sink.note(info.get("message") or render.state_line(info))
+    else:
+        # Always one line naming the task: `mutable resolve`, `evidence add` and
+        # exec:status need its id, and a foreground run would otherwise never say it.
+        sink.note(end_line(info))
     return 0 if running else render.exit_code(info)
 
 
@@ -186,6 +191,15 @@ def _follow_fed(follower: follow.Follower, info: dict, deadline: float, feed: ex
         if not feed.wait_progress(seen, deadline - time.monotonic()):
             return info
         info = None  # stale: the next task.wait says whether it still waits
+
+
+def end_line(info: dict) -> str:
+    """`task_12 failed: exit 2 (bash, 0.1s)`, or the runner's message for an unusual end."""
+    line = render.state_line(info)
+    message = info.get("message") if _unusual_end(info) else None
+    if not message:
+        return line
+    return message if message.startswith(f"task_{info['task_id']} ") else f"{line}: {message}"
 
 
 def _unusual_end(info: dict) -> bool:

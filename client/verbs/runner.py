@@ -131,14 +131,6 @@ def _watch(args: argparse.Namespace) -> int:
 MAX_ROWS = 10
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def _browser_line(browser: dict) -> str:
     if browser.get("problem"):
         return f"browser: unavailable ({browser['problem']})"
@@ -168,10 +160,9 @@ def render_status(info: dict, snap: dict, color: bool = False) -> str:
                                                    else f"{ws['files']} files indexed"))
     tasks = sorted(snap.get("tasks", []), key=lambda t: (t["state"] != "running", -t["task_id"]))
     if tasks:
-        lines.append(f"  {'TASK':<9} {'SESSION':<16} {'LANG':<10} {'STATE':<10} {'AGE':>8} {'OUT':>10}")
-        for t in tasks[:MAX_ROWS]:
-            lines.append(f"  {'task_' + str(t['task_id']):<9} {t['session_id'][:16]:<16} {t['lang'][:10]:<10} "
-                         f"{t['state']:<10} {t['age_s']:>7.1f}s {_size(t['bytes_out']):>10}")
+        from client.show.render import task_table  # the one task table: exec:tasks prints it too
+
+        lines += ["  " + line for line in task_table(tasks[:MAX_ROWS], session=True).splitlines()]
         if len(tasks) > MAX_ROWS:
             lines.append(f"  ... {len(tasks) - MAX_ROWS} more; `plugkit runner status --json` lists all")
     return "\n".join(lines)

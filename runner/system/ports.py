@@ -57,6 +57,31 @@ def listeners(port: int) -> list[Holder]:
     return found
 
 
+def listening(roots: dict[int, int]) -> dict[int, list[int]]:
+    """key -> the TCP ports the process tree under each root pid listens on (sorted, unique).
+    Blocking: one scan of the system's sockets and one walk of each tree. A tree's processes
+    that daemonized away from it are not found here (its cgroup would hold them)."""
+    import psutil
+
+    owner: dict[int, int] = {}
+    for key, pid in roots.items():
+        try:
+            root = psutil.Process(pid)
+            for proc in [root, *root.children(recursive=True)]:
+                owner.setdefault(proc.pid, key)
+        except psutil.Error:
+            continue
+    found: dict[int, set[int]] = {}
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except psutil.Error:
+        return {}
+    for conn in conns:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.pid in owner:
+            found.setdefault(owner[conn.pid], set()).add(conn.laddr.port)
+    return {key: sorted(ports) for key, ports in found.items()}
+
+
 def describe(pid: int | None) -> Holder:
     import psutil
 

@@ -51,7 +51,8 @@ def test_exec_auto_starts_the_runner_and_streams_both_outputs(home):
     assert home.runner_pids() == []
     result = home.cli("exec:bash", "echo out; echo err >&2; exit 3")
     assert result.returncode == 3, result.stderr
-    assert result.stdout == "out\n" and result.stderr == "err\n"
+    assert result.stdout == "out\n" and re.fullmatch(r"err\n\[plugkit\] task_1 failed: exit 3 \(bash, .*\)\n",
+                                                      result.stderr), result.stderr
     assert len(home.runner_pids()) == 1
 
 
@@ -198,7 +199,7 @@ def test_large_output_shows_head_and_tail_and_the_rest_on_request(home):
     assert result.returncode == 0
     assert result.stdout.startswith("line 0000\n") and result.stdout.endswith("line 0999\n")
     assert len(result.stdout) <= 420
-    tid = re.search(r"exec:status task_(\d+) --full", result.stderr)
+    tid = re.search(r"exec:status task_(\d+) --from", result.stderr)
     assert tid and "not shown" in result.stderr, result.stderr
     rest = home.cli("exec:status", f"task_{tid.group(1)}", "--full")
     lines = rest.stdout.splitlines()

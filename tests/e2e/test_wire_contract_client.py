@@ -38,8 +38,9 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
         return done
 
     cli("exec:bash", "echo hello")  # task.exec, and the follow-up reads
-    cli("exec:bash", "--stdin", "--wait", "0.2", "echo started; sleep 30")  # left running as task_2, stdin open
+    cli("exec:bash", "--stdin", "--wait", "0.2", "--name", "wire", "echo started; sleep 30")  # task_2, stdin open
     cli("exec:status", "task_2")
+    cli("exec:status", "task_2", "--grep", "start")
     cli("exec:sleep", "task_2", "0.3", "--until", "never printed")
     cli("exec:type", "task_2", "some input")
     cli("exec:tasks")
@@ -65,6 +66,7 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
     cli("prd", "ready", "--limit", "3")
     cli("prd", "verify", "w1")  # no check anywhere: refused, but sent
     cli("evidence", "add", "--task", "task_1", "--subject", "w1")
+    cli("evidence", "add", "--task", "last", "--subject", "w1")  # task.last
     added = cli("evidence", "add", "--file", "app.py", "--json")
     assert added.returncode == 0, added.stderr
     cli("evidence", "list")
