@@ -52,7 +52,7 @@ async def stop(it: Worker, repo: str, base: str) -> tuple[bool, str]:
     if it.worktree is None or it.branch is None or it.stop_blocked >= it.attempt:
         return False, ""
     try:
-        dirty = await git.dirty(it.worktree)
+        dirty = await git.worker_dirty(it.worktree)
         ahead = await git.commits_ahead(repo, base, it.branch)
     except git.GitError:
         return False, ""
