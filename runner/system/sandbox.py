@@ -150,18 +150,23 @@ GIT_POINTERS: tuple[str, ...] = ("config.worktree", "gitdir", "commondir")
 
 def _git_pointers(lay: Layout) -> list[str]:
     """The worktree's `.git` file and its admin dir's GIT_POINTERS, read-only over the writable
-    binds. A missing config.worktree is shown as /dev/null (empty): one the worker created would
-    otherwise be read as soon as anything turned extensions.worktreeConfig on."""
+    binds. A missing config.worktree is made empty first: one the worker created would otherwise
+    be read as soon as anything turned extensions.worktreeConfig on. (Not /dev/null: a device on
+    the nodev bind cannot be opened, and git refuses to run on a config it cannot read.)"""
     if lay.admin is None:
         return []
     dot_git = os.path.join(lay.worktree, ".git")
     args = ["--ro-bind", dot_git, dot_git] if os.path.isfile(dot_git) and not os.path.islink(dot_git) else []
     for name in GIT_POINTERS:
         path = os.path.join(lay.admin, name)
+        if name == "config.worktree" and not os.path.lexists(path):
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+            except OSError:
+                args += ["--ro-bind", "/dev/null", path]  # unreadable, so git stops: fails closed
+                continue
         if os.path.isfile(path) and not os.path.islink(path):
             args += ["--ro-bind", path, path]
-        elif name == "config.worktree" and not os.path.lexists(path):
-            args += ["--ro-bind", "/dev/null", path]
     return args
 
 

@@ -91,3 +91,20 @@ def test_the_check_holds_the_workers_scope_not_the_persons_environment(home, rep
     seen = w.cli("work", "logs", "w1", "--verify", "--all").stdout
     assert "PLUGKIT_E2E_WORK_PLAN=" in seen and "PATH=" in seen, seen  # granted, and base
     assert "prod-secret-4d1" not in seen and "custom-secret-9e2" not in seen, seen
+
+
+def test_what_lands_is_the_commit_that_was_checked_even_if_the_check_moves_the_branch(home, repo):
+    # The check runs the worker's code, which can commit and move the item's branch from inside
+    # the check's sandbox (its refs/heads/plugkit/ is writable there): landing must take the
+    # commit it checked, never the branch read again.
+    move = ("import subprocess\nsubprocess.run('echo unchecked > evil.txt && git add evil.txt && "
+            "git commit -qm evil && git update-ref refs/heads/plugkit/w1 HEAD && echo BRANCH_MOVED', shell=True)\n")
+    w = Work(home, repo, {"w1": [["write", "app.py", move], ["commit", "app"]]})
+    w.add("w1", "--verify", 'python3 -c "import app"')
+    w.start("--afk")
+    run = w.until(lambda r: r["ended_at"] is not None)
+    it = w.items(run)["w1"]
+    assert it["state"] == "completed", json.dumps(run, indent=1)
+    assert "BRANCH_MOVED" in w.cli("work", "logs", "w1", "--verify", "--all").stdout  # the attack ran
+    assert git(repo, "log", "--format=%s", "main").splitlines()[0] == "app"
+    assert not (repo / "evil.txt").exists()
