@@ -80,7 +80,7 @@ def test_what_says_which_repository_and_config_a_worktree_has_is_read_only_over_
     args = sandbox.mounts(lay, "command")
     ro = _pairs(args, "--ro-bind")
     last_bind = max(i for i, a in enumerate(args) if a == "--bind")
-    for path in (f"{lay.worktree}/.git", f"{lay.admin}/gitdir", f"{lay.admin}/commondir", f"{lay.admin}/config.worktree"):
+    for path in (f"{lay.worktree}/.git", *(f"{lay.admin}/{n}" for n in ("gitdir", "commondir", "config.worktree"))):
         assert path in ro and args.index(path) > last_bind, path  # after the writable binds it sits in
     # No config.worktree before: an empty one was made (a regular file git can read), read-only.
     assert Path(lay.admin, "config.worktree").read_text() == ""

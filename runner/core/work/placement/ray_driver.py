@@ -77,7 +77,8 @@ def _land_locally(worktree: str, branch: str, data: bytes) -> None:
         path = os.path.join(tmp, "back.bundle")
         with open(path, "wb") as fh:
             fh.write(data)
-        for args in (["fetch", "-q", path, f"refs/heads/{branch}"], ["update-ref", f"refs/heads/{branch}", "FETCH_HEAD"]):
+        for args in (["fetch", "-q", path, f"refs/heads/{branch}"],
+                     ["update-ref", f"refs/heads/{branch}", "FETCH_HEAD"]):
             deadline, pause = time.monotonic() + PLACEHOLDER_WAIT_S, 0.01
             while True:
                 done = subprocess.run(["git", *SAFE, *args], cwd=worktree, capture_output=True, text=True, timeout=300)

@@ -338,7 +338,8 @@ def _tidy(cache: str, wt: str, tmp: str, branch: str) -> None:
     if os.path.isdir(cache):
         with _lock(cache):
             # --force twice: a `locked` file the worker made in its admin dir does not keep its branch here
-            for args in (("worktree", "remove", "--force", "--force", wt), ("worktree", "prune"), ("branch", "-D", branch)):
+            for args in (("worktree", "remove", "--force", "--force", wt), ("worktree", "prune"),
+                         ("branch", "-D", branch)):
                 try:
                     _git(cache, *SAFE, *args)
                 except (RuntimeError, subprocess.TimeoutExpired):
