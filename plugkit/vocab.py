@@ -102,7 +102,7 @@ WORK_REASONS: dict[str, str] = {
     "spawn_failed": "the worker could not be started",
     "no_commits": "the worker stopped without committing anything on its branch",
     "control_files": "its branch changes .prd or .plugkit/ (the plan and the checks are a person's)",
-    "verify_failed": "the verify command failed in the item's worktree",
+    "verify_failed": "the verify command failed on a fresh checkout of the item's commits",
     "stalled": "the worker was silent (no hook call, no output) past --stall-min",
     "budget": "the run's --budget-min ran out",
     "stopped": "the run was stopped (plugkit work stop)",

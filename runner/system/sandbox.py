@@ -7,7 +7,10 @@ What the worker sees (rows below, applied in order; a later mount covers an earl
   - the main checkout's working files: not at all (an empty tmpfs over the repository);
   - the repository's .git read-only, except what a commit on its own branch writes: the
     object store (objects are content-addressed and only added), its own worktree admin
-    dir (HEAD, index), and refs/heads/plugkit/ plus its reflog dir. A commit updates
+    dir (HEAD, index), and refs/heads/plugkit/ plus its reflog dir. In that admin dir what
+    says which repository and config the worktree has (config.worktree, gitdir, commondir)
+    and the worktree's own `.git` file stay read-only: git run on the worktree outside the
+    sandbox must not run a program the worker named there (fsmonitor, hooksPath, filters); A commit updates
     refs/heads/plugkit/<id> through a lock file created in that directory, so the directory
     must be writable; that reaches the other items' plugkit/* branches too, which the
     runner's RefGuard snapshots and puts back. main, the run's branch and tags stay read-only;
@@ -130,11 +133,40 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Op
         args += ["--ro-bind", capability, os.path.join(lay.home, TOKEN)]
     # Last, so nothing above hides them: the worker's own places.
     args += ["--bind", lay.worktree, lay.worktree, "--bind", lay.tmp, lay.tmp]
+    args += _git_pointers(lay)
     # The empty tmpfs layers read-only once the binds inside them exist: a write there would
     # land nowhere the runner looks, yet "succeed" (and mislead the worker and its evidence).
     for i, arg in enumerate(list(args)):
         if arg == "--tmpfs":
             args += ["--remount-ro", args[i + 1]]
+    return args
+
+
+# In a worktree's admin dir, the files that say which repository it is and what config it reads:
+# the runner's (and the person's) git in or on that worktree would trust them. Read-only mounts
+# over files in a writable dir: a write, a rename over them or an unlink fails (EROFS, EBUSY).
+GIT_POINTERS: tuple[str, ...] = ("config.worktree", "gitdir", "commondir")
+
+
+def _git_pointers(lay: Layout) -> list[str]:
+    """The worktree's `.git` file and its admin dir's GIT_POINTERS, read-only over the writable
+    binds. A missing config.worktree is made empty first: one the worker created would otherwise
+    be read as soon as anything turned extensions.worktreeConfig on. (Not /dev/null: a device on
+    the nodev bind cannot be opened, and git refuses to run on a config it cannot read.)"""
+    if lay.admin is None:
+        return []
+    dot_git = os.path.join(lay.worktree, ".git")
+    args = ["--ro-bind", dot_git, dot_git] if os.path.isfile(dot_git) and not os.path.islink(dot_git) else []
+    for name in GIT_POINTERS:
+        path = os.path.join(lay.admin, name)
+        if name == "config.worktree" and not os.path.lexists(path):
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+            except OSError:
+                args += ["--ro-bind", "/dev/null", path]  # unreadable, so git stops: fails closed
+                continue
+        if os.path.isfile(path) and not os.path.islink(path):
+            args += ["--ro-bind", path, path]
     return args
 
 

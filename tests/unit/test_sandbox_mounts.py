@@ -70,3 +70,19 @@ def test_the_token_path_shows_the_workers_capability_not_the_runners_token(tmp_p
     args = sandbox.mounts(lay, "command", capability=str(cap))
     i = args.index(os.path.join(lay.home, "token"))
     assert args[i - 2:i] == ["--ro-bind", str(cap)] and i > args.index(lay.home)  # after the home's tmpfs
+
+
+def test_what_says_which_repository_and_config_a_worktree_has_is_read_only_over_its_binds(tmp_path):
+    # The runner's (and the person's) git trusts these: a worker must not name a program in them.
+    lay = _layout(tmp_path)
+    for name in ("gitdir", "commondir"):
+        Path(lay.admin, name).write_text("x\n")
+    args = sandbox.mounts(lay, "command")
+    ro = _pairs(args, "--ro-bind")
+    last_bind = max(i for i, a in enumerate(args) if a == "--bind")
+    for path in (f"{lay.worktree}/.git", *(f"{lay.admin}/{n}" for n in ("gitdir", "commondir", "config.worktree"))):
+        assert path in ro and args.index(path) > last_bind, path  # after the writable binds it sits in
+    # No config.worktree before: an empty one was made (a regular file git can read), read-only.
+    assert Path(lay.admin, "config.worktree").read_text() == ""
+    at = len(args) - 1 - args[::-1].index(f"{lay.admin}/config.worktree")  # the mount's destination
+    assert args[at - 2:at] == ["--ro-bind", f"{lay.admin}/config.worktree"]

@@ -1,6 +1,12 @@
 """One item's worker, trigger to cleanup: worktree, hooks, spawn, boot, loop (heartbeats and
 the stall watchdog), terminate, then the runner's own evidence: commits on the branch, the
-verify command run in the worktree as a witnessed task, landing, receipt, completion.
+verify command run as a witnessed task on a fresh checkout of the branch's commit, landing,
+receipt, completion.
+
+Once the worker has started, nothing of its worktree is trusted: the branch is read from the
+repository's refs, the check runs in a runner-owned checkout of that commit (.check-<item> beside
+the worktrees; an uncommitted or ignored file the worker left cannot reach it) with the worker's
+credential scope, and a rebase or merge to land is made in that checkout too, then checked again.
 
 An attempt that fails (worker failure, no commits, verify red, stalled) is tried once more
 from a fresh worktree; a second failure ends the item `blocked/replan` and takes the
@@ -185,8 +191,7 @@ class Attempts:
                                                        "commit its work before it stops")
             await held.control_files(p.ws.root, it, base)
             await held.changes_its_check(p.ws.root, run, it, base, check, cfg)
-            await self._committed_only(it)
-            verified = await self._verify(it, check, cfg)
+            verified = await self._verify(it, check, cfg, await git.tip(p.ws.root, f"refs/heads/{it.branch}"))
             it.enter("landing", now())
             await self._land(it, item, check, cfg, verified)
         except git.MergeConflict as exc:
@@ -199,10 +204,11 @@ class Attempts:
             p.unregister(it.worktree)
             async with self.land_lock:  # its branch (rebased by a landing) is recorded before another worker is judged
                 await self.refs.settle(it.id, it.branch)
-            try:
-                await git.remove_worktree(p.ws.root, it.worktree)
-            except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
-                log.warning("work_worktree_left", item=it.id, error=str(exc))
+            for path in (it.worktree, self._check_dir(it)):
+                try:
+                    await git.remove_worktree(p.ws.root, path)
+                except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
+                    log.warning("work_worktree_left", item=it.id, error=str(exc))
             if it.landed is not None:
                 await self._drop_branch(it)
 
@@ -218,15 +224,10 @@ class Attempts:
                 return
             self.refs.ours(ref, None)
 
-    async def _committed_only(self, it: ItemRun) -> None:
-        """Only commits land, so only commits are checked: what the worker left uncommitted is
-        dropped first (else a file it never committed could turn the check green)."""
-        assert it.worktree is not None
-        left = await git.dirty(it.worktree)
-        if left:
-            await git.run(it.worktree, "reset", "-q", "--hard", "HEAD")
-            await git.run(it.worktree, "clean", "-q", "-fd")
-            it.message = f"{len(left)} uncommitted change(s) dropped before the check ({', '.join(left[:3])})"
+    def _check_dir(self, it: ItemRun) -> str:
+        """The runner's own checkout for this item's check and landing: beside the worktrees (never
+        an item's: ids start with a letter or digit), hidden from every sandbox with the repository."""
+        return os.path.join(self.p.ws.root, ".plugkit", "worktrees", f".check-{it.id}")
 
     async def _install_hooks(self, worktree: str) -> None:
         args = workers.install_args(self.row)
@@ -314,26 +315,30 @@ class Attempts:
             raise Failed("failed", "spawn_failed" if task.reason == "spawn_failed" else "worker_exit",
                          f"{task.message}; {logs_hint}")
 
-    async def _verify(self, it: ItemRun, check: str, cfg) -> Task:
-        """The check, run by the runner in the worktree: the evidence, not the worker's word."""
+    async def _verify(self, it: ItemRun, check: str, cfg, sha: str) -> Task:
+        """The check, run by the runner on a fresh checkout of `sha`: the evidence, not the worker's
+        word, on exactly the committed tree (the receipt names `sha`)."""
         p = self.p
-        assert it.session_id is not None and it.worktree is not None
-        head = await git.tip(it.worktree, "HEAD")  # the commit checked: the receipt names it
-        # In the environment of whoever started the run (its venv, its PATH), not the runner's; in
-        # the worker's sandbox: the check runs the worker's code (what its tests import), which
-        # must not read the runner's token or write outside the worktree any more than the worker.
-        task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=it.worktree, lang=cfg.verify_lang,
-                                           code=check, timeout_s=cfg.verify_timeout_s, environ=p.env or None,
+        assert it.session_id is not None
+        where = self._check_dir(it)
+        await git.checkout(p.ws.root, where, sha)
+        # The check runs the worker's code (what its tests import): it holds what the worker held,
+        # the caller's PATH and venv but only its credential scopes (plugkit/work/scopes.py), and
+        # in the worker's sandbox it reads no more of the runner's files than the worker.
+        caller = p.env if "PATH" in p.env else {**os.environ, **p.env}
+        environ = scopes.check_env(caller, p.gates.config(p.ws).work_credentials)
+        task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=where, lang=cfg.verify_lang,
+                                           code=check, timeout_s=cfg.verify_timeout_s, environ=environ,
                                            sandbox=self.run.sandbox))
         it.verify_task_id = task.id
         await task.done.wait()
-        self.checked_at[task.id] = head
+        self.checked_at[task.id] = sha
         green = task.state == "completed" and task.exit_code == 0
         it.verify = "green" if green else "red"
         if not green:
             tail = "".join(text for _stream, text in p.tasks.read(task, max(0, task.buffer.end - TAIL_BYTES),
                                                                      TAIL_BYTES).chunks)
-            raise Failed(REJECTED, "verify_failed", f"`{check}` {task.message} in the item's worktree "
+            raise Failed(REJECTED, "verify_failed", f"`{check}` {task.message} on {sha[:12]} (its commits only) "
                                                       f"(task_{task.id}); `plugkit work logs {it.id} --verify`",
                          "\n".join(tail.splitlines()[-TAIL_LINES:]))
         return task
@@ -342,14 +347,14 @@ class Attempts:
         """Lands, then completes the item under the same lock: the completion's receipt must name
         the HEAD it checked, and the next item to land would move it."""
         p, run = self.p, self.run
-        assert it.worktree is not None and it.branch is not None
+        assert it.branch is not None
         async with self.land_lock:
-            done = await git.integrate(p.ws.root, it.worktree, it.branch, run.branch, run.merge,
-                                       f"plugkit work: {it.id} {item.subject[:60]}")
+            done = await git.integrate(p.ws.root, self._check_dir(it), it.branch, run.branch, run.merge,
+                                       f"plugkit work: {it.id} {item.subject[:60]}", self.checked_at[verified.id])
             # The item's branch (rebased, for ff) is the runner's move: no other worker's doing.
             self.refs.ours(f"refs/heads/{it.branch}", await git.tip(p.ws.root, it.branch))
             if done.changed:  # rebased onto (or merged with) what landed meanwhile: check that tree too
-                verified = await self._verify(it, check, cfg)
+                verified = await self._verify(it, check, cfg, done.sha)
             before = await git.tip(p.ws.root, run.branch)
             if item.risk in TAGGED_RISKS:
                 it.rollback_tag = f"plugkit/pre-{it.id}"
@@ -366,7 +371,8 @@ class Attempts:
         seen = await witness(p.tasks, verified)
         receipt = await p.gates.call(p.ws, item_ops.evidence_add, seen, None,
                                      f"plugkit work {it.id}: {check}"[:200],
-                                     f"verify green in {it.worktree}; landed as {it.landed}", p.clock(),
+                                     f"verify green on a fresh checkout of {self.checked_at.get(verified.id)}; "
+                                     f"landed as {it.landed}", p.clock(),
                                      self.checked_at.get(verified.id))
         await p.gates.prd_update(p.ws, it.id, {}, "completed", [receipt.id])
         it.receipt = receipt.id

@@ -65,16 +65,23 @@ PLACEHOLDER_HEAD = re.compile(r"bad object worktrees/[^/\s]+/HEAD")
 PLACEHOLDER_WAIT_S = 5.0
 
 
+# Git on what a worker made: no hooks, fsmonitor or ssh command (runner/core/work/git.py's rule).
+SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sshCommand=false")
+
+
 def _land_locally(worktree: str, branch: str, data: bytes) -> None:
-    """The node's commits onto the item's branch here (its worktree has nothing of its own)."""
+    """The node's commits onto the item's branch here: its ref only. Nothing is checked out (the
+    runner checks a fresh checkout of the branch's commit), so no file of the worker's is written
+    here by a git that would apply the attributes and filters its commits name."""
     with tempfile.TemporaryDirectory(prefix="plugkit-bundle-") as tmp:
         path = os.path.join(tmp, "back.bundle")
         with open(path, "wb") as fh:
             fh.write(data)
-        for args in (["fetch", "-q", path, f"refs/heads/{branch}"], ["reset", "-q", "--hard", "FETCH_HEAD"]):
+        for args in (["fetch", "-q", path, f"refs/heads/{branch}"],
+                     ["update-ref", f"refs/heads/{branch}", "FETCH_HEAD"]):
             deadline, pause = time.monotonic() + PLACEHOLDER_WAIT_S, 0.01
             while True:
-                done = subprocess.run(["git", *args], cwd=worktree, capture_output=True, text=True, timeout=300)
+                done = subprocess.run(["git", *SAFE, *args], cwd=worktree, capture_output=True, text=True, timeout=300)
                 if done.returncode == 0:
                     break
                 if not PLACEHOLDER_HEAD.search(done.stderr) or time.monotonic() > deadline:

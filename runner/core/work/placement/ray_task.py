@@ -64,6 +64,10 @@ except ProcessLookupError:
 """
 
 
+# The node's git after a worker ran: no hooks, fsmonitor or ssh command (runner/core/work/git.py's rule).
+SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sshCommand=false")
+
+
 def node_dir() -> str:
     return os.environ.get(NODE_DIR_VAR) or os.path.join(os.path.expanduser("~"), ".cache", "plugkit-node")
 
@@ -236,15 +240,16 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
             # As the runner's worker executor does: the node's runner is in another PID namespace, so
             # the worker's client checks it by /health alone.
             env.update(TMPDIR=box, **{SANDBOXED_TAG: "1"})
-        yield from _supervise(argv, wt, env, spec, home, tmp)
+        yield from _supervise(argv, wt, env, spec, home, tmp, cache)
     finally:
         node_runner.unhost(home, spec["session"])  # its capability revoked, its hook calls no longer its
         _tidy(cache, wt, tmp, branch)
 
 
-def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: str, tmp: str):
+def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: str, tmp: str, cache: str):
     """The worker, run to its end: its output and its heartbeats (the hook calls the node's runner
-    answered for it, polled every BEAT_POLL_S) as they come, then its exit and its commits."""
+    answered for it, polled every BEAT_POLL_S) as they come, then its exit and its commits: read
+    from the clone's ref of its branch, never through its worktree (whose git state is the worker's)."""
     child, guard = _spawn(argv, wt, env)
     try:
         try:
@@ -268,12 +273,12 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
         rc = child.wait()
         for news in _news(home, spec["session"], relayed):  # what came after the last look
             yield news
-        branch = spec["branch"]
-        ahead = int(_git(wt, "rev-list", "--count", f"{spec['base']}..HEAD").strip() or 0)
+        ref = f"refs/heads/{spec['branch']}"
+        ahead = int(_git(cache, *SAFE, "rev-list", "--count", f"{spec['base']}..{ref}").strip() or 0)
         back = None
         if ahead:
             path = os.path.join(tmp, "out.bundle")
-            _git(wt, "bundle", "create", "-q", path, f"{spec['base']}..{branch}")  # only the new commits travel back
+            _git(cache, *SAFE, "bundle", "create", "-q", path, f"{spec['base']}..{ref}")  # only the new commits travel back
             with open(path, "rb") as fh:
                 back = fh.read()
         yield ("done", rc, back)
@@ -332,9 +337,11 @@ def _made(path: str) -> str:
 def _tidy(cache: str, wt: str, tmp: str, branch: str) -> None:
     if os.path.isdir(cache):
         with _lock(cache):
-            for args in (("worktree", "remove", "--force", wt), ("worktree", "prune"), ("branch", "-D", branch)):
+            # --force twice: a `locked` file the worker made in its admin dir does not keep its branch here
+            for args in (("worktree", "remove", "--force", "--force", wt), ("worktree", "prune"),
+                         ("branch", "-D", branch)):
                 try:
-                    _git(cache, *args)
+                    _git(cache, *SAFE, *args)
                 except (RuntimeError, subprocess.TimeoutExpired):
                     pass
     shutil.rmtree(tmp, ignore_errors=True)
