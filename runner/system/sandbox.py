@@ -16,10 +16,13 @@ What the worker sees (rows below, applied in order; a later mount covers an earl
     (plugkit/work/capabilities.py), never the runner's token; the ledger, logs, gates state
     and MAC key stay hidden;
   - the user's credentials (CREDENTIALS): an empty dir or /dev/null over each;
+  - the rest of HOME read-only, its caches private and a host's state a private copy, /tmp and
+    the runtime dirs empty, no agent variable, no abstract socket made outside
+    (runner/system/sandbox_home.py, runner/system/landlock.py);
+  - the worktree's own `.git` (a dir, or a linked worktree's file) read-only over its bind;
   - its own PID namespace (it cannot see or signal the runner or other tasks) and it dies
     with the process that started it (--die-with-parent).
-A host's own state (its login, its session files, npm's cache) is writable only where its
-row in CACHES says so. Standard library only; the probe is blocking (call it in a thread).
+Standard library only; argv() copies a host's state and the probe is blocking (call them in a thread).
 """
 
 from __future__ import annotations
@@ -32,17 +35,19 @@ import tempfile
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from runner.system import landlock, sandbox_home
+
 PROGRAM = "bwrap"
 # Under $HOME: hidden unless a scope grants them. A directory gets an empty tmpfs, a file /dev/null.
 CREDENTIALS: tuple[str, ...] = (
     ".ssh", ".aws", ".config/gcloud", ".azure", ".kube", ".docker", ".gnupg", ".netrc",
     ".git-credentials", ".config/gh", ".pypirc", ".npmrc", ".terraform.d", ".vault-token",
 )
-# Writable under $HOME, per worker kind: the state each host keeps (declared, not guessed).
-# "*" rows hold for every kind: the toolchains' own caches a build in the worktree fills.
-# A row ending in "/" is a directory the host keeps its state in: made if missing.
+# Per worker kind, the state each host keeps under $HOME (declared, not guessed): the worker
+# gets a private copy of each bound over it (sandbox_home.host_state), never the real one,
+# which the person's own host reads its settings and hooks from. A row ending in "/" is a dir.
+# No row for every kind: the toolchains' caches are private (sandbox_home.CACHE_VARS).
 CACHES: dict[str, tuple[str, ...]] = {
-    "*": (".cache", ".npm", ".local/state", ".local/share", "go/pkg", ".cargo/registry", ".m2", ".gradle"),
     "claude-code": (".claude/", ".claude.json", ".claude.json.backup", ".config/claude"),
     "codex": (".codex/",),
     "qwen": (".qwen/",),
@@ -95,16 +100,10 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Op
     """The bwrap mount arguments, in order (later covers earlier). `capability`: a file holding
     the worker's own capability, shown at the token's path (None: no token there at all)."""
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # /tmp and the runtime dirs emptied (their path sockets gone); HOME and the interpreter read back.
+    args += sandbox_home.hide((*lay.user_homes, sandbox_home.interpreter_root()))
     for user_home in lay.user_homes:
-        for rel in CACHES.get("*", ()) + CACHES.get(kind, ()):
-            path = os.path.join(user_home, rel.rstrip("/"))
-            if rel.endswith("/") and not _exists(path):  # a host's state dir: made, so it can be bound
-                try:
-                    os.makedirs(path, exist_ok=True)
-                except OSError:
-                    continue
-            if _exists(path):
-                args += ["--bind", path, path]
+        args += sandbox_home.host_state(user_home, CACHES.get(kind, ()), lay.tmp)
         for rel in CREDENTIALS:
             path = os.path.join(user_home, rel)
             if rel in granted or not _exists(path):
@@ -130,6 +129,12 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Op
         args += ["--ro-bind", capability, os.path.join(lay.home, TOKEN)]
     # Last, so nothing above hides them: the worker's own places.
     args += ["--bind", lay.worktree, lay.worktree, "--bind", lay.tmp, lay.tmp]
+    # The worktree's .git (the workspace's own repository for `exec --sandbox`, the gitdir file
+    # of a worker's worktree) read-only over that bind: the person's and the runner's next git
+    # command there would run what its config and hooks say, unconfined.
+    dot_git = os.path.join(lay.worktree, ".git")
+    if _exists(dot_git):
+        args += ["--ro-bind", dot_git, dot_git]
     # The empty tmpfs layers read-only once the binds inside them exist: a write there would
     # land nowhere the runner looks, yet "succeed" (and mislead the worker and its evidence).
     for i, arg in enumerate(list(args)):
@@ -146,8 +151,11 @@ def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = ()
     program = shutil.which(PROGRAM)
     if program is None:
         raise SandboxUnavailable("bwrap is not installed (apt-get install bubblewrap, or scripts/setup)")
+    # Abstract sockets live in a network namespace: one of its own (extra) keeps them out,
+    # else Landlock's scope where the kernel has it (runner/system/landlock.py).
+    inner = inner if "--unshare-net" in extra else landlock.wrap(inner)
     return [program, "--die-with-parent", "--unshare-pid", "--new-session",
-            *mounts(lay, kind, granted, capability), *extra,
+            *mounts(lay, kind, granted, capability), *extra, *sandbox_home.environment(lay.tmp),
             "--chdir", cwd or lay.worktree, "--setenv", "TMPDIR", lay.tmp, "--", *inner]
 
 
