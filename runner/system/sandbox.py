@@ -74,6 +74,7 @@ class Layout:
     home: str                  # $PLUGKIT_HOME
     user_homes: tuple[str, ...]  # $HOME of the worker and of the runner
     tmp: str                   # the worker's private temp dir
+    reads: tuple[str, ...] = ()  # files its environment names by absolute path (read back under a hidden /tmp)
 
 
 def layout(worktree: str, home: str, env: Mapping[str, str], tmp: str) -> Layout:
@@ -89,19 +90,23 @@ def layout(worktree: str, home: str, env: Mapping[str, str], tmp: str) -> Layout
     except OSError:
         pass  # not a linked worktree (a plain dir): only the worktree itself is granted
     homes = {os.path.realpath(h) for h in (env.get("HOME"), os.path.expanduser("~")) if h}
-    return Layout(worktree, repo, git_dir, admin, os.path.realpath(home), tuple(sorted(homes)), tmp)
+    return Layout(worktree, repo, git_dir, admin, os.path.realpath(home), tuple(sorted(homes)), tmp,
+                  sandbox_home.named_files(env))
 
 
 def _exists(path: str) -> bool:
     return os.path.lexists(path)
 
 
-def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Optional[str] = None) -> list[str]:
+def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Optional[str] = None,
+           reads: tuple[str, ...] = ()) -> list[str]:
     """The bwrap mount arguments, in order (later covers earlier). `capability`: a file holding
-    the worker's own capability, shown at the token's path (None: no token there at all)."""
+    the worker's own capability, shown at the token's path (None: no token there at all).
+    `reads`: files the sandbox is handed by name (its argv), read back should /tmp hide them."""
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    # /tmp and the runtime dirs emptied (their path sockets gone); HOME and the interpreter read back.
-    args += sandbox_home.hide((*lay.user_homes, sandbox_home.interpreter_root()))
+    # /tmp and the runtime dirs emptied (their path sockets gone); HOME, the interpreter and the
+    # regular files the sandbox is handed by name (never a socket, never a dir) read back.
+    args += sandbox_home.hide((*lay.user_homes, sandbox_home.interpreter_root(), *lay.reads, *reads))
     for user_home in lay.user_homes:
         args += sandbox_home.host_state(user_home, CACHES.get(kind, ()), lay.tmp)
         for rel in CREDENTIALS:
@@ -155,7 +160,8 @@ def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = ()
     # else Landlock's scope where the kernel has it (runner/system/landlock.py).
     inner = inner if "--unshare-net" in extra else landlock.wrap(inner)
     return [program, "--die-with-parent", "--unshare-pid", "--new-session",
-            *mounts(lay, kind, granted, capability), *extra, *sandbox_home.environment(lay.tmp),
+            *mounts(lay, kind, granted, capability, sandbox_home.named_files(dict(enumerate(inner)))), *extra,
+            *sandbox_home.environment(lay.tmp),
             "--chdir", cwd or lay.worktree, "--setenv", "TMPDIR", lay.tmp, "--", *inner]
 
 

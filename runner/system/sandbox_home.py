@@ -76,6 +76,23 @@ def hide(keep: tuple[str, ...]) -> list[str]:
     return args
 
 
+def named_files(values) -> tuple[str, ...]:
+    """The regular files among `values` (a mapping: an environment, an argv by index) named by
+    absolute path: a worker's program, the plan a test hands it. Files only: a socket or a dir
+    named there stays hidden."""
+    found = []
+    for name, value in values.items():
+        if name in AGENT_VARS:  # a Kerberos ticket cache, an agent's socket: never read back
+            continue
+        if isinstance(value, str) and value.startswith("/") and len(value) < 4096:
+            try:
+                if os.path.isfile(value):
+                    found.append(value)
+            except (OSError, ValueError):
+                continue
+    return tuple(found)
+
+
 def interpreter_root() -> str:
     """The runner's Python install (the relay and the scoping script run with it inside)."""
     return os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))
