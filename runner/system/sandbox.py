@@ -197,13 +197,18 @@ def self_test(home: str) -> Optional[str]:
             with open(path, "w") as fh:
                 fh.write(text)
         lay = layout(worktree, home, {"HOME": user}, os.path.join(scratch, "tmp"))
+        local = sandbox_home.LocalProbe(user)  # HOME's caches, a host's state, local sockets
         fill = {"canary": canary, "token": os.path.join(home, TOKEN), "home": user, "outside": os.path.join(scratch, "outside"), "repo": repo,
-                "runner_pid": os.getpid()}
+                "runner_pid": os.getpid(), "worktree": worktree, **local.fill()}
         script = "; ".join(f"if {{ {line.format(**fill)}; }} >/dev/null 2>&1; then echo {shlex.quote('GOT ' + name)}; fi"
-                           for name, line in SELF_TEST)
-        done = subprocess.run(argv(lay, "command", ["sh", "-c", script]), capture_output=True, text=True,
-                              timeout=30, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-        got = [line[4:] for line in done.stdout.splitlines() if line.startswith("GOT ")]
+                           for name, line in SELF_TEST + local.steps())
+        script += f"; echo x > {shlex.quote(user)}/.claude/planted 2>/dev/null; true"  # its copy: must not reach out
+        try:  # as Claude Code's worker: the "*" rows and a host's state row
+            done = subprocess.run(argv(lay, "claude-code", ["sh", "-c", script]), capture_output=True, text=True,
+                                  timeout=30, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **local.env()})
+        finally:
+            local.close()
+        got = [line[4:] for line in done.stdout.splitlines() if line.startswith("GOT ")] + local.reached()
         if got:
             return f"the sandbox self-test got through: {', '.join(got)}"
         if done.returncode != 0:
@@ -240,6 +245,7 @@ if __name__ == "__main__":  # `plugkit doctor` runs this (the client never impor
 
     home_dir = sys.argv[1] if len(sys.argv) > 1 and os.path.isdir(sys.argv[1]) else tempfile.mkdtemp()
     found = self_test(home_dir)
-    print(found or "bwrap; self-test passed: the home, the token, a credential, writes outside the worktree and "
-                   "signals out are all denied")
+    print(found or "bwrap; self-test passed: the home, the token, a credential, writes outside the worktree, "
+                   "to .git and under HOME, agent sockets and signals out are all denied"
+                   + ("" if landlock.scoped() else " (abstract sockets: not on this kernel, no Landlock scope)"))
     sys.exit(1 if found else 0)

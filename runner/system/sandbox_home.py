@@ -152,3 +152,62 @@ def _make_dir(path: str) -> bool:
     except OSError:
         return False
 
+
+
+# What the self-test (sandbox.self_test) also tries: each line must fail. {x} filled by LocalProbe.
+SELF_TEST: tuple[tuple[str, str], ...] = (
+    ("write the worktree's .git", "echo x >> {worktree}/.git"),
+    ("write a cache under HOME", "echo x > {home}/.cache/planted"),
+    ("write a tool venv under HOME", "echo x > {venv}/planted.pth"),
+    ("see an agent variable", 'test -n "$SSH_AUTH_SOCK"'),
+    ("reach a socket under /tmp", "{python} -c {connect} {socket}"),
+)
+ABSTRACT_STEP = ("reach an abstract socket", "{python} -c {connect} @{abstract}")
+_CONNECT = ("import socket, sys; a = sys.argv[1]; s = socket.socket(socket.AF_UNIX); "
+            "s.connect(chr(0) + a[1:] if a[0] == '@' else a)")
+
+
+class LocalProbe:
+    """The places the self-test's extra steps aim at, made around one run and removed after:
+    a cache dir, a tool venv and a host's state dir in the scratch HOME, a listening socket
+    under /tmp (where ssh-agent keeps its own) and an abstract one."""
+
+    def __init__(self, user_home: str) -> None:
+        import socket
+        import tempfile
+
+        self.home = user_home
+        self.venv = os.path.join(user_home, ".local/share/uv/tools/t/lib/python3/site-packages")
+        for d in (os.path.join(user_home, ".cache"), self.venv, os.path.join(user_home, ".claude")):
+            os.makedirs(d, exist_ok=True)
+        self.sock_dir = tempfile.mkdtemp(prefix="plugkit-sock-", dir="/tmp")
+        self.abstract = f"plugkit-self-test-{os.getpid()}-{id(self)}"
+        self.sockets = [socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)]
+        self.sockets[0].bind(os.path.join(self.sock_dir, "s"))
+        self.sockets[1].bind("\0" + self.abstract)
+        for s in self.sockets:
+            s.listen(4)
+
+    def steps(self) -> tuple[tuple[str, str], ...]:
+        from runner.system import landlock
+
+        return SELF_TEST + ((ABSTRACT_STEP,) if landlock.scoped() else ())
+
+    def fill(self) -> dict[str, str]:
+        import shlex
+
+        return {"venv": self.venv, "python": shlex.quote(sys.executable), "connect": shlex.quote(_CONNECT),
+                "socket": os.path.join(self.sock_dir, "s"), "abstract": self.abstract}
+
+    def env(self) -> dict[str, str]:
+        return {"SSH_AUTH_SOCK": os.path.join(self.sock_dir, "s")}
+
+    def reached(self) -> list[str]:
+        """What a step that may succeed inside (a write into the host's private copy) got out."""
+        planted = os.path.join(self.home, ".claude", "planted")
+        return ["write a host's real state dir"] if os.path.exists(planted) else []
+
+    def close(self) -> None:
+        for s in self.sockets:
+            s.close()
+        shutil.rmtree(self.sock_dir, True)
