@@ -99,10 +99,11 @@ def _exists(path: str) -> bool:
 
 
 def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Optional[str] = None,
-           reads: tuple[str, ...] = ()) -> list[str]:
+           reads: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> list[str]:
     """The bwrap mount arguments, in order (later covers earlier). `capability`: a file holding
     the worker's own capability, shown at the token's path (None: no token there at all).
-    `reads`: files the sandbox is handed by name (its argv), read back should /tmp hide them."""
+    `reads`: files the sandbox is handed by name (its argv), read back should /tmp hide them.
+    `extra`: more bwrap arguments (a relay's dir under /tmp), before the empty layers go read-only."""
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     # /tmp and the runtime dirs emptied (their path sockets gone); HOME, the interpreter and the
     # regular files the sandbox is handed by name (never a socket, never a dir) read back.
@@ -140,6 +141,7 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Op
     dot_git = os.path.join(lay.worktree, ".git")
     if _exists(dot_git):
         args += ["--ro-bind", dot_git, dot_git]
+    args += extra
     # The empty tmpfs layers read-only once the binds inside them exist: a write there would
     # land nowhere the runner looks, yet "succeed" (and mislead the worker and its evidence).
     for i, arg in enumerate(list(args)):
@@ -160,7 +162,7 @@ def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = ()
     # else Landlock's scope where the kernel has it (runner/system/landlock.py).
     inner = inner if "--unshare-net" in extra else landlock.wrap(inner)
     return [program, "--die-with-parent", "--unshare-pid", "--new-session",
-            *mounts(lay, kind, granted, capability, sandbox_home.named_files(dict(enumerate(inner)))), *extra,
+            *mounts(lay, kind, granted, capability, sandbox_home.named_files(dict(enumerate(inner))), extra),
             *sandbox_home.environment(lay.tmp),
             "--chdir", cwd or lay.worktree, "--setenv", "TMPDIR", lay.tmp, "--", *inner]
 

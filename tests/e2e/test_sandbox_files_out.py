@@ -101,7 +101,8 @@ def test_a_sandboxed_task_writes_no_git_home_code_and_reaches_no_local_socket(ho
     assert outside["git_hook"] == outside["ssh_agent"] == outside["abstract_socket"] == "ALLOWED", outside
 
 
-def test_a_hostile_worker_plants_nothing_outside_and_reaches_no_local_socket(home, local, tmp_path):
+@pytest.mark.parametrize("network", ["host", "loopback-model"])
+def test_a_hostile_worker_plants_nothing_outside_and_reaches_no_local_socket(home, local, tmp_path, network):
     repo = make_repo(tmp_path / "repo", 'gates = "advisory"\n')
     # A command worker whose program is named `claude`: it gets Claude Code's state row (~/.claude).
     bin_dir = tmp_path / "bin"
@@ -111,7 +112,7 @@ def test_a_hostile_worker_plants_nothing_outside_and_reaches_no_local_socket(hom
     w = Work(home, repo, {})
     w.env.update(HOME=str(local.home), SSH_AUTH_SOCK=local.agent_sock)
     w.add("w1", "--verify", "test -f done.txt")
-    w.cli("work", "--run", f"{bin_dir / 'claude'} {local.args()} --commit", "--json")
+    w.cli("work", "--network", network, "--run", f"{bin_dir / 'claude'} {local.args()} --commit", "--json")
     run = w.until(lambda r: r["ended_at"] is not None)
     logs = w.cli("work", "logs", "w1").stdout
     found = _attacks(logs)
