@@ -1,8 +1,8 @@
 """The bubblewrap sandbox a worker runs in: the argv that wraps its own, built from tables.
 
 What the worker sees (rows below, applied in order; a later mount covers an earlier one):
-  - the whole filesystem read-only (its toolchains, its interpreters, the system; /tmp too,
-    so what others leave there is readable: nothing of the runner's is kept there);
+  - the whole filesystem read-only (its toolchains, its interpreters, the system), but /tmp,
+    /var/tmp and /run/user empty (runner/system/sandbox_home.py: no one's sockets there);
   - its worktree read-write, and a private temp dir (TMPDIR) nobody else shares;
   - the main checkout's working files: not at all (an empty tmpfs over the repository);
   - the repository's .git read-only, except what a commit on its own branch writes: the
