@@ -126,7 +126,7 @@ def host_state(user_home: str, rows: tuple[str, ...], tmp: str) -> list[str]:
 def _copy(real: str, copy: str, is_dir: bool) -> bool:
     try:
         os.makedirs(os.path.dirname(copy), exist_ok=True)
-        if os.path.isdir(real) and not os.path.islink(real):
+        if os.path.isdir(real):  # a dotfiles manager's link to a dir too: its contents are copied
             try:
                 shutil.copytree(real, copy, symlinks=True, ignore=shutil.ignore_patterns(*BULKY),
                                 ignore_dangling_symlinks=True)
