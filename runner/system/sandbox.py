@@ -205,7 +205,7 @@ def self_test(home: str) -> Optional[str]:
         script = "; ".join(f"if {{ {line.format(**fill)}; }} >/dev/null 2>&1; then echo {shlex.quote('GOT ' + name)}; fi"
                            for name, line in SELF_TEST + local.steps())
         script += f"; echo x > {shlex.quote(user)}/.claude/planted 2>/dev/null; true"  # its copy: must not reach out
-        try:  # as Claude Code's worker: the "*" rows and a host's state row
+        try:  # as Claude Code's worker: its host's state row (a private copy) too
             done = subprocess.run(argv(lay, "claude-code", ["sh", "-c", script]), capture_output=True, text=True,
                                   timeout=30, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **local.env()})
         finally:
