@@ -45,9 +45,34 @@ def test_hidden_writable_and_in_an_order_that_keeps_it(tmp_path):
     assert lay.git_dir in ro and f"{lay.git_dir}/objects" in binds and lay.admin in binds
     assert f"{lay.git_dir}/refs/heads/plugkit" in binds and f"{lay.git_dir}/refs/heads" not in binds
     assert f"{user}/.claude" in binds and os.path.isdir(f"{user}/.claude")  # the host's state dir, made
+    source = args[args.index(f"{user}/.claude") - 1]  # ... and bound from a private copy, never itself
+    assert source.startswith(lay.tmp + "/") and os.path.isdir(source)
+    assert not any(b.startswith(f"{user}/.cache") for b in binds)  # no cache of HOME is writable
     assert binds[-2:] == [lay.worktree, lay.tmp]  # last: nothing hides the worker's own places
-    assert args.index(lay.home) > args.index(f"{user}/.cache")  # the home (under ~/.local/state) hidden after
+    assert ro[-1] == f"{lay.worktree}/.git" and args.index("--ro-bind", args.index(lay.tmp)) > args.index(lay.tmp)
+    assert args.index(lay.home) > args.index(user)  # the home (under ~/.local/state) hidden after HOME's read-back
+    assert tmpfs[0] == "/tmp" and ro.index(user) < ro.index(f"{user}/.netrc")  # /tmp emptied first, HOME read back
     assert set(_pairs(args, "--remount-ro")) == set(tmpfs)  # no write into an empty layer "succeeds"
+
+
+def test_a_host_writes_its_state_into_a_copy_the_person_never_reads(tmp_path):
+    lay = _layout(tmp_path)
+    real = tmp_path / "user" / ".claude"
+    real.mkdir()
+    (real / ".credentials.json").write_text("login")
+    (real / "projects").mkdir()  # the person's sessions: not the worker's to read
+    args = sandbox.mounts(lay, "claude-code")
+    copy = Path(args[args.index(str(real)) - 1])
+    assert (copy / ".credentials.json").read_text() == "login" and not (copy / "projects").exists()
+
+
+def test_agent_variables_never_pass_and_caches_point_into_the_private_dir(tmp_path):
+    lay = _layout(tmp_path)
+    argv = sandbox.argv(lay, "command", ["true"])
+    unset = {argv[i + 1] for i, a in enumerate(argv) if a == "--unsetenv"}
+    assert {"SSH_AUTH_SOCK", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"} <= unset
+    setenv = {argv[i + 1]: argv[i + 2] for i, a in enumerate(argv) if a == "--setenv"}
+    assert setenv["XDG_CACHE_HOME"].startswith(lay.tmp + "/") and setenv["npm_config_cache"].startswith(lay.tmp + "/")
 
 
 def test_a_command_worker_gets_no_host_state_and_the_argv_ends_with_its_own(tmp_path):
