@@ -14,6 +14,7 @@ from client.show import render
 from client.args import FLAG, VALUE, UsageError, number, parse_or_help, task_id
 from client.wire.rpc import RpcFailure
 from client.wire.session import Caller, connect, not_found_hint
+from plugkit.vocab import TERMINAL_STATES
 
 DEFAULT_SLEEP_S = 30.0
 COMMON = {"--session": VALUE, "--cwd": VALUE, "--json": FLAG}
@@ -236,16 +237,29 @@ def _dropped_note(info: dict) -> str:
             "so it may have been printed there")
 
 
-CLOSE_USAGE = f"""usage: plugkit exec:close TASK {SESSION_FLAGS}
+CLOSE_USAGE = f"""usage: plugkit exec:close TASK [--forget] {SESSION_FLAGS}
 
-Kills TASK with its whole process tree (if it still runs) and forgets it. For an
-exec:serial task it closes the port instead, and the task ends completed."""
+Kills TASK with its whole process tree if it still runs; its record stays (exec:tasks and
+exec:status show how it ended). --forget also drops the record. For an exec:serial task
+it closes the port instead, and the task ends completed."""
 
 
 def close(argv: list[str], sink=None, caller: Caller | None = None) -> int:
-    opts, _, tid, me = _task_verb(argv, {}, CLOSE_USAGE, caller, min_pos=1, max_pos=1)
-    info = _call(me, "task.kill", me.ref(tid, forget=True))
-    _say(sink, json.dumps(info) if opts.get("json") else f"closed {render.state_line(info)}")
+    opts, _, tid, me = _task_verb(argv, {"--forget": FLAG}, CLOSE_USAGE, caller, min_pos=1, max_pos=1)
+    forget = bool(opts.get("forget"))
+    before = _call(me, "task.status", me.ref(tid))
+    if before["state"] in TERMINAL_STATES and not forget:  # a second close, or one after its end
+        _say(sink, json.dumps(before) if opts.get("json") else
+             f"task_{tid} already closed: {render.state_line(before)}; its record stays "
+             f"({me.command('exec:close', f'task_{tid}', '--forget')} drops it)")
+        return 0
+    info = _call(me, "task.kill", me.ref(tid, forget=forget))
+    if opts.get("json"):
+        _say(sink, json.dumps(info))
+    elif forget:
+        _say(sink, f"closed {render.state_line(info)}; its record is dropped")
+    else:
+        _say(sink, f"closed {render.state_line(info)}")
     return 0
 
 

@@ -229,7 +229,20 @@ def _logs(argv: list[str]) -> int:
         if r["more"]:
             continue
         if not a.follow or r["finished"]:
+            if r["finished"] and r["end"] == 0:  # an empty answer must not read as "no logs yet"
+                print(_silent(a, r["task_id"]))
             return 0
+
+
+def _silent(a, task_id: int) -> str:
+    """What a finished task that printed nothing ended as: a red check that printed nothing is
+    still red, and says so."""
+    run = _call(a, "work.status")["run"]
+    it = next((i for i in (run or {}).get("items", []) if i["id"] == a.item), None) or {}
+    what = "check" if a.verify else "worker"
+    verdict = f"; the check was {it['verify']}" if a.verify and it.get("verify") else ""
+    why = f" ({it['message'].splitlines()[0][:160]})" if a.verify and it.get("verify") == "red" and it.get("message") else ""
+    return f"[plugkit] task_{task_id} (the {what}) printed nothing{verdict}{why}"
 
 
 SUB_MAINS = {"status": _status, "stop": _stop, "logs": _logs, "rollback": _rollback, "allow-check": _allow_check}

@@ -138,6 +138,12 @@ def test_background_then_sleep_until_text_status_and_close(home):
     assert status.stdout == "" and f"task_{tid} running" in status.stderr
     closed = home.cli("exec:close", f"task_{tid}")
     assert closed.returncode == 0 and "killed" in closed.stdout
+    kept = home.cli("exec:status", f"task_{tid}")  # the record stays: how it ended is still answerable
+    assert f"task_{tid} killed" in kept.stderr, kept.stderr
+    again = home.cli("exec:close", f"task_{tid}")
+    assert again.returncode == 0 and f"task_{tid} already closed" in again.stdout and "--forget" in again.stdout
+    dropped = home.cli("exec:close", f"task_{tid}", "--forget")
+    assert dropped.returncode == 0 and "record is dropped" in dropped.stdout
     gone = home.cli("exec:status", f"task_{tid}")
     assert gone.returncode == 1 and f"no task_{tid}" in gone.stderr
 

@@ -267,6 +267,10 @@ class Attempts:
         # environ: the worker starts from its scopes' variables only, not the runner's or the caller's
         environ = scopes.worker_env(self.row.name, workers.environment(
             self.row, p.env if "PATH" in p.env else {**os.environ, **p.env}), granted)
+        # What the item is, for a program that is not an agent reading the prompt (a `command`
+        # worker): the runner's own facts, set after the scopes so the caller's cannot stand in.
+        environ.update({"PLUGKIT_ITEM": it.id, "PLUGKIT_ITEM_SUBJECT": item.subject, "PLUGKIT_VERIFY": check,
+                        "PLUGKIT_BRANCH": it.branch})
         code, environ, stdin = self.placement.launch(it, argv, stdin, environ)
         try:
             task = await p.tasks.exec(ExecSpec(
