@@ -42,7 +42,8 @@ def test_hidden_writable_and_in_an_order_that_keeps_it(tmp_path):
     assert f"{user}/.netrc" in ro and args[args.index(f"{user}/.netrc") - 1] == "/dev/null"  # a file: /dev/null
     assert os.path.join(lay.home, "port") in ro and os.path.join(lay.home, "gates.key") not in ro + binds
     assert os.path.join(lay.home, "token") not in ro + binds  # the runner's token: never in a sandbox
-    assert lay.git_dir in ro and f"{lay.git_dir}/objects" in binds and lay.admin in binds
+    assert lay.git_dir in ro and lay.admin in binds
+    assert f"{lay.git_dir}/objects" not in binds  # no private object dir made: the store stays read-only
     assert f"{lay.git_dir}/refs/heads/plugkit" in binds and f"{lay.git_dir}/refs/heads" not in binds
     assert f"{user}/.claude" in binds and os.path.isdir(f"{user}/.claude")  # the host's state dir, made
     assert binds[-2:] == [lay.worktree, lay.tmp]  # last: nothing hides the worker's own places
@@ -70,3 +71,17 @@ def test_the_token_path_shows_the_workers_capability_not_the_runners_token(tmp_p
     args = sandbox.mounts(lay, "command", capability=str(cap))
     i = args.index(os.path.join(lay.home, "token"))
     assert args[i - 2:i] == ["--ro-bind", str(cap)] and i > args.index(lay.home)  # after the home's tmpfs
+
+
+def test_a_worker_writes_objects_to_its_own_dir_and_reads_the_store_read_only(tmp_path):
+    from runner.system import worker_objects
+
+    _layout(tmp_path)
+    wt, store = tmp_path / "repo" / ".plugkit" / "worktrees" / "w1", str(tmp_path / "repo" / ".git" / "objects")
+    own = worker_objects.prepare(str(wt), str(tmp_path / "repo" / ".git"))
+    lay = _layout(tmp_path)
+    assert lay.objects == own and not own.startswith(lay.git_dir)  # outside the real .git
+    args = sandbox.mounts(lay, "command")
+    i = args.index("--bind", args.index(own) - 1)
+    assert args[i:i + 6] == ["--bind", own, store, "--ro-bind", store, f"{store}/info/store"]
+    assert Path(own, "info", "alternates").read_text() == f"{store}/info/store\n"
