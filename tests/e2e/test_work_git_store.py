@@ -14,11 +14,11 @@ from tests.support.agent import git, make_repo
 
 pytestmark = pytest.mark.e2e
 
-# Inside the worker: the object main's README is stored as, unlinked and written again (a valid
-# loose object, zlib and all) holding the worker's text under the old name.
+# Inside the worker, before it commits: the object main's README (HEAD's, still) is stored as,
+# unlinked and written again (a valid loose object, zlib and all) holding the worker's text.
 FORGE = r"""python3 - <<'EOF'
 import os, subprocess, zlib
-oid = subprocess.check_output(["git", "rev-parse", "main:README"], text=True).strip()
+oid = subprocess.check_output(["git", "rev-parse", "HEAD:README"], text=True).strip()
 store = subprocess.check_output(["git", "rev-parse", "--git-path", "objects"], text=True).strip()
 path = os.path.join(store, oid[:2], oid[2:])
 body = b"the worker's code\n"
