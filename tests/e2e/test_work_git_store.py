@@ -78,8 +78,9 @@ def test_a_workers_commits_land_with_their_objects_checked_in(home, repo):
 
 # Planted in the writable refs/heads/plugkit/: a symlink git reads as a symbolic ref, and a
 # symbolic-ref file. Undoing the "new ref" would follow either and delete main.
-PLANTS = {"symlink_ref": 'ln -s refs/heads/main "$(git rev-parse --git-common-dir)/refs/heads/plugkit/evil"',
-          "symref_file": 'printf "ref: refs/heads/main\\n" > "$(git rev-parse --git-common-dir)/refs/heads/plugkit/evil"'}
+EVIL = '"$(git rev-parse --git-common-dir)/refs/heads/plugkit/evil"'
+PLANTS = {"symlink_ref": f"ln -s refs/heads/main {EVIL}",
+          "symref_file": f'printf "ref: refs/heads/main\\n" > {EVIL}'}
 
 
 @pytest.mark.parametrize("plant", list(PLANTS))

@@ -108,3 +108,24 @@ def test_a_tree_naming_a_missing_object_is_refused(repo):
     with pytest.raises(BadObjects, match="git's check"):
         worker_objects.take(str(wt), str(r / ".git"))
     assert subprocess.run(["git", "cat-file", "-e", tree], cwd=r).returncode != 0
+
+
+def test_planted_refs_and_reflog_links_are_removed_without_touching_their_targets(repo, tmp_path):
+    from runner.core.work.refs import planted
+
+    r, _wt, _private = repo
+    git_dir = r / ".git"
+    victim = tmp_path / "bashrc"
+    victim.write_text("mine\n")
+    heads, logs = git_dir / "refs" / "heads" / "plugkit", git_dir / "logs" / "refs" / "heads" / "plugkit"
+    (heads / "evil").symlink_to("refs/heads/main")
+    (heads / "symref").write_text("ref: refs/heads/main\n")
+    (heads / "dir").symlink_to(tmp_path)
+    os.mkfifo(heads / "fifo")
+    (logs / "w2").symlink_to(victim)
+    main = git(r, "rev-parse", "main").strip()
+    assert planted(str(git_dir)) == sorted(["logs/refs/heads/plugkit/w2", "refs/heads/plugkit/dir",
+                                            "refs/heads/plugkit/evil", "refs/heads/plugkit/fifo",
+                                            "refs/heads/plugkit/symref"])
+    assert git(r, "rev-parse", "main").strip() == main and victim.read_text() == "mine\n" and tmp_path.is_dir()
+    assert sorted(os.listdir(heads)) == ["w1"]  # the real branch stays

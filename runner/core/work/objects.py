@@ -29,7 +29,8 @@ async def take(root: str, it: ItemRun) -> Failed | None:
     except worker_objects.BadObjects as exc:
         return Failed("blocked", "bad_objects", f"{exc}; nothing of it entered the repository{await _drop(root, it)}"
                                                 f", its object dir is kept at {worker_objects.private_dir(it.worktree)}"
-                                                f"; a person looks before `plugkit prd update {it.id} --status pending`")
+                                                "; a person looks before "
+                                                f"`plugkit prd update {it.id} --status pending`")
     return None
 
 

@@ -72,11 +72,12 @@ def _land_locally(worktree: str, branch: str, data: bytes) -> None:
         path = os.path.join(tmp, "back.bundle")
         with open(path, "wb") as fh:
             fh.write(data)
-        # fsckObjects: what a node sends is re-hashed anyway (index-pack), and checked like a push.
-        for args in (["-c", "transfer.fsckObjects=true", "fetch", "-q", path, f"refs/heads/{branch}"], ["reset", "-q", "--hard", "FETCH_HEAD"]):
+        for args in (["fetch", "-q", path, f"refs/heads/{branch}"], ["reset", "-q", "--hard", "FETCH_HEAD"]):
             deadline, pause = time.monotonic() + PLACEHOLDER_WAIT_S, 0.01
             while True:
-                done = subprocess.run(["git", *args], cwd=worktree, capture_output=True, text=True, timeout=300)
+                # fsckObjects: what a node sends is re-hashed anyway (index-pack), and checked like a push.
+                done = subprocess.run(["git", "-c", "transfer.fsckObjects=true", *args], cwd=worktree,
+                                      capture_output=True, text=True, timeout=300)
                 if done.returncode == 0:
                     break
                 if not PLACEHOLDER_HEAD.search(done.stderr) or time.monotonic() > deadline:

@@ -285,7 +285,8 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
         back = None
         if ahead:
             path = os.path.join(tmp, "out.bundle")
-            _git(cache, "bundle", "create", "-q", path, f"{spec['base']}..refs/heads/{branch}")  # only the new commits travel back
+            # only the new commits travel back
+            _git(cache, "bundle", "create", "-q", path, f"{spec['base']}..refs/heads/{branch}")
             with open(path, "rb") as fh:
                 back = fh.read()
         yield ("done", rc, back)
