@@ -5,12 +5,13 @@ What the worker sees (rows below, applied in order; a later mount covers an earl
     /var/tmp and /run/user empty (runner/system/sandbox_home.py: no one's sockets there);
   - its worktree read-write, and a private temp dir (TMPDIR) nobody else shares;
   - the main checkout's working files: not at all (an empty tmpfs over the repository);
-  - the repository's .git read-only, except what a commit on its own branch writes: the
-    object store (objects are content-addressed and only added), its own worktree admin
-    dir (HEAD, index), and refs/heads/plugkit/ plus its reflog dir. In that admin dir what
-    says which repository and config the worktree has (config.worktree, gitdir, commondir)
-    and the worktree's own `.git` file stay read-only: git run on the worktree outside the
-    sandbox must not run a program the worker named there (fsmonitor, hooksPath, filters); A commit updates
+  - the repository's .git read-only, except what a commit on its own branch writes: its own
+    worktree admin dir (HEAD, index), refs/heads/plugkit/ plus its reflog dir, and objects,
+    which go to the worker's own object dir shown at .git/objects (the real store read-only
+    inside it; runner/system/worker_objects.py imports what it wrote, checked). In that admin
+    dir what says which repository and config the worktree has (config.worktree, gitdir,
+    commondir) and the worktree's own `.git` file stay read-only: git run on the worktree
+    outside the sandbox must not run a program the worker named there. A commit updates
     refs/heads/plugkit/<id> through a lock file created in that directory, so the directory
     must be writable; that reaches the other items' plugkit/* branches too, which the
     runner's RefGuard snapshots and puts back. main, the run's branch and tags stay read-only;
@@ -38,7 +39,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from runner.system import landlock, sandbox_home
+from runner.system import landlock, sandbox_home, worker_objects
 
 PROGRAM = "bwrap"
 # Under $HOME: hidden unless a scope grants them. A directory gets an empty tmpfs, a file /dev/null.
@@ -78,6 +79,9 @@ class Layout:
     user_homes: tuple[str, ...]  # $HOME of the worker and of the runner
     tmp: str                   # the worker's private temp dir
     reads: tuple[str, ...] = ()  # files its environment names by absolute path (read back under a hidden /tmp)
+    # The worker's own object dir (runner/system/worker_objects.py), shown at <git_dir>/objects with
+    # the real store read-only inside it; None: the real store is only read-only, like the rest.
+    objects: Optional[str] = None
 
 
 def layout(worktree: str, home: str, env: Mapping[str, str], tmp: str) -> Layout:
@@ -93,8 +97,9 @@ def layout(worktree: str, home: str, env: Mapping[str, str], tmp: str) -> Layout
     except OSError:
         pass  # not a linked worktree (a plain dir): only the worktree itself is granted
     homes = {os.path.realpath(h) for h in (env.get("HOME"), os.path.expanduser("~")) if h}
+    objects = worker_objects.existing(worktree) if git_dir is not None else None
     return Layout(worktree, repo, git_dir, admin, os.path.realpath(home), tuple(sorted(homes)), tmp,
-                  sandbox_home.named_files(env))
+                  sandbox_home.named_files(env), objects)
 
 
 def _exists(path: str) -> bool:
@@ -122,7 +127,12 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Op
         args += ["--tmpfs", lay.repo]  # the main checkout's files: gone (other worktrees with them)
     if lay.git_dir is not None:
         args += ["--ro-bind", lay.git_dir, lay.git_dir]
-        for rel in ("objects", "refs/heads/plugkit", "logs/refs/heads/plugkit"):
+        # The real store stays read-only (a worker that could rewrite a loose object would change
+        # main under the same hash): its writes go to its own dir, checked before they are imported.
+        store = os.path.join(lay.git_dir, "objects")
+        if lay.objects is not None and os.path.isdir(store):
+            args += ["--bind", lay.objects, store, "--ro-bind", store, os.path.join(store, worker_objects.STORE)]
+        for rel in ("refs/heads/plugkit", "logs/refs/heads/plugkit"):
             path = os.path.join(lay.git_dir, rel)
             if os.path.isdir(path):
                 args += ["--bind", path, path]
@@ -206,6 +216,7 @@ SELF_TEST: tuple[tuple[str, str], ...] = (
     ("read a credential file", "cat {home}/.ssh/id_rsa"),
     ("write outside the worktree", "echo x > {outside}"),
     ("write the main checkout", "echo x > {repo}/README"),
+    ("write the repository's object store", "echo x > {repo}/.git/objects/x"),
     ("signal a process outside", "kill -0 {runner_pid}"),
 )
 

@@ -42,7 +42,8 @@ def test_hidden_writable_and_in_an_order_that_keeps_it(tmp_path):
     assert f"{user}/.netrc" in ro and args[args.index(f"{user}/.netrc") - 1] == "/dev/null"  # a file: /dev/null
     assert os.path.join(lay.home, "port") in ro and os.path.join(lay.home, "gates.key") not in ro + binds
     assert os.path.join(lay.home, "token") not in ro + binds  # the runner's token: never in a sandbox
-    assert lay.git_dir in ro and f"{lay.git_dir}/objects" in binds and lay.admin in binds
+    assert lay.git_dir in ro and lay.admin in binds
+    assert f"{lay.git_dir}/objects" not in binds  # no private object dir made: the store stays read-only
     assert f"{lay.git_dir}/refs/heads/plugkit" in binds and f"{lay.git_dir}/refs/heads" not in binds
     assert f"{user}/.claude" in binds and os.path.isdir(f"{user}/.claude")  # the host's state dir, made
     source = args[args.index(f"{user}/.claude") - 1]  # ... and bound from a private copy, never itself
@@ -111,3 +112,17 @@ def test_what_says_which_repository_and_config_a_worktree_has_is_read_only_over_
     assert Path(lay.admin, "config.worktree").read_text() == ""
     at = len(args) - 1 - args[::-1].index(f"{lay.admin}/config.worktree")  # the mount's destination
     assert args[at - 2:at] == ["--ro-bind", f"{lay.admin}/config.worktree"]
+
+
+def test_a_worker_writes_objects_to_its_own_dir_and_reads_the_store_read_only(tmp_path):
+    from runner.system import worker_objects
+
+    _layout(tmp_path)
+    wt, store = tmp_path / "repo" / ".plugkit" / "worktrees" / "w1", str(tmp_path / "repo" / ".git" / "objects")
+    own = worker_objects.prepare(str(wt), str(tmp_path / "repo" / ".git"))
+    lay = _layout(tmp_path)
+    assert lay.objects == own and not own.startswith(lay.git_dir)  # outside the real .git
+    args = sandbox.mounts(lay, "command")
+    i = args.index("--bind", args.index(own) - 1)
+    assert args[i:i + 6] == ["--bind", own, store, "--ro-bind", store, f"{store}/info/store"]
+    assert Path(own, "info", "alternates").read_text() == f"{store}/info/store\n"

@@ -28,7 +28,7 @@ from runner.core.gates.manager import GateManager
 from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
-from runner.core.work import git, held
+from runner.core.work import git, held, objects
 from runner.core.work.model import HELD, MAX_REPLACEMENTS, REPLACED, RETRIED, Failed, ItemRun, Run
 from runner.core.work.placement import for_run as placement_for
 from runner.core.work.refs import RefGuard
@@ -167,6 +167,7 @@ class Attempts:
             # The file and whatever its host keeps beside it (Qwen leaves settings.json.orig).
             excludes = [f"/{self.row.hooks_file}*"] if self.row.hooks_file else []
             await git.add_worktree(p.ws.root, it.worktree, it.branch, base, excludes)
+            await objects.fresh(p.ws.root, it.worktree)  # gitstore: the worker's own object dir
         except git.GitError as exc:
             raise Failed("failed", "spawn_failed", str(exc)) from None
         try:
@@ -182,7 +183,12 @@ class Attempts:
             if failure is not None and not self.stopping:  # a stop is a stop, wherever it ran
                 raise failure
             it.phase("terminate", now())
+            # gitstore (issue 40 #2): the worker's objects enter the repository only once checked,
+            # before any ref is judged (a ref it moved must name objects the store has) or checked.
+            bad_objects = await objects.take(p.ws.root, it)
             await held.refs_moved(run, it, self.refs, self.land_lock)
+            if bad_objects is not None:
+                raise bad_objects
             await self._judge_worker(it, task)
             it.phase("cleanup", now())
             it.enter("verifying", now())
@@ -218,7 +224,8 @@ class Attempts:
         ref = f"refs/heads/{it.branch}"
         async with self.land_lock:  # a ref the runner moves, moved where no worker's snapshot is being read
             try:
-                await git.run(self.p.ws.root, "update-ref", "-d", ref)
+                # --no-deref: a worker can write this ref, and a symbolic one would delete its target
+                await git.run(self.p.ws.root, "update-ref", "--no-deref", "-d", ref)
             except git.GitError as exc:
                 log.warning("work_branch_left", item=it.id, error=str(exc))
                 return

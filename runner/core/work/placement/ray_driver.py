@@ -30,6 +30,7 @@ import time
 from typing import Optional
 
 NODE_LOST_RC = 75  # runner/core/work/placement/ray_node.py maps it to killed/node_lost
+BAD_OBJECTS_RC = 77  # the worker wrote a forged or corrupt object on its node: ray_node.py holds the item
 CLUSTER_RC = 76  # the cluster could not be reached or refused the task: a spawn failure
 
 
@@ -81,7 +82,9 @@ def _land_locally(worktree: str, branch: str, data: bytes) -> None:
                      ["update-ref", f"refs/heads/{branch}", "FETCH_HEAD"]):
             deadline, pause = time.monotonic() + PLACEHOLDER_WAIT_S, 0.01
             while True:
-                done = subprocess.run(["git", *SAFE, *args], cwd=worktree, capture_output=True, text=True, timeout=300)
+                # fsckObjects: what a node sends is re-hashed anyway (index-pack), and checked like a push.
+                done = subprocess.run(["git", *SAFE, "-c", "transfer.fsckObjects=true", *args], cwd=worktree,
+                                      capture_output=True, text=True, timeout=300)
                 if done.returncode == 0:
                     break
                 if not PLACEHOLDER_HEAD.search(done.stderr) or time.monotonic() > deadline:
@@ -168,6 +171,10 @@ def main(argv: list[str]) -> int:
             elif kind == "node":
                 _record(spec, node=rest[0], node_ip=rest[1], node_dir=rest[2])
                 _say(f"on node {rest[0][:12]} ({rest[1]})")
+            elif kind == "bad_objects":  # the node refused what the worker wrote: held here, as locally
+                _record(spec, bad_objects=rest[0])
+                _say(rest[0])
+                return BAD_OBJECTS_RC
             elif kind == "done":
                 rc, back = rest
                 if back:

@@ -5,7 +5,8 @@ into a node-local clone cache (one bare repo per project under the node's direct
 objects a node already has stay there between attempts), makes the worktree there, runs the
 worker in its own process group and yields as it goes: ("node", ...) once, ("out", bytes) per
 chunk of output, ("beat", n) when the worker made hook calls since the last one (n: how many so
-far), ("refused", [...]) for its calls the capability was refused on the node, then ("done", exit code, thin bundle of the new commits or None).
+far), ("refused", [...]) for its calls the capability was refused on the node, then ("done", exit code, thin bundle of the new commits or None), preceded by ("bad_objects",
+why) when the worker wrote an object that may not enter the clone (nothing travels back then).
 
 A generator task (num_returns="streaming") rather than an actor or a queue: the output reaches
 the supervisor in order as it is produced, there is no second Ray object to own, leak or
@@ -35,6 +36,7 @@ import time
 from plugkit.vocab import HOME_TAG, SANDBOXED_TAG, SESSION_ID_TAG
 from plugkit.work.cluster import NEVER_TRAVELS
 from runner.core.work.placement import node_runner
+from runner.system import worker_objects
 from runner.system.subreaper import start_ticks
 
 NODE_DIR_VAR = "PLUGKIT_NODE_DIR"
@@ -207,6 +209,9 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
     home = _made(os.path.join(root, "home"))
     try:  # whatever fails from here, the attempt's directory and worktree go (tidy)
         checkout(root, spec, bundle, tmp)
+        # As locally: the clone's store is never writable from the sandbox; the worker's objects go
+        # to its own dir and enter the clone only once checked (runner/system/worker_objects.py).
+        worker_objects.prepare(wt, cache)
         for key, value in spec.get("identity", {}).items():
             if value:
                 _git(wt, "config", key, value)
@@ -273,7 +278,15 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
         rc = child.wait()
         for news in _news(home, spec["session"], relayed):  # what came after the last look
             yield news
-        ref = f"refs/heads/{spec['branch']}"
+        branch = spec["branch"]  # read from the clone (`cache`), never from the worktree's .git file
+        try:
+            worker_objects.take(wt, cache)
+        except worker_objects.BadObjects as exc:
+            yield ("bad_objects", f"{exc}; nothing of it entered the node's clone")
+            yield ("done", rc, None)
+            return
+        # In the clone, not the worktree: the worktree's git config is the worker's to write.
+        ref = f"refs/heads/{branch}"
         ahead = int(_git(cache, *SAFE, "rev-list", "--count", f"{spec['base']}..{ref}").strip() or 0)
         back = None
         if ahead:
