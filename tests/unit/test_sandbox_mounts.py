@@ -50,7 +50,8 @@ def test_hidden_writable_and_in_an_order_that_keeps_it(tmp_path):
     assert source.startswith(lay.tmp + "/") and os.path.isdir(source)
     assert not any(b.startswith(f"{user}/.cache") for b in binds)  # no cache of HOME is writable
     assert binds[-2:] == [lay.worktree, lay.tmp]  # last: nothing hides the worker's own places
-    assert ro[-1] == f"{lay.worktree}/.git" and args.index("--ro-bind", args.index(lay.tmp)) > args.index(lay.tmp)
+    # After the writable binds: the worktree's .git, then the admin dir's pointers (gitdir, config.worktree...).
+    assert f"{lay.worktree}/.git" in ro[-4:] and args.index("--ro-bind", args.index(lay.tmp)) > args.index(lay.tmp)
     assert args.index(lay.home) > args.index(user)  # the home (under ~/.local/state) hidden after HOME's read-back
     assert tmpfs[0] == "/tmp" and ro.index(user) < ro.index(f"{user}/.netrc")  # /tmp emptied first, HOME read back
     assert set(_pairs(args, "--remount-ro")) == set(tmpfs)  # no write into an empty layer "succeeds"
