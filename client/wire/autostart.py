@@ -15,6 +15,7 @@ from plugkit import locks, paths
 from plugkit.vocab import HOME_TAG, IDENTITY_TAGS, SANDBOXED_TAG
 
 START_TIMEOUT_S = float(os.environ.get("PLUGKIT_START_TIMEOUT", "20"))
+SAY_AFTER_S = 1.0  # a start slower than this says so on stderr, once
 
 
 def _lock(path: str, deadline: float) -> int:
@@ -104,10 +105,14 @@ def ensure_runner() -> Connection:
             return conn
         proc = spawn_runner()
         delay = 0.005
+        said_at = time.monotonic() + SAY_AFTER_S
         while time.monotonic() < deadline:
             conn = connect_verified()
             if conn is not None:
                 return conn
+            if said_at and time.monotonic() > said_at:  # a slow start is said once, never a silent pause
+                print(f"plugkit: starting the runner (pid {proc.pid}) ...", file=sys.stderr, flush=True)
+                said_at = 0
             if proc.poll() is not None:
                 detail = _tail(paths.stdio_file()).splitlines()
                 reason = detail[-1] if detail else f"exit code {proc.returncode}"

@@ -30,6 +30,18 @@ def test_cli_auto_starts_and_reports_status(home):
     assert f"pid {info['pid']}" in human and f"port {home.port}" in human
 
 
+# Imported by every python this PYTHONPATH reaches: delays only the runner's own start.
+SLOW_START = "import sys, time\nif sys.orig_argv[-2:] == ['runner', '--detached']:\n    time.sleep(2.5)\n"
+
+
+def test_a_slow_auto_start_says_so_in_one_line(home, tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(SLOW_START)
+    slow = home.cli("exec:bash", "echo hi", env={"PYTHONPATH": str(tmp_path)})
+    assert slow.returncode == 0 and slow.stdout == "hi\n", slow.stderr
+    said = [line for line in slow.stderr.splitlines() if "starting the runner" in line]
+    assert len(said) == 1 and said[0].startswith("plugkit: starting the runner (pid "), slow.stderr
+
+
 def test_state_files_are_private(home):
     assert home.cli("runner", "start").returncode == 0
     assert stat.S_IMODE(os.stat(home.path).st_mode) == 0o700
