@@ -120,6 +120,7 @@ VERBS = {
     "evidence": _verb("verbs.gate", "evidence_main"),
     "approve": _verb("verbs.gate", "approve_main"),
     "work": _verb("verbs.work", "main"),
+    "ui": _verb("verbs.ui", "main"),
 }
 
 # verb prefix -> handler(verb, argv): `exec:python` is exec with lang "python".
