@@ -5,6 +5,8 @@ read-only API answers, and the event stream pushing a change when a task starts.
 import asyncio
 import json
 import os
+import subprocess
+import sys
 
 from tests.support.inproc import auth, call
 
@@ -162,3 +164,10 @@ async def test_the_event_stream_pushes_when_a_task_starts(make_client, tmp_path)
     await call(client, "task.kill", session_id="ev", cwd=str(tmp_path), task_id=res["task"]["task_id"])
     assert await asyncio.wait_for(read_version(resp), 30) > moved  # and when it ends
     resp.close()
+
+
+def test_a_runner_nobody_watches_never_imports_the_page():
+    code = ("import sys; from runner.http import app, guards; "
+            "print(sorted(m for m in sys.modules if m.startswith('runner.http.ui.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
