@@ -67,4 +67,6 @@ def test_the_board_shows_a_run_as_work_status_does(home, repo):
     gates = page.api("gates")["workspaces"]
     assert str(repo.resolve()) in [g["workspace"] for g in gates], gates
     tasks = page.api("tasks")["tasks"]
-    assert {items["w1"]["task_id"], items["w2"]["task_id"]} <= {t["task_id"] for t in tasks}
+    roles = {t["task_id"]: t["role"] for t in tasks}
+    assert roles[items["w1"]["task_id"]] == "worker of w1" and roles[items["w2"]["task_id"]] == "worker of w2"
+    assert roles[items["w1"]["verify_task_id"]] == "check of w1"

@@ -163,6 +163,9 @@ async def test_the_event_stream_pushes_when_a_task_starts(make_client, tmp_path)
     assert res["task"]["task_id"] in [t["task_id"] for t in tasks]
     await call(client, "task.kill", session_id="ev", cwd=str(tmp_path), task_id=res["task"]["task_id"])
     assert await asyncio.wait_for(read_version(resp), 30) > moved  # and when it ends
+    # The runner's stop ends an open stream: it does not wait on the page.
+    await client._runner.cleanup()
+    assert (await asyncio.wait_for(resp.content.read(), 30)).strip() == b""
     resp.close()
 
 

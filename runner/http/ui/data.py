@@ -30,10 +30,24 @@ def _tail(task: Any) -> str:
     return "".join(text for _stream, text in got.chunks)
 
 
+def _roles(ctx: Context) -> dict[int, str]:
+    """task id -> what it is to a `plugkit work` run ("worker of w1", "check of w1"): the
+    runner keeps no task's code, so this is how a person tells tasks apart."""
+    manager = _work(ctx)
+    roles: dict[int, str] = {}
+    for run in ([] if manager is None else manager.runs.values()):
+        for it in run.items.values():
+            if it.task_id is not None:
+                roles[it.task_id] = f"worker of {it.id}"
+            if it.verify_task_id is not None:
+                roles[it.verify_task_id] = f"check of {it.id}"
+    return roles
+
+
 def tasks(ctx: Context) -> dict:
-    rows = []
+    rows, roles = [], _roles(ctx)
     for t in ctx.tasks.all_tasks():
-        rows.append({"task_id": t.id, "session_id": t.session.session_id, "workspace": t.session.root,
+        rows.append({"role": roles.get(t.id), "task_id": t.id, "session_id": t.session.session_id, "workspace": t.session.root,
                      "cwd": t.cwd, "lang": t.lang, "state": t.state, "pid": t.pid, "detached": t.detached,
                      "started_at": t.started_at, "ended_at": t.ended_at, "exit_code": t.exit_code,
                      "reason": t.reason, "message": t.message, "bytes_out": t.bytes_out,

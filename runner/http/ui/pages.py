@@ -88,6 +88,8 @@ class Page:
             sent = None
             while not watcher.closed:
                 version = await watcher.next(sent if sent is not None else -1, KEEPALIVE_S)
+                if watcher.closed:
+                    break  # the runner stops: the stream ends (the page's EventSource retries)
                 if version != sent:
                     await stream.write(f"event: version\ndata: {json.dumps({'version': version})}\n\n".encode())
                     sent = version

@@ -35,7 +35,7 @@ function fill(id, nodes, emptyText) {
 function drawTasks(data) {
   const rows = data.tasks.map((t) => [
     String(t.task_id), badge(t.state),
-    el("div", {}, t.lang, el("div", { class: "muted" }, t.cwd)),
+    el("div", {}, t.role ? t.lang + " · " + t.role : t.lang, el("div", { class: "muted" }, t.cwd)),
     t.session_id, cpu(t.cpu_s), mb(t.memory_peak_bytes),
     el("div", {}, t.message || "", t.tail ? el("pre", {}, t.tail) : null),
   ]);
