@@ -2,21 +2,12 @@
 signs in and shows a task that starts after it loaded, without a reload, and not one of its
 requests leaves the runner's own address."""
 
-import asyncio
 import json
-import secrets
 
 import pytest
 
-from plugkit.chromium import ChromiumNotFound, find_chromium, sandbox_for
-from runner.executors.browser import cdp
-from runner.system.chromium import ChromiumProcess, ChromiumSpec
 from tests.support.inproc import auth, call
-
-try:
-    EXECUTABLE = find_chromium()
-except ChromiumNotFound:  # the image ships Debian's chromium; a machine without one cannot run this
-    EXECUTABLE = None
+from tests.support.ui_browser import EXECUTABLE, headless
 
 
 @pytest.mark.skipif(EXECUTABLE is None, reason="no Chromium on this machine")
@@ -24,10 +15,7 @@ async def test_the_page_signs_in_once_and_shows_a_task_live(make_client, tmp_pat
     client = await make_client()
     port = client.runtime.port
     link = (await (await client.post("/login", data="{}", headers=auth())).json())["url"]
-    spec = ChromiumSpec(runner_id=f"ui{secrets.token_hex(3)}", home=str(tmp_path / "chromium-home"), kill_grace_s=1.0)
-    chromium = await ChromiumProcess.spawn(spec, EXECUTABLE, sandbox_for(EXECUTABLE), lambda proc: None)
-    try:
-        browser = await asyncio.wait_for(cdp.connect(chromium.cdp, {"width": 1200, "height": 900}), 30)
+    async with headless(str(tmp_path / "chromium-home")) as browser:
         page = await browser.newPage()
         requested: list[str] = []
         page.on("request", lambda req: requested.append(req.url))
@@ -58,6 +46,3 @@ async def test_the_page_signs_in_once_and_shows_a_task_live(make_client, tmp_pat
 
         own = f"http://127.0.0.1:{port}/"
         assert requested and all(url.startswith(own) for url in requested), requested
-        await browser.close()
-    finally:
-        await chromium.stop(exit_wait_s=2.0)

@@ -78,6 +78,8 @@ def _roots(ctx: Context) -> dict[str, str]:
     manager = _work(ctx)
     for run in ([] if manager is None else manager.runs.values()):
         roots.setdefault(run.workspace, "plugkit-ui")
+        for it in run.items.values():  # a worker's worktree is its item's, shown on the board
+            roots.pop(it.worktree or "", None)
     return roots
 
 

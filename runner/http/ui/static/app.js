@@ -42,11 +42,16 @@ function drawTasks(data) {
   fill("tasks", rows.length ? [table(["id", "state", "what", "session", "CPU", "memory", "output"], rows)] : [], "no task");
 }
 
+const HELD = new Set(["waiting", "blocked", "rejected", "failed", "timed_out"]);
+
+// The next command for a held item: the one its message names (`...`), else the usual one.
+// Shown as text to copy into a terminal: the page itself changes nothing.
 function nextCommand(item) {
-  if (item.state === "blocked" || item.state === "rejected" || item.state === "failed" || item.state === "waiting") {
-    return el("div", { class: "next" }, "plugkit work logs " + item.id);
-  }
-  return null;
+  if (!HELD.has(item.state)) return null;
+  const named = (item.message || "").match(/`(plugkit [^`]+)`/);
+  const command = named ? named[1]
+    : item.state === "waiting" ? "plugkit approve " + item.id : "plugkit work logs " + item.id;
+  return el("div", { class: "next" }, "next: " + command);
 }
 
 function drawWork(data) {
