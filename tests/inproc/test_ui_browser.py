@@ -44,5 +44,10 @@ async def test_the_page_signs_in_once_and_shows_a_task_live(make_client, tmp_pat
         answer = await second.goto(link)
         assert answer.status == 403 and "plugkit ui" in json.loads(await answer.text())["error"]
 
+        # A browser without the cookie (another profile) sees nothing of the page.
+        stranger = await (await browser.createIncognitoBrowserContext()).newPage()
+        answer = await stranger.goto(f"http://127.0.0.1:{port}/ui")
+        assert answer.status == 401 and "marker-from-the-task" not in await answer.text()
+
         own = f"http://127.0.0.1:{port}/"
         assert requested and all(url.startswith(own) for url in requested), requested

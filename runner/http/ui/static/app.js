@@ -18,7 +18,12 @@ function el(tag, attrs, ...children) {
 }
 
 const badge = (state) => el("span", { class: "badge state-" + String(state).replace(/[^a-z_]/g, "") }, state);
-const ago = (t) => (t ? Math.max(0, Math.round(Date.now() / 1000 + clockSkew - t)) + " s ago" : "-");
+const age = (t) => Math.max(0, Math.round(Date.now() / 1000 + clockSkew - t)) + " s ago";
+// A heartbeat's age keeps counting between updates (a local clock, no request).
+const ago = (t) => (t ? el("span", { "data-at": String(t) }, age(t)) : "-");
+function tick() {
+  for (const node of document.querySelectorAll("[data-at]")) node.textContent = age(Number(node.dataset.at));
+}
 const mb = (b) => (b == null ? "-" : (b / 1048576).toFixed(1) + " MB");
 const cpu = (s) => (s == null ? "-" : s.toFixed(2) + " s");
 
@@ -126,4 +131,4 @@ function listen() {
   events.onerror = () => { live.textContent = "disconnected (retrying)"; live.className = "badge state-stale"; };
 }
 
-document.addEventListener("DOMContentLoaded", listen);
+document.addEventListener("DOMContentLoaded", () => { listen(); setInterval(tick, 1000); });
