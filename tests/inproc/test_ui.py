@@ -174,3 +174,23 @@ def test_a_runner_nobody_watches_never_imports_the_page():
             "print(sorted(m for m in sys.modules if m.startswith('runner.http.ui.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+async def test_no_page_path_spelling_reaches_rpc_or_debug_without_the_token(make_client):
+    """The guard leaves page paths to the page's own check: a path that looks like one to the
+    guard but routes to /rpc or /debug would skip the token."""
+    client = await make_client()
+    port = client.runtime.port
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "runner.info", "params": {}}).encode()
+    for path in ("/ui/../rpc", "/api/v1/../../rpc", "/api/v1/..%2F..%2Frpc", "/ui/%2e%2e/rpc", "/ui/..%2frpc",
+                 "/api/v1/%2E%2E/%2E%2E/debug", "/ui/../debug", "/ui%2F../rpc"):
+        for method in ("POST", "GET"):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+            answer = await reader.read()
+            writer.close()
+            await writer.wait_closed()
+            head = answer.split(b"\r\n", 1)[0]
+            assert b'"result"' not in answer and b'"runner"' not in answer, (method, path, answer[:300])
+            assert head.split()[1] in (b"401", b"404", b"405", b"400"), (method, path, head)
