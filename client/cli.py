@@ -36,6 +36,7 @@ The machine:
   kill-port PORT                       kill what listens on PORT, with its children
   doctor                               check interpreters, Chromium, serial, port, state dir
   runner start|stop|status|restart|logs   manage the runner daemon
+  ui [--open]                          a one-time link to the runner's live page
 Lifecycle gates, per workspace (all take --json):
   gate status|advance [TO]|retreat TRIGGER REASON|emit PATH...|verify|context
   mutable add|resolve|list      named unknowns, resolved only by witnessed tasks
@@ -120,6 +121,7 @@ VERBS = {
     "evidence": _verb("verbs.gate", "evidence_main"),
     "approve": _verb("verbs.gate", "approve_main"),
     "work": _verb("verbs.work", "main"),
+    "ui": _verb("verbs.ui", "main"),
 }
 
 # verb prefix -> handler(verb, argv): `exec:python` is exec with lang "python".

@@ -11,6 +11,7 @@ from plugkit import SERVICE
 from runner.http.guards import make_guard
 from runner.http.keys import CONTEXT
 from runner.http.replies import error, reply
+from runner.http.ui_routes import add_ui_routes
 from runner.rpc.context import PEER, Context
 from runner.rpc.dispatch import dispatch
 from runner.rpc.namespaces import build_methods
@@ -63,5 +64,6 @@ def make_app(ctx: Context, namespaces: tuple = ()) -> web.Application:
     app.router.add_post("/rpc", rpc)
     app.router.add_get("/health", health, allow_head=False)
     app.router.add_get("/debug", debug, allow_head=False)
+    add_ui_routes(app, ctx)  # the page (`plugkit ui`): /login, /ui, /api/v1/
     app[CONTEXT] = ctx
     return app
