@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -111,7 +112,7 @@ def status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(dict(info, running=True, debug=snap)))
     else:
-        print(render_status(info, snap, color=sys.stdout.isatty()))
+        print(render_status(info, snap, color=color_ok()))
     return 0
 
 
@@ -139,6 +140,12 @@ def _browser_line(browser: dict) -> str:
     return f"browser: {state}, sandbox {'on' if sandbox.get('on') else 'off'}: {sandbox.get('why', '?')}"
 
 
+def color_ok(stream=sys.stdout) -> bool:
+    """Colour and emphasis only for a person's terminal, and never under NO_COLOR (no-color.org)
+    or a dumb terminal: a pipe, a log or an agent reads plain text."""
+    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
 def render_status(info: dict, snap: dict, color: bool = False) -> str:
     """A few lines for a person: the runner, then a compact table of tasks (bounded)."""
     bold, dim, reset = ("\x1b[1m", "\x1b[2m", "\x1b[0m") if color else ("", "", "")
@@ -152,7 +159,7 @@ def render_status(info: dict, snap: dict, color: bool = False) -> str:
         f"{reaper.get('strays_killed', 0)}, zombies reaped {reaper.get('zombies_reaped', 0)}; "
         f"requests {info['requests']}{reset}",
     ]
-    if info.get("browser"):
+    if (info.get("browser") or {}).get("running"):  # said while it runs; `plugkit doctor` says why not
         lines.append(f"  {_browser_line(info['browser'])}")
     for ws in (snap.get("search") or {}).get("workspaces", []):  # code search's indexes (plugkit search)
         p = ws.get("indexing")
