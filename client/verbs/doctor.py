@@ -55,8 +55,13 @@ def explain(lang: str, me) -> int:
         print(f"exec:{lang}: {exc}")
         return 1
     names = {"file": "FILE", "out": "OUT", "dir": "DIR", "main": "Main"}
+
+    def shown(word: str) -> str:  # a multi-line program argument (python's launcher) by its role
+        return "<launcher: runs FILE as python -c would>" if "\n" in word else word
+
     try:
-        argv = " && ".join(" ".join(languages.render(step, **names)) for step in (plan.compile, plan.run) if step)
+        argv = " && ".join(" ".join(map(shown, languages.render(step, **names)))
+                           for step in (plan.compile, plan.run) if step)
     except ValueError:  # a plugin row's own placeholder: show the template
         argv = " ".join(plan.run)
     where = f" ({language.name} from {plan.source})" if plan.source else ""

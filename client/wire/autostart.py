@@ -15,7 +15,7 @@ from plugkit import locks, paths
 from plugkit.vocab import HOME_TAG, IDENTITY_TAGS, SANDBOXED_TAG
 
 START_TIMEOUT_S = float(os.environ.get("PLUGKIT_START_TIMEOUT", "20"))
-SAY_AFTER_S = 1.0  # a start slower than this says so on stderr, once
+SAY_AFTER_S = 1.0  # a start slower than this says so on a terminal's stderr, once
 
 
 def _lock(path: str, deadline: float) -> int:
@@ -105,7 +105,8 @@ def ensure_runner() -> Connection:
             return conn
         proc = spawn_runner()
         delay = 0.005
-        said_at = time.monotonic() + SAY_AFTER_S
+        # A person at a terminal is told why it pauses; an agent's answer stays the task's own output.
+        said_at = time.monotonic() + SAY_AFTER_S if sys.stderr.isatty() else 0
         while time.monotonic() < deadline:
             conn = connect_verified()
             if conn is not None:

@@ -283,3 +283,13 @@ def test_stale_port_file_never_gets_the_token_and_exec_starts_a_real_runner(home
         assert home.discovery()["port"] == home.port
     finally:
         fake.sock.close()
+
+
+def test_python_code_imports_from_its_cwd_and_a_traceback_names_exec_python(home, tmp_path):
+    (tmp_path / "mymod.py").write_text("X = 42\n")
+    done = home.cli("exec:python", "import mymod, sys; print(mymod.X, repr(sys.path[0]), __name__)", cwd=str(tmp_path))
+    assert done.returncode == 0 and done.stdout == "42 '' __main__\n", done.stderr  # as `python -c` would
+    failed = home.cli("exec:python", "def f():\n    1/0\nf()", cwd=str(tmp_path))
+    assert failed.returncode == 1
+    assert 'File "<exec:python>", line 2, in f\n    1/0' in failed.stderr, failed.stderr
+    assert "plugkit-tasks" not in failed.stderr and "_plugkit_run" not in failed.stderr

@@ -34,12 +34,30 @@ def test_cli_auto_starts_and_reports_status(home):
 SLOW_START = "import sys, time\nif sys.orig_argv[-2:] == ['runner', '--detached']:\n    time.sleep(2.5)\n"
 
 
-def test_a_slow_auto_start_says_so_in_one_line(home, tmp_path):
+def test_a_slow_auto_start_says_so_in_one_line_at_a_terminal(home, tmp_path):
     (tmp_path / "sitecustomize.py").write_text(SLOW_START)
-    slow = home.cli("exec:bash", "echo hi", env={"PYTHONPATH": str(tmp_path)})
-    assert slow.returncode == 0 and slow.stdout == "hi\n", slow.stderr
-    said = [line for line in slow.stderr.splitlines() if "starting the runner" in line]
-    assert len(said) == 1 and said[0].startswith("plugkit: starting the runner (pid "), slow.stderr
+    master, slave = os.openpty()  # stderr a terminal: a person waits there
+    try:
+        done = subprocess.run(cli_argv() + ["exec:bash", "echo hi"], env={**home.env, "PYTHONPATH": str(tmp_path)},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, text=True, timeout=60)
+        os.close(slave)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            said += chunk
+    finally:
+        os.close(master)
+    assert done.returncode == 0 and done.stdout == "hi\n"
+    lines = [ln for ln in said.decode().splitlines() if "starting the runner" in ln]
+    assert len(lines) == 1 and lines[0].startswith("plugkit: starting the runner (pid "), said
+    home.stop_all()
+    piped = home.cli("exec:bash", "echo hi", env={"PYTHONPATH": str(tmp_path)})  # an agent: no line
+    assert piped.returncode == 0 and "starting the runner" not in piped.stderr
 
 
 def test_state_files_are_private(home):
