@@ -23,7 +23,7 @@ def _tasks(ctx: Context) -> TaskManager:
 @rpc(TaskExecParams)
 async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
     """task.exec {session_id, cwd, lang, code, timeout_ms?=300000, stdin?, env?, environ?, detach?, caller_pid?,
-    wait_ms?=0, max_bytes?, sandbox?=false}
+    wait_ms?=0, max_bytes?, sandbox?=false, name?}
     -> {task: TaskInfo, output: {chunks, cursor, dropped, more}}
 
     Starts the task and waits up to wait_ms for it to finish; never longer. The

@@ -12,7 +12,7 @@ from client.verbs import exec as exec_verbs
 
 HOOK_TAKES = sorted(name for name, row in exec_args.OPTIONS.items() if not row.not_in_hook)
 HOOK_REFUSES = sorted(name for name, row in exec_args.OPTIONS.items() if row.not_in_hook)
-VALUES = {"--timeout": "5", "--wait": "2", "--cwd": "sub", "--session": "s", "--file": "f.py"}
+VALUES = {"--timeout": "5", "--wait": "2", "--cwd": "sub", "--session": "s", "--file": "f.py", "--name": "web"}
 
 
 def cli(*argv: str) -> tuple[dict, list[str]]:
