@@ -247,9 +247,9 @@ def _run_code(request: Request, me: HookCaller, sink: Transcript) -> str:
         client.close()
     tid = info["task_id"]
     if not done and render.waiting(info):
-        render.print_followups(sink, me, tid, render.waiting_line(me, tid), follower, render.input_rows(me, tid))
+        render.print_followups(sink, me, tid, render.waiting_head(tid), follower, render.input_rows(me, tid))
         return (f"[plugkit] `exec:{lang}` started as task_{tid} in the plugkit runner instead of the shell "
-                f"({DELIVERY}); {render.waiting_line(me, tid)}. Output so far:")
+                f"({DELIVERY}); {render.waiting_head(tid)}. Output so far:")
     if not done:
         render.print_followups(sink, me, tid, f"task_{tid} is still running after {wait_s:g}s", follower)
         return (f"[plugkit] `exec:{lang}` started as task_{tid} in the plugkit runner instead of the shell "

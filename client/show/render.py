@@ -15,6 +15,11 @@ def waiting(info: dict | None) -> bool:
     return info is not None and bool(info.get("waiting_for_input")) and not finished(info)
 
 
+def waiting_head(tid: int) -> str:
+    """The headline over the input rows (exec:type TEXT, --eof): they name the commands, once."""
+    return f"task_{tid} is waiting for input on its stdin"
+
+
 def waiting_line(me, tid: int) -> str:
     return f"task_{tid} is waiting for input: {me.command('exec:type', f'task_{tid}', 'TEXT')}, or --eof"
 
@@ -23,7 +28,7 @@ def input_rows(me, tid: int) -> list[tuple[str, str]]:
     name = f"task_{tid}"
     return [(me.command("exec:type", name, "TEXT"), "send TEXT and a newline to its stdin"),
             (me.command("exec:type", name, "--eof"), "close its stdin (end of input)"),
-            (me.command("exec:close", name), "kill it and forget it")]
+            (me.command("exec:close", name), "kill it (its record stays; --forget drops it)")]
 
 
 def exit_code(info: dict) -> int:
@@ -135,7 +140,7 @@ def followups(me, tid: int) -> list[tuple[str, str]]:
     name = f"task_{tid}"
     return [(me.command("exec:status", name), "new output and its state"),
             (me.command("exec:sleep", name, "30"), "wait up to 30 s more, printing output"),
-            (me.command("exec:close", name), "kill it and forget it")]
+            (me.command("exec:close", name), "kill it (its record stays; --forget drops it)")]
 
 
 def print_followups(sink, me, tid: int, headline: str, follower=None, rows=None) -> None:

@@ -169,7 +169,7 @@ def follow_started(client, follower: follow.Follower, info: dict, first_output: 
         nxt = [cmd for cmd, _ in rows] if running else None
         render.print_json(info, sink, follower, nxt, **extra)
     elif running:
-        headline = (render.waiting_line(me, tid) if blocked
+        headline = (render.waiting_head(tid) if blocked
                     else f"saw {follower.until!r}; task_{tid} is still running" if follower.matched
                     else f"task_{tid} is still running after {wait_s:g}s")
         render.print_followups(sink, me, tid, headline, follower, rows)

@@ -200,7 +200,7 @@ def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
     if done:
         sink.note(render.state_line(info, detail=True))
     elif render.waiting(info):
-        render.print_followups(sink, me, tid, render.waiting_line(me, tid), None, render.input_rows(me, tid))
+        render.print_followups(sink, me, tid, render.waiting_head(tid), None, render.input_rows(me, tid))
     elif follower.matched:
         sink.note(render.state_line(info, detail=True))
     else:

@@ -63,6 +63,9 @@ def test_long_exec_comes_back_backgrounded_with_its_id(home, work):
     assert f"task_{tid} running" in status
     closed = denied(hook(home, "PreToolUse", bash(work, "sess-B", f"plugkit exec:close task_{tid}")))
     assert f"closed task_{tid} killed" in closed
+    assert [t["state"] for t in listed(home, "sess-B", work)] == ["killed"]  # its record stays
+    dropped = denied(hook(home, "PreToolUse", bash(work, "sess-B", f"plugkit exec:close task_{tid} --forget")))
+    assert "record is dropped" in dropped
     assert listed(home, "sess-B", work) == []
 
 

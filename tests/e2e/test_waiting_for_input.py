@@ -16,9 +16,12 @@ READER = "import sys; print('prompt>', flush=True); print(len(sys.stdin.read()))
 
 
 def waiting_id(text: str) -> int:
-    found = re.search(r"task_(\d+) is waiting for input: (plugkit )?exec:type task_\1 TEXT, or --eof", text)
+    """The task said waiting, with the command that feeds it named once (not twice over)."""
+    found = re.search(r"task_(\d+) is waiting for input", text)
     assert found, text
-    return int(found.group(1))
+    tid = int(found.group(1))
+    assert text.count(f"exec:type task_{tid} TEXT") == 1, text
+    return tid
 
 
 def test_a_stdin_reader_is_reported_waiting_then_eof_finishes_it(home):
