@@ -239,7 +239,8 @@ def _guarded() -> int:
         return RPC_EXIT.get(exc.code, 1)
     except ClientError as exc:
         print(f"plugkit: {exc}", file=sys.stderr)
-        _json_error(str(exc), None, None)
+        # The runner's code where it refused; else what kind of failure the exit code says.
+        _json_error(str(exc), exc.code if exc.code is not None else CLIENT_CODES.get(exc.exit_code, "error"), None)
         return exc.exit_code
     except Exception as exc:  # a bug of ours: one line, the traceback only on request
         if os.environ.get("PLUGKIT_DEBUG"):
@@ -247,6 +248,9 @@ def _guarded() -> int:
         print(f"plugkit: internal error ({exc.__class__.__name__}: {exc}); rerun with PLUGKIT_DEBUG=1 "
               "for the traceback and report it", file=sys.stderr)
         return 1
+
+
+CLIENT_CODES = {2: "usage", 69: "unavailable"}  # exit code -> the --json error code of a client-side failure
 
 
 def _json_error(message: str, code: object, data: object) -> None:

@@ -93,6 +93,12 @@ def ensure_runner() -> Connection:
     if os.environ.get(SANDBOXED_TAG):  # a runner started in here would be the worker's own, not ours
         raise RunnerUnavailable("the runner does not answer this worker's sandbox; `plugkit work status` "
                                 "outside says why")
+    try:
+        paths.port()  # a malformed PLUGKIT_PORT names itself and exits 2, before any runner starts
+    except ValueError as exc:
+        from client.args import UsageError
+
+        raise UsageError(str(exc)) from None
     deadline = time.monotonic() + START_TIMEOUT_S
     paths.ensure_home()
     fd = _lock(paths.start_lock(), deadline)
