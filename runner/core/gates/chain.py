@@ -104,55 +104,73 @@ def note_state(conn: sqlite3.Connection, root: str, state_json: str, before: tup
     return (phase if phase is not None else before[0]), approvals
 
 
-def walk(conn: sqlite3.Connection, public_key: Optional[signing.Ed25519PublicKey]) -> tuple[list[Break], int]:
-    """Every break, first first, and the number of records."""
-    breaks: list[Break] = []
-    acked: set[str] = set()
-    prev_seq, prev_hash, count = 0, GENESIS, 0
-    receipts: set[tuple] = set()
-    configs: dict[str, str] = {}
-    hashes: dict[int, str] = {}
-    for seq, kind, root, body, prev, stored in conn.execute(
-            "SELECT seq, kind, root, body, prev, hash FROM chain ORDER BY seq"):
-        count += 1
+class Walk:
+    """The chain read so far: resumable, since the runner only ever appends to it. A store that
+    saw no other connection write since (PRAGMA data_version) reads only the new records."""
+
+    def __init__(self) -> None:
+        self.breaks: list[Break] = []
+        self.acked: set[str] = set()
+        self.prev_seq, self.prev_hash, self.count = 0, GENESIS, 0
+        self.receipts: set[tuple] = set()
+        self.configs: dict[str, str] = {}
+        self.rows: Optional[list[Break]] = None  # the receipts and settings rows no record accounts for
+
+    def feed(self, conn: sqlite3.Connection) -> None:
+        for seq, kind, root, body, prev, stored in conn.execute(
+                "SELECT seq, kind, root, body, prev, hash FROM chain WHERE seq > ? ORDER BY seq", (self.prev_seq,)):
+            self._one(seq, kind, root, body, prev, stored)
+
+    def _one(self, seq: int, kind: str, root: str, body: str, prev: str, stored: str) -> None:
+        self.count += 1
         if record_hash(seq, kind, root, body, prev) != stored:
-            breaks.append(Break(seq, f"ledger record {seq} ({kind}, {root}) was edited after it was written"))
-        elif seq != prev_seq + 1 or prev != prev_hash:
-            gone = f"records {prev_seq + 1}..{seq - 1} were removed" if seq > prev_seq + 1 else \
+            self.breaks.append(Break(seq, f"ledger record {seq} ({kind}, {root}) was edited after it was written"))
+        elif seq != self.prev_seq + 1 or prev != self.prev_hash:
+            gone = f"records {self.prev_seq + 1}..{seq - 1} were removed" if seq > self.prev_seq + 1 else \
                 "the record before it was removed, replaced or moved"
-            breaks.append(Break(seq, f"ledger record {seq} ({kind}, {root}) no longer follows its predecessor: {gone}"))
-        prev_seq, prev_hash = seq, stored
-        hashes[seq] = stored
+            self.breaks.append(Break(seq, f"ledger record {seq} ({kind}, {root}) no longer follows its "
+                                          f"predecessor: {gone}"))
+        self.prev_seq, self.prev_hash = seq, stored
         try:
             data = json.loads(body)
         except ValueError:
-            continue
+            return
         if kind == "receipt":
-            receipts.add((root, data.get("id"), data.get("task_id"), data.get("created_at")))
+            self.receipts.add((root, data.get("id"), data.get("task_id"), data.get("created_at")))
         elif kind == "config":
-            configs[root] = data.get("sha256")
+            self.configs[root] = data.get("sha256")
         elif kind == "ack":
-            acked.update(s for s in data.get("breaks", []) if isinstance(s, str))
-    breaks += _seals(conn, hashes, prev_seq, public_key)
-    breaks += _tables(conn, receipts, configs, prev_seq)
-    return [Break(b.seq, b.text, b.text in acked) for b in breaks], count
+            self.acked.update(s for s in data.get("breaks", []) if isinstance(s, str))
+
+    def result(self, conn: sqlite3.Connection, public_key: Optional[signing.Ed25519PublicKey]) -> tuple[list[Break], int]:
+        """Every break, first first (the chain's own, then its signed head, then the tables), and the count."""
+        if self.rows is None:  # once per full read: this store's own writes keep those rows and records in step
+            self.rows = _rows(conn, self.receipts, self.configs, self.prev_seq)
+        found = self.breaks + _seals(conn, self.prev_seq, public_key) + self.rows + _workspaces(conn, self.prev_seq)
+        return [Break(b.seq, b.text, b.text in self.acked) for b in found], self.count
 
 
-def _seals(conn: sqlite3.Connection, hashes: dict[int, str], last: int,
-           public_key: Optional[signing.Ed25519PublicKey]) -> list[Break]:
+def walk(conn: sqlite3.Connection, public_key: Optional[signing.Ed25519PublicKey]) -> tuple[list[Break], int]:
+    done = Walk()
+    done.feed(conn)
+    return done.result(conn, public_key)
+
+
+def _seals(conn: sqlite3.Connection, last: int, public_key: Optional[signing.Ed25519PublicKey]) -> list[Break]:
     row = conn.execute("SELECT seq, head, sig FROM chain_seals ORDER BY n DESC LIMIT 1").fetchone()
     if row is None or public_key is None:
         return []
     seq, head, sig = row
     if not signing.signed_by(public_key, f"chain:{seq}:{head}".encode(), sig):
         return [Break(last + 1, "the ledger's signed head does not verify: the signature was edited")]
-    if hashes.get(seq) != head:
+    held = conn.execute("SELECT hash FROM chain WHERE seq = ?", (seq,)).fetchone()
+    if held is None or held[0] != head:
         return [Break(seq, f"ledger record {seq} is not the one whose hash was signed as head "
                            "(records at or before it were removed or rewritten)")]
     return []
 
 
-def _tables(conn: sqlite3.Connection, receipts: set, configs: dict, last: int) -> list[Break]:
+def _rows(conn: sqlite3.Connection, receipts: set, configs: dict, last: int) -> list[Break]:
     """Rows the chain does not account for; seq `last + 1` names "after the chain's end"."""
     found = []
     for root, rid, task_id, created_at in conn.execute("SELECT root, id, task_id, created_at FROM receipts"):
@@ -166,6 +184,12 @@ def _tables(conn: sqlite3.Connection, receipts: set, configs: dict, last: int) -
     for root, held in conn.execute("SELECT root, held FROM configs"):
         if configs.get(root) != config_body(held)["sha256"]:
             found.append(Break(last + 1, f"the settings held for {root} are not the ones last confirmed in the ledger"))
+    return found
+
+
+def _workspaces(conn: sqlite3.Connection, last: int) -> list[Break]:
+    """Phases and approvals the chain does not account for (a row per workspace: read every time)."""
+    found = []
     for root, state in conn.execute("SELECT root, state FROM workspaces"):
         phase, approvals = state_marks(state)
         chain_phase, chain_approvals = marks_in_chain(conn, root)

@@ -75,7 +75,7 @@ class GateStore:
         self.home = home
         self._signer: Optional[signing.Ed25519PrivateKey] = None
         self._marks: dict[str, tuple] = {}  # root -> (the chain's (phase, approvals), the chain's last seq then)
-        self._audited: Optional[tuple] = None  # ((data_version, total_changes), result): unchanged, not walked again
+        self._audited: Optional[tuple] = None  # (data_version, chain.Walk, total_changes, result)
         with self._lock, self._write():
             if self._conn.execute("SELECT 1 FROM chain LIMIT 1").fetchone() is None:
                 self._adopt()
@@ -201,11 +201,18 @@ class GateStore:
     def audit(self) -> tuple[list[chain.Break], int]:
         """Every break of the chain or of the tables it describes, and the records' count."""
         with self._lock:
-            version = (self._conn.execute("PRAGMA data_version").fetchone()[0], self._conn.total_changes)
-            if self._audited is not None and self._audited[0] == version:
-                return self._audited[1]
-            result = chain.walk(self._conn, self.signer().public_key())
-            self._audited = (version, result)
+            # data_version moves only on another connection's commit (sqlite3 on the file): then the
+            # whole chain is read again; this store's own writes only append, so the walk resumes.
+            version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            changes = self._conn.total_changes
+            if self._audited is None or self._audited[0] != version:
+                self._audited = (version, chain.Walk(), None, None)
+            elif self._audited[2] == changes:
+                return self._audited[3]
+            walk = self._audited[1]
+            walk.feed(self._conn)
+            result = walk.result(self._conn, self.signer().public_key())
+            self._audited = (version, walk, changes, result)
             return result
 
     def seal(self, why: str, now: float) -> Optional[int]:
