@@ -38,7 +38,8 @@ def _key(text: Optional[str]) -> tuple[Optional[signing.Ed25519PublicKey], str]:
     if text is None:
         text = signing.read_public(paths.home())
         if text is None:
-            return None, "no public key to check with: pass --key (what `plugkit key show` prints on the runner's machine)"
+            return None, ("no public key to check with: pass --key (what `plugkit key show` prints "
+                          "on the runner's machine)")
     elif os.path.isfile(text):
         with open(text, encoding="ascii", errors="replace") as fh:
             text = fh.read()

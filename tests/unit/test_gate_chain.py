@@ -44,7 +44,8 @@ def test_an_edit_rehashed_to_look_whole_breaks_its_successor_and_the_signed_head
     db = _db(tmp_path)
     seq, kind, root, body, prev = db.execute("SELECT seq, kind, root, body, prev FROM chain WHERE seq = 2").fetchone()
     body = body.replace('"task_id":1', '"task_id":9')
-    db.execute("UPDATE chain SET body = ?, hash = ? WHERE seq = 2", (body, chain.record_hash(seq, kind, root, body, prev)))
+    db.execute("UPDATE chain SET body = ?, hash = ? WHERE seq = 2",
+               (body, chain.record_hash(seq, kind, root, body, prev)))
     assert store.audit()[0][0].seq == 3 and "no longer follows" in store.audit()[0][0].text
 
 

@@ -50,7 +50,8 @@ async def verify(gates: Gates) -> Audit:
     return Audit(records, breaks, sealed)
 
 
-async def acknowledge(gates: Gates, root: str, peer: Optional[tuple], port: int, runner_pid: int) -> tuple[list[str], str]:
+async def acknowledge(gates: Gates, root: str, peer: Optional[tuple], port: int,
+                      runner_pid: int) -> tuple[list[str], str]:
     store = _store(gates)
     who = await asyncio.to_thread(peers.caller, peer, port, runner_pid)
     verdict = gates.desk.judge(root, NOT_AN_ITEM, who)

@@ -142,7 +142,8 @@ class Walk:
         elif kind == "ack":
             self.acked.update(s for s in data.get("breaks", []) if isinstance(s, str))
 
-    def result(self, conn: sqlite3.Connection, public_key: Optional[signing.Ed25519PublicKey]) -> tuple[list[Break], int]:
+    def result(self, conn: sqlite3.Connection,
+               public_key: Optional[signing.Ed25519PublicKey]) -> tuple[list[Break], int]:
         """Every break, first first (the chain's own, then its signed head, then the tables), and the count."""
         if self.rows is None:  # once per full read: this store's own writes keep those rows and records in step
             self.rows = _rows(conn, self.receipts, self.configs, self.prev_seq)

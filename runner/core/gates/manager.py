@@ -265,7 +265,7 @@ class GateManager:
         if not task.finished:
             raise Conflict(f"task_{task_id} is still {task.state}; only a finished "
                            f"task is a witness (plugkit exec:sleep task_{task_id}, then again)")
-        seen = await witness(self.tasks, task)
+        seen = await witness(self.tasks, task, with_git=False)  # evidence.add, mutable.resolve: no HEAD pinned
         if by_session is not None and by_session != seen.task.session_id:
             seen = replace(seen, task=seen.task.model_copy(update={"by_session": by_session}))
         return seen

@@ -34,10 +34,11 @@ async def find_task(tasks: TaskManager, task_id: int) -> Optional[Task]:
 
 
 async def witness(tasks: TaskManager, task: Task, command: Optional[str] = None,
-                  environ: Optional[Mapping[str, str]] = None) -> Witnessed:
+                  environ: Optional[Mapping[str, str]] = None, with_git: bool = True) -> Witnessed:
     """The finished task's output (stdout and stderr as captured; the runner's own [plugkit]
     notes left out) and the facts a receipt records: `command` is kept only when it is the code
-    the task ran (its hash is the ledger's), `environ` is what it started from (None: unknown)."""
+    the task ran (its hash is the ledger's), `environ` is what it started from (None: unknown).
+    with_git False: no HEAD asked (a receipt that pins no HEAD binds no commit or tree anyway)."""
     buf = task.buffer
     res = buf.read(buf.start, buf.end - buf.start)
     output = "".join(text for stream, text in res.chunks if stream != "info")
@@ -46,16 +47,16 @@ async def witness(tasks: TaskManager, task: Task, command: Optional[str] = None,
     seen = Witness(task_id=task.id, state=task.state, exit_code=task.exit_code, output=output, truncated=truncated)
     receipt = TaskWitness(task_id=task.id, session_id=task.session.session_id, lang=task.lang,
                           code_sha256=code_sha, state=task.state, exit_code=task.exit_code, truncated=truncated)
-    run = await run_facts(task, code_sha, command, environ)
+    run = await run_facts(task, code_sha, command, environ, with_git)
     return Witnessed(seen=seen, task=receipt, run=run)
 
 
 async def run_facts(task: Task, code_sha: Optional[str], command: Optional[str],
-                    environ: Optional[Mapping[str, str]]) -> RunFacts:
+                    environ: Optional[Mapping[str, str]], with_git: bool = True) -> RunFacts:
     if command is not None and code_sha is not None and \
             hashlib.sha256(command.encode("utf-8", "surrogatepass")).hexdigest() != code_sha:
         command = None  # the setting changed since the task started: name no command it did not run
-    commit, tree = await head_and_tree(task.cwd)
+    commit, tree = await head_and_tree(task.cwd) if with_git else (None, None)
     names: list[str] = []
     digest = ""
     if environ is not None:
