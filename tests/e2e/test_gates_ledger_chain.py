@@ -76,6 +76,9 @@ def test_a_removed_record_and_a_table_row_edited_around_the_chain_are_named(agen
     for code in ("echo one", "echo two", "echo three"):
         ran, _ = agent.exec_task(code)
         agent.json("evidence", "add", "--task", str(ran))
+    agent.hook("SessionEnd", reason="exit")  # the head is signed as a session ends
+    with sqlite3.connect(home.path / "gates.sqlite3") as db:
+        assert db.execute("SELECT count(*) FROM chain_seals WHERE why = 'session ended'").fetchone()[0] == 1
     assert audit(agent)["ok"]
     with sqlite3.connect(home.path / "gates.sqlite3") as db:
         seqs = [s for (s,) in db.execute("SELECT seq FROM chain WHERE kind = 'receipt' ORDER BY seq")]

@@ -330,6 +330,12 @@ class GateManager:
         """prd.verify: the item's check run now (in the caller's environ), witnessed, its receipt naming HEAD."""
         return await checks.run_check(self, session_id, ws, item_id, environ)
 
+    async def seal_ledger(self, why: str) -> None:
+        """The ledger's head signed (a session ended), over an intact chain, when the ledger is open."""
+        store = self._store
+        if store is not None and not any(not b.acknowledged for b in (await asyncio.to_thread(store.audit))[0]):
+            await asyncio.to_thread(store.seal, why, self.clock())
+
     def close(self) -> None:
         if self._store is not None:
             try:  # the head signed as the runner stops, over an intact chain only (chain.py says why)
