@@ -42,6 +42,8 @@ Lifecycle gates, per workspace (all take --json):
   mutable add|resolve|list      named unknowns, resolved only by witnessed tasks
   prd add|update|verify|list|ready   work items in .prd (verify: run its check, for a receipt)
   evidence add|list|show|verify receipts under .plugkit/evidence
+  receipt verify FILE|ID [--key K] [--at REV] | export ID   signed receipts, checked offline; key show
+  audit verify|ack              the gate ledger's hash chain: the first record edited, removed or moved
   approve ID | --list           a person approves a critical-risk item
   work [--parallel N] [--worker W] [--afk] ...   agents work the .prd's items, verified by the runner
   work status|stop|logs ITEM|rollback ITEM        follow and steer that run
@@ -122,6 +124,8 @@ VERBS = {
     "approve": _verb("verbs.gate", "approve_main"),
     "work": _verb("verbs.work", "main"),
     "ui": _verb("verbs.ui", "main"),
+    "receipt": _verb("verbs.receipt", "receipt_main"), "key": _verb("verbs.receipt", "key_main"),
+    "audit": _verb("verbs.audit", "main"),
 }
 
 # verb prefix -> handler(verb, argv): `exec:python` is exec with lang "python".

@@ -277,11 +277,23 @@ class ConfigFinding(Finding):
         return f"{super().text()} (only a person: `{config_pin.CONFIRM}`)"
 
 
+class LedgerFinding(Finding):
+    """A break of the runner's own ledger (runner.core.gates.chain), not yet acknowledged by a person."""
+
+    def text(self) -> str:
+        return f"{self.view} ({self.runner})"
+
+
 def findings(ws: Workspace) -> list[Finding]:
-    """Every view's outside edits: state.json, .prd and the settings in config.toml."""
+    """Every view's outside edits (state.json, .prd, the settings in config.toml) and every
+    unacknowledged break of the ledger's hash chain."""
     if ws.ledger is None:
         return []
     settings: list[Finding] = [ConfigFinding(config_pin.VIEW, d.key, d.view, d.held) for d in config_pin.drift(ws)]
+    audit = getattr(ws.ledger, "audit", None)
+    if audit is not None:
+        settings += [LedgerFinding("gates.sqlite3", "ledger", b.text, "look, then `plugkit audit ack` from your "
+                                   "own terminal") for b in audit()[0] if not b.acknowledged]
     try:
         return load(ws, items=False).findings + settings  # an unchanged .prd holds none
     except Conflict:

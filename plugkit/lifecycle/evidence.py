@@ -11,6 +11,13 @@ blob and a JSON whose id is its own hash. So the runner seals each receipt with 
 HMAC-SHA256 under a key only it reads (`ws.seal`, 0600 in $PLUGKIT_HOME), over the whole
 body: task id, both sessions, workspace, code hash, exit code, output hash. A receipt
 without a valid seal fails `verify`. (The pure model, without a key, skips that check.)
+
+The seal proves the receipt to this runner only. Each receipt is also signed with the
+runner's Ed25519 key (plugkit.lifecycle.signing, `sig`) over the same body, which carries
+the run's facts (`run`: commit and tree checked, command, environment, exit code, output
+digest, duration): anyone holding the public key checks it offline (`plugkit receipt
+verify`). Both are kept: the seal still refuses a receipt from another runner's home here,
+and receipts written before signatures (no `sig`) stay readable under their seal alone.
 """
 
 import hashlib
@@ -22,6 +29,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from plugkit import confined
+from plugkit.lifecycle import signing
 from plugkit.lifecycle.errors import Invalid, NotFound
 from plugkit.lifecycle.workspace import Workspace, atomic_write
 
@@ -43,6 +51,23 @@ class TaskWitness(BaseModel):
     truncated: bool
 
 
+class RunFacts(BaseModel):
+    """What the check ran on and in, as the runner saw it (None fields: not known)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    commit: Optional[str] = None  # the receipt's head, when the run checked that commit for sure
+    tree: Optional[str] = None  # that commit's tree
+    command: Optional[str] = None  # the check's text, when the caller named it
+    lang: str = ""
+    env: dict[str, str] = {}  # interpreter and tool versions where known
+    env_vars: list[str] = []  # the variables that matter, by name, whose values env_digest hashes
+    env_digest: str = ""
+    exit_code: Optional[int] = None
+    output_sha256: str = ""
+    duration_s: Optional[float] = None
+
+
 class Receipt(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -59,7 +84,9 @@ class Receipt(BaseModel):
     # The git HEAD its task ran at, when the runner started that task as a check and HEAD had
     # not moved by its end (prd.verify, gate verify, plugkit work); None: not known.
     head: Optional[str] = None
+    run: Optional[RunFacts] = None  # None: a receipt made before run facts, or of a file
     mac: str = ""  # the runner's seal over id + body (hex HMAC-SHA256)
+    sig: str = ""  # the runner's Ed25519 signature over id + body (base64); "" before signatures
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -83,9 +110,10 @@ def file_digest(path: str, root: str) -> tuple[str, int]:
 
 
 def _canonical(receipt: Receipt) -> bytes:
-    body = receipt.model_dump(mode="json", exclude={"id", "mac"})
-    if body["head"] is None:  # receipts written before `head` existed keep their ids and seals
-        del body["head"]
+    body = receipt.model_dump(mode="json", exclude={"id", "mac", "sig"})
+    for late in ("head", "run"):  # receipts written before these existed keep their ids and seals
+        if body[late] is None:
+            del body[late]
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -95,6 +123,14 @@ def body_id(receipt: Receipt) -> str:
 
 def seal_of(key: bytes, receipt: Receipt) -> str:
     return hmac.new(key, receipt.id.encode() + b"\n" + _canonical(receipt), hashlib.sha256).hexdigest()
+
+
+def signed_message(receipt: Receipt) -> bytes:
+    return receipt.id.encode() + b"\n" + _canonical(receipt)
+
+
+def signature_ok(public_key: "signing.Ed25519PublicKey", receipt: Receipt) -> bool:
+    return bool(receipt.sig) and signing.signed_by(public_key, signed_message(receipt), receipt.sig)
 
 
 def sealed(key: Optional[bytes], receipt: Receipt) -> bool:
@@ -110,6 +146,8 @@ def _store(ws: Workspace, receipt: Receipt) -> Receipt:
     receipt.id = body_id(receipt)
     if ws.seal is not None:
         receipt.mac = seal_of(ws.seal, receipt)
+    if ws.signer is not None:
+        receipt.sig = signing.sign(ws.signer, signed_message(receipt))
     if ws.ledger is not None:  # listed in the runner's ledger: verifiable after its task ages out
         ws.ledger.add_receipt(ws.root, receipt.id, receipt.task.task_id if receipt.task else None,
                               receipt.created_at)
@@ -120,16 +158,20 @@ def _store(ws: Workspace, receipt: Receipt) -> Receipt:
 
 
 def record_output(ws: Workspace, kind: Kind, output: bytes, task: TaskWitness, subject: str,
-                  note: str, now: float, head: Optional[str] = None) -> Receipt:
+                  note: str, now: float, head: Optional[str] = None, run: Optional[RunFacts] = None) -> Receipt:
     """Call with the workspace lock held. The blob is content-addressed: the same output
     twice is stored once."""
     digest = sha256_bytes(output)
+    if run is not None:
+        run = run.model_copy(update={"output_sha256": digest})
+        if head is None or run.commit != head:  # bind only a commit (and tree) the run checked for sure
+            run.commit = run.tree = None
     os.makedirs(_blob_dir(ws), exist_ok=True)
     blob = os.path.join(_blob_dir(ws), digest)
     if not os.path.exists(blob) or _digest_or_none(blob, ws.root) != digest:
         atomic_write(blob, output)
     return _store(ws, Receipt(kind=kind, created_at=now, sha256=digest, size=len(output),
-                              task=task, subject=subject, note=note, head=head))
+                              task=task, subject=subject, note=note, head=head, run=run))
 
 
 def record_file(ws: Workspace, path: str, subject: str, note: str, now: float) -> Receipt:
@@ -196,6 +238,8 @@ def verify(ws: Workspace, receipt: Receipt, file_name: Optional[str] = None) -> 
     elif not sealed(ws.seal, receipt):
         problems.append("the receipt carries no valid seal of this runner: it was not written by plugkit "
                         "(forged, or from another runner's home)")
+    elif ws.signer is not None and receipt.sig and not signature_ok(ws.signer.public_key(), receipt):
+        problems.append("the receipt's signature does not verify with this runner's public key")
     if ws.seal is not None and receipt.workspace != ws.root:
         problems.append(f"the receipt was made for another workspace ({receipt.workspace or 'none named'})")
     if receipt.kind == "file":

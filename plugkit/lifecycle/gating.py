@@ -34,6 +34,7 @@ class Witnessed:
 
     seen: mutables.Witness
     task: evidence.TaskWitness
+    run: Optional[evidence.RunFacts] = None  # what a signed receipt binds (runner.core.gates.witness)
 
 
 # A transaction's State is parsed anew for it and dropped once written back, so an operation
@@ -236,4 +237,4 @@ def settle_verify(ws: Workspace, w: Optional[Witnessed], now: float) -> None:
         v.outcome = "green" if green else "red"
         v.detail = f"task_{v.task_id} ended {w.seen.state} (exit code {w.seen.exit_code})"
         v.receipt = evidence.record_output(ws, "verify", w.seen.output.encode(), w.task, "verify",
-                                           v.detail, now, head=v.head).id
+                                           v.detail, now, head=v.head, run=w.run).id

@@ -37,6 +37,7 @@ class Workspace:
     # the source of truth of which the workspace's files are views.
     seal: Optional[bytes] = field(default=None, compare=False, repr=False)
     ledger: Optional[Any] = field(default=None, compare=False, repr=False)
+    signer: Optional[Any] = field(default=None, compare=False, repr=False)  # Ed25519 private key (signing)
 
     @property
     def dir(self) -> str:

@@ -30,6 +30,7 @@ NAMESPACES = {
     "hook": "runner.rpc.hook",
     "work": "runner.rpc.work",
     "search": "runner.rpc.search",
+    "audit": "runner.rpc.audit",
 }
 
 

@@ -22,7 +22,7 @@ def _layout(tmp_path: Path) -> sandbox.Layout:
         d.mkdir(parents=True, exist_ok=True)
     (wt / ".git").write_text(f"gitdir: {admin}\n")
     (user / ".netrc").write_text("machine x password y\n")
-    for name in ("token", "port", "gates.key"):
+    for name in ("token", "port", "gates.key", "receipts.ed25519"):
         (home / name).write_text("x")
     return sandbox.layout(str(wt), str(home), {"HOME": str(user)}, str(tmp_path / "tmp"))
 
@@ -42,6 +42,7 @@ def test_hidden_writable_and_in_an_order_that_keeps_it(tmp_path):
     assert f"{user}/.netrc" in ro and args[args.index(f"{user}/.netrc") - 1] == "/dev/null"  # a file: /dev/null
     assert os.path.join(lay.home, "port") in ro and os.path.join(lay.home, "gates.key") not in ro + binds
     assert os.path.join(lay.home, "token") not in ro + binds  # the runner's token: never in a sandbox
+    assert os.path.join(lay.home, "receipts.ed25519") not in ro + binds  # the receipts' signing key neither
     assert lay.git_dir in ro and lay.admin in binds
     assert f"{lay.git_dir}/objects" not in binds  # no private object dir made: the store stays read-only
     assert f"{lay.git_dir}/refs/heads/plugkit" in binds and f"{lay.git_dir}/refs/heads" not in binds
