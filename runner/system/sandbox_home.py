@@ -98,6 +98,12 @@ def interpreter_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))
 
 
+def runner_install() -> str:
+    """The runner's own environment (a venv: sys.prefix), where plugkit and the `plugkit` command a
+    worker's hooks run are installed; it may lie under /tmp too, and is only ever read back."""
+    return os.path.realpath(sys.prefix)
+
+
 def environment(tmp: str) -> list[str]:
     """bwrap arguments: the agent variables gone, the caches pointed into the private home."""
     args: list[str] = []
