@@ -90,7 +90,7 @@ async def output(ctx: Context, p: TaskOutputParams) -> Output:
     if p.tails:
         got = _tails(task.buffer, task.read_cursor if p.cursor is None else p.cursor, p.max_bytes, p.head_share)
         if p.mark_read:
-            task.read_cursor = max(task.read_cursor, got.cursor)
+            tasks.mark_read(task, got.cursor)
         return got
     return shapes.output(tasks.read(task, p.cursor, p.max_bytes))
 

@@ -61,6 +61,10 @@ _SCHEMA = (
         code_sha256 TEXT NOT NULL, state TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL,
         exit_code INTEGER, signal INTEGER, reason TEXT, message TEXT, bytes_out INTEGER NOT NULL,
         dropped INTEGER NOT NULL, output_tail TEXT NOT NULL)""",
+    # How far its session has read each task's output (absolute bytes): a restarted runner's
+    # "what is new" starts there, never repeating what was shown. Its own table: a ledger of an
+    # older runner gains it without a migration, and an older runner reading this one ignores it.
+    "CREATE TABLE IF NOT EXISTS reads (task_id INTEGER PRIMARY KEY, read_out INTEGER NOT NULL)",
     "CREATE INDEX IF NOT EXISTS tasks_by_end ON tasks (ended_at)",
     "CREATE INDEX IF NOT EXISTS tasks_by_session ON tasks (session_id, cwd)",
 )
@@ -212,7 +216,18 @@ class Ledger:
                 deleted += db.execute(
                     f"DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks WHERE state NOT IN {_LIVE_SET}"
                     " ORDER BY ended_at, task_id LIMIT ?)", (*LIVE, rows - self.max_rows)).rowcount
+            if deleted:
+                db.execute("DELETE FROM reads WHERE task_id NOT IN (SELECT task_id FROM tasks)")
         return deleted
+
+    def record_read(self, task_id: int, read_out: int) -> None:
+        """The session has read task_id's output up to read_out bytes (never moves back)."""
+        self._conn.execute("INSERT INTO reads (task_id, read_out) VALUES (?, ?) ON CONFLICT (task_id)"
+                           " DO UPDATE SET read_out = max(read_out, excluded.read_out)", (task_id, read_out))
+
+    def read_mark(self, task_id: int) -> int:
+        row = self._conn.execute("SELECT read_out FROM reads WHERE task_id = ?", (task_id,)).fetchone()
+        return int(row[0]) if row else 0
 
     def record_output(self, task_id: int, tail: str, bytes_out: int) -> None:
         """What a task lost with the previous runner had printed (read back from its spool)."""
@@ -223,6 +238,7 @@ class Ledger:
     def forget(self, task_ids: list[int]) -> int:
         """Delete records an agent closed on purpose (exec:close, session.end)."""
         with self._tx() as db:
+            db.executemany("DELETE FROM reads WHERE task_id = ?", [(i,) for i in task_ids])
             return db.executemany("DELETE FROM tasks WHERE task_id = ?", [(i,) for i in task_ids]).rowcount
 
     def close(self) -> None:

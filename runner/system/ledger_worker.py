@@ -73,6 +73,9 @@ class LedgerWorker:
     async def evict(self, now: float) -> int:
         return await self._call(Ledger.evict, now)
 
+    async def read_mark(self, task_id: int) -> int:
+        return await self._call(Ledger.read_mark, task_id)
+
     async def record_output(self, task_id: int, tail: str, bytes_out: int) -> None:
         await self._call(Ledger.record_output, task_id, tail, bytes_out)
 
@@ -91,6 +94,9 @@ class LedgerWorker:
         self._submit(Ledger.record_end, rec)
         if then is not None:
             self.after(then)
+
+    def record_read(self, task_id: int, read_out: int) -> None:
+        self._submit(Ledger.record_read, task_id, read_out)
 
     def forget(self, task_ids: list[int]) -> None:
         self._submit(Ledger.forget, task_ids)

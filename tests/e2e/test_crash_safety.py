@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -146,6 +147,30 @@ def test_task_ids_continue_across_clean_restarts(home, tmp_path):
                                      "wait_ms": 5000})["task"]["task_id"]
     assert second > first
     assert rpc(home, "task.status", {"session_id": "s", "cwd": str(tmp_path), "task_id": first})["state"] == "completed"
+
+
+@pytest.mark.parametrize("how", ["restart", "kill -9"])
+def test_output_already_read_is_not_new_after_the_runner_restarts(home, tmp_path, how):
+    """The session's read position is in the ledger: after a restart (clean or -9) exec:status
+    shows a task's output it never read, and not what the agent was already shown."""
+    session = ["--session", "s"]
+    shown = home.cli("exec:bash", *session, "echo shown-line", cwd=tmp_path)
+    assert "shown-line" in shown.stdout, shown
+    unread = home.cli("exec:bash", *session, "--wait", "0", "sleep 0.2; echo unread-line", cwd=tmp_path)
+    assert unread.returncode == 0 and "unread-line" not in unread.stdout, unread
+    read_id, unread_id = (re.search(r"task_(\d+)", done.stdout + done.stderr).group(0) for done in (shown, unread))
+    assert wait_until(lambda: rpc(home, "task.status", {"session_id": "s", "cwd": str(tmp_path),
+                                                        "task_id": int(unread_id[5:])})["state"] == "completed", 10)
+    if how == "restart":
+        assert home.cli("runner", "restart", "--force").returncode == 0
+    else:
+        os.kill(runner_pid(home), signal.SIGKILL)
+        assert home.cli("runner", "start").returncode == 0
+    again = home.cli("exec:status", *session, read_id, cwd=tmp_path)
+    assert again.returncode == 0 and "shown-line" not in again.stdout, again
+    first = home.cli("exec:status", *session, unread_id, cwd=tmp_path)
+    assert "unread-line" in first.stdout, first
+    assert "unread-line" not in home.cli("exec:status", *session, unread_id, cwd=tmp_path).stdout
 
 
 def test_corrupt_ledger_is_moved_aside_and_the_runner_starts(home, tmp_path):

@@ -107,7 +107,9 @@ def test_a_hostile_worker_plants_nothing_outside_and_reaches_no_local_socket(hom
     # A command worker whose program is named `claude`: it gets Claude Code's state row (~/.claude).
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "claude").write_text(f"#!/bin/sh\nexec {sys.executable} {ATTACKS} \"$@\"\n")
+    # The program whole in the one file its argv names: a checkout under /tmp (hidden in the
+    # sandbox; only files named by absolute path are read back) runs it as well as any other.
+    (bin_dir / "claude").write_text(f"#!{sys.executable}\n" + ATTACKS.read_text())
     (bin_dir / "claude").chmod(0o755)
     w = Work(home, repo, {})
     w.env.update(HOME=str(local.home), SSH_AUTH_SOCK=local.agent_sock)

@@ -261,8 +261,17 @@ class TaskManager(TaskListing):
         keep = cursor is None
         res = task.buffer.read(task.read_cursor if keep else cursor, max_bytes)
         if keep:
-            task.read_cursor = res.cursor
+            self.mark_read(task, res.cursor)
         return res
+
+    def mark_read(self, task: Task, cursor: int) -> None:
+        """The session has seen the output up to cursor: in memory, and in the ledger, so a
+        restarted runner's next "what is new" does not repeat it."""
+        if cursor <= task.read_cursor:
+            return
+        task.read_cursor = cursor
+        if self._ledger is not None:
+            self._ledger.record_read(task.id, task.bytes_out_before + cursor)
 
     async def wait(self, task: Task, timeout_s: float, until_text: Optional[str],
                    until_regex: Optional[str], cursor: Optional[int]) -> Waited:

@@ -32,6 +32,8 @@ class LedgerRecall:
         if rec is None or record_key(rec) != key:
             raise not_found(task_id)
         task = rehydrate(rec)
+        # Where the session stopped reading, in the tail's own offsets (what it read is not new).
+        task.read_cursor = min(task.buffer.end, max(0, await self._ledger.read_mark(task_id) - task.bytes_out_before))
         self._registry.finished(self._registry.open(key).tasks.setdefault(task.id, task))  # as the newest
         return self._registry.task(key, task_id)
 
