@@ -161,6 +161,14 @@ def _help(argv: list[str]) -> int:
 SPECIAL = {"--version": _version, "version": _version, "-h": _help, "--help": _help, "help": _help}
 
 
+# Names agents and people reach for that are plugkit's exec: verbs under another word.
+MEANT = {**dict.fromkeys(("input", "write", "stdin", "send", "keys"), "exec:type"),
+         **dict.fromkeys(("kill", "stop", "rm", "end"), "exec:close"),
+         **dict.fromkeys(("wait", "until", "watch"), "exec:sleep"),
+         **dict.fromkeys(("ps", "list", "ls", "jobs"), "exec:tasks"),
+         **dict.fromkeys(("logs", "log", "output", "read", "tail", "poll", "cat", "show"), "exec:status")}
+
+
 def _verb_typo(verb: str) -> str:
     """`exec:stauts` reads as language "stauts": when it is no language but close to one of
     the exec: verbs, say which. A language typo (`exec:pyhton`) is the runner's to name, since
@@ -169,7 +177,7 @@ def _verb_typo(verb: str) -> str:
     the hot path (of the built-in languages only typescript passes it)."""
     name = verb.partition(":")[2].lower()
     verbs = [v.partition(":")[2] for v in VERBS if v.startswith("exec:")]
-    if not any(v[:2] == name[:2] or sorted(v) == sorted(name) for v in verbs):
+    if name not in MEANT and not any(v[:2] == name[:2] or sorted(v) == sorted(name) for v in verbs):
         return ""
     from plugkit import languages
 
@@ -177,6 +185,8 @@ def _verb_typo(verb: str) -> str:
         languages.lookup(name)
         return ""
     except languages.UnknownLanguage:
+        if name in MEANT:
+            return f"; did you mean {MEANT[name]}?"
         from client.args import suggest
 
         return suggest(verb, [v for v in VERBS if v.startswith("exec:")])

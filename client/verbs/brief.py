@@ -94,7 +94,8 @@ class BriefParser(argparse.ArgumentParser):
 
 
 def names_next(family: str) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
-    """Decorate a verb's main: a runner error without a `next` gets the family's listing."""
+    """Decorate a verb's main: a runner error without a `next` gets the family's listing,
+    unless its message already names the command to run (one hint, never two)."""
 
     def wrap(main: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
         @functools.wraps(main)
@@ -102,7 +103,9 @@ def names_next(family: str) -> Callable[[Callable[[list[str]], int]], Callable[[
             try:
                 return main(argv)
             except RpcFailure as exc:
-                if not (isinstance(exc.data, dict) and exc.data.get("next")) and not isinstance(exc.data, list):
+                named = "`plugkit " in exc.message
+                if not named and not (isinstance(exc.data, dict) and exc.data.get("next")) \
+                        and not isinstance(exc.data, list):
                     exc.data = {**(exc.data if isinstance(exc.data, dict) else {}), "next": NEXT[family]}
                 raise
 

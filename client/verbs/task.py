@@ -143,7 +143,7 @@ comes, as written. Exits with the task's exit code if it ended, else 0."""
 def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
     opts, words, tid, me = _task_verb(argv, {"--until": VALUE, "--full": FLAG}, SLEEP_USAGE, caller,
                                       min_pos=1, max_pos=2)
-    secs: float = number({"s": words[1]} if len(words) > 1 else {}, "s", "S", DEFAULT_SLEEP_S)  # type: ignore[assignment]
+    secs: float = number({"s": words[1]} if len(words) > 1 else {}, "s", "the wait (seconds, after TASK)", DEFAULT_SLEEP_S)  # type: ignore[assignment]
     until = opts.get("until")
     if until == "":
         raise UsageError("--until needs some text to wait for")

@@ -78,6 +78,11 @@ def test_ctrl_c_from_an_agent_leaves_the_task_running(home, tmp_path):
     (["exec:stauts", "task_1"], "did you mean exec:status?"),
     (["exec:sleeep", "task_1"], "did you mean exec:sleep?"),
     (["dcotor"], "did you mean doctor?"),
+    # The word an agent reaches for, when plugkit's verb has another name.
+    (["exec:input", "task_1", "y"], "did you mean exec:type?"),
+    (["exec:ps"], "did you mean exec:tasks?"),
+    (["exec:logs", "task_1"], "did you mean exec:status?"),
+    (["exec:sleep", "task_1", "abc"], "the wait (seconds, after TASK) must be a number, not 'abc'"),
     (["exec:status", "task_1", "--ful"], "did you mean --full?"),
 ])
 def test_a_typo_gets_a_suggestion_without_a_runner(home, argv, hint):
@@ -165,3 +170,10 @@ def test_restart_at_a_terminal_asks_naming_the_tasks(home, tmp_path, answer, res
         os.close(master)
     state = rpc(home, "task.status", {"session_id": "srv", "cwd": str(tmp_path), "task_id": task})["state"]
     assert state == ("killed" if restarted else "running")
+
+
+@pytest.mark.parametrize("argv", [["work", "logs", "w1"], ["work", "stop"], ["work", "rollback", "w1"]])
+def test_an_error_that_names_its_next_command_gets_no_second_hint(home, tmp_path, argv):
+    result = home.cli(*argv, cwd=str(tmp_path))
+    assert result.returncode != 0 and "no plugkit work run" in result.stderr, result
+    assert result.stderr.count("`plugkit ") == 1 and "next:" not in result.stderr, result.stderr

@@ -186,7 +186,7 @@ class WorkManager:
         root = self.root_of(session_id, cwd)
         run = self.latest(root)
         if run is None:
-            raise NotFound("no plugkit work run in this workspace yet (`plugkit work` starts one)")
+            raise NotFound("no plugkit work run in this workspace yet; `plugkit work` starts one")
         return run
 
     async def wait(self, run: Run, timeout_s: float) -> None:
