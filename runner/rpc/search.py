@@ -68,7 +68,7 @@ async def status(ctx: Context, p: SearchStatusParams) -> SearchStatus:
 async def digest(ctx: Context, p: SessionParams) -> SearchDigest:
     """search.digest {session_id, cwd} -> {root, text, cached}
 
-    The project digest (at most ~900 tokens): languages and sizes, entry points, how to
+    The project digest (at most 3,600 characters, digest.MAX_CHARS): languages and sizes, entry points, how to
     build/test/run it from the manifests and CI files, the top-level layout, the hot files by
     git churn in the last 90 days. Cached until one of those inputs changes.
     """

@@ -1,4 +1,4 @@
-"""A project digest for an agent's first minute (at most ~900 tokens): languages and sizes, entry
+"""A project digest for an agent's first minute (at most MAX_CHARS characters): languages and sizes, entry
 points, how to build/test/run it (read from the manifests and CI files, never guessed), the
 top-level layout, and the hot files by recent git churn. Cached by the stamps of its inputs.
 Every file is read confined to the root (runner/system/confined.py): a manifest linked to a
@@ -14,7 +14,7 @@ import tomllib
 from runner.core.search import chunks, files
 from plugkit import confined
 
-MAX_CHARS = 3600  # ~900 tokens
+MAX_CHARS = 3600  # about 900 tokens at the most; a small project's is far shorter
 INPUTS = ("pyproject.toml", "package.json", "Makefile", "Cargo.toml", "go.mod", "setup.py", ".github/workflows",
           ".gitlab-ci.yml", ".ci")
 RUN_LINE = re.compile(r"^\s*(?:-\s*)?run:\s*(.+)$")
@@ -41,7 +41,8 @@ def build(root: str, paths: list[str]) -> str:
             out.append(f"{title}:")
             out += [f"  {line}" for line in lines]
     text = "\n".join(out)
-    return text if len(text) <= MAX_CHARS else text[:MAX_CHARS].rsplit("\n", 1)[0] + "\n  ..."
+    more = "\n  ..."  # inside the cap, not past it
+    return text if len(text) <= MAX_CHARS else text[:MAX_CHARS - len(more)].rsplit("\n", 1)[0] + more
 
 
 def _languages(root: str, paths: list[str]) -> list[str]:
