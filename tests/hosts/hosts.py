@@ -176,9 +176,52 @@ def project(base: Path, host: Host, plugkit: list[str] | None, env: dict, files:
         done = subprocess.run([*plugkit, *args], cwd=work, env=env, capture_output=True, text=True, timeout=60)
         if done.returncode != 0:
             raise AssertionError(f"plugkit {' '.join(args)} failed: {done.stderr}")
+    if plugkit is not None:
+        seed_plugin_deps(work, host_home, host.platform)
     git("add", "-A")
     git("commit", "-q", "--allow-empty", "-m", "start")
     return work, host_home
+
+
+# Hosts that install their plugin SDK into the dir holding plugkit's plugin at every start and
+# wait for it, and into its config dir in HOME (~10-30 s a test, each in a fresh project and
+# HOME): platform -> (the project's dir, HOME's). (Kilo's own install fails offline within a
+# second; it is not worth a seed.)
+PLUGIN_DEPS = {"opencode": (".opencode", ".config/opencode")}
+DEPS = ("node_modules", "package.json", "package-lock.json")
+
+
+def seed_plugin_deps(work: Path, home: Path, platform: str) -> None:
+    """What the host installs there, made once by the host itself (a scratch project, killed
+    once its install is done) and hard-linked into each project; git never sees it
+    (.git/info/exclude). Without a seed the host installs as it always does."""
+    import filelock
+
+    if platform not in PLUGIN_DEPS:
+        return
+    dirname, config = PLUGIN_DEPS[platform]
+    binary = cache_dir() / "node_modules" / ".bin" / platform
+    if not binary.exists():
+        return
+    try:  # a new version of the host makes a new seed
+        version = json.loads((cache_dir() / "node_modules" / PACKAGES[platform] / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return
+    template = cache_dir() / "plugin-deps" / f"{platform}-{version}"
+    with filelock.FileLock(f"{template}.lock"):
+        if not template.exists():
+            _harvest(binary, dirname, config, template)
+    for dest, seed in ((work / dirname, template / "project"), (home / config, template / "home")):
+        if not (seed / "node_modules").is_dir():
+            continue
+        dest.mkdir(parents=True, exist_ok=True)
+        if subprocess.run(["cp", "-al", str(seed / "node_modules"), str(dest)], capture_output=True).returncode:
+            subprocess.run(["cp", "-a", str(seed / "node_modules"), str(dest)], check=True)
+        for name in DEPS[1:]:
+            if (seed / name).exists():
+                (dest / name).write_bytes((seed / name).read_bytes())
+    with open(work / ".git" / "info" / "exclude", "a") as fh:
+        fh.write("".join(f"/{dirname}/{name}\n" for name in DEPS))
 
 
 def record_hooks(work: Path, host: Host, plugkit: str, log_dir: Path) -> None:
@@ -254,3 +297,41 @@ def check_write_refused_then_one_stop_turned_back(script: Script, result: Run, w
     assert turned_back is not None, why
     assert "not done yet" in turned_back.newest and f"open work items: {item}" in turned_back.newest, why
     assert script.reply_to(2) is None, why
+
+
+def _harvest(binary: Path, dirname: str, config: str, template: Path) -> None:
+    """Run the host once in a scratch project with a plugin dir until its installs land there
+    and in HOME's config dir, then keep what it installed as the seeds. An empty template dir
+    records that none came, so no later test waits for it again."""
+    import shutil
+    import tempfile
+    import time
+
+    template.mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        work, home = Path(scratch) / "work", Path(scratch) / "home"
+        (work / dirname / "plugins").mkdir(parents=True)
+        (work / dirname / "plugins" / "noop.js").write_text("export const Noop = async () => ({})\n")
+        home.mkdir()
+        subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+        env = {**os.environ, "HOME": str(home), "PWD": str(work), "npm_config_cache": str(cache_dir() / "npm-cache")}
+        proc = subprocess.Popen([str(binary), "run", "hi"], cwd=work, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        places = {"project": work / dirname, "home": home / config}
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and proc.poll() is None and \
+                    not all((d / "package-lock.json").exists() for d in places.values()):
+                time.sleep(0.2)
+            time.sleep(0.5)  # the lock is written last
+        finally:
+            try:
+                os.killpg(proc.pid, 9)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+        for name, d in places.items():
+            if (d / "package-lock.json").exists() and (d / "node_modules").is_dir():
+                (template / name).mkdir()
+                for dep in DEPS:
+                    shutil.move(str(d / dep), str(template / name / dep))

@@ -12,7 +12,7 @@ resolve the project from $PWD, not from the process's cwd: the driver sets PWD.
 import dataclasses
 import json
 
-from tests.hosts.hosts import KEY, Host
+from tests.hosts.hosts import KEY, Host, cache_dir
 from tests.hosts.script import Call
 
 
@@ -25,8 +25,12 @@ def _provider_config(url: str, model: str = "fake-model") -> str:
 
 
 def _quiet(prefix: str) -> dict:
+    # Each start installs @opencode-ai/plugin into every config dir (the project's .opencode,
+    # where plugkit's plugin is) and waits for it: ~30 s a test from the registry with each
+    # test's fresh HOME. One npm cache beside the hosts, preferred offline, makes it local.
     return {f"{prefix}_DISABLE_MODELS_FETCH": "1", f"{prefix}_DISABLE_AUTOUPDATE": "1",
-            f"{prefix}_DISABLE_SHARE": "1", f"{prefix}_DISABLE_LSP_DOWNLOAD": "1"}
+            f"{prefix}_DISABLE_SHARE": "1", f"{prefix}_DISABLE_LSP_DOWNLOAD": "1",
+            "npm_config_cache": str(cache_dir() / "npm-cache"), "npm_config_prefer_offline": "true"}
 
 
 MORE_HOSTS = {
