@@ -66,6 +66,13 @@ class BriefParser(argparse.ArgumentParser):
             found |= child._all_options()
         return found
 
+    def _owners(self, option: str) -> list[str]:
+        """The subcommands (by their whole prog) that take `option`."""
+        found = [c.prog for c in self.children if option in c.options]
+        for child in self.children:
+            found += child._owners(option)
+        return found
+
     def plain(self, message: str) -> str:
         """argparse's message, said plainly, with a suggestion where one word is close."""
         m = _CHOICE.match(message)
@@ -80,7 +87,11 @@ class BriefParser(argparse.ArgumentParser):
         if m:
             word = m["words"].split()[0]
             if word.startswith("-"):
-                return f"unknown option {word}{suggest(word.split('=')[0], sorted(self._all_options()))}"
+                name = word.split("=")[0]
+                owners = self._owners(name)
+                if owners:  # right word, wrong verb: say whose it is, not "did you mean" itself
+                    return f"{name} is not an option here; {' and '.join(f'`{o}`' for o in owners)} take{'s' if len(owners) == 1 else ''} it"
+                return f"unknown option {word}{suggest(name, sorted(self._all_options()))}"
             known = [*self.words, *(c.prog.rsplit(' ', 1)[-1] for c in self.children)]
             return f"unexpected {word!r}{suggest(word, known)}"
         return message

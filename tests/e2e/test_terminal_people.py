@@ -81,6 +81,8 @@ def test_ctrl_c_from_an_agent_leaves_the_task_running(home, tmp_path):
     # The word an agent reaches for, when plugkit's verb has another name.
     (["exec:input", "task_1", "y"], "did you mean exec:type?"),
     (["exec:ps"], "did you mean exec:tasks?"),
+    # Another verb's option: whose it is, never "did you mean" the very word given.
+    (["runner", "stop", "--force"], "--force is not an option here; `plugkit runner restart` takes it"),
     (["exec:logs", "task_1"], "did you mean exec:status?"),
     (["exec:sleep", "task_1", "abc"], "the wait (seconds, after TASK) must be a number, not 'abc'"),
     (["exec:status", "task_1", "--ful"], "did you mean --full?"),
