@@ -131,7 +131,7 @@ def case_receipt_signing(n: int) -> list[Row]:
 def case_check_comparison(n: int) -> list[Row]:
     """The base-vs-branch comparison of a pytest check (issue 44 #3) on a 500-test suite: the
     runner configuration diffed, then the check collected at both commits in fresh checkouts
-    side by side (runner/core/work/collect.py, as a worker's branch is judged, minus the task
+    side by side (runner/core/gates/collect.py, as a worker's branch is judged, minus the task
     manager), against one plain run of the same suite: the check the runner runs anyway."""
     import asyncio
     import subprocess as sp
@@ -162,7 +162,7 @@ def case_check_comparison(n: int) -> list[Row]:
         sp.run(["git", "worktree", "add", "-q", "--detach", where, sha], cwd=root, check=True)
         try:
             out = collect.plant(where)
-            proc = await asyncio.create_subprocess_exec(*check, cwd=where, env=collect.collect_env(dict(os.environ), where),
+            proc = await asyncio.create_subprocess_exec(*check, cwd=where, env=collect.collect_env(os.environ, out),
                                                         stdout=sp.DEVNULL, stderr=sp.DEVNULL)
             await proc.wait()
             return collect.read(out)

@@ -8,7 +8,9 @@ import os
 
 from plugkit.lifecycle.workspace import PRD_FILE, STATE_DIR
 from plugkit.vocab import WORK_REJECTED as REJECTED
-from runner.core.work import check as check_files, collect, git, weaken
+from plugkit.work import scopes
+from runner.core.gates import collect
+from runner.core.work import check as check_files, git
 from runner.core.work.model import Failed, ItemRun, Run
 from runner.core.work.refs import RefGuard, owned_by_workers, planted
 from runner.system import logs
@@ -75,11 +77,10 @@ async def weakens_its_check(p, run: Run, it: ItemRun, base: str, sha: str, check
     assert it.branch is not None and it.session_id is not None
     if run.check_allowed.get(it.id) is not None:
         return
-    evidence, which = await weaken.config_changes(p.ws.root, base, sha, check)
-    what = "changes what configures its test runner"
-    if not evidence and "pytest" in which:
-        at_base, at_branch = await collect.both(p, it.session_id, it.id, base, sha, check, cfg, run.sandbox)
-        evidence, what = weaken.weakened(at_base, at_branch), "runs fewer of the tests its base ran"
+    caller = p.env if "PATH" in p.env else {**os.environ, **p.env}  # as the check itself runs
+    environ = scopes.check_env(caller, cfg.work_credentials)
+    evidence, what = await collect.weakened(p.tasks, it.session_id, p.ws.root, base, sha, check, cfg, environ,
+                                            run.sandbox)
     if not evidence:
         return
     log.warning("work_check_weakened", item=it.id, evidence=evidence[:10])

@@ -9,18 +9,33 @@ test the base ran that the branch no longer collects, deselects, skips or xfails
 Adding tests is not weakening: a branch's new tests are welcome.
 """
 
+import asyncio
 import configparser
 import json
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
-
-from runner.core.work import git
+from typing import Optional
 
 _PYTEST_CMD = re.compile(r"\b(pytest|py\.test|tox|nox)\b")
 _NODE_CMD = re.compile(r"\b(jest|vitest|npm|yarn|pnpm|npx)\b|\bnode\s+[^;&|]*--test\b")
 _GO_CMD = re.compile(r"\bgo\s+test\b")
 _CARGO_CMD = re.compile(r"\bcargo\s+(test|nextest)\b")
+class GitError(Exception):
+    pass
+
+
+async def git(cwd: str, *args: str) -> str:
+    """git's stdout (the gates hold no git layer of their own; runner.core.work's imports them)."""
+    proc = await asyncio.create_subprocess_exec("git", *args, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    if proc.returncode:
+        raise GitError(f"git {' '.join(args[:2])} failed in {cwd}: {err.decode(errors='replace').strip()[:200]}")
+    return out.decode(errors="replace")
+
+
 # A file that configures the runner whatever its content: (runner, matches a path).
 _WHOLE = [("pytest", re.compile(r"(^|/)(conftest\.py|pytest\.ini|\.pytest\.ini|tox\.ini)$")),
           ("python", re.compile(r"(^|/)(sitecustomize\.py|usercustomize\.py|[^/]+\.pth)$")),
@@ -77,19 +92,30 @@ _PART = [("pytest", "pyproject.toml", _pyproject, "[tool.pytest]"),
          ("node", "package.json", _package_json, "the test script or jest/vitest config")]
 
 
-async def _show(root: str, rev: str, path: str) -> str:
+async def _show(root: str, rev: Optional[str], path: str) -> str:
+    """`path` at commit `rev`, or in the working tree with rev None; "" where it is absent."""
+    if rev is None:
+        try:
+            with open(os.path.join(root, path), encoding="utf-8", errors="replace") as fh:
+                return fh.read()
+        except OSError:
+            return ""
     try:
-        return await git.run(root, "show", f"{rev}:{path}")
-    except git.GitError:
-        return ""  # absent at that commit
+        return await git(root, "show", f"{rev}:{path}")
+    except GitError:
+        return ""
 
 
-async def config_changes(root: str, base: str, branch: str, command: str) -> tuple[list[str], set[str]]:
-    """(the runner configuration the branch changes, each as `path` or `path part`; the runners
-    this check may run)."""
-    base_files = (await git.run(root, "ls-tree", "-r", "--name-only", "-z", base)).split("\0")
+async def config_changes(root: str, base: str, branch: Optional[str], command: str) -> tuple[list[str], set[str]]:
+    """(the runner configuration `branch` changes since `base`, each as `path` or `path part`;
+    the runners this check may run). With branch None: the working tree, untracked files too."""
+    base_files = (await git(root, "ls-tree", "-r", "--name-only", "-z", base)).split("\0")
     which = runners(command, base_files)
-    changed = (await git.run(root, "diff", "--name-only", "--no-renames", "-z", f"{base}..{branch}")).split("\0")
+    if branch is None:
+        changed = (await git(root, "diff", "--name-only", "--no-renames", "-z", base)).split("\0") + \
+            (await git(root, "ls-files", "-z", "--others", "--exclude-standard")).split("\0")
+    else:
+        changed = (await git(root, "diff", "--name-only", "--no-renames", "-z", f"{base}..{branch}")).split("\0")
     out = [p for p in changed if p and any(r in which and rx.search(p) for r, rx in _WHOLE)]
     for runner, path, part, name in _PART:
         if runner in which and path in changed:
