@@ -182,8 +182,11 @@ class GateManager:
         st = await self.settle_verify(ws)
         cfg = self.config(ws)
         if cfg.verify and st.item_bases:  # held to the commit the earliest item under way started from
-            await checks.held_to_base(self, session_id, ws, next(iter(st.item_bases.values())), cfg.verify,
-                                      environ, "the work under way started from")
+            under_way = {i.id for i in await self.read(ws, gating.load_items) if i.status == "in_progress"}
+            bases = [sha for item_id, sha in st.item_bases.items() if item_id in under_way]
+            if bases:
+                await checks.held_to_base(self, session_id, ws, bases[0], cfg.verify, environ,
+                                          "the work under way started from")
         async with self._lock(ws):  # two verify calls at once must not both start a run
             await self._thread(gating.check_verify_start, ws, cfg)
             head = (await git_facts(ws.root)).head
