@@ -8,6 +8,7 @@ script is collected too): no test body runs, a 500-test suite costs two collecti
 
 import asyncio
 import os
+import secrets
 import shutil
 import tempfile
 from typing import Mapping, Optional
@@ -92,7 +93,8 @@ async def weakened(tasks, session_id: str, root: str, base: str, sha: Optional[s
         return evidence, "changes what configures its test runner"
     if "pytest" not in which:
         return [], ""
-    where = os.path.join(root, ".plugkit", "worktrees", f".collect-{(sha or 'tree')[:12]}")
+    # Its own name: two checks at once (parallel items, two prd verify calls) never share one.
+    where = os.path.join(root, ".plugkit", "worktrees", f".collect-{(sha or 'tree')[:12]}-{secrets.token_hex(4)}")
     got = await asyncio.gather(at(tasks, session_id, root, where + "-base", base, check, cfg, environ, sandbox),
                                at(tasks, session_id, root, where if sha else root, sha, check, cfg, environ, sandbox))
     return weaken.weakened(got[0], got[1]), "runs fewer of the tests its base ran"
