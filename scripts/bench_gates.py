@@ -136,7 +136,7 @@ def case_check_comparison(n: int) -> list[Row]:
     import asyncio
     import subprocess as sp
 
-    from runner.core.work import collect, weaken
+    from runner.core.gates import collect, weaken
 
     root = tempfile.mkdtemp(prefix="bench-weaken-")
 
