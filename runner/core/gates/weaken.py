@@ -156,8 +156,7 @@ def weakened(base: Collected, branch: Collected) -> list[str]:
         now = branch.tests.get(test)
         if now == "run":
             continue
-        if test in branch.deselected:
-            out.append(f"{test} deselected")
-        else:
-            out.append(f"{test} {'disappeared' if now is None else 'newly skipped' if now == 'skip' else 'newly xfailed'}")
+        how = "deselected" if test in branch.deselected else "disappeared" if now is None else \
+            "newly skipped" if now == "skip" else "newly xfailed"
+        out.append(f"{test} {how}")
     return out
