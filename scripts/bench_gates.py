@@ -128,8 +128,71 @@ def case_receipt_signing(n: int) -> list[Row]:
                 "<= 1 ms", sign <= 0.001)]
 
 
+def case_check_comparison(n: int) -> list[Row]:
+    """The base-vs-branch comparison of a pytest check (issue 44 #3) on a 500-test suite: the
+    runner configuration diffed, then the check collected at both commits in fresh checkouts
+    side by side (runner/core/gates/collect.py, as a worker's branch is judged, minus the task
+    manager), against one plain run of the same suite: the check the runner runs anyway."""
+    import asyncio
+    import subprocess as sp
+
+    from runner.core.gates import collect, weaken
+
+    root = tempfile.mkdtemp(prefix="bench-weaken-")
+
+    def git(*args: str) -> str:
+        return sp.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    for i in range(50):  # 50 files of 10 tests: 500
+        Path(root, "tests").mkdir(exist_ok=True)
+        Path(root, "tests", f"test_m{i}.py").write_text("".join(f"def test_{j}():\n    assert {j} == {j}\n\n"
+                                                                 for j in range(10)))
+    git("add", "-A")
+    git("-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "base")
+    base = git("rev-parse", "HEAD")
+    Path(root, "tests", "test_new.py").write_text("def test_new():\n    assert True\n")
+    git("add", "-A")
+    git("-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "branch")
+    branch = git("rev-parse", "HEAD")
+    check = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+
+    async def collected(at: str, sha: str) -> weaken.Collected:
+        where = os.path.join(root, ".plugkit", at)
+        sp.run(["git", "worktree", "add", "-q", "--detach", where, sha], cwd=root, check=True)
+        try:
+            out = collect.plant(where)
+            proc = await asyncio.create_subprocess_exec(*check, cwd=where, env=collect.collect_env(os.environ, out),
+                                                        stdout=sp.DEVNULL, stderr=sp.DEVNULL)
+            await proc.wait()
+            return collect.read(out)
+        finally:
+            sp.run(["git", "worktree", "remove", "--force", where], cwd=root, check=True)
+
+    async def compare() -> list[str]:
+        changes, _which = await weaken.config_changes(root, base, branch, " ".join(check))
+        at_base, at_branch = await asyncio.gather(collected("base", base), collected("branch", branch))
+        assert len(at_base.tests) == 500 and len(at_branch.tests) == 501, (len(at_base.tests), len(at_branch.tests))
+        return changes + weaken.weakened(at_base, at_branch)
+
+    times: dict[str, list[float]] = {"compare": [], "run": []}
+    for k in range(n + 1):
+        t0 = time.perf_counter()
+        assert asyncio.run(compare()) == []  # an added test is no weakening
+        t1 = time.perf_counter()
+        sp.run(check, cwd=root, stdout=sp.DEVNULL, stderr=sp.DEVNULL, check=True)
+        t2 = time.perf_counter()
+        if k:  # the first round warms the page cache and pytest's imports
+            times["compare"].append(t1 - t0)
+            times["run"].append(t2 - t1)
+    cmp_p, run_p = pct(times["compare"], 50), pct(times["run"], 50)
+    return [Row("check comparison: base vs branch, 500-test pytest suite p50", ms(cmp_p),
+                f"one run of the suite {ms(run_p)}", f"{cmp_p / run_p:.2f}x", "<= 2x the run", cmp_p <= 2 * run_p)]
+
+
 CASES = {"gates_scale": lambda quick: case_gates(15 if quick else 60),
-         "receipt_signing": lambda quick: case_receipt_signing(100 if quick else 500)}
+         "receipt_signing": lambda quick: case_receipt_signing(100 if quick else 500),
+         "check_comparison": lambda quick: case_check_comparison(3 if quick else 10)}
 
 if __name__ == "__main__":
     os.execv(sys.executable, [sys.executable, str(Path(__file__).resolve().parent / "bench.py"), *CASES, *sys.argv[1:]])

@@ -19,6 +19,7 @@ from plugkit.lifecycle.model import State
 from plugkit.vocab import APPROVED_ONLY_STATES, ITEM_ALLOWED
 
 COMPLETED = "completed"
+IN_PROGRESS = "in_progress"
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,9 @@ def move(items: list[prd.Item], item: prd.Item, to: str, st: State, site: Site,
         admit(item, st)
         if to == COMPLETED:
             require_proof(item, receipts, site)
+            st.item_bases.pop(item.id, None)
+        elif to == IN_PROGRESS and site.head and item.id not in st.item_bases:
+            st.item_bases[item.id] = site.head  # the first start only: a restart cannot move it
     except Exception:
         item.status = before
         raise

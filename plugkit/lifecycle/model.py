@@ -75,6 +75,9 @@ class State(BaseModel):
     new_work: list[str] = []  # added while COMPLETE
     last_stop_reason: Optional[str] = None
     notices: list[str] = []
+    # item id -> the git HEAD it first went in_progress at: its check is held to that commit's
+    # (runner/core/gates/weaken.py) until it completes.
+    item_bases: dict[str, str] = {}
 
     def unknown(self) -> list[str]:
         return [m.name for m in self.mutables.values() if m.status != "KNOWN"]

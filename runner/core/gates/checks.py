@@ -21,6 +21,8 @@ from plugkit.lifecycle.errors import Conflict
 from plugkit.lifecycle.evidence import Receipt
 from plugkit.lifecycle.gating import load_items
 from plugkit.lifecycle.workspace import Workspace
+from plugkit.lifecycle import state as state_mod
+from runner.core.gates import collect, weaken
 from runner.core.gates.approvals import ApprovalDesk
 from runner.core.gates.witness import git_facts, witness
 from runner.core.tasks.manager import TaskManager
@@ -90,6 +92,27 @@ async def person(gates: Gates, ws: Workspace, item_id: str, new_check: Optional[
     return item_states.Person(verdict.ok, verdict.reason)
 
 
+async def held_to_base(gates: Gates, session_id: str, ws: Workspace, base: Optional[str], check: str,
+                       environ: Optional[Mapping[str, str]], since: str) -> None:
+    """The check may not be weakened since `base` (the commit the item started from) from outside
+    the files it names: refused with the evidence (runner/core/gates/weaken.py)."""
+    if not base:
+        return
+    try:
+        evidence, what = await collect.weakened(gates.tasks, session_id, ws.root, base, None, check,
+                                                gates.config(ws), environ)
+    except weaken.GitError as exc:  # the base is gone (a history rewritten): nothing to hold it to
+        gates.counters["check_base_unreadable"] += 1
+        raise Conflict(f"cannot compare the check with the commit {since} ({base[:12]}): {exc}; a person "
+                       "looks at the history") from None
+    if evidence:
+        gates.counters["check_weakened"] += 1
+        more = f" and {len(evidence) - 10} more" if len(evidence) > 10 else ""
+        raise Conflict(f"touches_check: compared with {base[:12]}, the commit {since}, the working tree "
+                       f"{what}: {'; '.join(evidence[:10])}{more}. Restore them (`git diff {base[:12]}` "
+                       "shows the change); only a person changes what the check runs")
+
+
 async def run_check(gates: Gates, session_id: str, ws: Workspace, item_id: str,
                     environ: Optional[Mapping[str, str]] = None) -> CheckRun:
     cfg = gates.config(ws)
@@ -99,6 +122,8 @@ async def run_check(gates: Gates, session_id: str, ws: Workspace, item_id: str,
         raise Conflict(f"{item_id} has no check: add one (`plugkit prd update {item_id} --verify CMD`) "
                        "or set verify in .plugkit/config.toml")
     before = (await git_facts(ws.root)).head
+    base = (await gates.read(ws, state_mod.load)).item_bases.get(item_id)
+    await held_to_base(gates, session_id, ws, base, check, environ, f"{item_id} started from")
     task = await gates.tasks.exec(ExecSpec(session_id=session_id, cwd=ws.root, lang=cfg.verify_lang, code=check,
                                            timeout_s=cfg.verify_timeout_s, environ=environ))
     await task.done.wait()

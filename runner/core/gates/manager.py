@@ -179,8 +179,14 @@ class GateManager:
     async def verify(self, session_id: str, ws: Workspace, wait_ms: int,
                      environ: Optional[Mapping[str, str]] = None) -> tuple[Task, VerifyRun]:
         """Start the configured verify command as a task of the caller's session, in the workspace."""
-        await self.settle_verify(ws)
+        st = await self.settle_verify(ws)
         cfg = self.config(ws)
+        if cfg.verify and st.item_bases:  # held to the commit the earliest item under way started from
+            under_way = {i.id for i in await self.read(ws, gating.load_items) if i.status == "in_progress"}
+            bases = [sha for item_id, sha in st.item_bases.items() if item_id in under_way]
+            if bases:
+                await checks.held_to_base(self, session_id, ws, bases[0], cfg.verify, environ,
+                                          "the work under way started from")
         async with self._lock(ws):  # two verify calls at once must not both start a run
             await self._thread(gating.check_verify_start, ws, cfg)
             head = (await git_facts(ws.root)).head
@@ -316,7 +322,12 @@ class GateManager:
         for rid, problems in await self.verify_evidence(ws, refs) if refs else []:
             if problems:
                 raise Conflict(f"receipt {rid} does not verify: {'; '.join(problems)}")
-        site = await checks.site(self, ws, with_git=status == "completed")
+        try:  # a start records its HEAD (the base its check is held to); a completion is judged at HEAD
+            site = await checks.site(self, ws, with_git=status in ("completed", "in_progress"))
+        except Conflict:
+            if status == "completed":
+                raise
+            site = await checks.site(self, ws, with_git=False)  # a start never fails on git
         person = await checks.person(self, ws, item_id, changes.get("verify"), site, asker)
         updated = await self.call(ws, item_ops.prd_update, item_id, changes, status, refs, site,
                                   person or item_states.Person())

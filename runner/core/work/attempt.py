@@ -197,7 +197,9 @@ class Attempts:
                                                        "commit its work before it stops")
             await held.control_files(p.ws.root, it, base)
             await held.changes_its_check(p.ws.root, run, it, base, check, cfg)
-            verified = await self._verify(it, check, cfg, await git.tip(p.ws.root, f"refs/heads/{it.branch}"))
+            sha = await git.tip(p.ws.root, f"refs/heads/{it.branch}")
+            await held.weakens_its_check(p, run, it, base, sha, check, cfg)
+            verified = await self._verify(it, check, cfg, sha)
             it.enter("landing", now())
             await self._land(it, item, check, cfg, verified)
         except git.MergeConflict as exc:

@@ -8,6 +8,8 @@ import os
 
 from plugkit.lifecycle.workspace import PRD_FILE, STATE_DIR
 from plugkit.vocab import WORK_REJECTED as REJECTED
+from plugkit.work import scopes
+from runner.core.gates import collect
 from runner.core.work import check as check_files, git
 from runner.core.work.model import Failed, ItemRun, Run
 from runner.core.work.refs import RefGuard, owned_by_workers, planted
@@ -66,3 +68,24 @@ async def changes_its_check(root: str, run: Run, it: ItemRun, base: str, check: 
                                              f"a person reads the diff (`git diff {base[:12]} {it.branch}`) "
                                              f"and, if it is right, runs `plugkit work allow-check {it.id}`, "
                                              f"then `plugkit prd update {it.id} --status pending`\n{diff}")
+
+
+async def weakens_its_check(p, run: Run, it: ItemRun, base: str, sha: str, check: str, cfg) -> None:
+    """A branch may not weaken its check from outside the files the command names: change what
+    configures its runner, or (pytest) stop running a test the base ran. Held with the evidence,
+    unless a person allowed this item to change its check."""
+    assert it.branch is not None and it.session_id is not None
+    if run.check_allowed.get(it.id) is not None:
+        return
+    caller = p.env if "PATH" in p.env else {**os.environ, **p.env}  # as the check itself runs
+    environ = scopes.check_env(caller, cfg.work_credentials)
+    evidence, what = await collect.weakened(p.tasks, it.session_id, p.ws.root, base, sha, check, cfg, environ,
+                                            run.sandbox)
+    if not evidence:
+        return
+    log.warning("work_check_weakened", item=it.id, evidence=evidence[:10])
+    more = f"\n... and {len(evidence) - 20} more" if len(evidence) > 20 else ""
+    raise Failed("blocked", "touches_check", f"{it.branch} {what} ({', '.join(evidence[:3])}); a person reads "
+                                             f"`git diff {base[:12]} {it.branch}` and, if it is right, runs "
+                                             f"`plugkit work allow-check {it.id}`, then `plugkit prd update "
+                                             f"{it.id} --status pending`\n" + "\n".join(evidence[:20]) + more)

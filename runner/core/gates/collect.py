@@ -1,0 +1,100 @@
+"""The same pytest check collected at two points, to see whether the later stopped running a
+test the earlier ran (runner/core/gates/weaken.py): a commit in a runner-owned detached checkout
+(the plugin written inside it: a sandbox writes only its cwd), or a working tree as it stands
+(the plugin beside it, in a temporary directory), with the check's own environment.
+
+Collection only (`--collect-only` through PYTEST_ADDOPTS, so a check that runs pytest from a
+script is collected too): no test body runs, a 500-test suite costs two collections."""
+
+import asyncio
+import os
+import secrets
+import shutil
+import tempfile
+from typing import Mapping, Optional
+
+from runner.core.gates import weaken
+from runner.core.gates.weaken import Collected, GitError, git
+from runner.executors.base import ExecSpec
+
+PLUGIN = os.path.join(os.path.dirname(__file__), "collect_plugin.py")
+_DIR = ".plugkit-collect"
+
+
+def collect_env(environ: Mapping[str, str], plugin_dir: str) -> dict[str, str]:
+    """The check's environment plus what loads the plugin and where it writes."""
+    path = environ.get("PYTHONPATH")
+    return {**environ,
+            "PYTEST_ADDOPTS": f"{environ.get('PYTEST_ADDOPTS', '')} --collect-only -p plugkit_collect".strip(),
+            "PYTHONPATH": plugin_dir + (os.pathsep + path if path else ""),
+            "PLUGKIT_COLLECT_OUT": os.path.join(plugin_dir, "out.jsonl")}
+
+
+def plant(where: str) -> str:
+    """Writes the plugin into `where`/.plugkit-collect; returns that directory."""
+    plugin_dir = os.path.join(where, _DIR)
+    os.makedirs(plugin_dir, exist_ok=True)
+    shutil.copyfile(PLUGIN, os.path.join(plugin_dir, "plugkit_collect.py"))
+    return plugin_dir
+
+
+def read(plugin_dir: str) -> Collected:
+    try:
+        with open(os.path.join(plugin_dir, "out.jsonl"), encoding="utf-8") as fh:
+            return Collected.parse(fh.read())
+    except OSError:
+        return Collected()
+
+
+async def checkout(root: str, where: str, sha: str) -> None:
+    await remove(root, where)
+    await git(root, "worktree", "add", "-q", "--detach", where, sha)
+
+
+async def remove(root: str, where: str) -> None:
+    try:
+        await git(root, "worktree", "remove", "--force", where)
+    except GitError:
+        pass  # not there
+    if os.path.lexists(where):
+        await asyncio.to_thread(shutil.rmtree, where, True)
+
+
+async def at(tasks, session_id: str, root: str, where: str, sha: Optional[str], check: str, cfg,
+             environ: Optional[Mapping[str, str]], sandbox: bool = False) -> Collected:
+    """The check collected at commit `sha` checked out at `where` (removed after), or with sha
+    None in the working tree `where` as it stands."""
+    scratch = None
+    if sha is not None:
+        await checkout(root, where, sha)
+    else:
+        scratch = await asyncio.to_thread(tempfile.mkdtemp, prefix="plugkit-collect-")
+    try:
+        plugin_dir = await asyncio.to_thread(plant, where if scratch is None else scratch)
+        env = collect_env(environ if environ is not None else os.environ, plugin_dir)
+        task = await tasks.exec(ExecSpec(session_id=session_id, cwd=where, lang=cfg.verify_lang, code=check,
+                                         timeout_s=cfg.verify_timeout_s, environ=env, sandbox=sandbox))
+        await task.done.wait()
+        return await asyncio.to_thread(read, plugin_dir)
+    finally:
+        if scratch is None:
+            await remove(root, where)
+        else:
+            await asyncio.to_thread(shutil.rmtree, scratch, True)
+
+
+async def weakened(tasks, session_id: str, root: str, base: str, sha: Optional[str], check: str, cfg,
+                   environ: Optional[Mapping[str, str]], sandbox: bool = False) -> tuple[list[str], str]:
+    """(the evidence that `sha` (None: the working tree of `root`) weakens the check since
+    `base`, what it does): its runner's configuration changed, else (pytest) a test the base ran
+    no longer run. Both collections side by side, the base's in .plugkit/worktrees/.collect-*."""
+    evidence, which = await weaken.config_changes(root, base, sha, check)
+    if evidence:
+        return evidence, "changes what configures its test runner"
+    if "pytest" not in which:
+        return [], ""
+    # Its own name: two checks at once (parallel items, two prd verify calls) never share one.
+    where = os.path.join(root, ".plugkit", "worktrees", f".collect-{(sha or 'tree')[:12]}-{secrets.token_hex(4)}")
+    got = await asyncio.gather(at(tasks, session_id, root, where + "-base", base, check, cfg, environ, sandbox),
+                               at(tasks, session_id, root, where if sha else root, sha, check, cfg, environ, sandbox))
+    return weaken.weakened(got[0], got[1]), "runs fewer of the tests its base ran"
