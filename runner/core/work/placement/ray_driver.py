@@ -21,6 +21,7 @@ the output to stdout as it arrives, fetches the returned bundle into the
 local worktree, and exits with the worker's code, or NODE_LOST_RC when the node went away.
 """
 
+import atexit
 import json
 import os
 import random
@@ -202,14 +203,13 @@ def main(argv: list[str]) -> int:
 
 def _proven_node(spec: dict) -> str:
     """The node for this attempt: of the live nodes offering plugkit_worker, those that answer
-    the challenge with the node key (ray_auth.py), the one with the most free slots. The ones
+    the challenge with the node key (ray_auth.py), the one least loaded (_claim). The ones
     that did not are on the record with why (`work status`, `doctor`); none of ours: RuntimeError."""
     import ray
-    from ray._private.state import available_resources_per_node
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     key = cluster.read_secret(os.environ.get(cluster.NODE_KEY_VAR, ""))
-    nodes = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()
+    nodes = {n["NodeID"]: (n["NodeManagerAddress"], n["Resources"]["plugkit_worker"]) for n in ray.nodes()
              if n["Alive"] and n["Resources"].get("plugkit_worker", 0) > 0}
     challenge = secrets.token_hex(16)
     asked = {nid: ray.remote(_prove).options(num_cpus=0, max_retries=0, scheduling_strategy=(
@@ -224,13 +224,49 @@ def _proven_node(spec: dict) -> str:
         if why is None:
             proven.append(nid)
         else:
-            refused[f"{nid[:12]} ({nodes[nid]})"] = why
+            refused[f"{nid[:12]} ({nodes[nid][0]})"] = why
     _record(spec, refused_nodes=refused)
     if not proven:
         raise RuntimeError("no node of the cluster proved it is yours (the node key): "
                            + ("; ".join(f"{n}: {w}" for n, w in refused.items()) or "no node offers plugkit_worker"))
-    free = available_resources_per_node()
-    return max(proven, key=lambda nid: (free.get(nid, {}).get("plugkit_worker", 0), random.random()))
+    return _claim(spec, proven, {nid: nodes[nid][1] for nid in proven})
+
+
+def _claim(spec: dict, proven: list[str], slots: dict[str, float]) -> str:
+    """Of the proven nodes, the one this supervisor's live attempts load least for its slots;
+    the choice kept in a claim file (pid, node) until this driver exits. Ray's view of free
+    slots lags: drivers of one wave asking at once would all see every slot free."""
+    import fcntl
+
+    folder = os.path.dirname(spec["record"])
+    with open(os.path.join(folder, "claims.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        load = {nid: 0 for nid in proven}
+        for name in os.listdir(folder):
+            if not name.startswith("claim-"):
+                continue
+            try:
+                with open(os.path.join(folder, name)) as fh:
+                    pid, node = fh.read().split()
+                os.kill(int(pid), 0)
+            except (OSError, ValueError):
+                _unlink(os.path.join(folder, name))  # its driver is gone
+                continue
+            if node in load:
+                load[node] += 1
+        pick = min(proven, key=lambda nid: (load[nid] / max(slots[nid], 1), random.random()))
+        path = os.path.join(folder, f"claim-{os.getpid()}")
+        with open(path, "w") as fh:
+            fh.write(f"{os.getpid()} {pick}")
+    atexit.register(_unlink, path)
+    return pick
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _prove(challenge: str) -> dict:
