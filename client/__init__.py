@@ -7,6 +7,8 @@ importing the other and without one more module on the hot path.
 
 
 class ClientError(Exception):
-    """Something the user must act on; `str()` is the one-or-two-line message."""
+    """Something the user must act on; `str()` is the one-or-two-line message. `code`: the
+    runner's JSON-RPC error code when the runner refused (what --json reports), else None."""
 
     exit_code = 1
+    code: object = None

@@ -65,11 +65,16 @@ def parse(argv: list[str], options: dict[str, bool], *, loose: bool = False,
 
 
 def suggest(word: str, choices) -> str:
-    """`; did you mean X?` for the one close choice (difflib's ratio >= 0.75), else ''.
+    """`; did you mean X?` for the one close choice (difflib's ratio >= 0.75), or the one choice
+    a word of three or more characters begins (`claud` -> claude-code), else ''.
     Imported only on a miss: the hot path never pays for difflib."""
     import difflib
 
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
+    choices = list(choices)
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.75)
+    if not close and len(word.lstrip("-")) >= 3:
+        close = [c for c in choices if c.startswith(word)][:2]
+        close = close if len(close) == 1 else []
     return f"; did you mean {close[0]}?" if close else ""
 
 

@@ -36,11 +36,14 @@ The machine:
   kill-port PORT                       kill what listens on PORT, with its children
   doctor                               check interpreters, Chromium, serial, port, state dir
   runner start|stop|status|restart|logs   manage the runner daemon
+  ui [--open]                          a one-time link to the runner's live page
 Lifecycle gates, per workspace (all take --json):
   gate status|advance [TO]|retreat TRIGGER REASON|emit PATH...|verify|context
   mutable add|resolve|list      named unknowns, resolved only by witnessed tasks
   prd add|update|verify|list|ready   work items in .prd (verify: run its check, for a receipt)
   evidence add|list|show|verify receipts under .plugkit/evidence
+  receipt verify FILE|ID [--key K] [--at REV] | export ID   signed receipts, checked offline; key show
+  audit verify|ack              the gate ledger's hash chain: the first record edited, removed or moved
   approve ID | --list           a person approves a critical-risk item
   work [--parallel N] [--worker W] [--afk] ...   agents work the .prd's items, verified by the runner
   work status|stop|logs ITEM|rollback ITEM        follow and steer that run
@@ -120,6 +123,9 @@ VERBS = {
     "evidence": _verb("verbs.gate", "evidence_main"),
     "approve": _verb("verbs.gate", "approve_main"),
     "work": _verb("verbs.work", "main"),
+    "ui": _verb("verbs.ui", "main"),
+    "receipt": _verb("verbs.receipt", "receipt_main"), "key": _verb("verbs.receipt", "key_main"),
+    "audit": _verb("verbs.audit", "main"),
 }
 
 # verb prefix -> handler(verb, argv): `exec:python` is exec with lang "python".
@@ -237,7 +243,8 @@ def _guarded() -> int:
         return RPC_EXIT.get(exc.code, 1)
     except ClientError as exc:
         print(f"plugkit: {exc}", file=sys.stderr)
-        _json_error(str(exc), None, None)
+        # The runner's code where it refused; else what kind of failure the exit code says.
+        _json_error(str(exc), exc.code if exc.code is not None else CLIENT_CODES.get(exc.exit_code, "error"), None)
         return exc.exit_code
     except Exception as exc:  # a bug of ours: one line, the traceback only on request
         if os.environ.get("PLUGKIT_DEBUG"):
@@ -245,6 +252,9 @@ def _guarded() -> int:
         print(f"plugkit: internal error ({exc.__class__.__name__}: {exc}); rerun with PLUGKIT_DEBUG=1 "
               "for the traceback and report it", file=sys.stderr)
         return 1
+
+
+CLIENT_CODES = {2: "usage", 69: "unavailable"}  # exit code -> the --json error code of a client-side failure
 
 
 def _json_error(message: str, code: object, data: object) -> None:

@@ -32,9 +32,9 @@ def port(env=None) -> int:
     raw = (os.environ if env is None else env).get("PLUGKIT_PORT", "")
     if not raw:
         return DEFAULT_PORT
-    value = int(raw)
+    value = int(raw) if raw.strip().isdigit() else 0
     if not 0 < value < 65536:
-        raise ValueError(f"PLUGKIT_PORT={raw} is not a TCP port (1-65535)")
+        raise ValueError(f"PLUGKIT_PORT={raw!r} is not a TCP port (1-65535); unset it or give a free port")
     return value
 
 

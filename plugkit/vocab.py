@@ -102,7 +102,7 @@ WORK_REASONS: dict[str, str] = {
     "spawn_failed": "the worker could not be started",
     "no_commits": "the worker stopped without committing anything on its branch",
     "control_files": "its branch changes .prd or .plugkit/ (the plan and the checks are a person's)",
-    "verify_failed": "the verify command failed in the item's worktree",
+    "verify_failed": "the verify command failed on a fresh checkout of the item's commits",
     "stalled": "the worker was silent (no hook call, no output) past --stall-min",
     "budget": "the run's --budget-min ran out",
     "stopped": "the run was stopped (plugkit work stop)",
@@ -116,11 +116,14 @@ WORK_REASONS: dict[str, str] = {
     "held": "blocked in .prd (by an earlier run, or a person): `plugkit prd update ID --status pending` re-queues it",
     "refs_moved": "the worker moved refs only the runner moves (restored; what it wrote kept as evidence)",
     "touches_check": "its branch changes the files of its own check; held until a person allows it",
+    "bad_objects": "the worker wrote a forged or corrupt git object; nothing of it entered the repository",
+    "symbolic_ref": "the worker planted a symbolic ref or link under refs/heads/plugkit/ (removed, never followed)",
     "needs_approval": "it is critical and waits for a person's approval (`plugkit approve ID`)",
     "node_lost": "the cluster node running its worker went away; placed again elsewhere (not counted as a failure)",
 }
 # Ends a person looks at first: the .prd item is marked blocked and an unattended run halts.
-WORK_HELD_REASONS: frozenset[str] = frozenset({"merge_conflict", "land_failed", "refs_moved", "touches_check"})
+WORK_HELD_REASONS: frozenset[str] = frozenset({"merge_conflict", "land_failed", "refs_moved", "touches_check",
+                                               "bad_objects", "symbolic_ref"})
 # Failures that count toward the two-pass rule (a kill by a person or the budget does not).
 WORK_RETRIED_REASONS: frozenset[str] = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files",
                                                   "verify_failed", "stalled"})

@@ -86,7 +86,50 @@ def case_gates(n: int) -> list[Row]:
     return rows
 
 
-CASES = {"gates_scale": lambda quick: case_gates(15 if quick else 60)}
+def case_receipt_signing(n: int) -> list[Row]:
+    """What signing adds to each receipt (issue 44): the Ed25519 signature alone, and a whole
+    receipt written (blob, JSON, seal, ledger row and its chain record) with and without it,
+    interleaved. In process: the runner writes receipts the same way, in a worker thread."""
+    from plugkit.lifecycle import evidence, signing
+    from plugkit.lifecycle.workspace import Workspace
+    from runner.core.gates.keys import load_key
+    from runner.core.gates.store import GateStore
+
+    home, root = tempfile.mkdtemp(prefix="bench-sign-home-"), tempfile.mkdtemp(prefix="bench-sign-ws-")
+    key, store = signing.load_private(home), GateStore(home)
+    plain = Workspace(os.path.realpath(root), seal=load_key(home), ledger=store)
+    signed = Workspace(plain.root, seal=plain.seal, ledger=store, signer=key)
+    task = evidence.TaskWitness(task_id=1, session_id="s", lang="bash", code_sha256=None, state="completed",
+                                exit_code=0, truncated=False)
+    run = evidence.RunFacts(command="pytest -q", lang="bash", exit_code=0, duration_s=1.0)
+    times: dict[str, list[float]] = {"sign": [], "plain": [], "signed": []}
+    try:
+        for k in range(n + 20):
+            out = f"{k} passed\n".encode() * 50
+            t0 = time.perf_counter()
+            signing.sign(key, out)
+            t1 = time.perf_counter()
+            with plain.locked():
+                evidence.record_output(plain, "verify", out, task, "verify", "", float(k), run=run)
+            t2 = time.perf_counter()
+            with signed.locked():
+                evidence.record_output(signed, "verify", out + b"s", task, "verify", "", float(k), run=run)
+            t3 = time.perf_counter()
+            if k >= 20:
+                times["sign"].append(t1 - t0)
+                times["plain"].append(t2 - t1)
+                times["signed"].append(t3 - t2)
+    finally:
+        store.close()
+    sign, plain_p, signed_p = (pct(times[x], 50) for x in ("sign", "plain", "signed"))
+    return [Row("receipts: Ed25519 signature per receipt p50", f"{sign * 1e6:.0f} us",
+                f"receipt written unsigned {ms(plain_p)}",
+                f"signed {ms(signed_p)} (+{(signed_p - plain_p) * 1e6:.0f} us)",
+                "<= 1 ms", sign <= 0.001)]
+
+
+CASES = {"gates_scale": lambda quick: case_gates(15 if quick else 60),
+         "receipt_signing": lambda quick: case_receipt_signing(100 if quick else 500)}
 
 if __name__ == "__main__":
     os.execv(sys.executable, [sys.executable, str(Path(__file__).resolve().parent / "bench.py"), *CASES, *sys.argv[1:]])

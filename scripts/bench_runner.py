@@ -24,8 +24,12 @@ import socket, sys
 from aiohttp import web
 async def health(request):
     return web.json_response({"ok": True})
+async def rpc(request):  # a trivial JSON-RPC handler: what the runner's own handling is measured against
+    call = await request.json()
+    return web.json_response({"jsonrpc": "2.0", "result": {"ok": True}, "id": call.get("id")})
 app = web.Application()
 app.router.add_get("/health", health)
+app.router.add_post("/rpc", rpc)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None)
 """
 
@@ -255,33 +259,58 @@ def case_concurrent_tasks(quick: bool) -> list[Row]:
     ]
 
 
-def case_info_throughput(quick: bool) -> list[Row]:
+def _hammer_rate(make_client, clients: int, seconds: float) -> float:
+    """runner.info calls a second from `clients` threads, each on its own keep-alive connection."""
     from concurrent.futures import ThreadPoolExecutor
+
+    conns = [make_client() for _ in range(clients)]
+
+    def hammer(c) -> int:
+        n, end = 0, time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            c.call("runner.info")
+            n += 1
+        return n
+
+    began = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        total = sum(pool.map(hammer, conns))
+    rate = total / (time.perf_counter() - began)
+    for c in conns:
+        c.close()
+    return rate
+
+
+def case_info_throughput(quick: bool) -> list[Row]:
+    """The runner against a trivial aiohttp JSON-RPC handler (AIOHTTP_BASELINE) driven by the same
+    client, side by side: the ratio is what the runner's own handling costs behind HTTP."""
+    sys.path.insert(0, str(ROOT))
+    from client.wire.rpc import Client, Connection
 
     seconds = 0.5 if quick else 2.0
     box = Sandbox()
+    base_port = free_port()
+    base = subprocess.Popen([PY, "-c", AIOHTTP_BASELINE, str(base_port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     rows = []
     try:
         box.cli("runner", "start")
+        while True:  # the baseline is up once it answers
+            try:
+                Client(Connection(base_port, timeout=1), token="-").call("runner.info")
+                break
+            except Exception:
+                time.sleep(0.01)
         for clients in (1, 8, 64):
-            conns = [_client(box) for _ in range(clients)]
-
-            def hammer(c) -> int:
-                n, end = 0, time.perf_counter() + seconds
-                while time.perf_counter() < end:
-                    c.call("runner.info")
-                    n += 1
-                return n
-
-            began = time.perf_counter()
-            with ThreadPoolExecutor(clients) as pool:
-                total = sum(pool.map(hammer, conns))
-            rate = total / (time.perf_counter() - began)
-            for c in conns:
-                c.close()
+            rate = _hammer_rate(lambda: _client(box), clients, seconds)
+            floor = _hammer_rate(lambda: Client(Connection(base_port, timeout=120), token="-"), clients, seconds)
+            ratio = rate / floor
             rows.append(Row(f"runner.info throughput, {clients} client(s)", f"{rate:.0f} req/s",
-                            "-", "-", "(reported)", True))
+                            f"trivial aiohttp handler {floor:.0f} req/s", f"{ratio:.2f}x",
+                            ">= 0.8x" if clients == 8 else "(reported)", ratio >= 0.8 or clients != 8))
     finally:
+        base.terminate()
+        base.wait()
         box.close()
     return rows
 

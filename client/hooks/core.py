@@ -58,13 +58,14 @@ def adapter(platform: str):
 
 
 def main(argv: list[str]) -> int:
-    from client.args import VALUE, Help, UsageError, parse
+    from client.args import VALUE, Help, UsageError, parse, suggest
 
     try:
         opts, words = parse(argv, {"--platform": VALUE}, min_pos=1, max_pos=1, usage=USAGE)
         platform = str(opts.get("platform") or DEFAULT_PLATFORM)
         if platform not in PLATFORMS:
-            raise UsageError(f"unknown platform {platform!r}; one of {', '.join(PLATFORMS)}")
+            raise UsageError(f"unknown platform {platform!r}{suggest(str(platform), list(PLATFORMS))}; "
+                             f"one of {', '.join(PLATFORMS)}")
     except Help:
         print(USAGE)
         return 0

@@ -21,7 +21,8 @@ from client.verbs import exec as exec_verbs
 from client.show import follow
 from client.show import render
 from client.verbs import task as task_verbs
-from client.args import number
+from client import exec_args
+from client.args import Help, UsageError, number
 from client.hooks.events import Answer, Event
 from client.wire.rpc import ClientError
 from client.wire.session import Caller, connect
@@ -31,12 +32,10 @@ MAX_WAIT_S = 45.0  # installed PreToolUse hooks get 60 s from the platform
 DEFAULT_LIMIT = 12000  # bytes of output per answer: about 3000 tokens for the model
 VERBS = {"status": task_verbs.status, "sleep": task_verbs.sleep, "close": task_verbs.close,
          "type": task_verbs.type_, "tasks": task_verbs.tasks, "kill-port": None, "serial": None}
-CODE_FLAGS = ("--timeout", "--wait", "--stdin", "--no-stdin", "--detach")
-STDIN_FLAGS = {"--stdin": True, "--no-stdin": False}
 # Code that reads its stdin keeps it open, for exec:type (and a task blocked on it is
 # reported as waiting for input); any other code gets end-of-file at once, so a stray
 # read (a tool that reads stdin when given no file) never holds a hook call. `--stdin` /
-# `--no-stdin` before the code decide it outright.
+# `--no-stdin` decide it outright. The hook's own stdin (the host's JSON) is never a task's.
 ASKS_INPUT = re.compile(r"\binput\s*\(|stdin|STDIN|\bread\b|\bgets\b|scanf|Scanner\s*\(|[Rr]ead[Ll]ine|"
                         r"getline|getchar|fgets|io\.read|\bprompt\s*\(")
 DELIVERY = "this denial only delivers the result: do not run it again in the shell"
@@ -79,20 +78,28 @@ class Transcript:
 
 
 class Request:
-    __slots__ = ("verb", "args", "code", "timeout_s", "wait_s", "stdin", "detach")
+    __slots__ = ("verb", "args", "code", "opts", "timeout_s", "wait_s")
 
-    def __init__(self, verb: str, args: list[str], code: str = "", timeout_s: float | None = None,
-                 wait_s: float | None = None, stdin: bool | None = None, detach: bool = False) -> None:
-        self.verb, self.args, self.code, self.timeout_s, self.wait_s = verb, args, code, timeout_s, wait_s
-        self.stdin = stdin  # keep stdin open for exec:type; None: only if the code reads it
-        self.detach = detach  # outlives the session (the host exiting does not kill it)
+    def __init__(self, verb: str, args: list[str], code: str = "", opts: dict | None = None) -> None:
+        self.verb, self.args, self.code = verb, args, code
+        self.opts = opts or {}  # the exec options, as client.exec_args read them
+        try:
+            self.timeout_s = number(self.opts, "timeout", "--timeout", None, minimum=0.001)
+            self.wait_s = number(self.opts, "wait", "--wait", None)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
 
     def keeps_stdin(self) -> bool:
-        return self.stdin if self.stdin is not None else bool(ASKS_INPUT.search(self.code))
+        """Open for exec:type: asked for (--stdin), refused (--no-stdin), else if the code reads it."""
+        if self.opts.get("stdin") or self.opts.get("no_stdin"):
+            return bool(self.opts.get("stdin"))
+        return bool(ASKS_INPUT.search(self.code))
 
 
 def parse(command: str) -> Request:
-    """The command line -> what to run. ValueError says, in one line, what is wrong."""
+    """The command line -> what to run. ValueError says, in one line, what is wrong; Help
+    when --help was asked for. The options are the CLI's (client.exec_args), read by its
+    parser: `plugkit exec:...` as the shell would split it, bare `exec:...` up to the code."""
     first, _, body = command.strip().partition("\n")
     head, rest = _split(first)
     prefixed = head == "plugkit" or head.endswith("/plugkit")
@@ -105,35 +112,29 @@ def parse(command: str) -> Request:
         if body.strip():
             raise ValueError(f"exec:{name} takes its arguments on one line")
         return Request(name, _words(rest))
-    flags: dict[str, float] = {}
-    stdin: bool | None = None
-    detach = False
-    while rest.startswith(CODE_FLAGS):
-        flag, rest = _split(rest)
-        option, eq, value = flag.partition("=")
-        if option == "--detach" and not eq:
-            detach = True
-            continue
-        if option in STDIN_FLAGS and not eq:
-            stdin = STDIN_FLAGS[option]
-            continue
-        if option not in CODE_FLAGS or option in STDIN_FLAGS:
-            raise ValueError(f"unknown option {option}; before the code only --timeout S, --wait S, "
-                             "--stdin, --no-stdin and --detach")
-        if not eq:
-            value, rest = _split(rest)
-        try:
-            flags[option] = float(value)
-        except ValueError:
-            raise ValueError(f"{option} needs a number of seconds, not {value!r}") from None
-    if rest.startswith("<<"):
-        code = _heredoc(rest, body)
+    words, remainder = exec_args.leading_options(rest)
+    if remainder.startswith("<<"):
+        opts, _ = _options(words, name)
+        code = _heredoc(remainder, body)
+    elif prefixed:
+        # A shell would split the line and plugkit's CLI read every word: options anywhere, as there.
+        opts, pos = _options(words + _words(remainder), name)
+        code = "\n".join(part for part in (" ".join(pos) if pos != ["-"] else "", body) if part)
     else:
-        line = " ".join(_words(rest)) if prefixed else rest  # a shell would have split those words
-        code = "\n".join(part for part in (line, body) if part)
-    if not code.strip():
+        opts, _ = _options(words, name)  # the rest of the line is code, as written
+        code = "\n".join(part for part in (remainder, body) if part)
+    if opts.get("file") is not None and code.strip():
+        raise ValueError("give either --file F or the code, not both")
+    if opts.get("file") is None and not opts.get("explain") and not code.strip():
         raise ValueError(f"no code: put it on the lines after exec:{name}")
-    return Request(name, [], code, flags.get("--timeout"), flags.get("--wait"), stdin, detach)
+    return Request(name, [], code, opts)
+
+
+def _options(words: list[str], lang: str) -> tuple[dict, list[str]]:
+    try:
+        return exec_args.parse_exec(words, exec_verbs.USAGE, hook=True)
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _split(text: str) -> tuple[str, str]:
@@ -179,7 +180,10 @@ def run(event: Event, command: str) -> Answer:
         request = parse(command)
     except ValueError as exc:
         return Answer("deny", f"[plugkit] this exec: command was not run: {exc}")
-    me = HookCaller(event.session_id, event.cwd)
+    except Help as usage:
+        return Answer("deny", f"[plugkit] the exec: options ({DELIVERY}):\n{usage}")
+    cwd = request.opts.get("cwd")
+    me = HookCaller(event.session_id, os.path.join(event.cwd, os.path.expanduser(str(cwd))) if cwd else event.cwd)
     sink = Transcript()
     label = f"exec:{request.verb}" if request.verb != "kill-port" else "kill-port"
     printed = io.StringIO()  # what a verb print()s (kill-port's report, a --help) is output too
@@ -201,7 +205,7 @@ def _run_verb(request: Request, me: HookCaller, sink: Transcript) -> str:
     if request.verb == "kill-port":
         from client.verbs import killport
 
-        killport.main(args)  # prints its report: run() collects it
+        killport.main(args, me)  # prints its report: run() collects it; the hook's session asks
         return f"[plugkit] `kill-port` ran outside the shell ({DELIVERY}):"
     if request.verb == "serial":
         # A port is not code: `exec:serial PORT [BAUD] [--flags]` becomes the same JSON spec
@@ -213,20 +217,27 @@ def _run_verb(request: Request, me: HookCaller, sink: Transcript) -> str:
         code, _spec = serial_verbs.build_code(opts, words)
         timeout = number(opts, "timeout", "--timeout", None, minimum=0.001) or serial_verbs.max_timeout_s()
         wait = number(opts, "wait", "--wait", 2.0)
-        return _run_code(Request("serial", [], code, timeout, wait, stdin=True), me, sink)
+        return _run_code(Request("serial", [], code, {"timeout": timeout, "wait": wait, "stdin": True}), me, sink)
     VERBS[request.verb](args, sink=sink, caller=me)
     return f"[plugkit] `exec:{request.verb}` ran in the plugkit runner ({DELIVERY}):"
 
 
 def _run_code(request: Request, me: HookCaller, sink: Transcript) -> str:
-    lang = request.verb
+    lang, opts = request.verb, request.opts
+    if opts.get("explain"):
+        from client.verbs.doctor import explain
+
+        explain(lang, me)  # prints: run() collects it
+        return f"[plugkit] `exec:{lang} --explain` ran nothing ({DELIVERY}):"
+    code = _file_code(str(opts["file"]), me.cwd) if opts.get("file") is not None else request.code
     wait_s = _seconds("PLUGKIT_HOOK_WAIT", DEFAULT_WAIT_S, request.wait_s)
     deadline = time.monotonic() + wait_s
     client = connect()  # an exec: call is worth starting the runner for
     try:
-        follower = follow.Follower(client, {}, sink, _limit())
-        info, first = exec_verbs.start(client, me, follower, lang, request.code, wait_s, request.timeout_s,
-                                       no_stdin=not request.keeps_stdin(), detach=request.detach)
+        follower = follow.Follower(client, {}, sink, follow.output_limit(True) if opts.get("full") else _limit())
+        info, first = exec_verbs.start(client, me, follower, lang, code, wait_s, request.timeout_s,
+                                       no_stdin=not request.keeps_stdin(), detach=bool(opts.get("detach")),
+                                       sandbox=bool(opts.get("sandbox")), name=opts.get("name"))
         follower.take(first)
         info = follower.follow(info, deadline)
         done = render.finished(info)
@@ -236,9 +247,9 @@ def _run_code(request: Request, me: HookCaller, sink: Transcript) -> str:
         client.close()
     tid = info["task_id"]
     if not done and render.waiting(info):
-        render.print_followups(sink, me, tid, render.waiting_line(me, tid), follower, render.input_rows(me, tid))
+        render.print_followups(sink, me, tid, render.waiting_head(tid), follower, render.input_rows(me, tid))
         return (f"[plugkit] `exec:{lang}` started as task_{tid} in the plugkit runner instead of the shell "
-                f"({DELIVERY}); {render.waiting_line(me, tid)}. Output so far:")
+                f"({DELIVERY}); {render.waiting_head(tid)}. Output so far:")
     if not done:
         render.print_followups(sink, me, tid, f"task_{tid} is still running after {wait_s:g}s", follower)
         return (f"[plugkit] `exec:{lang}` started as task_{tid} in the plugkit runner instead of the shell "
@@ -249,10 +260,30 @@ def _run_code(request: Request, me: HookCaller, sink: Transcript) -> str:
             f"({DELIVERY}): {render.state_line(info)}. Output:")
 
 
+def _file_code(path: str, cwd: str) -> str:
+    """--file F, relative to the directory the host names (not the hook process's own)."""
+    full = os.path.join(cwd, os.path.expanduser(path))
+    try:
+        with open(full, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read --file {path}: {exc.strerror or exc}") from None
+    try:
+        code = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    if not code.strip():
+        raise UsageError(f"--file {path} is empty")
+    return code
+
+
 def _bound(text: str, cap: int) -> str:
     """A last guard on the answer's size (with --full the verbs are not capped)."""
     if len(text) <= cap:
         return text
     half = cap // 2
-    return (text[:half] + f"\n[plugkit] ... {len(text) - 2 * half} characters left out here ...\n"
-            + text[-half:])
+    # Cut at line ends, so the model never reads half a line (a line longer than half stays cut).
+    head_end = text.rfind("\n", 0, half) + 1 or half
+    tail_start = text.find("\n", len(text) - half) + 1 or len(text) - half
+    return (text[:head_end] + f"[plugkit] ... {tail_start - head_end} characters left out here ...\n"
+            + text[tail_start:])

@@ -13,8 +13,9 @@ The command written is client/hooks/install_command.py's.
 
 import json
 import os
+import sys
 
-from client.args import FLAG, VALUE, UsageError, parse_or_help
+from client.args import FLAG, VALUE, UsageError, parse_or_help, suggest
 from client.hooks import install_hosts
 # What install writes and how it knows its own: apart, because install_hosts needs it too.
 from client.hooks.install_command import is_ours, script_command
@@ -25,7 +26,8 @@ USAGE = """usage: plugkit install --platform PLATFORM|auto [--project | --user]
                        [--print] [--uninstall]
 
 Writes the platform's hook configuration (merged: your other settings stay):
-  claude-code  .claude/settings.json    qwen     .qwen/settings.json
+  claude-code  .claude/settings.local.json (your own, not committed)
+  qwen         .qwen/settings.json
   gemini       .gemini/settings.json    codex    .codex/config.toml
   cursor       .cursor/hooks.json       copilot  .github/hooks/plugkit.json
   opencode     .opencode/plugins/plugkit.js (a plugin relaying to `plugkit hook`)
@@ -60,16 +62,25 @@ PLUGIN_EVENTS = (("SessionStart", None, 60), ("PreToolUse", None, 60), ("Stop", 
 
 
 class Target:
-    __slots__ = ("fmt", "path", "events", "timeout_scale", "unit", "named", "note")
+    """`path`: the project's shared file; `personal`: the host's own per-person file in the project
+    (not committed), where --project writes when the host has one: hooks pointing at this machine's
+    plugkit must not reach a teammate through a commit."""
+    __slots__ = ("fmt", "path", "events", "timeout_scale", "unit", "named", "note", "personal")
 
     def __init__(self, fmt: str, path: str, events: tuple, timeout_scale: int = 1, unit: str = "seconds",
-                 named: bool = False, note: str = "") -> None:
+                 named: bool = False, note: str = "", personal: str = "") -> None:
         self.fmt, self.path, self.events = fmt, path, events
         self.timeout_scale, self.unit, self.named, self.note = timeout_scale, unit, named, note
+        self.personal = personal
+
+    @property
+    def project_path(self) -> str:
+        """Where `--project` (the default) writes, relative to the workspace."""
+        return self.personal or self.path
 
 
 TARGETS = {
-    "claude-code": Target("json", ".claude/settings.json", CLAUDE_EVENTS),
+    "claude-code": Target("json", ".claude/settings.json", CLAUDE_EVENTS, personal=".claude/settings.local.json"),
     # Qwen Code's command-hook timeouts are milliseconds too (its HookRunner: default 60000,
     # "Hook timed out after 10ms" when given seconds), though its HTTP hooks take seconds.
     "qwen": Target("json", ".qwen/settings.json", QWEN_EVENTS, 1000, "milliseconds"),
@@ -95,24 +106,35 @@ def main(argv: list[str]) -> int:
     if platform == "auto":
         return install_auto(argv)
     if platform not in TARGETS:
-        raise UsageError(f"name the platform: --platform {'|'.join(TARGETS)}|auto")
+        said = f"unknown platform {platform!r}{suggest(str(platform), [*TARGETS, 'auto'])}; " if platform else ""
+        raise UsageError(f"{said}name the platform: --platform {'|'.join(TARGETS)}|auto")
     if opts.get("project") and opts.get("user"):
         raise UsageError("give --project or --user, not both")
     target = TARGETS[str(platform)]
-    base = os.path.expanduser("~") if opts.get("user") else os.getcwd()
-    path = os.path.join(base, install_hosts.USER_PATHS.get(str(platform), target.path) if opts.get("user")
-                        else target.path)
+    user = bool(opts.get("user"))
+    base = os.path.expanduser("~") if user else os.getcwd()
+    uninstall = bool(opts.get("uninstall"))
+    if user:
+        paths = [install_hosts.USER_PATHS.get(str(platform), target.path)]
+    else:  # uninstall also clears the shared file, where an older plugkit wrote
+        paths = [target.project_path] + ([target.path] if uninstall and target.personal else [])
+    for rel in paths:
+        _one(os.path.join(base, rel), base, target, str(platform), uninstall, bool(opts.get("print")))
+    return 0
+
+
+def _one(path: str, base: str, target: Target, platform: str, uninstall: bool, show: bool) -> None:
     old = _read(path)
     command = script_command()
-    uninstall = bool(opts.get("uninstall"))
     merge = {"json": _merge_json, "toml": _merge_toml, **install_hosts.MERGERS}[target.fmt]
-    new, removed = merge(path, old, target, str(platform), command, uninstall)
-    if opts.get("print"):
+    new, removed = merge(path, old, target, platform, command, uninstall)
+    if show:
         print(f"# {path}" + (" (unchanged)" if new == old else " (removed)" if old and not new else ""))
         print(new, end="" if new.endswith("\n") else "\n")
-        return 0
-    if old and not new and target.fmt in install_hosts.MERGERS:
-        _remove(path)  # a file plugkit owned whole, now empty
+        print("# --print: nothing was written", file=sys.stderr)
+        return
+    if old and removed and not new.strip("{}\n \t"):
+        _remove(path, base)  # nothing but ours was in it: the file and the directories made for it go
     elif new != old:
         _write(path, new)
     if uninstall:
@@ -121,10 +143,10 @@ def main(argv: list[str]) -> int:
     else:
         state = "already up to date" if new == old else "installed"
         print(f"plugkit: {len(target.events)} {platform} hooks {state} in {path} "
-              f"(timeouts in {target.unit}); they run {command} hook <Event> --platform {platform}")
+              f"(timeouts in {target.unit}); they run {command} hook <Event> --platform {platform}; "
+              f"undo with: plugkit install --platform {platform}{' --user' if base != os.getcwd() else ''} --uninstall")
         if target.note:
             print(f"plugkit: {target.note}")
-    return 0
 
 
 def install_auto(argv: list[str]) -> int:
@@ -141,11 +163,20 @@ def install_auto(argv: list[str]) -> int:
     return 0
 
 
-def _remove(path: str) -> None:
+def _remove(path: str, base: str) -> None:
+    """The file, then each directory above it up to `base` that this leaves empty (`.claude/`,
+    `.opencode/plugins/`): what install made, uninstall takes away."""
     try:
         os.unlink(path)
     except OSError as exc:
         raise ClientError(f"cannot remove {path}: {exc.strerror or exc}") from None
+    parent = os.path.dirname(path)
+    while parent.startswith(base + os.sep) and parent != base:
+        try:
+            os.rmdir(parent)  # only an empty one: a person's other files keep it
+        except OSError:
+            break
+        parent = os.path.dirname(parent)
 
 
 def _entry(target: Target, platform: str, command: str, event: str, timeout: int) -> dict:

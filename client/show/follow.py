@@ -3,8 +3,9 @@
 Output shown per call is capped (PLUGKIT_MAX_OUTPUT bytes, default 64 KiB; 0 or
 --full means no cap): the first half streams as it arrives, the rest is skipped
 while the task runs, and once it ends the last half is shown after a note naming
-how many bytes were left out: every stream keeps its own last lines. The skipped bytes stay unread in the runner, so
-`plugkit exec:status task_N --full` prints them later.
+exactly how many bytes were left out and the bounded next steps: every stream keeps its
+own last lines, and the head ends on a line end (no answer shows half a line). The
+skipped bytes stay in the runner (`exec:status task_N --from A --to B`, `--grep RE`).
 """
 
 import os
@@ -116,7 +117,9 @@ class Follower:
         self.cursor = 0  # the session's read cursor after our last read
         self.more = True  # unread output may exist; reset by every read
         self.matched = False
-        self.rest_hint = ""  # the command that prints what a cap left out
+        self.match_at: int | None = None  # the offset just past the match, when the runner found it
+        # (start, end, whole) -> the bounded next steps a cut note offers (render.next_steps)
+        self.next_steps = None
         self.omitted = 0
         self.cuts: dict[str, dict[str, int]] = {}  # per stream, when the end was cut to fit
         self.dropped = 0
@@ -136,15 +139,20 @@ class Follower:
             self.sink.note(f"{size(out['dropped'])} of output were dropped before they could be read "
                            "(the runner keeps only the newest part of a task's output)")
         shown = 0
-        for chunk in out["chunks"]:
+        chunks, held = out["chunks"], 0
+        if self.head_left is not None and _size(chunks) >= self.head_left:
+            # The read that ends the head: what follows its last line end waits for the tail, so
+            # no answer (a hook's above all) shows half a line and then a cut note.
+            chunks, held = _whole_lines(chunks)
+        for chunk in chunks:
             shown += self.out.write(chunk["stream"], chunk["text"])
             if self.until and not self.matched:
                 window = self._carry + chunk["text"]
                 self.matched = self.until in window
                 self._carry = window[-len(self.until):]
-        self.cursor, self.more = out["cursor"], out["more"]
+        self.cursor, self.more = out["cursor"] - held, out["more"]
         if self.head_left is not None:
-            self.head_left -= shown
+            self.head_left -= shown + held
 
     def read(self) -> None:
         self.take(self.client.call("task.output", dict(self.ref, max_bytes=self.read_size())))
@@ -193,7 +201,8 @@ class Follower:
             if waiting(info):
                 self.more = True  # what it printed before blocking (a prompt) is shown first
             if self.skipping:
-                self.matched = self.matched or (bool(self.until) and result["matched"])
+                if self.until and result["matched"] and not self.matched:
+                    self.matched, self.match_at = True, result.get("match_cursor")
             elif result["matched"]:
                 self.more = True
 
@@ -209,27 +218,40 @@ class Follower:
         out = self.client.call("task.output", dict(self.ref, cursor=self.cursor, max_bytes=self.tail, tails=True))
         cuts = out.get("cuts") or []
         self.cuts = {c["stream"]: {"total": c["total"], "shown": c["shown"]} for c in cuts}
-        self.omitted += sum(c["total"] - c["shown"] for c in cuts)
-        parts = [f"{c['stream']} {size(c['total'] - c['shown'])} of {size(c['total'])} not shown"
-                 if c["shown"] < c["total"] else f"{c['stream']} shown whole" for c in cuts]
-        how = f"; `{self.rest_hint}` prints all of it" if self.rest_hint else ""
-        self.sink.note(f"... output past the first {size(self.cursor)} is cut to fit: {', '.join(parts)} "
-                       f"(the last lines of each stream follow){how}")
+        left_out = sum(c["total"] - c["shown"] for c in cuts)
+        self.omitted += left_out
+        parts = [f"{c['stream']} {c['total'] - c['shown']} of {c['total']} not shown" if c["shown"] < c["total"]
+                 else f"{c['stream']} shown whole" for c in cuts]
+        kept = end - (out.get("start") or 0)  # what the runner's ring still holds: all --full can print
+        nxt = f"; {self.next_steps(self.cursor, end, kept)}" if self.next_steps else ""
+        self.sink.note(f"output cut to fit: {end} bytes in all, the first {self.cursor} shown, then "
+                       f"{', '.join(parts)}; the last lines follow{nxt}")
         for chunk in out["chunks"]:
             self.out.write(chunk["stream"], chunk["text"])
         self.out.flush()
 
     def _read_to(self, end: int) -> None:
-        # Nothing is left out: read through the session's cursor so the next
-        # exec:status does not repeat this.
-        cursor = self.cursor
-        while cursor < end:
-            out = self.client.call("task.output", dict(self.ref, max_bytes=min(READ_BYTES, end - cursor)))
-            for chunk in out["chunks"]:
-                self.out.write(chunk["stream"], chunk["text"])
-            if out["cursor"] <= cursor:
-                break
-            cursor = self.cursor = out["cursor"]
-            if not out["more"]:
-                break
+        # Nothing is left out (it fits the tail): from our cursor, which may lie before the
+        # session's (a head held back its last partial line), marked read so the next
+        # exec:status does not repeat it.
+        out = self.client.call("task.output", dict(self.ref, cursor=self.cursor, max_bytes=end - self.cursor,
+                                                   tails=True, mark_read=True))
+        for chunk in out["chunks"]:
+            self.out.write(chunk["stream"], chunk["text"])
+        self.cursor = out["cursor"]
         self.out.flush()
+
+
+def _size(chunks: list[dict]) -> int:
+    return sum(len(c["text"].encode("utf-8", "replace")) for c in chunks)
+
+
+def _whole_lines(chunks: list[dict]) -> tuple[list[dict], int]:
+    """(the chunks up to their last newline, the bytes after it held back)."""
+    for i in range(len(chunks) - 1, -1, -1):
+        text = chunks[i]["text"]
+        cut = text.rfind("\n")
+        if cut >= 0:
+            kept = chunks[:i] + [dict(chunks[i], text=text[:cut + 1])]
+            return kept, _size(chunks) - _size(kept)
+    return [], _size(chunks)

@@ -48,7 +48,20 @@ def status(r: dict, full: bool = False) -> list[str]:
 def advance(r: dict) -> list[str]:
     if r["ok"]:
         return [transition(r["transition"])]
-    return [f"still {r['phase']}: not every condition for {r['to']} holds"] + [condition(c) for c in r["unmet"]]
+    from plugkit.lifecycle.hints import NEXT
+
+    lines = [f"still {r['phase']}: not every condition for {r['to']} holds"]
+    steps = []
+    for c in r["unmet"]:
+        lines.append(condition(c))
+        means, step = NEXT.get(c["name"], ("", ""))
+        if means:
+            lines.append(f"      ({means})")
+        if step and step not in steps:
+            steps.append(step)
+    if steps:
+        lines.append("next: " + "; ".join(steps))
+    return lines
 
 
 def verify(r: dict) -> list[str]:
@@ -134,10 +147,11 @@ def receipt(r: dict) -> str:
 
 def item_checked(r: dict) -> list[str]:
     at = f" at {r['head'][:12]}" if r.get("head") else ""
-    done = (f"complete it: plugkit prd update {r['item_id']} --status completed --evidence {r['receipt']}"
-            if r["outcome"] == "green" else "fix it and run `plugkit prd verify` again")
-    return [f"{r['item_id']}'s check {r['outcome']}{at}: task_{r['task_id']} {r['detail']}; receipt {r['receipt']}",
-            done]
+    done = (f"complete it: plugkit prd update {r['item_id']} --status completed --evidence {r['receipt']} "
+            f"(or next time: plugkit prd verify {r['item_id']} --complete)"
+            if r["outcome"] == "green" else f"fix it and run `plugkit prd verify {r['item_id']}` again")
+    detail = r["detail"] if r["detail"].startswith(f"task_{r['task_id']}") else f"task_{r['task_id']} {r['detail']}"
+    return [f"{r['item_id']}'s check {r['outcome']}{at}: {detail}; receipt {r['receipt']}", done]
 
 
 def receipt_detail(r: dict) -> list[str]:

@@ -2,8 +2,8 @@
 
 The runner cuts what is unread to the budget (each stream keeps its newest lines, whole
 lines where it can) and moves the session's cursor to the end, so the next poll costs only
-what is new. What was cut stays in the runner's ring: one note names it and the command
-(`--from A --to B --full`) that prints exactly that range.
+what is new. What was cut stays in the runner's ring: one note names it (bytes A-B) and
+the bounded next steps (render.next_steps: the next 12000 bytes, --grep, the size of --full).
 
 For agents the text is cleaned: ANSI colour codes go and a `\\r`-overwritten progress
 line keeps only its last state. At a terminal, and with --full, output is shown as written.
@@ -114,7 +114,7 @@ def poll(client, ref: dict, out: Cleaner, budget: int, rest) -> Polled:
                     skipped=sum(c["total"] - c["shown"] for c in cuts),
                     cuts={c["stream"]: {"total": c["total"], "shown": c["shown"]} for c in cuts})
     if result.skipped:
-        out.sink.note(skip_note(result, rest(result.start, result.end)))
+        out.sink.note(skip_note(result, rest(result.start, result.end, result.end - (got.get("start") or 0))))
     for chunk in got["chunks"]:
         out.write(chunk["stream"], chunk["text"])
     out.flush()
@@ -122,9 +122,10 @@ def poll(client, ref: dict, out: Cleaner, budget: int, rest) -> Polled:
 
 
 def skip_note(polled: Polled, rest: str) -> str:
-    parts = ", ".join(f"{s} {size(c['total'] - c['shown'])} of {size(c['total'])}"
+    parts = ", ".join(f"{s} {c['total'] - c['shown']} of {c['total']}"
                       for s, c in polled.cuts.items() if c["shown"] < c["total"])
-    return f"{size(polled.skipped)} of new output skipped ({parts}), the newest lines follow; `{rest}` prints it"
+    return (f"{polled.skipped} of {polled.end - polled.start} new bytes skipped ({parts}; bytes "
+            f"{polled.start}-{polled.end}), the newest lines follow; {rest}")
 
 
 def read_range(client, ref: dict, out: Cleaner, start: int, stop: int | None) -> int:
@@ -150,3 +151,42 @@ def is_terminal() -> bool:
         return sys.stdout.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def grep(client, ref: dict, out: Cleaner, regex: str, start: int, stop: int | None, budget: int | None
+         ) -> tuple[int, int, int]:
+    """The lines of offsets start..stop (None: the end) matching `regex`, each as `OFFSET: line`, at
+    most `budget` bytes of them (None: all); marks nothing read. -> (lines shown, lines matching,
+    bytes dropped before start that could not be searched)."""
+    import re
+
+    from client.args import UsageError
+
+    try:
+        pattern = re.compile(regex)
+    except re.error as exc:
+        raise UsageError(f"--grep {regex!r} is not a regular expression: {exc}") from None
+    cursor, carry, carry_at = start, "", start
+    shown = matched = dropped = spent = 0
+    while stop is None or cursor < stop:
+        want = READ_BYTES if stop is None else min(READ_BYTES, stop - cursor)
+        got = client.call("task.output", dict(ref, cursor=cursor, max_bytes=want))
+        text = "".join(c["text"] for c in got["chunks"])
+        if got["dropped"] and not carry:
+            dropped, carry_at = dropped + got["dropped"], cursor + got["dropped"]
+        last = got["cursor"] <= cursor or not got["more"] or (stop is not None and got["cursor"] >= stop)
+        lines = (carry + text).split("\n")
+        carry = "" if last else lines.pop()
+        for line in lines:
+            at = carry_at
+            carry_at += len(line.encode("utf-8", "replace")) + 1
+            if line and pattern.search(line):
+                matched += 1
+                row = f"{at}: {collapse(line) if out.on else line}\n"
+                if budget is None or spent + len(row) <= budget:
+                    spent += out.sink.write("stdout", row)
+                    shown += 1
+        if last:
+            break
+        cursor = got["cursor"]
+    return shown, matched, dropped

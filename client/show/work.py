@@ -3,7 +3,8 @@ one line per item, bounded, then the next command."""
 
 import time
 
-from plugkit import vocab
+from client.show import work_events
+from client.show.work_events import retry_hint
 
 MAX_ITEMS = 12
 DIFF_LINES = 12
@@ -39,6 +40,9 @@ def item_line(it: dict) -> str:
         line += "".join(f"\n             {d[:160]}" for d in diff[:DIFF_LINES])
         if len(diff) > DIFF_LINES:
             line += f"\n             ... {len(diff) - DIFF_LINES} more lines (`plugkit work status --json`)"
+    hint = retry_hint(it)
+    if hint:
+        line += f"\n           next: {hint}"
     if it.get("refused"):
         line += f"\n           refused {len(it['refused'])} call(s) on others' items: {it['refused'][-1][:160]}"
     return line
@@ -70,7 +74,7 @@ def run_lines(run: dict | None) -> list[str]:
 
 
 # Item states that ended without the item completing: `plugkit work --wait` exits 3 on them.
-UNFINISHED = frozenset(vocab.WORK_TERMINAL_STATES) - {vocab.COMPLETED}
+UNFINISHED = work_events.UNFINISHED
 
 
 def wait_exit(run: dict | None) -> int:

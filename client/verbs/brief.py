@@ -8,9 +8,11 @@ step gets the family's listing command as one (a table: adding a verb family is 
 import argparse
 import functools
 import json
+import re
 import sys
 from typing import Callable
 
+from client.args import suggest
 from client.wire.rpc import RpcFailure
 
 # verb family -> the command that shows what the error was about
@@ -25,14 +27,70 @@ NEXT = {
 }
 
 
+_CHOICE = re.compile(r"argument (?P<arg>[^:]+): invalid choice: '(?P<word>.*)' \(choose from (?P<choices>.*)\)$")
+_UNKNOWN = re.compile(r"unrecognized arguments: (?P<words>.*)$")
+
+
 class BriefParser(argparse.ArgumentParser):
-    """argparse, except that a usage error is one line naming `--help` (subparsers inherit it)."""
+    """argparse, except that a usage error is one line naming `--help` (subparsers inherit it),
+    in words a person uses: "unknown gate verb 'advanc'; did you mean advance?", never argparse's
+    "argument action: invalid choice" or a usage dump. `words`: what else may stand first (the
+    verb's own subcommands that are dispatched before argparse, such as `work status`)."""
+
+    def __init__(self, *args, words: tuple[str, ...] = (), **kwargs) -> None:
+        self.words = words
+        self.options: set[str] = set()  # before argparse's own __init__, which adds -h
+        self.children: list[BriefParser] = []
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs):  # type: ignore[override]
+        self.options.update(a for a in args if isinstance(a, str) and a.startswith("-"))
+        return super().add_argument(*args, **kwargs)
+
+    def add_subparsers(self, **kwargs):  # type: ignore[override]
+        action = super().add_subparsers(**kwargs)
+        parent = self
+
+        def add_parser(name: str, *a, _add=action.add_parser, **kw):
+            child = _add(name, *a, **kw)
+            child.options |= {o for p in kw.get("parents", ()) for o in getattr(p, "options", ())}
+            parent.children.append(child)
+            return child
+
+        action.add_parser = add_parser  # type: ignore[method-assign]
+        return action
+
+    def _all_options(self) -> set[str]:
+        found = set(self.options)
+        for child in self.children:
+            found |= child._all_options()
+        return found
+
+    def plain(self, message: str) -> str:
+        """argparse's message, said plainly, with a suggestion where one word is close."""
+        m = _CHOICE.match(message)
+        if m:
+            choices = [c.strip().strip("'") for c in m["choices"].split(",")]
+            listed = ", ".join(choices)
+            if m["arg"] == "action":  # the subcommand
+                return f"unknown {self.prog.removeprefix('plugkit ')} verb {m['word']!r}{suggest(m['word'], choices)} " \
+                       f"(one of: {listed})"
+            return f"{m['arg']}: {m['word']!r} is not one of {listed}{suggest(m['word'], choices)}"
+        m = _UNKNOWN.match(message)
+        if m:
+            word = m["words"].split()[0]
+            if word.startswith("-"):
+                return f"unknown option {word}{suggest(word.split('=')[0], sorted(self._all_options()))}"
+            known = [*self.words, *(c.prog.rsplit(' ', 1)[-1] for c in self.children)]
+            return f"unexpected {word!r}{suggest(word, known)}"
+        return message
 
     def error(self, message: str):  # type: ignore[override]
+        said = self.plain(message)
         hint = f"`{self.prog} --help` shows the usage"
         if "--json" in sys.argv[1:]:
-            print(json.dumps({"error": {"message": message, "code": "usage", "next": f"{self.prog} --help"}}))
-        self.exit(2, f"{self.prog}: {message}; {hint}\n")
+            print(json.dumps({"error": {"message": said, "code": "usage", "next": f"{self.prog} --help"}}))
+        self.exit(2, f"{self.prog}: {said}; {hint}\n")
 
 
 def names_next(family: str) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:

@@ -55,8 +55,13 @@ def explain(lang: str, me) -> int:
         print(f"exec:{lang}: {exc}")
         return 1
     names = {"file": "FILE", "out": "OUT", "dir": "DIR", "main": "Main"}
+
+    def shown(word: str) -> str:  # a multi-line program argument (python's launcher) by its role
+        return "<launcher: runs FILE as python -c would>" if "\n" in word else word
+
     try:
-        argv = " && ".join(" ".join(languages.render(step, **names)) for step in (plan.compile, plan.run) if step)
+        argv = " && ".join(" ".join(map(shown, languages.render(step, **names)))
+                           for step in (plan.compile, plan.run) if step)
     except ValueError:  # a plugin row's own placeholder: show the template
         argv = " ".join(plan.run)
     where = f" ({language.name} from {plan.source})" if plan.source else ""
@@ -332,4 +337,16 @@ def main(argv: list[str]) -> int:
         width = max(len(n) for _, n, _, _ in rows)
         for level, name, detail, fix in rows:
             print(f"{level:4}  {name.ljust(width)}  {detail}" + (f"; to fix: {fix}" if fix else ""))
+        print(summary(rows))
     return 1 if any(lv == "FAIL" for lv, _, _, _ in rows) else 0
+
+
+def summary(rows: list) -> str:
+    """The one line a person reads first: the counts, and what a FAIL or warn means."""
+    count = {lv: sum(1 for r in rows if r[0] == lv) for lv in ("ok", "warn", "FAIL")}
+    said = ", ".join(f"{n} {lv}" for lv, n in count.items() if n)
+    if count["FAIL"]:
+        return f"doctor: {said}: plugkit will not work until each FAIL above is fixed"
+    if count["warn"]:
+        return f"doctor: {said}: plugkit works; a warn is an optional feature that will not"
+    return f"doctor: {said}: all good"

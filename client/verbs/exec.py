@@ -1,6 +1,7 @@
 """`plugkit exec:<lang>` / `plugkit exec --lang L`: run code through the runner and follow it.
 
-Hot path: `plugkit exec:bash true` imports this, client.args, client.wire.session,
+Hot path: `plugkit exec:bash true` imports this, client.args, client.exec_args,
+client.verbs.exec_stdin, client.wire.session,
 client.show.follow, client.show.render and client.wire.rpc; none of them may import more than
 cheap stdlib at module level.
 
@@ -8,9 +9,10 @@ Flow: one task.exec that waits up to FIRST_WAIT_S (a short command finishes
 inside it: two requests in all, with the /health check), then task.wait/
 task.output pairs that stream output as it arrives, until the task ends or the
 wait ceiling passes. Past the ceiling the task is left running and the follow-up
-commands are printed. Ctrl-C stops it when stdin is a terminal (a person, as `docker run`
+commands are printed. Ctrl-C stops it when a person is at the terminal (as `docker run`
 does; --keep-on-interrupt keeps it) and leaves it running otherwise (an agent's or a hook's
-call, unless --kill-on-interrupt);
+call, an agent host's pseudo-terminal included, unless --kill-on-interrupt). Our stdin
+becomes the task's as exec_stdin plans it;
 a reader that goes away (`| head -1`) kills it, as `yes | head -1` would.
 """
 
@@ -20,7 +22,9 @@ import time
 
 from client.show import follow
 from client.show import render
-from client.args import FLAG, VALUE, UsageError, number, parse_or_help
+from client.verbs import exec_stdin
+from client.args import Help, UsageError, number
+from client.exec_args import option_lines, parse_exec
 from client.wire.rpc import ClientError, RpcFailure, RunnerUnavailable
 from client.wire.session import Caller, connect
 
@@ -32,37 +36,18 @@ DEFAULT_WAIT_S = 15.0
 REFUSAL_NEXT = (("unknown language", "plugkit doctor shows which of them this machine can run"),
                 ("code is empty", "plugkit exec --help"))
 
-OPTIONS = {"--session": VALUE, "--cwd": VALUE, "--json": FLAG, "--timeout": VALUE, "--wait": VALUE,
-           "--file": VALUE, "--full": FLAG, "--kill-on-interrupt": FLAG, "--keep-on-interrupt": FLAG,
-           "--no-stdin": FLAG, "--detach": FLAG, "--explain": FLAG, "--sandbox": FLAG}
-
 USAGE = """usage: plugkit exec:<lang> [options] [CODE... | --file F | -]
        plugkit exec --lang L [options] [CODE... | --file F | -]
 
 Runs CODE through the runner, streaming its stdout/stderr; exits with its exit code
 (124 timed out, 128+N killed by signal N, 69 runner unavailable). Without CODE,
-the code is read from stdin when stdin is not a terminal (or with `-`).
+the code is read from stdin when stdin is not a terminal (or with `-`). With CODE, a
+piped or redirected stdin is the task's stdin (streamed, end-of-file at its end), and at
+a terminal what you type while it runs in the foreground goes to the task (Ctrl-D ends it).
+The same options work in an exec: an agent host's hook catches (except --session, --json
+and the interrupt ones); an option not listed here, before the code, is an error.
 
-  --timeout S          kill the task and its children after S seconds
-  --wait S             stop waiting after S seconds (default 15, $PLUGKIT_WAIT); the task
-                       keeps running and the follow-up commands are printed
-  --cwd D              run in D (default: the current directory)
-  --session ID         the session (default: $PLUGKIT_SESSION, else one per directory)
-  --json               one JSON object at the end instead of streaming
-  --full               no output cap (default: first+last 64 KiB, $PLUGKIT_MAX_OUTPUT)
-  --kill-on-interrupt  Ctrl-C kills the task (the default when stdin is a terminal)
-  --keep-on-interrupt  Ctrl-C leaves it running (the default otherwise: agents, hooks, pipes)
-  --no-stdin           the task's stdin is empty and closed: a read gets end-of-file at once
-                       (default: open for exec:type; a task blocked reading it is reported
-                       as waiting for input)
-  --detach             the task outlives its session: its session's end, or its agent host
-                       exiting, does not kill it (exec:tasks marks it; exec:close ends it)
-  --sandbox            run it in the worker sandbox: the cwd writable, the rest read-only, the
-                       runner's home and your credentials hidden, its own PID namespace
-                       (also: exec_sandbox = true in .plugkit/config.toml); refused if bwrap
-                       cannot build one here
-  --explain            run nothing: say which program would run the code for you (your PATH,
-                       $VIRTUAL_ENV, $PLUGKIT_PYTHON) and exit
+""" + option_lines(generic=True) + """
 The task runs in your environment (its variables, PATH and activated venv), minus
 plugkit's own token and tags.
 Put CODE after `--` if it contains words that look like these options.
@@ -79,7 +64,11 @@ def exec_generic(argv: list[str]) -> int:
 
 
 def _exec(argv: list[str], lang: str | None) -> int:
-    opts, words = parse_or_help(argv, OPTIONS if lang else {**OPTIONS, "--lang": VALUE}, USAGE, loose=True)
+    try:
+        opts, words = parse_exec(argv, USAGE, generic=lang is None)
+    except Help:
+        print(USAGE)
+        return 0
     lang = lang or opts.get("lang")  # type: ignore[assignment]
     if not lang:
         raise UsageError("name the language: plugkit exec:<lang> CODE, or plugkit exec --lang L CODE")
@@ -91,6 +80,7 @@ def _exec(argv: list[str], lang: str | None) -> int:
     timeout_s = number(opts, "timeout", "--timeout", None, minimum=0.001)
     limit = follow.output_limit(bool(opts.get("full")))
     code = read_code(opts, words)
+    feed = exec_stdin.plan(opts, code_from_stdin=_code_from_stdin(opts, words))
     me = Caller(opts)
     sink = follow.Collector() if opts.get("json") else follow.Printer()
     deadline = time.monotonic() + wait_s
@@ -98,19 +88,23 @@ def _exec(argv: list[str], lang: str | None) -> int:
     try:
         follower = follow.Follower(client, {}, sink, limit)
         info, first_output = start(client, me, follower, lang, code, wait_s, timeout_s,
-                                   no_stdin=bool(opts.get("no_stdin")), detach=bool(opts.get("detach")),
-                                   sandbox=bool(opts.get("sandbox")))
-        return follow_started(client, follower, info, first_output, me, opts, wait_s, deadline)
+                                   detach=bool(opts.get("detach")), sandbox=bool(opts.get("sandbox")),
+                                   name=opts.get("name"),
+                                   stdin=feed.exec_stdin(), first_wait_s=0.0 if feed.live else FIRST_WAIT_S)
+        feed.start(me, info["task_id"])
+        return follow_started(client, follower, info, first_output, me, opts, wait_s, deadline, feed=feed)
     finally:
         client.close()
 
 
 def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, wait_s: float,
           timeout_s: float | None, no_stdin: bool = False, detach: bool = False,
-          sandbox: bool = False) -> tuple[dict, dict]:
-    """task.exec, waiting at most FIRST_WAIT_S; points `follower` at the new task.
+          sandbox: bool = False, stdin: str | None = None, name: str | None = None,
+          first_wait_s: float = FIRST_WAIT_S) -> tuple[dict, dict]:
+    """task.exec, waiting at most `first_wait_s`; points `follower` at the new task. `stdin`:
+    all of the task's stdin (then closed; no_stdin is ""), None leaves it open.
     Returns (TaskInfo, the first output). Shared with the hooks' exec: interception."""
-    params = me.params(lang=lang, code=code, wait_ms=int(min(wait_s, FIRST_WAIT_S) * 1000),
+    params = me.params(lang=lang, code=code, wait_ms=int(min(wait_s, first_wait_s) * 1000),
                        max_bytes=follower.read_size())
     environ = me.environ()  # the task runs in our environment (see client/wire/session.py)
     if environ is not None:
@@ -119,9 +113,13 @@ def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, w
         params["detach"] = True
     if sandbox:
         params["sandbox"] = True
+    if name:
+        params["name"] = name
     params["caller_pid"] = os.getpid()  # the runner ties the session to the agent host above us
     if no_stdin:
-        params["stdin"] = ""  # written, then closed: the task's first read is end-of-file
+        stdin = ""
+    if stdin is not None:
+        params["stdin"] = stdin  # written, then closed: the task reads it, then end-of-file
     if timeout_s is not None:
         params["timeout_ms"] = max(1, round(timeout_s * 1000))
     try:
@@ -134,12 +132,13 @@ def start(client, me: Caller, follower: follow.Follower, lang: str, code: str, w
     info = result["task"]
     tid = info["task_id"]
     follower.ref = me.ref(tid)
-    follower.rest_hint = me.command("exec:status", f"task_{tid}", "--full")
+    follower.next_steps = lambda start, end, whole: render.next_steps(me, tid, start, end, whole)
     return info, result["output"]
 
 
 def follow_started(client, follower: follow.Follower, info: dict, first_output: dict, me: Caller, opts: dict,
-                   wait_s: float, deadline: float, rows: list[tuple[str, str]] | None = None) -> int:
+                   wait_s: float, deadline: float, rows: list[tuple[str, str]] | None = None,
+                   feed: exec_stdin.Feed | None = None) -> int:
     """Show a just-started task's output until it ends or the deadline, then its exit
     code, or the follow-up commands (`rows`, default render.followups) if it runs on.
     Shared with exec:serial, whose follower may also stop at an --until text."""
@@ -147,7 +146,7 @@ def follow_started(client, follower: follow.Follower, info: dict, first_output: 
     sink = follower.sink
     try:
         follower.take(first_output)
-        info = follower.follow(info, deadline)  # type: ignore[assignment]
+        info = _follow_fed(follower, info, deadline, feed)  # type: ignore[assignment]
         if render.finished(info):
             follower.finish(info["bytes_out"])
     except KeyboardInterrupt:
@@ -170,13 +169,37 @@ def follow_started(client, follower: follow.Follower, info: dict, first_output: 
         nxt = [cmd for cmd, _ in rows] if running else None
         render.print_json(info, sink, follower, nxt, **extra)
     elif running:
-        headline = (render.waiting_line(me, tid) if blocked
+        headline = (render.waiting_head(tid) if blocked
                     else f"saw {follower.until!r}; task_{tid} is still running" if follower.matched
                     else f"task_{tid} is still running after {wait_s:g}s")
         render.print_followups(sink, me, tid, headline, follower, rows)
-    elif _unusual_end(info):
-        sink.note(info.get("message") or render.state_line(info))
+    else:
+        # Always one line naming the task: `mutable resolve`, `evidence add` and
+        # exec:status need its id, and a foreground run would otherwise never say it.
+        sink.note(end_line(info))
     return 0 if running else render.exit_code(info)
+
+
+def _follow_fed(follower: follow.Follower, info: dict, deadline: float, feed: exec_stdin.Feed | None):
+    """follower.follow, except that a task blocked on its stdin while ours still has more to
+    give (a pipe still being written, a person typing) is not "waiting for input" yet."""
+    while True:
+        seen = feed.progress if feed is not None else 0
+        info = follower.follow(info, deadline)
+        if feed is None or not feed.live or not render.waiting(info):
+            return info
+        if not feed.wait_progress(seen, deadline - time.monotonic()):
+            return info
+        info = None  # stale: the next task.wait says whether it still waits
+
+
+def end_line(info: dict) -> str:
+    """`task_12 failed: exit 2 (bash, 0.1s)`, or the runner's message for an unusual end."""
+    line = render.state_line(info)
+    message = info.get("message") if _unusual_end(info) else None
+    if not message:
+        return line
+    return message if message.startswith(f"task_{info['task_id']} ") else f"{line}: {message}"
 
 
 def _unusual_end(info: dict) -> bool:
@@ -191,7 +214,7 @@ def _kills_on_interrupt(opts: dict) -> bool:
     if opts.get("kill_on_interrupt") or opts.get("keep_on_interrupt"):
         return bool(opts.get("kill_on_interrupt"))
     try:
-        return sys.stdin is not None and sys.stdin.isatty()
+        return sys.stdin is not None and exec_stdin.person_at_terminal(sys.stdin.fileno())
     except (ValueError, OSError):
         return False
 
@@ -222,7 +245,7 @@ def read_code(opts: dict, words: list[str]) -> str:
                 code = _decode(fh.read(), str(path))
         except OSError as exc:
             raise UsageError(f"cannot read --file {path}: {exc.strerror or exc}") from None
-    elif words == ["-"] or (not words and sys.stdin is not None and not sys.stdin.isatty()):
+    elif _code_from_stdin(opts, words):
         code = _decode(sys.stdin.buffer.read(), "stdin")
     elif not words:
         raise UsageError("no code given: pass CODE, --file F, or pipe it on stdin; see `plugkit exec:bash --help`")
@@ -233,6 +256,11 @@ def read_code(opts: dict, words: list[str]) -> str:
     if not code.strip():
         raise UsageError("the code is empty; pass the code to run as CODE, --file F or on stdin")
     return code
+
+
+def _code_from_stdin(opts: dict, words: list[str]) -> bool:
+    return opts.get("file") is None and (
+        words == ["-"] or (not words and sys.stdin is not None and not sys.stdin.isatty()))
 
 
 def _decode(raw: bytes, source: str) -> str:

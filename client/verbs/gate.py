@@ -17,6 +17,7 @@ from plugkit.vocab import TASK_ID_TAG
 from client.verbs.brief import BriefParser, names_next
 from client.show import gate as show
 from client.args import task_id
+from client import ClientError
 from client.wire.session import Caller, caller_environ, connect
 
 Render = Callable[[dict], list[str]]
@@ -42,6 +43,32 @@ def _call(args: argparse.Namespace, method: str, render: Render, ok: Callable[[d
         client.close()
     print(json.dumps(result, indent=1) if args.json else "\n".join(render(result)))
     return 0 if ok(result) else 1
+
+
+LAST = "last"
+
+
+def _task_or_last(word: str) -> int | str:
+    """TASK as task_N, N, or `last`: this session's newest finished task."""
+    return LAST if word == LAST else task_id(word)
+
+
+def _task_of(args: argparse.Namespace, value: int | str) -> int:
+    """`last` -> the id of this session's newest finished task (said on stderr, so the
+    caller sees which); an id is itself."""
+    if value != LAST:
+        return int(value)
+    me = Caller({"cwd": args.cwd, "session": args.session})
+    client = connect()
+    try:
+        tid = client.call("task.last", me.params(caller_pid=os.getpid()))["task_id"]
+    finally:
+        client.close()
+    if tid is None:
+        raise ClientError(f"`last` names this session's newest finished task, and {me.describe()} has none "
+                          f"yet; run the command with `plugkit exec:<lang>` first (`plugkit exec:tasks` lists tasks)")
+    print(f"plugkit: last = task_{tid} (this session's newest finished task)", file=sys.stderr)
+    return tid
 
 
 def _base(args: argparse.Namespace) -> str:
@@ -118,7 +145,8 @@ def mutable_main(argv: list[str]) -> int:
     add.add_argument("--description", default="")
     res = sub.add_parser("resolve", parents=[common], help="take its value from a finished task's output")
     res.add_argument("name")
-    res.add_argument("task", type=task_id, metavar="TASK")
+    res.add_argument("task", type=_task_or_last, metavar="TASK", help="task_N, N, or `last` (this session's "
+                     "newest finished task)")
     where = res.add_mutually_exclusive_group()
     where.add_argument("--line", type=int, help="line N of the output (1-based; -1 the last)")
     where.add_argument("--regex", help="the first group of this regex (else the whole match)")
@@ -129,7 +157,8 @@ def mutable_main(argv: list[str]) -> int:
         return _call(a, "mutable.add", show.mutable_added, name=a.name, description=a.description, **extra)
     if a.action == "resolve":
         extra = {k: v for k, v in (("line", a.line), ("regex", a.regex)) if v is not None}
-        return _call(a, "mutable.resolve", show.resolved, lambda r: r["known"], name=a.name, task_id=a.task, **extra)
+        return _call(a, "mutable.resolve", show.resolved, lambda r: r["known"], name=a.name, task_id=_task_of(a, a.task),
+                     **extra)
     return _call(a, "mutable.list", lambda r: [show.mutable(m) for m in r["mutables"]] or ["no mutables"])
 
 
@@ -170,6 +199,8 @@ def prd_main(argv: list[str]) -> int:
     ver = sub.add_parser("verify", parents=[common],
                          help="run the item's check (its --verify, else the workspace's), witnessed at HEAD")
     ver.add_argument("id")
+    ver.add_argument("--complete", action="store_true",
+                     help="when green, complete the item with the receipt in the same step")
     lst = sub.add_parser("list", parents=[common], help="the items and the dependency waves (many: the first of each status)")
     lst.add_argument("--all", action="store_true", help="every item and every wave")
     ready = sub.add_parser("ready", parents=[common], help="the next wave: pending items whose blockers are done")
@@ -183,6 +214,8 @@ def prd_main(argv: list[str]) -> int:
         return _call(a, "prd.update", lambda r: [show.item(r)], id=a.id, evidence=a.evidence, **extra,
                      **_item_fields(a))
     if a.action == "verify":
+        if a.complete:
+            return _verify_and_complete(a)
         return _call(a, "prd.verify", show.item_checked, lambda r: r["outcome"] == "green", id=a.id,
                      environ=caller_environ())
     if a.action == "ready":
@@ -191,12 +224,33 @@ def prd_main(argv: list[str]) -> int:
     return _call(a, "prd.list", lambda r: show.items(r, a.all, more))
 
 
+def _verify_and_complete(a: argparse.Namespace) -> int:
+    """prd verify ID --complete: the check, then (green only) the completion naming its receipt,
+    through the same rules as `prd update --status completed --evidence` (approvals included)."""
+    me = Caller({"cwd": a.cwd, "session": a.session})
+    client = connect()
+    try:
+        checked = client.call("prd.verify", me.params(id=a.id, environ=caller_environ()), timeout=660.0)
+        done = None
+        if checked["outcome"] == "green":
+            done = client.call("prd.update", me.params(id=a.id, status="completed", evidence=[checked["receipt"]]),
+                               timeout=60.0)
+    finally:
+        client.close()
+    if a.json:
+        print(json.dumps({"verify": checked, "item": done}, indent=1))
+    else:
+        lines = show.item_checked(checked)
+        print("\n".join(lines[:1] + ([show.item(done)] if done else lines[1:])))
+    return 0 if done else 1
+
+
 @names_next("evidence")
 def evidence_main(argv: list[str]) -> int:
     p, sub, common = _parser("plugkit evidence", "Receipts under .plugkit/evidence/, verifiable later.")
     add = sub.add_parser("add", parents=[common], help="record a finished task's output or a file")
     what = add.add_mutually_exclusive_group(required=True)
-    what.add_argument("--task", type=task_id, metavar="TASK")
+    what.add_argument("--task", type=_task_or_last, metavar="TASK", help="task_N, N, or `last`")
     what.add_argument("--file", metavar="PATH")
     add.add_argument("--subject", default="", help="what it is evidence for (an item id, ...)")
     add.add_argument("--note", default="")
@@ -207,7 +261,7 @@ def evidence_main(argv: list[str]) -> int:
     ver.add_argument("receipts", nargs="*", metavar="RECEIPT")
     a = p.parse_args(argv)
     if a.action == "add":
-        target = {"task_id": a.task} if a.task is not None else {"path": os.path.join(_base(a), a.file)}
+        target = {"task_id": _task_of(a, a.task)} if a.task is not None else {"path": os.path.join(_base(a), a.file)}
         return _call(a, "evidence.add", lambda r: [show.receipt(r)], subject=a.subject, note=a.note, **target)
     if a.action == "show":
         return _call(a, "evidence.show", show.receipt_detail, receipt_id=a.receipt)

@@ -9,34 +9,40 @@ is imported here, on this path only.
 import json
 import os
 
-from client.args import FLAG, Help, UsageError, parse
+from client.args import FLAG, VALUE, Help, UsageError, parse
 from client.wire.rpc import ClientError, RpcFailure, RunnerUnavailable, read_discovery
 from client.verbs.runner import killed_line, running_tasks
-from client.wire.session import connect
+from client.wire.session import Caller, connect
 from plugkit import errors, paths
 
-USAGE = """usage: plugkit kill-port PORT [--json]
+USAGE = """usage: plugkit kill-port PORT [--force] [--json]
 
 Kills the processes listening on TCP port PORT, each with its children (TERM, a
-grace, KILL), and reports their pids and commands. Refuses other users'
-processes and the process tree running this command."""
+grace, KILL), and reports their pids and commands. Without --force it kills only
+this session's running tasks (and what they started) and this home's own runner;
+it always refuses other users' processes and the process tree running this command."""
 
 LOCAL_GRACE_S = 3.0  # a runner given TERM stops its tasks first; let it finish cleanly
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], me: Caller | None = None) -> int:
+    """`me`: the session asking (a hook passes its own); else the CLI's, from the flags and env."""
     try:
-        opts, words = parse(argv, {"--json": FLAG}, min_pos=1, max_pos=1, usage=USAGE)
+        opts, words = parse(argv, {"--json": FLAG, "--force": FLAG, "--session": VALUE, "--cwd": VALUE},
+                            min_pos=1, max_pos=1, usage=USAGE)
     except Help:
         print(USAGE)
         return 0
     port = _port(words[0])
+    force = bool(opts.get("force"))
+    me = me or Caller(opts)
     result = None
     if port not in _runner_ports():
         client = connect(start=False)
         if client is not None:
             try:
-                result = client.call("port.kill", {"port": port, "caller_pid": os.getpid()}, timeout=30)
+                result = client.call("port.kill", me.params(port=port, caller_pid=os.getpid(), force=force),
+                                     timeout=30)
             except RunnerUnavailable:
                 result = None  # it stopped answering mid-call: do it here instead
             except RpcFailure as exc:
@@ -48,7 +54,7 @@ def main(argv: list[str]) -> int:
     if result is None:
         # The runner's own port: its tasks die with it, so name them first (it cannot once gone).
         live = _runner_tasks() if port in _runner_ports() else []
-        result = kill_locally(port)
+        result = kill_locally(port, force)
         result["tasks"] = live
     if opts.get("json"):
         print(json.dumps(result))
@@ -109,8 +115,9 @@ def _report(result: dict) -> str:
     return "\n".join(lines)
 
 
-def kill_locally(port: int) -> dict:
-    """The same rules as the runner's port.kill, with this process (and its ancestors) spared."""
+def kill_locally(port: int, force: bool = True) -> dict:
+    """The same rules as the runner's port.kill, with this process (and its ancestors) spared.
+    Without `force`, only this home's runner (the pid its discovery file names) is killed."""
     import psutil
 
     try:
@@ -139,6 +146,13 @@ def kill_locally(port: int) -> dict:
                               "command; not killing it")
         plans.append((pid, command, tree))
     discovery = read_discovery()  # before the kill: a runner removes its port file as it stops
+    ours = discovery[1] if discovery else None
+    strangers = [(pid, command) for pid, command, _ in plans if pid != ours]
+    if strangers and not force:
+        pid, command = strangers[0][0], " ".join(strangers[0][1].split())[:120]
+        # No runner answered, or this is its port: no session's task can be holding it.
+        raise ClientError(f"port {port} is held by pid {pid} ({command}), which is neither this home's plugkit "
+                          f"runner nor one of this session's tasks; `plugkit kill-port {port} --force` kills it anyway")
     survivors = _end([p for _, _, tree in plans for p in tree], LOCAL_GRACE_S)
     return {"port": port, "local": True, "runner_pid": discovery[1] if discovery else None,
             "killed": [{"pid": pid, "command": command, "processes": len(tree)} for pid, command, tree in plans],

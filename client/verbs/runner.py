@@ -2,9 +2,11 @@
 
 import argparse
 import json
+import os
 import sys
 import time
 
+from client.verbs.brief import BriefParser
 from client.wire.instance import Holder, lock_holder, terminate, wait_gone
 from client.wire.rpc import HEALTH_TIMEOUT_S, Client, ClientError, connect_verified, read_discovery
 from plugkit import paths
@@ -12,11 +14,12 @@ from plugkit.vocab import LIVE_STATES
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="plugkit runner", description="Manage the plugkit runner daemon.")
+    p = BriefParser(prog="plugkit runner", description="Manage the plugkit runner daemon.")
     sub = p.add_subparsers(dest="action", required=True)
     sub.add_parser("start", help="start the runner (detached) and wait until it is healthy")
     sub.add_parser("stop", help="stop the runner cleanly")
-    sub.add_parser("restart", help="stop, then start")
+    rs = sub.add_parser("restart", help="stop, then start (asks first when tasks are running)")
+    rs.add_argument("--force", action="store_true", help="restart even though running tasks will be killed")
     st = sub.add_parser("status", help="pid, port, version, uptime")
     st.add_argument("--json", action="store_true", help="print runner.info and the debug snapshot as JSON")
     st.add_argument("--watch", action="store_true", help="refresh every second until Ctrl-C")
@@ -109,7 +112,7 @@ def status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(dict(info, running=True, debug=snap)))
     else:
-        print(render_status(info, snap, color=sys.stdout.isatty()))
+        print(render_status(info, snap, color=color_ok()))
     return 0
 
 
@@ -129,20 +132,18 @@ def _watch(args: argparse.Namespace) -> int:
 MAX_ROWS = 10
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def _browser_line(browser: dict) -> str:
     if browser.get("problem"):
         return f"browser: unavailable ({browser['problem']})"
     state = f"running (pid {browser['pid']})" if browser.get("running") else "not running"
     sandbox = browser.get("sandbox") or {}
     return f"browser: {state}, sandbox {'on' if sandbox.get('on') else 'off'}: {sandbox.get('why', '?')}"
+
+
+def color_ok(stream=sys.stdout) -> bool:
+    """Colour and emphasis only for a person's terminal, and never under NO_COLOR (no-color.org)
+    or a dumb terminal: a pipe, a log or an agent reads plain text."""
+    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
 def render_status(info: dict, snap: dict, color: bool = False) -> str:
@@ -158,7 +159,7 @@ def render_status(info: dict, snap: dict, color: bool = False) -> str:
         f"{reaper.get('strays_killed', 0)}, zombies reaped {reaper.get('zombies_reaped', 0)}; "
         f"requests {info['requests']}{reset}",
     ]
-    if info.get("browser"):
+    if (info.get("browser") or {}).get("running"):  # said while it runs; `plugkit doctor` says why not
         lines.append(f"  {_browser_line(info['browser'])}")
     for ws in (snap.get("search") or {}).get("workspaces", []):  # code search's indexes (plugkit search)
         p = ws.get("indexing")
@@ -166,10 +167,9 @@ def render_status(info: dict, snap: dict, color: bool = False) -> str:
                                                    else f"{ws['files']} files indexed"))
     tasks = sorted(snap.get("tasks", []), key=lambda t: (t["state"] != "running", -t["task_id"]))
     if tasks:
-        lines.append(f"  {'TASK':<9} {'SESSION':<16} {'LANG':<10} {'STATE':<10} {'AGE':>8} {'OUT':>10}")
-        for t in tasks[:MAX_ROWS]:
-            lines.append(f"  {'task_' + str(t['task_id']):<9} {t['session_id'][:16]:<16} {t['lang'][:10]:<10} "
-                         f"{t['state']:<10} {t['age_s']:>7.1f}s {_size(t['bytes_out']):>10}")
+        from client.show.render import task_table  # the one task table: exec:tasks prints it too
+
+        lines += ["  " + line for line in task_table(tasks[:MAX_ROWS], session=True).splitlines()]
         if len(tasks) > MAX_ROWS:
             lines.append(f"  ... {len(tasks) - MAX_ROWS} more; `plugkit runner status --json` lists all")
     return "\n".join(lines)
@@ -231,6 +231,26 @@ def stop(args: argparse.Namespace) -> int:
 
 
 def restart(args: argparse.Namespace) -> int:
+    """A restart kills every running task (a dev server an agent started, a build): at a terminal
+    it asks first, naming them; elsewhere (an agent, a script) it needs --force."""
+    if not args.force:
+        client, _why = _reach()  # a wedged runner cannot be asked: nothing to name, restart it
+        live = running_tasks(client) if client is not None else []
+        if client is not None:
+            client.close()
+        if live:
+            named = ", ".join(f"task_{t['task_id']} (session {t['session_id']}, {t['lang']})" for t in live[:5])
+            more = f" and {len(live) - 5} more" if len(live) > 5 else ""
+            said = f"restarting kills {len(live)} running task(s): {named}{more}"
+            if not (sys.stdin.isatty() and sys.stdout.isatty()):
+                raise ClientError(f"{said}; `plugkit runner restart --force` restarts anyway")
+            try:
+                answer = input(f"plugkit: {said}. Restart? [y/N] ")
+            except EOFError:
+                answer = ""
+            if answer.strip().lower() not in ("y", "yes"):
+                print("plugkit runner: not restarted; the tasks keep running")
+                return 1
     stop(args)
     return start(args)
 

@@ -14,6 +14,7 @@ from client.show import render
 from client.args import FLAG, VALUE, UsageError, number, parse_or_help, task_id
 from client.wire.rpc import RpcFailure
 from client.wire.session import Caller, connect, not_found_hint
+from plugkit.vocab import TERMINAL_STATES
 
 DEFAULT_SLEEP_S = 30.0
 COMMON = {"--session": VALUE, "--cwd": VALUE, "--json": FLAG}
@@ -40,19 +41,21 @@ def _say(sink, text: str) -> None:
         sink.write("stdout", text + "\n")
 
 
-STATUS_USAGE = f"""usage: plugkit exec:status TASK [--full] [--from A [--to B]] {SESSION_FLAGS}
+STATUS_USAGE = f"""usage: plugkit exec:status TASK [--full] [--from A [--to B]] [--grep RE] {SESSION_FLAGS}
 
 Prints the output TASK produced since this session last read it (stdout to stdout,
 the rest to stderr), then its state. A poll is bounded (PLUGKIT_MAX_OUTPUT, default
 12000 bytes) and keeps the newest lines of each stream; one note names what was cut
-and the `--from A --to B --full` command that prints exactly that. Colour codes and
+and the bounded next steps (`--from A --to B`, `--grep RE`, the size of --full). Colour codes and
 `\\r`-overwritten progress are cleaned unless stdout is a terminal. --full: all of
-it, as written. --from/--to: the output between those byte offsets, marking nothing read."""
+it, as written. --from/--to: the output between those byte offsets, marking nothing read.
+--grep RE: only the lines matching RE (a Python regex), each after its byte offset,
+bounded like a poll (--full: all of them; --from/--to: within that range)."""
 
 
 def status(argv: list[str], sink=None, caller: Caller | None = None) -> int:
-    opts, _, tid, me = _task_verb(argv, {"--full": FLAG, "--from": VALUE, "--to": VALUE}, STATUS_USAGE, caller,
-                                  min_pos=1, max_pos=1)
+    opts, _, tid, me = _task_verb(argv, {"--full": FLAG, "--from": VALUE, "--to": VALUE, "--grep": VALUE},
+                                  STATUS_USAGE, caller, min_pos=1, max_pos=1)
     full = bool(opts.get("full"))
     start, stop = _range(opts)
     sink = _sink(opts, sink)
@@ -64,7 +67,10 @@ def status(argv: list[str], sink=None, caller: Caller | None = None) -> int:
         # State first, output second: a task seen finished has all its output in
         # the buffer already, so nothing it printed can slip past this call.
         info = client.call("task.status", me.ref(tid))
-        if start is not None:
+        if opts.get("grep") is not None:
+            found = poll.grep(client, me.ref(tid), out, str(opts["grep"]), start or 0, stop,
+                              None if full else poll.poll_limit(False, me.output_cap))
+        elif start is not None:
             follower.cursor = poll.read_range(client, me.ref(tid), out, start, stop)
         elif full:
             follower.drain()
@@ -79,10 +85,23 @@ def status(argv: list[str], sink=None, caller: Caller | None = None) -> int:
     if isinstance(sink, follow.Collector):
         render.print_json(info, sink, follower)
         return 0
-    sink.note(render.state_line(info))
+    if opts.get("grep") is not None:
+        sink.note(_grep_note(me, tid, str(opts["grep"]), *found))
+    sink.note(render.state_line(info, detail=True))
     if render.waiting(info):
         sink.note(render.waiting_line(me, tid))
     return 0
+
+
+def _grep_note(me: Caller, tid: int, regex: str, shown: int, matched: int, dropped: int) -> str:
+    gone = f"; the first {dropped} bytes were dropped before they could be searched" if dropped else ""
+    if not matched:
+        return f"no line matches {regex!r}{gone}"
+    more = (f", the first {shown} shown (a narrower RE, `--from A --to B` or --full shows more)"
+            if shown < matched else "")
+    return (f"{matched} lines match {regex!r}{more}; each starts at the byte offset before it: "
+            f"`{me.command('exec:status', f'task_{tid}', '--from', 'OFFSET', '--to', 'OFFSET+2000')}` "
+            f"shows one in context{gone}")
 
 
 def _range(opts: dict) -> tuple[int | None, int | None]:
@@ -101,8 +120,7 @@ def _offset(raw, flag: str) -> int | None:
 
 
 def _rest(me: Caller, tid: int):
-    return lambda start, end: me.command("exec:status", f"task_{tid}", "--from", str(start), "--to", str(end),
-                                         "--full")
+    return lambda start, end, whole: render.next_steps(me, tid, start, end, whole)
 
 
 def _polled_into(follower: follow.Follower, polled: "poll.Polled | None") -> None:
@@ -116,8 +134,9 @@ SLEEP_USAGE = f"""usage: plugkit exec:sleep TASK [S] [--until TEXT] [--full] {SE
 
 Waits until TASK ends, TEXT appears, or S seconds (default 30) pass, then prints the
 output this session has not read, bounded like exec:status (the newest lines, one note
-for what was cut). TEXT counts in all unread output, also what was printed before the
-call; on a timeout the answer says `'TEXT' not seen`. --full streams all output as it
+for what was cut). TEXT counts anywhere in what TASK printed since it started, read or
+not (as far as the runner still keeps it); a match names its byte offset and its line,
+and `'TEXT' not seen` means it was never printed. --full streams all output as it
 comes, as written. Exits with the task's exit code if it ended, else 0."""
 
 
@@ -137,17 +156,26 @@ def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
     follower = follow.Follower(client, me.ref(tid), sink, None if budget is None else 0,
                                until=until)  # type: ignore[arg-type]
     polled = None
+    info = seen = None
     try:
-        if budget is not None:
-            # --until counts from the session's cursor: text printed before this call, unread, matches.
-            follower.cursor = client.call("task.output", me.ref(tid, max_bytes=0))["cursor"]
-        info = follower.follow(None, time.monotonic() + secs)
-        if info is None:
-            # --until matched in output that was already waiting: follow() returned
-            # from its first read, before any task.wait told it the task's state.
+        read_before = client.call("task.output", me.ref(tid, max_bytes=0))["cursor"]
+        if until:
+            # From offset 0, not this session's cursor: text the caller was already shown was
+            # printed all the same, and "not seen" must mean never printed.
+            seen = client.call("task.wait", me.ref(tid, until_text=until, cursor=0, timeout_ms=0))
+            info = seen["task"]
+            follower.matched = seen["matched"]
+            follower.match_at = seen.get("match_cursor")
+        follower.cursor = 0  # where a wait for TEXT searches from (a bounded sleep streams nothing)
+        if not follower.matched:
+            info = follower.follow(info if budget is not None else None, time.monotonic() + secs)
+        elif budget is None:
+            follower.drain()  # --full: what is unread is shown all the same
+        if info is None or budget is None:
             info = client.call("task.status", me.ref(tid))
         if budget is not None:
             polled = poll.poll(client, me.ref(tid), follower.out, budget, _rest(me, tid))
+        where = _match_line(client, me.ref(tid), follower.match_at, until) if follower.matched else ""
     except RpcFailure as exc:
         raise not_found_hint(exc, me) from None
     except KeyboardInterrupt:
@@ -158,31 +186,80 @@ def sleep(argv: list[str], sink=None, caller: Caller | None = None) -> int:
     _polled_into(follower, polled)
     done = render.finished(info)
     if isinstance(sink, follow.Collector):
-        render.print_json(info, sink, follower, matched=follower.matched)
+        render.print_json(info, sink, follower, matched=follower.matched, match_cursor=follower.match_at)
         return render.exit_code(info) if done else 0
-    if until and not follower.matched:
-        sink.note(f"{until!r} not seen" + (f" in {secs:g}s" if not done else " before the task ended"))
+    if until and follower.matched:
+        end = follower.match_at  # just past the match
+        at = None if end is None else end - len(until.encode())
+        when = "" if at is None else f" at byte {at}" + (" (already read by this session)" if end <= read_before
+                                                         else "")
+        sink.note(f"saw {until!r}{when}{where}")
+    elif until:
+        sink.note(f"{until!r} not seen" + (f" in {secs:g}s" if not done else " before the task ended")
+                  + _dropped_note(info))
     if done:
-        sink.note(render.state_line(info))
+        sink.note(render.state_line(info, detail=True))
     elif render.waiting(info):
-        render.print_followups(sink, me, tid, render.waiting_line(me, tid), None, render.input_rows(me, tid))
+        render.print_followups(sink, me, tid, render.waiting_head(tid), None, render.input_rows(me, tid))
     elif follower.matched:
-        sink.note(f"saw {until!r}; {render.state_line(info)}")
+        sink.note(render.state_line(info, detail=True))
     else:
         render.print_followups(sink, me, tid, f"task_{tid} is still running after {secs:g}s")
     return render.exit_code(info) if done else 0
 
 
-CLOSE_USAGE = f"""usage: plugkit exec:close TASK {SESSION_FLAGS}
+MATCH_LINE_CHARS = 160  # of the line a match is in, what the answer quotes
 
-Kills TASK with its whole process tree (if it still runs) and forgets it. For an
-exec:serial task it closes the port instead, and the task ends completed."""
+
+def _match_line(client, ref: dict, at: int | None, needle: str) -> str:
+    """`: <the line holding the match>`, cut to MATCH_LINE_CHARS; '' if it is gone."""
+    if at is None:
+        return ""
+    width = len(needle.encode()) + MATCH_LINE_CHARS
+    start = max(0, at - width)
+    got = client.call("task.output", dict(ref, cursor=start, max_bytes=2 * width))
+    raw = "".join(c["text"] for c in got["chunks"]).encode("utf-8", "replace")
+    end_of_match = at - max(start, got["cursor"] - len(raw))
+    if not 0 < end_of_match <= len(raw):
+        return ""
+    lo = raw.rfind(b"\n", 0, end_of_match - len(needle.encode())) + 1
+    hi = raw.find(b"\n", end_of_match)
+    line = raw[lo:hi if hi >= 0 else len(raw)].decode("utf-8", "replace").strip()
+    return f": {line[:MATCH_LINE_CHARS]!r}" if line else ""
+
+
+def _dropped_note(info: dict) -> str:
+    """Honest about the ring's cap: text in the dropped head could not be searched."""
+    dropped = info.get("dropped") or 0
+    if not dropped:
+        return " (it was never printed)"
+    return (f"; the first {dropped} bytes of its output were dropped (the runner keeps only the newest part), "
+            "so it may have been printed there")
+
+
+CLOSE_USAGE = f"""usage: plugkit exec:close TASK [--forget] {SESSION_FLAGS}
+
+Kills TASK with its whole process tree if it still runs; its record stays (exec:tasks and
+exec:status show how it ended). --forget also drops the record. For an exec:serial task
+it closes the port instead, and the task ends completed."""
 
 
 def close(argv: list[str], sink=None, caller: Caller | None = None) -> int:
-    opts, _, tid, me = _task_verb(argv, {}, CLOSE_USAGE, caller, min_pos=1, max_pos=1)
-    info = _call(me, "task.kill", me.ref(tid, forget=True))
-    _say(sink, json.dumps(info) if opts.get("json") else f"closed {render.state_line(info)}")
+    opts, _, tid, me = _task_verb(argv, {"--forget": FLAG}, CLOSE_USAGE, caller, min_pos=1, max_pos=1)
+    forget = bool(opts.get("forget"))
+    before = _call(me, "task.status", me.ref(tid))
+    if before["state"] in TERMINAL_STATES and not forget:  # a second close, or one after its end
+        _say(sink, json.dumps(before) if opts.get("json") else
+             f"task_{tid} already closed: {render.state_line(before)}; its record stays "
+             f"({me.command('exec:close', f'task_{tid}', '--forget')} drops it)")
+        return 0
+    info = _call(me, "task.kill", me.ref(tid, forget=forget))
+    if opts.get("json"):
+        _say(sink, json.dumps(info))
+    elif forget:
+        _say(sink, f"closed {render.state_line(info)}; its record is dropped")
+    else:
+        _say(sink, f"closed {render.state_line(info)}")
     return 0
 
 

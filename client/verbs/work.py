@@ -9,9 +9,10 @@
     plugkit work ray-secrets        (the Ray cluster's token and node key, 0600; prints their env)
 
 The run lives in the runner: this command starts it and returns (`--wait S` follows it for
-up to S seconds); `work status` polls. Every form takes --json, --cwd, --session.
+up to S seconds, a line per event); `work status` polls. Every form takes --json, --cwd, --session.
 Exit codes: 0 done (or started, without --wait); 1 refused (the line says why); 2 usage;
-3 with --wait: the run halted or stopped, or an item ended without completing.
+3 with --wait (`work` and `work status` alike): the run halted or stopped, or an item ended
+without completing; 130 Ctrl-C stopped following (the run goes on).
 """
 
 import argparse
@@ -22,6 +23,7 @@ import sys
 import time
 
 from client.show import work as show
+from client.show.work_events import EventStream
 from client.verbs.brief import BriefParser, names_next
 from client.wire.session import Caller, connect
 from plugkit.vocab import WORK_NETWORKS
@@ -46,7 +48,7 @@ def _workers_epilog() -> str:
 
 
 def _start_parser() -> BriefParser:
-    p = BriefParser(prog="plugkit work", formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = BriefParser(prog="plugkit work", formatter_class=argparse.RawDescriptionHelpFormatter, words=SUBS,
                     epilog=_workers_epilog(), description=(
         "Run the .prd's ready items as coding-agent workers, each in its own git worktree on branch "
         "plugkit/<item>; the runner verifies each item itself and lands it only when its check passes. "
@@ -73,7 +75,8 @@ def _start_parser() -> BriefParser:
                                                           "(default: work_cluster)")
     p.add_argument("--allow-remote-cluster", action="store_true",
                    help="a person's override: send workers to a cluster that is neither on this machine nor TLS")
-    p.add_argument("--wait", type=float, default=0.0, help="follow the run up to S seconds before returning")
+    p.add_argument("--wait", type=float, default=0.0, help="follow the run up to S seconds, a line per event "
+                                                           "(started, worker exited, check, landed, held)")
     _common(p)
     return p
 
@@ -126,9 +129,32 @@ def main(argv: list[str]) -> int:
     result = _call(a, "work.start", **params)
     if a.wait <= 0:
         return _print(a, result, show.run_lines(result["run"]))
-    result = _call(a, "work.status", wait_ms=_wait_ms(a.wait))
-    _print(a, result, show.run_lines(result["run"]))
-    return show.wait_exit(result["run"])
+    return _follow(a, result["run"])
+
+
+POLL_S = 0.5  # how often --wait asks the runner what changed (it answers at once when the run ends)
+
+
+def _follow(a, run: dict | None) -> int:
+    """--wait S: one line per event as the run goes (not --json), then its status; Ctrl-C stops
+    following, never the run. Exit codes as `wait_exit` says, for `work` and `work status` alike."""
+    events = EventStream()
+    deadline = time.monotonic() + max(0.0, min(a.wait, 600.0))
+    try:
+        while True:
+            for line in ([] if a.json else events.feed(run)):
+                print(line, flush=True)
+            left = deadline - time.monotonic()
+            if run is None or run.get("ended_at") is not None or run["state"] != "running" or left <= 0:
+                break
+            run = _call(a, "work.status", wait_ms=_wait_ms(min(POLL_S, left)))["run"]
+    except KeyboardInterrupt:
+        said = f"run {run['id']} " if run else "the run "
+        print(f"\nplugkit: stopped following; {said}goes on in the runner: `plugkit work status --wait 600` "
+              "follows it again, `plugkit work stop` ends it", file=sys.stderr)
+        return 130
+    _print(a, {"run": run}, show.run_lines(run))
+    return show.wait_exit(run)
 
 
 def _cluster_refusal(a) -> str | None:
@@ -176,10 +202,15 @@ def _secrets(argv: list[str]) -> int:
 
 def _status(argv: list[str]) -> int:
     p = BriefParser(prog="plugkit work status", description="The workspace's latest run, why it halted first.")
-    p.add_argument("--wait", type=float, default=0.0, help="wait up to S seconds for it to halt or end")
+    p.add_argument("--wait", type=float, default=0.0, help="follow it up to S seconds (a line per event) "
+                                                           "until it halts or ends")
     _common(p)
     a = p.parse_args(argv)
-    result = _call(a, "work.status", wait_ms=_wait_ms(a.wait))
+    # With --wait, a first short wait: a run waiting for a person who just answered is looked at
+    # again by the runner (`plugkit approve`), so it is followed resumed, not ended stale.
+    result = _call(a, "work.status", wait_ms=_wait_ms(min(POLL_S, a.wait)))
+    if a.wait > 0:
+        return _follow(a, result["run"])
     return _print(a, result, show.run_lines(result["run"]))
 
 
@@ -246,7 +277,20 @@ def _logs(argv: list[str]) -> int:
         if r["more"]:
             continue
         if not a.follow or r["finished"]:
+            if r["finished"] and r["end"] == 0:  # an empty answer must not read as "no logs yet"
+                print(_silent(a, r["task_id"]))
             return 0
+
+
+def _silent(a, task_id: int) -> str:
+    """What a finished task that printed nothing ended as: a red check that printed nothing is
+    still red, and says so."""
+    run = _call(a, "work.status")["run"]
+    it = next((i for i in (run or {}).get("items", []) if i["id"] == a.item), None) or {}
+    what = "check" if a.verify else "worker"
+    verdict = f"; the check was {it['verify']}" if a.verify and it.get("verify") else ""
+    why = f" ({it['message'].splitlines()[0][:160]})" if a.verify and it.get("verify") == "red" and it.get("message") else ""
+    return f"[plugkit] task_{task_id} (the {what}) printed nothing{verdict}{why}"
 
 
 SUB_MAINS = {"status": _status, "stop": _stop, "logs": _logs, "rollback": _rollback, "allow-check": _allow_check,

@@ -1,35 +1,30 @@
 """Start the runner on demand: start lock, re-check, spawn detached, wait for /health.
 
-Only imported when no healthy runner answered, so its imports (subprocess, fcntl,
-time) stay off the hot path.
+Only imported when no healthy runner answered, so its imports (subprocess, time) stay off
+the hot path. The start lock is plugkit/locks.py's raw flock(2): filelock's import would cost
+this cold path more than the rest of the client.
 """
 
-import fcntl
 import os
 import subprocess
 import sys
 import time
 
 from client.wire.rpc import Connection, RunnerUnavailable, connect_verified, read_discovery
-from plugkit import paths
+from plugkit import locks, paths
 from plugkit.vocab import HOME_TAG, IDENTITY_TAGS, SANDBOXED_TAG
 
 START_TIMEOUT_S = float(os.environ.get("PLUGKIT_START_TIMEOUT", "20"))
+SAY_AFTER_S = 1.0  # a start slower than this says so on a terminal's stderr, once
 
 
 def _lock(path: str, deadline: float) -> int:
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise RunnerUnavailable(
-                    f"timed out waiting for another client to start the runner ({path} is locked); "
-                    "check `plugkit runner status`") from None
-            time.sleep(0.01)
+    try:
+        return locks.take(path, deadline)
+    except locks.Busy:
+        raise RunnerUnavailable(
+            f"timed out waiting for another client to start the runner ({path} is locked); "
+            "check `plugkit runner status`") from None
 
 
 def _tail(path: str, limit: int = 600) -> str:
@@ -98,6 +93,12 @@ def ensure_runner() -> Connection:
     if os.environ.get(SANDBOXED_TAG):  # a runner started in here would be the worker's own, not ours
         raise RunnerUnavailable("the runner does not answer this worker's sandbox; `plugkit work status` "
                                 "outside says why")
+    try:
+        paths.port()  # a malformed PLUGKIT_PORT names itself and exits 2, before any runner starts
+    except ValueError as exc:
+        from client.args import UsageError
+
+        raise UsageError(str(exc)) from None
     deadline = time.monotonic() + START_TIMEOUT_S
     paths.ensure_home()
     fd = _lock(paths.start_lock(), deadline)
@@ -110,10 +111,15 @@ def ensure_runner() -> Connection:
             return conn
         proc = spawn_runner()
         delay = 0.005
+        # A person at a terminal is told why it pauses; an agent's answer stays the task's own output.
+        said_at = time.monotonic() + SAY_AFTER_S if sys.stderr.isatty() else 0
         while time.monotonic() < deadline:
             conn = connect_verified()
             if conn is not None:
                 return conn
+            if said_at and time.monotonic() > said_at:  # a slow start is said once, never a silent pause
+                print(f"plugkit: starting the runner (pid {proc.pid}) ...", file=sys.stderr, flush=True)
+                said_at = 0
             if proc.poll() is not None:
                 detail = _tail(paths.stdio_file()).splitlines()
                 reason = detail[-1] if detail else f"exit code {proc.returncode}"
@@ -123,5 +129,4 @@ def ensure_runner() -> Connection:
         raise RunnerUnavailable(
             f"the runner did not answer within {START_TIMEOUT_S:g}s; see `plugkit runner logs`")
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        locks.release(fd)

@@ -4,19 +4,19 @@ The port and token files say how to reach a runner; they do not say whether one 
 Garbage in either made `runner stop` answer "not running" (or 401) while the runner ran,
 and a SIGSTOPped runner looked absent (issue 17.5, 17.6). The runner holds an exclusive
 flock on runner.lock for its whole life, and the kernel lists every flock in /proc/locks
-with the holder's pid: that is the truth `stop`, `status` and `restart` start from.
+with the holder's pid (plugkit/locks.py reads it): that is the truth `stop`, `status` and
+`restart` start from.
 Standard library only: status and stop run this, and a failing connect consults it.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import time
 from dataclasses import dataclass
 
-from plugkit import paths
+from plugkit import locks, paths
 
 # /proc/<pid>/stat state letter -> what we tell the user.
 STATES = {
@@ -49,45 +49,6 @@ def proc_state(pid: int) -> str | None:
     return data[data.rfind(b")") + 2:][:1].decode() or None
 
 
-def _flock_holder(path: str) -> int | None:
-    """The pid holding an flock on path, from /proc/locks (no lock taken by us)."""
-    try:
-        st = os.stat(path)
-        # The kernel prints the device as hex major:minor, then the inode.
-        key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-        with open("/proc/locks") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        fields = line.split()
-        # "1: FLOCK  ADVISORY  WRITE 1234 08:02:5678 0 EOF"; blocked waiters have "->" first.
-        if len(fields) < 6 or fields[1] == "->" or fields[1] != "FLOCK":
-            continue
-        if fields[5] == key:
-            try:
-                return int(fields[4])
-            except ValueError:
-                continue
-    return None
-
-
-def _lock_is_held(path: str) -> bool:
-    """Fallback without /proc/locks: probe with a non-blocking flock (released at once)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-
-
 def _pid_file() -> int | None:
     try:
         with open(paths.pid_file()) as fh:
@@ -99,9 +60,9 @@ def _pid_file() -> int | None:
 def lock_holder() -> Holder | None:
     """The live process holding this PLUGKIT_HOME's instance lock, or None if nobody does."""
     lock = paths.instance_lock()
-    pid = _flock_holder(lock)
+    pid = locks.holder(lock)
     if pid is None:
-        if not os.path.exists("/proc/locks") and _lock_is_held(lock):
+        if not os.path.exists("/proc/locks") and locks.is_held(lock):
             pid = _pid_file()
         if pid is None:
             return None

@@ -108,4 +108,6 @@ def not_found_hint(exc: RpcFailure, caller: Caller) -> ClientError:
     """The runner's not-found says "this session"; name it, since a missing --session is the usual cause."""
     if exc.code != errors.NOT_FOUND:
         return exc
-    return ClientError(f"{exc.message} ({caller.describe()}); `{caller.command('exec:tasks')}` lists its tasks")
+    said = ClientError(f"{exc.message} ({caller.describe()}); `{caller.command('exec:tasks')}` lists its tasks")
+    said.code = exc.code  # still the runner's not-found, for --json
+    return said

@@ -20,6 +20,7 @@ from plugkit.languages.model import (PLACEHOLDERS, Language, LanguageError, Miss
 # "{python}" as a program means the interpreter the runner itself uses, so
 # `python` works on machines with no python3 on PATH (a venv, pyenv, a zipapp).
 PYTHON = "{python}"
+from plugkit.languages.python_launch import LAUNCHER  # noqa: E402 (the python row's program)
 _VERSION = re.compile(r"(\d+(?:\.\d+)+)")
 # rustup installs here and only login shells add it to PATH; a daemon started
 # from an agent's hook often has the plain system PATH.
@@ -42,7 +43,9 @@ LANGUAGES: tuple[Language, ...] = (
         suffix=".py",
         # -u: agents read output while the task runs; a pipe would otherwise
         # hold prints back in an 8 KiB block buffer until exit.
-        runners=(Runner(PYTHON, ("{program}", "-u", "{file}")),),
+        # -c with a launcher (python_launch.py): imports from the cwd first, as `python -c` does,
+        # and tracebacks that say <exec:python>, not the runner's temp path.
+        runners=(Runner(PYTHON, ("{program}", "-u", "-c", LAUNCHER, "{file}")),),
         install_hint="apt-get install python3, or set PLUGKIT_PYTHON to an interpreter",
     ),
     Language(

@@ -35,6 +35,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from plugkit import confined
 from plugkit.languages.model import PLACEHOLDERS, Language, Runner, placeholders
 from plugkit.workspace import STATE_DIR, root_or_none
 
@@ -122,7 +123,7 @@ def _load(workspace: str, entry: str) -> Language | Problem:
     rel = os.path.join(LANG_DIR, entry)
     stem = entry[: -len(".toml")].lower()
     try:
-        st = os.stat(path)
+        st = os.lstat(path)  # the file itself: it is read only as a regular file, never through a link
     except OSError as exc:
         return Problem(rel, f"cannot be read: {exc.strerror}", frozenset({stem}))
     stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -147,7 +148,7 @@ def _parse(workspace: str, path: str, rel: str, stem: str, size: int) -> Languag
     if size > MAX_BYTES:
         return problem(f"is {size} bytes; a language file is at most {MAX_BYTES}")
     try:
-        with open(path, "rb") as fh:
+        with confined.open_beneath(workspace, path) as fh:  # a FIFO or a link out: not read
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         return problem(f"is not valid TOML: {exc}")

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
+from plugkit import confined
 from plugkit.lifecycle import config, config_pin, evidence, item_states, items_view, prd
 from plugkit.lifecycle.errors import Conflict, GateError
 from plugkit.lifecycle.model import State
@@ -78,12 +79,12 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
-def _read(path: str, empty_is_none: bool = True) -> Optional[bytes]:
+def _read(root: str, path: str, empty_is_none: bool = True) -> Optional[bytes]:
     """A view's bytes; None when it is missing or empty, which claims nothing (an empty view
     is also what a power loss can leave of one written without an fsync): the next change
     writes it again."""
     try:
-        with open(path, "rb") as fh:
+        with confined.open_beneath(root, path) as fh:  # never through a link, never a FIFO
             return fh.read() or (None if empty_is_none else b"")
     except FileNotFoundError:
         return None
@@ -97,7 +98,7 @@ def render_state(st: State) -> bytes:
 
 def _bootstrap(ws: Workspace) -> Record:
     st = State()
-    state_bytes, items_bytes = _read(ws.state_path, False), _read(ws.prd_path, False)  # a person's files, as they are
+    state_bytes, items_bytes = _read(ws.root, ws.state_path, False), _read(ws.root, ws.prd_path, False)  # a person's files, as they are
     if state_bytes is not None:
         st.notice("state.json predates the runner's ledger and was not imported: the gates start from PLAN "
                   "(phase, mutables and approvals count only when the runner saw them happen)")
@@ -232,8 +233,8 @@ def load(ws: Workspace, items: bool = True) -> Snapshot:
     (nothing there to find or adopt): state-only operations and the hooks pay for the state only."""
     rec = _with_view(ws, ws.ledger.get(ws.root, items=False) or _bootstrap(ws))
     st = State.model_validate_json(rec.state)
-    findings = _state_findings(rec.state_view, _read(ws.state_path), st)
-    on_disk = _read(ws.prd_path)
+    findings = _state_findings(rec.state_view, _read(ws.root, ws.state_path), st)
+    on_disk = _read(ws.root, ws.prd_path)
     if not items and (on_disk is None or on_disk == rec.items_view):
         return Snapshot(st, None, findings, [], rec)
     rec, its = _items_of(ws, rec)
@@ -276,11 +277,23 @@ class ConfigFinding(Finding):
         return f"{super().text()} (only a person: `{config_pin.CONFIRM}`)"
 
 
+class LedgerFinding(Finding):
+    """A break of the runner's own ledger (runner.core.gates.chain), not yet acknowledged by a person."""
+
+    def text(self) -> str:
+        return f"{self.view} ({self.runner})"
+
+
 def findings(ws: Workspace) -> list[Finding]:
-    """Every view's outside edits: state.json, .prd and the settings in config.toml."""
+    """Every view's outside edits (state.json, .prd, the settings in config.toml) and every
+    unacknowledged break of the ledger's hash chain."""
     if ws.ledger is None:
         return []
     settings: list[Finding] = [ConfigFinding(config_pin.VIEW, d.key, d.view, d.held) for d in config_pin.drift(ws)]
+    audit = getattr(ws.ledger, "audit", None)
+    if audit is not None:
+        settings += [LedgerFinding("gates.sqlite3", "ledger", b.text, "look, then `plugkit audit ack` from your "
+                                   "own terminal") for b in audit()[0] if not b.acknowledged]
     try:
         return load(ws, items=False).findings + settings  # an unchanged .prd holds none
     except Conflict:
@@ -297,14 +310,14 @@ def commit(ws: Workspace, state: Optional[State] = None, items: Optional[list[pr
     rec = _with_view(ws, ws.ledger.get(ws.root, items=False) or _bootstrap(ws))
     st = state if state is not None else State.model_validate_json(rec.state)
     state_view = rec.state_view
-    on_disk = _read(ws.state_path)
+    on_disk = _read(ws.root, ws.state_path)
     if not _state_findings(rec.state_view, on_disk, st) and (state is not None or on_disk is not None):
         data = render_state(st)
         if on_disk != data:
             ws.ensure_dir()
             atomic_write(ws.state_path, data)
         state_view = data
-    on_disk = _read(ws.prd_path)
+    on_disk = _read(ws.root, ws.prd_path)
     if items is None and on_disk is not None and on_disk == rec.items_view and _view_is_items(rec):
         # The common case of a state-only change: .prd is the ledger's items, nothing to read or write.
         if ws.ledger.put_state(ws.root, st.model_dump_json(), state_view, time.time()):

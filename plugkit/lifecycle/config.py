@@ -19,10 +19,12 @@ key keeps its default and the problem is reported (gate.status `notices`), so a 
 `gates = "enforse"` is visible instead of silently weakening or strengthening the gates.
 """
 
+import os
 import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
+from plugkit import confined
 from plugkit.vocab import WORK_NETWORKS
 
 MODES = ("off", "advisory", "enforce")
@@ -135,7 +137,9 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 
 def load(path: str) -> GateConfig:
     try:
-        with open(path, "rb") as fh:
+        # path is <root>/.plugkit/config.toml: read from the root with no link on the way and
+        # only as a regular file (a sandbox writes its worktree's copy; a FIFO would hold the read).
+        with confined.open_beneath(os.path.dirname(os.path.dirname(os.path.abspath(path))), path) as fh:
             raw = tomllib.load(fh)
     except FileNotFoundError:
         return GateConfig()

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+from plugkit import confined
 from plugkit.lifecycle import authority, evidence, mutables, prd, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import Conflict, Forbidden, Invalid
@@ -33,6 +34,7 @@ class Witnessed:
 
     seen: mutables.Witness
     task: evidence.TaskWitness
+    run: Optional[evidence.RunFacts] = None  # what a signed receipt binds (runner.core.gates.witness)
 
 
 # A transaction's State is parsed anew for it and dropped once written back, so an operation
@@ -53,7 +55,7 @@ def load_items(ws: Workspace) -> list[prd.Item]:
     if ws.ledger is not None:
         return authority.load(ws).items
     try:
-        with open(ws.prd_path, "rb") as fh:
+        with confined.open_beneath(ws.root, ws.prd_path) as fh:  # never through a link, never a FIFO
             return prd.parse(fh.read())
     except FileNotFoundError:
         return []
@@ -71,7 +73,7 @@ def _mismatches(ws: Workspace, decls: list[EmitDecl]) -> tuple[str, ...]:
     for d in decls:
         full = os.path.join(ws.root, d.path)
         try:
-            digest = evidence.sha256_file(full)
+            digest = evidence.sha256_file(full, ws.root)
         except OSError:
             out.append(f"{d.path}: missing")
             continue
@@ -91,7 +93,7 @@ def verify_status(st: State, cfg: GateConfig, git: GitFacts) -> tuple[bool, str]
     if v.outcome != "green":
         return False, f"{v.outcome}: {v.detail}"
     if git.repo and v.head != git.head:
-        return False, f"stale: HEAD moved since task_{v.task_id} ran; run it again"
+        return False, f"stale: HEAD moved since task_{v.task_id} ran; run `plugkit gate verify` again"
     return True, f"green: task_{v.task_id}, receipt {v.receipt}"
 
 
@@ -235,4 +237,4 @@ def settle_verify(ws: Workspace, w: Optional[Witnessed], now: float) -> None:
         v.outcome = "green" if green else "red"
         v.detail = f"task_{v.task_id} ended {w.seen.state} (exit code {w.seen.exit_code})"
         v.receipt = evidence.record_output(ws, "verify", w.seen.output.encode(), w.task, "verify",
-                                           v.detail, now, head=v.head).id
+                                           v.detail, now, head=v.head, run=w.run).id

@@ -209,11 +209,19 @@ def soften(mode: str, verdict: Verdict) -> Verdict:
     return verdict
 
 
+SHOWN = 10  # ids a Stop line names before it counts the rest, as `gate status` does
+
+
+def _capped(v: list) -> str:
+    return ", ".join(map(str, v[:SHOWN])) + (f", ... {len(v) - SHOWN} more (plugkit gate status --all)"
+                                             if len(v) > SHOWN else "")
+
+
 # condition name -> the sentence Stop shows when it does not hold (value as reported)
 SAY: dict[str, Callable[[Any], str]] = {
-    "no_open_work_items": lambda v: f"open work items: {', '.join(v)}",
-    "no_unknown_mutables": lambda v: f"unknown mutables: {', '.join(v)}",
-    "no_running_tasks": lambda v: f"tasks still running: {', '.join(v)}",
+    "no_open_work_items": lambda v: f"open work items: {_capped(v)}",
+    "no_unknown_mutables": lambda v: f"unknown mutables: {_capped(v)}",
+    "no_running_tasks": lambda v: f"tasks still running: {_capped(v)}",
     "git_clean": lambda v: (f"uncommitted changes: {', '.join(v[:5])}" + (" ..." if len(v) > 5 else ""))
     if isinstance(v, list) else f"git: {v}",
     "nothing_unpushed": lambda v: f"unpushed: {v}",

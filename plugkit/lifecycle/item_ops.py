@@ -120,7 +120,8 @@ def evidence_add(ws: Workspace, witnessed: Optional[gating.Witnessed], path: Opt
     with ws.locked():
         if witnessed is not None:
             return evidence.record_output(ws, "task_output", witnessed.seen.output.encode(), witnessed.task,
-                                          subject, note, now, head=head)
+                                          subject, note, now, head=head,
+                                          run=witnessed.run)
         return evidence.record_file(ws, path or "", subject, note, now)
 
 

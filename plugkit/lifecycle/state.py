@@ -20,6 +20,7 @@ from typing import Iterator, Optional
 
 from pydantic import ValidationError
 
+from plugkit import confined
 from plugkit.lifecycle import authority, items_view, phases
 # The models live in plugkit.lifecycle.model (authority and phases need them, and this module
 # needs those two); every caller has always taken them from here.
@@ -47,7 +48,7 @@ def load(ws: Workspace) -> State:
 
 def _parse(ws: Workspace) -> Optional[State]:
     try:
-        with open(ws.state_path, "rb") as fh:
+        with confined.open_beneath(ws.root, ws.state_path) as fh:  # never through a link, never a FIFO
             raw = fh.read()
     except FileNotFoundError:
         return State()

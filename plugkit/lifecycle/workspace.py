@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
+from plugkit import confined
 from plugkit.lifecycle.errors import Invalid
 from plugkit.workspace import MARKERS, PRD_FILE, STATE_DIR, NotAWorkspace, check_root, find_root
 
@@ -36,6 +37,7 @@ class Workspace:
     # the source of truth of which the workspace's files are views.
     seal: Optional[bytes] = field(default=None, compare=False, repr=False)
     ledger: Optional[Any] = field(default=None, compare=False, repr=False)
+    signer: Optional[Any] = field(default=None, compare=False, repr=False)  # Ed25519 private key (signing)
 
     @property
     def dir(self) -> str:
@@ -80,11 +82,13 @@ class Workspace:
         except NotAWorkspace as exc:
             raise Invalid(str(exc)) from None
         os.makedirs(self.dir, exist_ok=True)
+        if os.path.islink(self.dir):  # a worktree's .plugkit linked out: its writes would land there
+            raise Invalid(f"{self.dir} is a symbolic link; plugkit keeps its state only in a real folder")
         ignore = os.path.join(self.dir, ".gitignore")
-        try:
-            with open(ignore, encoding="utf-8") as fh:
-                have = fh.read()
-        except FileNotFoundError:
+        try:  # never through a link, never a FIFO: what is read here is written back into the tree
+            with confined.open_beneath(self.root, ignore) as fh:
+                have = fh.read().decode("utf-8", "replace")
+        except OSError:  # absent, or a link or FIFO in plugkit's own file's place: replaced (rename, no follow)
             atomic_write(ignore, ("# written by plugkit: its own state, never committed\n"
                                   + "\n".join(OWNED_IGNORES) + "\n").encode())
             return
@@ -98,7 +102,8 @@ class Workspace:
         description, and every holder opens the lock file anew. Held only around a
         read-modify-write of small files, never while a task runs."""
         self.ensure_dir()
-        fd = os.open(self.lock_path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        # O_NOFOLLOW: a link planted in its place would have the runner create (and lock) a file outside.
+        fd = os.open(self.lock_path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

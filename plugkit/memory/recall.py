@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
+from plugkit import confined
 from plugkit.memory import rules
 from plugkit.memory.store import LINE_MAX, Memory, MemoryStore, index_line
 
@@ -104,11 +105,13 @@ class WorkspaceScan:
             if seen_bytes >= MAX_BYTES:
                 return found
             try:
-                if os.path.getsize(path) > MAX_FILE:
+                if os.lstat(path).st_size > MAX_FILE:
                     continue
-                with open(path, "rb") as fh:
-                    data = fh.read(MAX_FILE)
             except OSError:
+                continue
+            # Never through a link out of the root, never a FIFO (it would hold the walk).
+            data = confined.read_in(self.root, os.path.relpath(path, self.root), MAX_FILE)
+            if data is None:
                 continue
             seen_files += 1
             seen_bytes += len(data)

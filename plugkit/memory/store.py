@@ -17,6 +17,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from plugkit import confined
 from plugkit.memory import rules
 from plugkit.memory.rules import Draft
 from plugkit.workspace import STATE_DIR, check_root, root_or_none
@@ -195,8 +196,10 @@ class MemoryStore:
                 continue
             path = os.path.join(folder, fname)
             try:
-                with open(path, encoding="utf-8") as fh:
-                    found.append(parse(fh.read(), scope, path))
+                # Never through a link out, never a FIFO: a sandbox writes its worktree's memories.
+                root = self.workspace if scope == "project" and self.workspace else os.path.dirname(folder)
+                with confined.open_beneath(root, path) as fh:
+                    found.append(parse(fh.read().decode("utf-8"), scope, path))
             except (OSError, ValueError) as exc:
                 problems.append(f"{scope} memory {fname}: {exc}")
         return found, problems

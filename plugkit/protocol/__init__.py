@@ -110,6 +110,8 @@ class ShutdownResult(Result):
 SessionId = Field(min_length=1, max_length=256)
 TaskState = Literal[TASK_STATES]  # type: ignore[valid-type]  # Literal of the tuple's values
 Stream = Literal["stdout", "stderr", "info"]
+# A label a person or agent gives a task at exec (`--name web`): printable, one short word or phrase.
+TaskName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
 class SessionParams(Params):
@@ -137,6 +139,16 @@ class TaskExecParams(Params):
     caller_pid: Optional[int] = Field(default=None, ge=1, le=PID_MAX)
     wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
+    name: Optional[TaskName] = None  # the caller's label for it, shown by exec:tasks and exec:status
+
+
+class TaskLastParams(SessionParams):
+    # The caller's own pid: the sessions tied to the agent host above it count as its own.
+    caller_pid: Optional[int] = Field(default=None, ge=1, le=PID_MAX)
+
+
+class TaskLast(Result):
+    task_id: Optional[int] = None  # None: no finished task
 
 
 class TaskRef(SessionParams):
@@ -188,6 +200,7 @@ class Output(Result):
     dropped: int
     more: bool
     cuts: Optional[list[StreamCut]] = None  # only for a read with tails
+    start: Optional[int] = None  # with tails: the first offset the task's ring still holds
 
 
 
@@ -212,9 +225,13 @@ class TaskInfo(Result):
     # (tags mode) or the kernel lacks the memory controller.
     cpu_s: Optional[float] = None
     memory_peak_bytes: Optional[int] = None
+    memory_bytes: Optional[int] = None  # in use now (a running task's cgroup memory.current)
     # Running, and blocked reading a stdin only task.input can feed (Linux; else always false).
     waiting_for_input: bool = False
     detached: bool = False  # started with detach: outlives its session
+    name: Optional[str] = None  # given at exec (--name)
+    command: Optional[str] = None  # the code's first non-blank line, cut to COMMAND_CHARS (None: not kept)
+    ports: list[int] = []  # TCP ports a process of a running task's tree listens on
 
 
 class TaskResult(Result):

@@ -4,7 +4,7 @@ from typing import Optional
 
 from pydantic import Field
 
-from plugkit.protocol import PID_MAX, Params, Result
+from plugkit.protocol import PID_MAX, Cwd, Params, Result
 
 
 # --- port.* ------------------------------------------------------------------
@@ -14,6 +14,11 @@ class PortKillParams(Params):
     # The plugkit command asking: a listener whose tree holds it is refused,
     # so `kill-port` never kills the agent (or shell) that typed it.
     caller_pid: Optional[int] = Field(default=None, ge=1, le=PID_MAX)
+    # The caller's session: a listener that is not one of its running tasks (or their
+    # descendants) is refused unless `force`, so a typo'd port never kills a stranger's server.
+    session_id: Optional[str] = Field(default=None, max_length=256)
+    cwd: Optional[Cwd] = None
+    force: bool = False
 
 
 class KilledProcess(Result):

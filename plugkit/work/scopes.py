@@ -10,7 +10,7 @@ Three scopes, in order:
             base URL, model name), by prefix;
   granted   `work_credentials = ["NAME", ...]` in .plugkit/config.toml, held by the runner
             (a change to it is a person's to confirm, like any held setting).
-Everything else is scrubbed. Standard library only.
+Everything else is scrubbed. The item's check gets the same scopes but the model's (check_env). Standard library only.
 """
 
 from __future__ import annotations
@@ -50,6 +50,18 @@ def scope_of(name: str, worker: str, granted: tuple[str, ...]) -> str | None:
 def worker_env(worker: str, caller: Mapping[str, str], granted: tuple[str, ...]) -> dict[str, str]:
     """The caller's environment, only what a scope lets through."""
     return {k: v for k, v in caller.items() if scope_of(k, worker, granted) is not None}
+
+
+# What a check needs to run beyond the base scope: the interpreters' own search paths.
+CHECK_NAMES = frozenset({"PYTHONPATH", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "NODE_PATH", "PYENV_VERSION"})
+
+
+def check_env(caller: Mapping[str, str], granted: tuple[str, ...]) -> dict[str, str]:
+    """The environment of an item's check: it runs the worker's code (what its tests import), so it
+    holds what the worker held, the base and granted scopes (no model key: a check reaches no
+    model), plus CHECK_NAMES; never the rest of the caller's environment."""
+    return {k: v for k, v in caller.items()
+            if k in CHECK_NAMES or scope_of(k, "command", granted) is not None}
 
 
 def shown(worker: str, caller: Mapping[str, str], granted: tuple[str, ...]) -> list[str]:

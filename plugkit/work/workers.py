@@ -17,6 +17,8 @@ import tomllib
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from plugkit import confined
+
 
 @dataclass(frozen=True)
 class WorkerRow:
@@ -56,7 +58,8 @@ def _codex_hooks(worktree: str) -> list[str]:
     # .codex/config.toml carries plugkit's hooks too would run each of them twice (an exec:
     # line twice). The user's own ~/.codex/config.toml (auth, model, provider) still applies.
     try:
-        with open(os.path.join(worktree, ".codex", "config.toml"), "rb") as fh:
+        # Confined: a worktree a previous attempt wrote may hold a link out or a FIFO there.
+        with confined.open_beneath(worktree, os.path.join(worktree, ".codex", "config.toml")) as fh:
             hooks = tomllib.load(fh).get("hooks")
     except (OSError, tomllib.TOMLDecodeError):
         hooks = None
@@ -66,7 +69,7 @@ def _codex_hooks(worktree: str) -> list[str]:
 
 WORKERS: dict[str, WorkerRow] = {row.name: row for row in (
     WorkerRow(
-        "claude-code", "claude", "claude-code", ".claude/settings.json",
+        "claude-code", "claude", "claude-code", ".claude/settings.local.json",
         # -p: one headless turn, then exit. bypassPermissions: no permission prompt waits for a
         # person who is not there; PreToolUse hooks still run before every tool call.
         lambda prompt, worktree: ["-p", prompt, "--permission-mode", "bypassPermissions"],

@@ -49,6 +49,7 @@ def main(argv: list[str]) -> int:
         print(f"plugkit runner: {exc}", file=sys.stderr)
         return 3
     try:
+        logs.keep_rich_out()  # structlog would import it: 0.1-0.4 s of the cold start (logs.py)
         logs.configure(paths.log_file(home), to_stderr=not detached)
         runner_id = reaper.make_runner_id(os.getpid(), secrets.token_hex(4))
         # Before binding: what a crashed runner left behind must not race our own tasks.

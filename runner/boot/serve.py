@@ -58,8 +58,7 @@ async def serve(sock: socket.socket, config: RunnerConfig, runner_id: str,
     # Who may hold a connection, and for how long a half-sent request (runner/http/conn_guard.py).
     guard = conn_guard.make_guard(socket_owner.owner_uid)
     ctx.snapshots["connections"] = guard.snapshot
-    # The AppRunner runs the app's startup and cleanup; the site answers requests on the runner's
-    # own protocol (runner/http/wire.py).
+    # aiohttp serves the app (startup, requests, cleanup), each connection admitted by the guard.
     app_runner = await conn_guard.serve(app, sock, guard)
     # Token first, port last: a client that sees the port file can read the token.
     paths.write_private(paths.token_file(home), token)

@@ -47,6 +47,7 @@ class ExecSpec:
     # and passed down (the walk up the directories cost ~60 us, and was done three times);
     # NOT_LOOKED_UP until the task.exec handler or the manager looks.
     workspace: Optional[str] = ""
+    name: Optional[str] = None  # the caller's label (exec --name), shown in listings
 
     @property
     def session(self) -> SessionKey:

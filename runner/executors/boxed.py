@@ -32,7 +32,7 @@ class Box:
 
     def wrap(self, argv: list[str], root: str, cwd: str, home: str, env: Mapping[str, str]) -> list[str]:
         """`argv` run in `cwd` inside the sandbox of `root`; Unavailable when bwrap is missing."""
-        lay = sandbox.layout(root, home, {"HOME": env.get("HOME") or os.path.expanduser("~")}, self.dir)
+        lay = sandbox.layout(root, home, {**env, "HOME": env.get("HOME") or os.path.expanduser("~")}, self.dir)
         try:
             return sandbox.argv(lay, KIND, argv, cwd=cwd, extra=("--unshare-net",) if self.offline else ())
         except sandbox.SandboxUnavailable as exc:

@@ -137,7 +137,9 @@ class WorkerExecutor:
                 if code.network != "host":
                     relay, extra, argv = await self._relay(spec, os.path.join(tmp + ".net"), argv)
                 lay = sandbox.layout(spec.cwd, self.home, spec.environ or spec.env or os.environ, tmp)
-                argv = sandbox.argv(lay, worker_kind(code.argv[0]), argv, capability=cap_file, extra=extra)
+                # In a thread: it copies the host's state dir (runner/system/sandbox_home.py).
+                argv = await asyncio.to_thread(sandbox.argv, lay, worker_kind(code.argv[0]), argv,
+                                               capability=cap_file, extra=extra)
             rc = await self.process.run_argv(io, argv, stdin, spec.env, self._runner_env(tmp), spec.environ)
         except sandbox.SandboxUnavailable as exc:
             raise Unavailable(f"no worker sandbox: {exc}; `plugkit work --no-sandbox` overrides") from None

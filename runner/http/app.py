@@ -1,25 +1,23 @@
 """make_app(ctx): the runner's routes over an already composed Context. Transport only: no
 domain logic, and no part of the runner is built here (runner/boot/compose.py does).
 
-The web.Application holds the runner's lifecycle (startup, cleanup) and its Context; the
-requests themselves are answered by app[HANDLER] on the runner's own HTTP protocol
-(runner/http/wire.py, served by conn_guard.GuardedSite)."""
-
-import json
+aiohttp serves them: its router, and in front of it the guard (runner/http/guards.py) as a
+middleware, so every request, a path that does not exist included, passes the guard first.
+conn_guard.serve adds the framing middleware (runner/http/framing.py) in front of both."""
 
 from aiohttp import web
 
 from plugkit import SERVICE
 from runner.http.guards import make_guard
-from runner.http.keys import CONTEXT, HANDLER
-from runner.http.wire import Request, Response, error
+from runner.http.keys import CONTEXT
+from runner.http.replies import error, reply
+from runner.http.ui_routes import add_ui_routes
 from runner.rpc.context import PEER, Context
 from runner.rpc.dispatch import dispatch
 from runner.rpc.namespaces import build_methods
 
-
-def _json(data, status: int = 200) -> Response:
-    return Response(status, json.dumps(data).encode())
+ROUTES = {"/rpc": "POST", "/health": "GET", "/debug": "GET"}
+NO_SUCH_PATH = "no such path: /rpc (POST), /health and /debug (GET)"
 
 
 def make_app(ctx: Context, namespaces: tuple = ()) -> web.Application:
@@ -28,40 +26,44 @@ def make_app(ctx: Context, namespaces: tuple = ()) -> web.Application:
     check = make_guard(port=runtime.port, token=runtime.token, capabilities=ctx.capabilities)
     methods = build_methods(namespaces)
 
-    async def health(request: Request) -> Response:
-        return _json({"ok": True, "pid": runtime.pid, "version": runtime.version, "service": SERVICE})
+    async def health(request: web.Request) -> web.Response:
+        return reply({"ok": True, "pid": runtime.pid, "version": runtime.version, "service": SERVICE})
 
-    async def rpc(request: Request) -> Response:
+    async def rpc(request: web.Request) -> web.Response:
+        body = await request.read()
         try:
-            body = request.body.decode()
+            text = body.decode()
         except UnicodeDecodeError:
-            body = "\0"  # not JSON: reported as a parse error below
-        PEER.set(request.peer)  # who is calling, for the methods that must know (approval.grant walks its ancestry)
-        response = await dispatch(body, methods, ctx, limits.max_batch)
+            text = "\0"  # not JSON: reported as a parse error
+        transport = request.transport
+        # Who is calling, for the methods that must know (approval.grant walks its ancestry).
+        PEER.set(transport.get_extra_info("peername") if transport is not None else None)
+        response = await dispatch(text, methods, ctx, limits.max_batch)
         if response is None:  # notifications only: nothing to say
-            return Response(204, content_type=None)
-        return _json(response)
+            return web.Response(status=204)
+        return reply(response)
 
-    async def debug(request: Request) -> Response:
+    async def debug(request: web.Request) -> web.Response:
         from runner.rpc.debug import build_snapshot
 
-        return _json(build_snapshot(ctx))
+        return reply(build_snapshot(ctx))
 
-    routes = {"/health": ("GET", health), "/debug": ("GET", debug), "/rpc": ("POST", rpc)}
-
-    async def handle(request: Request) -> Response:
+    @web.middleware
+    async def guarded(request: web.Request, handler) -> web.StreamResponse:
         refused = check(request)
         if refused is not None:
             return refused
-        route = routes.get(request.path)
-        if route is None:
-            return error(404, "no such path: /rpc (POST), /health and /debug (GET)")
-        method, answer = route
-        if request.method != method:
-            return error(405, "method not allowed", headers={"Allow": method})
-        return await answer(request)
+        try:
+            return await handler(request)
+        except web.HTTPNotFound:
+            return error(404, NO_SUCH_PATH)
+        except web.HTTPMethodNotAllowed:
+            return error(405, "method not allowed", headers={"Allow": ROUTES.get(request.path, "GET")})
 
-    app = web.Application()
+    app = web.Application(middlewares=[guarded], client_max_size=limits.max_body_bytes)
+    app.router.add_post("/rpc", rpc)
+    app.router.add_get("/health", health, allow_head=False)
+    app.router.add_get("/debug", debug, allow_head=False)
+    add_ui_routes(app, ctx)  # the page (`plugkit ui`): /login, /ui, /api/v1/
     app[CONTEXT] = ctx
-    app[HANDLER] = handle
     return app

@@ -4,7 +4,10 @@ attack it stops; order matters."""
 import hmac
 from typing import Callable, Optional
 
-from runner.http.wire import Request, Response, error
+from aiohttp.web import Request, Response
+
+from runner.http.replies import error
+from runner.http.ui_routes import is_page_path
 from runner.rpc.context import CALLER
 from runner.system import logs
 from plugkit.work.capabilities import Capabilities
@@ -30,6 +33,10 @@ def make_guard(*, port: int, token: str,
         # 1. DNS rebinding: a page on evil.example resolving to 127.0.0.1 still sends its own Host.
         if headers.get("host", "").lower() not in allowed_hosts:
             return refuse(request, 403, "bad_host", "forbidden host")
+        # The page's paths have their own guard (runner/http/ui/access.py: a cookie, its own
+        # Origin only, read-only); the token and the rules below stay /rpc's and /debug's.
+        if is_page_path(request.path):
+            return None
         # 2. No browser page may talk to the runner at all; we never send CORS headers.
         if "origin" in headers:
             return refuse(request, 403, "origin_present", "cross-origin requests are refused")

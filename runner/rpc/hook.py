@@ -299,7 +299,11 @@ async def session_end(ctx: Context, p: HookSessionParams) -> HookSessionEnded:
     """
     ctx.hooks.forget(_key(p))
     _worker(ctx, p)  # a heartbeat
-    return HookSessionEnded(killed=await ctx.tasks.end_session(p.session_id, p.cwd))
+    killed = await ctx.tasks.end_session(p.session_id, p.cwd)
+    gates = ctx.gates.peek() if ctx.gates is not None else None  # gates not open yet: nothing to sign
+    if gates is not None:
+        await gates.seal_ledger("session ended")  # the gate ledger's head signed at each session's end
+    return HookSessionEnded(killed=killed)
 
 
 METHODS = {

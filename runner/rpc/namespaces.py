@@ -6,6 +6,7 @@ runner that only runs code never pays for the rest, and the first answer comes s
 """
 
 import importlib
+import inspect
 import time
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
@@ -29,6 +30,7 @@ NAMESPACES = {
     "hook": "runner.rpc.hook",
     "work": "runner.rpc.work",
     "search": "runner.rpc.search",
+    "audit": "runner.rpc.audit",
 }
 
 
@@ -77,6 +79,12 @@ def build_methods(extra: tuple = ()) -> Methods:
     return Methods(NAMESPACES, extra)
 
 
+# Every method takes (ctx, *args, **kwargs), so jsonrpcserver's argument check (it binds the
+# call to inspect.signature(method) on every call) reads this one, built once, instead of
+# building a signature per call; a method's own params are checked by dispatch.rpc (-32602).
+_SIGNATURE = inspect.signature(lambda ctx, *args, **kwargs: None)
+
+
 def _counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     guarded = name in work_guard.GUARDED  # a `plugkit work` worker makes these on its own item only
 
@@ -94,4 +102,5 @@ def _counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             ctx.runtime.latency.record(name, time.perf_counter() - started)
 
     method.__doc__ = fn.__doc__
+    method.__signature__ = _SIGNATURE  # type: ignore[attr-defined]
     return method

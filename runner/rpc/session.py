@@ -12,7 +12,11 @@ async def end(ctx: Context, p: SessionParams) -> SessionEnded:
     those started with detach, which run on in it. Ending an unknown session is not an
     error: there is simply nothing to kill.
     """
-    return SessionEnded(killed=await ctx.tasks.end_session(p.session_id, p.cwd))
+    killed = await ctx.tasks.end_session(p.session_id, p.cwd)
+    gates = ctx.gates.peek() if ctx.gates is not None else None  # gates not open yet: nothing to sign
+    if gates is not None:
+        await gates.seal_ledger("session ended")  # the gate ledger's head signed at each session's end
+    return SessionEnded(killed=killed)
 
 
 METHODS = {"session.end": end}

@@ -42,14 +42,15 @@ def receipt(obj: BaseModel) -> ReceiptInfo:
 
 # --- tasks: core objects -> task.* answers ------------------------------------------
 
-def task_info(task: Task) -> TaskInfo:
+def task_info(task: Task, ports: Optional[list[int]] = None) -> TaskInfo:
     return TaskInfo(
         task_id=task.id, session_id=task.session.session_id, cwd=task.cwd,
         lang=task.lang, state=task.state, pid=task.pid, exit_code=task.exit_code,
         signal=task.signal, reason=task.reason, message=task.message,
         started_at=task.started_at, ended_at=task.ended_at, duration_ms=task.duration_ms,
         bytes_out=task.bytes_out, dropped=task.bytes_out_before + task.buffer.dropped,
-        waiting_for_input=stdin_watch.waiting(task), detached=task.detached, **_usage(task),
+        waiting_for_input=stdin_watch.waiting(task), detached=task.detached, name=task.name,
+        command=task.command, ports=ports or [], **_usage(task),
     )
 
 
@@ -57,7 +58,8 @@ def _usage(task: Task) -> dict:
     if task.usage_probe is None:
         return {}
     usage = task.usage_probe()  # the task's cgroup, read live; fixed once the task ended
-    return {"cpu_s": usage.cpu_s, "memory_peak_bytes": usage.memory_peak_bytes}
+    live = {} if task.finished else {"memory_bytes": getattr(usage, "memory_bytes", None)}
+    return {"cpu_s": usage.cpu_s, "memory_peak_bytes": usage.memory_peak_bytes, **live}
 
 
 def output(res: ReadResult) -> Output:

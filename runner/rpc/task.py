@@ -3,7 +3,7 @@ answers the same not-found error for an unknown id, another session's id or an
 empty session id, so no caller can learn what other sessions run."""
 
 from plugkit.protocol import (Chunk, Output, SessionParams, StreamCut, TaskExecParams, TaskInfo, TaskInputParams,
-                              TaskKillParams, TaskList, TaskOutputParams, TaskRef, TaskResult,
+                              TaskKillParams, TaskLast, TaskLastParams, TaskList, TaskOutputParams, TaskRef, TaskResult,
                               TaskWaitParams, WaitResult)
 from plugkit.refusals import Forbidden, Invalid
 from plugkit.workspace import root_or_none
@@ -23,7 +23,7 @@ def _tasks(ctx: Context) -> TaskManager:
 @rpc(TaskExecParams)
 async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
     """task.exec {session_id, cwd, lang, code, timeout_ms?=300000, stdin?, env?, environ?, detach?, caller_pid?,
-    wait_ms?=0, max_bytes?, sandbox?=false}
+    wait_ms?=0, max_bytes?, sandbox?=false, name?}
     -> {task: TaskInfo, output: {chunks, cursor, dropped, more}}
 
     Starts the task and waits up to wait_ms for it to finish; never longer. The
@@ -56,15 +56,18 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
                                      timeout_s=p.timeout_ms / 1000, stdin=p.stdin, env=p.env, environ=p.environ,
                                      detach=p.detach, peer=PEER.get(), caller_pid=p.caller_pid,
                                      sandbox=await exec_sandbox.wanted(ctx, p, workspace),
-                                     offline=exec_sandbox.offline(), workspace=workspace))
+                                     offline=exec_sandbox.offline(), workspace=workspace, name=p.name))
     await tasks.wait_done(task, p.wait_ms / 1000)
     return TaskResult(task=shapes.task_info(task), output=shapes.output(tasks.read(task, None, p.max_bytes)))
 
 
 @rpc(TaskRef)
 async def status(ctx: Context, p: TaskRef) -> TaskInfo:
-    """task.status {session_id, cwd, task_id} -> TaskInfo (state, exit_code, signal, reason, ...)"""
-    return shapes.task_info(await _tasks(ctx).lookup(p.session_id, p.cwd, p.task_id))
+    """task.status {session_id, cwd, task_id} -> TaskInfo (state, exit_code, signal, reason, name, command,
+    ports its running tree listens on, cpu_s/memory_bytes live where a cgroup measures it, ...)"""
+    tasks = _tasks(ctx)
+    task = await tasks.lookup(p.session_id, p.cwd, p.task_id)
+    return shapes.task_info(task, (await tasks.listening_ports([task])).get(task.id))
 
 
 @rpc(TaskOutputParams)
@@ -95,7 +98,7 @@ async def output(ctx: Context, p: TaskOutputParams) -> Output:
 def _tails(buffer: OutputBuffer, cursor: int, max_bytes: int, head_share: float) -> Output:
     got = bound.digest(buffer, cursor, max_bytes, head_share)
     return Output(chunks=[Chunk(stream=s, text=t) for s, t in got.pieces], cursor=got.end,
-                  dropped=max(0, buffer.start - cursor), more=False,
+                  dropped=max(0, buffer.start - cursor), more=False, start=buffer.start,
                   cuts=[StreamCut(stream=c.stream, total=c.total, shown=c.shown) for c in got.cuts])
 
 
@@ -145,12 +148,28 @@ async def kill(ctx: Context, p: TaskKillParams) -> TaskInfo:
 
 @rpc(SessionParams)
 async def list_(ctx: Context, p: SessionParams) -> TaskList:
-    """task.list {session_id, cwd} -> {tasks: [TaskInfo]} (only this session's, in id order;
+    """task.list {session_id, cwd} -> {tasks: [TaskInfo]} (with ports and live usage, as task.status) (only this session's, in id order;
     the ledger's too, so a restart loses none: those of a runner gone are killed/runner_lost)"""
-    return TaskList(tasks=[shapes.task_info(t) for t in await _tasks(ctx).list_with_history(p.session_id, p.cwd)])
+    tasks = _tasks(ctx)
+    listed = await tasks.list_with_history(p.session_id, p.cwd)
+    ports = await tasks.listening_ports(listed)
+    return TaskList(tasks=[shapes.task_info(t, ports.get(t.id)) for t in listed])
+
+
+@rpc(TaskLastParams)
+async def last(ctx: Context, p: TaskLastParams) -> TaskLast:
+    """task.last {session_id, cwd, caller_pid?} -> {task_id}
+
+    The newest finished task of this session, or of a session of the same workspace tied to
+    the agent host the caller (caller_pid, checked to hold this connection) runs under; task_id
+    is null when there is none. `mutable resolve NAME last` and `evidence add --task last` ask it.
+    Example: {"method":"task.last","params":{"session_id":"s","cwd":"/w","caller_pid":4242}}
+    """
+    return TaskLast(task_id=await _tasks(ctx).last_finished(p.session_id, p.cwd, PEER.get(), p.caller_pid))
 
 
 METHODS = {
     "task.exec": exec_, "task.status": status, "task.output": output, "task.wait": wait,
     "task.input": input_, "task.kill": kill, "task.list": list_,
+    "task.last": last,
 }

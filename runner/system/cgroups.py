@@ -46,6 +46,7 @@ SHIM = ("/bin/sh", "-c", 'echo 0 >"$0" 2>/dev/null; exec "$@"')
 class Usage:
     cpu_s: Optional[float]
     memory_peak_bytes: Optional[int]
+    memory_bytes: Optional[int] = None  # memory.current: in use at the read
 
 
 @dataclass(frozen=True)
@@ -257,14 +258,14 @@ def read_usage(path: str, memory: bool) -> Usage:
                 except ValueError:
                     pass
                 break
-    peak = None
+    peak = now = None
     if memory:
-        for name in ("memory.peak", "memory.current"):  # memory.peak is 5.19+
+        for name in ("memory.current", "memory.peak"):  # memory.peak is 5.19+; else the current is the best peak
             text = _read(os.path.join(path, name))
             if text is not None and text.strip().isdigit():
+                now = int(text) if name == "memory.current" else now
                 peak = int(text)
-                break
-    return Usage(cpu, peak)
+    return Usage(cpu, peak, now)
 
 
 def _read(path: str) -> Optional[bytes]:

@@ -11,6 +11,7 @@ status, so the runner's orphan sweeper never takes it.
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import shutil
 import signal
@@ -98,14 +99,22 @@ async def spawn(protocol_factory, found: str, argv: list[str], env: Mapping[str,
     loop = asyncio.get_running_loop()
     path = argv[0] if "/" in argv[0] else found  # with a slash: relative to the task's cwd, as exec is
     program = clone_spawn.HELPER.program(path, argv, env, cwd)  # a bad argv or env: before any fd
-    in_r, in_w = os.pipe2(os.O_CLOEXEC)
-    out_r, out_w = os.pipe2(os.O_CLOEXEC)
-    err_r, err_w = os.pipe2(os.O_CLOEXEC)
-    protocol = protocol_factory()
-    proc = ClonedProcess(loop, protocol)
-    protocol.connection_made(proc)  # type: ignore[arg-type]
-    files = {0: open(in_w, "wb", buffering=0), 1: open(out_r, "rb", buffering=0), 2: open(err_r, "rb", buffering=0)}
+    # Every descriptor this spawn opens is closed on every way out but success: at the file limit
+    # (EMFILE) the second or third pipe fails, and the first one's ends stayed open before, until
+    # no task could start at all. raw: ends not yet owned by a file object (closed by fd).
+    raw: list[int] = []
+    files: dict[int, io.FileIO] = {}
+    proc: Optional[ClonedProcess] = None
     try:
+        for _ in range(3):
+            raw.extend(os.pipe2(os.O_CLOEXEC))
+        in_r, in_w, out_r, out_w, err_r, err_w = raw
+        for fd, end, mode in ((0, in_w, "wb"), (1, out_r, "rb"), (2, err_r, "rb")):
+            files[fd] = open(end, mode, buffering=0)
+            raw.remove(end)  # the file object closes it from now on
+        protocol = protocol_factory()
+        proc = ClonedProcess(loop, protocol)
+        protocol.connection_made(proc)  # type: ignore[arg-type]
         # Our ends are watched before the child exists: the parent of a vfork resumes late (often
         # once the child has run its course), and then only the exit is left to see.
         proc.pipes[0] = WriteEnd(loop, files[0], lambda exc: proc.protocol.pipe_connection_lost(0, exc))
@@ -116,14 +125,15 @@ async def spawn(protocol_factory, found: str, argv: list[str], env: Mapping[str,
         local, _last_spawn[0] = now - _last_spawn[0] >= QUIET_S, now
         child = clone_spawn.HELPER.clone(program, cgroup_dir, (in_r, out_w, err_w), local=local)
     except BaseException:
-        for fd in (in_r, out_w, err_w):
+        for fd in raw:
             os.close(fd)
         for fd, file in files.items():
-            if fd not in proc.pipes:
+            if proc is None or fd not in proc.pipes:
                 file.close()
-        proc.abandon()  # closes the ends it holds, there and then
+        if proc is not None:
+            proc.abandon()  # closes the ends it holds, there and then
         raise
-    for fd in (in_r, out_w, err_w):
+    for fd in raw:  # the child's ends: it has its own copies now
         os.close(fd)
     subreaper.SPAWNED.add(child.pid)
     proc.started(child.pid, child.pidfd)

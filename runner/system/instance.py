@@ -1,10 +1,9 @@
 """Single instance per PLUGKIT_HOME: an exclusive file lock held for the runner's whole life."""
 
 import os
+from typing import Any
 
-from filelock import FileLock, Timeout
-
-from plugkit import paths
+from plugkit import locks, paths
 
 
 class AlreadyRunning(Exception):
@@ -25,12 +24,12 @@ def read_pid(home: str) -> int | None:
         return None
 
 
-def acquire(home: str) -> FileLock:
-    """Take the instance lock of `home` or raise AlreadyRunning naming the holder's pid."""
-    lock = FileLock(paths.instance_lock(home), timeout=0, mode=0o600)
+def acquire(home: str) -> Any:
+    """Take the instance lock of `home` (plugkit/locks.py, filelock) or raise AlreadyRunning
+    naming the holder's pid. The caller release()s it."""
     try:
-        lock.acquire()
-    except Timeout:
+        lock = locks.hold_instance(paths.instance_lock(home))
+    except locks.Busy:
         raise AlreadyRunning(read_pid(home), home) from None
     paths.write_private(paths.pid_file(home), f"{os.getpid()}\n")
     return lock

@@ -1,18 +1,20 @@
-"""Structured logs on the standard library: `log.info("event", key=value)` becomes one JSON
-line in $PLUGKIT_HOME/runner.log (rotated) and, on a terminal, a readable line.
+"""Structured logs: `log.info("event", key=value)` becomes one JSON line in $PLUGKIT_HOME/runner.log
+(rotated) and, on a terminal, a readable line; structlog renders both.
 
-Not structlog: importing it cost 0.1-0.4 s of every cold start (it imports rich wherever rich
-is installed, and rich is common), for the few lines below.
+A call builds a stdlib LogRecord carrying the event and its fields (Event): no structlog on the
+calling path, and none imported until configure(). The handlers' formatters are structlog's
+ProcessorFormatter: every record, ours or a library's (aiohttp, jsonrpcserver), goes through the
+same processors, so the token and every registered secret are scrubbed from fields, messages
+and tracebacks alike. structlog's dev module imports rich wherever rich is installed (0.1-0.4 s
+of a cold start): the daemon keeps rich out (keep_rich_out) before configure() imports it.
 """
 
 import asyncio
 import functools
-import json
 import logging
 import logging.handlers
 import os
 import sys
-import time
 
 LATER_S = 0.005  # how long info_later waits (a short task's answer goes out well inside it)
 _SECRETS: set[str] = set()
@@ -94,32 +96,31 @@ class Logger:
             self.info(event, **fields)
 
 
-def _fields(record: logging.LogRecord, formatter: logging.Formatter) -> dict:
-    """The record as data, secrets scrubbed: event, its fields, level, timestamp (UTC, ISO 8601),
-    and the traceback when there is one. A record another library logged is its message."""
-    msg = record.msg
-    data = {"event": msg.name, **msg.fields} if isinstance(msg, Event) else {"event": record.getMessage()}
-    data = _scrub(data)
-    data["level"] = record.levelname.lower()
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-    data["timestamp"] = f"{stamp}.{int(record.created % 1 * 1e6):06d}Z"
-    if record.exc_info:
-        data["exception"] = _scrub(formatter.formatException(record.exc_info))
-    return data
+def _event_fields(_logger: object, _name: str, event_dict: dict) -> dict:
+    """structlog pre-chain: our records' event and fields (Event) as the event dict."""
+    msg = event_dict["_record"].msg
+    if isinstance(msg, Event):
+        event_dict["event"] = msg.name
+        event_dict.update(msg.fields)
+    return event_dict
 
 
-class JsonLines(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        return json.dumps(_fields(record, self), default=repr)
+def _formatter(renderer: object) -> logging.Formatter:
+    import structlog
+
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[_event_fields, structlog.stdlib.add_log_level,
+                           structlog.processors.TimeStamper(fmt="iso", utc=True)],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.format_exc_info,  # the traceback as text, then scrubbed below
+                    redact, renderer])
 
 
-class Console(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        data = _fields(record, self)
-        exc = data.pop("exception", None)
-        head = f"{data.pop('timestamp')} [{data.pop('level'):<7}] {data.pop('event')}"
-        line = " ".join([head, *(f"{k}={v!r}" for k, v in data.items())])
-        return f"{line}\n{exc}" if exc else line
+def keep_rich_out() -> None:
+    """For the daemon, before configure(): structlog's dev module imports rich where it is
+    installed; the runner renders no rich tracebacks, so rich's import fails as if absent."""
+    for name in ("rich", "better_exceptions"):
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
 
 
 class _Rotating(logging.handlers.RotatingFileHandler):
@@ -139,11 +140,14 @@ def configure(log_file: str, *, to_stderr: bool, max_bytes: int = 5 << 20, backu
     # The log may name sessions and paths: readable by this user only.
     os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
     file_handler = _Rotating(log_file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
-    file_handler.setFormatter(JsonLines())
+    import structlog
+
+    file_handler.setFormatter(_formatter(structlog.processors.JSONRenderer(default=repr)))
     handlers: list[logging.Handler] = [file_handler]
     if to_stderr:
         console = logging.StreamHandler(sys.stderr)
-        console.setFormatter(Console())
+        console.setFormatter(_formatter(structlog.dev.ConsoleRenderer(
+            colors=False, pad_event_to=0, exception_formatter=structlog.dev.plain_traceback)))
         handlers.append(console)
     root = logging.getLogger()
     for old in list(root.handlers):

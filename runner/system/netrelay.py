@@ -79,8 +79,9 @@ def wrap(folder: str, ports: list[int], inner: list[str]) -> list[str]:
 
 def namespace_args(folder: str) -> tuple[str, ...]:
     """bwrap's arguments for the worker's own network: loopback only, the relay's sockets and
-    the /etc/hosts that open_relay() wrote into `folder`."""
-    return ("--unshare-net", "--bind", folder, folder, "--ro-bind", os.path.join(folder, "hosts"), "/etc/hosts")
+    the /etc/hosts that open_relay() wrote into `folder`. Read-only: connecting to a socket
+    needs no write to its mount, and the worker must not swap the sockets or the hosts file."""
+    return ("--unshare-net", "--ro-bind", folder, folder, "--ro-bind", os.path.join(folder, "hosts"), "/etc/hosts")
 
 
 async def open_relay(folder: str, targets: dict[int, tuple[str, int]]) -> "Relay":

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from plugkit import SERVICE, paths
+from runner.system.tags import read_tags
 
 
 @dataclass(frozen=True)
@@ -24,8 +25,8 @@ class PortTaken(Exception):
         self.port, self.holder = port, holder
         who = f"pid {holder.pid} ({holder.command})" if holder.pid else "a process we cannot see (another user?)"
         super().__init__(
-            f"port {port} is taken by {who}{why}; free it with `plugkit kill-port {port}` "
-            "or set PLUGKIT_PORT to another port"
+            f"port {port} is taken by {who}{why}; set PLUGKIT_PORT to another port "
+            f"(e.g. PLUGKIT_PORT={port + 1}), or free it with `plugkit kill-port {port} --force`"
         )
 
 
@@ -54,6 +55,31 @@ def listeners(port: int) -> list[Holder]:
         if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
             found.append(describe(conn.pid))
     return found
+
+
+def listening(roots: dict[int, int]) -> dict[int, list[int]]:
+    """key -> the TCP ports the process tree under each root pid listens on (sorted, unique).
+    Blocking: one scan of the system's sockets and one walk of each tree. A tree's processes
+    that daemonized away from it are not found here (its cgroup would hold them)."""
+    import psutil
+
+    owner: dict[int, int] = {}
+    for key, pid in roots.items():
+        try:
+            root = psutil.Process(pid)
+            for proc in [root, *root.children(recursive=True)]:
+                owner.setdefault(proc.pid, key)
+        except psutil.Error:
+            continue
+    found: dict[int, set[int]] = {}
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except psutil.Error:
+        return {}
+    for conn in conns:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.pid in owner:
+            found.setdefault(owner[conn.pid], set()).add(conn.laddr.port)
+    return {key: sorted(ports) for key, ports in found.items()}
 
 
 def describe(pid: int | None) -> Holder:
@@ -222,9 +248,10 @@ def _wait_for_connection(port: int, retry_s: float, on_held: Callable[[list[str]
 class KillRefused(Exception):
     """The port's holder is not ours to kill; str() says whose it is, `pid` names the spared one."""
 
-    def __init__(self, message: str, pid: int | None = None) -> None:
+    def __init__(self, message: str, pid: int | None = None, foreign: bool = False) -> None:
         super().__init__(message)
         self.pid = pid
+        self.foreign = foreign  # only refused for not being the caller's: --force would kill it
 
 
 @dataclass(frozen=True)
@@ -234,11 +261,13 @@ class Freed:
     processes: int  # the listener plus the descendants signalled with it
 
 
-def kill_port(port: int, spare: dict[int, str], grace_s: float = 1.0) -> tuple[list[Freed], list[int]]:
+def kill_port(port: int, spare: dict[int, str], grace_s: float = 1.0,
+              mine: Callable[[dict | None, list[int]], bool] | None = None) -> tuple[list[Freed], list[int]]:
     """Kill every process listening on `port`, each with its descendants: TERM, grace, KILL.
 
     `spare` maps pids that must survive to what they are ("the plugkit runner
     itself"); a listener that is one of them or an ancestor of one is refused.
+    `mine(tags, ancestor pids)`, when given, must say yes for every listener (the caller's own).
     Every listener is checked before anything is signalled, so a refusal kills
     nothing. Returns (what was freed, pids still alive after KILL).
     """
@@ -268,9 +297,21 @@ def kill_port(port: int, spare: dict[int, str], grace_s: float = 1.0) -> tuple[l
             if pid in members:
                 raise KillRefused(f"port {port} is held by pid {holder.pid} ({holder.command}), "
                                   f"an ancestor of {what} (pid {pid})", pid)
+        if mine is not None and not mine(read_tags(holder.pid), [p.pid for p in _parents(proc)]):
+            raise KillRefused(f"port {port} is held by pid {holder.pid} ({' '.join(holder.command.split())[:120]}), which is not "
+                              "one of this session's tasks", holder.pid, foreign=True)
         plans.append((holder, tree))
     survivors = end_processes([p for _, tree in plans for p in tree], grace_s)
     return [Freed(h.pid, h.command, len(tree)) for h, tree in plans], survivors  # type: ignore[arg-type]
+
+
+def _parents(proc) -> list:
+    import psutil
+
+    try:
+        return proc.parents()
+    except psutil.Error:
+        return []
 
 
 def end_processes(procs: list, grace_s: float) -> list[int]:

@@ -1,13 +1,17 @@
 """The bubblewrap sandbox a worker runs in: the argv that wraps its own, built from tables.
 
 What the worker sees (rows below, applied in order; a later mount covers an earlier one):
-  - the whole filesystem read-only (its toolchains, its interpreters, the system; /tmp too,
-    so what others leave there is readable: nothing of the runner's is kept there);
+  - the whole filesystem read-only (its toolchains, its interpreters, the system), but /tmp,
+    /var/tmp and /run/user empty (runner/system/sandbox_home.py: no one's sockets there);
   - its worktree read-write, and a private temp dir (TMPDIR) nobody else shares;
   - the main checkout's working files: not at all (an empty tmpfs over the repository);
-  - the repository's .git read-only, except what a commit on its own branch writes: the
-    object store (objects are content-addressed and only added), its own worktree admin
-    dir (HEAD, index), and refs/heads/plugkit/ plus its reflog dir. A commit updates
+  - the repository's .git read-only, except what a commit on its own branch writes: its own
+    worktree admin dir (HEAD, index), refs/heads/plugkit/ plus its reflog dir, and objects,
+    which go to the worker's own object dir shown at .git/objects (the real store read-only
+    inside it; runner/system/worker_objects.py imports what it wrote, checked). In that admin
+    dir what says which repository and config the worktree has (config.worktree, gitdir,
+    commondir) and the worktree's own `.git` file stay read-only: git run on the worktree
+    outside the sandbox must not run a program the worker named there. A commit updates
     refs/heads/plugkit/<id> through a lock file created in that directory, so the directory
     must be writable; that reaches the other items' plugkit/* branches too, which the
     runner's RefGuard snapshots and puts back. main, the run's branch and tags stay read-only;
@@ -16,10 +20,13 @@ What the worker sees (rows below, applied in order; a later mount covers an earl
     (plugkit/work/capabilities.py), never the runner's token; the ledger, logs, gates state
     and MAC key stay hidden;
   - the user's credentials (CREDENTIALS): an empty dir or /dev/null over each;
+  - the rest of HOME read-only, its caches private and a host's state a private copy, /tmp and
+    the runtime dirs empty, no agent variable, no abstract socket made outside
+    (runner/system/sandbox_home.py, runner/system/landlock.py);
+  - the worktree's own `.git` (a dir, or a linked worktree's file) read-only over its bind;
   - its own PID namespace (it cannot see or signal the runner or other tasks) and it dies
     with the process that started it (--die-with-parent).
-A host's own state (its login, its session files, npm's cache) is writable only where its
-row in CACHES says so. Standard library only; the probe is blocking (call it in a thread).
+Standard library only; argv() copies a host's state and the probe is blocking (call them in a thread).
 """
 
 from __future__ import annotations
@@ -32,17 +39,19 @@ import tempfile
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from runner.system import landlock, sandbox_home, worker_objects
+
 PROGRAM = "bwrap"
 # Under $HOME: hidden unless a scope grants them. A directory gets an empty tmpfs, a file /dev/null.
 CREDENTIALS: tuple[str, ...] = (
     ".ssh", ".aws", ".config/gcloud", ".azure", ".kube", ".docker", ".gnupg", ".netrc",
     ".git-credentials", ".config/gh", ".pypirc", ".npmrc", ".terraform.d", ".vault-token",
 )
-# Writable under $HOME, per worker kind: the state each host keeps (declared, not guessed).
-# "*" rows hold for every kind: the toolchains' own caches a build in the worktree fills.
-# A row ending in "/" is a directory the host keeps its state in: made if missing.
+# Per worker kind, the state each host keeps under $HOME (declared, not guessed): the worker
+# gets a private copy of each bound over it (sandbox_home.host_state), never the real one,
+# which the person's own host reads its settings and hooks from. A row ending in "/" is a dir.
+# No row for every kind: the toolchains' caches are private (sandbox_home.CACHE_VARS).
 CACHES: dict[str, tuple[str, ...]] = {
-    "*": (".cache", ".npm", ".local/state", ".local/share", "go/pkg", ".cargo/registry", ".m2", ".gradle"),
     "claude-code": (".claude/", ".claude.json", ".claude.json.backup", ".config/claude"),
     "codex": (".codex/",),
     "qwen": (".qwen/",),
@@ -69,6 +78,10 @@ class Layout:
     home: str                  # $PLUGKIT_HOME
     user_homes: tuple[str, ...]  # $HOME of the worker and of the runner
     tmp: str                   # the worker's private temp dir
+    reads: tuple[str, ...] = ()  # files its environment names by absolute path (read back under a hidden /tmp)
+    # The worker's own object dir (runner/system/worker_objects.py), shown at <git_dir>/objects with
+    # the real store read-only inside it; None: the real store is only read-only, like the rest.
+    objects: Optional[str] = None
 
 
 def layout(worktree: str, home: str, env: Mapping[str, str], tmp: str) -> Layout:
@@ -84,27 +97,28 @@ def layout(worktree: str, home: str, env: Mapping[str, str], tmp: str) -> Layout
     except OSError:
         pass  # not a linked worktree (a plain dir): only the worktree itself is granted
     homes = {os.path.realpath(h) for h in (env.get("HOME"), os.path.expanduser("~")) if h}
-    return Layout(worktree, repo, git_dir, admin, os.path.realpath(home), tuple(sorted(homes)), tmp)
+    objects = worker_objects.existing(worktree) if git_dir is not None else None
+    return Layout(worktree, repo, git_dir, admin, os.path.realpath(home), tuple(sorted(homes)), tmp,
+                  sandbox_home.named_files(env), objects)
 
 
 def _exists(path: str) -> bool:
     return os.path.lexists(path)
 
 
-def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Optional[str] = None) -> list[str]:
+def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Optional[str] = None,
+           reads: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> list[str]:
     """The bwrap mount arguments, in order (later covers earlier). `capability`: a file holding
-    the worker's own capability, shown at the token's path (None: no token there at all)."""
+    the worker's own capability, shown at the token's path (None: no token there at all).
+    `reads`: files the sandbox is handed by name (its argv), read back should /tmp hide them.
+    `extra`: more bwrap arguments (a relay's dir under /tmp), before the empty layers go read-only."""
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # /tmp and the runtime dirs emptied (their path sockets gone); HOME, the interpreter and the
+    # regular files the sandbox is handed by name (never a socket, never a dir) read back.
+    args += sandbox_home.hide((*lay.user_homes, sandbox_home.interpreter_root(), sandbox_home.runner_install(),
+                               *lay.reads, *reads))
     for user_home in lay.user_homes:
-        for rel in CACHES.get("*", ()) + CACHES.get(kind, ()):
-            path = os.path.join(user_home, rel.rstrip("/"))
-            if rel.endswith("/") and not _exists(path):  # a host's state dir: made, so it can be bound
-                try:
-                    os.makedirs(path, exist_ok=True)
-                except OSError:
-                    continue
-            if _exists(path):
-                args += ["--bind", path, path]
+        args += sandbox_home.host_state(user_home, CACHES.get(kind, ()), lay.tmp)
         for rel in CREDENTIALS:
             path = os.path.join(user_home, rel)
             if rel in granted or not _exists(path):
@@ -114,7 +128,12 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Op
         args += ["--tmpfs", lay.repo]  # the main checkout's files: gone (other worktrees with them)
     if lay.git_dir is not None:
         args += ["--ro-bind", lay.git_dir, lay.git_dir]
-        for rel in ("objects", "refs/heads/plugkit", "logs/refs/heads/plugkit"):
+        # The real store stays read-only (a worker that could rewrite a loose object would change
+        # main under the same hash): its writes go to its own dir, checked before they are imported.
+        store = os.path.join(lay.git_dir, "objects")
+        if lay.objects is not None and os.path.isdir(store):
+            args += ["--bind", lay.objects, store, "--ro-bind", store, os.path.join(store, worker_objects.STORE)]
+        for rel in ("refs/heads/plugkit", "logs/refs/heads/plugkit"):
             path = os.path.join(lay.git_dir, rel)
             if os.path.isdir(path):
                 args += ["--bind", path, path]
@@ -130,11 +149,47 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Op
         args += ["--ro-bind", capability, os.path.join(lay.home, TOKEN)]
     # Last, so nothing above hides them: the worker's own places.
     args += ["--bind", lay.worktree, lay.worktree, "--bind", lay.tmp, lay.tmp]
+    # The worktree's .git (the workspace's own repository for `exec --sandbox`, the gitdir file
+    # of a worker's worktree) read-only over that bind: the person's and the runner's next git
+    # command there would run what its config and hooks say, unconfined.
+    dot_git = os.path.join(lay.worktree, ".git")
+    if _exists(dot_git):
+        args += ["--ro-bind", dot_git, dot_git]
+    args += _git_pointers(lay)  # the admin dir's config.worktree/gitdir/commondir, read-only too
+    args += extra
     # The empty tmpfs layers read-only once the binds inside them exist: a write there would
     # land nowhere the runner looks, yet "succeed" (and mislead the worker and its evidence).
     for i, arg in enumerate(list(args)):
         if arg == "--tmpfs":
             args += ["--remount-ro", args[i + 1]]
+    return args
+
+
+# In a worktree's admin dir, the files that say which repository it is and what config it reads:
+# the runner's (and the person's) git in or on that worktree would trust them. Read-only mounts
+# over files in a writable dir: a write, a rename over them or an unlink fails (EROFS, EBUSY).
+GIT_POINTERS: tuple[str, ...] = ("config.worktree", "gitdir", "commondir")
+
+
+def _git_pointers(lay: Layout) -> list[str]:
+    """The worktree's `.git` file and its admin dir's GIT_POINTERS, read-only over the writable
+    binds. A missing config.worktree is made empty first: one the worker created would otherwise
+    be read as soon as anything turned extensions.worktreeConfig on. (Not /dev/null: a device on
+    the nodev bind cannot be opened, and git refuses to run on a config it cannot read.)"""
+    if lay.admin is None:
+        return []
+    dot_git = os.path.join(lay.worktree, ".git")
+    args = ["--ro-bind", dot_git, dot_git] if os.path.isfile(dot_git) and not os.path.islink(dot_git) else []
+    for name in GIT_POINTERS:
+        path = os.path.join(lay.admin, name)
+        if name == "config.worktree" and not os.path.lexists(path):
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+            except OSError:
+                args += ["--ro-bind", "/dev/null", path]  # unreadable, so git stops: fails closed
+                continue
+        if os.path.isfile(path) and not os.path.islink(path):
+            args += ["--ro-bind", path, path]
     return args
 
 
@@ -146,8 +201,12 @@ def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = ()
     program = shutil.which(PROGRAM)
     if program is None:
         raise SandboxUnavailable("bwrap is not installed (apt-get install bubblewrap, or scripts/setup)")
+    # Abstract sockets live in a network namespace: one of its own (extra) keeps them out,
+    # else Landlock's scope where the kernel has it (runner/system/landlock.py).
+    inner = inner if "--unshare-net" in extra else landlock.wrap(inner)
     return [program, "--die-with-parent", "--unshare-pid", "--new-session",
-            *mounts(lay, kind, granted, capability), *extra,
+            *mounts(lay, kind, granted, capability, sandbox_home.named_files(dict(enumerate(inner))), extra),
+            *sandbox_home.environment(lay.tmp),
             "--chdir", cwd or lay.worktree, "--setenv", "TMPDIR", lay.tmp, "--", *inner]
 
 
@@ -158,6 +217,7 @@ SELF_TEST: tuple[tuple[str, str], ...] = (
     ("read a credential file", "cat {home}/.ssh/id_rsa"),
     ("write outside the worktree", "echo x > {outside}"),
     ("write the main checkout", "echo x > {repo}/README"),
+    ("write the repository's object store", "echo x > {repo}/.git/objects/x"),
     ("signal a process outside", "kill -0 {runner_pid}"),
 )
 
@@ -183,13 +243,18 @@ def self_test(home: str) -> Optional[str]:
             with open(path, "w") as fh:
                 fh.write(text)
         lay = layout(worktree, home, {"HOME": user}, os.path.join(scratch, "tmp"))
+        local = sandbox_home.LocalProbe(user)  # HOME's caches, a host's state, local sockets
         fill = {"canary": canary, "token": os.path.join(home, TOKEN), "home": user, "outside": os.path.join(scratch, "outside"), "repo": repo,
-                "runner_pid": os.getpid()}
+                "runner_pid": os.getpid(), "worktree": worktree, **local.fill()}
         script = "; ".join(f"if {{ {line.format(**fill)}; }} >/dev/null 2>&1; then echo {shlex.quote('GOT ' + name)}; fi"
-                           for name, line in SELF_TEST)
-        done = subprocess.run(argv(lay, "command", ["sh", "-c", script]), capture_output=True, text=True,
-                              timeout=30, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-        got = [line[4:] for line in done.stdout.splitlines() if line.startswith("GOT ")]
+                           for name, line in SELF_TEST + local.steps())
+        script += f"; echo x > {shlex.quote(user)}/.claude/planted 2>/dev/null; true"  # its copy: must not reach out
+        try:  # as Claude Code's worker: its host's state row (a private copy) too
+            done = subprocess.run(argv(lay, "claude-code", ["sh", "-c", script]), capture_output=True, text=True,
+                                  timeout=30, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **local.env()})
+        finally:
+            local.close()
+        got = [line[4:] for line in done.stdout.splitlines() if line.startswith("GOT ")] + local.reached()
         if got:
             return f"the sandbox self-test got through: {', '.join(got)}"
         if done.returncode != 0:
@@ -226,6 +291,7 @@ if __name__ == "__main__":  # `plugkit doctor` runs this (the client never impor
 
     home_dir = sys.argv[1] if len(sys.argv) > 1 and os.path.isdir(sys.argv[1]) else tempfile.mkdtemp()
     found = self_test(home_dir)
-    print(found or "bwrap; self-test passed: the home, the token, a credential, writes outside the worktree and "
-                   "signals out are all denied")
+    print(found or "bwrap; self-test passed: the home, the token, a credential, writes outside the worktree, "
+                   "to .git and under HOME, agent sockets and signals out are all denied"
+                   + ("" if landlock.scoped() else " (abstract sockets: not on this kernel, no Landlock scope)"))
     sys.exit(1 if found else 0)

@@ -6,6 +6,7 @@ is attacked too, and one that types its cwd as a plain `str` fails here.
 """
 
 import importlib
+import json
 import types
 import typing
 
@@ -95,3 +96,17 @@ def test_bad_values_are_refused_naming_the_field_by_every_method(home: Home, tmp
     assert not wrong, "\n".join(wrong)
     assert attacked == set(ATTACKS)
 
+
+
+def test_a_malformed_port_variable_names_itself_and_exits_2(home):
+    done = home.cli("exec:bash", "true", env={"PLUGKIT_PORT": "notaport"})
+    assert done.returncode == 2, done.stderr
+    assert "PLUGKIT_PORT='notaport' is not a TCP port" in done.stderr and "invalid literal" not in done.stderr
+    assert home.runner_pids() == []
+
+
+def test_json_errors_carry_the_real_error_code(home):
+    missing = home.cli("exec:status", "task_77", "--json")
+    assert missing.returncode == 1 and json.loads(missing.stdout)["error"]["code"] == -32001  # not found
+    usage = home.cli("exec:status", "task_abc", "--json")
+    assert usage.returncode == 2 and json.loads(usage.stdout)["error"]["code"] == "usage"

@@ -85,7 +85,8 @@ def test_the_hook_sends_the_hosts_environment(runner, tmp_path):
 def test_explain_and_doctor_name_the_program_that_would_run(home, tmp_path, venv):
     done = home.cli("exec:python", "--explain", cwd=str(tmp_path), env=activated(venv))
     assert done.returncode == 0, done.stderr
-    assert f"{venv}/bin/python -u FILE" in done.stdout and "from $VIRTUAL_ENV" in done.stdout
+    assert f"{venv}/bin/python -u -c <launcher: runs FILE as python -c would> FILE" in done.stdout
+    assert "from $VIRTUAL_ENV" in done.stdout
     doctor = home.cli("doctor", "--json", cwd=str(tmp_path), env=activated(venv))
     rows = {r["check"]: r for r in json.loads(doctor.stdout)}
     assert f"{venv}/bin/python" in rows["python"]["detail"] and "$VIRTUAL_ENV" in rows["python"]["detail"]

@@ -51,7 +51,8 @@ def test_exec_auto_starts_the_runner_and_streams_both_outputs(home):
     assert home.runner_pids() == []
     result = home.cli("exec:bash", "echo out; echo err >&2; exit 3")
     assert result.returncode == 3, result.stderr
-    assert result.stdout == "out\n" and result.stderr == "err\n"
+    assert result.stdout == "out\n" and re.fullmatch(r"err\n\[plugkit\] task_1 failed: exit 3 \(bash, .*\)\n",
+                                                      result.stderr), result.stderr
     assert len(home.runner_pids()) == 1
 
 
@@ -137,6 +138,12 @@ def test_background_then_sleep_until_text_status_and_close(home):
     assert status.stdout == "" and f"task_{tid} running" in status.stderr
     closed = home.cli("exec:close", f"task_{tid}")
     assert closed.returncode == 0 and "killed" in closed.stdout
+    kept = home.cli("exec:status", f"task_{tid}")  # the record stays: how it ended is still answerable
+    assert f"task_{tid} killed" in kept.stderr, kept.stderr
+    again = home.cli("exec:close", f"task_{tid}")
+    assert again.returncode == 0 and f"task_{tid} already closed" in again.stdout and "--forget" in again.stdout
+    dropped = home.cli("exec:close", f"task_{tid}", "--forget")
+    assert dropped.returncode == 0 and "record is dropped" in dropped.stdout
     gone = home.cli("exec:status", f"task_{tid}")
     assert gone.returncode == 1 and f"no task_{tid}" in gone.stderr
 
@@ -162,7 +169,7 @@ def test_sleep_that_runs_out_of_time_says_how_to_go_on(home):
 
 
 def test_type_feeds_stdin_line_by_line_then_eof(home):
-    started = home.cli("exec:python", "--wait", "0.3", "--file", STDIN_READER)
+    started = home.cli("exec:python", "--stdin", "--wait", "0.3", "--file", STDIN_READER)
     tid = backgrounded_id(started.stderr)
     assert home.cli("exec:type", f"task_{tid}", "hello", "world").returncode == 0
     seen = home.cli("exec:sleep", f"task_{tid}", "10", "--until", "got: hello world")
@@ -198,7 +205,7 @@ def test_large_output_shows_head_and_tail_and_the_rest_on_request(home):
     assert result.returncode == 0
     assert result.stdout.startswith("line 0000\n") and result.stdout.endswith("line 0999\n")
     assert len(result.stdout) <= 420
-    tid = re.search(r"exec:status task_(\d+) --full", result.stderr)
+    tid = re.search(r"exec:status task_(\d+) --from", result.stderr)
     assert tid and "not shown" in result.stderr, result.stderr
     rest = home.cli("exec:status", f"task_{tid.group(1)}", "--full")
     lines = rest.stdout.splitlines()
@@ -276,3 +283,13 @@ def test_stale_port_file_never_gets_the_token_and_exec_starts_a_real_runner(home
         assert home.discovery()["port"] == home.port
     finally:
         fake.sock.close()
+
+
+def test_python_code_imports_from_its_cwd_and_a_traceback_names_exec_python(home, tmp_path):
+    (tmp_path / "mymod.py").write_text("X = 42\n")
+    done = home.cli("exec:python", "import mymod, sys; print(mymod.X, repr(sys.path[0]), __name__)", cwd=str(tmp_path))
+    assert done.returncode == 0 and done.stdout == "42 '' __main__\n", done.stderr  # as `python -c` would
+    failed = home.cli("exec:python", "def f():\n    1/0\nf()", cwd=str(tmp_path))
+    assert failed.returncode == 1
+    assert 'File "<exec:python>", line 2, in f\n    1/0' in failed.stderr, failed.stderr
+    assert "plugkit-tasks" not in failed.stderr and "_plugkit_run" not in failed.stderr

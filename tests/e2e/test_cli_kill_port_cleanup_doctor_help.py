@@ -100,9 +100,38 @@ def test_a_warm_exec_and_status_load_no_heavy_module_nor_argparse(home):
 
 # --- kill-port ---------------------------------------------------------------------------------
 
+def test_kill_port_refuses_a_process_that_is_not_this_sessions_task_unless_forced(home, listener):
+    assert home.cli("runner", "start").returncode == 0
+    refused = home.cli("kill-port", str(listener.port))
+    assert refused.returncode == 1 and "not one of this session's tasks" in refused.stderr
+    assert f"plugkit kill-port {listener.port} --force" in refused.stderr
+    assert listener.proc.poll() is None and psutil.pid_exists(listener.child)  # nothing was signalled
+    home.stop_all()
+    local = home.cli("kill-port", str(listener.port))  # no runner: nothing running is a session's task
+    assert local.returncode == 1 and "one of this session's tasks" in local.stderr and "--force" in local.stderr
+    assert len(local.stderr.strip().splitlines()) == 1  # the holder's multi-line command is one line
+    assert listener.proc.poll() is None
+    assert home.runner_pids() == []
+
+
+def test_kill_port_kills_this_sessions_task_and_refuses_another_sessions(home, tmp_path):
+    code = ("import socket, time\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+            "print('port', s.getsockname()[1], flush=True); time.sleep(60)")
+    started = home.cli("exec:python", "--wait", "0", "--session", "a", code)
+    task = started.stderr.split("] ", 1)[1].split()[0]
+    seen = home.cli("exec:sleep", task, "60", "--until", "port ", "--session", "a")
+    port = int(seen.stdout.split("port ", 1)[1].split()[0])
+    other = home.cli("kill-port", str(port), "--session", "b")
+    assert other.returncode == 1 and "not one of this session's tasks" in other.stderr, other.stderr
+    mine = home.cli("kill-port", str(port), "--session", "a")
+    assert mine.returncode == 0 and f"port {port} is free" in mine.stdout, mine.stderr
+    listed = json.loads(home.cli("exec:tasks", "--session", "a", "--json").stdout)
+    assert all(t["state"] != "running" for t in listed["tasks"]), listed
+
+
 def test_kill_port_through_the_runner_kills_the_listener_and_its_child(home, listener):
     assert home.cli("runner", "start").returncode == 0
-    result = home.cli("kill-port", str(listener.port))
+    result = home.cli("kill-port", str(listener.port), "--force")
     assert result.returncode == 0, result.stderr
     assert f"killed pid {listener.proc.pid}" in result.stdout and "and 1 child process" in result.stdout
     assert f"port {listener.port} is free" in result.stdout
@@ -111,7 +140,7 @@ def test_kill_port_through_the_runner_kills_the_listener_and_its_child(home, lis
 
 
 def test_kill_port_without_a_runner_works_locally_and_starts_none(home, listener):
-    result = home.cli("kill-port", str(listener.port), "--json")
+    result = home.cli("kill-port", str(listener.port), "--json", "--force")
     doc = json.loads(result.stdout)
     assert doc["local"] is True and [k["pid"] for k in doc["killed"]] == [listener.proc.pid]
     assert doc["killed"][0]["processes"] == 2 and doc["survivors"] == []
@@ -166,7 +195,7 @@ def test_kill_port_refuses_another_users_process(home):
         remote = home.cli("kill-port", str(other.port))
         assert remote.returncode == 1 and "only kills your own processes" in remote.stderr
         home.stop_all()
-        local = home.cli("kill-port", str(other.port))
+        local = home.cli("kill-port", str(other.port), "--force")  # even forced: never another user's
         assert local.returncode == 1 and "only kills your own processes" in local.stderr
         assert other.proc.poll() is None
     finally:
@@ -200,6 +229,9 @@ def test_doctor_passes_on_a_fresh_home_and_names_each_check(home):
         assert name in result.stdout
     checks = {c["check"]: c for c in json.loads(home.cli("doctor", "--json").stdout)}
     assert checks["python"]["level"] == "ok" and checks["state dir"]["level"] == "ok"
+    last = result.stdout.splitlines()[-1]  # one summary line, counting what the rows said
+    counts = {lv: sum(1 for c in checks.values() if c["level"] == lv) for lv in ("ok", "warn")}
+    assert last.startswith(f"doctor: {counts['ok']} ok") and "FAIL" not in last, last
 
 
 def test_doctor_fails_on_a_foreign_port_holder_and_a_loose_state_dir(home):
@@ -212,6 +244,8 @@ def test_doctor_fails_on_a_foreign_port_holder_and_a_loose_state_dir(home):
         result = home.cli("doctor")
     assert result.returncode == 1
     lines = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
+    last = result.stdout.splitlines()[-1]
+    assert last.startswith("doctor: ") and f"{len(lines)} FAIL: plugkit will not work" in last, last
     assert any(f"plugkit kill-port {home.port}" in line for line in lines), result.stdout
     assert any(f"chmod 700 {home.path}" in line for line in lines), result.stdout
 

@@ -30,4 +30,4 @@ def test_status_through_the_hook_is_capped_by_the_hook_and_leaves_the_environmen
     assert dict(os.environ) == before
     assert "Q" * 500 in status.reason and status.reason.count("Q") <= 2000
     # The poll names exactly the range it cut, in the hook's own form.
-    assert re.search(rf"`exec:status task_{tid} --from \d+ --to \d+ --full`", status.reason), status.reason[:400]
+    assert re.search(rf"`exec:status task_{tid} --from \d+ --to \d+`", status.reason), status.reason[:400]

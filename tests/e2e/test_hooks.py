@@ -63,6 +63,9 @@ def test_long_exec_comes_back_backgrounded_with_its_id(home, work):
     assert f"task_{tid} running" in status
     closed = denied(hook(home, "PreToolUse", bash(work, "sess-B", f"plugkit exec:close task_{tid}")))
     assert f"closed task_{tid} killed" in closed
+    assert [t["state"] for t in listed(home, "sess-B", work)] == ["killed"]  # its record stays
+    dropped = denied(hook(home, "PreToolUse", bash(work, "sess-B", f"plugkit exec:close task_{tid} --forget")))
+    assert "record is dropped" in dropped
     assert listed(home, "sess-B", work) == []
 
 
@@ -71,7 +74,7 @@ def test_big_output_is_bounded_head_and_tail_with_the_way_to_the_rest(home, work
     reason = denied(hook(home, "PreToolUse", bash(work, "sess-C", code), PLUGKIT_HOOK_MAX_OUTPUT="4000"))
     tid = listed(home, "sess-C", work)[0]["task_id"]
     assert "HEAD" in reason and "TAIL" in reason and len(reason) < 6000
-    assert f"exec:status task_{tid} --full" in reason and "not shown" in reason
+    assert f"exec:status task_{tid} --from " in reason and "not shown" in reason  # a bounded next step
 
 
 @pytest.mark.parametrize("platform, event, tool, wrap", [

@@ -58,11 +58,12 @@ def test_polls_on_a_chatty_task_are_small_new_and_whole(home):
             seen.append((nums, skipped[0]))
         # The second poll repeats nothing of the first: it starts past the first's last line.
         assert seen[1][0][0] > seen[0][0][-1]
-        rest = re.search(r"`(plugkit exec:status .* --from (\d+) --to (\d+) --full)`", seen[1][1])
-        assert rest, seen[1][1]
-        again = home.cli(*rest.group(1).split()[1:], env={"PLUGKIT_SESSION": "polls"})
-        # The skipped range, raw (colour codes kept), starting right after the first poll's last line.
-        assert again.stdout.count("\x1b[32m") > 1000
+        rest = re.search(r"`(plugkit exec:status .* --from (\d+) --to (\d+))`", seen[1][1])
+        assert rest and int(rest.group(3)) - int(rest.group(2)) == 12000, seen[1][1]  # a bounded next step
+        again = home.cli(*rest.group(1).split()[1:], "--full", env={"PLUGKIT_SESSION": "polls"})
+        # The skipped range's first 12000 bytes, raw with --full (colour codes kept), starting right
+        # after the first poll's last line.
+        assert again.stdout.count("\x1b[32m") > 100 and len(again.stdout) <= 12000
         assert re.search(rf"line {seen[0][0][-1] + 1}\b", again.stdout[:200]), again.stdout[:200]
     finally:
         home.cli("exec:close", tid, env={"PLUGKIT_SESSION": "polls"})

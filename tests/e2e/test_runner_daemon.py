@@ -30,6 +30,36 @@ def test_cli_auto_starts_and_reports_status(home):
     assert f"pid {info['pid']}" in human and f"port {home.port}" in human
 
 
+# Imported by every python this PYTHONPATH reaches: delays only the runner's own start.
+SLOW_START = "import sys, time\nif sys.orig_argv[-2:] == ['runner', '--detached']:\n    time.sleep(2.5)\n"
+
+
+def test_a_slow_auto_start_says_so_in_one_line_at_a_terminal(home, tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(SLOW_START)
+    master, slave = os.openpty()  # stderr a terminal: a person waits there
+    try:
+        done = subprocess.run(cli_argv() + ["exec:bash", "echo hi"], env={**home.env, "PYTHONPATH": str(tmp_path)},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, text=True, timeout=60)
+        os.close(slave)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            said += chunk
+    finally:
+        os.close(master)
+    assert done.returncode == 0 and done.stdout == "hi\n"
+    lines = [ln for ln in said.decode().splitlines() if "starting the runner" in ln]
+    assert len(lines) == 1 and lines[0].startswith("plugkit: starting the runner (pid "), said
+    home.stop_all()
+    piped = home.cli("exec:bash", "echo hi", env={"PYTHONPATH": str(tmp_path)})  # an agent: no line
+    assert piped.returncode == 0 and "starting the runner" not in piped.stderr
+
+
 def test_state_files_are_private(home):
     assert home.cli("runner", "start").returncode == 0
     assert stat.S_IMODE(os.stat(home.path).st_mode) == 0o700

@@ -66,7 +66,7 @@ class User:
         """One run of `item` by a command worker; (the item when the run ended, its logs)."""
         self.cli("work", "--items", item, "--run", program, *flags)
         for _ in range(120):
-            run = json.loads(self.cli("work", "status", "--json", "--wait", "2").stdout)["run"]
+            run = json.loads(self.cli("work", "status", "--json", "--wait", "2", check=False).stdout)["run"]
             if run["ended_at"] is not None:
                 break
         it = next(i for i in run["items"] if i["id"] == item)

@@ -125,3 +125,43 @@ def test_readme_names_every_environment_variable_the_code_reads():
     read |= {f"PLUGKIT_{name.upper()}" for name in Limits.__dataclass_fields__}
     missing = sorted(v for v in read if f"`{v}`" not in readme)
     assert not missing, missing
+
+
+def _running_task(home, tmp_path) -> int:
+    assert home.cli("runner", "start").returncode == 0
+    return rpc(home, "task.exec", {"session_id": "srv", "cwd": str(tmp_path), "lang": "bash",
+                                   "code": "sleep 60", "wait_ms": 0})["task"]["task_id"]
+
+
+def test_restart_with_running_tasks_needs_force_where_nobody_can_answer(home, tmp_path):
+    task = _running_task(home, tmp_path)
+    refused = home.cli("runner", "restart")
+    assert refused.returncode == 1 and f"task_{task} (session srv, bash)" in refused.stderr
+    assert "plugkit runner restart --force" in refused.stderr
+    ref = {"session_id": "srv", "cwd": str(tmp_path), "task_id": task}
+    assert rpc(home, "task.status", ref)["state"] == "running"  # nothing was restarted
+    forced = home.cli("runner", "restart", "--force")
+    assert forced.returncode == 0 and f"task_{task}" in forced.stdout  # the stop names what it killed
+    assert rpc(home, "task.status", ref)["state"] == "killed"
+
+
+@pytest.mark.parametrize("answer, restarted", [(b"n\n", False), (b"y\n", True)])
+def test_restart_at_a_terminal_asks_naming_the_tasks(home, tmp_path, answer, restarted):
+    task = _running_task(home, tmp_path)
+    master, slave = os.openpty()
+    proc = subprocess.Popen(cli_argv() + ["runner", "restart"], env=home.env, cwd=str(tmp_path),
+                            stdin=slave, stdout=slave, stderr=slave, preexec_fn=_controlling_tty)
+    os.close(slave)
+    try:
+        asked = _read_until(master, b"[y/N]")
+        assert f"task_{task} (session srv, bash)".encode() in asked, asked
+        os.write(master, answer)
+        said = _read_until(master, b"running" if restarted else b"not restarted")
+        assert proc.wait(timeout=30) == (0 if restarted else 1), said
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    state = rpc(home, "task.status", {"session_id": "srv", "cwd": str(tmp_path), "task_id": task})["state"]
+    assert state == ("killed" if restarted else "running")

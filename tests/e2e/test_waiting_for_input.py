@@ -16,14 +16,18 @@ READER = "import sys; print('prompt>', flush=True); print(len(sys.stdin.read()))
 
 
 def waiting_id(text: str) -> int:
-    found = re.search(r"task_(\d+) is waiting for input: (plugkit )?exec:type task_\1 TEXT, or --eof", text)
+    """The task said waiting, with the command that feeds it named once (not twice over)."""
+    found = re.search(r"task_(\d+) is waiting for input", text)
     assert found, text
-    return int(found.group(1))
+    tid = int(found.group(1))
+    assert text.count(f"exec:type task_{tid} TEXT") == 1, text
+    return tid
 
 
 def test_a_stdin_reader_is_reported_waiting_then_eof_finishes_it(home):
     # The wait ceiling is far away: only the detection can end this call early.
-    started = home.cli("exec:python", "--wait", "60", READER)
+    # --stdin: the task's stdin stays open for exec:type (without it, the suite's own stdin would be the task's).
+    started = home.cli("exec:python", "--stdin", "--wait", "60", READER)
     assert started.returncode == 0 and started.stdout == "prompt>\n", started.stderr
     tid = waiting_id(started.stderr)
     assert "still running after" not in started.stderr
@@ -44,7 +48,7 @@ def test_a_stdin_reader_is_reported_waiting_then_eof_finishes_it(home):
 
 
 def test_sleep_on_a_waiting_task_returns_at_once_saying_so(home):
-    tid = waiting_id(home.cli("exec:bash", "--wait", "60", "read x; echo got $x").stderr)
+    tid = waiting_id(home.cli("exec:bash", "--stdin", "--wait", "60", "read x; echo got $x").stderr)
     slept = home.cli("exec:sleep", f"task_{tid}", "60")
     assert slept.returncode == 0 and waiting_id(slept.stderr) == tid
     assert home.cli("exec:type", f"task_{tid}", "hi").returncode == 0

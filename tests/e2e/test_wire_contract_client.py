@@ -33,12 +33,14 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
         done = subprocess.run([sys.executable, "-m", "tests.support.recording_cli", *argv], cwd=work, env=env,
                               input=stdin, capture_output=True, text=True, timeout=90)
         # Refusals are fine here (exit 1: unmet, not found); usage errors (2) or internals are not.
-        assert done.returncode in (0, 1) and "internal error" not in done.stderr, (argv, done.stderr)
+        # 3: `work status --wait` on a run that halted (its exit codes are `work --wait`'s).
+        assert done.returncode in (0, 1, 3) and "internal error" not in done.stderr, (argv, done.stderr)
         return done
 
     cli("exec:bash", "echo hello")  # task.exec, and the follow-up reads
-    cli("exec:bash", "--wait", "0.2", "echo started; sleep 30")  # left running as task_2
+    cli("exec:bash", "--stdin", "--wait", "0.2", "--name", "wire", "echo started; sleep 30")  # task_2, stdin open
     cli("exec:status", "task_2")
+    cli("exec:status", "task_2", "--grep", "start")
     cli("exec:sleep", "task_2", "0.3", "--until", "never printed")
     cli("exec:type", "task_2", "some input")
     cli("exec:tasks")
@@ -64,6 +66,7 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
     cli("prd", "ready", "--limit", "3")
     cli("prd", "verify", "w1")  # no check anywhere: refused, but sent
     cli("evidence", "add", "--task", "task_1", "--subject", "w1")
+    cli("evidence", "add", "--task", "last", "--subject", "w1")  # task.last
     added = cli("evidence", "add", "--file", "app.py", "--json")
     assert added.returncode == 0, added.stderr
     cli("evidence", "list")

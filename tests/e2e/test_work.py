@@ -46,7 +46,9 @@ class Work:
         return json.loads(self.cli("work", "--run", f"{sys.executable} {AGENT}", "--json", *flags).stdout)["run"]
 
     def status(self, wait: float = 0) -> dict:
-        return json.loads(self.cli("work", "status", "--json", "--wait", str(wait)).stdout)["run"]
+        done = self.cli("work", "status", "--json", "--wait", str(wait), ok=False)
+        assert done.returncode in (0, 3), (done.stdout, done.stderr)  # 3: halted or an item unfinished
+        return json.loads(done.stdout)["run"]
 
     def until(self, check, timeout: float = 90) -> dict:
         deadline = time.monotonic() + timeout

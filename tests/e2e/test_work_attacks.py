@@ -3,6 +3,7 @@ acting as a misbehaving agent): moving refs the runner owns, rewriting the check
 it, and acting on items that are not its own. Each must end with nothing unverified landed."""
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -189,7 +190,8 @@ cli("prd", "add", "a new item from the worker", "--verify", "true")
 if {done!r}:
     open({done!r}, "w").write("done")
 """)
-    return f"{sys.executable} {script}"
+    # Inline: a sandboxed worker's /tmp is empty (issue 40), the file beside the test is not there.
+    return f"{sys.executable} -c {shlex.quote(script.read_text())}"
 
 
 def test_a_worker_cannot_act_on_items_that_are_not_its_own(home, repo, tmp_path):

@@ -8,6 +8,7 @@ import json
 import re
 import os
 import signal
+import subprocess
 import socket
 import sys
 import time
@@ -301,3 +302,23 @@ def _attempt_dirs(node_dir) -> set[str]:
     """The attempt directories under the node's tmp: a new one is the attempt running there."""
     tmp = node_dir / "tmp"
     return {p.name for p in tmp.iterdir()} if tmp.is_dir() else set()
+
+
+def test_a_worker_forging_an_object_on_its_node_is_held_and_nothing_of_it_lands(home, repo, cluster):
+    from tests.e2e.test_work_git_store import FORGE
+
+    w = RayWork(home, repo, {"w1": [["shell", FORGE], *commit_file("w1.txt")]}, cluster)
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start("--afk")
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
+    it = w.items(run)["w1"]
+    assert (it["state"], it["reason"]) == ("blocked", "bad_objects"), json.dumps(run, indent=1)
+    assert "hashes to" in it["message"] and "FORGED" in w.cli("work", "logs", "w1", "--all").stdout
+    assert git(repo, "show", "main:README") == "a workspace\n" and not (repo / "w1.txt").exists()
+    readme = git(repo, "rev-parse", "main:README").strip()
+    clones = [os.path.join(d, c) for d, subs, _ in os.walk(cluster.root) if d.endswith("clones")
+              for c in subs if c.endswith(".git")]
+    assert clones, cluster.root
+    for clone in clones:  # the node's own clone keeps the true object too
+        shown = subprocess.run(["git", "cat-file", "-p", readme], cwd=clone, capture_output=True, text=True)
+        assert shown.returncode != 0 or shown.stdout == "a workspace\n", (clone, shown.stdout)

@@ -23,7 +23,7 @@ PACKAGES = {"claude": "@anthropic-ai/claude-code", "qwen": "@qwen-code/qwen-code
 # Variables of a real setup that would point a host at a real model or account.
 SCRUB = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "GEMINI_", "GOOGLE_", "QWEN_", "DASHSCOPE_", "XDG_")
 KEY = "sk-plugkit-e2e-dummy"
-INSTALLED = {"claude-code": ".claude/settings.json", "qwen": ".qwen/settings.json", "gemini": ".gemini/settings.json",
+INSTALLED = {"claude-code": ".claude/settings.local.json", "qwen": ".qwen/settings.json", "gemini": ".gemini/settings.json",
              "codex": ".codex/config.toml"}
 
 

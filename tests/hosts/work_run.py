@@ -40,7 +40,9 @@ class WorkRepo:
         return done
 
     def status(self, wait: float = 2) -> dict:
-        return json.loads(self.cli("work", "status", "--json", "--wait", str(wait)).stdout)["run"]
+        done = self.cli("work", "status", "--json", "--wait", str(wait), check=False)
+        assert done.returncode in (0, 3), (done.stdout, done.stderr)  # 3: halted or an item unfinished
+        return json.loads(done.stdout)["run"]
 
     def until(self, check, timeout: float = 240) -> dict:
         deadline = time.monotonic() + timeout

@@ -1,5 +1,5 @@
 """In-process fixtures: the real app from the composition root, served as the daemon serves it
-(runner/http/wire.py behind the ConnGuard) on a loopback port, called with an aiohttp client."""
+(aiohttp behind the ConnGuard) on a loopback port, called with an aiohttp client."""
 
 import dataclasses
 import secrets
@@ -23,7 +23,7 @@ class LiveClient:
     """What aiohttp's test client offered the tests (post, get, options; app, server.app,
     runtime; close), over a real ClientSession to the app served on its port."""
 
-    def __init__(self, app: web.Application, app_runner: web.AppRunner, port: int) -> None:
+    def __init__(self, app: web.Application, app_runner: conn_guard.Serving, port: int) -> None:
         self.app, self.server = app, SimpleNamespace(app=app)
         self.runtime = app[CONTEXT].runtime
         self._runner, self._base = app_runner, f"http://127.0.0.1:{port}"

@@ -19,14 +19,17 @@ def _git(cwd, *args: str) -> str:
 
 
 def _worktree(tmp_path):
-    wt = tmp_path / "attempt" / "wt"
-    wt.mkdir(parents=True)
-    _git(wt, "init", "-q", "-b", "plugkit/w1")
-    _git(wt, "config", "user.email", "w@example.invalid")
-    _git(wt, "config", "user.name", "w")
-    (wt / "README").write_text("a project\n")
-    _git(wt, "add", "-A")
-    _git(wt, "commit", "-qm", "base")
+    """A linked worktree on plugkit/w1, as a node makes one from its clone: the runner reads a
+    worker's git state only through a worktree whose admin dir names it back."""
+    clone, wt = tmp_path / "attempt" / "clone", tmp_path / "attempt" / "wt"
+    clone.mkdir(parents=True)
+    _git(clone, "init", "-q", "-b", "main")
+    _git(clone, "config", "user.email", "w@example.invalid")
+    _git(clone, "config", "user.name", "w")
+    (clone / "README").write_text("a project\n")
+    _git(clone, "add", "-A")
+    _git(clone, "commit", "-qm", "base")
+    _git(clone, "worktree", "add", "-q", "-b", "plugkit/w1", str(wt))
     return wt, _git(wt, "rev-parse", "HEAD")
 
 

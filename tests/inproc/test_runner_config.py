@@ -44,7 +44,7 @@ async def test_a_limit_raised_by_config_lets_larger_code_through(make_client, tm
 
 async def test_exec_python_runs_the_interpreter_the_config_names(make_client, tmp_path):
     fake = tmp_path / "python-custom"
-    fake.write_text("#!/bin/sh\necho \"custom interpreter ran $2\"\n")  # argv: -u FILE
+    fake.write_text("#!/bin/sh\necho \"custom interpreter ran $4\"\n")  # argv: -u -c LAUNCHER FILE
     fake.chmod(0o755)
     client = await make_client(python=str(fake))
     res = await call(client, "task.exec", session_id="s", cwd=str(tmp_path), lang="python", code="print(1)",

@@ -6,9 +6,9 @@ from runner.system import cgroups
 def test_usage_reads_cpu_time_and_the_memory_peak_or_current(tmp_path):
     (tmp_path / "cpu.stat").write_text("usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n")
     (tmp_path / "memory.current").write_text("4096\n")
-    assert cgroups.read_usage(str(tmp_path), memory=True) == cgroups.Usage(0.0025, 4096)
+    assert cgroups.read_usage(str(tmp_path), memory=True) == cgroups.Usage(0.0025, 4096, 4096)
     (tmp_path / "memory.peak").write_text("8192\n")  # 5.19+: the peak, not the current
-    assert cgroups.read_usage(str(tmp_path), memory=True) == cgroups.Usage(0.0025, 8192)
+    assert cgroups.read_usage(str(tmp_path), memory=True) == cgroups.Usage(0.0025, 8192, 4096)
     assert cgroups.read_usage(str(tmp_path), memory=False) == cgroups.Usage(0.0025, None)
 
 

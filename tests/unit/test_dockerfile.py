@@ -40,3 +40,26 @@ def test_setup_script_is_what_ci_and_readme_use():
     assert "scripts/setup" in (ROOT / "scripts" / "test").read_text()
     readme = (ROOT / "README.md").read_text()
     assert "scripts/test" in readme and "scripts/demo" in readme
+
+
+def test_image_exposes_no_loopback_port_and_checks_the_configured_one():
+    ins = instructions()
+    # The runner binds 127.0.0.1 only: an EXPOSEd port would promise what a published one cannot give.
+    assert "EXPOSE" not in [w for w, _ in ins]
+    health = dict(ins)["HEALTHCHECK"]
+    assert "PLUGKIT_PORT" in health and "32882/health" not in health
+    assert "PLUGKIT_PORT" in dict(ins)["ENV"]
+
+
+def test_image_has_git_through_setup():
+    # plugkit work and the gates' status check run git; the slim base image has none.
+    setup = (ROOT / "scripts" / "setup").read_text()
+    assert "have git || need+=(git)" in setup
+
+
+def test_readme_docker_exec_names_the_container():
+    readme = (ROOT / "README.md").read_text()
+    docker = readme[readme.index("## Docker"):]
+    run = next(line for line in docker.splitlines() if "docker run" in line)
+    name = run.split("--name", 1)[1].split()[0]
+    assert f"docker exec -it {name} plugkit" in docker and "<container>" not in docker

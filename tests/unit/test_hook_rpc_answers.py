@@ -60,6 +60,9 @@ class FakeGates:
     async def context(self, ws) -> list[str]:
         return list(self.lines)
 
+    async def seal_ledger(self, why: str) -> None:
+        self.sealed = why
+
 
 def task(tid: int, state: str = "running") -> SimpleNamespace:
     """What the hooks read of a core Task."""

@@ -42,9 +42,10 @@ USER_SETTINGS = {
 
 # Claude Code's command-hook timeouts are seconds; Qwen Code's are milliseconds (its HookRunner
 # multiplies nothing: 10 there was 10 ms, found by tests/hosts in the real qwen).
-@pytest.mark.parametrize("platform, folder, unit", [("claude-code", ".claude", 1), ("qwen", ".qwen", 1000)])
-def test_claude_style_round_trip_keeps_everything_else(home, tmp_path, platform, folder, unit):
-    path = tmp_path / folder / "settings.json"
+@pytest.mark.parametrize("platform, file, unit", [("claude-code", ".claude/settings.local.json", 1),
+                                                 ("qwen", ".qwen/settings.json", 1000)])
+def test_claude_style_round_trip_keeps_everything_else(home, tmp_path, platform, file, unit):
+    path = tmp_path / file
     path.parent.mkdir()
     path.write_text(json.dumps(USER_SETTINGS))
     first = run(home, tmp_path, "--platform", platform)
@@ -71,7 +72,7 @@ def test_claude_style_round_trip_keeps_everything_else(home, tmp_path, platform,
 
 def test_installed_command_runs_and_answers(home, tmp_path):
     assert run(home, tmp_path, "--platform", "claude-code").returncode == 0
-    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    settings = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
     result = subprocess.run(command, shell=True, input=(FIXTURES / "claude-code" / "Stop.json").read_bytes(),
                             capture_output=True, env=home.env, timeout=30)
@@ -147,13 +148,47 @@ def test_codex_config_it_cannot_merge_is_left_alone(home, tmp_path):
 def test_print_shows_and_writes_nothing(home, tmp_path):
     result = run(home, tmp_path, "--platform", "claude-code", "--print")
     assert result.returncode == 0 and not (tmp_path / ".claude").exists()
+    assert "nothing was written" in result.stderr
     header, body = result.stdout.split("\n", 1)
-    assert header == f"# {tmp_path}/.claude/settings.json"
+    assert header == f"# {tmp_path}/.claude/settings.local.json"
     assert len([c for c in commands(json.loads(body)) if install.is_ours(c)]) == 5
 
 
+def test_project_install_writes_the_personal_file_and_leaves_the_committed_one(home, tmp_path):
+    shared = tmp_path / ".claude" / "settings.json"
+    shared.parent.mkdir()
+    shared.write_text('{"model": "opus"}\n')
+    done = run(home, tmp_path, "--platform", "claude-code")
+    assert done.returncode == 0, done.stderr
+    assert shared.read_text() == '{"model": "opus"}\n'  # a teammate's checkout never gets this machine's hooks
+    personal = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())
+    assert len([c for c in commands(personal) if install.is_ours(c)]) == 5
+    assert "plugkit install --platform claude-code --uninstall" in done.stdout  # the way back, named
+
+
+def test_uninstall_removes_what_install_created(home, tmp_path):
+    assert run(home, tmp_path, "--platform", "gemini").returncode == 0
+    assert run(home, tmp_path, "--platform", "claude-code").returncode == 0
+    assert (tmp_path / ".gemini" / "settings.json").exists() and (tmp_path / ".claude").is_dir()
+    for platform in ("gemini", "claude-code"):
+        gone = run(home, tmp_path, "--platform", platform, "--uninstall")
+        assert gone.returncode == 0 and "removed 5" in gone.stdout, gone.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # the files and the dirs made for them
+
+
+def test_uninstall_also_clears_hooks_an_older_install_put_in_the_shared_file(home, tmp_path):
+    shared = tmp_path / ".claude" / "settings.json"
+    assert run(home, tmp_path, "--platform", "claude-code").returncode == 0
+    (tmp_path / ".claude" / "settings.local.json").rename(shared)
+    settings = json.loads(shared.read_text())
+    shared.write_text(json.dumps({**settings, "model": "opus"}))
+    gone = run(home, tmp_path, "--platform", "claude-code", "--uninstall")
+    assert gone.returncode == 0 and "removed 5" in gone.stdout
+    assert json.loads(shared.read_text()) == {"model": "opus"}
+
+
 def test_invalid_settings_are_never_overwritten(home, tmp_path):
-    path = tmp_path / ".claude" / "settings.json"
+    path = tmp_path / ".claude" / "settings.local.json"
     path.parent.mkdir()
     path.write_text("{not json")
     result = run(home, tmp_path, "--platform", "claude-code")

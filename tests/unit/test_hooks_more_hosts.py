@@ -169,7 +169,7 @@ def test_copilot_owns_its_file_and_removes_it_on_uninstall(home, tmp_path):
         assert entry["type"] == "command" and entry["bash"].endswith(f"hook {event} --platform copilot")
         assert is_ours(entry["bash"]) and entry["timeoutSec"] in (15, 30, 60)
     assert install(home, tmp_path, "--platform", "copilot", "--uninstall").returncode == 0
-    assert not path.exists() and (tmp_path / ".github" / "hooks").is_dir()
+    assert not path.exists() and not (tmp_path / ".github").exists()  # install made it; uninstall takes it
 
 
 @pytest.mark.parametrize("platform, project, user", [
@@ -189,7 +189,9 @@ def test_plugin_is_written_with_the_absolute_command_and_removed(home, tmp_path,
     assert (user_home / user).read_text() == text
     assert install(home, work, "--platform", platform, "--uninstall", user_home=user_home).returncode == 0
     assert not (work / project).exists() and (user_home / user).exists()
+    assert not any(work.iterdir())  # the plugin's directories went with it
     # A file of the same name that plugkit did not write is left alone, with one line saying so.
+    (work / project).parent.mkdir(parents=True)
     (work / project).write_text("export const Mine = async () => ({})\n")
     refused = install(home, work, "--platform", platform, user_home=user_home)
     assert refused.returncode != 0 and "not written by plugkit" in refused.stderr
@@ -214,7 +216,7 @@ def test_auto_installs_for_each_host_the_workspace_shows(home, tmp_path):
     done = install(home, tmp_path, "--platform", "auto")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / ".cursor" / "hooks.json").is_file() and (tmp_path / ".opencode/plugins/plugkit.js").is_file()
-    assert (tmp_path / ".claude" / "settings.json").is_file()
+    assert (tmp_path / ".claude" / "settings.local.json").is_file()
     assert not (tmp_path / ".github").exists() and not (tmp_path / ".gemini").exists()
     gone = install(home, tmp_path, "--platform", "auto", "--uninstall")
     assert gone.returncode == 0 and not (tmp_path / ".cursor" / "hooks.json").exists()

@@ -36,7 +36,7 @@ def test_exec_commands_parse(command, verb, args, code, timeout, wait):
     ("exec:python   \n  \n", "no code"),
     ("exec:status task_1\nmore", "on one line"),
     ("exec:type 3 'unbalanced", "cannot split"),
-    ("exec:python --timeout soon\nx", "--timeout needs a number"),
+    ("exec:python --timeout soon\nx", "--timeout must be a number"),  # the CLI's own words
     ("exec:python --timeoutx 3\nx", "unknown option --timeoutx"),
 ])
 def test_bad_exec_commands_say_why(command, said):

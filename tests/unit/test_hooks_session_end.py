@@ -37,7 +37,7 @@ def test_install_registers_the_hosts_session_end(home, tmp_path, platform):
     assert done.returncode == 0, done.stderr
     target = install.TARGETS[platform]
     event = SESSION_END[platform]
-    commands = installed_commands(tmp_path / target.path, target.fmt).get(event, [])
+    commands = installed_commands(tmp_path / target.project_path, target.fmt).get(event, [])
     assert len(commands) == 1 and commands[0].endswith(f"hook {event} --platform {platform}"), commands
     assert core.adapter(platform).EVENTS[event][0] == "session_end"
 

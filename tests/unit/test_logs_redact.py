@@ -62,7 +62,9 @@ def test_a_line_is_json_with_its_fields_and_no_secret_even_in_a_traceback(tmp_pa
 
 
 def test_the_runner_boots_without_structlog_or_rich():
-    # Each cost a cold start 0.1-0.4 s of imports (rich is pulled in wherever it is installed).
+    # Each cost a cold start 0.1-0.4 s of imports (rich is pulled in wherever it is installed):
+    # importing the runner pulls in neither; configure() imports structlog, and the daemon keeps
+    # rich out of it. structlog then renders both sinks: JSON in the file, a readable line on stderr.
     import subprocess
     import sys
 
@@ -70,3 +72,30 @@ def test_the_runner_boots_without_structlog_or_rich():
                           "print(sorted(m for m in ('rich', 'structlog') if m in sys.modules))"],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+    daemon = ("import sys, tempfile, json; from runner.system import logs; logs.keep_rich_out(); "
+              "d = tempfile.mkdtemp(); logs.configure(d + '/runner.log', to_stderr=True); "
+              "logs.get('plugkit.x').warning('port_held_retrying', port=7); "
+              "print(json.loads(open(d + '/runner.log').read())['event'], sys.modules.get('rich'), "
+              "type(logs.logging.getLogger().handlers[0].formatter).__module__)")
+    done = subprocess.run([sys.executable, "-c", daemon], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["port_held_retrying", "None", "structlog.stdlib"]
+    assert "[warning" in done.stderr and "port_held_retrying port=7" in done.stderr
+
+
+async def test_a_deferred_line_is_written_after_the_answer_in_order(tmp_path):
+    import asyncio
+    import logging
+
+    log_file = tmp_path / "runner.log"
+    logs.configure(str(log_file), to_stderr=False)
+    try:
+        log = logs.get("plugkit.test")
+        log.info_later("task_done", task_id=1)
+        log.info_later("task_done", task_id=2)
+        assert log_file.read_text() == ""  # nothing on the answer's path
+        await asyncio.sleep(logs.LATER_S * 4)
+        assert [line.count('"task_id": 1') for line in log_file.read_text().splitlines()] == [1, 0]
+    finally:
+        for handler in list(logging.getLogger().handlers):
+            logging.getLogger().removeHandler(handler)
+            handler.close()

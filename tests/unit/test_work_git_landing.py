@@ -1,4 +1,7 @@
-"""runner.core.work.git against real git in tmp repos: integrate, land, the parallel case, roll back."""
+"""runner.core.work.git against real git in tmp repos: integrate, land, the parallel case, roll back.
+
+Integrating never touches the worker's worktree (its files, its HEAD, its git state are the
+worker's, issue 40): what needs a checkout is done in a runner-owned one, `<worktree>.check` here."""
 
 import os
 
@@ -30,7 +33,7 @@ def item(repo, tmp_path):
 async def test_integrate_ff_when_main_did_not_move(repo, item):
     path = await item()
     work = commit(path, "f.txt", edited(9, "worker"))
-    got = await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
+    got = await wg.integrate(repo, path + ".check", "plugkit/a", "main", "ff", "m")
     assert got == wg.Integrated(work, False)
 
 
@@ -38,11 +41,11 @@ async def test_integrate_ff_rebases_a_diverged_branch(repo, item):
     path = await item()
     work = commit(path, "f.txt", edited(9, "worker"))
     t = commit(repo, "f.txt", edited(1, "person"))
-    got = await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
+    got = await wg.integrate(repo, path + ".check", "plugkit/a", "main", "ff", "m")
     assert got.changed and got.sha != work
     assert g(repo, "merge-base", "--is-ancestor", t, got.sha, check=False) == ""
-    assert g(path, "rev-parse", "HEAD") == got.sha == g(repo, "rev-parse", "plugkit/a")
-    assert read(os.path.join(path, "f.txt")) == edited(1, "person").replace("line 9\n", "worker\n")
+    assert g(path + ".check", "rev-parse", "HEAD") == got.sha == g(repo, "rev-parse", "plugkit/a")
+    assert read(os.path.join(path + ".check", "f.txt")) == edited(1, "person").replace("line 9\n", "worker\n")
 
 
 async def test_integrate_ff_conflict_aborts_the_rebase(repo, item):
@@ -50,54 +53,44 @@ async def test_integrate_ff_conflict_aborts_the_rebase(repo, item):
     work = commit(path, "f.txt", edited(5, "worker"))
     commit(repo, "f.txt", edited(5, "person"))
     with pytest.raises(MergeConflict) as e:
-        await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
+        await wg.integrate(repo, path + ".check", "plugkit/a", "main", "ff", "m")
     assert e.value.files == ["f.txt"]
     one_line(e.value)
-    assert await wg.dirty(path) == []
+    assert await wg.dirty(path) == [] and await wg.dirty(path + ".check") == []
     assert g(path, "symbolic-ref", "--short", "HEAD") == "plugkit/a"
-    assert g(path, "rev-parse", "HEAD") == work
-    assert not os.path.exists(os.path.join(g(path, "rev-parse", "--absolute-git-dir"), "rebase-merge"))
+    assert g(path, "rev-parse", "HEAD") == work == g(repo, "rev-parse", "plugkit/a")
+    assert not os.path.exists(os.path.join(g(path + ".check", "rev-parse", "--absolute-git-dir"), "rebase-merge"))
 
 
 @pytest.mark.parametrize("old_git", [False, True])
-async def test_integrate_merge_makes_a_merge_commit_checked_out_in_the_worktree(
+async def test_integrate_merge_makes_a_merge_commit_and_leaves_the_worktree_alone(
         repo, item, monkeypatch, old_git):
-    if old_git:  # git < 2.38: no merge-tree --write-tree, so the merge happens in the worktree
+    if old_git:  # git < 2.38: no merge-tree --write-tree, so the merge happens in the runner's checkout
         async def old(root):
             return (2, 37)
         monkeypatch.setattr(wg, "_git_version", old)
     path = await item()
     work = commit(path, "f.txt", edited(9, "worker"))
     t = commit(repo, "f.txt", edited(1, "person"))
-    got = await wg.integrate(repo, path, "plugkit/a", "main", "merge", "plugkit: item a")
+    got = await wg.integrate(repo, path + ".check", "plugkit/a", "main", "merge", "plugkit: item a")
     assert got.changed
     assert g(repo, "rev-parse", f"{got.sha}^1", f"{got.sha}^2").split() == [t, work]
     assert g(repo, "log", "-1", "--format=%s", got.sha) == "plugkit: item a"
-    assert g(path, "symbolic-ref", "-q", "HEAD", check=False) == ""  # detached
-    assert g(path, "rev-parse", "HEAD") == got.sha
+    assert g(path, "symbolic-ref", "-q", "HEAD") == "refs/heads/plugkit/a"  # the worker's, as it left it
+    assert g(path, "rev-parse", "HEAD") == work
     assert await wg.dirty(path) == []
     assert g(repo, "rev-parse", "main", "plugkit/a").split() == [t, work]
 
 
-async def test_integrate_merge_checks_out_exactly_the_merge_not_uncommitted_edits(repo, item):
+@pytest.mark.parametrize("mode", ["ff", "merge"])
+async def test_integrate_takes_the_commits_only_and_leaves_uncommitted_edits_where_they_are(repo, item, mode):
     path = await item()
     commit(path, "f.txt", edited(9, "worker"))
+    commit(repo, "g.txt", "person\n")
     write(os.path.join(path, "f.txt"), "left uncommitted: never lands, so never verified\n")
-    got = await wg.integrate(repo, path, "plugkit/a", "main", "merge", "m")
-    assert g(path, "rev-parse", "HEAD") == got.sha and await wg.dirty(path) == []
-    assert read(os.path.join(path, "f.txt")) == edited(9, "worker")
-
-
-async def test_integrate_ff_refuses_to_rebase_over_uncommitted_edits(repo, item):
-    path = await item()
-    work = commit(path, "f.txt", edited(9, "worker"))
-    commit(repo, "g.txt", "person")
-    write(os.path.join(path, "f.txt"), "left uncommitted\n")
-    with pytest.raises(GitError) as e:
-        await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
-    assert not isinstance(e.value, MergeConflict)
-    one_line(e.value)
-    assert g(path, "rev-parse", "HEAD") == work and read(os.path.join(path, "f.txt")) == "left uncommitted\n"
+    got = await wg.integrate(repo, path + ".check", "plugkit/a", "main", mode, "m")
+    assert got.changed and g(repo, "show", f"{got.sha}:f.txt") + "\n" == edited(9, "worker")
+    assert read(os.path.join(path, "f.txt")) == "left uncommitted: never lands, so never verified\n"
 
 
 async def test_integrate_ff_reports_a_conflict_rerere_would_stage(repo, item):
@@ -109,7 +102,7 @@ async def test_integrate_ff_reports_a_conflict_rerere_would_stage(repo, item):
     commit(repo, "f.txt", edited(5, "person"))
     for _ in range(2):  # the first conflict records a resolution, the second would reuse it
         with pytest.raises(MergeConflict):
-            await wg.integrate(repo, path, "plugkit/a", "main", "ff", "m")
+            await wg.integrate(repo, path + ".check", "plugkit/a", "main", "ff", "m")
         g(path, "rebase", "main", check=False)
         write(os.path.join(path, "f.txt"), edited(5, "resolved"))
         g(path, "add", "f.txt")
@@ -122,7 +115,7 @@ async def test_integrate_merge_even_when_main_did_not_move(repo, item):
     path = await item()
     t = g(repo, "rev-parse", "main")
     work = commit(path, "f.txt", edited(9, "worker"))
-    got = await wg.integrate(repo, path, "plugkit/a", "main", "merge", "m")
+    got = await wg.integrate(repo, path + ".check", "plugkit/a", "main", "merge", "m")
     assert g(repo, "rev-parse", f"{got.sha}^1", f"{got.sha}^2").split() == [t, work]
 
 
@@ -136,18 +129,20 @@ async def test_integrate_merge_conflict_changes_nothing(repo, item, monkeypatch,
     work = commit(path, "f.txt", edited(5, "worker"))
     t = commit(repo, "f.txt", edited(5, "person"))
     with pytest.raises(MergeConflict) as e:
-        await wg.integrate(repo, path, "plugkit/a", "main", "merge", "m")
+        await wg.integrate(repo, path + ".check", "plugkit/a", "main", "merge", "m")
     assert e.value.files == ["f.txt"]
     one_line(e.value)
     assert g(repo, "rev-parse", "main", "plugkit/a").split() == [t, work]
     assert g(path, "symbolic-ref", "--short", "HEAD") == "plugkit/a"
     assert await wg.dirty(path) == [] and await wg.dirty(repo) == []
+    if os.path.isdir(path + ".check"):  # the runner's checkout, when it needed one: no merge left in it
+        assert await wg.dirty(path + ".check") == []
 
 
 async def test_integrate_refuses_an_unknown_mode(repo, item):
     path = await item()
     with pytest.raises(GitError):
-        await wg.integrate(repo, path, "plugkit/a", "main", "squash", "m")
+        await wg.integrate(repo, path + ".check", "plugkit/a", "main", "squash", "m")
 
 
 # --- advance -----------------------------------------------------------------------------------
@@ -203,9 +198,9 @@ async def test_two_items_from_one_base_both_land(repo, item, mode):
     a, b = await item("a"), await item("b")
     commit(a, "f.txt", edited(2, "A"))
     commit(b, "f.txt", edited(9, "B"))
-    first = await wg.integrate(repo, a, "plugkit/a", "main", mode, "a")
+    first = await wg.integrate(repo, a + ".check", "plugkit/a", "main", mode, "a")
     await wg.advance(repo, "main", first.sha)
-    second = await wg.integrate(repo, b, "plugkit/b", "main", mode, "b")
+    second = await wg.integrate(repo, b + ".check", "plugkit/b", "main", mode, "b")
     assert second.changed
     await wg.advance(repo, "main", second.sha)
     assert read(os.path.join(repo, "f.txt")) == edited(2, "A").replace("line 9\n", "B\n")
@@ -216,7 +211,7 @@ async def test_two_items_from_one_base_both_land(repo, item, mode):
 async def land(repo, path, branch, mode, files):
     for name, text in files:
         commit(path, name, text)
-    got = await wg.integrate(repo, path, branch, "main", mode, f"land {branch}")
+    got = await wg.integrate(repo, path + ".check", branch, "main", mode, f"land {branch}")
     before = g(repo, "rev-parse", "main")
     await wg.tag(repo, f"plugkit-pre/{branch}", before)
     await wg.advance(repo, "main", got.sha)

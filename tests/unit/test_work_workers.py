@@ -21,7 +21,7 @@ def test_the_table_has_each_host_and_the_command_worker():
 def test_each_host_row_installs_where_plugkit_install_writes(name):
     row = workers.row(name)
     assert workers.install_args(row) == ["install", "--platform", row.platform]
-    assert TARGETS[row.platform].path == row.hooks_file
+    assert TARGETS[row.platform].project_path == row.hooks_file
 
 
 @pytest.mark.parametrize("name", HOSTS)

@@ -103,7 +103,7 @@ async def run_check(gates: Gates, session_id: str, ws: Workspace, item_id: str,
                                            timeout_s=cfg.verify_timeout_s, environ=environ))
     await task.done.wait()
     after = (await git_facts(ws.root)).head
-    seen = await witness(gates.tasks, task)
+    seen = await witness(gates.tasks, task, command=check, environ=environ)
     green = task.state == "completed" and task.exit_code == 0
     note = f"{item_id}'s check: task_{task.id} {task.message}" + ("" if before == after else
                                                                   "; HEAD moved while it ran")

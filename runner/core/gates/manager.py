@@ -19,7 +19,7 @@ from plugkit.lifecycle import config_pin, gating, hooks, state as state_mod
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.errors import GateError
 from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
-from plugkit.lifecycle import authority, evidence as ev, item_ops, item_states
+from plugkit.lifecycle import authority, evidence as ev, item_ops, item_states, signing
 from plugkit.lifecycle.evidence import Receipt, sha256_bytes
 from plugkit.lifecycle.gating import External
 from plugkit.lifecycle.phases import GitFacts
@@ -49,6 +49,7 @@ class GateManager:
         self.clock = clock
         self.home = home
         self._key: Optional[bytes] = None
+        self._signer: Optional[Any] = None
         self._store: Optional[GateStore] = None
         self.desk = ApprovalDesk()
         # One asyncio lock per workspace, alive only while someone holds or waits on it.
@@ -65,7 +66,7 @@ class GateManager:
         if not os.path.isdir(real):
             raise Invalid(f"cwd {cwd!r} does not exist or is not a directory")
         try:
-            return Workspace(find_root(real), seal=self.key(), ledger=self.ledger())
+            return Workspace(find_root(real), seal=self.key(), ledger=self.ledger(), signer=self.signer())
         except NotAWorkspace as exc:  # /, $HOME, $PLUGKIT_HOME: never a workspace (no /.prd)
             raise Invalid(str(exc)) from None
 
@@ -80,6 +81,12 @@ class GateManager:
         if self._key is None and self.home is not None:
             self._key = load_key(self.home)
         return self._key
+
+    def signer(self) -> Optional[Any]:
+        """The receipts' Ed25519 signing key, read (or made) on first use; None without a home."""
+        if self._signer is None and self.home is not None:
+            self._signer = signing.load_private(self.home)
+        return self._signer
 
     def _lock(self, ws: Workspace) -> asyncio.Lock:
         lock = self._locks.get(ws.root)
@@ -135,7 +142,7 @@ class GateManager:
             task = None
         if task is not None and not task.finished:
             return st
-        seen = await witness(self.tasks, task) if task is not None else None
+        seen = await witness(self.tasks, task, self.config(ws).verify) if task is not None else None
         await self.call(ws, gating.settle_verify, seen, self.clock())
         self.counters["verify_settled"] += 1
         return await self.read(ws, state_mod.load)
@@ -258,7 +265,7 @@ class GateManager:
         if not task.finished:
             raise Conflict(f"task_{task_id} is still {task.state}; only a finished "
                            f"task is a witness (plugkit exec:sleep task_{task_id}, then again)")
-        seen = await witness(self.tasks, task)
+        seen = await witness(self.tasks, task, with_git=False)  # evidence.add, mutable.resolve: no HEAD pinned
         if by_session is not None and by_session != seen.task.session_id:
             seen = replace(seen, task=seen.task.model_copy(update={"by_session": by_session}))
         return seen
@@ -323,8 +330,19 @@ class GateManager:
         """prd.verify: the item's check run now (in the caller's environ), witnessed, its receipt naming HEAD."""
         return await checks.run_check(self, session_id, ws, item_id, environ)
 
+    async def seal_ledger(self, why: str) -> None:
+        """The ledger's head signed (a session ended), over an intact chain, when the ledger is open."""
+        store = self._store
+        if store is not None and not any(not b.acknowledged for b in (await asyncio.to_thread(store.audit))[0]):
+            await asyncio.to_thread(store.seal, why, self.clock())
+
     def close(self) -> None:
         if self._store is not None:
+            try:  # the head signed as the runner stops, over an intact chain only (chain.py says why)
+                if not any(not b.acknowledged for b in self._store.audit()[0]):
+                    self._store.seal("runner stopped", self.clock())
+            except Exception as exc:  # noqa: BLE001 - a stop must finish; the next audit signs again
+                log.warning("gate_ledger_seal_failed", error=str(exc)[:200])
             self._store.close()
             self._store = None
 

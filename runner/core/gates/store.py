@@ -18,7 +18,8 @@ import threading
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from plugkit.lifecycle import prd
+from plugkit.lifecycle import prd, signing
+from runner.core.gates import chain
 
 FILE = "gates.sqlite3"
 _SCHEMA = (
@@ -69,8 +70,15 @@ class GateStore:
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
-        for statement in _SCHEMA:
+        for statement in _SCHEMA + chain.SCHEMA:
             self._conn.execute(statement)
+        self.home = home
+        self._signer: Optional[signing.Ed25519PrivateKey] = None
+        self._marks: dict[str, tuple] = {}  # root -> (the chain's (phase, approvals), the chain's last seq then)
+        self._audited: Optional[tuple] = None  # (data_version, chain.Walk, total_changes, result)
+        with self._lock, self._write():
+            if self._conn.execute("SELECT 1 FROM chain LIMIT 1").fetchone() is None:
+                self._adopt()
         if "items_rev" not in {c[1] for c in self._conn.execute("PRAGMA table_info(workspaces)")}:
             self._conn.execute("ALTER TABLE workspaces ADD COLUMN items_rev INTEGER NOT NULL DEFAULT 0")
 
@@ -146,6 +154,7 @@ class GateStore:
             "items = '', state_view = excluded.state_view, items_view = NULL, "
             "updated_at = excluded.updated_at, items_rev = items_rev + 1",
             (root, state, state_view, now))
+        self._note_state(root, state)
         same = items_view == items.encode()
         self._conn.execute(
             "INSERT INTO workspace_items (root, items, items_view, view_same) VALUES (?, ?, ?, ?) "
@@ -157,10 +166,65 @@ class GateStore:
     def put_state(self, root: str, state: str, state_view: Optional[bytes], now: float) -> bool:
         """The state and its view's bytes, the items' row left as it is (a change that touched
         no item writes none of them). False when the ledger holds no such workspace yet."""
-        with self._lock:
-            return self._conn.execute(  # the items and items_rev stay: no item changed
+        with self._lock, self._write():
+            done = self._conn.execute(  # the items and items_rev stay: no item changed
                 "UPDATE workspaces SET state = ?, state_view = ?, updated_at = ? WHERE root = ?",
                 (state, state_view, now, root)).rowcount == 1
+            if done:
+                self._note_state(root, state)
+            return done
+
+    # --- the hash chain (runner.core.gates.chain) ---------------------------------------------
+
+    def _adopt(self) -> None:
+        """A ledger written before the chain: its rows become the chain's first records."""
+        rows = self._conn.execute("SELECT root, id, task_id, created_at FROM receipts ORDER BY created_at").fetchall()
+        for root, rid, task_id, created_at in rows:
+            chain.append(self._conn, "receipt", root, chain.receipt_body(rid, task_id, created_at))
+        for root, held in self._conn.execute("SELECT root, held FROM configs").fetchall():
+            chain.append(self._conn, "config", root, chain.config_body(held))
+        for root, state in self._conn.execute("SELECT root, state FROM workspaces").fetchall():
+            self._note_state(root, state)
+
+    def _note_state(self, root: str, state: str) -> None:
+        last = self._conn.execute("SELECT max(seq) FROM chain").fetchone()[0]
+        cached = self._marks.get(root)
+        marks = cached[0] if cached is not None and cached[1] == last else chain.marks_in_chain(self._conn, root)
+        marks = chain.note_state(self._conn, root, state, marks)
+        self._marks[root] = (marks, self._conn.execute("SELECT max(seq) FROM chain").fetchone()[0])
+
+    def signer(self) -> signing.Ed25519PrivateKey:
+        if self._signer is None:
+            self._signer = signing.load_private(self.home)
+        return self._signer
+
+    def audit(self) -> tuple[list[chain.Break], int]:
+        """Every break of the chain or of the tables it describes, and the records' count."""
+        with self._lock:
+            # data_version moves only on another connection's commit (sqlite3 on the file): then the
+            # whole chain is read again; this store's own writes only append, so the walk resumes.
+            version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            changes = self._conn.total_changes
+            if self._audited is None or self._audited[0] != version:
+                self._audited = (version, chain.Walk(), None, None)
+            elif self._audited[2] == changes:
+                return self._audited[3]
+            walk = self._audited[1]
+            walk.feed(self._conn)
+            result = walk.result(self._conn, self.signer().public_key())
+            self._audited = (version, walk, changes, result)
+            return result
+
+    def seal(self, why: str, now: float) -> Optional[int]:
+        """The chain's head signed; its seq (None: an empty chain)."""
+        with self._lock, self._write():
+            return chain.seal(self._conn, self.signer(), why, now)
+
+    def acknowledge(self, texts: list[str], by: dict, now: float) -> None:
+        """A person saw these breaks: an `ack` record lists them, and the head is signed after it."""
+        with self._lock, self._write():
+            chain.append(self._conn, "ack", "", {"breaks": texts, "by": by, "at": now})
+            chain.seal(self._conn, self.signer(), "acknowledged", now)
 
     def known(self, root: str) -> bool:
         """Whether the ledger holds the workspace (without reading its items: hooks ask this)."""
@@ -168,9 +232,10 @@ class GateStore:
             return self._conn.execute("SELECT 1 FROM workspaces WHERE root = ?", (root,)).fetchone() is not None
 
     def add_receipt(self, root: str, receipt_id: str, task_id: Optional[int], now: float) -> None:
-        with self._lock:
-            self._conn.execute("INSERT OR IGNORE INTO receipts (root, id, task_id, created_at) VALUES (?, ?, ?, ?)",
-                               (root, receipt_id, task_id, now))
+        with self._lock, self._write():
+            if self._conn.execute("INSERT OR IGNORE INTO receipts (root, id, task_id, created_at) VALUES (?, ?, ?, ?)",
+                                  (root, receipt_id, task_id, now)).rowcount == 1:
+                chain.append(self._conn, "receipt", root, chain.receipt_body(receipt_id, task_id, now))
 
     def has_receipt(self, root: str, receipt_id: str) -> bool:
         with self._lock:
@@ -183,10 +248,14 @@ class GateStore:
         return None if row is None else row[0]
 
     def hold_config(self, root: str, held: str, now: float) -> None:
-        with self._lock:
+        with self._lock, self._write():
+            row = self._conn.execute("SELECT held FROM configs WHERE root = ?", (root,)).fetchone()
+            if row is not None and row[0] == held:
+                return  # nothing changed: no record
             self._conn.execute("INSERT INTO configs (root, held, updated_at) VALUES (?, ?, ?) ON CONFLICT (root) "
                                "DO UPDATE SET held = excluded.held, updated_at = excluded.updated_at",
                                (root, held, now))
+            chain.append(self._conn, "config", root, chain.config_body(held))
 
     def close(self) -> None:
         with self._lock:

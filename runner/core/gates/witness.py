@@ -6,10 +6,13 @@ the event loop through runner.system.git (optional locks off, so a status check 
 `index.lock` from under the agent's own git command).
 """
 
+import hashlib
 import os
-from typing import Optional
+import platform
+from typing import Mapping, Optional
 
-from plugkit.lifecycle.evidence import TaskWitness
+import plugkit
+from plugkit.lifecycle.evidence import RunFacts, TaskWitness
 from plugkit.lifecycle.gating import Witnessed
 from plugkit.lifecycle.mutables import Witness
 from plugkit.lifecycle.phases import GitFacts
@@ -18,15 +21,24 @@ from runner.core.tasks.task import Task
 from runner.system import git as system_git
 
 GIT_TIMEOUT_S = 15.0  # git itself runs under runner.system.git's environment rule (no optional locks)
+# The variables that change what a check does, hashed into a signed receipt (names kept, values
+# only as one digest: a token in the environment never leaves the machine through a receipt).
+ENV_VARS = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "NODE_PATH", "NODE_OPTIONS",
+            "GOPATH", "GOFLAGS", "GOROOT", "CARGO_HOME", "RUSTFLAGS", "RUSTUP_TOOLCHAIN", "JAVA_HOME",
+            "LANG", "LC_ALL", "TZ", "CI")
+ENV_PREFIXES = ("PYTEST_", "PYTHON", "NODE_", "GO", "CARGO_")
 
 
 async def find_task(tasks: TaskManager, task_id: int) -> Optional[Task]:
     return await tasks.find(task_id)
 
 
-async def witness(tasks: TaskManager, task: Task) -> Witnessed:
+async def witness(tasks: TaskManager, task: Task, command: Optional[str] = None,
+                  environ: Optional[Mapping[str, str]] = None, with_git: bool = True) -> Witnessed:
     """The finished task's output (stdout and stderr as captured; the runner's own [plugkit]
-    notes left out) and the facts a receipt records."""
+    notes left out) and the facts a receipt records: `command` is kept only when it is the code
+    the task ran (its hash is the ledger's), `environ` is what it started from (None: unknown).
+    with_git False: no HEAD asked (a receipt that pins no HEAD binds no commit or tree anyway)."""
     buf = task.buffer
     res = buf.read(buf.start, buf.end - buf.start)
     output = "".join(text for stream, text in res.chunks if stream != "info")
@@ -35,7 +47,40 @@ async def witness(tasks: TaskManager, task: Task) -> Witnessed:
     seen = Witness(task_id=task.id, state=task.state, exit_code=task.exit_code, output=output, truncated=truncated)
     receipt = TaskWitness(task_id=task.id, session_id=task.session.session_id, lang=task.lang,
                           code_sha256=code_sha, state=task.state, exit_code=task.exit_code, truncated=truncated)
-    return Witnessed(seen=seen, task=receipt)
+    run = await run_facts(task, code_sha, command, environ, with_git)
+    return Witnessed(seen=seen, task=receipt, run=run)
+
+
+async def run_facts(task: Task, code_sha: Optional[str], command: Optional[str],
+                    environ: Optional[Mapping[str, str]], with_git: bool = True) -> RunFacts:
+    if command is not None and code_sha is not None and \
+            hashlib.sha256(command.encode("utf-8", "surrogatepass")).hexdigest() != code_sha:
+        command = None  # the setting changed since the task started: name no command it did not run
+    commit, tree = await head_and_tree(task.cwd) if with_git else (None, None)
+    names: list[str] = []
+    digest = ""
+    if environ is not None:
+        names = sorted(n for n in environ if n in ENV_VARS or n.startswith(ENV_PREFIXES))
+        h = hashlib.sha256()
+        for name in names:
+            h.update(name.encode() + b"=" + environ[name].encode("utf-8", "surrogatepass") + b"\0")
+        digest = h.hexdigest()
+    env = {"os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
+           "plugkit": plugkit.__version__}
+    duration = round(task.ended_at - task.started_at, 3) if task.ended_at is not None else None
+    return RunFacts(commit=commit, tree=tree, command=command, lang=task.lang, env=env, env_vars=names,
+                    env_digest=digest, exit_code=task.exit_code, duration_s=duration)
+
+
+async def head_and_tree(cwd: str) -> tuple[Optional[str], Optional[str]]:
+    """HEAD and its tree where the task ran (None, None: no repository, or no commit yet)."""
+    try:
+        done = await system_git.run(cwd, "rev-parse", "-q", "HEAD", "HEAD^{tree}",
+                                    timeout=GIT_TIMEOUT_S)
+    except (OSError, system_git.GitTimeout):
+        return None, None
+    lines = done.out.decode(errors="replace").split()
+    return (lines[0], lines[1]) if done.rc == 0 and len(lines) == 2 else (None, None)
 
 
 async def git_facts(root: str) -> GitFacts:

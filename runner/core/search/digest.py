@@ -1,6 +1,8 @@
 """A project digest for an agent's first minute (at most ~900 tokens): languages and sizes, entry
 points, how to build/test/run it (read from the manifests and CI files, never guessed), the
-top-level layout, and the hot files by recent git churn. Cached by the stamps of its inputs."""
+top-level layout, and the hot files by recent git churn. Cached by the stamps of its inputs.
+Every file is read confined to the root (runner/system/confined.py): a manifest linked to a
+secret, or a FIFO in its place, gives nothing."""
 
 import collections
 import json
@@ -10,6 +12,7 @@ import subprocess
 import tomllib
 
 from runner.core.search import chunks, files
+from plugkit import confined
 
 MAX_CHARS = 3600  # ~900 tokens
 INPUTS = ("pyproject.toml", "package.json", "Makefile", "Cargo.toml", "go.mod", "setup.py", ".github/workflows",
@@ -23,7 +26,7 @@ def stamp(root: str, head: str | None) -> str:
     parts = [head or ""]
     for name in INPUTS:
         try:
-            parts.append(f"{name}:{os.stat(os.path.join(root, name)).st_mtime_ns}")
+            parts.append(f"{name}:{os.lstat(os.path.join(root, name)).st_mtime_ns}")
         except OSError:
             pass
     return "|".join(parts)
@@ -49,7 +52,7 @@ def _languages(root: str, paths: list[str]) -> list[str]:
         if lang and lang not in ("markdown", "json", "yaml", "toml"):
             count[lang] += 1
             try:
-                size[lang] += os.path.getsize(os.path.join(root, p))
+                size[lang] += os.lstat(os.path.join(root, p)).st_size
             except OSError:
                 pass
     return [f"{lang}: {n} files, {size[lang] // 1024} KiB" for lang, n in count.most_common(6)]
@@ -57,9 +60,9 @@ def _languages(root: str, paths: list[str]) -> list[str]:
 
 def _entry_points(root: str, paths: list[str]) -> list[str]:
     out = []
-    py = _toml(os.path.join(root, "pyproject.toml"))
+    py = _toml(root, "pyproject.toml")
     out += [f"{name} = {target} (pyproject scripts)" for name, target in py.get("project", {}).get("scripts", {}).items()]
-    pkg = _json(os.path.join(root, "package.json"))
+    pkg = _json(root, "package.json")
     bins = pkg.get("bin", {})
     out += [f"{k} = {v} (package.json bin)" for k, v in (bins.items() if isinstance(bins, dict) else [])]
     if isinstance(pkg.get("main"), str):
@@ -71,18 +74,16 @@ def _entry_points(root: str, paths: list[str]) -> list[str]:
 
 def _commands(root: str) -> list[str]:
     out = []
-    pkg = _json(os.path.join(root, "package.json"))
+    pkg = _json(root, "package.json")
     out += [f"npm run {k}: {v}"[:140] for k, v in list(pkg.get("scripts", {}).items())[:6]]
-    if os.path.exists(os.path.join(root, "Makefile")):
-        targets = []
-        with open(os.path.join(root, "Makefile"), errors="replace") as f:
-            targets = [m.group(1) for line in f if (m := MAKE_TARGET.match(line)) and m.group(1) != ".PHONY"]
+    if (make := _lines(root, "Makefile")) is not None:
+        targets = [m.group(1) for line in make if (m := MAKE_TARGET.match(line)) and m.group(1) != ".PHONY"]
         out.append("make " + " | ".join(dict.fromkeys(targets[:10])))
-    if os.path.exists(os.path.join(root, "Cargo.toml")):
+    if confined.is_file_in(root, "Cargo.toml"):
         out.append("cargo build / cargo test")
-    if os.path.exists(os.path.join(root, "go.mod")):
+    if confined.is_file_in(root, "go.mod"):
         out.append("go build ./... / go test ./...")
-    py = _toml(os.path.join(root, "pyproject.toml"))
+    py = _toml(root, "pyproject.toml")
     if py:
         tools = py.get("tool", {})
         extras = py.get("project", {}).get("optional-dependencies", {})
@@ -96,19 +97,15 @@ def _commands(root: str) -> list[str]:
 
 
 def _ci_runs(root: str) -> list[str]:
-    wf = os.path.join(root, ".github", "workflows")
     runs: list[str] = []
-    for name in sorted(os.listdir(wf)) if os.path.isdir(wf) else []:
-        with open(os.path.join(wf, name), errors="replace") as f:
-            runs += [m.group(1).strip()[:120] for line in f if (m := RUN_LINE.match(line)) and m.group(1).strip() != "|"]
-    gitlab = os.path.join(root, ".gitlab-ci.yml")
-    if os.path.isfile(gitlab):
-        with open(gitlab, errors="replace") as f:
-            runs += [line.strip()[2:].strip()[:120] for line in f if line.strip().startswith("- ")][:6]
-    ci = os.path.join(root, ".ci")
-    for name in sorted(os.listdir(ci)) if os.path.isdir(ci) else []:  # CI scripts: what they run
-        with open(os.path.join(ci, name), errors="replace") as f:
-            body = [ln.strip() for ln in f if ln.strip() and not ln.lstrip().startswith(("#", "set ", "cd "))]
+    for name in confined.list_in(root, ".github/workflows"):
+        lines = _lines(root, f".github/workflows/{name}") or []
+        runs += [m.group(1).strip()[:120] for line in lines if (m := RUN_LINE.match(line)) and m.group(1).strip() != "|"]
+    gitlab = _lines(root, ".gitlab-ci.yml") or []
+    runs += [line.strip()[2:].strip()[:120] for line in gitlab if line.strip().startswith("- ")][:6]
+    for name in confined.list_in(root, ".ci"):  # CI scripts: what they run
+        lines = _lines(root, f".ci/{name}") or []
+        body = [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith(("#", "set ", "cd "))]
         runs += [f".ci/{name}: {ln[:100]}" for ln in body[:2]]
     return list(dict.fromkeys(runs))[:6]
 
@@ -127,21 +124,29 @@ def _hot(root: str) -> list[str]:
     except (OSError, subprocess.SubprocessError):
         return []
     churn = collections.Counter(p for p in out.splitlines() if p.strip())
-    return [f"{p} ({n} commits)" for p, n in churn.most_common(8) if os.path.exists(os.path.join(root, p))]
+    return [f"{p} ({n} commits)" for p, n in churn.most_common(8) if os.path.lexists(os.path.join(root, p))]
 
 
-def _toml(path: str) -> dict:
+def _text(root: str, rel: str) -> str | None:
+    data = confined.read_in(root, rel, files.MAX_BYTES)
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def _lines(root: str, rel: str) -> list[str] | None:
+    text = _text(root, rel)
+    return None if text is None else text.splitlines()
+
+
+def _toml(root: str, rel: str) -> dict:
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError):
+        return tomllib.loads(_text(root, rel) or "")
+    except tomllib.TOMLDecodeError:
         return {}
 
 
-def _json(path: str) -> dict:
+def _json(root: str, rel: str) -> dict:
     try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
+        data = json.loads(_text(root, rel) or "{}")
+    except ValueError:
         return {}
     return data if isinstance(data, dict) else {}

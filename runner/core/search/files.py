@@ -1,9 +1,13 @@
 """Which files of a workspace are indexed, and how each ranks: git's own list where it is a
-repository (so .gitignore holds), a bounded walk elsewhere; binaries and huge files skipped."""
+repository (so .gitignore holds), a bounded walk elsewhere; binaries and huge files skipped.
+Only regular files inside the root are read, never through a link (runner/system/confined.py):
+the caller may be a sandbox that planted a link to what it cannot read, or a FIFO."""
 
 import os
 import re
 import subprocess
+
+from plugkit import confined
 
 MAX_BYTES = 1 << 20  # bigger files are data or generated: not worth an agent's search
 MAX_FILES = 50_000
@@ -51,15 +55,18 @@ def _walk(root: str) -> list[str]:
     return out
 
 
-def read_text(path: str, size: int) -> str | None:
-    """The file's text, or None for a binary, a huge file or one that is gone."""
+def read_text(root: str, rel: str, size: int) -> str | None:
+    """The file's text, or None for a binary, a huge file, one that is gone, or anything but a
+    regular file reached inside root without a link."""
     if size > MAX_BYTES:
         return None
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError:
-        return None
-    if b"\0" in data[:8192]:
+    data = confined.read_in(root, rel, MAX_BYTES + 1)
+    if data is None or len(data) > MAX_BYTES or b"\0" in data[:8192]:
         return None
     return data.decode("utf-8", "replace")
+
+
+def read_lines(root: str, rel: str) -> list[str]:
+    """The file's lines (see read_text), [] when it may not be read."""
+    data = confined.read_in(root, rel, MAX_BYTES + 1)
+    return [] if data is None else data.decode("utf-8", "replace").splitlines()

@@ -3,6 +3,7 @@ see partial results and the progress), then brought up to date on each query by 
 every file (a saved file is searchable at the next query) and a look at git's HEAD."""
 
 import os
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -13,6 +14,10 @@ from runner.core.search.store import SqliteStore
 BATCH = 25  # files per transaction: a query waits at most one batch for the lock
 RELIST_S = 2.0  # how often a query re-lists the workspace (new and deleted files)
 SYNC_LIMIT = 200  # more changed files than this are indexed in the background instead
+# How long a query waits for the files changed since the last one to be read. The reads run in
+# the index's own (daemon) thread, so one that never returns (a hung network or FUSE mount) holds
+# neither the query nor the runner's stop: the query answers from the index as it is.
+READ_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,9 @@ class WorkspaceIndex:
 
     def prepare(self) -> None:
         """Before a query: start the first build, or bring a built index up to date."""
-        with self._refresh_lock:  # two queries at once start one build, not two
+        if not self._refresh_lock.acquire(timeout=READ_WAIT_S):
+            return  # another query's refresh is stuck: answer from the index as it is
+        try:  # two queries at once start one build, not two
             if self._thread is not None and self._thread.is_alive():
                 return
             if self.store.get_meta("built") is None:
@@ -57,10 +64,24 @@ class WorkspaceIndex:
             if len(changed) > SYNC_LIMIT:
                 self._start()
                 return
-            self._apply(changed, gone)
+            if changed or gone:
+                self._thread = threading.Thread(target=self._refresh, args=(changed, gone), daemon=True,
+                                                name=f"search-refresh {self.root}")
+                self._thread.start()
+            refresh = self._thread
             self._history()
+        finally:
+            self._refresh_lock.release()
+        if changed or gone:
+            refresh.join(READ_WAIT_S)  # a saved file is searchable at the next query
+
+    def _refresh(self, changed: list[tuple[str, float, int]], gone: list[str]) -> None:
+        try:
+            self._apply(changed, gone)
             if changed:
                 self._embed_later()
+        except Exception:  # noqa: BLE001 - a broken refresh must not take the runner down; the next query retries
+            self._known = None
 
     def wait(self, seconds: float) -> None:
         thread = self._thread
@@ -140,9 +161,11 @@ class WorkspaceIndex:
         known = self._known
         changed, seen = [], set()
         for rel in self._listed:
-            try:
-                st = os.stat(os.path.join(self.root, rel))
+            try:  # lstat: a link or a FIFO is not indexed at all (files.read_text would refuse it)
+                st = os.lstat(os.path.join(self.root, rel))
             except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
                 continue
             seen.add(rel)
             if known.get(rel) != (st.st_mtime, st.st_size):
@@ -177,7 +200,7 @@ class WorkspaceIndex:
     def _index(self, batch: list[tuple[str, float, int]]) -> None:
         cut = []
         for rel, mtime, size in batch:  # parse outside the lock: queries keep running meanwhile
-            text = files.read_text(os.path.join(self.root, rel), size)
+            text = files.read_text(self.root, rel, size)
             parts = chunks.cut(rel, text) if text is not None else ([], [])
             cut.append((rel, mtime, size, parts))
         with self.store.batch() as s:

@@ -181,11 +181,7 @@ def _per_file(ranked):
 def _snippet(root: str, hit, words: list[str]) -> ContentHit:
     """Up to three whole lines of the chunk, those naming the most query words first."""
     needles = {w.lower() for w in words} | {p for w in words for p in tokens.parts(w)}
-    try:
-        with open(os.path.join(root, hit.path), encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()[hit.start - 1:hit.end]
-    except OSError:
-        lines = []
+    lines = files.read_lines(root, hit.path)[hit.start - 1:hit.end]  # never through a link (files.py)
     scored = sorted(((sum(n in line.lower() for n in needles), i) for i, line in enumerate(lines)),
                     key=lambda t: (-t[0], t[1]))
     picked = sorted(i for s, i in scored[:SNIPPET_LINES] if s > 0) or list(range(min(1, len(lines))))

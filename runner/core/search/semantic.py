@@ -9,6 +9,8 @@ import threading
 import time
 from typing import Hashable, Iterable, Sequence
 
+from runner.core.search import files
+
 MAX_TOKENS = 128  # what the model was trained on; a chunk's head carries its name, signature and docstring
 HEAD_CHARS = 1200  # ~128 tokens of code: no need to tokenise the rest only to cut it off
 BATCH = 32
@@ -99,12 +101,8 @@ def fill(store, root: str, embedder: Embedder, stop: threading.Event) -> None:
                 return
             lines: dict[str, list[str]] = {}
             for _rowid, path, *_ in rows:
-                if path not in lines:
-                    try:
-                        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
-                            lines[path] = f.read().splitlines()
-                    except OSError:
-                        lines[path] = []
+                if path not in lines:  # confined to root like the index's own reads (files.py)
+                    lines[path] = files.read_lines(root, path)
             texts = [f"{sym}\n" + "\n".join(lines[path][start - 1:end]) for _r, path, start, end, sym in rows]
             store.put_vectors([(r[0], v.tobytes()) for r, v in zip(rows, embedder.encode(texts))])
     except Exception:  # noqa: BLE001 - the layer is an extra: BM25 answers on; the next change retries

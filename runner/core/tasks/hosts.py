@@ -54,6 +54,11 @@ class HostTies:
             log.info("session_tied", session_id=session.key.session_id, root=session.key.root,
                      host=session.host.label, host_pid=session.host.pid)
 
+    async def host_of(self, peer: Optional[tuple], pid: Optional[int]) -> Optional[Host]:
+        """The agent host a caller runs under, or None (a terminal, no pid, no finder)."""
+        found = await self.find(None, peer, pid)
+        return None if found is ASK else found  # type: ignore[return-value]
+
     async def gone(self, sessions: list[Session]) -> list[Session]:
         """Sessions running a task that may not outlive them whose host has exited. The /proc
         reads go to a thread, and only when some session is tied and runs such a task: an idle

@@ -17,7 +17,7 @@ from runner.core.tasks.adopted import AdoptedOrphans
 from runner.core.tasks.hosts import HostFinder, HostTies
 from runner.core.tasks.clock import Clock, LoopClock
 from runner.core.tasks.output import OutputBuffer, ReadResult
-from runner.core.tasks.recall import LedgerRecall
+from runner.core.tasks.listing import TaskListing, first_line, usage_fields
 from runner.core.tasks.records import IdSource, code_hash, to_record
 from runner.core.tasks.sessions import Session, SessionRegistry, session_key, session_key_at
 from runner.core.tasks.slots import Slots
@@ -49,7 +49,7 @@ class Waited:
     timed_out: bool
 
 
-class TaskManager(LedgerRecall):
+class TaskManager(TaskListing):
     def __init__(self, executors: list[Executor], limits: Limits, first_id: int = 1,
                  registry: SessionRegistry | None = None, ledger: LedgerWorker | None = None,
                  clock: Clock | None = None, hosts: HostFinder | None = None) -> None:
@@ -97,6 +97,8 @@ class TaskManager(LedgerRecall):
                          for s in self._registry.sessions()],
             "tasks": [{"task_id": t.id, "session_id": t.session.session_id, "lang": t.lang, "state": t.state,
                        "pid": t.pid, "age_s": round(wall - t.started_at, 3), "bytes_out": t.bytes_out,
+                       "duration_ms": t.duration_ms, "exit_code": t.exit_code, "signal": t.signal,
+                       "name": t.name, "command": t.command, "detached": t.detached, **usage_fields(t),
                        "dropped": t.buffer.dropped} for t in self._registry.all_tasks()],
             "slots": {"taken": self._slots.taken, "limit": self.limits.running_tasks},
         }
@@ -148,6 +150,7 @@ class TaskManager(LedgerRecall):
         session = self._registry.open(key)
         self.hosts.tie(session, host)
         task = Task(id=task_id, session=key, cwd=cwd, detached=spec.detach, lang=prepared.lang,
+                    name=spec.name, command=first_line(spec.code),
                     started_at=self.clock.time(),
                     buffer=OutputBuffer(self.limits.output_cap_bytes,
                                         spool=Spool(self.spool_dir, task_id) if self.spool_dir else None))

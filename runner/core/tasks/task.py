@@ -22,6 +22,8 @@ class Task:
     buffer: OutputBuffer
     cwd: str = ""  # where it runs (a realpath): the caller's cwd, anywhere under session.root
     detached: bool = False  # started to outlive its session (exec --detach): session ends spare it
+    name: Optional[str] = None  # the caller's label (exec --name)
+    command: Optional[str] = None  # the code's first line, cut: how listings tell tasks apart
     state: str = PENDING
     started_at: float = field(default_factory=time.time)
     ended_at: Optional[float] = None

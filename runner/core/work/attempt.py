@@ -1,6 +1,12 @@
 """One item's worker, trigger to cleanup: worktree, hooks, spawn, boot, loop (heartbeats and
 the stall watchdog), terminate, then the runner's own evidence: commits on the branch, the
-verify command run in the worktree as a witnessed task, landing, receipt, completion.
+verify command run as a witnessed task on a fresh checkout of the branch's commit, landing,
+receipt, completion.
+
+Once the worker has started, nothing of its worktree is trusted: the branch is read from the
+repository's refs, the check runs in a runner-owned checkout of that commit (.check-<item> beside
+the worktrees; an uncommitted or ignored file the worker left cannot reach it) with the worker's
+credential scope, and a rebase or merge to land is made in that checkout too, then checked again.
 
 An attempt that fails (worker failure, no commits, verify red, stalled) is tried once more
 from a fresh worktree; a second failure ends the item `blocked/replan` and takes the
@@ -22,7 +28,7 @@ from runner.core.gates.manager import GateManager
 from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
-from runner.core.work import git, held
+from runner.core.work import git, held, objects
 from runner.core.work.model import HELD, MAX_REPLACEMENTS, REPLACED, RETRIED, Failed, ItemRun, Run
 from runner.core.work.placement import for_run as placement_for
 from runner.core.work.refs import RefGuard
@@ -161,6 +167,7 @@ class Attempts:
             # The file and whatever its host keeps beside it (Qwen leaves settings.json.orig).
             excludes = [f"/{self.row.hooks_file}*"] if self.row.hooks_file else []
             await git.add_worktree(p.ws.root, it.worktree, it.branch, base, excludes)
+            await objects.fresh(p.ws.root, it.worktree)  # gitstore: the worker's own object dir
         except git.GitError as exc:
             raise Failed("failed", "spawn_failed", str(exc)) from None
         try:
@@ -176,7 +183,12 @@ class Attempts:
             if failure is not None and not self.stopping:  # a stop is a stop, wherever it ran
                 raise failure
             it.phase("terminate", now())
+            # gitstore (issue 40 #2): the worker's objects enter the repository only once checked,
+            # before any ref is judged (a ref it moved must name objects the store has) or checked.
+            bad_objects = await objects.take(p.ws.root, it)
             await held.refs_moved(run, it, self.refs, self.land_lock)
+            if bad_objects is not None:
+                raise bad_objects
             await self._judge_worker(it, task)
             it.phase("cleanup", now())
             it.enter("verifying", now())
@@ -185,8 +197,7 @@ class Attempts:
                                                        "commit its work before it stops")
             await held.control_files(p.ws.root, it, base)
             await held.changes_its_check(p.ws.root, run, it, base, check, cfg)
-            await self._committed_only(it)
-            verified = await self._verify(it, check, cfg)
+            verified = await self._verify(it, check, cfg, await git.tip(p.ws.root, f"refs/heads/{it.branch}"))
             it.enter("landing", now())
             await self._land(it, item, check, cfg, verified)
         except git.MergeConflict as exc:
@@ -199,10 +210,11 @@ class Attempts:
             p.unregister(it.worktree)
             async with self.land_lock:  # its branch (rebased by a landing) is recorded before another worker is judged
                 await self.refs.settle(it.id, it.branch)
-            try:
-                await git.remove_worktree(p.ws.root, it.worktree)
-            except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
-                log.warning("work_worktree_left", item=it.id, error=str(exc))
+            for path in (it.worktree, self._check_dir(it)):
+                try:
+                    await git.remove_worktree(p.ws.root, path)
+                except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
+                    log.warning("work_worktree_left", item=it.id, error=str(exc))
             if it.landed is not None:
                 await self._drop_branch(it)
 
@@ -212,21 +224,17 @@ class Attempts:
         ref = f"refs/heads/{it.branch}"
         async with self.land_lock:  # a ref the runner moves, moved where no worker's snapshot is being read
             try:
-                await git.run(self.p.ws.root, "update-ref", "-d", ref)
+                # --no-deref: a worker can write this ref, and a symbolic one would delete its target
+                await git.run(self.p.ws.root, "update-ref", "--no-deref", "-d", ref)
             except git.GitError as exc:
                 log.warning("work_branch_left", item=it.id, error=str(exc))
                 return
             self.refs.ours(ref, None)
 
-    async def _committed_only(self, it: ItemRun) -> None:
-        """Only commits land, so only commits are checked: what the worker left uncommitted is
-        dropped first (else a file it never committed could turn the check green)."""
-        assert it.worktree is not None
-        left = await git.dirty(it.worktree)
-        if left:
-            await git.run(it.worktree, "reset", "-q", "--hard", "HEAD")
-            await git.run(it.worktree, "clean", "-q", "-fd")
-            it.message = f"{len(left)} uncommitted change(s) dropped before the check ({', '.join(left[:3])})"
+    def _check_dir(self, it: ItemRun) -> str:
+        """The runner's own checkout for this item's check and landing: beside the worktrees (never
+        an item's: ids start with a letter or digit), hidden from every sandbox with the repository."""
+        return os.path.join(self.p.ws.root, ".plugkit", "worktrees", f".check-{it.id}")
 
     async def _install_hooks(self, worktree: str) -> None:
         args = workers.install_args(self.row)
@@ -266,6 +274,10 @@ class Attempts:
         # environ: the worker starts from its scopes' variables only, not the runner's or the caller's
         environ = scopes.worker_env(self.row.name, workers.environment(
             self.row, p.env if "PATH" in p.env else {**os.environ, **p.env}), granted)
+        # What the item is, for a program that is not an agent reading the prompt (a `command`
+        # worker): the runner's own facts, set after the scopes so the caller's cannot stand in.
+        environ.update({"PLUGKIT_ITEM": it.id, "PLUGKIT_ITEM_SUBJECT": item.subject, "PLUGKIT_VERIFY": check,
+                        "PLUGKIT_BRANCH": it.branch})
         code, environ, stdin = self.placement.launch(it, argv, stdin, environ)
         try:
             task = await p.tasks.exec(ExecSpec(
@@ -314,26 +326,30 @@ class Attempts:
             raise Failed("failed", "spawn_failed" if task.reason == "spawn_failed" else "worker_exit",
                          f"{task.message}; {logs_hint}")
 
-    async def _verify(self, it: ItemRun, check: str, cfg) -> Task:
-        """The check, run by the runner in the worktree: the evidence, not the worker's word."""
+    async def _verify(self, it: ItemRun, check: str, cfg, sha: str) -> Task:
+        """The check, run by the runner on a fresh checkout of `sha`: the evidence, not the worker's
+        word, on exactly the committed tree (the receipt names `sha`)."""
         p = self.p
-        assert it.session_id is not None and it.worktree is not None
-        head = await git.tip(it.worktree, "HEAD")  # the commit checked: the receipt names it
-        # In the environment of whoever started the run (its venv, its PATH), not the runner's; in
-        # the worker's sandbox: the check runs the worker's code (what its tests import), which
-        # must not read the runner's token or write outside the worktree any more than the worker.
-        task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=it.worktree, lang=cfg.verify_lang,
-                                           code=check, timeout_s=cfg.verify_timeout_s, environ=p.env or None,
+        assert it.session_id is not None
+        where = self._check_dir(it)
+        await git.checkout(p.ws.root, where, sha)
+        # The check runs the worker's code (what its tests import): it holds what the worker held,
+        # the caller's PATH and venv but only its credential scopes (plugkit/work/scopes.py), and
+        # in the worker's sandbox it reads no more of the runner's files than the worker.
+        caller = p.env if "PATH" in p.env else {**os.environ, **p.env}
+        environ = scopes.check_env(caller, p.gates.config(p.ws).work_credentials)
+        task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=where, lang=cfg.verify_lang,
+                                           code=check, timeout_s=cfg.verify_timeout_s, environ=environ,
                                            sandbox=self.run.sandbox))
         it.verify_task_id = task.id
         await task.done.wait()
-        self.checked_at[task.id] = head
+        self.checked_at[task.id] = sha
         green = task.state == "completed" and task.exit_code == 0
         it.verify = "green" if green else "red"
         if not green:
             tail = "".join(text for _stream, text in p.tasks.read(task, max(0, task.buffer.end - TAIL_BYTES),
                                                                      TAIL_BYTES).chunks)
-            raise Failed(REJECTED, "verify_failed", f"`{check}` {task.message} in the item's worktree "
+            raise Failed(REJECTED, "verify_failed", f"`{check}` {task.message} on {sha[:12]} (its commits only) "
                                                       f"(task_{task.id}); `plugkit work logs {it.id} --verify`",
                          "\n".join(tail.splitlines()[-TAIL_LINES:]))
         return task
@@ -342,14 +358,14 @@ class Attempts:
         """Lands, then completes the item under the same lock: the completion's receipt must name
         the HEAD it checked, and the next item to land would move it."""
         p, run = self.p, self.run
-        assert it.worktree is not None and it.branch is not None
+        assert it.branch is not None
         async with self.land_lock:
-            done = await git.integrate(p.ws.root, it.worktree, it.branch, run.branch, run.merge,
-                                       f"plugkit work: {it.id} {item.subject[:60]}")
+            done = await git.integrate(p.ws.root, self._check_dir(it), it.branch, run.branch, run.merge,
+                                       f"plugkit work: {it.id} {item.subject[:60]}", self.checked_at[verified.id])
             # The item's branch (rebased, for ff) is the runner's move: no other worker's doing.
             self.refs.ours(f"refs/heads/{it.branch}", await git.tip(p.ws.root, it.branch))
             if done.changed:  # rebased onto (or merged with) what landed meanwhile: check that tree too
-                verified = await self._verify(it, check, cfg)
+                verified = await self._verify(it, check, cfg, done.sha)
             before = await git.tip(p.ws.root, run.branch)
             if item.risk in TAGGED_RISKS:
                 it.rollback_tag = f"plugkit/pre-{it.id}"
@@ -366,7 +382,8 @@ class Attempts:
         seen = await witness(p.tasks, verified)
         receipt = await p.gates.call(p.ws, item_ops.evidence_add, seen, None,
                                      f"plugkit work {it.id}: {check}"[:200],
-                                     f"verify green in {it.worktree}; landed as {it.landed}", p.clock(),
+                                     f"verify green on a fresh checkout of {self.checked_at.get(verified.id)}; "
+                                     f"landed as {it.landed}", p.clock(),
                                      self.checked_at.get(verified.id))
         await p.gates.prd_update(p.ws, it.id, {}, "completed", [receipt.id])
         it.receipt = receipt.id

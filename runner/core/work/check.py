@@ -1,6 +1,6 @@
 """The files of an item's check, and whether its branch changed them.
 
-The runner runs the verify command in the item's worktree, so a worker that commits
+The runner runs the verify command on the item's commits, so a worker that commits
 `check.sh` = `exit 0` would be judged by its own check. The check is the person's: the
 verify command comes from the person's checkout (.prd, .plugkit/config.toml; a branch
 changing those never lands), and the files it runs are held to the attempt's base:
@@ -55,7 +55,7 @@ async def touched(root: str, base: str, branch: str, paths: list[str]) -> tuple[
     """(the check's files the branch changes, their diff cut to DIFF_CHARS)."""
     if not paths:
         return [], ""
-    spec = ("--literal-pathspecs", "diff", "--no-renames", "--no-ext-diff", "--no-color")
+    spec = ("--literal-pathspecs", "diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color")
     changed = (await git.run(root, *spec, "--name-only", f"{base}..{branch}", "--", *paths)).splitlines()
     if not changed:
         return [], ""

@@ -27,6 +27,7 @@ class RunDriver:
         self.earlier = earlier or {}  # the previous run's items: why one it left blocked is blocked
         self.wake = asyncio.Event()
         self.halting: Optional[str] = None  # an AFK halt waiting for the running workers to finish
+        self._final: Optional[tuple[str, Optional[str]]] = None  # the end _step decided, entered by drive()
         self._group: Optional[asyncio.TaskGroup] = None  # owns the attempts while drive() runs
         self.workers: dict[str, asyncio.Task] = {}  # item -> its attempt (owned by the group): which still run
         self.passes = 0  # how many times the loop looked at the .prd
@@ -52,6 +53,10 @@ class RunDriver:
                         await asyncio.wait_for(self.wake.wait(), self._tick())
                     except asyncio.TimeoutError:
                         pass
+            # Only now, every attempt's tidy-up (worktree, branch) over: a run that says it ended
+            # has nothing of it left to change (`work status` then `git branch` must agree).
+            if self._final is not None:
+                self.run.enter(*self._final, self.clock())
         finally:
             self._group = None
             if self.run.ended_at is None:
@@ -201,8 +206,8 @@ class RunDriver:
         return "; ".join(why)[:600] or "no open items"
 
     async def _finish(self, state: str, halt: Optional[str]) -> bool:
-        self.run.enter(state, halt, self.clock())
-        self.save()
+        """The run's end, entered once the attempts still tidying up are over (drive())."""
+        self._final = (state, halt)
         return True
 
     # --- events --------------------------------------------------------------------------

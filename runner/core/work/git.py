@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 from dataclasses import dataclass
 
 from runner.system import git as system_git
@@ -16,6 +17,13 @@ TIMEOUT_S = 120.0
 # autoupdate would stage a recorded resolution so the conflict goes unreported.
 _PLAIN = ("-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false", "-c", "merge.autoStash=false",
           "-c", "rerere.autoUpdate=false")
+
+# Every git the runner starts for `plugkit work` runs none of the programs git can be told to
+# run: no hooks (a hooksPath the person aimed into the tree, husky-style, would run what a worker
+# committed), no fsmonitor, no ssh command. With the worker's config.worktree and .git file
+# read-only in its sandbox (runner/system/sandbox.py), this is the second line, not the only one.
+_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sshCommand=false",
+         "-c", "core.untrackedCache=false")  # (diffs: --no-ext-diff --no-textconv where they read content)
 
 # Operations a repository can be stopped in the middle of: (file in the git dir, what, the fix).
 _IN_PROGRESS = (
@@ -62,7 +70,7 @@ def _why(err: str) -> str:
 async def _git(cwd: str, *args: str, input: bytes | None = None) -> tuple[int, str, str]:
     """git through the runner's one adapter (runner.system.git: its environment rule, its group kill)."""
     try:
-        done = await system_git.run(cwd, *args, input=input, timeout=TIMEOUT_S)
+        done = await system_git.run(cwd, *_SAFE, *args, input=input, timeout=TIMEOUT_S)
     except OSError as e:  # no git on PATH, or cwd missing
         raise GitError(f"cannot run git in {cwd}: {e.strerror}; install git or check the path") from e
     except system_git.GitTimeout:
@@ -166,13 +174,47 @@ async def remove_worktree(root: str, path: str) -> None:
     await run(root, "worktree", "prune")
 
 
+async def checkout(root: str, path: str, sha: str) -> None:
+    """A fresh runner-owned checkout of `sha` at `path` (a detached worktree of `root`, made anew:
+    whatever a check left there before goes): exactly the committed tree, nothing beside it."""
+    await remove_worktree(root, path)
+    if os.path.lexists(path):  # a directory a crash left unregistered
+        await asyncio.to_thread(shutil.rmtree, path, True)
+    await run(root, "worktree", "add", "-q", "--detach", path, sha)
+
+
+def worktree_git_dir(worktree: str) -> str:
+    """The admin dir (.git/worktrees/<name>) of a worktree the runner made, checked both ways:
+    its `.git` file names it and its `gitdir` file names that `.git` file back. Git then runs
+    with it given explicitly, never discovered from the worktree."""
+    dot_git = os.path.join(os.path.realpath(worktree), ".git")
+    try:
+        with open(dot_git, encoding="utf-8") as fh:
+            line = fh.read(4096).strip()
+        admin = os.path.realpath(os.path.join(os.path.dirname(dot_git), line.removeprefix("gitdir:").strip()))
+        with open(os.path.join(admin, "gitdir"), encoding="utf-8") as fh:
+            back = os.path.realpath(fh.read(4096).strip())
+    except OSError as exc:
+        raise GitError(f"{worktree} is not a worktree plugkit made ({exc.strerror}); is it still there?") from None
+    if not line.startswith("gitdir:") or back != dot_git or os.path.basename(os.path.dirname(admin)) != "worktrees":
+        raise GitError(f"{worktree} does not name its own git dir; it is not used")
+    return admin
+
+
 async def commits_ahead(root: str, base: str, branch: str) -> int:
     return int(await run(root, "rev-list", "--count", f"{base}..{branch}"))
 
 
-async def dirty(path: str) -> list[str]:
-    """Paths with uncommitted changes in the worktree, untracked files included."""
-    rc, out, err = await _git(path, "status", "--porcelain", "-z", "--untracked-files=all")
+async def worker_dirty(worktree: str) -> list[str]:
+    """dirty() of a worker's worktree, its git dir given explicitly: a worktree the worker writes
+    is read, never trusted to say which repository it is."""
+    return await dirty(worktree, f"--git-dir={worktree_git_dir(worktree)}",
+                       f"--work-tree={os.path.realpath(worktree)}")
+
+
+async def dirty(path: str, *where: str) -> list[str]:
+    """Paths with uncommitted changes in the checkout, untracked files included."""
+    rc, out, err = await _git(path, *where, "status", "--porcelain", "-z", "--untracked-files=all")
     if rc:
         raise GitError(f"git status failed in {path}: {_why(err)}; is it still a worktree?")
     found, skip = [], False
@@ -214,48 +256,53 @@ async def _attempt(cwd: str, what: str, args: tuple[str, ...], fix: str) -> None
     raise GitError(f"git {what} failed in {cwd}: {_why(err)}; nothing was changed")
 
 
-async def _integrate_ff(root: str, worktree: str, branch: str, onto: str, t: str, message: str) -> Integrated:
-    if await _is_ancestor(root, t, f"refs/heads/{branch}"):
-        return Integrated(await tip(root, f"refs/heads/{branch}"), False)
-    await _attempt(worktree, "rebase", ("rebase", t, branch),
+async def _integrate_ff(root: str, scratch: str, branch: str, left: str, onto: str, t: str,
+                        message: str) -> Integrated:
+    ref = f"refs/heads/{branch}"
+    if await _is_ancestor(root, t, left):
+        return Integrated(left, False)
+    await checkout(root, scratch, left)  # the runner's own checkout: never the worker's worktree
+    await _attempt(scratch, "rebase", ("rebase", t),
                    f"the branch {branch} no longer rebases onto {onto}; a person resolves it")
-    return Integrated(await tip(worktree, "HEAD"), True)
+    rebased = await tip(scratch, "HEAD")
+    await run(root, "update-ref", "-m", f"plugkit work: rebased onto {onto}", ref, rebased)
+    return Integrated(rebased, True)
 
 
-async def _integrate_merge(root: str, worktree: str, branch: str, onto: str, t: str, message: str) -> Integrated:
+async def _integrate_merge(root: str, scratch: str, branch: str, left: str, onto: str, t: str,
+                           message: str) -> Integrated:
     fix = f"{branch} and {onto} changed the same lines; a person merges them"
-    if await _git_version(root) < (2, 38):  # no merge-tree --write-tree: merge in the worktree itself
-        await run(worktree, "checkout", "-q", "--force", "--detach", t)
-        try:
-            await _attempt(worktree, "merge", ("merge", "--no-ff", "--no-edit", "-m", message, branch), fix)
-        except GitError:
-            await run(worktree, "checkout", "-q", branch)
-            raise
-        return Integrated(await tip(worktree, "HEAD"), True)
+    if await _git_version(root) < (2, 38):  # no merge-tree --write-tree: merge in a checkout of the runner's
+        await checkout(root, scratch, t)
+        await _attempt(scratch, "merge", ("merge", "--no-ff", "--no-edit", "-m", message, left), fix)
+        return Integrated(await tip(scratch, "HEAD"), True)
     rc, out, err = await _git(root, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z",
-                              t, f"refs/heads/{branch}")
+                              t, left)
     fields = [f for f in out.split("\0") if f]
     if rc == 1:
         files = sorted(set(fields[1:]))
         raise MergeConflict(f"merge conflicts in {', '.join(files)[:200]}: {fix}", files)
     if rc or not fields:
         raise GitError(f"git merge-tree failed in {root}: {_why(err)}; nothing was changed")
-    merge = await run(root, "commit-tree", fields[0], "-p", t, "-p", f"refs/heads/{branch}", "-m", message)
-    # --force: verify must see exactly the merged tree, not edits the worker left uncommitted
-    # (they are not on the branch, so they would never land).
-    await run(worktree, "checkout", "-q", "--force", "--detach", merge)
+    merge = await run(root, "commit-tree", fields[0], "-p", t, "-p", left, "-m", message)
     return Integrated(merge, True)
 
 
 _INTEGRATE = {"ff": _integrate_ff, "merge": _integrate_merge}
 
 
-async def integrate(root: str, worktree: str, branch: str, onto: str, mode: str, message: str) -> Integrated:
-    """Prepare `branch` to land on `onto`: as is, rebased (ff) or as a merge commit (merge)."""
+async def integrate(root: str, scratch: str, branch: str, onto: str, mode: str, message: str,
+                    sha: str | None = None) -> Integrated:
+    """Prepare `branch` (at `sha`, the commit that was checked; default its tip) to land on `onto`:
+    as is, rebased (ff) or as a merge commit (merge). What needs a checkout is done in `scratch`,
+    a runner-owned one made anew here (a rebase moves `branch` to its result); the worker's
+    worktree is never touched. `sha`, not the branch read again: a check running the worker's
+    code could move the branch after it was checked."""
     if mode not in _INTEGRATE:
         raise GitError(f"unknown merge mode {mode!r}: use one of {', '.join(_INTEGRATE)}")
     t = await tip(root, f"refs/heads/{onto}")
-    return await _INTEGRATE[mode](root, worktree, branch, onto, t, message)
+    left = sha or await tip(root, f"refs/heads/{branch}")
+    return await _INTEGRATE[mode](root, scratch, branch, left, onto, t, message)
 
 
 async def _on_branch(root: str, onto: str) -> None:

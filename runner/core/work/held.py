@@ -4,12 +4,13 @@ the files of its own check (runner/core/work/check.py). Each raises Failed: the 
 for a person, never retried, never landed."""
 
 import asyncio
+import os
 
 from plugkit.lifecycle.workspace import PRD_FILE, STATE_DIR
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.core.work import check as check_files, git
 from runner.core.work.model import Failed, ItemRun, Run
-from runner.core.work.refs import RefGuard, owned_by_workers
+from runner.core.work.refs import RefGuard, owned_by_workers, planted
 from runner.system import logs
 
 log = logs.get("plugkit.work")
@@ -18,12 +19,19 @@ log = logs.get("plugkit.work")
 async def refs_moved(run: Run, it: ItemRun, refs: RefGuard, land_lock: asyncio.Lock) -> None:
     """Every ref but the live workers' own branches is the runner's: what this worker moved is
     put back, what it wrote kept as evidence, and the item never lands."""
+    common = os.path.join(refs.root, await git.run(refs.root, "rev-parse", "--git-common-dir"))
     async with land_lock:  # the runner's own moves are all written into the snapshot by now
+        links = await asyncio.to_thread(planted, common)  # first: nothing below may follow one
         live = [i.branch for i in run.items.values() if i.active or i is it]
         moves = await refs.moved(it.id, owned_by_workers(live))
-        if not moves:
-            return
-        kept, failed = await refs.restore(it.id, moves)
+        kept, failed = await refs.restore(it.id, moves) if moves else ([], [])
+    if links:
+        log.warning("work_symbolic_refs", run=run.id, item=it.id, refs=links[:10])
+        raise Failed("blocked", "symbolic_ref", f"the worker planted symbolic refs or links where refs are written "
+                                                f"({', '.join(links[:4])}): removed, never followed; a person "
+                                                f"looks before `plugkit prd update {it.id} --status pending`")
+    if not moves:
+        return
     log.warning("work_refs_moved", run=run.id, item=it.id, refs=[m.text() for m in moves][:10], failed=failed)
     what = "; ".join(m.text() for m in moves[:4]) + (f" and {len(moves) - 4} more" if len(moves) > 4 else "")
     undo = f"restored, what it wrote kept as {', '.join(kept[:3])}" if kept else "restored"

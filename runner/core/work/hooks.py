@@ -52,7 +52,7 @@ async def stop(it: Worker, repo: str, base: str) -> tuple[bool, str]:
     if it.worktree is None or it.branch is None or it.stop_blocked >= it.attempt:
         return False, ""
     try:
-        dirty = await git.dirty(it.worktree)
+        dirty = await git.worker_dirty(it.worktree)
         ahead = await git.commits_ahead(repo, base, it.branch)
     except git.GitError:
         return False, ""
@@ -65,7 +65,7 @@ async def stop(it: Worker, repo: str, base: str) -> tuple[bool, str]:
 
 
 def context_lines(it: Worker) -> list[str]:
-    where = "on your commits" if isinstance(it, Hosted) else "here"  # a hosted one's check runs at its supervisor
+    where = "on your commits" if isinstance(it, Hosted) else "on a fresh checkout of your commits (nothing else)"
     return [f"plugkit work: you are the worker for item {it.id} (attempt {it.attempt}) on branch "
             f"{it.branch} in {it.worktree}",
             f"when you stop, the runner runs the item's verify command {where} and lands your commits only "

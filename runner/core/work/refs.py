@@ -15,6 +15,7 @@ lands from either.
 """
 
 import os
+import stat
 from dataclasses import dataclass
 from typing import Optional
 
@@ -95,7 +96,10 @@ class RefGuard:
         failed += await self._drop_broken([m for m in moves if m.now is None and m.was is not None])
         if lines:
             try:
-                await git.run(self.root, "update-ref", "--stdin", input=("\n".join(lines) + "\n").encode())
+                # --no-deref on every line: these refs are ones a worker could write, and a symbolic
+                # one would carry the delete or update through to its target (main).
+                await git.run(self.root, "update-ref", "--no-deref", "--stdin",
+                              input=("\n".join(lines) + "\n").encode())
             except git.GitError as exc:
                 failed.append(str(exc))
         for m in moves:
@@ -136,6 +140,41 @@ class RefGuard:
             return [f"{self.root} no longer has {target} checked out and switching back failed ({exc}): "
                     f"run `git -C {self.root} switch {target}`"]
         return []
+
+
+WRITABLE = ("refs/heads/plugkit", "logs/refs/heads/plugkit")  # what a sandbox binds writable (sandbox.py)
+
+
+def _symbolic(path: str) -> bool:
+    """A link, anything not a plain file or dir, or a file saying `ref: ...`; read without following."""
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode):
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return True
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        return os.read(fd, 4) == b"ref:"
+    finally:
+        os.close(fd)
+
+
+def planted(common: str) -> list[str]:
+    """Removes every symbolic ref, link or special file a worker left where it can write refs and
+    reflogs (git would follow one: a delete of it deletes main, a reflog line lands in whatever
+    file it names); what was removed, as paths under the git dir. Blocking."""
+    found = []
+    for top in WRITABLE:
+        for where, dirs, files in os.walk(os.path.join(common, top)):  # never follows a linked dir
+            for name in dirs + files:
+                path = os.path.join(where, name)
+                try:
+                    if _symbolic(path):
+                        os.unlink(path)
+                        found.append(os.path.relpath(path, common))
+                except OSError:
+                    continue
+    return sorted(found)
 
 
 def owned_by_workers(branches: list[Optional[str]]) -> set[str]:

@@ -38,6 +38,7 @@ from plugkit.work import cluster
 from runner.core.work.placement import ray_auth
 
 NODE_LOST_RC = 75  # runner/core/work/placement/ray_node.py maps it to killed/node_lost
+BAD_OBJECTS_RC = 77  # the worker wrote a forged or corrupt object on its node: ray_node.py holds the item
 CLUSTER_RC = 76  # the cluster could not be reached or refused the task: a spawn failure
 PROVE_TIMEOUT_S = 60.0  # a node's answer to the challenge (a fresh Ray worker process there)
 
@@ -74,16 +75,25 @@ PLACEHOLDER_HEAD = re.compile(r"bad object worktrees/[^/\s]+/HEAD")
 PLACEHOLDER_WAIT_S = 5.0
 
 
+# Git on what a worker made: no hooks, fsmonitor or ssh command (runner/core/work/git.py's rule).
+SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sshCommand=false")
+
+
 def _land_locally(worktree: str, branch: str, data: bytes) -> None:
-    """The node's commits onto the item's branch here (its worktree has nothing of its own)."""
+    """The node's commits onto the item's branch here: its ref only. Nothing is checked out (the
+    runner checks a fresh checkout of the branch's commit), so no file of the worker's is written
+    here by a git that would apply the attributes and filters its commits name."""
     with tempfile.TemporaryDirectory(prefix="plugkit-bundle-") as tmp:
         path = os.path.join(tmp, "back.bundle")
         with open(path, "wb") as fh:
             fh.write(data)
-        for args in (["fetch", "-q", path, f"refs/heads/{branch}"], ["reset", "-q", "--hard", "FETCH_HEAD"]):
+        for args in (["fetch", "-q", path, f"refs/heads/{branch}"],
+                     ["update-ref", f"refs/heads/{branch}", "FETCH_HEAD"]):
             deadline, pause = time.monotonic() + PLACEHOLDER_WAIT_S, 0.01
             while True:
-                done = subprocess.run(["git", *args], cwd=worktree, capture_output=True, text=True, timeout=300)
+                # fsckObjects: what a node sends is re-hashed anyway (index-pack), and checked like a push.
+                done = subprocess.run(["git", *SAFE, "-c", "transfer.fsckObjects=true", *args], cwd=worktree,
+                                      capture_output=True, text=True, timeout=300)
                 if done.returncode == 0:
                     break
                 if not PLACEHOLDER_HEAD.search(done.stderr) or time.monotonic() > deadline:
@@ -180,6 +190,10 @@ def main(argv: list[str]) -> int:
             elif kind == "lost":  # its node's runner died or restarted under it: placed again, not stalled
                 _say(f"node lost: {rest[0]}")
                 return NODE_LOST_RC
+            elif kind == "bad_objects":  # the node refused what the worker wrote: held here, as locally
+                _record(spec, bad_objects=rest[0])
+                _say(rest[0])
+                return BAD_OBJECTS_RC
             elif kind == "done":
                 rc, back = rest
                 if back:

@@ -15,7 +15,7 @@ from plugkit.work import cluster, workers
 from runner.core.tasks.task import Task
 from runner.core.work.model import Failed, ItemRun, Run
 from runner.core.work.placement.local import worker_code
-from runner.core.work.placement.ray_driver import CLUSTER_RC, NODE_LOST_RC
+from runner.core.work.placement.ray_driver import BAD_OBJECTS_RC, CLUSTER_RC, NODE_LOST_RC
 
 
 class RayPlacement:
@@ -80,11 +80,15 @@ class RayPlacement:
 
     def ended(self, it: ItemRun, task: Task) -> Optional[Failed]:
         self.seen(it)
+        bad = self.record(it).get("bad_objects")
         for path in self._paths(it):  # the spec holds the worker's scoped environment: never left behind
             _unlink(path)
         if task.state == "failed" and task.exit_code == NODE_LOST_RC:
             return Failed("killed", "node_lost", f"the node running attempt {it.attempt} went away "
                                                 f"({it.node or 'before it started'})")
+        if task.state == "failed" and task.exit_code == BAD_OBJECTS_RC and bad:
+            return Failed("blocked", "bad_objects", f"{str(bad)[:400]}; a person looks before "
+                                                   f"`plugkit prd update {it.id} --status pending`")
         if task.state == "failed" and task.exit_code == CLUSTER_RC:
             return Failed("failed", "spawn_failed", f"the Ray cluster at {self.run.cluster} could not take the "
                                                    f"attempt; `plugkit work logs {it.id}` says why, "

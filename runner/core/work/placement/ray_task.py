@@ -5,8 +5,10 @@ into a node-local clone cache (one bare repo per project under the node's direct
 objects a node already has stay there between attempts), makes the worktree there, runs the
 worker in its own process group and yields as it goes: ("node", ...) once, ("out", bytes) per
 chunk of output, ("beat", n) when the worker made hook calls since the last one (n: how many so
-far), ("refused", [...]) for its calls the capability was refused on the node, then ("done", exit code, thin bundle of the new commits or None),
-or ("lost", why) when the node's runner hosting the attempt died or restarted under it.
+far), ("refused", [...]) for its calls the capability was refused on the node, then ("done", exit code,
+thin bundle of the new commits or None), preceded by ("bad_objects", why) when the worker wrote an
+object that may not enter the clone (nothing travels back then); or ("lost", why) when the node's
+runner hosting the attempt died or restarted under it.
 
 A generator task (num_returns="streaming") rather than an actor or a queue: the output reaches
 the supervisor in order as it is produced, there is no second Ray object to own, leak or
@@ -36,6 +38,7 @@ import time
 from plugkit.vocab import HOME_TAG, SANDBOXED_TAG, SESSION_ID_TAG
 from plugkit.work.cluster import NEVER_TRAVELS
 from runner.core.work.placement import node_runner
+from runner.system import worker_objects
 from runner.system.subreaper import start_ticks
 
 NODE_DIR_VAR = "PLUGKIT_NODE_DIR"
@@ -64,6 +67,10 @@ try:
 except ProcessLookupError:
     pass
 """
+
+
+# The node's git after a worker ran: no hooks, fsmonitor or ssh command (runner/core/work/git.py's rule).
+SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sshCommand=false")
 
 
 def node_dir() -> str:
@@ -205,6 +212,9 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
     home = _made(os.path.join(root, "home"))
     try:  # whatever fails from here, the attempt's directory and worktree go (tidy)
         checkout(root, spec, bundle, tmp)
+        # As locally: the clone's store is never writable from the sandbox; the worker's objects go
+        # to its own dir and enter the clone only once checked (runner/system/worker_objects.py).
+        worker_objects.prepare(wt, cache)
         for key, value in spec.get("identity", {}).items():
             if value:
                 _git(wt, "config", key, value)
@@ -238,15 +248,16 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
             # As the runner's worker executor does: the node's runner is in another PID namespace, so
             # the worker's client checks it by /health alone.
             env.update(TMPDIR=box, **{SANDBOXED_TAG: "1"})
-        yield from _supervise(argv, wt, env, spec, home, tmp)
+        yield from _supervise(argv, wt, env, spec, home, tmp, cache)
     finally:
         node_runner.unhost(home, spec["session"])  # its capability revoked, its hook calls no longer its
         _tidy(cache, wt, tmp, branch)
 
 
-def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: str, tmp: str):
+def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: str, tmp: str, cache: str):
     """The worker, run to its end: its output and its heartbeats (the hook calls the node's runner
-    answered for it, polled every BEAT_POLL_S) as they come, then its exit and its commits."""
+    answered for it, polled every BEAT_POLL_S) as they come, then its exit and its commits: read
+    from the clone's ref of its branch, never through its worktree (whose git state is the worker's)."""
     child, guard = _spawn(argv, wt, env)
     try:
         try:
@@ -275,12 +286,20 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
         rc = child.wait()
         for news in _news(home, spec["session"], relayed) or []:  # what came after the last look
             yield news
-        branch = spec["branch"]
-        ahead = int(_git(wt, "rev-list", "--count", f"{spec['base']}..HEAD").strip() or 0)
+        branch = spec["branch"]  # read from the clone (`cache`), never from the worktree's .git file
+        try:
+            worker_objects.take(wt, cache)
+        except worker_objects.BadObjects as exc:
+            yield ("bad_objects", f"{exc}; nothing of it entered the node's clone")
+            yield ("done", rc, None)
+            return
+        # In the clone, not the worktree: the worktree's git config is the worker's to write.
+        ref = f"refs/heads/{branch}"
+        ahead = int(_git(cache, *SAFE, "rev-list", "--count", f"{spec['base']}..{ref}").strip() or 0)
         back = None
         if ahead:
             path = os.path.join(tmp, "out.bundle")
-            _git(wt, "bundle", "create", "-q", path, f"{spec['base']}..{branch}")  # only the new commits travel back
+            _git(cache, *SAFE, "bundle", "create", "-q", path, f"{spec['base']}..{ref}")  # only the new commits travel back
             with open(path, "rb") as fh:
                 back = fh.read()
         yield ("done", rc, back)
@@ -339,9 +358,11 @@ def _made(path: str) -> str:
 def _tidy(cache: str, wt: str, tmp: str, branch: str) -> None:
     if os.path.isdir(cache):
         with _lock(cache):
-            for args in (("worktree", "remove", "--force", wt), ("worktree", "prune"), ("branch", "-D", branch)):
+            # --force twice: a `locked` file the worker made in its admin dir does not keep its branch here
+            for args in (("worktree", "remove", "--force", "--force", wt), ("worktree", "prune"),
+                         ("branch", "-D", branch)):
                 try:
-                    _git(cache, *args)
+                    _git(cache, *SAFE, *args)
                 except (RuntimeError, subprocess.TimeoutExpired):
                     pass
     shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,1 @@
+"""The page a person keeps open on the runner (`plugkit ui`): its guard, data, events and assets."""
