@@ -12,6 +12,7 @@ import asyncio
 import errno
 import socket
 
+import aiohttp
 from aiohttp import web
 
 from runner.http import conn_guard
@@ -47,6 +48,8 @@ async def test_the_port_refuses_connections_until_the_app_has_started():
         go_on.set()
     served = await serving
     try:
-        assert await asyncio.to_thread(_dial, port) == 0
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{port}/health") as answer:
+                assert answer.status == 200
     finally:
         await served.cleanup()
