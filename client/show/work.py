@@ -60,6 +60,8 @@ def run_lines(run: dict | None) -> list[str]:
                    + (", network: loopback + model endpoints" if run.get("network") == "loopback-model" else "")]
     if run.get("runtime") == "ray":
         lines.append(f"  workers on the Ray cluster at {run.get('cluster')}")
+        for node, why in (run.get("refused_nodes") or {}).items():
+            lines.append(f"  node {node} given no item: {why}")
     if run.get("scopes"):
         lines.append(f"  credentials: {'; '.join(run['scopes'])}")
     items = run["items"]

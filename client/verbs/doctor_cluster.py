@@ -9,16 +9,32 @@ import subprocess
 import sys
 
 
-def check_cluster():
-    """The Ray cluster the workspace here sends workers to (work_runtime = "ray"), if any."""
+def configured(cwd: str):
+    """The workspace's held settings (work_runtime, work_cluster), or None outside a workspace."""
     from plugkit.lifecycle import config
     from plugkit.workspace import find_root
 
     try:
-        cfg = config.load(os.path.join(find_root(os.getcwd()), ".plugkit", "config.toml"))
+        return config.load(os.path.join(find_root(cwd), ".plugkit", "config.toml"))
     except Exception:  # noqa: BLE001 - not in a workspace: no cluster configured here
-        return
-    if cfg.work_runtime != "ray":
+        return None
+
+
+def auth_refusal(address: str):
+    """Why `plugkit work` must not start on this cluster for want of Ray's token authentication
+    (asked by a process: the client never imports the runner or Ray), or None."""
+    done = subprocess.run([sys.executable, "-c", "import sys; from runner.core.work.placement import ray_auth; "
+                           "print(ray_auth.token_refusal(sys.argv[1], __import__('os').environ) or '')", address],
+                          capture_output=True, text=True, timeout=150)
+    if done.returncode != 0:
+        return (done.stderr.strip().splitlines() or ["the check of the cluster failed"])[-1][:300]
+    return done.stdout.strip() or None
+
+
+def check_cluster():
+    """The Ray cluster the workspace here sends workers to (work_runtime = "ray"), if any."""
+    cfg = configured(os.getcwd())
+    if cfg is None or cfg.work_runtime != "ray":
         return
     try:
         done = subprocess.run([sys.executable, "-m", "runner.core.work.placement.ray_probe", cfg.work_cluster or ""],
@@ -42,6 +58,10 @@ def cluster_rows(address, found: dict):
         "" if capacity else "start nodes with --resources '{\"plugkit_worker\": N}'")
     for n in found["nodes"]:
         if not n["plugkit_worker"]:
+            continue
+        if n.get("refused"):  # it may run plugkit, but not as one of ours: no item goes there
+            yield "FAIL", f"ray node {n['node']}", f"{n['ip']}: given no item: {n['refused']}", \
+                "start the node with PLUGKIT_NODE_KEY naming your node key (README: plugkit work on Ray)"
             continue
         if "error" in n or not n.get("plugkit"):
             yield "FAIL", f"ray node {n['node']}", n.get("error", "plugkit is not installed there"), \

@@ -6,6 +6,7 @@
                  [--allow-remote-cluster] [--wait S]
     plugkit work status [--wait S] | stop | logs ITEM [--verify] [--follow] | rollback ITEM
     plugkit work allow-check ITEM   (a person: the item's branch may change its own check)
+    plugkit work ray-secrets        (the Ray cluster's token and node key, 0600; prints their env)
 
 The run lives in the runner: this command starts it and returns (`--wait S` follows it for
 up to S seconds, a line per event); `work status` polls. Every form takes --json, --cwd, --session.
@@ -27,7 +28,7 @@ from client.verbs.brief import BriefParser, names_next
 from client.wire.session import Caller, connect
 from plugkit.vocab import WORK_NETWORKS
 
-SUBS = ("status", "stop", "logs", "rollback", "allow-check")
+SUBS = ("status", "stop", "logs", "rollback", "allow-check", "ray-secrets")
 WORKERS = ("claude-code", "codex", "qwen", "gemini", "command")
 LOG_TAIL = 8 << 10
 FOLLOW_START_S = 600.0  # --follow on an item still queued waits this long for its worker
@@ -121,6 +122,10 @@ def main(argv: list[str]) -> int:
                                      ("cluster", a.cluster)) if v is not None})
     if a.allow_remote_cluster:
         params["allow_remote_cluster"] = True
+    why = _cluster_refusal(a)
+    if why:
+        print(f"plugkit work: {why}", file=sys.stderr)
+        return 1
     result = _call(a, "work.start", **params)
     if a.wait <= 0:
         return _print(a, result, show.run_lines(result["run"]))
@@ -150,6 +155,49 @@ def _follow(a, run: dict | None) -> int:
         return 130
     _print(a, {"run": run}, show.run_lines(run))
     return show.wait_exit(run)
+
+
+def _cluster_refusal(a) -> str | None:
+    """A cluster without Ray's token authentication is refused before the run starts (every
+    attempt's driver asks again: a cluster can be restarted open)."""
+    from client.verbs import doctor_cluster
+
+    cfg = doctor_cluster.configured(a.cwd or os.getcwd())
+    runtime = a.runtime or (cfg.work_runtime if cfg else None)
+    address = a.cluster or (cfg.work_cluster if cfg else None)
+    if runtime != "ray" or not address:
+        return None  # the runner says what is missing (no --cluster, not HOST:PORT, not loopback)
+    from plugkit.work import cluster
+
+    if cluster.host_of(address) is None or not (cluster.is_loopback(cluster.host_of(address))
+                                                or a.allow_remote_cluster or cluster.uses_tls(os.environ)):
+        return None  # the runner's refusal of the address comes first
+    return doctor_cluster.auth_refusal(address)
+
+
+def _secrets(argv: list[str]) -> int:
+    p = BriefParser(prog="plugkit work ray-secrets",
+                    description="Make the Ray cluster's token and the node key (0600 files, once); print "
+                                "the environment `ray start` and the nodes need.")
+    _common(p)
+    a = p.parse_args(argv)
+    from plugkit import paths
+    from plugkit.work import cluster
+
+    token, key = cluster.secret_paths(os.environ, paths.home())
+    made = [path for path in (token, key) if cluster.make_secret(path)]
+    lines = [f"export {cluster.AUTH_MODE_VAR}=token {cluster.TOKEN_PATH_VAR}={shlex.quote(token)} "
+             f"{cluster.NODE_KEY_VAR}={shlex.quote(key)}"]
+    for path, what in ((token, "the cluster's token"), (key, "the node key")):
+        problem = cluster.secret_problem(path, what)
+        if problem:
+            print(f"plugkit work ray-secrets: {problem}", file=sys.stderr)
+            return 1
+    if a.json:
+        print(json.dumps({"token": token, "node_key": key, "made": made}))
+    else:
+        print("\n".join(lines))
+    return 0
 
 
 def _status(argv: list[str]) -> int:
@@ -245,4 +293,5 @@ def _silent(a, task_id: int) -> str:
     return f"[plugkit] task_{task_id} (the {what}) printed nothing{verdict}{why}"
 
 
-SUB_MAINS = {"status": _status, "stop": _stop, "logs": _logs, "rollback": _rollback, "allow-check": _allow_check}
+SUB_MAINS = {"status": _status, "stop": _stop, "logs": _logs, "rollback": _rollback, "allow-check": _allow_check,
+             "ray-secrets": _secrets}

@@ -110,6 +110,7 @@ class WorkRunInfo(Result):
     scopes: list[str] = []  # the credential scopes the workers hold: names, never values
     runtime: str = "local"  # where the workers run: local | ray
     cluster: Optional[str] = None  # runtime ray: the cluster's address
+    refused_nodes: dict[str, str] = {}  # runtime ray: nodes given no item (not proven ours), and why
 
 
 class WorkStatus(Result):

@@ -60,16 +60,18 @@ def main(argv: list[str]) -> int:
         if report.runners:
             logs.get().warning("boot_reap_done", runners=len(report.runners), killed=report.killed,
                                survivors=list(report.survivors), ms=round(report.elapsed_s * 1000, 1))
-        try:
-            sock = ports.bind(config.port, on_held=lambda held: logs.get().warning(
+        from runner.boot.serve import serve
+
+        def bind():  # after the imports and the app's startup: a listening port is answered at once
+            return ports.bind(config.port, on_held=lambda held: logs.get().warning(
                 "port_held_retrying", port=config.port, connections=held, retry_s=ports.HELD_RETRY_S))
+
+        try:
+            asyncio.run(serve(bind, config, runner_id, report))
         except ports.PortTaken as exc:
             logs.get().error("port_taken", port=config.port, pid=exc.holder.pid, command=exc.holder.command)
             print(f"plugkit runner: {exc}", file=sys.stderr)
             return 4
-        from runner.boot.serve import serve
-
-        asyncio.run(serve(sock, config, runner_id, report))
         return 0
     finally:
         try:

@@ -8,6 +8,7 @@ import signal
 import socket
 import sys
 import time
+from typing import Callable
 
 from aiohttp import web
 
@@ -30,7 +31,7 @@ def _remove(path: str) -> None:
         pass
 
 
-async def serve(sock: socket.socket, config: RunnerConfig, runner_id: str,
+async def serve(sock: "socket.socket | Callable[[], socket.socket]", config: RunnerConfig, runner_id: str,
                 boot_reap: "ReapReport | None" = None) -> None:
     # Orphaned grandchildren of tasks are re-parented to us, not to init, so the
     # sweeper can reap them and nothing a task starts escapes our accounting.
@@ -58,7 +59,8 @@ async def serve(sock: socket.socket, config: RunnerConfig, runner_id: str,
     # Who may hold a connection, and for how long a half-sent request (runner/http/conn_guard.py).
     guard = conn_guard.make_guard(socket_owner.owner_uid)
     ctx.snapshots["connections"] = guard.snapshot
-    # aiohttp serves the app (startup, requests, cleanup), each connection admitted by the guard.
+    # aiohttp serves the app (startup, requests, cleanup), each connection admitted by the guard;
+    # sock, when a callable, binds the port only once the startup is done (conn_guard.serve).
     app_runner = await conn_guard.serve(app, sock, guard)
     # Token first, port last: a client that sees the port file can read the token.
     paths.write_private(paths.token_file(home), token)

@@ -229,14 +229,24 @@ class Serving:
 
 
 async def serve(app: web.Application, sock, guard: ConnGuard, max_body: Optional[int] = None) -> Serving:
-    """The app's startup, then its requests answered on sock (bound, not yet listening): how the
-    daemon serves, and how tests that need a real runner on a port serve it too. max_body:
-    the app's Context's limit unless given."""
+    """The app's startup, then its requests answered on sock (bound, not yet listening), or on
+    what sock() returns, called once the startup is done: how the daemon serves, and how tests
+    that need a real runner on a port serve it too. max_body: the app's Context's limit unless given.
+
+    The daemon binds only after its startup: a port that listens before the loop can answer lets
+    the kernel accept a client that then waits, unanswered, past its /health timeout (a
+    restarted runner's port, dialled through the dead runner's port file)."""
     if max_body is None:
         max_body = app[CONTEXT].config.limits.max_body_bytes
     app.middlewares.insert(0, framing_middleware(guard.body_deadline_s, max_body))
     app_runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=STOP_GRACE_S, access_log=None)
     await app_runner.setup()
+    if callable(sock):
+        try:
+            sock = await asyncio.to_thread(sock)  # ports.bind may wait out a connection holding the port
+        except BaseException:
+            await app_runner.cleanup()
+            raise
     loop = asyncio.get_running_loop()
     server = app_runner.server
     assert server is not None

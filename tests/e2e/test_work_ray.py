@@ -21,7 +21,9 @@ from tests.support.agent import git, make_repo
 from tests.support.escapees import escapees, gone, kill_all, unique_seconds
 from tests.support.runner_home import cli_argv, rpc
 
-pytestmark = pytest.mark.e2e
+# The module's cluster starts inside its first test, and every attempt asks the cluster for its
+# token check and each node for the node-key challenge: more than the default 120 s on a loaded VM.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 IDENTITY = {"GIT_AUTHOR_NAME": "Worker", "GIT_AUTHOR_EMAIL": "worker@example.invalid",
             "GIT_COMMITTER_NAME": "Worker", "GIT_COMMITTER_EMAIL": "worker@example.invalid"}
 

@@ -149,6 +149,7 @@ class Run:
     scopes: list[str] = field(default_factory=list)  # the credential scopes its workers hold (names only)
     runtime: str = "local"  # where its workers run (plugkit.work.cluster.RUNTIMES)
     cluster: Optional[str] = None  # --runtime ray: the cluster's GCS address
+    refused_nodes: dict[str, str] = field(default_factory=dict)  # --runtime ray: node -> why it is not ours
 
     def enter(self, state: str, halt: Optional[str], ended_at: Optional[float] = None) -> None:
         """The one place a run's state moves (plugkit.vocab.WORK_RUN_ALLOWED)."""

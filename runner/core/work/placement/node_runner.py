@@ -9,6 +9,7 @@ only, like ray_task.py: a JSON-RPC call is one small POST, and the runner can ne
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 from typing import Any, Optional
@@ -17,26 +18,61 @@ from plugkit import paths
 from plugkit.vocab import HOME_TAG
 
 RPC_TIMEOUT_S = 10.0
+PORT_VAR = "PLUGKIT_PORT"
+PORT_FILE = "runner-port"  # in the node's directory
 
 
 class NodeRunnerError(RuntimeError):
     pass
 
 
-def start(home: str, cwd: str) -> None:
-    """The node's runner, started if it is not running. Its environment is the node's own (`ray
-    start`'s), never the worker's: a sandboxed client never starts one."""
+def start(home: str, cwd: str, root: str) -> str:
+    """The node's runner, started if it is not running; its port. Its environment is the node's
+    own (`ray start`'s), never the worker's: a sandboxed client never starts one. Its port is
+    PLUGKIT_PORT of `ray start` when set, else one chosen for this node and kept in its directory
+    (PORT_FILE), chosen again when another process took it."""
+    port = os.environ.get(PORT_VAR) or _kept_port(root, fresh=False)
     try:
         call(home, "runner.info", {})
-        return  # up and answering its token: no client process to spawn on every attempt
+        return _running_port(home, port)  # up and answering its token: no client process to spawn on every attempt
     except NodeRunnerError:
         pass
-    done = subprocess.run([sys.executable, "-m", "client.cli", "runner", "start"], cwd=cwd,
-                          env={**os.environ, HOME_TAG: home}, stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, timeout=120)
-    if done.returncode != 0:
-        raise NodeRunnerError(f"plugkit runner start on the node failed: "
-                              f"{(done.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
+    for tries_left in (1, 0):
+        done = subprocess.run([sys.executable, "-m", "client.cli", "runner", "start"], cwd=cwd,
+                              env={**os.environ, HOME_TAG: home, PORT_VAR: port}, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode == 0:
+            return port
+        if tries_left and not os.environ.get(PORT_VAR):
+            port = _kept_port(root, fresh=True)  # taken since it was chosen (another user's runner, say)
+    raise NodeRunnerError(f"plugkit runner start on the node failed: "
+                          f"{(done.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
+
+
+def _running_port(home: str, fallback: str) -> str:
+    try:
+        with open(paths.port_file(home)) as fh:
+            return str(int(json.load(fh)["port"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return fallback
+
+
+def _kept_port(root: str, fresh: bool) -> str:
+    """The port kept for this node's runner in its directory, or a free one chosen and kept."""
+    path = os.path.join(root, PORT_FILE)
+    if not fresh:
+        try:
+            with open(path) as fh:
+                return str(int(fh.read().strip()))
+        except (OSError, ValueError):
+            pass
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    with open(path + ".tmp", "w") as fh:
+        fh.write(port)
+    os.replace(path + ".tmp", path)
+    return port
 
 
 def call(home: str, method: str, params: dict) -> Any:

@@ -11,7 +11,9 @@ remote attempt unchanged. Ray's ownership model does the rest: this process owns
 so when it dies (`work stop`, the runner killed -9 and its tasks reaped) Ray kills the task's
 worker process on the node, and the node-side guard (ray_task.py) kills the worker's group.
 
-It submits one task needing {"plugkit_worker": 1} (max_retries=0: a lost node is ours to
+It first checks the cluster turns away a caller without Ray's token, then asks every node
+offering plugkit_worker to answer a challenge with the node key (ray_auth.py) and places the
+attempt only on a node that did; it submits one task needing {"plugkit_worker": 1} (max_retries=0: a lost node is ours to
 report and place again, not Ray's to retry silently), writes where it landed to the spec's
 `record` file (with the count of the worker's hook calls its node's runner answered: the
 heartbeat RayPlacement.seen reads; and the calls it refused, for the item's `refused`), copies
@@ -19,9 +21,12 @@ the output to stdout as it arrives, fetches the returned bundle into the
 local worktree, and exits with the worker's code, or NODE_LOST_RC when the node went away.
 """
 
+import atexit
 import json
 import os
+import random
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -29,9 +34,13 @@ import tempfile
 import time
 from typing import Optional
 
+from plugkit.work import cluster
+from runner.core.work.placement import ray_auth
+
 NODE_LOST_RC = 75  # runner/core/work/placement/ray_node.py maps it to killed/node_lost
 BAD_OBJECTS_RC = 77  # the worker wrote a forged or corrupt object on its node: ray_node.py holds the item
 CLUSTER_RC = 76  # the cluster could not be reached or refused the task: a spawn failure
+PROVE_TIMEOUT_S = 60.0  # a node's answer to the challenge (a fresh Ray worker process there)
 
 
 def _say(text: str) -> None:
@@ -117,6 +126,11 @@ def main(argv: list[str]) -> int:
     # worker commits on the node as it would here.
     spec["identity"] = {key: subprocess.run(["git", "config", key], cwd=spec["local_worktree"], capture_output=True,
                                             text=True, timeout=60).stdout.strip() for key in ("user.name", "user.email")}
+    why = ray_auth.token_refusal(spec["cluster"], os.environ)  # every attempt: a cluster can be restarted open
+    if why:
+        _say(why)
+        return CLUSTER_RC
+    ray_auth.keep_loopback(spec["cluster"])
     import ray  # lazily: only a remote attempt's process ever loads Ray
     from ray import exceptions as rex
 
@@ -130,15 +144,17 @@ def main(argv: list[str]) -> int:
         _say(f"cannot reach the Ray cluster at {spec['cluster']}: {exc}")
         return CLUSTER_RC
     try:
-        # Ray picks the node (a slot free there); the attempt is then pinned to it, so the bundle
-        # holds only the commits that node's clone cache lacks.
-        node, have = ray.get(ray.remote(_cached).options(resources={"plugkit_worker": 1}, num_cpus=0,
-                                                          max_retries=0).remote(spec["repo_key"]))
+        # Only a node that proved it is ours is a candidate; the freest of them takes the attempt,
+        # pinned, so the bundle holds only the commits that node's clone cache lacks.
+        node = _proven_node(spec)
+        pinned = NodeAffinitySchedulingStrategy(node, soft=False)
+        have = ray.get(ray.remote(_cached).options(num_cpus=0, max_retries=0, scheduling_strategy=pinned).remote(
+            spec["repo_key"]))
         bundle, count = _bundle(spec["local_worktree"], spec["branch"], have)
         _say(f"placed on node {node[:12]}: {count} commit(s) sent, {len(have)} ref(s) already there")
         remote = ray.remote(_on_node).options(
             resources={"plugkit_worker": 1}, num_cpus=0, max_retries=0, num_returns="streaming",
-            name=f"plugkit-{spec['session']}", scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+            name=f"plugkit-{spec['session']}", scheduling_strategy=pinned)
         gen = remote.remote(None if bundle is None else ray.put(bundle), spec)
     except lost as exc:
         _say(f"node lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
@@ -171,6 +187,9 @@ def main(argv: list[str]) -> int:
             elif kind == "node":
                 _record(spec, node=rest[0], node_ip=rest[1], node_dir=rest[2])
                 _say(f"on node {rest[0][:12]} ({rest[1]})")
+            elif kind == "lost":  # its node's runner died or restarted under it: placed again, not stalled
+                _say(f"node lost: {rest[0]}")
+                return NODE_LOST_RC
             elif kind == "bad_objects":  # the node refused what the worker wrote: held here, as locally
                 _record(spec, bad_objects=rest[0])
                 _say(rest[0])
@@ -196,12 +215,86 @@ def main(argv: list[str]) -> int:
     return NODE_LOST_RC
 
 
-def _cached(repo_key: str) -> tuple[str, list[str]]:
+def _proven_node(spec: dict) -> str:
+    """The node for this attempt: of the live nodes offering plugkit_worker, those that answer
+    the challenge with the node key (ray_auth.py), the one least loaded (_claim). The ones
+    that did not are on the record with why (`work status`, `doctor`); none of ours: RuntimeError."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    key = cluster.read_secret(os.environ.get(cluster.NODE_KEY_VAR, ""))
+    nodes = {n["NodeID"]: (n["NodeManagerAddress"], n["Resources"]["plugkit_worker"]) for n in ray.nodes()
+             if n["Alive"] and n["Resources"].get("plugkit_worker", 0) > 0}
+    challenge = secrets.token_hex(16)
+    asked = {nid: ray.remote(_prove).options(num_cpus=0, max_retries=0, scheduling_strategy=(
+        NodeAffinitySchedulingStrategy(nid, soft=False))).remote(challenge) for nid in nodes}
+    proven, refused = [], {}
+    for nid, ref in asked.items():
+        try:
+            said = ray.get(ref, timeout=PROVE_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - a node that cannot answer is not proven
+            said = {"why": f"it did not answer the challenge ({type(exc).__name__})"}
+        why = ray_auth.verdict(key, challenge, nid, said)
+        if why is None:
+            proven.append(nid)
+        else:
+            refused[f"{nid[:12]} ({nodes[nid][0]})"] = why
+    _record(spec, refused_nodes=refused)
+    if not proven:
+        raise RuntimeError("no node of the cluster proved it is yours (the node key): "
+                           + ("; ".join(f"{n}: {w}" for n, w in refused.items()) or "no node offers plugkit_worker"))
+    return _claim(spec, proven, {nid: nodes[nid][1] for nid in proven})
+
+
+def _claim(spec: dict, proven: list[str], slots: dict[str, float]) -> str:
+    """Of the proven nodes, the one this supervisor's live attempts load least for its slots;
+    the choice kept in a claim file (pid, node) until this driver exits. Ray's view of free
+    slots lags: drivers of one wave asking at once would all see every slot free."""
+    import fcntl
+
+    folder = os.path.dirname(spec["record"])
+    with open(os.path.join(folder, "claims.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        load = {nid: 0 for nid in proven}
+        for name in os.listdir(folder):
+            if not name.startswith("claim-"):
+                continue
+            try:
+                with open(os.path.join(folder, name)) as fh:
+                    pid, node = fh.read().split()
+                os.kill(int(pid), 0)
+            except (OSError, ValueError):
+                _unlink(os.path.join(folder, name))  # its driver is gone
+                continue
+            if node in load:
+                load[node] += 1
+        pick = min(proven, key=lambda nid: (load[nid] / max(slots[nid], 1), random.random()))
+        path = os.path.join(folder, f"claim-{os.getpid()}")
+        with open(path, "w") as fh:
+            fh.write(f"{os.getpid()} {pick}")
+    atexit.register(_unlink, path)
+    return pick
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _prove(challenge: str) -> dict:
     import ray
 
+    from runner.core.work.placement import ray_auth as auth
+
+    return auth.prove(challenge, ray.get_runtime_context().get_node_id())
+
+
+def _cached(repo_key: str) -> list[str]:
     from runner.core.work.placement import ray_task
 
-    return ray.get_runtime_context().get_node_id(), ray_task.have(repo_key)
+    return ray_task.have(repo_key)
 
 
 def _on_node(bundle: Optional[bytes], spec: dict):

@@ -22,7 +22,8 @@ class RayPlacement:
     def __init__(self, run: Run, home: Optional[str]) -> None:
         self.run = run
         self.row = workers.row(run.worker)
-        self.dir = os.path.join(home or os.path.expanduser("~/.plugkit"), "work", "ray")
+        self.home = home or os.path.expanduser("~/.plugkit")
+        self.dir = os.path.join(self.home, "work", "ray")
         self.noted: dict[str, int] = {}  # item -> how many of its attempt's refused calls are on it
 
     def _paths(self, it: ItemRun) -> tuple[str, str]:
@@ -50,7 +51,7 @@ class RayPlacement:
         # reach the cluster); the worker itself is sandboxed on its node as it would be here.
         code = worker_code([sys.executable, "-m", "runner.core.work.placement.ray_driver", spec_path], self.run,
                            it.id, sandbox=False)
-        return code, cluster.driver_env(os.environ), None
+        return code, cluster.driver_env(os.environ, self.home), None
 
     def record(self, it: ItemRun) -> dict:
         try:
@@ -68,6 +69,8 @@ class RayPlacement:
             it.node = f"{rec['node'][:12]} ({rec.get('node_ip', '?')})"
         if rec.get("ray_task"):
             it.placement = f"ray task {rec['ray_task']}"
+        if isinstance(rec.get("refused_nodes"), dict):  # nodes that failed the node-key challenge, and why
+            self.run.refused_nodes = {str(k): str(v) for k, v in rec["refused_nodes"].items()}
         refused = rec.get("refused") or []
         for what in refused[self.noted.get(it.id, 0):]:  # the driver's list only grows during an attempt
             it.note_refused(str(what))

@@ -4,17 +4,20 @@ the runner or Ray):
     python -m runner.core.work.placement.ray_probe HOST:PORT [--allow-remote-cluster]
 
 Prints one JSON object: the Ray version of the cluster, and per live node its `plugkit_worker`
-capacity and what a task placed on it finds there (plugkit, python, git, the worker hosts on
-its PATH with their versions). Exit 1 when the cluster is refused or cannot be reached.
+capacity, whether it answered the node-key challenge (ray_auth.py; `refused` says why not), and
+what a task placed on it finds there (plugkit, python, git, the worker hosts on its PATH with
+their versions). Exit 1 when the cluster is refused (no token authentication) or cannot be reached.
 """
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
 
 from plugkit.work import cluster as trust, workers
+from runner.core.work.placement import ray_auth
 
 TIMEOUT_S = 60.0
 
@@ -34,18 +37,26 @@ def _hosts() -> dict[str, str]:
     return found
 
 
-def _on_node() -> dict:
-    from runner.core.work.placement import ray_task
+def _on_node(challenge: str) -> dict:
+    import ray
 
-    return {**ray_task.probe(), "hosts": _hosts()}
+    from runner.core.work.placement import ray_auth as auth, ray_task
+
+    return {**ray_task.probe(), "hosts": _hosts(), "proof": auth.prove(challenge, ray.get_runtime_context().get_node_id())}
 
 
 def main(argv: list[str]) -> int:
     address = argv[0] if argv else ""
     why = trust.refusal(address, os.environ, "--allow-remote-cluster" in argv)
+    why = why or ray_auth.token_refusal(address, os.environ)
     if why:
         print(json.dumps({"error": why}))
         return 1
+    os.environ.update({k: v for k, v in trust.driver_env(os.environ, _home()).items()
+                       if k.startswith(("RAY_AUTH", "PLUGKIT_NODE"))})
+    ray_auth.keep_loopback(address)
+    key = trust.read_secret(os.environ[trust.NODE_KEY_VAR])
+    challenge = secrets.token_hex(16)
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -57,7 +68,7 @@ def main(argv: list[str]) -> int:
     nodes = [n for n in ray.nodes() if n["Alive"]]
     probe = ray.remote(_on_node)
     refs = {n["NodeID"]: probe.options(num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
-        n["NodeID"], soft=False)).remote() for n in nodes if n["Resources"].get("plugkit_worker", 0) > 0}
+        n["NodeID"], soft=False)).remote(challenge) for n in nodes if n["Resources"].get("plugkit_worker", 0) > 0}
     out = {"ray": ray.__version__, "nodes": []}
     for n in nodes:
         row = {"node": n["NodeID"][:12], "ip": n["NodeManagerAddress"],
@@ -65,11 +76,20 @@ def main(argv: list[str]) -> int:
         if n["NodeID"] in refs:
             try:
                 row.update(ray.get(refs[n["NodeID"]], timeout=TIMEOUT_S))
+                refused = ray_auth.verdict(key, challenge, n["NodeID"], row.pop("proof", {}))
+                if refused:
+                    row["refused"] = refused
             except Exception as exc:  # noqa: BLE001 - a node that cannot run plugkit says why
                 row["error"] = str(exc).splitlines()[-1][:300]
         out["nodes"].append(row)
     print(json.dumps(out))
     return 0
+
+
+def _home() -> str:
+    from plugkit import paths
+
+    return paths.home()
 
 
 if __name__ == "__main__":

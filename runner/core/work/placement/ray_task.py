@@ -5,8 +5,10 @@ into a node-local clone cache (one bare repo per project under the node's direct
 objects a node already has stay there between attempts), makes the worktree there, runs the
 worker in its own process group and yields as it goes: ("node", ...) once, ("out", bytes) per
 chunk of output, ("beat", n) when the worker made hook calls since the last one (n: how many so
-far), ("refused", [...]) for its calls the capability was refused on the node, then ("done", exit code, thin bundle of the new commits or None), preceded by ("bad_objects",
-why) when the worker wrote an object that may not enter the clone (nothing travels back then).
+far), ("refused", [...]) for its calls the capability was refused on the node, then ("done", exit code,
+thin bundle of the new commits or None), preceded by ("bad_objects", why) when the worker wrote an
+object that may not enter the clone (nothing travels back then); or ("lost", why) when the node's
+runner hosting the attempt died or restarted under it.
 
 A generator task (num_returns="streaming") rather than an actor or a queue: the output reaches
 the supervisor in order as it is produced, there is no second Ray object to own, leak or
@@ -40,7 +42,8 @@ from runner.system import worker_objects
 from runner.system.subreaper import start_ticks
 
 NODE_DIR_VAR = "PLUGKIT_NODE_DIR"
-PORT_VAR = "PLUGKIT_PORT"  # set on `ray start` of a node: where its clone cache and home live
+PORT_VAR = node_runner.PORT_VAR  # the node runner's port: set on `ray start`, else chosen for the node
+RUNNER_MISSES = 2  # polls in a row its runner did not answer for the attempt: gone or restarted
 CHUNK = 64 << 10
 OWNER_FILE = "owner"  # in an attempt's directory: "<pid> <start ticks>" of the Ray worker process running it
 STALE_S = 600.0  # an attempt's directory with no owner file yet is taken as abandoned after this
@@ -221,12 +224,12 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
         env = {k: v for k, v in spec["env"].items() if k not in NEVER_TRAVELS}
         # The session tag, as a local worker task carries it (a host keys its attempt by it).
         env.update({HOME_TAG: home, SESSION_ID_TAG: spec["session"], "PWD": wt})
-        if os.environ.get(PORT_VAR):  # the node's own runner port, from its `ray start` environment
-            env[PORT_VAR] = os.environ[PORT_VAR]
         # The node's runner hosts the attempt: it answers the worker's hooks and exec: calls as a
         # local runner answers its own worker's (the policy, the commit check), and mints the
-        # capability its sandbox shows at the token's path, never that runner's token.
-        node_runner.start(home, wt)
+        # capability its sandbox shows at the token's path, never that runner's token. Its port is
+        # the node's own, never the machine-wide default: another user's node (or runner) on this
+        # machine holds that one, and each would refuse the other's token.
+        env[PORT_VAR] = node_runner.start(home, wt, root)
         hosted = node_runner.host(home, wt, spec, env)
         yield ("out", f"[plugkit ray] hosted by the node's runner ({'its relay, ' if hosted.get('relay') else ''}"
                       "the worker policy, its Stop check, its own capability)\n".encode())
@@ -263,7 +266,7 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
         except BrokenPipeError:
             pass
         fd = child.stdout.fileno()
-        polled, relayed = time.monotonic(), {"beats": 0, "refusals": 0}
+        polled, relayed, misses = time.monotonic(), {"beats": 0, "refusals": 0}, 0
         while True:
             ready, _, _ = select.select([fd], [], [], 1.0)
             if ready:
@@ -273,10 +276,15 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
                 yield ("out", data)
             if time.monotonic() - polled >= BEAT_POLL_S:
                 polled = time.monotonic()
-                for news in _news(home, spec["session"], relayed):  # no `yield from` a list: Ray resumes with send()
+                found = _news(home, spec["session"], relayed)
+                misses = 0 if found is not None else misses + 1
+                if misses >= RUNNER_MISSES:  # killed -9 or restarted: its hosting (the worker's hooks) is gone
+                    yield ("lost", "the node's runner no longer hosts the attempt (killed or restarted)")
+                    return
+                for news in found or []:  # no `yield from` a list: Ray resumes with send()
                     yield news
         rc = child.wait()
-        for news in _news(home, spec["session"], relayed):  # what came after the last look
+        for news in _news(home, spec["session"], relayed) or []:  # what came after the last look
             yield news
         branch = spec["branch"]  # read from the clone (`cache`), never from the worktree's .git file
         try:
@@ -307,13 +315,13 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
         guard.wait()
 
 
-def _news(home: str, session: str, relayed: dict[str, int]) -> list[tuple]:
+def _news(home: str, session: str, relayed: dict[str, int]) -> list[tuple] | None:
     """What the node's runner heard of the worker since `relayed` (updated): ("beat", n) when it
     made hook calls (n: how many so far; a count, not a time: the machines' clocks differ), and
     ("refused", [what, ...]) for the calls its capability was refused there."""
     heard = node_runner.heard(home, session)
-    if heard is None:
-        return []
+    if heard is None:  # the runner did not answer, or no longer hosts the session
+        return None
     news: list[tuple] = []
     if heard["beats"] > relayed["beats"]:
         relayed["beats"] = heard["beats"]

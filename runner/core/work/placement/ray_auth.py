@@ -1,0 +1,118 @@
+"""Who may give and take plugkit's work on a Ray cluster: whether the cluster demands Ray's
+token, and whether a node is one of the supervising user's own (it answers a challenge with the
+node key).
+
+    python -m runner.core.work.placement.ray_auth HOST:PORT
+
+asks the cluster's GCS without a token, in a process of its own (Ray reads its auth mode once
+per process): exit 0 when the GCS refused it (token authentication on), 2 when it answered
+(anyone on the network, or any local user, can run code there), 1 when it could not be reached.
+
+Why a node key beside the token: the token lets a node join; a node that joined is given work
+by Ray as any other. Another user holding the token (a shared cluster) can join a node of its
+own and would be handed our items: our repository, our credentials' scope, commits that land
+on our branch. Only a node holding the key (a 0600 file of the supervising user) answers the
+challenge, bound to its Ray node id, so an answer cannot be replayed for another node.
+"""
+
+import hashlib
+import hmac
+import os
+import socket
+import subprocess
+import sys
+from typing import Mapping, Optional
+
+from plugkit.work import cluster
+
+CHECK_TIMEOUT_S = 90.0
+OPEN_RC, UNREACHABLE_RC = 2, 1
+
+
+def token_refusal(address: str, env: Mapping[str, str]) -> Optional[str]:
+    """Why plugkit will not use this cluster for want of authentication, or None: it is reached
+    over TLS (RAY_USE_TLS, client certificates as Ray requires them) or its GCS turns away a
+    caller without the token."""
+    if cluster.uses_tls(env):
+        return None
+    probe_env = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
+    probe_env[cluster.AUTH_MODE_VAR] = "disabled"  # ask as a stranger would: no token sent
+    try:
+        done = subprocess.run([sys.executable, "-m", __name__, address], env=probe_env, capture_output=True,
+                              text=True, timeout=CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return f"the Ray cluster at {address} did not answer within {CHECK_TIMEOUT_S:.0f} s"
+    if done.returncode == 0:
+        return None
+    if done.returncode == OPEN_RC:
+        return (f"refusing the Ray cluster at {address}: it runs without token authentication, so any local "
+                "user (or anyone who reaches its ports) can run code as its nodes' users. Start it with "
+                "RAY_AUTH_MODE=token and the token from `plugkit work ray-secrets` (README: plugkit work on Ray)")
+    said = (done.stdout.strip().splitlines() or done.stderr.strip().splitlines() or ["no answer"])[-1]
+    return f"cannot reach the Ray cluster at {address}: {said[:300]}"
+
+
+def keep_loopback(address: str) -> None:
+    """Before Ray is imported: when the cluster's head listens on loopback only (the README's
+    one-machine cluster), make Ray keep 127.0.0.1 as this driver's address. Ray 2.60 rewrites a
+    loopback address to the machine's own unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, and would
+    then look for a GCS (and a local raylet) where none listens. A head listening on every
+    interface (nodes on other addresses) is left as Ray does it."""
+    host, port = cluster.host_of(address), address.rpartition(":")[2]
+    if host is None or not cluster.is_loopback(host) or not port.isdigit():
+        return
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:  # no packet sent: the route's source address
+            udp.connect(("192.0.2.1", 9))
+            own = udp.getsockname()[0]
+        with socket.create_connection((own, int(port)), timeout=3):
+            return  # it answers on the machine's address too
+    except OSError:
+        os.environ.setdefault(cluster.LOOPBACK_VAR, "0")
+
+
+def answer(key: bytes | str, challenge: str, node_id: str) -> str:
+    key = key.encode() if isinstance(key, str) else key
+    return hmac.new(key, f"plugkit-node-proof\0{challenge}\0{node_id}".encode(), hashlib.sha256).hexdigest()
+
+
+def prove(challenge: str, node_id: str) -> dict:
+    """On a node (a Ray task, as the node's user): the answer with the key its `ray start`
+    environment names (PLUGKIT_NODE_KEY), or why there is none."""
+    path = os.environ.get(cluster.NODE_KEY_VAR)
+    if not path:
+        return {"uid": os.geteuid(), "why": "the node was started without PLUGKIT_NODE_KEY"}
+    problem = cluster.secret_problem(path, "node key")
+    if problem:
+        return {"uid": os.geteuid(), "why": problem}
+    with open(path, "rb") as fh:
+        return {"uid": os.geteuid(), "answer": answer(fh.read().strip(), challenge, node_id)}
+
+
+def verdict(key: Optional[bytes | str], challenge: str, node_id: str, said: dict) -> Optional[str]:
+    """Why this node is not ours (None: it proved it is)."""
+    if key is None:
+        return "this supervisor has no node key (`plugkit work ray-secrets` makes it)"
+    if said.get("why"):
+        return str(said["why"])[:200]
+    if not hmac.compare_digest(str(said.get("answer", "")), answer(key, challenge, node_id)):
+        return f"its answer to the node-key challenge is wrong (the node runs as uid {said.get('uid', '?')})"
+    return None
+
+
+def main(argv: list[str]) -> int:
+    from ray._raylet import GcsClient
+    from ray.exceptions import AuthenticationError
+
+    try:
+        GcsClient(address=argv[0]).get_all_node_info(timeout=30)
+    except AuthenticationError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - unreachable in any way is one answer
+        print(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300])
+        return UNREACHABLE_RC
+    return OPEN_RC
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
