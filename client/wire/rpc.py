@@ -153,7 +153,10 @@ def connect_verified() -> Connection | None:
     outside = bool(os.environ.get(SANDBOXED_TAG))
     if not outside and not _pid_is_ours(pid):
         return None
-    if not outside and _state(pid) in ("T", "t") and _holds_lock(pid):
+    state = "" if outside else _state(pid)
+    if state in ("Z", "X"):  # a runner killed -9 whose parent has not reaped it yet: gone
+        return None
+    if state in ("T", "t") and _holds_lock(pid):
         raise RunnerUnavailable(f"the runner (pid {pid}) is stopped (SIGSTOP or Ctrl-Z) and cannot "
                                 f"answer; {RECOVER}")
     try:
