@@ -2,7 +2,11 @@
 load-robust where req/s on a shared machine is not (the CPU the server process spends is what
 caps its throughput once cores are contended). Also a cProfile of the runner's side.
 
-Usage: .venv/bin/python scripts/bench_inproc.py [CLIENTS] [CALLS_EACH] [--profile]
+Usage: .venv/bin/python scripts/bench_inproc.py [CLIENTS] [CALLS_EACH] [--profile | --breakdown]
+
+--breakdown: CPU per runner.info call, layer by layer without HTTP (the method alone, through
+jsonrpcserver's public dispatch, through the runner's dispatch()), to say which layer a
+throughput gap sits in.
 """
 
 import asyncio
@@ -98,7 +102,43 @@ async def measure(which: str, clients: int, calls: int, profile: bool) -> float:
         await serving.cleanup()
 
 
+async def breakdown(calls: int) -> None:
+    import json
+
+    from jsonrpcserver import async_dispatch_to_serializable
+
+    from runner.boot import config as boot_config
+    from runner.boot.compose import compose
+    from runner.http.keys import CONTEXT
+    from runner.rpc.dispatch import _parsed, dispatch, validate_request
+    from runner.rpc.namespaces import build_methods
+    from runner.system import logs
+
+    home = tempfile.mkdtemp()
+    logs.configure(os.path.join(home, "runner.log"), to_stderr=False)
+    config = dataclasses.replace(boot_config.load(), home=home, port=1)
+    ctx = compose(config, secrets.token_urlsafe(32), "bench")[CONTEXT]
+    methods, body = build_methods(), '{"jsonrpc":"2.0","id":1,"method":"runner.info","params":{}}'
+    method = methods["runner.info"]
+    layers = {
+        "runner.info method alone": lambda: method(ctx),
+        "jsonrpcserver async_dispatch_to_serializable": lambda: async_dispatch_to_serializable(
+            json.loads(body), methods, context=ctx, deserializer=_parsed, validator=validate_request),
+        "runner dispatch() (the route's call)": lambda: dispatch(body, methods, ctx, 100),
+    }
+    for label, call in layers.items():
+        for _ in range(calls // 10):
+            await call()
+        began = time.process_time()
+        for _ in range(calls):
+            await call()
+        print(f"{label}: {(time.process_time() - began) / calls * 1e6:.0f} us CPU a call")
+
+
 def main() -> None:
+    if "--breakdown" in sys.argv:
+        asyncio.run(breakdown(3000))
+        return
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     clients, calls = (int(args[0]) if args else 8), (int(args[1]) if len(args) > 1 else 800)
     profile = "--profile" in sys.argv
