@@ -1,5 +1,6 @@
 """A runner killed with -9 loses nothing: orphans are reaped at the next boot, other homes untouched."""
 
+import contextlib
 import json
 import os
 import re
@@ -164,6 +165,11 @@ def test_output_already_read_is_not_new_after_the_runner_restarts(home, tmp_path
     if how == "restart":
         assert home.cli("runner", "restart", "--force").returncode == 0
     else:
+        # What kill -9 may lose is what the ledger had not written yet: wait until it holds the
+        # ended task and the read position (its writes are batched, a few ms behind the answer).
+        assert wait_until(lambda: _ledger(home, "SELECT state FROM tasks WHERE task_id = ?", unread_id[5:])
+                          == "completed" and _ledger(home, "SELECT read_out FROM reads WHERE task_id = ?",
+                                                     read_id[5:]), 10)
         os.kill(runner_pid(home), signal.SIGKILL)
         assert home.cli("runner", "start").returncode == 0
     again = home.cli("exec:status", *session, read_id, cwd=tmp_path)
@@ -171,6 +177,14 @@ def test_output_already_read_is_not_new_after_the_runner_restarts(home, tmp_path
     first = home.cli("exec:status", *session, unread_id, cwd=tmp_path)
     assert "unread-line" in first.stdout, first
     assert "unread-line" not in home.cli("exec:status", *session, unread_id, cwd=tmp_path).stdout
+
+
+def _ledger(home: Home, sql: str, task_id: str):
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"file:{home.path / 'ledger.sqlite3'}?mode=ro", uri=True)) as db:
+        row = db.execute(sql, (int(task_id),)).fetchone()
+    return row[0] if row else None
 
 
 def test_corrupt_ledger_is_moved_aside_and_the_runner_starts(home, tmp_path):

@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"error": why}))
         return 1
     os.environ.update({k: v for k, v in trust.driver_env(os.environ, _home()).items()
-                       if k.startswith(("RAY_AUTH", "PLUGKIT_NODE"))})
+                       if k.startswith("RAY_AUTH") or k == trust.NODE_KEY_VAR})
     ray_auth.keep_loopback(address)
     key = trust.read_secret(os.environ[trust.NODE_KEY_VAR])
     challenge = secrets.token_hex(16)
