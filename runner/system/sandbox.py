@@ -115,7 +115,7 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Op
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     # /tmp and the runtime dirs emptied (their path sockets gone); HOME, the interpreter and the
     # regular files the sandbox is handed by name (never a socket, never a dir) read back.
-    args += sandbox_home.hide((*lay.user_homes, sandbox_home.interpreter_root(), sandbox_home.runner_install(),
+    args += sandbox_home.hide((*lay.user_homes, sandbox_home.interpreter_root(), *sandbox_home.runner_install(),
                                *lay.reads, *reads))
     for user_home in lay.user_homes:
         args += sandbox_home.host_state(user_home, CACHES.get(kind, ()), lay.tmp)

@@ -98,10 +98,13 @@ def interpreter_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))
 
 
-def runner_install() -> str:
-    """The runner's own environment (a venv: sys.prefix), where plugkit and the `plugkit` command a
-    worker's hooks run are installed; it may lie under /tmp too, and is only ever read back."""
-    return os.path.realpath(sys.prefix)
+def runner_install() -> tuple[str, ...]:
+    """The runner's own code: its environment (a venv: sys.prefix) and the dir plugkit is imported
+    from (a PYTHONPATH entry over a system python, say), where the `plugkit` command a worker's
+    hooks run is installed. Either may lie under /tmp too; both are only ever read back."""
+    import plugkit
+
+    return (os.path.realpath(sys.prefix), os.path.dirname(os.path.dirname(os.path.realpath(plugkit.__file__))))
 
 
 def environment(tmp: str) -> list[str]:

@@ -17,8 +17,38 @@ from runner.core.gates import weaken
 from runner.core.gates.weaken import Collected, GitError, git
 from runner.executors.base import ExecSpec
 
-PLUGIN = os.path.join(os.path.dirname(__file__), "collect_plugin.py")
 _DIR = ".plugkit-collect"
+# The pytest plugin written beside a checkout (as text: the runner never imports it; it runs in
+# the check's own pytest) to list, without running a test, what the check collects: each test's
+# id and whether it is deselected, skipped or xfailed where it stands, into out.jsonl beside it.
+PLUGIN_SOURCE = '''\
+import json
+import os
+
+_DESELECTED: list[str] = []
+
+
+def pytest_deselected(items):
+    _DESELECTED.extend(item.nodeid for item in items)
+
+
+def _marked(item, name):
+    try:  # pytest's own evaluation of skip/skipif/xfail, conditions included
+        from _pytest import skipping
+        found = getattr(skipping, f"evaluate_{name}_marks")(item)
+    except Exception:  # an older or newer pytest: the marker alone
+        found = item.get_closest_marker(name) or (name == "skip" and item.get_closest_marker("skipif"))
+    return found is not None and found is not False
+
+
+def pytest_collection_finish(session):
+    row = {"collected": {item.nodeid: ("skip" if _marked(item, "skip") else "xfail" if _marked(item, "xfail")
+                                       else "run") for item in session.items},
+           "deselected": list(_DESELECTED),
+           "errors": int(getattr(session, "testsfailed", 0))}
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "out.jsonl"), "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row) + "\\n")
+'''
 
 
 def collect_env(environ: Mapping[str, str], plugin_dir: str) -> dict[str, str]:
@@ -26,15 +56,15 @@ def collect_env(environ: Mapping[str, str], plugin_dir: str) -> dict[str, str]:
     path = environ.get("PYTHONPATH")
     return {**environ,
             "PYTEST_ADDOPTS": f"{environ.get('PYTEST_ADDOPTS', '')} --collect-only -p plugkit_collect".strip(),
-            "PYTHONPATH": plugin_dir + (os.pathsep + path if path else ""),
-            "PLUGKIT_COLLECT_OUT": os.path.join(plugin_dir, "out.jsonl")}
+            "PYTHONPATH": plugin_dir + (os.pathsep + path if path else "")}
 
 
 def plant(where: str) -> str:
     """Writes the plugin into `where`/.plugkit-collect; returns that directory."""
     plugin_dir = os.path.join(where, _DIR)
     os.makedirs(plugin_dir, exist_ok=True)
-    shutil.copyfile(PLUGIN, os.path.join(plugin_dir, "plugkit_collect.py"))
+    with open(os.path.join(plugin_dir, "plugkit_collect.py"), "w", encoding="utf-8") as fh:
+        fh.write(PLUGIN_SOURCE)
     return plugin_dir
 
 
