@@ -152,11 +152,22 @@ async def _enable_worktree_config(root: str) -> None:
     await run(root, "config", "extensions.worktreeConfig", "true")  # raises with git's reason
 
 
+# One repository's worktree registrations change one at a time: a `worktree prune` of one
+# attempt's tidy-up deletes another's admin dir that `worktree add` has made but not yet locked
+# (git: "could not open .git/worktrees/<name>/locked"), so two items ending together failed.
+_REGISTRY_LOCKS: dict[str, asyncio.Lock] = {}
+
+
+def _registry(root: str) -> asyncio.Lock:
+    return _REGISTRY_LOCKS.setdefault(os.path.realpath(root), asyncio.Lock())
+
+
 async def add_worktree(root: str, path: str, branch: str, base: str, excludes: list[str]) -> None:
     """A worktree at `path` on `branch` (created or reset to `base`), ignoring `excludes` there only."""
     path = os.path.join(root, path)
-    await remove_worktree(root, path)  # a registration left by an earlier attempt of this item
-    await run(root, "worktree", "add", "--no-track", "-B", branch, path, base)
+    async with _registry(root):
+        await _remove_worktree(root, path)  # a registration left by an earlier attempt of this item
+        await run(root, "worktree", "add", "--no-track", "-B", branch, path, base)
     # core.excludesFile set per worktree replaces the person's own file, so carry it over.
     await _enable_worktree_config(root)
     file = os.path.join(await run(path, "rev-parse", "--absolute-git-dir"), "plugkit-excludes")
@@ -168,6 +179,11 @@ async def add_worktree(root: str, path: str, branch: str, base: str, excludes: l
 
 async def remove_worktree(root: str, path: str) -> None:
     """Remove the worktree at `path` (edits in it are dropped), keep its branch; missing: no-op."""
+    async with _registry(root):
+        await _remove_worktree(root, path)
+
+
+async def _remove_worktree(root: str, path: str) -> None:
     path = os.path.join(root, path)
     if os.path.exists(path) and await _registered(root, path):
         await run(root, "worktree", "remove", "--force", "--force", path)  # twice: even if locked
@@ -177,10 +193,11 @@ async def remove_worktree(root: str, path: str) -> None:
 async def checkout(root: str, path: str, sha: str) -> None:
     """A fresh runner-owned checkout of `sha` at `path` (a detached worktree of `root`, made anew:
     whatever a check left there before goes): exactly the committed tree, nothing beside it."""
-    await remove_worktree(root, path)
-    if os.path.lexists(path):  # a directory a crash left unregistered
-        await asyncio.to_thread(shutil.rmtree, path, True)
-    await run(root, "worktree", "add", "-q", "--detach", path, sha)
+    async with _registry(root):
+        await _remove_worktree(root, path)
+        if os.path.lexists(path):  # a directory a crash left unregistered
+            await asyncio.to_thread(shutil.rmtree, path, True)
+        await run(root, "worktree", "add", "-q", "--detach", path, sha)
 
 
 def worktree_git_dir(worktree: str) -> str:
