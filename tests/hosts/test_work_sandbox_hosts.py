@@ -7,6 +7,7 @@ tool, then reads a credential and the runner's key with that tool directly. Ever
 or ended, the model is told so, and the honest part of its work lands."""
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,9 @@ def test_a_real_host_as_a_hostile_worker_is_confined_to_its_worktree(tmp_path, h
         (work.host_home / ".ssh").mkdir()
         (work.host_home / ".ssh" / "id_rsa").write_text(KEY + "\n")
         runner_pid = home.discovery()["pid"]
-        attacks = f"python3 {ATTACKS} {work.repo} {seconds} {runner_pid} </dev/null"
+        # The program's text in the command itself: a checkout under /tmp (hidden in the sandbox)
+        # runs the test as well as any other.
+        attacks = f"python3 -c {shlex.quote(ATTACKS.read_text())} {work.repo} {seconds} {runner_pid} </dev/null"
         script = Script([host.shell(attacks),
                          host.shell("cat ~/.ssh/id_rsa; cat \"$PLUGKIT_HOME/gates.key\" | od -c | head -1"),
                          Say("w1 is done and committed.")], prompt=prompt_line("w1"))
