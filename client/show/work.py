@@ -3,8 +3,8 @@ one line per item, bounded, then the next command."""
 
 import time
 
-from client.show import work_events
-from client.show.work_events import retry_hint
+from plugkit.work import events as work_events
+from plugkit.work.events import retry_hint
 
 MAX_ITEMS = 12
 DIFF_LINES = 12
@@ -86,10 +86,15 @@ def wait_exit(run: dict | None) -> int:
     return 0
 
 
-def never_started(item: str, what: str, it: dict | None) -> str:
+def never_started(item: str, what: str, it: dict | None, run: dict | None = None) -> str:
     """Why an item's worker (or verify run) has no output: the item's own state and reason."""
     if it is None:
-        return f"{item} is not in this run (`plugkit work status` lists its items)"
+        which = f"run {run['id']}" if run else "this run"
+        return f"{item} is not in {which} (`plugkit work status` lists its items)"
+    ran = it.get("verify_task_id" if what.startswith("verify") else "task_id")
+    if ran is not None:  # it ran, but the runner no longer keeps that task's output
+        return (f"{item}'s {what} task_{ran} is no longer kept by the runner (its output went with "
+                f"an earlier runner or was closed); `plugkit work trace {item}` shows what it did")
     why = {"queued": "it is queued: waiting for its blockers or a free slot",
            "waiting": "it waits for a person's approval"}.get(it["state"], f"it is {it['state']}"
                                                                              f"{'/' + it['reason'] if it.get('reason') else ''}")

@@ -1,100 +1,65 @@
-"""What `plugkit work --wait` prints as a run goes: one line per event, read off successive
-`work.status` answers (the runner keeps the state; the client says what changed since it last
-looked). Events are rows: a field of an item that changed, and the line that says so."""
-
-from __future__ import annotations
+"""How a run's journal reads (the runner's `work.events`): one line per event with its time
+since the run started, an attempt's trace led by what the worker did last, and the kept runs."""
 
 import time
-from typing import Callable, Optional
 
-from plugkit import vocab
-
-Item = dict
-UNFINISHED = frozenset(vocab.WORK_TERMINAL_STATES) - {vocab.COMPLETED}  # ended without landing
-# (what changed, the line for it): each row looks at the item before (None: first seen) and now.
-Row = Callable[[Optional[Item], Item], Optional[str]]
+MAX_TRACE = 40  # trace lines shown by default, the newest; --all shows every kept one
 
 
-def _started(old: Optional[Item], new: Item) -> Optional[str]:
-    # While spawning, `attempt` already counts the next try but `task_id` still names the last.
-    if new["state"] == "spawning":
-        return None
-    if new.get("task_id") is not None and (old is None or old.get("task_id") != new["task_id"]):
-        attempt = f"attempt {new.get('attempt') or 1}, " if (new.get("attempt") or 1) > 1 else ""
-        node = f" on node {new['node']}" if new.get("node") else ""
-        return f"worker started ({attempt}task_{new['task_id']}{node})"
-    return None
+def stamp(ev: dict, t0: float | None) -> str:
+    return f"+{max(0.0, ev['t'] - (t0 or ev['t'])):6.1f}s"
 
 
-def _worker_ended(old: Optional[Item], new: Item) -> Optional[str]:
-    # The check starts once the worker's task is over: its verify task appears.
-    if new.get("verify_task_id") is not None and (old is None or old.get("verify_task_id") != new["verify_task_id"]):
-        return f"worker exited; the runner's check runs (task_{new['verify_task_id']})"
-    return None
+def event_line(ev: dict, t0: float | None) -> str:
+    who = ev["item"] if ev.get("item") else "run"
+    text = ev["text"][4:] if not ev.get("item") and ev["text"].startswith("run ") else ev["text"]
+    return f"{stamp(ev, t0)}  {who:<8} {text}"
 
 
-def _checked(old: Optional[Item], new: Item) -> Optional[str]:
-    if new.get("verify") in ("green", "red") and (old is None or old.get("verify") != new["verify"]
-                                                  or old.get("verify_task_id") != new.get("verify_task_id")):
-        return f"check {new['verify']}" + (f" (task_{new['verify_task_id']})" if new.get("verify_task_id") else "")
-    return None
+def trace_lines(item: dict, r: dict, attempt: int, show_all: bool) -> list[str]:
+    """An attempt's trace: first the one line a person asks for (what it did last), then its events."""
+    events = r["events"]
+    t0 = r.get("started_at")
+    state = item["state"] + (f"/{item['reason']}" if item.get("reason") else "")
+    head = f"{item['id']}: attempt {attempt} of {max(item.get('attempt') or 0, attempt)} in run {r['run']}, {state}"
+    if events:
+        last = events[-1]
+        head += f"; last: {last['text']} ({stamp(last, t0).strip()})"
+    else:
+        head += "; nothing recorded for this attempt" + ("" if item.get("attempt") else " (it never started)")
+    lines = [head]
+    shown = events if show_all else events[-MAX_TRACE:]
+    hidden = len(events) - len(shown) + r.get("skipped", 0)
+    if hidden:
+        lines.append(f"  ... {hidden} earlier event(s) (--all shows them)")
+    lines += [f"  {stamp(ev, t0)}  {ev['kind']:<7} {ev['text']}" for ev in shown]
+    if r.get("tools_left_out"):
+        lines.append(f"  ({r['tools_left_out']} more tool call(s) past the journal's bound were counted, not kept)")
+    return lines
 
 
-def _landed(old: Optional[Item], new: Item) -> Optional[str]:
-    if new.get("landed") and (old is None or old.get("landed") != new["landed"]):
-        receipt = f", receipt {new['receipt'][:12]}" if new.get("receipt") else ""
-        return f"landed as {new['landed'][:12]}{receipt}"
-    return None
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
-def _state(old: Optional[Item], new: Item) -> Optional[str]:
-    if old is not None and old["state"] == new["state"] and old.get("reason") == new.get("reason"):
-        return None
-    state = new["state"]
-    if state in ("queued", "spawning", "running") or (state == "completed" and new.get("landed")):
-        return None  # said by the rows above (started, landed) or not news
-    word = state + (f"/{new['reason']}" if new.get("reason") else "")
-    why = (new.get("message") or "").split("\n", 1)[0][:160]
-    line = f"{word}: {why}" if why else word
-    return line + (f"; next: {hint}" if (hint := retry_hint(new)) else "")
+def _took(run: dict) -> str:
+    end = run.get("ended_at") or time.time()
+    s = max(0.0, end - run["started_at"])
+    return f"{s:.0f}s" if s < 120 else f"{s / 60:.0f}m" if s < 7200 else f"{s / 3600:.1f}h"
 
 
-ROWS: tuple[Row, ...] = (_started, _worker_ended, _checked, _landed, _state)
-
-
-def retry_hint(it: Item) -> str:
-    """For an item held or ended without landing: the exact commands that try it again, and the
-    branch its work is kept on (empty for one that needs nothing, or a person's approval)."""
-    if it["state"] not in UNFINISHED:
-        return ""
-    kept = f" (its work is kept on branch {it['branch']})" if it.get("branch") else ""
-    return f"plugkit prd update {it['id']} --status pending && plugkit work --items {it['id']}{kept}"
-
-
-class EventStream:
-    """Feed it each `work.status` run; it returns the new lines, each with its time since start."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.seen: dict[str, Item] = {}
-        self.state: Optional[str] = None
-        self.clock = clock
-        self.t0 = clock()
-
-    def feed(self, run: Optional[dict]) -> list[str]:
-        if run is None:
-            return []
-        stamp = f"+{self.clock() - self.t0:6.1f}s"
-        lines = []
-        for it in run["items"]:
-            old = self.seen.get(it["id"])
-            for row in ROWS:
-                said = row(old, it)
-                if said:
-                    lines.append(f"{stamp}  {it['id']:<8} {said}")
-            self.seen[it["id"]] = it
-        if run["state"] != self.state:
-            if self.state is not None or run["state"] != "running":
-                halt = f": {run['halt']}" if run.get("halt") else ""
-                lines.append(f"{stamp}  run {run['id']} {run['state']}{halt}")
-            self.state = run["state"]
-        return lines
+def runs_lines(runs: list[dict]) -> list[str]:
+    if not runs:
+        return ["no plugkit work run in this workspace yet; `plugkit work --help` shows how to start one"]
+    lines = []
+    for run in runs:
+        counts = ", ".join(f"{state} {n}" for state, n in sorted(run["items"].items()))
+        line = (f"run {run['id']}  {run['state']:<8} {_when(run['started_at'])}  {_took(run):>5}  "
+                f"{run['worker']:<12} {counts or 'no items'}")
+        if run.get("landed"):
+            line += f"; landed {' '.join(run['landed'][:8])}" + (" ..." if len(run["landed"]) > 8 else "")
+        if run.get("halt") and run["state"] != "done":
+            line += f"\n      {run['halt'][:160]}"
+        lines.append(line)
+    lines.append("next: plugkit work status RUN | plugkit work trace ITEM --run RUN | plugkit work logs ITEM --run RUN")
+    return lines

@@ -4,12 +4,17 @@
                  [--budget-min M] [--stall-min M] [--merge ff|merge] [--no-sandbox]
                  [--network host|loopback-model] [--runtime local|ray] [--cluster HOST:PORT]
                  [--allow-remote-cluster] [--wait S]
-    plugkit work status [--wait S] | stop | logs ITEM [--verify] [--follow] | rollback ITEM
+    plugkit work status [RUN] [--wait S | --follow] | stop | runs
+    plugkit work logs ITEM [--verify] [--follow] [--run RUN] | trace ITEM [--attempt N] [--run RUN]
+    plugkit work rollback ITEM [--run RUN]
     plugkit work allow-check ITEM   (a person: the item's branch may change its own check)
     plugkit work ray-secrets        (the Ray cluster's token and node key, 0600; prints their env)
 
 The run lives in the runner: this command starts it and returns (`--wait S` follows it for
-up to S seconds, a line per event); `work status` polls. Every form takes --json, --cwd, --session.
+up to S seconds, a line per event from the runner's journal of the run; `work status --follow`
+prints the same lines until the run halts or ends); `work status` looks once. `work runs` lists
+the kept runs; status, logs, trace and rollback reach any of them with RUN (an id or its prefix).
+Every form takes --json, --cwd, --session.
 Exit codes: 0 done (or started, without --wait); 1 refused (the line says why); 2 usage;
 3 with --wait (`work` and `work status` alike): the run halted or stopped, or an item ended
 without completing; 130 Ctrl-C stopped following (the run goes on).
@@ -23,12 +28,13 @@ import sys
 import time
 
 from client.show import work as show
-from client.show.work_events import EventStream
+from client.show import work_events
+from client.show.work_events import event_line
 from client.verbs.brief import BriefParser, names_next
 from client.wire.session import Caller, connect
 from plugkit.vocab import WORK_NETWORKS
 
-SUBS = ("status", "stop", "logs", "rollback", "allow-check", "ray-secrets")
+SUBS = ("status", "stop", "runs", "logs", "trace", "rollback", "allow-check", "ray-secrets")
 WORKERS = ("claude-code", "codex", "qwen", "gemini", "command")
 LOG_TAIL = 8 << 10
 FOLLOW_START_S = 600.0  # --follow on an item still queued waits this long for its worker
@@ -52,7 +58,7 @@ def _start_parser() -> BriefParser:
                     epilog=_workers_epilog(), description=(
         "Run the .prd's ready items as coding-agent workers, each in its own git worktree on branch "
         "plugkit/<item>; the runner verifies each item itself and lands it only when its check passes. "
-        "Also: plugkit work status|stop|logs ITEM|rollback ITEM|allow-check ITEM."))
+        "Also: plugkit work status [RUN]|stop|runs|logs ITEM|trace ITEM|rollback ITEM|allow-check ITEM."))
     p.add_argument("--parallel", type=int, default=3, help="workers at once (default 3)")
     p.add_argument("--items", nargs="+", default=[], metavar="ID", help="only these items (default: every open one)")
     p.add_argument("--worker", choices=WORKERS, default="claude-code", help="the agent that works each item")
@@ -129,30 +135,40 @@ def main(argv: list[str]) -> int:
     result = _call(a, "work.start", **params)
     if a.wait <= 0:
         return _print(a, result, show.run_lines(result["run"]))
-    return _follow(a, result["run"])
+    return _follow(a, result["run"], a.wait)
 
 
-POLL_S = 0.5  # how often --wait asks the runner what changed (it answers at once when the run ends)
+EVENTS_WAIT_S = 10.0  # one work.events call waits this long for the next event (it answers at once on one)
+FOLLOW_BACKLOG = 30  # `work status --follow`: the run's events so far, the newest this many
 
 
-def _follow(a, run: dict | None) -> int:
-    """--wait S: one line per event as the run goes (not --json), then its status; Ctrl-C stops
-    following, never the run. Exit codes as `wait_exit` says, for `work` and `work status` alike."""
-    events = EventStream()
-    deadline = time.monotonic() + max(0.0, min(a.wait, 600.0))
+def _follow(a, run: dict | None, limit_s: float | None, backlog: int = 5000) -> int:
+    """Print the run's journal line by line (not --json) until the run halts, waits for a person
+    or ends, or `limit_s` passes (None: no limit); then its status. Ctrl-C stops following, never
+    the run. Exit codes as `wait_exit` says, for `work` and `work status` alike."""
+    if run is None:
+        return _print(a, {"run": None}, show.run_lines(None))
+    deadline = None if limit_s is None else time.monotonic() + max(0.0, min(limit_s, 600.0))
+    seq, first = 0, True
     try:
         while True:
-            for line in ([] if a.json else events.feed(run)):
-                print(line, flush=True)
-            left = deadline - time.monotonic()
-            if run is None or run.get("ended_at") is not None or run["state"] != "running" or left <= 0:
+            left = EVENTS_WAIT_S if deadline is None else min(EVENTS_WAIT_S, deadline - time.monotonic())
+            r = _call(a, "work.events", run=run["id"], after=seq, limit=backlog if first else 5000,
+                      wait_ms=0 if first else _wait_ms(max(0.0, left)))
+            if not a.json:
+                if first and r["skipped"]:
+                    print(f"... {r['skipped']} earlier event(s) of run {run['id']} "
+                          f"(`plugkit work trace ITEM` shows an item's)", flush=True)
+                for ev in r["events"]:
+                    print(event_line(ev, r["started_at"]), flush=True)
+            seq, first = r["seq"], False
+            if r["ended"] or r["state"] != "running" or (deadline is not None and time.monotonic() >= deadline):
                 break
-            run = _call(a, "work.status", wait_ms=_wait_ms(min(POLL_S, left)))["run"]
     except KeyboardInterrupt:
-        said = f"run {run['id']} " if run else "the run "
-        print(f"\nplugkit: stopped following; {said}goes on in the runner: `plugkit work status --wait 600` "
-              "follows it again, `plugkit work stop` ends it", file=sys.stderr)
+        print(f"\nplugkit: stopped following; run {run['id']} goes on in the runner: `plugkit work status "
+              "--follow` follows it again, `plugkit work stop` ends it", file=sys.stderr)
         return 130
+    run = _call(a, "work.status", run=run["id"])["run"]
     _print(a, {"run": run}, show.run_lines(run))
     return show.wait_exit(run)
 
@@ -201,16 +217,22 @@ def _secrets(argv: list[str]) -> int:
 
 
 def _status(argv: list[str]) -> int:
-    p = BriefParser(prog="plugkit work status", description="The workspace's latest run, why it halted first.")
-    p.add_argument("--wait", type=float, default=0.0, help="follow it up to S seconds (a line per event) "
-                                                           "until it halts or ends")
+    p = BriefParser(prog="plugkit work status", description="The workspace's latest run (or run RUN, "
+                                                            "from `plugkit work runs`), why it halted first.")
+    p.add_argument("run", nargs="?", metavar="RUN", help="a kept run's id, or its prefix (default: the latest)")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--wait", type=float, default=0.0, help="follow it up to S seconds (a line per event) "
+                                                             "until it halts or ends")
+    how.add_argument("--follow", action="store_true", help="follow it (a line per event) until it halts or "
+                                                           "ends; Ctrl-C stops following, not the run")
     _common(p)
     a = p.parse_args(argv)
-    # With --wait, a first short wait: a run waiting for a person who just answered is looked at
+    following = a.follow or a.wait > 0
+    # Following, a first short wait: a run waiting for a person who just answered is looked at
     # again by the runner (`plugkit approve`), so it is followed resumed, not ended stale.
-    result = _call(a, "work.status", wait_ms=_wait_ms(min(POLL_S, a.wait)))
-    if a.wait > 0:
-        return _follow(a, result["run"])
+    result = _call(a, "work.status", run=a.run, wait_ms=_wait_ms(0.5) if following else 0)
+    if following:
+        return _follow(a, result["run"], None if a.follow else a.wait, backlog=FOLLOW_BACKLOG)
     return _print(a, result, show.run_lines(result["run"]))
 
 
@@ -225,9 +247,10 @@ def _stop(argv: list[str]) -> int:
 def _rollback(argv: list[str]) -> int:
     p = BriefParser(prog="plugkit work rollback", description="Undo a landed high or critical item.")
     p.add_argument("item")
+    _run_option(p)
     _common(p)
     a = p.parse_args(argv)
-    r = _call(a, "work.rollback", item=a.item)
+    r = _call(a, "work.rollback", item=a.item, run=a.run)
     return _print(a, r, [f"{r['item']} rolled back by {r['how']}; the branch is at {r['head'][:12]}; "
                          f"the item is pending again"])
 
@@ -250,26 +273,27 @@ def _logs(argv: list[str]) -> int:
     p.add_argument("--verify", action="store_true", help="the item's latest verify run instead")
     p.add_argument("--follow", action="store_true", help="keep printing until the task ends")
     p.add_argument("--all", action="store_true", help="from the start (default: the last 8 KB)")
+    _run_option(p)
     _common(p)
     a = p.parse_args(argv)
-    r = _call(a, "work.logs", item=a.item, verify=a.verify, max_bytes=0)
+    r = _call(a, "work.logs", item=a.item, run=a.run, verify=a.verify, max_bytes=0)
     deadline = time.monotonic() + FOLLOW_START_S
     while a.follow and r["task_id"] is None and time.monotonic() < deadline:  # queued: wait for it to start
         time.sleep(0.3)
-        r = _call(a, "work.logs", item=a.item, verify=a.verify, max_bytes=0)
+        r = _call(a, "work.logs", item=a.item, run=a.run, verify=a.verify, max_bytes=0)
     if a.json and not a.follow:
-        r = _call(a, "work.logs", item=a.item, verify=a.verify, cursor=0 if a.all else max(0, r["end"] - LOG_TAIL))
+        r = _call(a, "work.logs", item=a.item, run=a.run, verify=a.verify, cursor=0 if a.all else max(0, r["end"] - LOG_TAIL))
         return _print(a, r, [])
     if r["task_id"] is None:
-        run = _call(a, "work.status")["run"]
+        run = _call(a, "work.status", run=a.run)["run"]
         it = next((i for i in (run or {}).get("items", []) if i["id"] == a.item), None)
-        print(show.never_started(a.item, "verify run" if a.verify else "worker", it))
+        print(show.never_started(a.item, "verify run" if a.verify else "worker", it, run))
         return 0
     cursor = 0 if a.all else max(0, r["end"] - LOG_TAIL)
     if cursor:
         print(f"[plugkit] ... {cursor} earlier bytes (--all shows them)")
     while True:
-        r = _call(a, "work.logs", item=a.item, verify=a.verify, cursor=cursor, wait_ms=10_000 if a.follow else 0)
+        r = _call(a, "work.logs", item=a.item, run=a.run, verify=a.verify, cursor=cursor, wait_ms=10_000 if a.follow else 0)
         for _stream, text in r["chunks"]:
             sys.stdout.write(text)
         sys.stdout.flush()
@@ -285,7 +309,7 @@ def _logs(argv: list[str]) -> int:
 def _silent(a, task_id: int) -> str:
     """What a finished task that printed nothing ended as: a red check that printed nothing is
     still red, and says so."""
-    run = _call(a, "work.status")["run"]
+    run = _call(a, "work.status", run=a.run)["run"]
     it = next((i for i in (run or {}).get("items", []) if i["id"] == a.item), None) or {}
     what = "check" if a.verify else "worker"
     verdict = f"; the check was {it['verify']}" if a.verify and it.get("verify") else ""
@@ -293,5 +317,38 @@ def _silent(a, task_id: int) -> str:
     return f"[plugkit] task_{task_id} (the {what}) printed nothing{verdict}{why}"
 
 
-SUB_MAINS = {"status": _status, "stop": _stop, "logs": _logs, "rollback": _rollback, "allow-check": _allow_check,
-             "ray-secrets": _secrets}
+def _run_option(p: BriefParser) -> None:
+    p.add_argument("--run", metavar="RUN", help="an earlier run's id or its prefix (`plugkit work runs`; "
+                                                "default: the latest run)")
+
+
+def _runs(argv: list[str]) -> int:
+    p = BriefParser(prog="plugkit work runs", description="The workspace's kept runs, newest first.")
+    p.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    _common(p)
+    a = p.parse_args(argv)
+    r = _call(a, "work.runs", limit=max(1, min(a.limit, 200)))
+    return _print(a, r, work_events.runs_lines(r["runs"]))
+
+
+def _trace(argv: list[str]) -> int:
+    p = BriefParser(prog="plugkit work trace", description=(
+        "What one attempt's worker did, as the runner saw it: spawn, first heartbeat, each tool call its "
+        "hooks reported (allowed/denied and why), each exec: task, the check, the landing. The first line "
+        "says what it did last."))
+    p.add_argument("item")
+    p.add_argument("--attempt", type=int, metavar="N", help="which attempt (default: the latest)")
+    p.add_argument("--all", action="store_true", help=f"every kept event (default: the last {work_events.MAX_TRACE})")
+    _run_option(p)
+    _common(p)
+    a = p.parse_args(argv)
+    r = _call(a, "work.events", run=a.run, item=a.item, attempt=a.attempt, limit=5000)
+    if r["run"] is None:
+        return _print(a, {"run": None}, show.run_lines(None))
+    run = _call(a, "work.status", run=r["run"])["run"]
+    it = next(i for i in run["items"] if i["id"] == a.item)
+    return _print(a, r, work_events.trace_lines(it, r, r["attempt"], a.all))
+
+
+SUB_MAINS = {"status": _status, "stop": _stop, "runs": _runs, "logs": _logs, "trace": _trace, "rollback": _rollback,
+             "allow-check": _allow_check, "ray-secrets": _secrets}

@@ -46,15 +46,37 @@ class WorkStartParams(WorkParams):
     network: Optional[Network] = None  # None: the workspace's work_network (default "host")
 
 
+# A run's id, or a unique prefix of it (`plugkit work runs` lists them); None: the latest run.
+RunId = Annotated[Optional[str], Field(default=None, pattern=r"^[0-9a-f]{1,32}$")]
+
+
 class WorkStatusParams(WorkParams):
     wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0  # until the run halts or ends
+    run: RunId = None
 
 
 class WorkItemParams(WorkParams):
     item: str = ItemId
 
 
-class WorkLogsParams(WorkItemParams):
+class WorkRunItemParams(WorkItemParams):
+    run: RunId = None  # an item of the kept run `run` (default: the latest run)
+
+
+class WorkRunsParams(WorkParams):
+    limit: int = Field(default=20, ge=1, le=200)
+
+
+class WorkEventsParams(WorkParams):
+    run: RunId = None
+    after: Offset = 0  # events past this sequence number (0: from the first)
+    item: Annotated[Optional[str], Field(default=None, min_length=1, max_length=64)] = None  # its trace only
+    attempt: Optional[int] = Field(default=None, ge=1)  # with item: one attempt's
+    limit: int = Field(default=200, ge=1, le=5000)  # the newest this many past `after`
+    wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0  # until an event past `after` or the end
+
+
+class WorkLogsParams(WorkRunItemParams):
     verify: bool = False  # the item's latest verify run instead of its worker
     cursor: Optional[Offset] = None
     max_bytes: int = Field(default=64 << 10, ge=0, le=16 << 20)
@@ -125,6 +147,42 @@ class WorkLogs(Result):
     end: int = 0  # where the output ends now (a reader wanting only the tail starts near it)
     more: bool = False
     finished: bool = True
+
+
+class WorkEvent(Result):
+    seq: int
+    t: float  # when the runner recorded it (epoch seconds)
+    item: Optional[str] = None  # None: the run's own event
+    attempt: int = 0
+    kind: str  # item | run | boot | tool | exec | refused
+    text: str
+
+
+class WorkEvents(Result):
+    run: Optional[str] = None  # the run's id (None: no run in this workspace yet)
+    started_at: Optional[float] = None
+    state: Optional[RunState] = None
+    ended: bool = True  # the run is over: no event will follow
+    attempt: Optional[int] = None  # with item: the attempt these are of (default: its latest)
+    events: list[WorkEvent] = []
+    seq: int = 0  # the last event's number: pass it back as `after`
+    skipped: int = 0  # events past `after` left out (only the newest `limit` are sent)
+    tools_left_out: int = 0  # item+attempt: tool calls past the journal's bound, counted not kept
+
+
+class WorkRunSummary(Result):
+    id: str
+    state: RunState
+    halt: Optional[str] = None
+    worker: str
+    started_at: float
+    ended_at: Optional[float] = None
+    items: dict[str, int] = {}  # item state -> how many
+    landed: list[str] = []  # items that landed
+
+
+class WorkRuns(Result):
+    runs: list[WorkRunSummary] = []  # newest first
 
 
 class WorkRolledBack(Result):

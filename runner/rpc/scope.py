@@ -30,7 +30,7 @@ IN_WORKTREE = frozenset({
     "session.end", "gate.status", "gate.check", "gate.stop", "gate.context",
     "prd.list", "prd.ready", "evidence.add", "evidence.list", "evidence.show", "evidence.verify",
     "mutable.list", "memory.list", "memory.show", "memory.search", "search.query", "search.digest",
-    "work.status", "work.logs",
+    "work.status", "work.logs", "work.runs", "work.events",
 })
 # method -> the field naming the item it changes, which must be the worker's own.
 OWN_ITEM = {"prd.update": "id"}

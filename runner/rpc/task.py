@@ -57,6 +57,10 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
                                      detach=p.detach, peer=PEER.get(), caller_pid=p.caller_pid,
                                      sandbox=await exec_sandbox.wanted(ctx, p, workspace),
                                      offline=exec_sandbox.offline(), workspace=workspace, name=p.name))
+    if worker is not None:  # the attempt's trace names every task its worker ran
+        journal = ctx.work.peek().traced(worker[1]) if ctx.work is not None and ctx.work.peek() else None
+        if journal is not None:
+            journal.exec(worker[1], task.id, p.lang, p.code)
     await tasks.wait_done(task, p.wait_ms / 1000)
     return TaskResult(task=shapes.task_info(task), output=shapes.output(tasks.read(task, None, p.max_bytes)))
 

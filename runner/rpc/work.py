@@ -9,9 +9,10 @@ run already live (or not a git repo on a branch).
 """
 
 from plugkit.protocol.work import (
-    WorkItemParams, WorkLogs, WorkLogsParams, WorkParams, WorkRolledBack, WorkStartParams, WorkStatus,
-    WorkStatusParams,
+    WorkEvent, WorkEvents, WorkEventsParams, WorkItemParams, WorkLogs, WorkLogsParams, WorkParams, WorkRolledBack,
+    WorkRunItemParams, WorkRuns, WorkRunsParams, WorkRunSummary, WorkStartParams, WorkStatus, WorkStatusParams,
 )
+from plugkit.refusals import Invalid, NotFound
 from runner.core.work.model import RunRequest
 from runner.rpc.context import PEER
 from runner.rpc.dispatch import Context, rpc
@@ -48,15 +49,17 @@ async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
 
 @rpc(WorkStatusParams)
 async def status(ctx: Context, p: WorkStatusParams) -> WorkStatus:
-    """work.status {session_id, cwd, wait_ms?=0} -> {run: WorkRunInfo | null}
+    """work.status {session_id, cwd, wait_ms?=0, run?} -> {run: WorkRunInfo | null}
 
-    The workspace's latest run: its state (running | waiting | halted | done | stopped),
-    `halt` (why it halted or waits: the line a person reads first), each item's state,
-    reason, branch, worker task, last heartbeat, verify result and receipt. wait_ms waits
-    until the run halts, waits for a person, or ends.
+    The workspace's latest run (or the kept run `run`, an id or a unique prefix): its state
+    (running | waiting | halted | done | stopped), `halt` (why it halted or waits: the line a
+    person reads first), each item's state, reason, branch, worker task, last heartbeat, verify
+    result and receipt. wait_ms waits until the run halts, waits for a person, or ends.
+    Errors: -32001 no kept run `run`.
     """
     work = ctx.work_manager()
-    run = work.latest(work.root_of(p.session_id, p.cwd))
+    root = work.root_of(p.session_id, p.cwd)
+    run = work.find_run(root, p.run) if p.run else work.latest(root)
     if run is not None and p.wait_ms:
         await work.wait(run, p.wait_ms / 1000)
     return WorkStatus(run=work_run(run) if run is not None else None)
@@ -74,14 +77,16 @@ async def stop(ctx: Context, p: WorkParams) -> WorkStatus:
 
 @rpc(WorkLogsParams)
 async def logs(ctx: Context, p: WorkLogsParams) -> WorkLogs:
-    """work.logs {session_id, cwd, item, verify?, cursor?, max_bytes?, wait_ms?} -> {item, task_id, chunks,
-    cursor, end, more, finished}
+    """work.logs {session_id, cwd, item, run?, verify?, cursor?, max_bytes?, wait_ms?} -> {item, task_id,
+    chunks, cursor, end, more, finished}
 
     The output of the item's latest worker task (verify: its latest verify run) from cursor
-    (0 when omitted); wait_ms waits for output past cursor or the task's end.
+    (0 when omitted), in the latest run or the kept run `run`; wait_ms waits for output past
+    cursor or the task's end. task_id null: no such task (never started, or its output is no
+    longer kept by the runner).
     """
     work = ctx.work_manager()
-    it = work.item(work.run_of(p.session_id, p.cwd), p.item)
+    it = work.item(work.find_run(work.root_of(p.session_id, p.cwd), p.run), p.item)
     task_id = it.verify_task_id if p.verify else it.task_id
     task = await ctx.tasks.find(task_id) if task_id is not None else None
     if task is None:
@@ -94,14 +99,15 @@ async def logs(ctx: Context, p: WorkLogsParams) -> WorkLogs:
                     more=got.more, finished=task.finished)
 
 
-@rpc(WorkItemParams)
+@rpc(WorkRunItemParams)
 async def rollback(ctx: Context, p: WorkItemParams) -> WorkRolledBack:
-    """work.rollback {session_id, cwd, item} -> {item, head, how}
+    """work.rollback {session_id, cwd, item, run?} -> {item, head, how}
 
-    Undoes a landed high or critical item from the tag set before it landed: a reset when
-    nothing landed after it, else a revert of its commits. The item goes back to pending.
+    Undoes a landed high or critical item (of the latest run, or of the kept run `run`) from
+    the tag set before it landed: a reset when nothing landed after it, else a revert of its
+    commits. The item goes back to pending.
     """
-    head, how = await ctx.work_manager().rollback(p.session_id, p.cwd, p.item)
+    head, how = await ctx.work_manager().rollback(p.session_id, p.cwd, p.item, p.run)
     return WorkRolledBack(item=p.item, head=head, how=how)
 
 
@@ -119,6 +125,69 @@ async def allow_check(ctx: Context, p: WorkItemParams) -> WorkStatus:
     return WorkStatus(run=work_run(run))
 
 
+@rpc(WorkRunsParams)
+async def runs(ctx: Context, p: WorkRunsParams) -> WorkRuns:
+    """work.runs {session_id, cwd, limit?=20} -> {runs: [{id, state, halt, worker, started_at, ended_at,
+    items: {state: n}, landed}]}
+
+    The workspace's kept runs, newest first (the runner keeps the last 50 per workspace).
+    """
+    work = ctx.work_manager()
+    out = []
+    for run in work.history(work.root_of(p.session_id, p.cwd), p.limit):
+        counts: dict[str, int] = {}
+        for it in run.items.values():
+            counts[it.state] = counts.get(it.state, 0) + 1
+        out.append(WorkRunSummary(id=run.id, state=run.state, halt=run.halt, worker=run.worker,
+                                  started_at=run.started_at, ended_at=run.ended_at, items=counts,
+                                  landed=[i.id for i in run.items.values() if i.landed]))
+    return WorkRuns(runs=out)
+
+
+@rpc(WorkEventsParams)
+async def events(ctx: Context, p: WorkEventsParams) -> WorkEvents:
+    """work.events {session_id, cwd, run?, after?=0, item?, attempt?, limit?=200, wait_ms?=0} -> {run,
+    started_at, state, ended, events: [{seq, t, item, attempt, kind, text}], seq, skipped, tools_left_out}
+
+    The run's journal past event `after` (the latest run, or the kept run `run`): item events
+    (worker started, exited, check green/red, landed, held and why), the run's state, and per
+    attempt its first heartbeat, every tool call its hooks reported (allowed/denied and why),
+    every exec: task and refused call. `item` narrows it to one attempt's trace: `attempt`, else
+    the item's latest. Errors: -32001 no kept run `run`, no such item in it; -32602 no such attempt.
+    wait_ms waits for an event past `after` while the run is live. What `plugkit work --wait`,
+    `work status --follow` and `work trace` print.
+    """
+    work = ctx.work_manager()
+    root = work.root_of(p.session_id, p.cwd)
+    try:
+        run = work.find_run(root, p.run)
+    except NotFound:
+        if p.run is not None:
+            raise
+        return WorkEvents()
+    attempt = p.attempt
+    if p.item is not None:
+        tries = max(1, work.item(run, p.item).attempt)
+        if attempt is not None and attempt > tries:
+            raise Invalid(f"{p.item} has {tries} attempt(s) in run {run.id}: --attempt 1..{tries}")
+        attempt = attempt or tries
+    journal = work.journal(run)
+    live = run.ended_at is None and work.drivers.get(root) is not None and work.latest(root) is run
+    if live:
+        journal.observe(run)
+        if p.wait_ms and journal.seq <= p.after:
+            await journal.wait(p.after, p.wait_ms / 1000)
+    got = journal.since(p.after, p.item, attempt)
+    kept = got[-p.limit:]
+    fields = WorkEvent.model_fields
+    return WorkEvents(run=run.id, started_at=run.started_at, state=run.state, ended=run.ended_at is not None,
+                      attempt=attempt,
+                      events=[WorkEvent(**{k: v for k, v in ev.items() if k in fields}) for ev in kept],
+                      seq=journal.seq, skipped=len(got) - len(kept),
+                      tools_left_out=journal.tools_left_out(p.item, attempt) if p.item and attempt else 0)
+
+
 METHODS = {"work.start": start, "work.status": status, "work.stop": stop, "work.logs": logs,
+           "work.runs": runs, "work.events": events,
            "work.rollback": rollback, "work.allow_check": allow_check,
            **work_host.METHODS}  # a node's runner hosting a remote supervisor's attempts

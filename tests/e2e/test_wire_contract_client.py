@@ -92,6 +92,9 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
     cli("work", "--run", "true", "--items", "w1", "--budget-min", "1", "--merge", "ff", "--afk")  # refused: no commit
     cli("work", "status", "--wait", "0.1")
     cli("work", "logs", "w1", "--verify")
+    cli("work", "runs")
+    cli("work", "trace", "w1")
+    cli("work", "status", "--follow")
     cli("work", "stop")
     cli("work", "rollback", "w1")
     cli("work", "allow-check", "w1")

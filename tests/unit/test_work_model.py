@@ -30,8 +30,48 @@ def test_the_store_reads_back_what_it_wrote(tmp_path):
     back = store.load("/w")
     assert back is not None and back.to_json() == run.to_json()
     assert store.load("/elsewhere") is None
-    (tmp_path / "work" / next(p.name for p in (tmp_path / "work").iterdir())).write_text("{not json")
+    (kept,) = (tmp_path / "work").glob("*/*.json")
+    kept.write_text("{not json")
     assert store.load("/w") is None  # unreadable: a new run starts clean, nothing crashes
+
+
+def test_the_store_keeps_each_run_newest_last_and_finds_one_by_its_prefix(tmp_path):
+    store = RunStore(str(tmp_path))
+    legacy = a_run()
+    legacy.id, legacy.started_at = "0abc", 0.5
+    (tmp_path / "work").mkdir()
+    # The one file per workspace of earlier versions is read as the oldest run.
+    from runner.core.work.store import _key
+    (tmp_path / "work" / (_key("/w") + ".json")).write_text(json.dumps(legacy.to_json()))
+    for n in range(4):
+        run = a_run(1)
+        run.id, run.started_at = f"{n}f{n}f", 10.0 + n
+        store.save(run)
+    assert store.load("/w").id == "3f3f"
+    assert [r.id for r in store.runs("/w")] == ["3f3f", "2f2f", "1f1f", "0f0f", "0abc"]
+    assert store.find("/w", "1f").id == "1f1f" and store.find("/w", "0a").id == "0abc"
+    assert store.find("/w", "f") is None and store.find("/w", "../x") is None  # no such run; never a path
+    store.prune("/w", keep=2)
+    assert [r.id for r in store.runs("/w")] == ["3f3f", "2f2f", "0abc"]
+
+
+def test_a_journal_reads_back_past_a_line_cut_by_a_crash(tmp_path):
+    from runner.core.work.journal import RunJournal, read
+
+    run = a_run(1)
+    path = str(tmp_path / "r1.events.jsonl")
+    journal = RunJournal(run, path, clock=lambda: 7.0)
+    it = run.items["w0"]
+    journal.boot(it)
+    journal.tool(it, "Bash", "rm -rf /", "deny", "outside the worktree\nmore")
+    with open(path, "a") as fh:
+        fh.write('{"seq": 3, "t": 7.0, "ite')  # the runner died mid-write
+    back = read(path)
+    assert [e["kind"] for e in back] == ["boot", "tool"]
+    assert back[1]["text"] == "Bash rm -rf /: denied (outside the worktree)"
+    again = RunJournal(run, path, clock=lambda: 8.0)
+    again.exec(it, 5, "bash", "echo hi\nmore")
+    assert [e["seq"] for e in read(path)] == [1, 2, 3] and read(path)[2]["text"] == "exec:bash task_5: echo hi"
 
 
 def test_states_and_reasons_are_the_vocabulary():

@@ -13,6 +13,7 @@ from typing import Callable, Optional
 from plugkit.lifecycle import item_ops
 from plugkit.refusals import Refused
 from runner.core.work.attempt import Attempts
+from runner.core.work.journal import RunJournal
 from runner.core.work.model import END, HELD, ItemRun, Run
 
 # Terminal reasons that halt an unattended run (no new worker starts; the running ones finish).
@@ -22,8 +23,10 @@ TICK_S = 1.0
 
 class RunDriver:
     def __init__(self, run: Run, attempts: Attempts, save: Callable[[Run], None],
-                 clock: Callable[[], float], earlier: Optional[dict[str, ItemRun]] = None) -> None:
+                 clock: Callable[[], float], earlier: Optional[dict[str, ItemRun]] = None,
+                 journal: Optional[RunJournal] = None) -> None:
         self.run, self.attempts, self._save, self.clock = run, attempts, save, clock
+        self.journal = journal  # told of every item's move and the run's: the run's events
         self.earlier = earlier or {}  # the previous run's items: why one it left blocked is blocked
         self.wake = asyncio.Event()
         self.halting: Optional[str] = None  # an AFK halt waiting for the running workers to finish
@@ -48,6 +51,7 @@ class RunDriver:
             async with asyncio.TaskGroup() as group:
                 self._group = group
                 while not await self._step():
+                    self._observe()
                     self.wake.clear()
                     try:
                         await asyncio.wait_for(self.wake.wait(), self._tick())
@@ -120,6 +124,8 @@ class RunDriver:
         for item in listing.items:
             if (wanted is None or item.id in wanted) and item.id not in run.items and item.status != "completed":
                 run.items[item.id] = ItemRun(id=item.id, subject=item.subject, risk=item.risk)
+                if self.journal is not None:
+                    run.items[item.id].moved = self.journal.observe_item
             if item.id in run.items:
                 it = run.items[item.id]
                 it.subject, it.risk = item.subject, item.risk
@@ -219,7 +225,12 @@ class RunDriver:
         self.save()
         self.wake.set()
 
+    def _observe(self) -> None:
+        if self.journal is not None:
+            self.journal.observe(self.run)
+
     def save(self) -> None:
+        self._observe()
         self._save(self.run)
         self._changed.set()
         self._changed = asyncio.Event()

@@ -21,6 +21,7 @@ from runner.core.tasks.manager import TaskManager
 from runner.core.work import git
 from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
+from runner.core.work.journal import RunJournal
 from runner.core.work.model import ItemRun, Run, RunRequest
 from runner.core.work.store import RunStore
 from runner.executors.worker import check_sandbox, program_path, task_of
@@ -43,6 +44,7 @@ class WorkManager:
         self.home = home
         self.store = RunStore(home)
         self.runs: dict[str, Run] = {}  # workspace root -> its latest run
+        self.journals: dict[str, RunJournal] = {}  # run id -> its events (runs in self.runs, and any read since)
         self.drivers: dict[str, RunDriver] = {}  # workspace root -> the live run's driver
         # Every run's driver is a child of one TaskGroup, held open by a task of its own from the
         # first start until close(): leaving it cancels the live runs and waits for their tidy-up.
@@ -63,10 +65,46 @@ class WorkManager:
                         it.enter("killed", now, "runner_restarted", "the runner stopped while the run was live")
                 run.enter("halted", "the runner stopped during this run; `plugkit work` starts a new one "
                                     "(landed items stay)", now)
+                self.journal(run).observe(run)
                 self.store.save(run)
             if run is not None:
                 self.runs[root] = run
         return self.runs.get(root)
+
+    def journal(self, run: Run) -> RunJournal:
+        """The run's journal: the live one, or a past run's read back from its file."""
+        journal = self.journals.get(run.id)
+        if journal is None:
+            live = {r.id for r in self.runs.values()}
+            for old in [k for k in self.journals if k not in live][:-8]:  # past runs read: a few kept
+                del self.journals[old]
+            journal = self.journals[run.id] = RunJournal(run, self.store.journal_path(run), self.clock)
+            for it in run.items.values():
+                it.moved = journal.observe_item
+        return journal
+
+    def find_run(self, root: str, run_id: Optional[str]) -> Run:
+        """The workspace's run `run_id` (an id or a unique prefix of one), else its latest."""
+        latest = self.latest(root)
+        if run_id is None or (latest is not None and latest.id.startswith(run_id)):
+            if latest is None:
+                raise NotFound("no plugkit work run in this workspace yet; `plugkit work` starts one")
+            return latest
+        run = self.store.find(root, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id} kept for this workspace (`plugkit work runs` lists them)")
+        return run
+
+    def history(self, root: str, limit: int) -> list[Run]:
+        """The workspace's kept runs, newest first (the live one as it is now)."""
+        latest = self.latest(root)
+        out = [latest] if latest is not None else []
+        for run in self.store.runs(root):
+            if len(out) >= limit:
+                break
+            if latest is None or run.id != latest.id:
+                out.append(run)
+        return out
 
     async def start(self, session_id: str, cwd: str, p: RunRequest) -> Run:
         if self._worker_of(cwd) is not None:  # a worker starting workers of its own: never
@@ -128,9 +166,13 @@ class WorkManager:
         env.update(PLUGKIT_PORT=str(self.port), PLUGKIT_HOOKS_FAIL="closed")
         attempts = Attempts(run, Plumbing(self.tasks, self.gates, ws, env, self._register, self._unregister,
                                           self.clock, self.home))
-        driver = RunDriver(run, attempts, self.store.save, self.clock, dict(old.items) if old is not None else None)
+        driver = RunDriver(run, attempts, self.store.save, self.clock, dict(old.items) if old is not None else None,
+                           self.journal(run))
+        if old is not None:
+            self.journals.pop(old.id, None)
         self.runs[root], self.drivers[root] = run, driver
         driver.save()
+        await asyncio.to_thread(self.store.prune, root)
         group = await self._the_group()
         group.create_task(self._drive(root, driver), name=f"work-run-{run.id}")
         log.info("work_run_started", run=run.id, workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk)
@@ -218,11 +260,15 @@ class WorkManager:
     def item(self, run: Run, item_id: str) -> ItemRun:
         it = run.items.get(item_id)
         if it is None:
-            raise NotFound(f"no item {item_id} in run {run.id} (`plugkit work status` lists them)")
+            earlier = next((r for r in self.store.runs(run.workspace) if item_id in r.items and r.id != run.id), None)
+            where = (f"; it was in run {earlier.id}: add --run {earlier.id}" if earlier is not None
+                     else " (`plugkit work status` lists them)")
+            raise NotFound(f"no item {item_id} in run {run.id}{where}")
         return it
 
-    async def rollback(self, session_id: str, cwd: str, item_id: str) -> tuple[str, str]:
-        run = self.run_of(session_id, cwd)
+    async def rollback(self, session_id: str, cwd: str, item_id: str,
+                       run_id: Optional[str] = None) -> tuple[str, str]:
+        run = self.find_run(self.root_of(session_id, cwd), run_id)
         it = self.item(run, item_id)
         if it.landed is None or it.rollback_tag is None:
             raise Conflict(f"{item_id} has no rollback point: only high and critical items are tagged before "
@@ -311,6 +357,7 @@ class WorkManager:
     def refused(self, run: Run, it: ItemRun, what: str) -> None:
         """A worker's call on what is not its own, refused: kept on its item for a person to read."""
         it.note_refused(what)
+        self.journal(run).refused(it, what)
         self.store.save(run)
         log.warning("work_worker_refused", run=run.id, item=it.id, call=what[:300])
 
@@ -323,7 +370,15 @@ class WorkManager:
         run, it, attempts = found
         if beat:
             attempts.beat(it)
+            self.journal(run).boot(it)
         return run, it
+
+    def traced(self, it: ItemRun) -> Optional[RunJournal]:
+        """The journal of the live run `it` belongs to (a worker's tool call or exec: is recorded there)."""
+        for run, other, _attempts in self._worktrees.values():
+            if other is it:
+                return self.journal(run)
+        return None
 
     async def close(self) -> None:
         if self._owner is not None:

@@ -39,6 +39,21 @@ def pre_tool(it: Worker, cwd: str, tool_name: str, tool_input: dict) -> tuple[st
     return ("deny", denial.reason) if denial is not None else ("allow", "")
 
 
+# The input field that says what a tool call does, first found wins (the hosts' own names).
+SUMMARY_KEYS = ("command", "cmd", "file_path", "filePath", "path", "absolute_path", "notebook_path", "pattern",
+                "url", "query", "prompt", "description")
+
+
+def summary(tool_input: dict) -> str:
+    """A tool call's input in one short line, for the attempt's trace."""
+    for key in SUMMARY_KEYS:
+        value = tool_input.get(key)
+        if isinstance(value, str) and value.strip():
+            line = " ".join(value.split())
+            return line[:117] + "..." if len(line) > 120 else line
+    return ", ".join(sorted(tool_input)[:5])
+
+
 def denied_code(it: Worker, lang: str, code: str, cwd: str) -> Optional[str]:
     if it.worktree is None:
         return None

@@ -10,7 +10,7 @@ the store writes it after every change, so a runner restart loses nothing that h
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, ClassVar, Optional
 
 from plugkit.vocab import (WORK_ALLOWED, WORK_HELD_REASONS, WORK_LIVE_STATES, WORK_MAX_REPLACEMENTS, WORK_REASONS,
                            WORK_REPLACED_REASONS, WORK_RETRIED_REASONS, WORK_RUN_ALLOWED, WORK_TERMINAL_STATES)
@@ -95,6 +95,8 @@ class ItemRun:
     node: Optional[str] = None  # --runtime ray: the node its latest attempt ran on
     placement: Optional[str] = None  # --runtime ray: the Ray task of its latest attempt
     node_losses: int = 0  # attempts ended by a lost node (not counted by the two-pass rule)
+    # Told after each move (the run's journal records it): set on the instance, never stored.
+    moved: ClassVar[Optional[Callable[["ItemRun"], None]]] = None
 
     @property
     def live(self) -> bool:
@@ -113,6 +115,8 @@ class ItemRun:
         self.state, self.reason, self.message = state, reason, message
         if state in TERMINAL:
             self.ended_at = now
+        if self.moved is not None:
+            self.moved(self)
 
     def phase(self, name: str, now: float) -> None:
         self.phases.setdefault(name, now)

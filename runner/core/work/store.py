@@ -1,35 +1,55 @@
-"""Where runs are kept: one JSON file per workspace under `$PLUGKIT_HOME/work/`, rewritten
-atomically after every change. A runner that dies mid-run finds the run at its next start
-and ends what was live as `runner_restarted`: its workers died with it (the boot reaper and
-the cgroups see to that), and what landed is on the branch already."""
+"""Where runs are kept: one directory per workspace under `$PLUGKIT_HOME/work/`, one JSON
+file per run (rewritten atomically after every change) and its event journal beside it
+(runner/core/work/journal.py). Files are named by start time, so the newest is the last
+name; the oldest beyond KEEP are pruned when a run starts. A runner that dies mid-run finds
+the run at its next start and ends what was live as `runner_restarted`: its workers died
+with it (the boot reaper and the cgroups see to that), and what landed is on the branch already.
+
+The single `<workspace>.json` file of earlier versions is read as one more past run."""
 
 import hashlib
 import json
 import os
+import re
 import tempfile
-from typing import Optional
+from typing import Iterator, Optional
 
 from runner.core.work.model import Run
 
+KEEP = 50  # runs kept per workspace: `plugkit work runs` lists them, status/logs/trace reach them
+_RUN_ID = re.compile(r"[0-9a-f]{1,32}")
 
-def _name(workspace: str) -> str:
-    return hashlib.sha256(os.fsencode(workspace)).hexdigest()[:24] + ".json"
+
+def _key(workspace: str) -> str:
+    return hashlib.sha256(os.fsencode(workspace)).hexdigest()[:24]
 
 
 class RunStore:
     def __init__(self, home: Optional[str]) -> None:
         self.dir = os.path.join(home, "work") if home else None
 
+    def _ws_dir(self, workspace: str) -> Optional[str]:
+        return os.path.join(self.dir, _key(workspace)) if self.dir else None
+
+    def _file(self, run: Run) -> Optional[str]:
+        d = self._ws_dir(run.workspace)
+        return os.path.join(d, f"{int(run.started_at * 1000):015d}-{run.id}.json") if d else None
+
+    def journal_path(self, run: Run) -> Optional[str]:
+        path = self._file(run)
+        return path[:-len(".json")] + ".events.jsonl" if path else None
+
     def save(self, run: Run) -> None:
-        if self.dir is None:
+        path = self._file(run)
+        if path is None:
             return
-        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         data = json.dumps(run.to_json(), ensure_ascii=False).encode()
-        fd, tmp = tempfile.mkstemp(prefix=".run.", suffix=".tmp", dir=self.dir)
+        fd, tmp = tempfile.mkstemp(prefix=".run.", suffix=".tmp", dir=os.path.dirname(path))
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
-            os.replace(tmp, os.path.join(self.dir, _name(run.workspace)))
+            os.replace(tmp, path)
         except BaseException:
             try:
                 os.unlink(tmp)
@@ -37,12 +57,59 @@ class RunStore:
                 pass
             raise
 
-    def load(self, workspace: str) -> Optional[Run]:
-        if self.dir is None:
-            return None
+    def _names(self, workspace: str) -> list[str]:
+        """The workspace's run files, oldest first (by the start time in their names)."""
+        d = self._ws_dir(workspace)
         try:
-            with open(os.path.join(self.dir, _name(workspace)), "rb") as fh:
+            names = sorted(n for n in os.listdir(d) if n.endswith(".json")) if d else []
+        except OSError:
+            names = []
+        return names
+
+    def _read(self, path: str, workspace: str) -> Optional[Run]:
+        try:
+            with open(path, "rb") as fh:
                 run = Run.from_json(json.load(fh))
         except (OSError, ValueError, TypeError, KeyError):
-            return None  # none yet, or unreadable: a new run starts clean
+            return None  # unreadable: left out, never a crash
         return run if run.workspace == workspace else None
+
+    def _legacy(self, workspace: str) -> Optional[Run]:
+        return self._read(os.path.join(self.dir, _key(workspace) + ".json"), workspace) if self.dir else None
+
+    def load(self, workspace: str) -> Optional[Run]:
+        """The workspace's latest run, or None."""
+        for name in reversed(self._names(workspace)):
+            run = self._read(os.path.join(self._ws_dir(workspace) or "", name), workspace)
+            if run is not None:
+                return run
+        return self._legacy(workspace)
+
+    def runs(self, workspace: str) -> Iterator[Run]:
+        """Every kept run of the workspace, newest first."""
+        for name in reversed(self._names(workspace)):
+            run = self._read(os.path.join(self._ws_dir(workspace) or "", name), workspace)
+            if run is not None:
+                yield run
+        legacy = self._legacy(workspace)
+        if legacy is not None:
+            yield legacy
+
+    def find(self, workspace: str, run_id: str) -> Optional[Run]:
+        """A kept run by its id (or a unique prefix of it)."""
+        if not _RUN_ID.fullmatch(run_id):
+            return None
+        hits = [n for n in self._names(workspace) if n.split("-", 1)[-1].startswith(run_id)]
+        if len(hits) == 1:
+            return self._read(os.path.join(self._ws_dir(workspace) or "", hits[0]), workspace)
+        legacy = self._legacy(workspace) if not hits else None
+        return legacy if legacy is not None and legacy.id.startswith(run_id) else None
+
+    def prune(self, workspace: str, keep: int = KEEP) -> None:
+        d = self._ws_dir(workspace)
+        for name in self._names(workspace)[:-keep] if d else []:
+            for path in (os.path.join(d, name), os.path.join(d, name[:-len(".json")] + ".events.jsonl")):
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass

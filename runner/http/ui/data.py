@@ -69,7 +69,28 @@ def work(ctx: Context) -> dict:
     check and receipt, landed sha, why held, refused actions)."""
     manager = _work(ctx)
     runs = [] if manager is None else list(manager.runs.values())
-    return {"runs": [work_run(r).model_dump(mode="json") for r in sorted(runs, key=lambda r: -r.started_at)]}
+    return {"runs": [_with_journal(manager, r) for r in sorted(runs, key=lambda r: -r.started_at)]}
+
+
+JOURNAL_SHOWN = 30  # the run's newest events on the page (`plugkit work trace` has the rest)
+
+
+def _with_journal(manager: Any, run: Any) -> dict:
+    """The run as the wire has it, plus its newest journal events and each item's last one: what
+    its worker did last, the line a person looks for."""
+    shown = work_run(run).model_dump(mode="json")
+    events = manager.journal(run).events
+    shown["journal"] = [{k: ev[k] for k in ("seq", "t", "item", "attempt", "kind", "text")}
+                        for ev in events[-JOURNAL_SHOWN:]]
+    last: dict[str, str] = {}
+    for ev in reversed(events):
+        if ev["item"] and ev["item"] not in last:
+            last[ev["item"]] = ev["text"]
+        if len(last) == len(run.items):
+            break
+    for item in shown["items"]:
+        item["last"] = last.get(item["id"])
+    return shown
 
 
 def _roots(ctx: Context) -> dict[str, str]:

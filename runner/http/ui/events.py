@@ -33,8 +33,9 @@ class Watcher:
         tasks = tuple((t.id, t.state, t.bytes_out) for t in ctx.tasks.all_tasks())
         manager = ctx.work.peek() if ctx.work is not None else None
         runs: tuple[Any, ...] = () if manager is None else tuple(
-            (r.id, r.state, r.halt, tuple((i.id, i.state, i.attempt, i.task_id, i.verify, i.landed,
-                                           i.last_beat_at, len(i.refused)) for i in r.items.values()))
+            (r.id, r.state, r.halt, manager.journal(r).seq,
+             tuple((i.id, i.state, i.attempt, i.task_id, i.verify, i.landed,
+                    i.last_beat_at, len(i.refused)) for i in r.items.values()))
             for r in manager.runs.values())
         writes = sum(n for method, n in ctx.runtime.requests.items()
                      if method.partition(".")[0] in GATED and not method.endswith(READS))

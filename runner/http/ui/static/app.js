@@ -71,11 +71,16 @@ function drawWork(data) {
       i.landed ? el("code", {}, i.landed.slice(0, 12)) : "-",
       el("div", {}, i.reason || "", i.message ? el("div", { class: "muted" }, i.message) : null, nextCommand(i)),
       i.refused.length ? el("div", { class: "muted" }, i.refused.join("; ")) : "-",
+      i.last ? el("div", { class: "muted" }, i.last) : "-",
     ]);
+    const journal = run.journal.map((e) => el("div", {},
+      el("span", { class: "muted" }, "+" + (e.t - run.started_at).toFixed(1) + "s "),
+      (e.item || "run") + " " + e.text));
     return el("div", { class: "run" },
       el("h3", {}, "run " + run.id + " ", badge(run.state), " ", el("span", { class: "muted" }, run.workspace + " on " + run.branch)),
       run.halt ? el("div", { class: "halt" }, run.halt) : null,
-      table(["item", "state", "attempt", "worker task", "heartbeat", "check", "landed", "why", "refused"], items));
+      table(["item", "state", "attempt", "worker task", "heartbeat", "check", "landed", "why", "refused", "last"], items),
+      journal.length ? el("details", {}, el("summary", {}, "journal (newest " + journal.length + "; `plugkit work trace ITEM` has each attempt's)"), ...journal) : null);
   });
   fill("work", runs, "no run");
 }
