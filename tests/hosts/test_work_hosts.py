@@ -55,6 +55,14 @@ def test_four_items_two_in_parallel_landed_then_halted_on_the_critical_one(tmp_p
         assert all("boot" in got[i]["phases"] for i in ("w1", "w2", "w3")), why
         denied = scripts[prompt_line("w3")].reply_to(0)
         assert denied is not None and "plugkit work" in denied.newest and "worktree" in denied.newest, why
+        # The attempt's trace is what the runner witnessed of it: the host booted, the denied
+        # `rm -rf ..` with its answer, then the commit it allowed, in that order.
+        trace = work.cli("work", "trace", "w3").stdout
+        assert trace.startswith(f"w3: attempt 1 of 1 in run {run['id']}, completed/landed; last: landed as"), trace
+        denial = next((n for n, line in enumerate(trace.splitlines()) if "rm -rf ..: denied (" in line), None)
+        commit = next((n for n, line in enumerate(trace.splitlines())
+                       if "git add -A && git commit" in line and line.endswith(": allowed")), None)
+        assert " boot " in trace and denial is not None and commit is not None and denial < commit, trace
         assert (work.repo / "README").exists() and (work.repo.parent / "host-home").exists()
         for name in ("w1.txt", "w2.txt", "w3.txt"):
             assert (work.repo / name).exists(), name

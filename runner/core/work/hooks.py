@@ -48,6 +48,8 @@ def summary(tool_input: dict) -> str:
     """A tool call's input in one short line, for the attempt's trace."""
     for key in SUMMARY_KEYS:
         value = tool_input.get(key)
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):  # an argv
+            value = " ".join(value)
         if isinstance(value, str) and value.strip():
             line = " ".join(value.split())
             return line[:117] + "..." if len(line) > 120 else line
