@@ -105,6 +105,9 @@ def gate_main(argv: list[str]) -> int:
     emit.add_argument("files", nargs="+", metavar="PATH[=SHA256]")
     ver = sub.add_parser("verify", parents=[common], help="run the configured verify command, witnessed")
     ver.add_argument("--wait", type=float, default=60.0, help="seconds to wait for it (default 60)")
+    ci = sub.add_parser("ci", parents=[common], help="the runner asks CI about HEAD (ci in .plugkit/config.toml); "
+                                                     "COMPLETE needs it green")
+    ci.add_argument("--wait", type=float, default=0.0, help="while CI is pending, ask again for up to S seconds")
     sub.add_parser("context", parents=[common], help="the lines a SessionStart hook shows the agent")
     sub.add_parser("restore", parents=[common],
                    help="write .prd and .plugkit/state.json again from the runner's ledger, dropping outside edits")
@@ -133,7 +136,21 @@ def gate_main(argv: list[str]) -> int:
     if a.action == "verify":
         return _call(a, "gate.verify", show.verify, lambda r: r["verify"]["outcome"] in (None, "green"),
                      wait_ms=int(max(0.0, min(a.wait, 600.0)) * 1000), environ=caller_environ())
+    if a.action == "ci":
+        return _call(a, "gate.ci", _ci_lines, lambda r: r["state"] == "green",
+                     wait_ms=int(max(0.0, min(a.wait, 600.0)) * 1000))
     return _call(a, "gate.context", lambda r: r["lines"])
+
+
+def _ci_lines(r: dict) -> list[str]:
+    lines = [f"CI {r['state']} on {r['sha'][:12]} ({r['provider']}): {r['note']}"]
+    if r.get("log"):
+        tail = r["log"].rstrip("\n").splitlines()[-20:]
+        lines += ["the failing job's log ends:"] + [f"  {line[:200]}" for line in tail]
+    nxt = {"green": "plugkit gate advance COMPLETE", "pending": "plugkit gate ci --wait 600",
+           "red": "fix it, commit, push, then plugkit gate ci", "error": "fix what the line names, then plugkit gate ci"}
+    lines.append(f"next: {nxt[r['state']]}")
+    return lines
 
 
 @names_next("mutable")

@@ -13,6 +13,10 @@
     exec_sandbox = true         # every `plugkit exec:` task here runs in the worker sandbox (--sandbox)
     work_network = "loopback-model"  # `plugkit work`: "host" (default) | "loopback-model" (--network)
     digest_at_start = true      # the project digest (`plugkit digest`) in every SessionStart context
+    ci = "github"               # COMPLETE needs the pushed HEAD's CI green, asked by the runner: local | github | gitlab
+    ci_command = ".ci/run"      # ci = "local": the command run in a clean clone of HEAD (default .ci/run)
+    ci_repo = "owner/name"      # ci = github | gitlab: the repository (default: read from the origin remote)
+    ci_api_url = "https://api.github.com"  # the provider's REST API (default: the public one)
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -45,6 +49,10 @@ class GateConfig:
     exec_sandbox: bool = False
     work_network: str = "host"
     digest_at_start: bool = False
+    ci: Optional[str] = None
+    ci_command: Optional[str] = None
+    ci_repo: Optional[str] = None
+    ci_api_url: Optional[str] = None
     problems: tuple[str, ...] = field(default=())
 
 
@@ -97,6 +105,21 @@ def _network(v: Any) -> str:
     return v
 
 
+CI_PROVIDERS = ("local", "github", "gitlab")
+
+
+def _ci(v: Any) -> str:
+    if v not in CI_PROVIDERS:
+        raise ValueError(f"must be one of {', '.join(CI_PROVIDERS)}")
+    return v
+
+
+def _url(v: Any) -> str:
+    if not isinstance(v, str) or not v.startswith(("https://", "http://")) or any(c.isspace() for c in v):
+        raise ValueError("must be an http(s) URL")
+    return v.rstrip("/")
+
+
 def _lang(v: Any) -> str:
     # A worker task is handed the runner's home (the token): a workspace file anyone can
     # edit must not turn `gate verify` into one.
@@ -132,6 +155,10 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "exec_sandbox": ("exec_sandbox", _flag),
     "work_network": ("work_network", _network),
     "digest_at_start": ("digest_at_start", _flag),
+    "ci": ("ci", _ci),
+    "ci_command": ("ci_command", _text),
+    "ci_repo": ("ci_repo", _text),
+    "ci_api_url": ("ci_api_url", _url),
 }
 
 

@@ -45,6 +45,12 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     "work_cluster": (),
     "exec_sandbox": (False, True),  # turning it on is adopted; off is a person's to confirm
     "work_network": ("host", "loopback-model"),
+    # CI before COMPLETE: requiring it is adopted; dropping it or changing where it is asked
+    # (provider, command, repository, API) is a person's to confirm (an agent's own fake API would do).
+    "ci": (None, ANY),
+    "ci_command": (),
+    "ci_repo": (),
+    "ci_api_url": (),
 }
 # Settings the file alone decides: they only add context for the model and grant nothing, so
 # turning one off is no tampering for a person to confirm.

@@ -18,7 +18,7 @@ from plugkit.lifecycle.errors import Conflict, Forbidden, Invalid
 # note_item_added is the phase machine's (state.py needs it below gating): work.py still takes it here.
 from plugkit.lifecycle.phases import (BACKWARD, FORWARD_FROM, Check, Facts, GitFacts, enter, evaluate,  # noqa: F401
                                       note_item_added)
-from plugkit.lifecycle.state import EmitDecl, State, Transition, VerifyRun
+from plugkit.lifecycle.state import CiRun, EmitDecl, State, Transition, VerifyRun
 from plugkit.lifecycle.workspace import Workspace
 
 
@@ -97,8 +97,25 @@ def verify_status(st: State, cfg: GateConfig, git: GitFacts) -> tuple[bool, str]
     return True, f"green: task_{v.task_id}, receipt {v.receipt}"
 
 
+def ci_status(st: State, cfg: GateConfig, git: GitFacts) -> tuple[bool, str]:
+    """Whether COMPLETE's CI condition holds: `ci` unset, or the runner's own confirmation
+    that CI is green on the commit HEAD is at now."""
+    if not cfg.ci:
+        return True, "not required (no ci in .plugkit/config.toml)"
+    c = st.ci
+    if c is None:
+        return False, f"not confirmed ({cfg.ci}): plugkit gate ci"
+    if c.sha != git.head:
+        return False, f"stale: confirmed on {c.sha[:12]}, HEAD is {(git.head or '?')[:12]}; plugkit gate ci"
+    if c.state == "green":
+        return True, f"green on {c.sha[:12]} ({c.provider}: {c.note})"
+    nxt = "plugkit gate ci --wait 600" if c.state == "pending" else "plugkit gate ci"
+    return False, f"{c.state} on {c.sha[:12]} ({c.provider}: {c.note}); {nxt}"
+
+
 def facts(ws: Workspace, st: State, cfg: GateConfig, ext: External) -> Facts:
     green, note = verify_status(st, cfg, ext.git)
+    ci_green, ci_note = ci_status(st, cfg, ext.git)
     return Facts(
         plan_passes=st.plan_passes, last_pass_added=tuple(st.last_pass_added),
         unknown_mutables=tuple(st.unknown()),
@@ -106,7 +123,7 @@ def facts(ws: Workspace, st: State, cfg: GateConfig, ext: External) -> Facts:
         emission_mismatches=_mismatches(ws, st.emission or []),
         open_items=_open_items(ws), running_tasks=ext.running_tasks, git=ext.git,
         verify_green=green, verify_note=note, new_work=tuple(st.new_work),
-        tampered=tuple(f.text() for f in authority.findings(ws)))
+        tampered=tuple(f.text() for f in authority.findings(ws)), ci_green=ci_green, ci_note=ci_note)
 
 
 def next_checks(ws: Workspace, st: State, cfg: GateConfig, ext: External) -> list[Check]:
@@ -238,3 +255,9 @@ def settle_verify(ws: Workspace, w: Optional[Witnessed], now: float) -> None:
         v.detail = f"task_{v.task_id} ended {w.seen.state} (exit code {w.seen.exit_code})"
         v.receipt = evidence.record_output(ws, "verify", w.seen.output.encode(), w.task, "verify",
                                            v.detail, now, head=v.head, run=w.run).id
+
+
+def record_ci(ws: Workspace, run: CiRun) -> None:
+    """The runner's own CI confirmation for a commit (runner/core/gates/ci.py), kept in the state."""
+    with state_mod.transaction(ws) as st:
+        st.ci = run

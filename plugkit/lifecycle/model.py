@@ -58,6 +58,18 @@ class VerifyRun(BaseModel):
     receipt: Optional[str] = None
 
 
+class CiRun(BaseModel):
+    """CI on one commit as the runner itself confirmed it (`plugkit gate ci`): never from the agent."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    sha: str
+    provider: str  # local | github | gitlab
+    state: Literal["green", "red", "pending", "error"]
+    note: str = ""  # one line: which run, or which job failed, or why it could not be asked
+    at: float = 0.0
+
+
 class State(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -78,6 +90,7 @@ class State(BaseModel):
     # item id -> the git HEAD it first went in_progress at: its check is held to that commit's
     # (runner/core/gates/weaken.py) until it completes.
     item_bases: dict[str, str] = {}
+    ci: Optional[CiRun] = None  # the last CI confirmation (`ci` in .plugkit/config.toml)
 
     def unknown(self) -> list[str]:
         return [m.name for m in self.mutables.values() if m.status != "KNOWN"]

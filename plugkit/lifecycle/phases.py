@@ -42,6 +42,8 @@ class Facts:
     verify_note: str = "not run"
     new_work: tuple[str, ...] = ()
     tampered: tuple[str, ...] = ()  # the views' outside edits (plugkit.lifecycle.authority)
+    ci_green: bool = True  # `ci` unset, or the runner confirmed CI green on HEAD
+    ci_note: str = "not required (no ci in .plugkit/config.toml)"
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ CONDITIONS: dict[str, Condition] = {c.name: c for c in (
     Condition("verify_green", lambda f: f.verify_green, lambda f: f.verify_note),
     Condition("new_work_arrived", lambda f: bool(f.new_work), lambda f: list(f.new_work)),
     Condition("views_untampered", lambda f: not f.tampered, lambda f: list(f.tampered)),
+    Condition("ci_green", lambda f: f.ci_green, lambda f: f.ci_note),
 )}
 
 
@@ -101,7 +104,7 @@ FORWARD: tuple[Row, ...] = (
     Row("emission_matches", "EMIT", "VERIFY", ("emission_declared", "emitted_files_match")),
     Row("verified_clean", "VERIFY", "COMPLETE", ("no_open_work_items", "no_unknown_mutables", "no_running_tasks",
                                                  "git_clean", "nothing_unpushed", "verify_green",
-                                                 "views_untampered")),
+                                                 "views_untampered", "ci_green")),
     Row("new_work", "COMPLETE", "PLAN", ("new_work_arrived",)),
 )
 FORWARD_FROM: dict[str, Row] = {r.source: r for r in FORWARD}

@@ -25,7 +25,7 @@ from plugkit.lifecycle import authority, items_view, phases
 # The models live in plugkit.lifecycle.model (authority and phases need them, and this module
 # needs those two); every caller has always taken them from here.
 from plugkit.lifecycle.model import (MAX_NOTICES, Approval, EmitDecl, Phase, State, Transition,  # noqa: F401
-                                     VerifyRun)
+                                     CiRun, VerifyRun)
 from plugkit.lifecycle.workspace import Workspace, atomic_write
 
 log = logging.getLogger("plugkit.lifecycle")

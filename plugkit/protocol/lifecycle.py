@@ -120,6 +120,18 @@ class EmitResult(Result):
     declared: list[str]
 
 
+class GateCiParams(WorkspaceParams):
+    wait_ms: Annotated[int, Field(ge=0), at_most("max_wait_ms")] = 0  # while CI is pending, ask again until
+
+
+class CiConfirmed(Result):
+    sha: str  # the commit asked about: HEAD when the call came
+    provider: str  # local | github | gitlab
+    state: Literal["green", "red", "pending", "error"]
+    note: str = ""  # which run passed, which job failed, or why it could not be asked
+    log: str = ""  # red: the tail of the failing job's log
+
+
 class VerifyStarted(Result):
     task: TaskInfo
     verify: VerifyInfo

@@ -11,7 +11,7 @@ does not allow it.
 
 from plugkit.lifecycle.phases import FORWARD_FROM
 from plugkit.protocol.lifecycle import (
-    AdvanceResult, CheckResult, ConfigConfirmed, ContextLines, EmitResult, GateAdvanceParams, GateCheckParams, GateEmitParams,
+    AdvanceResult, CheckResult, CiConfirmed, GateCiParams, ConfigConfirmed, ContextLines, EmitResult, GateAdvanceParams, GateCheckParams, GateEmitParams,
     GateRetreatParams, GateStatus, GateStopParams, GateVerifyParams, RestoreResult, StopResult, TransitionInfo,
     VerifyInfo, VerifyStarted, WorkspaceParams,
 )
@@ -187,8 +187,25 @@ async def context(ctx: Context, p: WorkspaceParams) -> ContextLines:
     return ContextLines(lines=await gates.context(gates.workspace(p.session_id, p.cwd)))
 
 
+@rpc(GateCiParams)
+async def ci(ctx: Context, p: GateCiParams) -> CiConfirmed:
+    """gate.ci {session_id, cwd, wait_ms?=0} -> {sha, provider, state: green|red|pending|error, note, log}
+
+    The runner asks CI about the commit HEAD is at (`ci` in .plugkit/config.toml: local runs
+    `ci_command` in a clean clone of it; github/gitlab ask the provider's API with the runner's
+    own token) and records the answer, which COMPLETE's ci_green condition reads. While CI is
+    pending it asks again until wait_ms. A red answer carries the failing job and its log's
+    tail. Errors: -32005 no ci configured, or no commit; -32602 a token file not 0600.
+    """
+    from runner.core.gates import ci as ci_mod
+
+    gates = _gates(ctx)
+    run, log = await ci_mod.confirm(gates, p.session_id, gates.workspace(p.session_id, p.cwd), p.wait_ms / 1000)
+    return CiConfirmed(sha=run.sha, provider=run.provider, state=run.state, note=run.note, log=log)
+
+
 METHODS = {
     "gate.status": status, "gate.advance": advance, "gate.retreat": retreat, "gate.emit": emit,
     "gate.verify": verify, "gate.check": check, "gate.stop": stop, "gate.context": context,
-    "gate.restore": restore, "gate.confirm_config": confirm_config,
+    "gate.restore": restore, "gate.confirm_config": confirm_config, "gate.ci": ci,
 }

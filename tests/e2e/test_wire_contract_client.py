@@ -93,6 +93,7 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
     cli("work", "status", "--wait", "0.1")
     cli("work", "logs", "w1", "--verify")
     cli("work", "runs")
+    cli("gate", "ci")  # no ci configured: refused, but sent
     cli("work", "trace", "w1")
     cli("work", "status", "--follow")
     cli("work", "stop")
