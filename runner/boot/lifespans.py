@@ -111,7 +111,33 @@ def work_lifespan(ctx: Context) -> Lifespan:
     async def close(work: Any) -> None:
         await work.close()
 
-    return lazy_part_lifespan(ctx, "work", ctx.work, close)
+    part = lazy_part_lifespan(ctx, "work", ctx.work, close)
+
+    async def lifespan(app: web.Application) -> AsyncIterator[None]:
+        # A run the last runner left live (killed -9, OOM): settled in the background, so the
+        # port is bound first; only a runner with such a marker builds the work part at boot.
+        home = ctx.runtime.home
+        settle = None
+        if ctx.work is not None and home and os.path.isdir(os.path.join(home, "work", "live")) \
+                and os.listdir(os.path.join(home, "work", "live")):
+            settle = asyncio.get_running_loop().create_task(_settle(ctx), name="work-settle-dead")
+        parts = part(app)
+        await parts.__anext__()
+        yield
+        if settle is not None and not settle.done():
+            settle.cancel()
+            await asyncio.gather(settle, return_exceptions=True)
+        async for _ in parts:  # the part's own shutdown
+            pass
+
+    return lifespan
+
+
+async def _settle(ctx: Context) -> None:
+    try:
+        await ctx.work_manager().settle_dead()
+    except Exception:  # never the runner's end: the run's file still says what happened
+        logs.get("plugkit.work").exception("work_settle_failed")
 
 
 def hosted_lifespan(ctx: Context) -> Lifespan:

@@ -279,7 +279,13 @@ def test_a_runner_killed_mid_run_loses_nothing_and_the_next_run_finishes(home, r
     deadline = time.monotonic() + 10
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         time.sleep(0.05)
-    run = w.status()  # a new runner, from the run's file
+    # A new runner settles the dead run by itself: .prd agrees with it before any work.* call.
+    home.cli("runner", "start")
+    deadline = time.monotonic() + 30
+    while w.prd()["w1"]["status"] != "pending" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert w.prd()["w1"]["status"] == "pending", w.prd()
+    run = w.status()  # from the run's file
     it = w.items(run)["w1"]
     assert run["state"] == "halted" and "runner stopped" in run["halt"], run
     assert (it["state"], it["reason"]) == ("killed", "runner_restarted"), run

@@ -184,6 +184,25 @@ class WorkManager:
         except git.GitError as exc:
             raise Conflict(f"plugkit work needs a git repository on a branch: {exc}") from None
 
+    async def settle_dead(self) -> list[str]:
+        """At boot: each run that was live when the last runner died is ended as it ended
+        (killed/runner_restarted), and its items in_progress in .prd go back to pending, so
+        `prd list`, `work status` and the page say the same from the first moment."""
+        settled = []
+        for root in await asyncio.to_thread(self.store.live_roots):
+            run = self.latest(root)
+            if run is None or root in self.drivers:
+                continue
+            try:
+                ws = self.gates.workspace("plugkit-work", root)
+                await self._release_stale(ws, run, await self.gates.read(ws, item_ops.prd_list))
+            except Exception as exc:  # a workspace gone or unreadable: its run file says what happened
+                log.warning("work_dead_run_not_settled", workspace=root, error=str(exc)[:200])
+                continue
+            settled.append(root)
+            log.warning("work_dead_run_settled", run=run.id, workspace=root)
+        return settled
+
     async def _release_stale(self, ws, old: Optional[Run], listing) -> None:
         """Items a dead run left in_progress go back to pending: nobody works on them now."""
         if old is None:

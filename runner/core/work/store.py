@@ -16,6 +16,7 @@ from typing import Iterator, Optional
 
 from runner.core.work.model import Run
 
+LIVE = "live"  # one file per workspace with a live run, naming its root: what a new runner looks at first
 KEEP = 50  # runs kept per workspace: `plugkit work runs` lists them, status/logs/trace reach them
 _RUN_ID = re.compile(r"[0-9a-f]{1,32}")
 
@@ -50,12 +51,40 @@ class RunStore:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, path)
+            self._mark(run)
         except BaseException:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
             raise
+
+    def _mark(self, run: Run) -> None:
+        """A live run leaves a marker a runner started after a crash finds without reading every run."""
+        assert self.dir is not None
+        marker = os.path.join(self.dir, LIVE, _key(run.workspace))
+        if run.ended_at is None:
+            if not os.path.exists(marker):
+                os.makedirs(os.path.dirname(marker), mode=0o700, exist_ok=True)
+                with open(marker, "w", encoding="utf-8") as fh:
+                    fh.write(run.workspace)
+        else:
+            try:
+                os.unlink(marker)
+            except FileNotFoundError:
+                pass
+
+    def live_roots(self) -> list[str]:
+        """The workspaces whose latest run was live when its runner last wrote it."""
+        d = os.path.join(self.dir, LIVE) if self.dir else None
+        roots = []
+        for name in (os.listdir(d) if d and os.path.isdir(d) else []):
+            try:
+                with open(os.path.join(d, name), encoding="utf-8") as fh:
+                    roots.append(fh.read())
+            except OSError:
+                continue
+        return roots
 
     def _names(self, workspace: str) -> list[str]:
         """The workspace's run files, oldest first (by the start time in their names)."""
