@@ -5,6 +5,7 @@ timings on shared machines are noisy, so targets are checked here, never in pyte
 """
 
 import argparse
+import enum
 import json
 import os
 import shutil
@@ -30,6 +31,25 @@ class Row:
     ratio: str
     target: str
     ok: bool
+
+
+class Size(enum.IntEnum):
+    """How much each case measures: FULL (the default), QUICK (--quick: fewer samples) or SMOKE
+    (--smoke: one sample a row, tiny inputs; the test suite's check that every row is produced
+    and well-formed, its numbers mean nothing). A case gets it as its `quick` argument: false
+    only for FULL, so `a if quick else b` still reads QUICK and SMOKE alike."""
+
+    FULL = 0
+    QUICK = 1
+    SMOKE = 2
+
+    def pick(self, full, quick, smoke=1):
+        return (full, quick, smoke)[self]
+
+
+def sized(size, full, quick, smoke=1):
+    """`full`, `quick` or `smoke` by the size a case was given (a Size, or a bool from older callers)."""
+    return Size(int(size)).pick(full, quick, smoke)
 
 
 def pct(samples: list[float], p: float) -> float:
@@ -100,6 +120,8 @@ def main() -> int:
     cases = all_cases()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples")
+    parser.add_argument("--smoke", action="store_true", help="one sample a row, tiny inputs: every row produced and "
+                        "well-formed, its numbers meaningless (the test suite's run)")
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     parser.add_argument("--report-only", action="store_true",
                         help="exit 0 even when a target is missed (the test suite's smoke run)")
@@ -114,8 +136,9 @@ def main() -> int:
         parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(cases)}")
     rows: list[Row] = []
     groups: list[str] = []
+    size = Size.SMOKE if args.smoke else Size.QUICK if args.quick else Size.FULL
     for name in args.cases or cases:
-        produced = cases[name](args.quick)
+        produced = cases[name](size)
         rows.extend(produced)
         groups.extend([name] * len(produced))
     if args.json:

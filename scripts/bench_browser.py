@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import Row, Sandbox, ms, pct  # noqa: E402
+from bench import Row, Sandbox, ms, pct, sized  # noqa: E402
 from plugkit.chromium import find_chromium  # noqa: E402
 
 CHROMIUM = find_chromium()  # the rule the runner uses
@@ -78,7 +78,7 @@ async def _bare_pyppeteer(warm_runs: int) -> tuple[float, list[float]]:
 
 
 def case_cold(quick: bool) -> list[Row]:
-    runs = 3 if quick else 10
+    runs = sized(quick, 10, 3)
     ours, base = [], []
     for _ in range(runs):
         box = _started_box()
@@ -100,7 +100,7 @@ def case_cold(quick: bool) -> list[Row]:
 
 
 def case_warm(quick: bool) -> list[Row]:
-    runs = 30 if quick else 100
+    runs = sized(quick, 100, 30)
     box = _started_box()
     try:
         client = _client(box)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import PLUGKIT, PY, ROOT, Row, Sandbox, ms, pct, timed  # noqa: E402
+from bench import PLUGKIT, PY, ROOT, Row, Sandbox, ms, pct, timed, sized  # noqa: E402
 
 TARGET_X = 3.5  # issue 31; exec p50 minus bash p50, in units of `python -S -c pass` p50
 
@@ -76,6 +76,6 @@ def case_status(n: int) -> list[Row]:
 
 
 CASES = {
-    "cli_exec": lambda quick: case_exec(30 if quick else 200),
-    "cli_status": lambda quick: case_status(30 if quick else 200),
+    "cli_exec": lambda quick: case_exec(sized(quick, 200, 30)),
+    "cli_status": lambda quick: case_status(sized(quick, 200, 30)),
 }

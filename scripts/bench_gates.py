@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import Row, Sandbox, ms, pct  # noqa: E402
+from bench import Row, Sandbox, ms, pct, sized  # noqa: E402
 from bench_runner import _client, _exec  # noqa: E402
 
 SIZES = (20, 1000)
@@ -128,8 +128,8 @@ def case_receipt_signing(n: int) -> list[Row]:
                 "<= 1 ms", sign <= 0.001)]
 
 
-def case_check_comparison(n: int) -> list[Row]:
-    """The base-vs-branch comparison of a pytest check (issue 44 #3) on a 500-test suite: the
+def case_check_comparison(n: int, files: int = 50) -> list[Row]:
+    """The base-vs-branch comparison of a pytest check (issue 44 #3) on a suite of `files` x 10 tests: the
     runner configuration diffed, then the check collected at both commits in fresh checkouts
     side by side (runner/core/gates/collect.py, as a worker's branch is judged, minus the task
     manager), against one plain run of the same suite: the check the runner runs anyway."""
@@ -144,7 +144,7 @@ def case_check_comparison(n: int) -> list[Row]:
         return sp.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
 
     git("init", "-q", "-b", "main")
-    for i in range(50):  # 50 files of 10 tests: 500
+    for i in range(files):
         Path(root, "tests").mkdir(exist_ok=True)
         Path(root, "tests", f"test_m{i}.py").write_text("".join(f"def test_{j}():\n    assert {j} == {j}\n\n"
                                                                  for j in range(10)))
@@ -172,7 +172,8 @@ def case_check_comparison(n: int) -> list[Row]:
     async def compare() -> list[str]:
         changes, _which = await weaken.config_changes(root, base, branch, " ".join(check))
         at_base, at_branch = await asyncio.gather(collected("base", base), collected("branch", branch))
-        assert len(at_base.tests) == 500 and len(at_branch.tests) == 501, (len(at_base.tests), len(at_branch.tests))
+        assert len(at_base.tests) == 10 * files and len(at_branch.tests) == 10 * files + 1, (len(at_base.tests),
+                                                                               len(at_branch.tests))
         return changes + weaken.weakened(at_base, at_branch)
 
     times: dict[str, list[float]] = {"compare": [], "run": []}
@@ -186,13 +187,13 @@ def case_check_comparison(n: int) -> list[Row]:
             times["compare"].append(t1 - t0)
             times["run"].append(t2 - t1)
     cmp_p, run_p = pct(times["compare"], 50), pct(times["run"], 50)
-    return [Row("check comparison: base vs branch, 500-test pytest suite p50", ms(cmp_p),
+    return [Row(f"check comparison: base vs branch, {10 * files}-test pytest suite p50", ms(cmp_p),
                 f"one run of the suite {ms(run_p)}", f"{cmp_p / run_p:.2f}x", "<= 2x the run", cmp_p <= 2 * run_p)]
 
 
-CASES = {"gates_scale": lambda quick: case_gates(15 if quick else 60),
-         "receipt_signing": lambda quick: case_receipt_signing(100 if quick else 500),
-         "check_comparison": lambda quick: case_check_comparison(3 if quick else 10)}
+CASES = {"gates_scale": lambda quick: case_gates(sized(quick, 60, 15)),
+         "receipt_signing": lambda quick: case_receipt_signing(sized(quick, 500, 100)),
+         "check_comparison": lambda quick: case_check_comparison(sized(quick, 10, 3), sized(quick, 50, 50, 5))}
 
 if __name__ == "__main__":
     os.execv(sys.executable, [sys.executable, str(Path(__file__).resolve().parent / "bench.py"), *CASES, *sys.argv[1:]])

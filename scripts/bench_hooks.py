@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import PLUGKIT, PY, ROOT, Row, Sandbox, ms, pct, timed  # noqa: E402
+from bench import PLUGKIT, PY, ROOT, Row, Sandbox, ms, pct, timed, sized  # noqa: E402
 
 TARGET_X = 4.0  # hook p50 over `python -S -c pass` p50 (the floor for a Python client is ~3.2x)
 
@@ -64,5 +64,5 @@ def case_pre_tool(n: int) -> list[Row]:
 
 
 CASES = {
-    "hook_pre_tool": lambda quick: case_pre_tool(30 if quick else 200),
+    "hook_pre_tool": lambda quick: case_pre_tool(sized(quick, 200, 30)),
 }

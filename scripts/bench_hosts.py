@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import PLUGKIT, Row, Sandbox, ms, pct  # noqa: E402
+from bench import PLUGKIT, Row, Sandbox, ms, pct, sized  # noqa: E402
 from tests.hosts.hosts import HOSTS, Host, project, run  # noqa: E402
 from tests.hosts.script import Call, Say, Script  # noqa: E402
 
@@ -71,7 +71,7 @@ def case_host(name: str, calls: int) -> list[Row]:
     ]
 
 
-CASES = {f"hosts_{name}": (lambda quick, name=name: case_host(name, 3 if quick else 12)) for name in HOSTS}
+CASES = {f"hosts_{name}": (lambda quick, name=name: case_host(name, sized(quick, 12, 3))) for name in HOSTS}
 
 if __name__ == "__main__":
     os.execv(sys.executable, [sys.executable, str(Path(__file__).resolve().parent / "bench.py"), *CASES, *sys.argv[1:]])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import PLUGKIT, PY, ROOT, Row, Sandbox, free_port, ms, pct, timed  # noqa: E402
+from bench import PLUGKIT, PY, ROOT, Row, Sandbox, free_port, ms, pct, timed, sized  # noqa: E402
 
 
 AIOHTTP_BASELINE = """
@@ -193,7 +193,7 @@ def case_info_latency(n: int) -> list[Row]:
 
 
 def case_streaming(quick: bool) -> list[Row]:
-    megabytes = 100
+    megabytes = sized(quick, 100, 100, 5)
     spew = ROOT / "tests" / "fixtures" / "spew.py"
     box = Sandbox()
     try:
@@ -287,7 +287,7 @@ def case_info_throughput(quick: bool) -> list[Row]:
     sys.path.insert(0, str(ROOT))
     from client.wire.rpc import Client, Connection
 
-    seconds = 0.5 if quick else 2.0
+    seconds = sized(quick, 2.0, 0.5, 0.05)
     box = Sandbox()
     base_port = free_port()
     base = subprocess.Popen([PY, "-c", AIOHTTP_BASELINE, str(base_port)], stdout=subprocess.DEVNULL,
@@ -343,7 +343,7 @@ def _spawn_crowd(count: int) -> subprocess.Popen:
 def _kill_crowd(crowd: subprocess.Popen) -> None:
     os.killpg(crowd.pid, signal.SIGKILL)
     crowd.wait()
-    deadline = time.monotonic() + 10  # the next plain boot must not scan 2000 dying processes
+    deadline = time.monotonic() + 10  # the next plain boot must not scan the dying crowd
     while time.monotonic() < deadline:
         try:
             os.killpg(crowd.pid, 0)
@@ -356,7 +356,7 @@ def case_boot_with_reaping(quick: bool) -> list[Row]:
     """Plain and crowded boots interleave in pairs (ABBA: P C, C P, ...), so each difference is taken
     between two boots seconds apart and load drift on a shared machine cancels instead of landing in
     the result; the crowd is spawned and killed once per two pairs."""
-    pairs = 4 if quick else 8
+    pairs, size = sized(quick, 8, 4), sized(quick, 2000, 2000, 200)
     box = Sandbox()
     crowd = None
     diffs, plain, crowded = [], [], []
@@ -366,7 +366,7 @@ def case_boot_with_reaping(quick: bool) -> list[Row]:
             got = {}
             for kind in order:
                 if kind == "crowded" and crowd is None:
-                    crowd = _spawn_crowd(2000)
+                    crowd = _spawn_crowd(size)
                 elif kind == "plain" and crowd is not None:
                     _kill_crowd(crowd)
                     crowd = None
@@ -379,17 +379,17 @@ def case_boot_with_reaping(quick: bool) -> list[Row]:
             _kill_crowd(crowd)
         box.close()
     d = statistics.median(diffs)
-    return [Row("boot (auto-start) with ~2000 processes to scan", ms(statistics.median(crowded)),
+    return [Row(f"boot (auto-start) with ~{size} processes to scan", ms(statistics.median(crowded)),
                 f"no extra processes {ms(statistics.median(plain))}", f"{d * 1000:+.1f} ms (median of {pairs} pairs)",
                 "<= +300 ms", d <= 0.3)]
 
 
 CASES = {
-    "cold_start": lambda q: case_cold_start(5 if q else 15),
+    "cold_start": lambda q: case_cold_start(sized(q, 15, 5)),
     "concurrent_cold": lambda q: case_concurrent_cold(16),
-    "warm_status": lambda q: case_warm_status(20 if q else 200),
-    "exec_overhead": lambda q: case_exec_overhead(30 if q else 300),
-    "info_latency": lambda q: case_info_latency(100 if q else 1000),
+    "warm_status": lambda q: case_warm_status(sized(q, 200, 20)),
+    "exec_overhead": lambda q: case_exec_overhead(sized(q, 300, 30)),
+    "info_latency": lambda q: case_info_latency(sized(q, 1000, 100)),
     "streaming": case_streaming,
     "concurrent_tasks": case_concurrent_tasks,
     "info_throughput": case_info_throughput,

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil  # noqa: E402
 
-from bench import PLUGKIT, Row, Sandbox, ms, pct, timed  # noqa: E402
+from bench import PLUGKIT, Row, Sandbox, ms, pct, timed, sized  # noqa: E402
 from bench_search import stdlib_root  # noqa: E402
 
 QUERIES = ("parse_args", "urlparse", "ThreadPoolExecutor", "why does json decode fail", "lru_cache",
@@ -40,8 +40,9 @@ def _rpc(box: Sandbox):
     return Client(Connection(info["port"], timeout=120), token=token)
 
 
-def case_perf(n: int) -> list[Row]:
-    corpus = stdlib_root()
+def case_perf(n: int, part: str = "") -> list[Row]:
+    """`part`: one package of the stdlib instead of all of it (--smoke)."""
+    corpus = os.path.join(stdlib_root(), part) if part else stdlib_root()
     box = Sandbox()
     # The BM25 index, whose targets these are: where plugkit[semantic] is installed the runner
     # would also embed every chunk in the background (its cost is bench_search.py's to report).
@@ -59,7 +60,7 @@ def case_perf(n: int) -> list[Row]:
         build = time.perf_counter() - began
         cpu = sum(proc.cpu_times()[:2]) - cpu0
         grow = (proc.memory_info().rss - rss0) / (1 << 20)
-        rows.append(Row("search: index stdlib (668 .py), wall / runner CPU", f"{build:.1f} s / {cpu:.1f} s", "-", "-",
+        rows.append(Row(f"search: index {f'stdlib/{part}' if part else 'stdlib (668 .py)'}, wall / runner CPU", f"{build:.1f} s / {cpu:.1f} s", "-", "-",
                         "CPU < 60 s", cpu < 60))
         rows.append(Row("search: runner RSS growth after the stdlib index", f"{grow:.0f} MiB", "-", "-", "< 150 MiB",
                         grow < 150))
@@ -96,7 +97,7 @@ def case_perf(n: int) -> list[Row]:
     return rows
 
 
-CASES = {"search_perf": lambda quick: case_perf(30 if quick else 200)}
+CASES = {"search_perf": lambda quick: case_perf(sized(quick, 200, 30), sized(quick, "", "", "json"))}
 
 if __name__ == "__main__":
     for r in case_perf(int(sys.argv[1]) if len(sys.argv) > 1 else 100):

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import Row, Sandbox, ms, pct  # noqa: E402
+from bench import Row, Sandbox, ms, pct, sized  # noqa: E402
 
 import serial  # noqa: E402  (pyserial: the baseline)
 
@@ -191,7 +191,7 @@ def bare_latency(near: str, far: int, n: int) -> list[float]:
 
 
 def case_latency(quick: bool) -> list[Row]:
-    n = 50 if quick else 500
+    n = sized(quick, 500, 50, 5)
     box = Sandbox()
     try:
         box.cli("runner", "start")

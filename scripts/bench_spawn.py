@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import PLUGKIT, PY, Row, Sandbox, ms, pct, timed  # noqa: E402
+from bench import PLUGKIT, PY, Row, Sandbox, ms, pct, timed, sized  # noqa: E402
 from bench_runner import _client, _exec, _runner_rss  # noqa: E402
 
 GAP_S = 0.05  # an agent's calls are at least this far apart
@@ -147,7 +147,7 @@ def _rss_growth(box: _Box, sessions: int, per: int) -> int:
 
 
 def case_memory(quick: bool) -> list[Row]:
-    sessions, per = (20, 50) if quick else (100, 100)
+    sessions, per = sized(quick, (100, 100), (20, 50), (4, 5))
     baseline = os.environ.get("PLUGKIT_BENCH_BASELINE")
     boxes = [_Box().start()] + ([_Box(baseline).start()] if baseline else [])
     try:
@@ -163,7 +163,7 @@ def case_memory(quick: bool) -> list[Row]:
 
 
 CASES = {
-    "spawn_cli": lambda quick: case_cli(30 if quick else 150),
-    "spawn_rpc": lambda quick: case_rpc(30 if quick else 150),
+    "spawn_cli": lambda quick: case_cli(sized(quick, 150, 30)),
+    "spawn_rpc": lambda quick: case_rpc(sized(quick, 150, 30)),
     "memory_sessions": case_memory,
 }

@@ -23,6 +23,21 @@ os.environ.setdefault("PLUGKIT_SEARCH_SEMANTIC", "0")
 LEAK_MARK = "PLUGKIT_TEST_MARK"
 
 
+# The suite's slowest files, longest first (tests/slow_files.txt, from a full run's
+# --durations): they are collected first, so the two processes of `scripts/test` (xdist,
+# --dist loadfile, --no-loadscope-reorder) start on them and end on the many short files,
+# finishing together instead of one idling while the other runs a long file picked up last.
+# Within a file the order is unchanged (module fixtures and "last in the module" tests hold).
+SLOW_FILES = os.path.join(os.path.dirname(__file__), "slow_files.txt")
+
+
+def pytest_collection_modifyitems(config, items):
+    with open(SLOW_FILES) as fh:
+        slow = [line.split()[1] for line in fh if line.strip() and not line.startswith("#")]
+    rank = {path: i for i, path in enumerate(slow)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 def _marked(mark: str) -> list[psutil.Process]:
     found = []
     me = os.getpid()

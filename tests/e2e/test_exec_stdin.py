@@ -92,7 +92,7 @@ def test_a_reader_of_a_silent_open_pipe_is_reported_waiting_at_the_ceiling(home,
     # wait ceiling, with exec:type, never held past it.
     read_fd, write_fd = os.pipe()  # kept open and silent for the whole call
     try:
-        done = run(home, ["exec:python", "--wait", "20", "import sys; print(len(sys.stdin.read()))"], read_fd,
+        done = run(home, ["exec:python", "--wait", "6", "import sys; print(len(sys.stdin.read()))"], read_fd,
                    tmp_path)
     finally:
         os.close(read_fd)

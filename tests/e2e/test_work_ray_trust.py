@@ -35,6 +35,9 @@ from tests.support.runner_home import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]  # a shared cluster's start counts in the first test
 RAY_MAIN = "from ray.scripts.scripts import main; main()"
+# A driver or node refused by the GCS retries its connection once a second, ~20 times, before it
+# gives up; three tries show the refusal (its reason is asserted) without waiting out the rest.
+REFUSED_QUICKLY = {"RAY_gcs_server_port_wait_time_s": "3"}
 # This interpreter, down to its patch version: a node's Python must match the head's to join.
 PYTHON = sys.executable
 
@@ -120,11 +123,11 @@ def test_without_the_token_another_user_can_neither_submit_nor_join(both, home, 
     cluster, other = both
     code = ("import ray; ray.init(address=%r, logging_level='ERROR'); "
             "print('RAN', ray.get(ray.remote(lambda: __import__('os').getuid()).remote()))" % cluster.address)
-    done = other.run(PYTHON, "-c", code, timeout=90)
+    done = other.run(PYTHON, "-c", code, timeout=90, **REFUSED_QUICKLY)
     assert "RAN" not in done.stdout and "Authentication" in done.stdout + done.stderr, (done.stdout, done.stderr[-2000:])
     done = other.ray("start", "--address", cluster.address, "--temp-dir", str(other.base / "t0"), "--num-cpus", "1",
-                     "--resources", '{"plugkit_worker": 4}', "--disable-usage-stats", timeout=60)
-    assert done.returncode != 0, done.stdout  # refused, or still retrying when its time ran out
+                     "--resources", '{"plugkit_worker": 4}', "--disable-usage-stats", timeout=60, **REFUSED_QUICKLY)
+    assert done.returncode != 0 and "InvalidAuthToken" in done.stderr, (done.stdout, done.stderr[-2000:])  # refused
     other.kill_all()  # whatever of its `ray start` still retries
     assert _alive(cluster) == 2, cluster.resources()  # the head and our node only
     # Its own cluster, started without token authentication: plugkit sends no work there.

@@ -54,7 +54,9 @@ MORE_HOSTS = {
     "kilo": Host(
         "kilo", "kilo",
         lambda prompt: ["run", prompt],
-        lambda url: _quiet("KILO"),
+        # Kilo's PostHog telemetry and session ingest fail offline; its exit then waits out a 2 s
+        # PostHog shutdown timeout after retried flushes (~3 s a test). The level is read once at start.
+        lambda url: {**_quiet("KILO"), "KILO_TELEMETRY_LEVEL": "off", "KILO_DISABLE_SESSION_INGEST": "1"},
         lambda url, work: {".config/kilo/kilo.json": _provider_config(url)},
         lambda command: Call("bash", {"command": command, "description": "run it"}),
         lambda path, content: Call("write", {"filePath": path, "content": content}),
