@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import Row, Sandbox, ms, pct  # noqa: E402
+from bench import Row, Sandbox, ms, pct, sized  # noqa: E402
 from bench_runner import _client, _exec  # noqa: E402
 
 READS = ("runner", "tasks", "work", "gates", "sessions")  # what the page fetches on each version
@@ -112,4 +112,4 @@ def case_page_open(n: int, rounds: int) -> list[Row]:
                 "(reported)", True)]
 
 
-CASES = {"page_open": lambda q: case_page_open(20 if q else 100, 2 if q else 4)}
+CASES = {"page_open": lambda q: case_page_open(sized(q, 100, 20, 5), sized(q, 4, 2, 1))}
