@@ -103,6 +103,8 @@ WORK_REASONS: dict[str, str] = {
     "no_commits": "the worker stopped without committing anything on its branch",
     "control_files": "its branch changes .prd or .plugkit/ (the plan and the checks are a person's)",
     "verify_failed": "the verify command failed on a fresh checkout of the item's commits",
+    "ci_red": "CI (work_ci) was red on the item's pushed branch commit",
+    "ci_unconfirmed": "CI (work_ci) could not confirm the item's branch commit green (pending past its wait, or not asked)",
     "stalled": "the worker was silent (no hook call, no output) past --stall-min",
     "budget": "the run's --budget-min ran out",
     "stopped": "the run was stopped (plugkit work stop)",
@@ -123,10 +125,10 @@ WORK_REASONS: dict[str, str] = {
 }
 # Ends a person looks at first: the .prd item is marked blocked and an unattended run halts.
 WORK_HELD_REASONS: frozenset[str] = frozenset({"merge_conflict", "land_failed", "refs_moved", "touches_check",
-                                               "bad_objects", "symbolic_ref"})
+                                               "bad_objects", "symbolic_ref", "ci_unconfirmed"})
 # Failures that count toward the two-pass rule (a kill by a person or the budget does not).
 WORK_RETRIED_REASONS: frozenset[str] = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files",
-                                                  "verify_failed", "stalled"})
+                                                  "verify_failed", "stalled", "ci_red"})
 # Ends that are the cluster's, not the item's: the attempt is placed again (elsewhere) without
 # counting toward the two-pass rule, at most this many times per item.
 WORK_REPLACED_REASONS: frozenset[str] = frozenset({"node_lost"})

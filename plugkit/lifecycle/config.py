@@ -17,6 +17,7 @@
     ci_command = ".ci/run"      # ci = "local": the command run in a clean clone of HEAD (default .ci/run)
     ci_repo = "owner/name"      # ci = github | gitlab: the repository (default: read from the origin remote)
     ci_api_url = "https://api.github.com"  # the provider's REST API (default: the public one)
+    work_ci = true              # `plugkit work` lands an item only once CI is green on its pushed branch
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -53,6 +54,7 @@ class GateConfig:
     ci_command: Optional[str] = None
     ci_repo: Optional[str] = None
     ci_api_url: Optional[str] = None
+    work_ci: bool = False
     problems: tuple[str, ...] = field(default=())
 
 
@@ -159,6 +161,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "ci_command": ("ci_command", _text),
     "ci_repo": ("ci_repo", _text),
     "ci_api_url": ("ci_api_url", _url),
+    "work_ci": ("work_ci", _flag),
 }
 
 

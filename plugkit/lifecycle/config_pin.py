@@ -51,6 +51,7 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     "ci_command": (),
     "ci_repo": (),
     "ci_api_url": (),
+    "work_ci": (False, True),  # waiting for CI before landing is adopted; not waiting is a person's to confirm
 }
 # Settings the file alone decides: they only add context for the model and grant nothing, so
 # turning one off is no tampering for a person to confirm.

@@ -58,6 +58,8 @@ def _state(old: Optional[Item], new: Item) -> Optional[str]:
     if old is not None and old["state"] == new["state"] and old.get("reason") == new.get("reason"):
         return None
     state = new["state"]
+    if state == "spawning" and new.get("reason"):  # an attempt ended and the item is tried again: why
+        return "tried again: " + (new.get("message") or new["reason"]).split("\n", 1)[0][:200]
     if state in ("queued", "spawning", "running", "verifying", "landing") or (state == "completed" and new.get("landed")):
         return None  # said by the rows above (started, landed) or not news
     word = state + (f"/{new['reason']}" if new.get("reason") else "")

@@ -6,6 +6,7 @@ a token without scope), `local` by running the CI command in a clean clone of HE
 import json
 import os
 import stat
+import sys
 
 import pytest
 from pydantic import ValidationError
@@ -152,3 +153,29 @@ def test_local_ci_runs_in_a_clean_clone_so_a_file_only_in_the_working_tree_fails
     assert not [p for p in (home.path / "ci").iterdir() if p.name.startswith("clone-")]  # the clone is gone
     mode = stat.S_IMODE(os.stat(home.path / "ci").st_mode)
     assert mode == 0o700, oct(mode)
+
+
+def test_work_ci_lands_only_after_ci_is_green_on_the_pushed_branch_and_red_reaches_the_next_attempt(
+        home, tmp_path, fake, monkeypatch):
+    from tests.e2e.test_work import AGENT, Work, commit_file
+
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_runner")
+    repo = make_repo(tmp_path / "repo", f'gates = "advisory"\nci = "github"\nci_repo = "acme/app"\n'
+                                        f'ci_api_url = "{fake.url}"\nwork_ci = true\n')
+    remote = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    w = Work(home, repo, {"w1": [["prompt"], *commit_file("w1.txt")]})
+    w.add("w1", "--verify", "test -f w1.txt")
+    fake.check_runs = [{"id": 5, "name": "tests", "status": "completed", "conclusion": "failure"}]
+    fake.logs[5] = "E   AssertionError: CI-ONLY-FAILURE\n"
+    fake.flip_after = 1  # the first ask is red; the next attempt's commit is asked green
+    w.cli("work", "--run", f"{sys.executable} {AGENT}", "--wait", "120")
+    run = w.status()
+    it = w.items(run)["w1"]
+    assert (it["state"], it["attempt"]) == ("completed", 2) and (repo / "w1.txt").exists(), json.dumps(run, indent=1)
+    assert "CI-ONLY-FAILURE" in w.cli("work", "logs", "w1", "--all").stdout  # the second prompt carried the log
+    pushed = git(repo, "ls-remote", "origin", "refs/heads/plugkit/w1").split()
+    assert pushed and any(f"/commits/{pushed[0]}/check-runs" in path for path, _ in fake.seen), fake.seen
+    trace = w.cli("work", "trace", "w1", "--attempt", "1").stdout
+    assert "ci_red" in trace, trace

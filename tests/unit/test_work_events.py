@@ -28,10 +28,13 @@ def test_each_change_is_one_line_and_nothing_repeats():
         "check green (task_4)", "landed as abababababab, receipt cdcdcdcdcdcd"]
 
 
-def test_a_spawning_retry_is_not_said_with_the_last_attempts_task():
-    assert said(item(state="running", attempt=1, task_id=3), item(state="spawning", attempt=2, task_id=3),
-                item(state="running", attempt=2, task_id=7)) == ["worker started (task_3)",
-                                                                 "worker started (attempt 2, task_7)"]
+def test_a_retry_says_why_and_is_not_said_with_the_last_attempts_task():
+    retry = item(state="spawning", attempt=1, task_id=3, reason="verify_failed",
+                 message="attempt 1 rejected/verify_failed: `false` failed; trying once more\nlog")
+    assert said(item(state="running", attempt=1, task_id=3), retry, {**retry, "attempt": 2},
+                item(state="running", attempt=2, task_id=7)) == [
+        "worker started (task_3)", "tried again: attempt 1 rejected/verify_failed: `false` failed; trying once more",
+        "worker started (attempt 2, task_7)"]
 
 
 def test_a_held_item_names_the_retry_and_its_kept_branch():

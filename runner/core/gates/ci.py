@@ -61,13 +61,13 @@ async def _git(root: str, *args: str) -> str:
     return out.decode().strip()
 
 
-async def _local(gates: "GateManager", session_id: str, ws: Workspace, cfg: GateConfig, sha: str,
+async def _local(gates: "GateManager", session_id: str, root: str, cfg: GateConfig, sha: str,
                  timeout_s: float) -> tuple[str, str, str]:
     home = gates.home or tempfile.gettempdir()
     os.makedirs(os.path.join(home, "ci"), mode=0o700, exist_ok=True)
     clone = tempfile.mkdtemp(prefix="clone-", dir=os.path.join(home, "ci"))
     try:
-        await _git(ws.root, "clone", "--quiet", "--no-local", "--no-checkout", ws.root, clone)
+        await _git(root, "clone", "--quiet", "--no-local", "--no-checkout", root, clone)
         await _git(clone, "checkout", "--quiet", "--detach", sha)
         command = cfg.ci_command or DEFAULT_COMMAND
         task = await gates.tasks.exec(ExecSpec(session_id=session_id, cwd=clone, lang="bash", code=command,
@@ -83,39 +83,41 @@ async def _local(gates: "GateManager", session_id: str, ws: Workspace, cfg: Gate
         await asyncio.to_thread(shutil.rmtree, clone, True)
 
 
+async def ask_commit(gates: "GateManager", session_id: str, root: str, cfg: GateConfig, sha: str,
+                     wait_s: float) -> tuple[str, str, str]:
+    """(state, note, log tail) of CI on commit `sha` of the repository at `root`, asked by the runner."""
+    deadline = time.monotonic() + max(0.0, wait_s)
+    poll_s = FIRST_POLL_S
+    if cfg.ci == "local":
+        return await _local(gates, session_id, root, cfg, sha, max(60.0, cfg.verify_timeout_s))
+    from runner.core.gates import ci_providers  # aiohttp's client: only when a provider is asked
+
+    provider = ci_providers.PROVIDERS[str(cfg.ci)]
+    secret = token(str(cfg.ci), provider.token_var, gates.home)
+    repo = cfg.ci_repo or ci_providers.repo_of(await _git(root, "remote", "get-url", "origin"))
+    if secret is None:
+        return "error", (f"the runner holds no {cfg.ci} token: start it with {provider.token_var} set, or write "
+                         f"the token to $PLUGKIT_HOME/ci/{cfg.ci}-token (mode 0600)"), ""
+    if not repo:
+        return "error", "the repository is unknown: set ci_repo in .plugkit/config.toml", ""
+    while True:
+        v = await ci_providers.ask(str(cfg.ci), cfg.ci_api_url, repo, sha, secret)
+        if v.state != "pending" or time.monotonic() + poll_s > deadline:
+            return v.state, v.note, v.log
+        await asyncio.sleep(poll_s)
+        poll_s = min(MAX_POLL_S, poll_s * 2)
+
+
 async def confirm(gates: "GateManager", session_id: str, ws: Workspace, wait_s: float) -> tuple[CiRun, str]:
     """Ask CI about HEAD (waiting up to wait_s while it is pending), record the answer; (it, log tail)."""
     cfg = gates.config(ws)
     if not cfg.ci:
         raise Conflict('no ci in .plugkit/config.toml: ci = "local" | "github" | "gitlab" makes COMPLETE '
-                      "wait for CI green on the pushed HEAD")
+                       "wait for CI green on the pushed HEAD")
     git = await git_facts(ws.root)
     if not git.repo or not git.head:
         raise Conflict("CI is confirmed for a commit: this workspace is not a git repository with a commit")
-    sha = git.head
-    deadline = time.monotonic() + max(0.0, wait_s)
-    poll_s = FIRST_POLL_S
-    if cfg.ci == "local":
-        state, note, log = await _local(gates, session_id, ws, cfg, sha, max(60.0, cfg.verify_timeout_s))
-    else:
-        from runner.core.gates import ci_providers  # aiohttp's client: only when a provider is asked
-
-        provider = ci_providers.PROVIDERS[cfg.ci]
-        secret = token(cfg.ci, provider.token_var, gates.home)
-        repo = cfg.ci_repo or ci_providers.repo_of(await _git(ws.root, "remote", "get-url", "origin"))
-        if secret is None:
-            state, note, log = "error", (f"the runner holds no {cfg.ci} token: start it with {provider.token_var} set, "
-                                         f"or write the token to $PLUGKIT_HOME/ci/{cfg.ci}-token (mode 0600)"), ""
-        elif not repo:
-            state, note, log = "error", "the repository is unknown: set ci_repo in .plugkit/config.toml", ""
-        else:
-            while True:
-                v = await ci_providers.ask(cfg.ci, cfg.ci_api_url, repo, sha, secret)
-                if v.state != "pending" or time.monotonic() + poll_s > deadline:
-                    break
-                await asyncio.sleep(poll_s)
-                poll_s = min(MAX_POLL_S, poll_s * 2)
-            state, note, log = v.state, v.note, v.log
-    run = CiRun(sha=sha, provider=cfg.ci, state=state, note=note[:300], at=time.time())
+    state, note, log = await ask_commit(gates, session_id, ws.root, cfg, git.head, wait_s)
+    run = CiRun(sha=git.head, provider=cfg.ci, state=state, note=note[:300], at=time.time())
     await gates.call(ws, gating.record_ci, run)
     return run, log

@@ -28,7 +28,7 @@ from runner.core.gates.manager import GateManager
 from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
-from runner.core.work import git, held, objects
+from runner.core.work import ci_wait, git, held, objects
 from runner.core.work.model import HELD, MAX_REPLACEMENTS, REPLACED, RETRIED, Failed, ItemRun, Run
 from runner.core.work.placement import for_run as placement_for
 from runner.core.work.refs import RefGuard
@@ -200,6 +200,7 @@ class Attempts:
             sha = await git.tip(p.ws.root, f"refs/heads/{it.branch}")
             await held.weakens_its_check(p, run, it, base, sha, check, cfg)
             verified = await self._verify(it, check, cfg, sha)
+            await ci_wait.confirm(p, it, cfg, sha)  # work_ci: CI green on this commit, or no landing
             it.enter("landing", now())
             await self._land(it, item, check, cfg, verified)
         except git.MergeConflict as exc:
