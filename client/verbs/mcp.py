@@ -1,7 +1,8 @@
 """`plugkit mcp`: a Model Context Protocol server on stdio (the official Python SDK, the `mcp`
 extra) exposing `search`, so any host that speaks MCP calls code search with structured
 arguments. Each call is one search.query to the runner (auto-started), in the directory the
-host started the server in unless the call names another."""
+host started the server in unless the call names another. `initialize` is answered before the
+SDK has loaded (client/verbs/mcp_front.py)."""
 
 import os
 import sys
@@ -33,14 +34,24 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help"):
         print("usage: plugkit mcp   (an MCP server on stdio with a `search` tool; needs pip install 'plugkit[mcp]')")
         return 0
-    try:
-        from mcp.server.mcpserver import MCPServer
-    except ImportError:
+    import importlib.metadata
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
         print("plugkit mcp needs the MCP SDK: pip install 'plugkit[mcp]'", file=sys.stderr)
         return 1
-    from plugkit import __version__
+    from client.verbs import mcp_front
+    from plugkit import __version__, paths
 
-    server = MCPServer("plugkit", instructions=INSTRUCTIONS, version=__version__)
-    server.tool(name="search", structured_output=False)(search)
-    server.run("stdio")
+    def run_sdk() -> None:  # the SDK's import is the slow part: the front has answered initialize by now
+        from mcp.server.mcpserver import MCPServer
+
+        server = MCPServer("plugkit", instructions=INSTRUCTIONS, version=__version__)
+        server.tool(name="search", structured_output=False)(search)
+        server.run("stdio")
+
+    home = paths.home()
+    os.makedirs(home, mode=0o700, exist_ok=True)
+    versions = f"mcp {importlib.metadata.version('mcp')} plugkit {__version__} {len(INSTRUCTIONS)}"
+    mcp_front.serve(home, versions, run_sdk)
     return 0

@@ -27,3 +27,38 @@ async def test_the_search_tool_answers_over_mcp_stdio(home, repo):  # noqa: F811
             assert text.startswith("definitions:\n  load_config -> src/loader.py:4 (def)")
             history = await session.call_tool("search", {"query": "why do uploads retry", "limit": 3})
             assert "commits:" in history.content[0].text and "Retry failed uploads" in history.content[0].text
+
+
+def _session(argv: list[str], env: dict, cwd) -> list[dict]:
+    """initialize, initialized, tools/list over raw stdio lines; every line the server wrote."""
+    import json
+    import subprocess
+
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    with subprocess.Popen([*argv, "mcp"], env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            proc.stdin.write("".join(json.dumps(m) + "\n" for m in lines))
+            proc.stdin.flush()
+            got = []
+            while len([m for m in got if "id" in m]) < 2:
+                line = proc.stdout.readline()
+                assert line, proc.stderr.read()
+                got.append(json.loads(line))
+            rest, _err = proc.communicate(timeout=30)  # stdin closed: the server ends
+            assert proc.returncode == 0 and rest == "", rest  # nothing after: no second answer to initialize
+            return got
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
+def test_initialize_is_answered_from_the_sdks_own_recorded_answer_once_and_only_once(home, repo):  # noqa: F811
+    first = _session(cli_argv(), home.env, str(repo))  # the SDK answers; its answer is recorded
+    again = _session(cli_argv(), home.env, str(repo))  # answered from the record before the SDK loads
+    assert [m["id"] for m in again] == [1, 2] and again[0] == first[0], (first, again)
+    assert "search" in {t["name"] for t in again[1]["result"]["tools"]}
+    assert (home.path / "mcp-initialize.json").stat().st_mode & 0o777 == 0o600
