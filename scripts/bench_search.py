@@ -111,7 +111,7 @@ def _built(home: str, root: str, semantic_layer: bool) -> tuple[SearchManager, f
     manager = SearchManager(home, semantic_layer=semantic_layer)
     started = time.perf_counter()
     manager.query(root, "start", limit=1)  # what starts the build (and the semantic layer) in the runner
-    manager.workspace(root).wait_vectors(7200)  # every chunk embedded on the CPU: minutes on the stdlib
+    manager.ready(root, 7200)  # the model loaded and every chunk embedded on the CPU: minutes on the stdlib
     return manager, time.perf_counter() - started
 
 

@@ -73,6 +73,8 @@ def render(a: dict, query: str, limit: int) -> str:
     if a.get("indexing"):
         p = a["indexing"]
         out.append(f"indexing {p['done']:,}/{p['total']:,} files; partial results")
+    if a.get("semantic"):
+        out.append(a["semantic"])
     if a["definitions"]:
         out.append("definitions:")
         out += [f"  {d['name']} -> {d['path']}:{d['line']} ({d['kind']})" for d in a["definitions"]]
@@ -86,7 +88,7 @@ def render(a: dict, query: str, limit: int) -> str:
         for c in a["commits"]:
             paths = ", ".join(c["paths"][:4]) + (" ..." if len(c["paths"]) > 4 else "")
             out.append(f"  {c['hash'][:10]} {c['date'][:10]} {c['subject'][:120]}" + (f"  ({paths})" if paths else ""))
-    if len(out) == (1 if a.get("indexing") else 0):
+    if len(out) == bool(a.get("indexing")) + bool(a.get("semantic")):
         out.append(f"no match for {query!r} under {a['root']}")
     text, size, kept = "", 0, []
     for line in out:

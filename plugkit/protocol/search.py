@@ -57,6 +57,7 @@ class SearchAnswer(Result):
     hits: list[SearchHit]
     commits: list[SearchCommit]
     indexing: Optional[SearchProgress] = None  # set while the first build runs: the results are partial
+    semantic: Optional[str] = None  # why this answer is BM25 alone though the semantic layer is on
 
 
 class SearchIndexStatus(Result):

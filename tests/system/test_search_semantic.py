@@ -31,13 +31,17 @@ def test_a_query_without_a_shared_word_finds_the_code_through_the_vectors(tmp_pa
     plain, dense = SearchManager(str(tmp_path / "h1"), semantic_layer=False), SearchManager(str(tmp_path / "h2"), semantic_layer=True)
     try:
         assert plain.query(str(ws), "retrieve website contents").hits == []  # BM25 alone: no shared word
-        dense.query(str(ws), "start")  # a query loads the model and starts the build
-        dense.workspace(str(ws)).wait_vectors(300)
+        first = dense.query(str(ws), "start")  # a query starts loading the model and the build, never waits
+        assert first.semantic == "the semantic model is loading: BM25 alone this time"
+        dense.ready(str(ws), 300)
         a = dense.query(str(ws), "retrieve website contents")
-        assert a.hits[0].path == "net.py"
+        assert a.hits[0].path == "net.py" and a.semantic is None
+        with dense.workspace(str(ws)).embedder._lock:  # the filler mid-batch: the query goes without
+            busy = dense.query(str(ws), "add_vat retrieve")
+        assert busy.semantic == "the semantic layer is busy filling vectors: BM25 alone this time"
         (ws / "money.py").write_text("def add_vat(amount):\n    '''Compute the invoice total.'''\n    return 1\n")
         assert dense.query(str(ws), "add_vat").definitions[0].path == "money.py"  # BM25 at once
-        dense.workspace(str(ws)).wait_vectors(300)
+        dense.ready(str(ws), 300)
         assert dense.workspace(str(ws)).store.unembedded(10) == []  # the saved file was embedded again
         done = dense.status()[0]["vectors"]
         assert done["done"] == done["total"] > 0 and plain.status()[0]["vectors"] is None

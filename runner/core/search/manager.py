@@ -20,6 +20,7 @@ PER_FILE = 2  # content hits per file at most: more files, not one file's every 
 SNIPPET_LINES = 3
 LINE_CHARS = 200
 FIRST_WAIT_S = 1.0  # how long a query waits for a build under way before answering partially
+QUERY_WAIT_S = 0.25  # how long a query's embedding waits for the filler's batch before going without
 MAX_WORKSPACES = 16  # open indexes at most; the least recently used is closed
 # The semantic layer, on where its extra is installed: kept because the eval (scripts/bench_search.py)
 # showed it raises NDCG@10 over BM25 with the code-aware weights (README, Code search).
@@ -42,6 +43,7 @@ class Answer:
     hits: list[ContentHit]
     commits: list[Commit]
     indexing: Progress | None
+    semantic: str | None = None  # why this answer is BM25 alone though the semantic layer is on
 
 
 class SearchManager:
@@ -50,6 +52,7 @@ class SearchManager:
         self._dir = os.path.join(home, "search")
         self._semantic = SEMANTIC if semantic_layer is None else semantic_layer
         self._embedder = None
+        self._loading: threading.Thread | None = None  # the model loading in the background
         self._indexes: dict[str, WorkspaceIndex] = {}
         self._roots: dict[str, str] = {}  # cwd -> its workspace root
         self._lock = threading.Lock()
@@ -74,28 +77,64 @@ class SearchManager:
 
     def _load_embedder(self):
         """The model once per manager (~90 MB, seconds to load), and only when the layer is on."""
-        with self._lock:
-            if self._semantic and self._embedder is None:
-                self._embedder = semantic.load()
-                self._semantic = self._embedder is not None
+        if not self._semantic or self._embedder is not None:
             return self._embedder
+        loaded = semantic.load()  # seconds: outside the lock, so a close or a query never waits on it
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = loaded
+                self._semantic = loaded is not None
+                for index in self._indexes.values() if self._embedder is not None else ():
+                    if index.embedder is None:  # the workspaces queried while it loaded start filling now
+                        index.use(self._embedder)
+            return self._embedder
+
+    def ready(self, cwd: str, seconds: float) -> None:
+        """Until the model is loaded and every chunk of cwd's workspace embedded (the eval and the
+        tests wait here; a query never does)."""
+        loading = self._loading
+        if loading is not None:
+            loading.join(seconds)
+        index = self.workspace(cwd)
+        if self._embedder is not None and index.embedder is None:
+            index.use(self._embedder)
+        index.wait_vectors(seconds)
+
+    def _embedder_ready(self):
+        """The model if loaded; else its load starts in the background and None comes back at
+        once: a query never waits for it (it answers from BM25 and says so)."""
+        if self._embedder is not None:
+            return self._embedder
+        with self._lock:
+            if self._semantic and (self._loading is None or not self._loading.is_alive()) and self._embedder is None:
+                self._loading = threading.Thread(target=self._load_embedder, daemon=True, name="search-model-load")
+                self._loading.start()
+        return None
 
     def query(self, cwd: str, text: str, limit: int = 10, glob: str | None = None,
               lang: str | None = None, history: bool | None = None) -> Answer:
         index = self.workspace(cwd)
+        note = None
         if self._semantic and index.embedder is None:  # loaded by a query, never by a digest or a status
-            index.use(self._load_embedder())
+            embedder = self._embedder_ready()
+            if embedder is not None:
+                index.use(embedder)
+            elif self._semantic:
+                note = "the semantic model is loading: BM25 alone this time"
         index.prepare()
         index.wait(FIRST_WAIT_S)  # a small project answers complete on its first query
         words = tokens.query_words(text)
         if not words:
-            return Answer(index.root, [], [], [], index.progress())
+            return Answer(index.root, [], [], [], index.progress(), note)
         match = tokens.fts_query(words)
         store = index.store
         defs = _rank_defs(store.defs(match, limit * 5, glob, lang), words, tokens.looks_like_identifier(text))
         ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
-        if index.vectors is not None:
-            near = index.vectors.nearest(store, index.embedder.encode([text])[0], limit * 8, filling=index.embedding)
+        query_vector = index.embedder.encode_query(text, QUERY_WAIT_S) if index.vectors is not None else None
+        if index.vectors is not None and query_vector is None:
+            note = "the semantic layer is busy filling vectors: BM25 alone this time"
+        if query_vector is not None:
+            near = index.vectors.nearest(store, query_vector, limit * 8, filling=index.embedding)
             dense = store.chunks_at([rowid for rowid, _ in near], glob, lang)
             by_key = {(h.path, h.start): h for h in dense + ranked}
             ranked = [by_key[k] for k in semantic.rrf([[(h.path, h.start) for h in ranked],
@@ -107,7 +146,7 @@ class SearchManager:
         else:  # otherwise only commits that match every word
             commits = [c for c, _ in store.commits(_all(words), 2)]
         return Answer(index.root, defs[:limit], [_snippet(index.root, h, words) for h in hits],
-                      commits, index.progress())
+                      commits, index.progress(), note)
 
     def digest(self, cwd: str) -> tuple[str, str, bool]:
         """(root, the digest text, whether it came from the cache): rebuilt only when a manifest,

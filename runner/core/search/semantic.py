@@ -48,6 +48,18 @@ class Embedder:
                                      normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
         return out.astype(numpy.float32)
 
+    def encode_query(self, text: str, wait_s: float):
+        """One query's vector, or None when the filler holds the model past wait_s (a query
+        never queues behind a batch of chunks)."""
+        if not self._lock.acquire(timeout=wait_s):
+            return None
+        try:
+            out = self._model.encode([text[:HEAD_CHARS]], batch_size=1, normalize_embeddings=True,
+                                     show_progress_bar=False, convert_to_numpy=True)
+        finally:
+            self._lock.release()
+        return out.astype("float32")[0]
+
 
 def load() -> Embedder | None:
     """The embedder when the extra is installed, else None (and search stays BM25 alone)."""
