@@ -57,6 +57,7 @@ class SearchAnswer(Result):
     hits: list[SearchHit]
     commits: list[SearchCommit]
     indexing: Optional[SearchProgress] = None  # set while the first build runs: the results are partial
+    kind: str = ""  # the question's kind (runner.core.search.kind): "why" answers show commits first
 
 
 class SearchIndexStatus(Result):

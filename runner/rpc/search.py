@@ -50,7 +50,8 @@ async def query(ctx: Context, p: SearchQueryParams) -> SearchAnswer:
                         lines=[SearchLine(line=n, text=t) for n, t in h.lines]) for h in a.hits],
         commits=[SearchCommit(hash=c.hash, date=c.date, subject=c.subject, paths=list(c.paths[:10]))
                  for c in a.commits],
-        indexing=None if a.indexing is None else SearchProgress(done=a.indexing.done, total=a.indexing.total))
+        indexing=None if a.indexing is None else SearchProgress(done=a.indexing.done, total=a.indexing.total),
+        kind=a.kind)
 
 
 @rpc(SearchStatusParams)

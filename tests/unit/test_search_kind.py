@@ -80,3 +80,20 @@ def test_a_usage_question_spreads_over_the_calling_files(searched):
 
 def test_an_identifier_keeps_its_exact_definition_first(searched):
     assert searched("load_in_pieces").definitions[0].name == "load_in_pieces"
+
+
+def _answer(kind_: str, hits: int) -> dict:
+    return {"root": "/w", "kind": kind_, "definitions": [{"name": "retry", "path": "net.py", "line": 3, "kind": "def"}],
+            "hits": [{"path": f"f{i}.py", "line": 1, "symbol": "", "lines": [{"line": 1, "text": "x" * 200}] * 3}
+                     for i in range(hits)],
+            "commits": [{"hash": "a" * 40, "date": "2026-01-01", "subject": "Retry timeout raised to 30 s", "paths": []}]}
+
+
+def test_a_why_answer_reads_its_commits_first_and_no_cap_cuts_a_whole_section():
+    from client.verbs.search import MAX_BYTES, render
+
+    why = render(_answer("why", 2), "why did the retry timeout change", 10)
+    assert why.splitlines()[0] == "commits:"
+    long = render(_answer("concept", 40), "retry timeout", 10)  # code alone overflows the cap
+    assert len(long.encode()) <= MAX_BYTES + 200 and "Retry timeout raised" in long and "definitions:" in long
+    assert long.splitlines()[-1].startswith("... more:")

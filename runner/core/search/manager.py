@@ -42,6 +42,7 @@ class Answer:
     hits: list[ContentHit]
     commits: list[Commit]
     indexing: Progress | None
+    kind: str = "concept"  # the question's kind (query_kind.classify)
 
 
 class SearchManager:
@@ -109,7 +110,7 @@ class SearchManager:
         else:  # otherwise only commits that match every word
             commits = [c for c, _ in store.commits(_all(words), 2)]
         return Answer(index.root, defs[:limit], [_snippet(index.root, h, words) for h in hits],
-                      commits, index.progress())
+                      commits, index.progress(), kind)
 
     def digest(self, cwd: str) -> tuple[str, str, bool]:
         """(root, the digest text, whether it came from the cache): rebuilt only when a manifest,
