@@ -69,7 +69,7 @@ def test_a_qualified_name_picks_the_definition_its_qualifier_names(searched):
 def test_a_plain_words_question_is_not_answered_by_a_one_word_definition(searched):
     a = searched("read the file in chunks")
     assert "read" not in [d.name for d in a.definitions]
-    assert a.hits[0].path == "pkg/loader.py"
+    assert "pkg/loader.py" in [h.path for h in a.hits]
 
 
 def test_a_usage_question_spreads_over_the_calling_files(searched):

@@ -176,8 +176,6 @@ def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked:
     ranking as it is; the others reorder or filter it."""
     if kind == "concept":  # one common word's short definition is not the answer to a question
         defs = [d for d in defs if query_kind.concept_def_ok(d.name, words)]
-        ranked = sorted(ranked, key=lambda h: h.score * (2.0 if query_kind.concept_def_ok(h.symbol, words) else 1.0),
-                        reverse=True)
     elif kind == "error":  # the message's words are prose: only the exception's own class is a definition
         defs = [d for d in defs if query_kind.ERROR_NAME.fullmatch(d.name) or query_kind.concept_def_ok(d.name, words)]
     elif kind == "qualified":
