@@ -4,7 +4,8 @@
 on the query's words, files ranked by matching lines), side by side in one run.
 
 Corpora: plugkit's own repository, and the Python 3.11 standard library the system interpreter
-ships (real code nobody here wrote). Relevance is graded: 2 for the file that defines the thing,
+ships (real code nobody here wrote); both query sets were tuned with the ranker. The untuned gate,
+a pinned package judged before the ranker was touched, is bench_search_untuned (run here too). Relevance is graded: 2 for the file that defines the thing,
 1 for a file that is also a right answer. Run: .venv/bin/python scripts/bench_search.py [--repo-only | --stdlib-only]
 """
 
@@ -17,6 +18,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from runner.core.search import tokens  # noqa: E402
 from runner.core.search.manager import SearchManager  # noqa: E402
@@ -169,6 +171,10 @@ def main(argv: list[str]) -> int:
         print(f"{label:<20} index built in {result['plugkit']['build_s']:.1f} s ({len(queries)} judged queries)"
               + (f"; with the semantic layer {result['+semantic']['build_s']:.1f} s" if "+semantic" in result
                  else ""))
+    if "--repo-only" not in argv and "--stdlib-only" not in argv:
+        import bench_search_untuned as untuned
+
+        untuned.main()
     return 0
 
 
@@ -189,6 +195,15 @@ def case_quality(quick: bool) -> list:
                else "semantic: not in --quick" if quick else "semantic: not installed")
         rows.append(Row(f"search NDCG@10 ({label}; BM25 alone {bm25:.3f}; {sem})", f"{ours:.3f}",
                         f"grep -rl {grep:.3f}", f"{ours / grep:.2f}x" if grep else "-", f">= {floor}", ours >= floor))
+    if not quick:  # the untuned gate: plugkit beside whole-file BM25, per the issue's overall target
+        import bench_search_untuned as untuned
+
+        with tempfile.TemporaryDirectory() as home:
+            u = untuned.evaluate(untuned.corpus_root(), untuned.load(), home)
+        ours, whole = u["plugkit"]["all"]["ndcg@10"], u["file-bm25"]["all"]["ndcg@10"]
+        rows.append(Row(f"search NDCG@10 (untuned {untuned.PACKAGE}; concept {u['plugkit']['concept']['ndcg@10']:.3f} "
+                        f"vs {u['file-bm25']['concept']['ndcg@10']:.3f})", f"{ours:.3f}", f"file BM25 {whole:.3f}",
+                        f"{ours / whole:.2f}x" if whole else "-", "measured, no floor yet", True))
     return rows
 
 

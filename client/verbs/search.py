@@ -68,36 +68,46 @@ def digest_main(argv: list[str]) -> int:
 
 
 def render(a: dict, query: str, limit: int) -> str:
-    """The answer as an agent reads it, cut at MAX_BYTES on a whole line."""
-    out: list[str] = []
+    """The answer as an agent reads it, within MAX_BYTES on whole lines. Every section keeps its
+    header and its best item before any section gets a second (a long code section never cuts the
+    commits away), and a "why" question reads its commits first: they are the answer."""
+    head: list[str] = []
     if a.get("indexing"):
         p = a["indexing"]
-        out.append(f"indexing {p['done']:,}/{p['total']:,} files; partial results")
+        head.append(f"indexing {p['done']:,}/{p['total']:,} files; partial results")
     if a.get("semantic"):
-        out.append(a["semantic"])
-    if a["definitions"]:
-        out.append("definitions:")
-        out += [f"  {d['name']} -> {d['path']}:{d['line']} ({d['kind']})" for d in a["definitions"]]
-    if a["hits"]:
-        out.append("code:")
-        for h in a["hits"]:
-            out.append(f"  {h['path']}:{h['line']}" + (f"  [{h['symbol']}]" if h["symbol"] else ""))
-            out += [f"    {ln['line']}: {ln['text'].strip()}" for ln in h["lines"]]
-    if a["commits"]:
-        out.append("commits:")
-        for c in a["commits"]:
-            paths = ", ".join(c["paths"][:4]) + (" ..." if len(c["paths"]) > 4 else "")
-            out.append(f"  {c['hash'][:10]} {c['date'][:10]} {c['subject'][:120]}" + (f"  ({paths})" if paths else ""))
-    if len(out) == bool(a.get("indexing")) + bool(a.get("semantic")):
-        out.append(f"no match for {query!r} under {a['root']}")
-    text, size, kept = "", 0, []
-    for line in out:
-        size += len(line.encode()) + 1
-        if size > MAX_BYTES:
-            kept.append(f"... more: plugkit search {json.dumps(query)} --json (or --limit {max(1, limit // 2)})")
-            break
-        kept.append(line)
-    return "\n".join(kept)
+        head.append(a["semantic"])
+    defs = [[f"  {d['name']} -> {d['path']}:{d['line']} ({d['kind']})"] for d in a["definitions"]]
+    code = [[f"  {h['path']}:{h['line']}" + (f"  [{h['symbol']}]" if h["symbol"] else "")]
+            + [f"    {ln['line']}: {ln['text'].strip()}" for ln in h["lines"]] for h in a["hits"]]
+    commits = []
+    for c in a["commits"]:
+        paths = ", ".join(c["paths"][:4]) + (" ..." if len(c["paths"]) > 4 else "")
+        commits.append([f"  {c['hash'][:10]} {c['date'][:10]} {c['subject'][:120]}" + (f"  ({paths})" if paths else "")])
+    sections = [("definitions:", defs), ("code:", code), ("commits:", commits)]
+    if a.get("kind") == "why":
+        sections = [sections[2], sections[0], sections[1]]
+    sections = [(title, items) for title, items in sections if items]
+    if not sections:
+        return "\n".join(head + [f"no match for {query!r} under {a['root']}"])
+    size = sum(len(line.encode()) + 1 for line in head)
+    kept: list[list[list[str]]] = [[] for _ in sections]
+    cut = False
+    # Round one: each section's header and first item; then the rest in section order.
+    order = [(i, 0) for i in range(len(sections))] + [(i, j) for i, (_, items) in enumerate(sections)
+                                                    for j in range(1, len(items))]
+    for i, j in order:
+        lines = ([sections[i][0]] if j == 0 else []) + sections[i][1][j]
+        cost = sum(len(line.encode()) + 1 for line in lines)
+        if size + cost > MAX_BYTES or (j and len(kept[i]) < j):
+            cut = True
+            continue
+        size += cost
+        kept[i].append(lines)
+    out = head + [line for items in kept for item in items for line in item]
+    if cut:
+        out.append(f"... more: plugkit search {json.dumps(query)} --json (or --limit {max(1, limit // 2)})")
+    return "\n".join(out)
 
 
 def _status_text(result: dict) -> str:

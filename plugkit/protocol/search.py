@@ -58,6 +58,7 @@ class SearchAnswer(Result):
     commits: list[SearchCommit]
     indexing: Optional[SearchProgress] = None  # set while the first build runs: the results are partial
     semantic: Optional[str] = None  # why this answer is BM25 alone though the semantic layer is on
+    kind: str = ""  # the question's kind (runner.core.search.kind): "why" answers show commits first
 
 
 class SearchIndexStatus(Result):

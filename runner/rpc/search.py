@@ -51,7 +51,7 @@ async def query(ctx: Context, p: SearchQueryParams) -> SearchAnswer:
         commits=[SearchCommit(hash=c.hash, date=c.date, subject=c.subject, paths=list(c.paths[:10]))
                  for c in a.commits],
         indexing=None if a.indexing is None else SearchProgress(done=a.indexing.done, total=a.indexing.total),
-        semantic=a.semantic)
+        semantic=a.semantic, kind=a.kind)
 
 
 @rpc(SearchStatusParams)

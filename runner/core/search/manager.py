@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 
 from plugkit.workspace import find_root
-from runner.core.search import digest, files, history as git_history, semantic, tokens
+from runner.core.search import digest, files, history as git_history, kind as query_kind, semantic, tokens
 from runner.core.search.index import Progress, WorkspaceIndex
 from runner.core.search.store import Commit, DefHit
 
@@ -43,6 +43,7 @@ class Answer:
     hits: list[ContentHit]
     commits: list[Commit]
     indexing: Progress | None
+    kind: str = "concept"  # the question's kind (query_kind.classify)
     semantic: str | None = None  # why this answer is BM25 alone though the semantic layer is on
 
 
@@ -123,13 +124,15 @@ class SearchManager:
                 note = "the semantic model is loading: BM25 alone this time"
         index.prepare()
         index.wait(FIRST_WAIT_S)  # a small project answers complete on its first query
-        words = tokens.query_words(text)
+        kind = query_kind.classify(text)
+        words = query_kind.usage_target(text) if kind == "usage" else tokens.query_words(text)
         if not words:
-            return Answer(index.root, [], [], [], index.progress(), note)
+            return Answer(index.root, [], [], [], index.progress(), kind, note)
         match = tokens.fts_query(words)
         store = index.store
         defs = _rank_defs(store.defs(match, limit * 5, glob, lang), words, tokens.looks_like_identifier(text))
         ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
+        defs, ranked = _by_kind(kind, text, words, defs, ranked)
         query_vector = index.embedder.encode_query(text, QUERY_WAIT_S) if index.vectors is not None else None
         if index.vectors is not None and query_vector is None:
             note = "the semantic layer is busy filling vectors: BM25 alone this time"
@@ -139,14 +142,14 @@ class SearchManager:
             by_key = {(h.path, h.start): h for h in dense + ranked}
             ranked = [by_key[k] for k in semantic.rrf([[(h.path, h.start) for h in ranked],
                                                         [(h.path, h.start) for h in dense]])]
-        hits = _per_file(ranked)[:limit]
+        hits = (_spread(ranked) if kind == "usage" else _per_file(ranked))[:limit]
         about_history = bool(HISTORY.search(text)) if history is None else history
         if about_history:
             commits = [c for c, _ in store.commits(match, 5)]
         else:  # otherwise only commits that match every word
             commits = [c for c, _ in store.commits(_all(words), 2)]
         return Answer(index.root, defs[:limit], [_snippet(index.root, h, words) for h in hits],
-                      commits, index.progress(), note)
+                      commits, index.progress(), kind, note)
 
     def digest(self, cwd: str) -> tuple[str, str, bool]:
         """(root, the digest text, whether it came from the cache): rebuilt only when a manifest,
@@ -205,6 +208,34 @@ def _rank_defs(found: list[DefHit], words: list[str], identifier: bool) -> list[
 def _rank_hits(found, words: list[str]):
     exact = {w.lower() for w in words}
     return sorted(found, key=lambda h: h.score * (2.0 if h.symbol.lower() in exact else 1.0), reverse=True)
+
+
+def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked: list) -> tuple[list, list]:
+    """The rules of query_kind applied: exact-match kinds ("identifier", "error", "why") keep the
+    ranking as it is; the others reorder or filter it."""
+    if kind == "concept":  # one common word's short definition is not the answer to a question
+        defs = [d for d in defs if query_kind.concept_def_ok(d.name, words)]
+    elif kind == "error":  # the message's words are prose: only the exception's own class is a definition
+        defs = [d for d in defs if query_kind.ERROR_NAME.fullmatch(d.name) or query_kind.concept_def_ok(d.name, words)]
+    elif kind == "qualified":
+        quals, name = query_kind.qualifier(text)
+        n = name.lower()
+        defs = sorted(defs, key=lambda d: (d.name.lower() != n, -query_kind.qualified_score(d.path, "", quals)))
+        ranked = sorted(ranked, key=lambda h: (-query_kind.qualified_score(h.path, h.symbol, quals),
+                                               n not in h.symbol.lower().split()))
+    elif kind == "usage":  # the definition once, then the callers: its other definitions add nothing
+        target = words[-1].lower()
+        defs = [d for d in defs if d.name.lower() == target][:1]
+    return defs, ranked
+
+
+def _spread(ranked):
+    """One hit per file first, then the rest in rank order: who calls X is answered by many files."""
+    firsts, rest, seen = [], [], set()
+    for h in ranked:
+        (rest if h.path in seen else firsts).append(h)
+        seen.add(h.path)
+    return firsts + rest
 
 
 def _per_file(ranked):

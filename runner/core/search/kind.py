@@ -1,0 +1,61 @@
+"""What kind of question a search query is, and the ranking rules each kind gets (issue 46):
+an identifier or pasted error keeps exact matches first, a plain-words question is not answered by
+one common word's short definition, a qualified name uses its qualifier, a usage question spreads
+over files, a "why" question puts commits first."""
+
+import re
+
+from runner.core.search import tokens
+
+WHY = re.compile(r"^\s*(why|when)\b|\b(changed?|introduced|regress\w*|removed)\b", re.I)
+USAGE = re.compile(r"^\s*(who|what|where|which)\b.*\b(calls?|uses?|used|raises?|imports?|callers?|references?)\b"
+                   r"|^\s*(callers|usages?|uses) of\b", re.I)
+QUALIFIED = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\s*$")
+ERROR_NAME = re.compile(r"\w*(Error|Exception|Warning)")
+ERROR = re.compile(r"\b\w*(Error|Exception|Warning)\b\s*:|Traceback \(most recent|^\s*File \"", re.M)
+
+
+def classify(query: str) -> str:
+    """One of "error", "qualified", "identifier", "usage", "why", "concept"."""
+    if ERROR.search(query):
+        return "error"
+    if QUALIFIED.match(query):
+        return "qualified"
+    q = query.strip()
+    if tokens.IDENT.fullmatch(q):
+        return "identifier"
+    if USAGE.search(q):
+        return "usage"
+    if WHY.search(q):
+        return "why"
+    return "concept"
+
+
+def qualifier(query: str) -> tuple[list[str], str]:
+    """`pkg.mod.func` -> (["pkg", "mod"], "func"); `Class.method` -> (["Class"], "method")."""
+    *quals, name = query.strip().split(".")
+    return quals, name
+
+
+def usage_target(query: str) -> list[str]:
+    """The identifiers a usage question is about: "who calls setters.pipe" -> ["setters", "pipe"]."""
+    rest = USAGE.sub("", query, count=1)
+    return tokens.query_words(rest) or tokens.query_words(query)
+
+
+def concept_def_ok(name: str, words: list[str]) -> bool:
+    """A plain-words question's definition must match the question by more than one of its words,
+    unless the name is itself one of the question's compound words: `read` alone does not answer
+    "how is a file read in chunks"."""
+    lowered = {w.lower() for w in words}
+    name_l = name.lower()
+    if name_l in lowered and (tokens.parts(name) or "_" in name):
+        return True
+    name_parts = set(tokens.parts(name)) or {name_l}
+    return len(name_parts & lowered) >= 2
+
+
+def qualified_score(path: str, symbol: str, quals: list[str]) -> int:
+    """How many of the qualifiers the hit's path or enclosing symbol names."""
+    hay = path.lower().replace("/", ".").replace("\\", ".") + " " + symbol.lower()
+    return sum(q.lower() in hay for q in quals)

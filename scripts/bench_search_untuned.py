@@ -1,0 +1,169 @@
+"""The untuned quality gate: a pinned third-party package (attrs 23.2.0, fetched once into a cache dir,
+never into the runner's venv) and queries judged from its source before the ranker was touched
+(scripts/search_judged/), scored per category by NDCG@10, recall of the judged lines within a
+200-line reading budget, and the tokens an agent reads to get there.
+
+Run: .venv/bin/python scripts/bench_search_untuned.py
+"""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections import Counter
+from typing import Callable
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_search import bm25_ranking, grep_ranking, ndcg10, plugkit_ranking  # noqa: E402
+from runner.core.search import tokens  # noqa: E402
+from runner.core.search.manager import SearchManager  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JUDGED = os.path.join(HERE, "search_judged", "attrs-23.2.0.json")
+PACKAGE = "attrs==23.2.0"
+LINE_BUDGET = 200  # lines an agent reads before it stops: the issue's fixed budget
+CHARS_PER_TOKEN = 4  # the usual estimate for code; the same for every system, so the ratio is fair
+
+
+def corpus_root() -> str:
+    """The wheel's files, unpacked once under the user's cache: later runs need no network."""
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "plugkit-bench",
+                         PACKAGE.replace("==", "-"))
+    root = os.path.join(cache, "src")
+    if os.path.isdir(os.path.join(root, "attr")):
+        return root
+    os.makedirs(cache, exist_ok=True)
+    got = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                          "-d", cache, PACKAGE], capture_output=True, text=True)
+    wheels = [f for f in os.listdir(cache) if f.endswith(".whl")]
+    if got.returncode or not wheels:
+        raise SystemExit(f"bench_search_untuned: could not fetch {PACKAGE}; run once online: "
+                         f"pip download --no-deps -d {cache} {PACKAGE}")
+    with zipfile.ZipFile(os.path.join(cache, wheels[0])) as z:
+        z.extractall(root + ".tmp")
+    os.replace(root + ".tmp", root)  # whole or absent: a killed run never leaves half a corpus
+    return root
+
+
+def load() -> list[dict]:
+    with open(JUDGED) as f:
+        return json.load(f)["queries"]
+
+
+def _judged_lines(q: dict) -> set[tuple[str, int]]:
+    return {(p, n) for p, a, b in q["lines"] for n in range(a, b + 1)}
+
+
+def file_bm25(root: str) -> Callable[[str], list[str]]:
+    """Okapi BM25 (k1 1.2, b 0.75) over whole files, words as runs of word characters, lowercased: the baseline the issue names."""
+    docs: dict[str, Counter] = {}
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            if name.endswith((".py", ".pyi", ".md", ".txt", ".rst")):
+                path = os.path.join(dirpath, name)
+                with open(path, errors="replace") as f:
+                    docs[os.path.relpath(path, root)] = Counter(re.findall(r"\w+", f.read().lower()))
+    avg = sum(sum(c.values()) for c in docs.values()) / max(1, len(docs))
+    df = Counter(w for c in docs.values() for w in c)
+
+    def rank(query: str) -> list[str]:
+        words = [w.lower() for w in tokens.query_words(query)]
+        scores = {}
+        for path, c in docs.items():
+            size = sum(c.values())
+            s = sum(math.log(1 + (len(docs) - df[w] + 0.5) / (df[w] + 0.5)) * c[w] * 2.2
+                    / (c[w] + 1.2 * (0.25 + 0.75 * size / avg)) for w in words if c[w])
+            if s > 0:
+                scores[path] = s
+        return sorted(scores, key=lambda p: (-scores[p], p))
+    return rank
+
+
+def plugkit_read(manager: SearchManager, root: str, query: str) -> list[tuple[str, int]]:
+    """The lines plugkit's answer shows, in its order: each definition's line, then each hit's snippet."""
+    a = manager.query(root, query, limit=10, history=False)
+    shown = [(d.path, d.line) for d in a.definitions] + [(h.path, n) for h in a.hits for n, _ in h.lines]
+    return list(dict.fromkeys(shown))
+
+
+def files_read(root: str, ranked: list[str]) -> list[tuple[str, int]]:
+    """A whole-file answer is read from the top of each file in rank order."""
+    out: list[tuple[str, int]] = []
+    for path in ranked:
+        with open(os.path.join(root, path), errors="replace") as f:
+            out += [(path, i + 1) for i, _ in enumerate(f)]
+        if len(out) >= LINE_BUDGET:
+            break
+    return out
+
+
+def budgeted(root: str, read: list[tuple[str, int]], judged: set[tuple[str, int]]) -> tuple[float, int]:
+    """Recall of the judged lines within the budget, and the tokens those budgeted lines cost."""
+    seen = read[:LINE_BUDGET]
+    texts: dict[str, list[str]] = {}
+    chars = 0
+    for path, n in seen:
+        if path not in texts:
+            with open(os.path.join(root, path), errors="replace") as f:
+                texts[path] = f.read().splitlines()
+        chars += len(texts[path][n - 1]) + 1 if 0 < n <= len(texts[path]) else 0
+    return len(judged & set(seen)) / len(judged), chars // CHARS_PER_TOKEN
+
+
+def evaluate(root: str, queries: list[dict], home: str) -> dict[str, dict[str, dict[str, float]]]:
+    """system -> category ("all" too) -> {ndcg@10, recall@200 lines, tokens}."""
+    manager = SearchManager(os.path.join(home, "bm25"), semantic_layer=False)
+    try:
+        manager.query(root, "start", limit=1)
+        manager.workspace(root).wait_vectors(600)
+        whole = file_bm25(root)
+        systems = {
+            "plugkit": lambda q: ([p for p, _ in plugkit_read(manager, root, q)], plugkit_read(manager, root, q)),
+            "file-bm25": lambda q: (r := whole(q), files_read(root, r)),
+            "chunk-bm25": lambda q: (r := bm25_ranking(manager, root, q), files_read(root, r)),
+            "grep": lambda q: (r := grep_ranking(root, q), files_read(root, r)),
+        }
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for name, run in systems.items():
+            per: dict[str, list[tuple[float, float, int]]] = {}
+            for q in queries:
+                ranked, read = run(q["query"])
+                if name == "plugkit":
+                    ranked = plugkit_ranking(manager, root, q["query"])
+                recall, toks = budgeted(root, read, _judged_lines(q))
+                row = (ndcg10(list(dict.fromkeys(ranked)), q["relevant"]), recall, toks)
+                for key in (q["category"], "all"):
+                    per.setdefault(key, []).append(row)
+            out[name] = {k: {"ndcg@10": sum(r[0] for r in v) / len(v), "recall@200": sum(r[1] for r in v) / len(v),
+                             "tokens": sum(r[2] for r in v) / len(v), "n": len(v)} for k, v in per.items()}
+        return out
+    finally:
+        manager.close()
+
+
+def report(result: dict) -> list[str]:
+    lines = [f"{'category':<11} {'n':>3}  " + "  ".join(f"{s + ' NDCG':>13} {'rec@200':>7} {'tok':>5}" for s in result)]
+    for cat in sorted(result["plugkit"], key=lambda c: (c == "all", c)):
+        n = result["plugkit"][cat]["n"]
+        lines.append(f"{cat:<11} {n:>3}  " + "  ".join(
+            f"{m[cat]['ndcg@10']:>13.3f} {m[cat]['recall@200']:>7.2f} {m[cat]['tokens']:>5.0f}" for m in result.values()))
+    return lines
+
+
+def main() -> int:
+    root = corpus_root()
+    with tempfile.TemporaryDirectory() as home:
+        result = evaluate(root, load(), home)
+    print(f"untuned corpus: {PACKAGE} ({len(load())} judged queries; why-changed skipped: a wheel has no history)")
+    print("\n".join(report(result)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

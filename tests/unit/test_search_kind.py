@@ -1,0 +1,99 @@
+"""The query-kind classifier and the ranking rule each kind gets (issue 46), on a small repository
+indexed for real (SQLite FTS5, no daemon): the rules are pure, the index is the part they steer."""
+
+import pytest
+
+from runner.core.search import kind
+from runner.core.search.manager import SearchManager
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("parse_args", "identifier"),
+    ("FrozenInstanceError", "identifier"),
+    ("TypeError: evolve() missing 1 required positional argument: 'inst'", "error"),
+    ('Traceback (most recent call last):\n  File "x.py", line 1', "error"),
+    ("attr.validators.optional", "qualified"),
+    ("Attribute.evolve", "qualified"),
+    ("who calls fields", "usage"),
+    ("where is Factory used", "usage"),
+    ("why did the retry timeout change", "why"),
+    ("convert a string like yes to a boolean", "concept"),
+])
+def test_a_query_is_classified_by_its_shape(query, expected):
+    assert kind.classify(query) == expected
+
+
+def test_a_plain_words_question_needs_more_than_one_common_word_in_a_definition_name():
+    words = ["read", "file", "chunks"]
+    assert not kind.concept_def_ok("read", words)  # a single common word: not the answer
+    assert kind.concept_def_ok("read_file_chunks", words)
+    assert kind.concept_def_ok("read_chunks", words)
+
+
+def test_a_usage_question_is_about_its_target_and_a_qualified_name_splits():
+    assert kind.usage_target("who calls setters.pipe") == ["setters", "pipe"]
+    assert kind.qualifier("pkg.mod.func") == (["pkg", "mod"], "func")
+
+
+FILES = {
+    "pkg/validators.py": "def optional(validator):\n    '''Make a validator optional.'''\n    return validator\n",
+    "pkg/converters.py": "def optional(converter):\n    '''Make a converter optional.'''\n    return converter\n",
+    "pkg/short.py": "def read():\n    return 1\n",
+    "pkg/loader.py": ("def load_in_pieces(path, size):\n    '''Read the file in chunks of size bytes.'''\n"
+                      "    with open(path, 'rb') as f:\n        while block := f.read(size):\n            yield block\n"),
+    "pkg/helper.py": "def helper():\n    return 2\n",
+    **{f"pkg/user{i}.py": "from pkg.helper import helper\n\n\n" + "".join(
+        f"def use{j}():\n    return helper() + {j}\n\n\n" for j in range(4)) for i in range(3)},
+}
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory):
+    root = tmp_path_factory.mktemp("repo")
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manager = SearchManager(str(tmp_path_factory.mktemp("home")), semantic_layer=False)
+    manager.query(str(root), "start")
+    manager.workspace(str(root)).wait(60)
+    yield lambda q: manager.query(str(root), q, limit=10, history=False)
+    manager.close()
+
+
+def test_a_qualified_name_picks_the_definition_its_qualifier_names(searched):
+    for query, path in (("pkg.validators.optional", "pkg/validators.py"),
+                        ("pkg.converters.optional", "pkg/converters.py")):
+        assert searched(query).definitions[0].path == path
+
+
+def test_a_plain_words_question_is_not_answered_by_a_one_word_definition(searched):
+    a = searched("read the file in chunks")
+    assert "read" not in [d.name for d in a.definitions]
+    assert "pkg/loader.py" in [h.path for h in a.hits]
+
+
+def test_a_usage_question_spreads_over_the_calling_files(searched):
+    a = searched("who calls helper")
+    top = [h.path for h in a.hits[:4]]
+    assert len(set(top)) == 4, top  # the three callers and the definition before any file twice
+
+
+def test_an_identifier_keeps_its_exact_definition_first(searched):
+    assert searched("load_in_pieces").definitions[0].name == "load_in_pieces"
+
+
+def _answer(kind_: str, hits: int) -> dict:
+    return {"root": "/w", "kind": kind_, "definitions": [{"name": "retry", "path": "net.py", "line": 3, "kind": "def"}],
+            "hits": [{"path": f"f{i}.py", "line": 1, "symbol": "", "lines": [{"line": 1, "text": "x" * 200}] * 3}
+                     for i in range(hits)],
+            "commits": [{"hash": "a" * 40, "date": "2026-01-01", "subject": "Retry timeout raised to 30 s", "paths": []}]}
+
+
+def test_a_why_answer_reads_its_commits_first_and_no_cap_cuts_a_whole_section():
+    from client.verbs.search import MAX_BYTES, render
+
+    why = render(_answer("why", 2), "why did the retry timeout change", 10)
+    assert why.splitlines()[0] == "commits:"
+    long = render(_answer("concept", 40), "retry timeout", 10)  # code alone overflows the cap
+    assert len(long.encode()) <= MAX_BYTES + 200 and "Retry timeout raised" in long and "definitions:" in long
+    assert long.splitlines()[-1].startswith("... more:")
