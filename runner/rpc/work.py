@@ -134,7 +134,8 @@ async def runs(ctx: Context, p: WorkRunsParams) -> WorkRuns:
     """
     work = ctx.work_manager()
     out = []
-    for run in work.history(work.root_of(p.session_id, p.cwd), p.limit):
+    root = work.root_of(p.session_id, p.cwd)
+    for run in work.past.kept(root, work.latest(root), p.limit):
         counts: dict[str, int] = {}
         for it in run.items.values():
             counts[it.state] = counts.get(it.state, 0) + 1

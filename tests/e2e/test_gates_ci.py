@@ -28,14 +28,7 @@ def fake():
 
 def to_verify(agent: Agent, repo) -> str:
     agent.hook("SessionStart", source="startup")
-    agent.plugkit("gate", "advance", "EXECUTE")
-    agent.plugkit("gate", "advance", "EMIT")
-    (repo / "app.txt").write_text("done\n")
-    agent.plugkit("gate", "emit", "app.txt")
-    git(repo, "add", "app.txt")
-    git(repo, "commit", "-q", "-m", "app")
-    agent.plugkit("gate", "advance", "VERIFY")
-    assert agent.json("gate", "verify", "--wait", "20")["verify"]["outcome"] == "green"
+    agent.to_verify()
     return git(repo, "rev-parse", "HEAD").strip()
 
 

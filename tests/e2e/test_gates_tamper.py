@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.support.agent import Agent, git, make_repo
+from tests.support.agent import Agent, make_repo
 
 pytestmark = pytest.mark.e2e
 
@@ -122,14 +122,7 @@ def test_an_item_added_by_hand_as_pending_is_a_proposal_and_one_added_completed_
 
 def test_complete_waits_until_the_edit_is_reverted(agent):
     repo = agent.repo
-    agent.plugkit("gate", "advance", "EXECUTE")
-    agent.plugkit("gate", "advance", "EMIT")
-    (repo / "app.txt").write_text("done\n")
-    agent.plugkit("gate", "emit", "app.txt")
-    git(repo, "add", "app.txt")
-    git(repo, "commit", "-q", "-m", "app")
-    agent.plugkit("gate", "advance", "VERIFY")
-    assert agent.json("gate", "verify", "--wait", "20")["verify"]["outcome"] == "green"
+    agent.to_verify()
 
     honest = (repo / ".plugkit" / "state.json").read_bytes()
     shell(agent, "sed -i 's/\"plan_passes\": [0-9]*/\"plan_passes\": 7/' .plugkit/state.json")

@@ -103,3 +103,14 @@ class Agent:
 
     def phase(self) -> str:
         return self.json("gate", "status")["phase"]
+
+    def to_verify(self) -> None:
+        """PLAN -> VERIFY the short way (app.txt emitted and committed), the verify run green."""
+        self.plugkit("gate", "advance", "EXECUTE")
+        self.plugkit("gate", "advance", "EMIT")
+        (self.repo / "app.txt").write_text("done\n")
+        self.plugkit("gate", "emit", "app.txt")
+        git(self.repo, "add", "app.txt")
+        git(self.repo, "commit", "-q", "-m", "app")
+        self.plugkit("gate", "advance", "VERIFY")
+        assert self.json("gate", "verify", "--wait", "20")["verify"]["outcome"] == "green"

@@ -22,6 +22,7 @@ from runner.core.work import git
 from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
 from runner.core.work.journal import RunJournal
+from runner.core.work.past import PastRuns
 from runner.core.work.model import ItemRun, Run, RunRequest
 from runner.core.work.store import RunStore
 from runner.executors.worker import check_sandbox, program_path, task_of
@@ -44,7 +45,7 @@ class WorkManager:
         self.home = home
         self.store = RunStore(home)
         self.runs: dict[str, Run] = {}  # workspace root -> its latest run
-        self.journals: dict[str, RunJournal] = {}  # run id -> its events (runs in self.runs, and any read since)
+        self.past = PastRuns(self.store, clock)  # kept runs and their journals
         self.drivers: dict[str, RunDriver] = {}  # workspace root -> the live run's driver
         # Every run's driver is a child of one TaskGroup, held open by a task of its own from the
         # first start until close(): leaving it cancels the live runs and waits for their tidy-up.
@@ -73,38 +74,10 @@ class WorkManager:
 
     def journal(self, run: Run) -> RunJournal:
         """The run's journal: the live one, or a past run's read back from its file."""
-        journal = self.journals.get(run.id)
-        if journal is None:
-            live = {r.id for r in self.runs.values()}
-            for old in [k for k in self.journals if k not in live][:-8]:  # past runs read: a few kept
-                del self.journals[old]
-            journal = self.journals[run.id] = RunJournal(run, self.store.journal_path(run), self.clock)
-            for it in run.items.values():
-                it.moved = journal.observe_item
-        return journal
+        return self.past.journal(run, (r.id for r in self.runs.values()))
 
     def find_run(self, root: str, run_id: Optional[str]) -> Run:
-        """The workspace's run `run_id` (an id or a unique prefix of one), else its latest."""
-        latest = self.latest(root)
-        if run_id is None or (latest is not None and latest.id.startswith(run_id)):
-            if latest is None:
-                raise NotFound("no plugkit work run in this workspace yet; `plugkit work` starts one")
-            return latest
-        run = self.store.find(root, run_id)
-        if run is None:
-            raise NotFound(f"no run {run_id} kept for this workspace (`plugkit work runs` lists them)")
-        return run
-
-    def history(self, root: str, limit: int) -> list[Run]:
-        """The workspace's kept runs, newest first (the live one as it is now)."""
-        latest = self.latest(root)
-        out = [latest] if latest is not None else []
-        for run in self.store.runs(root):
-            if len(out) >= limit:
-                break
-            if latest is None or run.id != latest.id:
-                out.append(run)
-        return out
+        return self.past.find(root, run_id, self.latest(root))
 
     async def start(self, session_id: str, cwd: str, p: RunRequest) -> Run:
         if self._worker_of(cwd) is not None:  # a worker starting workers of its own: never
@@ -169,7 +142,7 @@ class WorkManager:
         driver = RunDriver(run, attempts, self.store.save, self.clock, dict(old.items) if old is not None else None,
                            self.journal(run))
         if old is not None:
-            self.journals.pop(old.id, None)
+            self.past.journals.pop(old.id, None)
         self.runs[root], self.drivers[root] = run, driver
         driver.save()
         await asyncio.to_thread(self.store.prune, root)
@@ -279,7 +252,7 @@ class WorkManager:
     def item(self, run: Run, item_id: str) -> ItemRun:
         it = run.items.get(item_id)
         if it is None:
-            earlier = next((r for r in self.store.runs(run.workspace) if item_id in r.items and r.id != run.id), None)
+            earlier = self.past.holding(run.workspace, item_id, run.id)
             where = (f"; it was in run {earlier.id}: add --run {earlier.id}" if earlier is not None
                      else " (`plugkit work status` lists them)")
             raise NotFound(f"no item {item_id} in run {run.id}{where}")
