@@ -127,6 +127,12 @@ class Context:
         manager = self.work.peek() if self.work is not None else None
         return manager.worker_at(cwd) if manager is not None else None
 
+    def journal_of(self, it: Any):
+        """The journal of the live `plugkit work` run a worker `it` belongs to, else None (a hosted
+        worker's is its supervisor's, elsewhere)."""
+        manager = self.work.peek() if self.work is not None else None
+        return manager.traced(it) if manager is not None else None
+
     def hosted_at(self, cwd: str, session_id: Optional[str] = None) -> Optional[Hosted]:
         """The attempt hosted for a remote supervisor whose worktree holds cwd (its heartbeat
         counted), else None."""

@@ -263,8 +263,7 @@ async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
     worker = _worker(ctx, p)
     if worker is not None:
         decision, reason = _work_hooks().pre_tool(worker[0], p.cwd, p.tool_name, dict(p.tool_input))
-        manager = ctx.work.peek() if ctx.work is not None else None
-        journal = manager.traced(worker[0]) if manager is not None else None
+        journal = ctx.journal_of(worker[0])
         if journal is not None:  # the attempt's trace: every tool call its hooks reported, and the answer
             journal.tool(worker[0], p.tool_name or "?", _work_hooks().summary(dict(p.tool_input)), decision, reason)
     else:

@@ -58,7 +58,7 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
                                      sandbox=await exec_sandbox.wanted(ctx, p, workspace),
                                      offline=exec_sandbox.offline(), workspace=workspace, name=p.name))
     if worker is not None:  # the attempt's trace names every task its worker ran
-        journal = ctx.work.peek().traced(worker[1]) if ctx.work is not None and ctx.work.peek() else None
+        journal = ctx.journal_of(worker[1])
         if journal is not None:
             journal.exec(worker[1], task.id, p.lang, p.code)
     await tasks.wait_done(task, p.wait_ms / 1000)
