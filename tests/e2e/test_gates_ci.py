@@ -172,3 +172,15 @@ def test_work_ci_lands_only_after_ci_is_green_on_the_pushed_branch_and_red_reach
     assert pushed and any(f"/commits/{pushed[0]}/check-runs" in path for path, _ in fake.seen), fake.seen
     trace = w.cli("work", "trace", "w1", "--attempt", "1").stdout
     assert "ci_red" in trace, trace
+
+
+def test_work_ci_never_runs_a_branchs_own_ci_script_outside_the_sandbox(home, tmp_path):
+    from tests.e2e.test_work import AGENT, Work, commit_file
+
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\nci = "local"\nci_command = ".ci/run"\nwork_ci = true\n')
+    marker = tmp_path / "ran-outside"
+    w = Work(home, repo, {"w1": [["write", ".ci/run", f"#!/bin/sh\ntouch {marker}\n"], *commit_file("w1.txt")]})
+    w.add("w1", "--verify", "test -f w1.txt")
+    refused = w.cli("work", "--run", f"{sys.executable} {AGENT}", ok=False)
+    assert refused.returncode == 2 and "outside the worker sandbox" in refused.stderr, refused.stderr
+    assert "item's verify" in refused.stderr and not marker.exists()

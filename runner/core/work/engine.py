@@ -18,7 +18,7 @@ from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
 from plugkit.work import cluster, scopes, workers
 from runner.core.gates.manager import GateManager
 from runner.core.tasks.manager import TaskManager
-from runner.core.work import git
+from runner.core.work import ci_wait, git
 from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
 from runner.core.work.journal import RunJournal
@@ -120,6 +120,8 @@ class WorkManager:
                 raise Forbidden(why)
             if importlib.util.find_spec("ray") is None:  # found, not imported: only the drivers import it
                 raise Invalid("--runtime ray needs Ray beside plugkit: pip install 'plugkit[ray]'")
+        if cfg.work_ci and cfg.ci == "local":  # the branch's own CI script would run outside the sandbox
+            raise Invalid(ci_wait.LOCAL_REFUSED)
         unverifiable = [i.id for i in chosen if not (i.verify or cfg.verify)]
         if unverifiable:
             raise Invalid(f"no verify command for {', '.join(unverifiable[:5])}: set verify in "
