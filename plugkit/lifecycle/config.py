@@ -18,6 +18,7 @@
     ci_repo = "owner/name"      # ci = github | gitlab: the repository (default: read from the origin remote)
     ci_api_url = "https://api.github.com"  # the provider's REST API (default: the public one)
     work_ci = true              # `plugkit work` lands an item only once CI is green on its pushed branch
+    work_resume = false         # a run the runner's death interrupted is not resumed at its next start (default true)
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -55,6 +56,7 @@ class GateConfig:
     ci_repo: Optional[str] = None
     ci_api_url: Optional[str] = None
     work_ci: bool = False
+    work_resume: bool = True
     problems: tuple[str, ...] = field(default=())
 
 
@@ -162,6 +164,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "ci_repo": ("ci_repo", _text),
     "ci_api_url": ("ci_api_url", _url),
     "work_ci": ("work_ci", _flag),
+    "work_resume": ("work_resume", _flag),
 }
 
 

@@ -52,6 +52,9 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     "ci_repo": (),
     "ci_api_url": (),
     "work_ci": (False, True),  # waiting for CI before landing is adopted; not waiting is a person's to confirm
+    # Workers started again by a runner after a crash, with no person there: turning that off is
+    # adopted, turning it back on is a person's to confirm.
+    "work_resume": (True, False),
 }
 # Settings the file alone decides: they only add context for the model and grant nothing, so
 # turning one off is no tampering for a person to confirm.

@@ -107,6 +107,8 @@ class WorkItemInfo(Result):
     node: Optional[str] = None  # runtime ray: the cluster node of its latest attempt
     placement: Optional[str] = None  # runtime ray: the Ray task of its latest attempt
     node_losses: int = 0  # attempts ended by a lost node (placed again, not counted as failures)
+    failures: int = 0  # failed passes (the two-pass rule: a second one sends the item back to PLAN)
+    interruptions: int = 0  # attempts the runner's death cut short (resumed, not counted as failures)
 
 
 class WorkRunInfo(Result):

@@ -27,10 +27,12 @@ def _section(title: str, lines: list[str]) -> list[str]:
     return ["", f"{title}:", *shown]
 
 
-def build(item: Any, verify: str | None, branch: str, worktree: str, previous: str | None = None) -> str:
+def build(item: Any, verify: str | None, branch: str, worktree: str, previous: str | None = None,
+          interrupted: str | None = None) -> str:
     """The worker's prompt for `item` (a plugkit.lifecycle.prd.Item). `verify` is the
     command the runner will run once the worker stops (the item's own, else the workspace's);
-    `previous`, why the last attempt failed (its first line, then the check's last lines)."""
+    `previous`, why the last attempt failed (its first line, then the check's last lines);
+    `interrupted`, the recovery note of an attempt the runner's death cut short."""
     verify = getattr(item, "verify", None) or verify
     lines = [f"work item {item.id}: {_cut(item.subject)}"]
     lines += _section("Acceptance criteria", list(item.acceptance))
@@ -50,4 +52,7 @@ def build(item: Any, verify: str | None, branch: str, worktree: str, previous: s
         first, *rest = previous.splitlines()
         lines += ["", "The previous attempt failed; start from what it says:", f"- {_cut(first)}"]
         lines += [f"  | {line[:MAX_LINE]}" for line in rest[:MAX_LIST + 1]]
+    if interrupted:
+        lines += ["", "You were interrupted; continue from where you stopped:"]
+        lines += [f"- {_cut(line)}" for line in interrupted.splitlines()[:MAX_LIST]]
     return "\n".join(lines) + "\n"

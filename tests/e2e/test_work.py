@@ -269,16 +269,85 @@ def test_merge_mode_lands_a_merge_commit_and_debug_shows_the_run(home, repo):
     assert work_view["runs"][0]["items"]["w1"]["branch"] == "plugkit/w1" and "waves" in work_view["runs"][0]
 
 
-def test_a_runner_killed_mid_run_loses_nothing_and_the_next_run_finishes(home, repo):
-    w = Work(home, repo, {"w1": [["say", "working"], ["hang"]]})
-    w.add("w1", "--verify", "test -f w1.txt")
-    w.start()
-    w.until(lambda r: w.items(r)["w1"]["state"] == "running")
+def _kill_runner(home) -> None:
     pid = home.discovery()["pid"]
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def _branch_moved(repo: Path, branch: str) -> bool:
+    ref = subprocess.run(["git", "-C", str(repo), "rev-parse", "-q", "--verify", f"refs/heads/{branch}"],
+                         capture_output=True, text=True).stdout.strip()
+    return bool(ref) and ref != git(repo, "rev-parse", "main").strip()
+
+
+def test_a_runner_killed_mid_run_resumes_it_keeping_the_commits_and_lands_both_items(home, repo):
+    w = Work(home, repo, {
+        # The first attempts are cut by the kill: w1 after a commit, w2 before any.
+        "w1": [[*commit_file("w1.txt"), ["say", "committed"], ["hang"]],
+               [["prompt"], *commit_file("w1b.txt")]],
+        "w2": [[["say", "working"], ["hang"]], [*commit_file("w2.txt")]]})
+    w.add("w1", "--verify", "test -f w1.txt && test -f w1b.txt")  # green only if the kept commit is there
+    w.add("w2", "--verify", "test -f w2.txt")
+    w.start("--parallel", "2")
+    w.until(lambda r: all(i["state"] == "running" for i in r["items"]) and _branch_moved(repo, "plugkit/w1"))
+    _kill_runner(home)
+    home.cli("runner", "start")
+    # From the first answer on, .prd and the run agree: both items are in progress again.
+    run = w.status()
+    items, prd = w.items(run), w.prd()
+    why = json.dumps(run, indent=1)
+    assert run["ended_at"] is None and run["state"] == "running", why
+    for item in ("w1", "w2"):
+        assert items[item]["state"] in ("spawning", "running", "verifying", "landing", "completed"), why
+        assert prd[item]["status"] in ("in_progress", "completed"), (prd, why)
+    run = w.until(lambda r: r["ended_at"] is not None)
+    items = w.items(run)
+    why = json.dumps(run, indent=1)
+    assert run["state"] == "done", why
+    for item in ("w1", "w2"):  # the interruption is not a failed pass
+        it = items[item]
+        assert (it["state"], it["attempt"], it["failures"], it["interruptions"]) == ("completed", 2, 0, 1), why
+    assert all((repo / f).exists() for f in ("w1.txt", "w1b.txt", "w2.txt"))
+    told = w.cli("work", "logs", "w1").stdout  # the resumed worker's prompt
+    assert "You were interrupted" in told and "keeps its 1 commit(s): add w1.txt" in told, told
+    events = w.cli("work", "trace", "w1", "--attempt", "1").stdout
+    assert "tried again: the runner stopped during attempt 1; resumed with the commits" in events, events
+
+
+def test_a_ref_moved_just_before_the_runner_died_is_put_back_at_the_resume(home, repo):
+    # --no-sandbox: the worker can move main itself; only the RefGuard's snapshot, kept on disk
+    # by the dead runner, tells the next runner what main was.
+    w = Work(home, repo, {"w1": [[["write", "bad.txt", "unchecked\n"], ["commit", "forged"],
+                                  ["shell", "git update-ref refs/heads/main HEAD && git reset -q --hard HEAD~1"],
+                                  *commit_file("w1.txt"), ["hang"]],
+                                 [*commit_file("w1b.txt")]]})
+    main = git(repo, "rev-parse", "main").strip()
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start("--no-sandbox")
+    w.until(lambda r: git(repo, "rev-parse", "main").strip() != main and _branch_moved(repo, "plugkit/w1"))
+    _kill_runner(home)
+    home.cli("runner", "start")
+    run = w.until(lambda r: r["ended_at"] is not None)
+    it = w.items(run)["w1"]
+    why = json.dumps(run, indent=1)
+    assert (it["state"], it["reason"]) == ("rejected", "refs_moved"), why
+    assert git(repo, "rev-parse", "main").strip() == main, why  # main as it was
+    assert "refs/plugkit/evidence/" in it["message"] and w.prd()["w1"]["status"] == "blocked", why
+    assert not (repo / "bad.txt").exists()
+
+
+def test_a_workspace_that_says_work_resume_false_gets_the_run_halted_and_the_next_run_finishes(home, repo):
+    w = Work(home, repo, {"w1": [["say", "working"], ["hang"]]})
+    config = repo / ".plugkit" / "config.toml"
+    config.write_text(config.read_text() + "work_resume = false\n")
+    git(repo, "commit", "-qam", "no resume here")
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    w.until(lambda r: w.items(r)["w1"]["state"] == "running")
+    _kill_runner(home)
     # A new runner settles the dead run by itself: .prd agrees with it before any work.* call.
     home.cli("runner", "start")
     deadline = time.monotonic() + 30
@@ -287,7 +356,7 @@ def test_a_runner_killed_mid_run_loses_nothing_and_the_next_run_finishes(home, r
     assert w.prd()["w1"]["status"] == "pending", w.prd()
     run = w.status()  # from the run's file
     it = w.items(run)["w1"]
-    assert run["state"] == "halted" and "runner stopped" in run["halt"], run
+    assert run["state"] == "halted" and "work_resume = false" in run["halt"], run
     assert (it["state"], it["reason"]) == ("killed", "runner_restarted"), run
     w.plan_file.write_text(json.dumps({"w1": commit_file("w1.txt")}))  # the next run's worker does the work
     w.start()

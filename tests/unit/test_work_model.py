@@ -1,6 +1,7 @@
 """The run's plain data: what the store writes reads back the same, the wire shape carries every
 field, a person's view of a run is bounded and says why it halted first."""
 
+import os
 import json
 
 from client.show.work import MAX_ITEMS, run_lines
@@ -93,3 +94,18 @@ def test_a_person_reads_why_first_and_a_bounded_list():
     assert any("and 5 more" in line for line in lines)
     assert len(lines) <= MAX_ITEMS + 4
     assert run_lines(None)[0].startswith("no plugkit work run")
+
+
+def test_a_live_runs_side_files_are_private_never_read_as_runs_and_go_when_it_ends(tmp_path):
+    store = RunStore(str(tmp_path))
+    run = a_run()
+    store.save(run)
+    store.write_side(run, "env", {"API_KEY": "secret"})
+    store.write_side(run, "refs", {"w0": {"refs/heads/main": "abc"}})
+    env = store.side(run, "env")
+    assert env is not None and os.stat(env).st_mode & 0o777 == 0o600  # it may hold credentials
+    assert [r.id for r in store.runs("/w")] == [run.id]  # X.env.json is no run of its own
+    assert store.read_side(run, "env") == {"API_KEY": "secret"}
+    run.enter("done", None, 9.0)
+    store.save(run)
+    assert store.read_side(run, "env") is None and store.read_side(run, "refs") is None

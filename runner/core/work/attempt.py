@@ -16,7 +16,6 @@ failure of the item and is not retried.
 
 import asyncio
 import os
-import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -28,7 +27,8 @@ from runner.core.gates.manager import GateManager
 from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
-from runner.core.work import ci_wait, git, held, objects
+from runner.core.work import ci_wait, git, held, objects, resume
+from runner.core.work.install import install_hooks
 from runner.core.work.model import HELD, MAX_REPLACEMENTS, REPLACED, RETRIED, Failed, ItemRun, Run
 from runner.core.work.placement import for_run as placement_for
 from runner.core.work.refs import RefGuard
@@ -39,7 +39,6 @@ from runner.system import logs
 log = logs.get("plugkit.work")
 TAGGED_RISKS = frozenset({"high", "critical"})
 WORKER_TIMEOUT_S = 7 * 24 * 3600.0  # the stall watchdog and the budget end workers, not this
-INSTALL_TIMEOUT_S = 60.0
 TAIL_BYTES, TAIL_LINES = 2048, 12  # of a red check's output, shown to the next attempt
 
 
@@ -53,6 +52,8 @@ class Plumbing:
     unregister: Callable[[str], None]
     clock: Callable[[], float]
     home: Optional[str] = None  # the runner's home (a placement keeps its own files there)
+    keep_refs: Callable[[dict], None] = lambda snaps: None  # the ref snapshots, kept for a resume
+    kept_refs: Optional[dict] = None  # a dead runner's snapshots, read back at a resume
 
 
 class Attempts:
@@ -63,7 +64,7 @@ class Attempts:
         self.land_lock = asyncio.Lock()  # one landing at a time: each lands on the tip the last one left
         self.live: dict[str, Task] = {}
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
-        self.refs = RefGuard(p.ws.root, run.id)
+        self.refs = RefGuard(p.ws.root, run.id, p.keep_refs, p.kept_refs)
         self.on_end: Callable[[ItemRun], None] = lambda it: None
         self.on_change: Callable[[], None] = lambda: None  # saves the run (the driver's save)
         self.placement = placement_for(run, p.home)  # where each worker runs; the rest is the same
@@ -150,7 +151,7 @@ class Attempts:
         it.started_at = it.started_at or now()
         it.phase("spawn", now())
         item = prd.get((await self.listing()).items, it.id)
-        if it.attempt == 1:
+        if item.status != "in_progress":  # on the state, not the attempt: a resumed item may never have got here
             try:  # the gates' own rules: blockers completed, a person's approval for critical items
                 await p.gates.prd_update(p.ws, it.id, {}, "in_progress", [])
             except Refused as exc:
@@ -160,19 +161,21 @@ class Attempts:
         if not check:
             raise Failed(REJECTED, "refused", "no verify command: `plugkit prd update "
                                                 f"{it.id} --verify CMD` or verify in .plugkit/config.toml")
+        kept = await resume.recover(self, it) if it.interrupted is not None else None  # after a crash
         try:
-            base = await git.tip(p.ws.root, run.branch)
+            base = kept[0] if kept else await git.tip(p.ws.root, run.branch)
+            it.base = base  # what this attempt's changes are judged against, kept for a resume
             it.branch, it.worktree = f"plugkit/{it.id}", os.path.join(p.ws.root, ".plugkit", "worktrees", it.id)
             await asyncio.to_thread(p.ws.ensure_dir)  # .plugkit/.gitignore keeps worktrees/ out of git
             # The file and whatever its host keeps beside it (Qwen leaves settings.json.orig).
             excludes = [f"/{self.row.hooks_file}*"] if self.row.hooks_file else []
-            await git.add_worktree(p.ws.root, it.worktree, it.branch, base, excludes)
+            await git.add_worktree(p.ws.root, it.worktree, it.branch, kept[1] if kept else base, excludes)
             await objects.fresh(p.ws.root, it.worktree)  # gitstore: the worker's own object dir
         except git.GitError as exc:
             raise Failed("failed", "spawn_failed", str(exc)) from None
         try:
             try:
-                await self._install_hooks(it.worktree)
+                await install_hooks(self.row, it.worktree, self.p.env)
             except git.GitError as exc:
                 raise Failed("failed", "spawn_failed", f"hooks for the worker: {exc}") from None
             async with self.land_lock:  # not mid-landing: the snapshot must hold the runner's last move
@@ -213,7 +216,7 @@ class Attempts:
             p.unregister(it.worktree)
             async with self.land_lock:  # its branch (rebased by a landing) is recorded before another worker is judged
                 await self.refs.settle(it.id, it.branch)
-            for path in (it.worktree, self._check_dir(it)):
+            for path in (it.worktree, self.check_dir(it)):
                 try:
                     await git.remove_worktree(p.ws.root, path)
                 except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
@@ -234,39 +237,17 @@ class Attempts:
                 return
             self.refs.ours(ref, None)
 
-    def _check_dir(self, it: ItemRun) -> str:
+    def check_dir(self, it: ItemRun) -> str:
         """The runner's own checkout for this item's check and landing: beside the worktrees (never
         an item's: ids start with a letter or digit), hidden from every sandbox with the repository."""
         return os.path.join(self.p.ws.root, ".plugkit", "worktrees", f".check-{it.id}")
 
-    async def _install_hooks(self, worktree: str) -> None:
-        args = workers.install_args(self.row)
-        if args is None:
-            return
-        # A process, not an import: the hosts' hook formats are the client's (client/hooks), and the
-        # runner never imports the client (client -> plugkit <- runner). The runner's own interpreter
-        # (not the `plugkit` first on the worker's PATH) installs hooks of the runner's own version.
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "client.cli", *args, cwd=worktree, env={**os.environ, **self.p.env},
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
-        try:
-            _out, err = await asyncio.wait_for(proc.communicate(), INSTALL_TIMEOUT_S)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
-            proc.kill()
-            await proc.wait()
-            raise
-        if proc.returncode != 0:
-            line = (err.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
-            raise Failed("failed", "spawn_failed", f"plugkit install --platform {self.row.platform} failed: {line}")
-        if self.row.hooks_file and await git.run(worktree, "ls-files", "--", self.row.hooks_file):
-            # The project commits this file: our merge into it must not ride along on the worker's
-            # `git add -A` into the project (pointing its hooks at this machine's plugkit).
-            await git.run(worktree, "update-index", "--skip-worktree", "--", self.row.hooks_file)
-
     async def _spawn(self, it: ItemRun, item: prd.Item, check: str) -> Task:
         p, run = self.p, self.run
         assert it.worktree is not None and it.branch is not None
-        text = prompt_mod.build(item, check, it.branch, it.worktree, it.last_failure if it.attempt > 1 else None)
+        text = prompt_mod.build(item, check, it.branch, it.worktree, it.last_failure if it.attempt > 1 else None,
+                                it.interrupted)
+        it.interrupted = None  # said once: a later retry starts from its own failure
         try:
             argv, stdin = workers.command_line(self.row, text, it.worktree, run.command)
         except ValueError as exc:
@@ -334,7 +315,7 @@ class Attempts:
         word, on exactly the committed tree (the receipt names `sha`)."""
         p = self.p
         assert it.session_id is not None
-        where = self._check_dir(it)
+        where = self.check_dir(it)
         await git.checkout(p.ws.root, where, sha)
         # The check runs the worker's code (what its tests import): it holds what the worker held,
         # the caller's PATH and venv but only its credential scopes (plugkit/work/scopes.py), and
@@ -363,7 +344,7 @@ class Attempts:
         p, run = self.p, self.run
         assert it.branch is not None
         async with self.land_lock:
-            done = await git.integrate(p.ws.root, self._check_dir(it), it.branch, run.branch, run.merge,
+            done = await git.integrate(p.ws.root, self.check_dir(it), it.branch, run.branch, run.merge,
                                        f"plugkit work: {it.id} {item.subject[:60]}", self.checked_at[verified.id])
             # The item's branch (rebased, for ff) is the runner's move: no other worker's doing.
             self.refs.ours(f"refs/heads/{it.branch}", await git.tip(p.ws.root, it.branch))

@@ -24,8 +24,9 @@ TICK_S = 1.0
 class RunDriver:
     def __init__(self, run: Run, attempts: Attempts, save: Callable[[Run], None],
                  clock: Callable[[], float], earlier: Optional[dict[str, ItemRun]] = None,
-                 journal: Optional[RunJournal] = None) -> None:
+                 journal: Optional[RunJournal] = None, adopt: Optional[list[ItemRun]] = None) -> None:
         self.run, self.attempts, self._save, self.clock = run, attempts, save, clock
+        self._adopt = list(adopt or [])  # items of a run resumed after a crash: their attempts start at once
         self.journal = journal  # told of every item's move and the run's: the run's events
         self.earlier = earlier or {}  # the previous run's items: why one it left blocked is blocked
         self.wake = asyncio.Event()
@@ -38,6 +39,9 @@ class RunDriver:
         self.ended = asyncio.Event()  # set once drive() and its tidy-up are over (work stop waits on it)
         # Set, then replaced, on every save: a caller waiting on the run wakes on a change, never polls.
         self._changed = asyncio.Event()
+        if journal is not None:  # a resumed run's items, read back from its file
+            for it in run.items.values():
+                it.moved = journal.observe_item
         attempts.on_end = self._item_ended
         attempts.on_change = self.save
 
@@ -50,6 +54,8 @@ class RunDriver:
             # them with the loop. An attempt never fails the group: run_item ends a bug visibly.
             async with asyncio.TaskGroup() as group:
                 self._group = group
+                for it in self._adopt:
+                    self.workers[it.id] = group.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
                 while not await self._step():
                     self._observe()
                     self.wake.clear()

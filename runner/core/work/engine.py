@@ -18,7 +18,7 @@ from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
 from plugkit.work import cluster, scopes, workers
 from runner.core.gates.manager import GateManager
 from runner.core.tasks.manager import TaskManager
-from runner.core.work import ci_wait, git
+from runner.core.work import ci_wait, git, person, resume
 from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
 from runner.core.work.journal import RunJournal
@@ -26,7 +26,6 @@ from runner.core.work.past import PastRuns
 from runner.core.work.model import ItemRun, Run, RunRequest
 from runner.core.work.store import RunStore
 from runner.executors.worker import check_sandbox, program_path, task_of
-from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs, peers
 
 log = logs.get("plugkit.work")
@@ -53,24 +52,40 @@ class WorkManager:
         self._owner: Optional[asyncio.Task] = None
         self._group_ready = asyncio.Event()
         self._worktrees: dict[str, tuple[Run, ItemRun, Attempts]] = {}  # realpath -> its worker
+        self._resuming: dict[str, list[ItemRun]] = {}  # root -> the items a dead runner's run resumes
 
     # --- runs ------------------------------------------------------------------------------
 
     def latest(self, root: str) -> Optional[Run]:
         if root not in self.runs:
             run = self.store.load(root)
-            if run is not None and run.ended_at is None:  # live when the last runner stopped
-                now = self.clock()
-                for it in run.items.values():
-                    if it.live:
-                        it.enter("killed", now, "runner_restarted", "the runner stopped while the run was live")
-                run.enter("halted", "the runner stopped during this run; `plugkit work` starts a new one "
-                                    "(landed items stay)", now)
-                self.journal(run).observe(run)
-                self.store.save(run)
             if run is not None:
-                self.runs[root] = run
+                self.runs[root] = run  # first: its journal is then the live one, written to
+            if run is not None and run.ended_at is None:  # live when the last runner stopped
+                journal = self.journal(run)  # first: it reads the items as the dead runner left them
+                why = self._no_resume(run)
+                if why is None:  # resumed by settle_dead, which the boot started: say so from the first answer
+                    self._resuming[root] = resume.mark(run, self.clock())
+                else:
+                    self._halt_dead(run, why)
+                journal.observe(run)
+                self.store.save(run)
         return self.runs.get(root)
+
+    def _no_resume(self, run: Run) -> Optional[str]:
+        try:
+            on = self.gates.config(self.gates.workspace("plugkit-work", run.workspace)).work_resume
+        except Exception as exc:  # the workspace gone or unreadable: nothing to resume into
+            return f"its workspace cannot be read ({str(exc)[:120]})"
+        return resume.refusal(run, on, self.store.read_side(run, "env"))
+
+    def _halt_dead(self, run: Run, why: str) -> None:
+        now = self.clock()
+        for it in run.items.values():
+            if it.live:
+                it.enter("killed", now, "runner_restarted", "the runner stopped while the run was live")
+        run.enter("halted", f"the runner stopped during this run and it was not resumed ({why}); "
+                            "`plugkit work` starts a new one (landed items stay)", now)
 
     def journal(self, run: Run) -> RunJournal:
         """The run's journal: the live one, or a past run's read back from its file."""
@@ -135,23 +150,29 @@ class WorkManager:
                   cluster=address if runtime == "ray" else None,
                   scopes=scopes.shown(p.worker, workers.environment(row, dict(p.env)), cfg.work_credentials),
                   check_allowed=dict(old.check_allowed) if old is not None else {})
-        env = dict(p.env)
+        if old is not None:
+            self.past.journals.pop(old.id, None)
+        self.runs[root] = run
+        await asyncio.to_thread(self.store.write_side, run, "env", dict(p.env))  # for a resume after a crash
+        await self._launch(ws, run, dict(p.env), dict(old.items) if old is not None else None)
+        await asyncio.to_thread(self.store.prune, root)
+        log.info("work_run_started", run=run.id, workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk)
+        return run
+
+    async def _launch(self, ws, run: Run, env: dict[str, str], earlier: Optional[dict] = None,
+                      kept_refs: Optional[dict] = None, adopt: Optional[list[ItemRun]] = None) -> None:
+        """The run's driver, started in the group: a new run, or one resumed after a crash."""
         # The worker's hooks reach this runner, and fail closed: a worker runs with its host's own
         # permission prompts off, so a hook that cannot answer must deny, not wave the call through.
         env.update(PLUGKIT_PORT=str(self.port), PLUGKIT_HOOKS_FAIL="closed")
         attempts = Attempts(run, Plumbing(self.tasks, self.gates, ws, env, self._register, self._unregister,
-                                          self.clock, self.home))
-        driver = RunDriver(run, attempts, self.store.save, self.clock, dict(old.items) if old is not None else None,
-                           self.journal(run))
-        if old is not None:
-            self.past.journals.pop(old.id, None)
-        self.runs[root], self.drivers[root] = run, driver
+                                          self.clock, self.home,
+                                          lambda snaps: self.store.write_side(run, "refs", snaps), kept_refs))
+        driver = RunDriver(run, attempts, self.store.save, self.clock, earlier, self.journal(run), adopt)
+        self.drivers[run.workspace] = driver
         driver.save()
-        await asyncio.to_thread(self.store.prune, root)
         group = await self._the_group()
-        group.create_task(self._drive(root, driver), name=f"work-run-{run.id}")
-        log.info("work_run_started", run=run.id, workspace=root, worker=p.worker, parallel=p.parallel, afk=p.afk)
-        return run
+        group.create_task(self._drive(run.workspace, driver), name=f"work-run-{run.id}")
 
     async def _start_point(self, root: str) -> tuple[str, str]:
         try:
@@ -160,9 +181,10 @@ class WorkManager:
             raise Conflict(f"plugkit work needs a git repository on a branch: {exc}") from None
 
     async def settle_dead(self) -> list[str]:
-        """At boot: each run that was live when the last runner died is ended as it ended
-        (killed/runner_restarted), and its items in_progress in .prd go back to pending, so
-        `prd list`, `work status` and the page say the same from the first moment."""
+        """At boot: each run that was live when the last runner died is resumed (runner/core/work/
+        resume.py), or, where it cannot be, ended as it ended (killed/runner_restarted) with its
+        items in_progress in .prd back to pending: `prd list`, `work status` and the page say
+        the same from the first moment."""
         settled = []
         for root in await asyncio.to_thread(self.store.live_roots):
             run = self.latest(root)
@@ -170,13 +192,27 @@ class WorkManager:
                 continue
             try:
                 ws = self.gates.workspace("plugkit-work", root)
-                await self._release_stale(ws, run, await self.gates.read(ws, item_ops.prd_list))
+                if root in self._resuming:
+                    await self._resume(ws, run, self._resuming.pop(root))
+                else:
+                    await self._release_stale(ws, run, await self.gates.read(ws, item_ops.prd_list))
             except Exception as exc:  # a workspace gone or unreadable: its run file says what happened
                 log.warning("work_dead_run_not_settled", workspace=root, error=str(exc)[:200])
+                if run.ended_at is None:
+                    self._halt_dead(run, f"resuming failed: {str(exc)[:200]}")
+                    self.store.save(run)
                 continue
             settled.append(root)
-            log.warning("work_dead_run_settled", run=run.id, workspace=root)
+            log.warning("work_dead_run_settled", run=run.id, workspace=root, resumed=root in self.drivers)
         return settled
+
+    async def _resume(self, ws, run: Run, cut: list[ItemRun]) -> None:
+        if run.sandbox:  # fails closed, as at start
+            await check_sandbox(self.home)
+        env = self.store.read_side(run, "env")
+        refs = self.store.read_side(run, "refs")
+        await self._launch(ws, run, dict(env) if isinstance(env, dict) else {}, None,
+                           refs if isinstance(refs, dict) else None, cut)
 
     async def _release_stale(self, ws, old: Optional[Run], listing) -> None:
         """Items a dead run left in_progress go back to pending: nobody works on them now."""
@@ -260,52 +296,8 @@ class WorkManager:
             raise NotFound(f"no item {item_id} in run {run.id}{where}")
         return it
 
-    async def rollback(self, session_id: str, cwd: str, item_id: str,
-                       run_id: Optional[str] = None) -> tuple[str, str]:
-        run = self.find_run(self.root_of(session_id, cwd), run_id)
-        it = self.item(run, item_id)
-        if it.landed is None or it.rollback_tag is None:
-            raise Conflict(f"{item_id} has no rollback point: only high and critical items are tagged before "
-                           f"they land{'' if it.landed is None else f'; undo it with git revert {it.landed[:12]}'}")
-        if run.workspace in self.drivers:
-            raise Conflict(f"run {run.id} is still live: `plugkit work stop` first, then roll back")
-        ws = self.gates.workspace(session_id, cwd)
-        try:
-            tip = await git.tip(run.workspace, run.branch)
-            head = await git.rollback(run.workspace, run.branch, it.rollback_tag, it.landed, run.merge)
-        except git.GitError as exc:
-            raise Conflict(f"rollback of {item_id} failed: {exc}") from None
-        how = "reset" if tip == it.landed else "revert"
-        await self.gates.prd_update(ws, item_id, {}, "pending", [])
-        # What the person approved was this landing: running the item again needs a new approval.
-        revoked = await self.gates.call(ws, item_ops.approval_revoke, item_id)
-        it.enter(REJECTED, self.clock(), "rolled_back", f"rolled back ({how}); {run.branch} is at {head[:12]}"
-                 + ("; its approval is revoked (`plugkit approve " + item_id + "` before it runs again)"
-                    if revoked else ""))
-        it.landed = None
-        self.store.save(run)
-        log.warning("work_item_rolled_back", run=run.id, item=item_id, how=how)
-        return head, how
-
-    async def allow_check(self, session_id: str, cwd: str, item_id: str, peer: Optional[tuple], port: int,
-                          runner_pid: int) -> Run:
-        """A person lets an item's branch change its own check (held blocked/touches_check until then).
-        Judged like an approval, by the caller's process ancestry: a worker or an agent is refused."""
-        run = self.run_of(session_id, cwd)
-        listing = await self.gates.read(self.gates.workspace(session_id, cwd), item_ops.prd_list)
-        if item_id not in {i.id for i in listing.items}:
-            raise NotFound(f"no work item {item_id} in .prd (`plugkit prd list`)")
-        who = await asyncio.to_thread(peers.caller, peer, port, runner_pid)
-        verdict = self.gates.desk.judge(run.workspace, item_id, who)
-        if not verdict.ok or who is None:
-            log.warning("work_allow_check_refused", run=run.id, item=item_id, why=verdict.reason,
-                        chain=list(who.chain) if who else None)
-            raise Forbidden(f"allow-check refused: {verdict.reason}. A person allows it from their own "
-                            f"terminal: `plugkit work allow-check {item_id}`")
-        run.check_allowed[item_id] = f"{who.user} ({verdict.channel}{', ' + who.tty if who.tty else ''})"
-        self.store.save(run)
-        log.warning("work_check_allowed", run=run.id, item=item_id, by=run.check_allowed[item_id])
-        return run
+    rollback = person.rollback  # a person's moves on a run (runner/core/work/person.py)
+    allow_check = person.allow_check
 
     # --- workers, as the hooks see them ---------------------------------------------------------
 

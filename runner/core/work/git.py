@@ -251,7 +251,7 @@ async def tip(root: str, ref: str) -> str:
     return sha
 
 
-async def _is_ancestor(root: str, a: str, b: str) -> bool:
+async def is_ancestor(root: str, a: str, b: str) -> bool:
     return await _ok(root, "merge-base", "--is-ancestor", a, b)
 
 
@@ -276,7 +276,7 @@ async def _attempt(cwd: str, what: str, args: tuple[str, ...], fix: str) -> None
 async def _integrate_ff(root: str, scratch: str, branch: str, left: str, onto: str, t: str,
                         message: str) -> Integrated:
     ref = f"refs/heads/{branch}"
-    if await _is_ancestor(root, t, left):
+    if await is_ancestor(root, t, left):
         return Integrated(left, False)
     await checkout(root, scratch, left)  # the runner's own checkout: never the worker's worktree
     await _attempt(scratch, "rebase", ("rebase", t),
@@ -333,7 +333,7 @@ async def advance(root: str, onto: str, sha: str) -> None:
     """Fast-forward `onto`, checked out in `root`, to `sha`; all or nothing."""
     await _on_branch(root, onto)
     moved = MergeConflict(f"{onto} moved since this item was integrated: integrate it again", [])
-    if not await _is_ancestor(root, f"refs/heads/{onto}", sha):
+    if not await is_ancestor(root, f"refs/heads/{onto}", sha):
         raise moved
     rc, _, err = await _git(root, *_PLAIN, "merge", "-q", "--ff-only", sha)
     if rc == 0:
@@ -368,7 +368,7 @@ async def rollback(root: str, onto: str, tag_name: str, landed: str, mode: str) 
             raise GitError(f"rollback of {onto} refused in {root}: {_why(err)}; your uncommitted "
                            "changes touch the same files: commit or stash them, then retry")
         return await tip(root, "HEAD")
-    if not await _is_ancestor(root, landed, current):
+    if not await is_ancestor(root, landed, current):
         raise GitError(f"{landed[:12]} is no longer on {onto} in {root}: nothing to roll back there")
     await _attempt(root, "revert", ("revert", "--no-edit", *_REVERT[mode](before, landed)),
                    f"later work on {onto} changed the same lines; a person reverts it by hand")

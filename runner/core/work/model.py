@@ -95,6 +95,9 @@ class ItemRun:
     node: Optional[str] = None  # --runtime ray: the node its latest attempt ran on
     placement: Optional[str] = None  # --runtime ray: the Ray task of its latest attempt
     node_losses: int = 0  # attempts ended by a lost node (not counted by the two-pass rule)
+    base: Optional[str] = None  # the run branch's tip its first attempt started from: what its changes are judged against
+    interrupted: Optional[str] = None  # set at a resume after a crash: the recovery note for its next attempt
+    interruptions: int = 0  # attempts ended by the runner's death (not counted by the two-pass rule)
     # Told after each move (the run's journal records it): set on the instance, never stored.
     moved: ClassVar[Optional[Callable[["ItemRun"], None]]] = None
 

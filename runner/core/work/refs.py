@@ -8,6 +8,10 @@ when it spawns, every ref the runner moves itself is written into the live snaps
 when the worker ends anything else that moved, appeared or vanished is restored, what the
 worker wrote kept under refs/plugkit/evidence/<run>/<item>/.
 
+The snapshots are written through `keep` after every change (the run's `.refs.json`): a
+runner started after a crash judges the interrupted workers against them
+(runner/core/work/resume.py), so a ref moved just before the crash is still caught.
+
 Not judged: the branches of workers still running (each owns its own; a worker moving a
 sibling's branch is caught only by that sibling's check), refs/remotes/ (a fetch mirrors the
 remote) and refs/notes/ (Qwen Code records its attribution as notes on every commit): nothing
@@ -17,7 +21,7 @@ lands from either.
 import os
 import stat
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from runner.core.work import git
 
@@ -50,12 +54,20 @@ async def read(root: str) -> dict[str, str]:
 class RefGuard:
     """One per run: a snapshot per live worker, kept in step with what the runner moves."""
 
-    def __init__(self, root: str, run_id: str) -> None:
-        self.root, self.run_id = root, run_id
+    def __init__(self, root: str, run_id: str, keep: Callable[[dict], None] = lambda snaps: None,
+                 kept: Optional[dict] = None) -> None:
+        self.root, self.run_id, self._keep = root, run_id, keep
         self._snaps: dict[str, dict[str, str]] = {}
+        for item, snap in (kept or {}).items():  # a dead runner's, read back: only well-formed entries
+            if isinstance(item, str) and isinstance(snap, dict):
+                self._snaps[item] = {k: v for k, v in snap.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def watching(self, item_id: str) -> bool:
+        return item_id in self._snaps
 
     async def watch(self, item_id: str) -> None:
         self._snaps[item_id] = await read(self.root)
+        self._keep(self._snaps)
 
     def ours(self, ref: str, sha: Optional[str]) -> None:
         """The runner moved `ref` itself (None: deleted it): no worker did."""
@@ -64,10 +76,13 @@ class RefGuard:
                 snap.pop(ref, None)
             else:
                 snap[ref] = sha
+        if self._snaps:
+            self._keep(self._snaps)
 
     async def settle(self, item_id: str, branch: Optional[str]) -> None:
         """The worker's attempt is over: its branch, as it is now, is no longer anyone's doing."""
-        self._snaps.pop(item_id, None)
+        if self._snaps.pop(item_id, None) is not None:
+            self._keep(self._snaps)
         if branch is not None:
             ref = OWN_PREFIX + branch
             self.ours(ref, await git.run(self.root, "rev-parse", "-q", "--verify", ref, check=False) or None)

@@ -5,7 +5,12 @@ name; the oldest beyond KEEP are pruned when a run starts. A runner that dies mi
 the run at its next start and ends what was live as `runner_restarted`: its workers died
 with it (the boot reaper and the cgroups see to that), and what landed is on the branch already.
 
-The single `<workspace>.json` file of earlier versions is read as one more past run."""
+The single `<workspace>.json` file of earlier versions is read as one more past run.
+
+Beside a live run, two files let a runner started after a crash resume it
+(runner/core/work/resume.py): `.env.json`, the environment its workers inherit (the
+caller's: it may hold credentials, so 0600 in the 0700 home, and deleted when the run
+ends), and `.refs.json`, the ref snapshots its workers are judged against."""
 
 import hashlib
 import json
@@ -19,10 +24,27 @@ from runner.core.work.model import Run
 LIVE = "live"  # one file per workspace with a live run, naming its root: what a new runner looks at first
 KEEP = 50  # runs kept per workspace: `plugkit work runs` lists them, status/logs/trace reach them
 _RUN_ID = re.compile(r"[0-9a-f]{1,32}")
+_RUN_FILE = re.compile(r"[0-9]{15}-[A-Za-z0-9_-]{1,64}\.json")  # not a run's side file (X.env.json)
 
 
 def _key(workspace: str) -> str:
     return hashlib.sha256(os.fsencode(workspace)).hexdigest()[:24]
+
+
+def _write(path: str, data: bytes) -> None:
+    """Atomically, 0600 (mkstemp's mode), in a 0700 directory made if missing."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".run.", suffix=".tmp", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 class RunStore:
@@ -40,24 +62,30 @@ class RunStore:
         path = self._file(run)
         return path[:-len(".json")] + ".events.jsonl" if path else None
 
+    def side(self, run: Run, kind: str) -> Optional[str]:
+        """A live run's side file (`env`, `refs`): gone once the run ends."""
+        path = self._file(run)
+        return f"{path[:-len('.json')]}.{kind}.json" if path else None
+
+    def write_side(self, run: Run, kind: str, data: object) -> None:
+        path = self.side(run, kind)
+        if path is not None:
+            _write(path, json.dumps(data).encode())
+
+    def read_side(self, run: Run, kind: str) -> Optional[object]:
+        path = self.side(run, kind)
+        try:
+            with open(path or "", "rb") as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return None
+
     def save(self, run: Run) -> None:
         path = self._file(run)
         if path is None:
             return
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        data = json.dumps(run.to_json(), ensure_ascii=False).encode()
-        fd, tmp = tempfile.mkstemp(prefix=".run.", suffix=".tmp", dir=os.path.dirname(path))
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-            self._mark(run)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        _write(path, json.dumps(run.to_json(), ensure_ascii=False).encode())
+        self._mark(run)
 
     def _mark(self, run: Run) -> None:
         """A live run leaves a marker a runner started after a crash finds without reading every run."""
@@ -69,10 +97,11 @@ class RunStore:
                 with open(marker, "w", encoding="utf-8") as fh:
                     fh.write(run.workspace)
         else:
-            try:
-                os.unlink(marker)
-            except FileNotFoundError:
-                pass
+            for path in (marker, self.side(run, "env"), self.side(run, "refs")):
+                try:
+                    os.unlink(path or "")
+                except FileNotFoundError:
+                    pass
 
     def live_roots(self) -> list[str]:
         """The workspaces whose latest run was live when its runner last wrote it."""
@@ -90,7 +119,7 @@ class RunStore:
         """The workspace's run files, oldest first (by the start time in their names)."""
         d = self._ws_dir(workspace)
         try:
-            names = sorted(n for n in os.listdir(d) if n.endswith(".json")) if d else []
+            names = sorted(n for n in os.listdir(d) if _RUN_FILE.fullmatch(n)) if d else []
         except OSError:
             names = []
         return names
@@ -137,7 +166,8 @@ class RunStore:
     def prune(self, workspace: str, keep: int = KEEP) -> None:
         d = self._ws_dir(workspace)
         for name in self._names(workspace)[:-keep] if d else []:
-            for path in (os.path.join(d, name), os.path.join(d, name[:-len(".json")] + ".events.jsonl")):
+            stem = os.path.join(d, name[:-len(".json")])
+            for path in (stem + ".json", stem + ".events.jsonl", stem + ".env.json", stem + ".refs.json"):
                 try:
                     os.unlink(path)
                 except OSError:
