@@ -2,8 +2,9 @@
 file per run (rewritten atomically after every change) and its event journal beside it
 (runner/core/work/journal.py). Files are named by start time, so the newest is the last
 name; the oldest beyond KEEP are pruned when a run starts. A runner that dies mid-run finds
-the run at its next start and ends what was live as `runner_restarted`: its workers died
-with it (the boot reaper and the cgroups see to that), and what landed is on the branch already.
+the run at its next start (its live marker) and resumes it, or ends what was live as
+`runner_restarted` (runner/core/work/resume.py): its workers died with it (the boot reaper
+and the cgroups see to that), and what landed is on the branch already.
 
 The single `<workspace>.json` file of earlier versions is read as one more past run.
 
