@@ -1,8 +1,9 @@
 """What a person does to a run from their terminal: roll a landed item back, let an item's branch
-change its own check. WorkManager's methods (bound there); kept apart from the driving of runs."""
+change its own check. WorkManager's methods (bound there: `m` is the manager; not imported here, which would be a
+cycle); kept apart from the driving of runs."""
 
 import asyncio
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 from plugkit.lifecycle import item_ops
 from plugkit.refusals import Conflict, Forbidden, NotFound
@@ -11,13 +12,10 @@ from runner.core.work import git
 from runner.core.work.model import Run
 from runner.system import logs, peers
 
-if TYPE_CHECKING:
-    from runner.core.work.engine import WorkManager
-
 log = logs.get("plugkit.work")
 
 
-async def rollback(m: "WorkManager", session_id: str, cwd: str, item_id: str,
+async def rollback(m: Any, session_id: str, cwd: str, item_id: str,
                    run_id: Optional[str] = None) -> tuple[str, str]:
     run = m.find_run(m.root_of(session_id, cwd), run_id)
     it = m.item(run, item_id)
@@ -44,7 +42,7 @@ async def rollback(m: "WorkManager", session_id: str, cwd: str, item_id: str,
     log.warning("work_item_rolled_back", run=run.id, item=item_id, how=how)
     return head, how
 
-async def allow_check(m: "WorkManager", session_id: str, cwd: str, item_id: str, peer: Optional[tuple], port: int,
+async def allow_check(m: Any, session_id: str, cwd: str, item_id: str, peer: Optional[tuple], port: int,
                       runner_pid: int) -> Run:
     """A person lets an item's branch change its own check (held blocked/touches_check until then).
     Judged like an approval, by the caller's process ancestry: a worker or an agent is refused."""

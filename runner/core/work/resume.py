@@ -17,13 +17,25 @@ agree from the first answer, and its next attempt starts with `recover` below:
 - the interruption is not a failed pass (`interruptions` counts it, `failures` does not).
 """
 
-from typing import TYPE_CHECKING, Optional
+import asyncio
+from typing import Optional, Protocol
 
 from runner.core.work import git, held, objects
 from runner.core.work.model import LIVE, ItemRun, Run
+from runner.core.work.refs import RefGuard
 
-if TYPE_CHECKING:
-    from runner.core.work.attempt import Attempts
+class Attempts(Protocol):
+    """What recover() needs of runner/core/work/attempt.py's Attempts (which calls it)."""
+
+    run: Run
+    refs: RefGuard
+    land_lock: asyncio.Lock
+
+    @property
+    def p(self): ...
+
+    def check_dir(self, it: ItemRun) -> str: ...
+
 
 RUNTIMES = ("local",)  # a Ray worker runs on a node the dead runner's cgroups did not hold
 MAX_SUBJECTS = 5
@@ -52,7 +64,7 @@ def mark(run: Run, now: float) -> list[ItemRun]:
     return cut
 
 
-async def recover(attempts: "Attempts", it: ItemRun) -> Optional[tuple[str, str]]:
+async def recover(attempts: Attempts, it: ItemRun) -> Optional[tuple[str, str]]:
     """The dead attempt judged as any attempt's end; (its base, its branch's tip) to continue
     from, or None to start afresh (no base recorded, or the branch gone or rewritten)."""
     p = attempts.p
