@@ -1,5 +1,5 @@
 """SearchManager: the runner's per-workspace indexes (one SQLite file each under
-$PLUGKIT_HOME/search/), and a query shaped into the sections an agent reads: definitions,
+$PLUGKIT_HOME/search/; a linked worktree's first one is copied from its main checkout's, seed.py), and a query shaped into the sections an agent reads: definitions,
 content hits with whole lines, and commits when the query is about history or matches one."""
 
 import hashlib
@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 
 from plugkit.workspace import find_root
-from runner.core.search import digest, files, history as git_history, kind as query_kind, semantic, tokens
+from runner.core.search import digest, files, history as git_history, kind as query_kind, seed, semantic, tokens
 from runner.core.search.index import Progress, WorkspaceIndex
 from runner.core.search.store import Commit, DefHit
 
@@ -69,12 +69,18 @@ class SearchManager:
             index = self._indexes.pop(root, None)
             if index is None:
                 os.makedirs(self._dir, mode=0o700, exist_ok=True)
-                name = hashlib.sha256(root.encode()).hexdigest()[:16] + ".sqlite"
-                index = WorkspaceIndex(root, os.path.join(self._dir, name))
+                db = self._db(root)
+                base = seed.main_root(root) if not os.path.exists(db) else None
+                if base is not None:  # a linked worktree: its repository's index, less what differs
+                    seed.seed(root, base, self._db(base), db)
+                index = WorkspaceIndex(root, db)
                 if len(self._indexes) >= MAX_WORKSPACES:
                     self._indexes.pop(next(iter(self._indexes))).close()
             self._indexes[root] = index  # re-inserted: the dict's order is the use order
             return index
+
+    def _db(self, root: str) -> str:
+        return os.path.join(self._dir, hashlib.sha256(root.encode()).hexdigest()[:16] + ".sqlite")
 
     def _load_embedder(self):
         """The model once per manager (~90 MB, seconds to load), and only when the layer is on."""

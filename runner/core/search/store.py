@@ -65,6 +65,7 @@ class IndexStore(Protocol):
     def stamps(self) -> dict[str, tuple[float, int]]: ...
     def put_file(self, path: str, mtime: float, size: int, factor: float, lang: str,
                  chunks: list[Chunk], defs: list[Definition]) -> None: ...
+    def restamp(self, path: str, mtime: float, size: int) -> None: ...
     def drop_file(self, path: str) -> None: ...
     def chunks(self, match: str, limit: int, glob: str | None, lang: str | None) -> list[Hit]: ...
     def defs(self, match: str, limit: int, glob: str | None, lang: str | None) -> list[DefHit]: ...
@@ -165,6 +166,11 @@ class SqliteStore:
             rows = {r[0]: r[1:] for r in self._db.execute(sql, args)}
         return [Hit(p, int(a), int(b), sym.split("\n")[0], factor)
                 for r in rowids if r in rows for p, a, b, sym, factor in [rows[r]]]
+
+    def restamp(self, path: str, mtime: float, size: int) -> None:
+        """The file's stamp only: its indexed content is known to be what is on disk now."""
+        with self.lock:
+            self._db.execute("UPDATE files SET mtime=?, size=? WHERE path=?", (mtime, size, path))
 
     def drop_file(self, path: str) -> None:
         with self.lock:
