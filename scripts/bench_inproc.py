@@ -2,11 +2,15 @@
 load-robust where req/s on a shared machine is not (the CPU the server process spends is what
 caps its throughput once cores are contended). Also a cProfile of the runner's side.
 
-Usage: .venv/bin/python scripts/bench_inproc.py [CLIENTS] [CALLS_EACH] [--profile | --breakdown]
+Usage: .venv/bin/python scripts/bench_inproc.py [CLIENTS] [CALLS_EACH] [--profile | --breakdown | --calls]
 
 --breakdown: CPU per runner.info call, layer by layer without HTTP (the method alone, through
 jsonrpcserver's public dispatch, through the runner's dispatch()), to say which layer a
 throughput gap sits in.
+
+--calls: Python function calls the server makes per runner.info request, by whose code they are
+(aiohttp, asyncio, jsonrpcserver and oslash, the runner's own, ...), runner beside the trivial
+handler. A count, not a time: it holds still on a loaded machine where CPU times swing 30%.
 """
 
 import asyncio
@@ -135,7 +139,50 @@ async def breakdown(calls: int) -> None:
         print(f"{label}: {(time.process_time() - began) / calls * 1e6:.0f} us CPU a call")
 
 
+def _owner(filename: str, name: str) -> str:
+    for part in ("jsonrpcserver", "oslash", "aiohttp", "multidict", "yarl", "pydantic", "asyncio", "inspect.py"):
+        if part in filename:
+            return "jsonrpcserver" if part == "oslash" else part.removesuffix(".py")
+    for part in ("/runner/", "/plugkit/"):
+        if part in filename:
+            return part.strip("/") + " (ours)"
+    return "the rest of the stdlib" if "python3" in filename or filename.startswith("<frozen") else filename
+
+
+async def call_counts(which: str, clients: int, each: int) -> dict[str, float]:
+    import collections
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port, token = sock.getsockname()[1], secrets.token_urlsafe(32)
+    serving = await (_trivial(sock) if which == "trivial" else _runner(sock, token, tempfile.mkdtemp()))
+    try:
+        await _drive(port, token, 1, 200)  # warm
+        prof = cProfile.Profile()
+        prof.enable()
+        await _drive(port, token, clients, each)
+        prof.disable()
+    finally:
+        await serving.cleanup()
+    by: collections.Counter = collections.Counter()
+    for (filename, _line, name), stat in pstats.Stats(prof).stats.items():  # type: ignore[attr-defined]
+        if filename != "~":
+            by[_owner(filename, name)] += stat[1]
+            continue
+        for (caller, _l, caller_name), counts in stat[4].items():  # a C call: its caller's
+            by[_owner(caller, caller_name)] += counts[1]
+    return {owner: n / (clients * each) for owner, n in by.items()}
+
+
 def main() -> None:
+    if "--calls" in sys.argv:
+        ours, floor = asyncio.run(call_counts("runner", 8, 400)), asyncio.run(call_counts("trivial", 8, 400))
+        print(f"Python calls per runner.info request: runner {sum(ours.values()):.0f}, "
+              f"trivial aiohttp handler {sum(floor.values()):.0f}")
+        for owner in sorted(ours, key=lambda o: -ours[o]):
+            if ours[owner] >= 0.5:
+                print(f"  {owner:40s} {ours[owner]:6.1f}   (trivial: {floor.get(owner, 0):.1f})")
+        return
     if "--breakdown" in sys.argv:
         asyncio.run(breakdown(3000))
         return

@@ -13,16 +13,18 @@ every other event, finding none, fails open at once, except in a workspace that 
 gates: there a file write is denied and a Stop turned back once, naming `plugkit runner restart`
 (client/hooks/fail_closed.py). Exit code 2 is never used: platforms ignore stdout on 2.
 
-Hot path (a plain tool call): this module, one adapter, client.wire.rpc; stdlib json/os/sys/
-time/select only. The exec: machinery is imported only for exec: commands.
+Hot path (a plain tool call): this module, one adapter, client.wire.rpc; os/sys/time/select and
+client.wire.codec (json's C half: `import json` brings re, enum and functools, ~6 ms of every hook
+process, and Qwen Code runs two per tool call). The exec: machinery is imported only for exec:
+commands.
 """
 
-import json
 import os
 import sys
 import time
 
 from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_event, shell_command, slim
+from client.wire import codec
 from client.wire.rpc import ClientError, RpcFailure
 from plugkit.vocab import SESSION_ID_TAG
 
@@ -110,7 +112,7 @@ def handle(kind: str, platform: str) -> Answer:
     if raw is None:
         return failed(kind, f"no event JSON arrived on stdin within {STDIN_BUDGET_S:g}s")
     try:
-        data = json.loads(raw)
+        data = codec.loads(raw)
         # Hosts that spell the fields otherwise (Cursor, Copilot, OpenCode's tools) rename them first.
         normalize = getattr(adapter(platform), "normalize", None)
         event = parse_event(kind, platform, normalize(data) if normalize else data)

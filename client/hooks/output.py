@@ -1,13 +1,14 @@
 """Building blocks the platform adapters share: a JSON answer with exit 0, the
 model-context shape, and "say nothing". What each platform prints is still its
-adapter's table; only these few shapes are common to them."""
+adapter's table; only these few shapes are common to them. JSON through client.wire.codec: the
+hook's hot path never imports json (and re behind it)."""
 
-import json
+from client.wire import codec
 
 
 def answer(obj: dict) -> tuple[bytes, int]:
     # Always exit 0 with JSON: exit 2 would make the platforms ignore stdout.
-    return (json.dumps(obj) + "\n").encode(), 0
+    return (codec.dumps(obj) + "\n").encode(), 0
 
 
 def context(event_name: str, empty: tuple[bytes, int]):

@@ -113,6 +113,20 @@ async def test_a_half_sent_head_is_dropped_unanswered_at_its_deadline(server):
     assert server.guard.expired == 1
 
 
+async def test_a_half_sent_head_behind_answered_requests_is_dropped_at_its_own_deadline(server):
+    # The request clock is lazy (one timer per connection, re-armed when it fires early): a head
+    # half sent behind answered requests still has the deadline from its own first byte.
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    for path in ("/a", "/b"):
+        writer.write(_post(path))
+        await asyncio.wait_for(reader.readuntil(f"POST {path} 0".encode()), 2)
+    await asyncio.sleep(0.2)  # the clock armed when the connection opened is now past its time
+    writer.write(b"POST /c HTTP/1.1\r\nHost: x\r\nContent-Ty")
+    assert await asyncio.wait_for(reader.read(), 2) == b""  # dropped unanswered
+    assert server.guard.expired == 1
+    writer.close()
+
+
 async def test_a_body_that_does_not_come_gets_a_408_and_a_close(server):
     got = await _talk(server, b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
     assert got.startswith(b"HTTP/1.1 408") and b"Connection: close" in got
