@@ -121,11 +121,14 @@ WORK_REASONS: dict[str, str] = {
     "bad_objects": "the worker wrote a forged or corrupt git object; nothing of it entered the repository",
     "symbolic_ref": "the worker planted a symbolic ref or link under refs/heads/plugkit/ (removed, never followed)",
     "needs_approval": "it is critical and waits for a person's approval (`plugkit approve ID`)",
+    "not_ready": "its worktree could not be made ready: an include or share reaches outside the repository",
+    "setup_failed": "work_setup failed in the item's fresh worktree; the worker never started",
     "node_lost": "the cluster node running its worker went away; placed again elsewhere (not counted as a failure)",
 }
 # Ends a person looks at first: the .prd item is marked blocked and an unattended run halts.
 WORK_HELD_REASONS: frozenset[str] = frozenset({"merge_conflict", "land_failed", "refs_moved", "touches_check",
-                                               "bad_objects", "symbolic_ref", "ci_unconfirmed"})
+                                               "bad_objects", "symbolic_ref", "ci_unconfirmed",
+                                               "setup_failed"})
 # Failures that count toward the two-pass rule (a kill by a person or the budget does not).
 WORK_RETRIED_REASONS: frozenset[str] = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files",
                                                   "verify_failed", "stalled", "ci_red"})

@@ -52,6 +52,12 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     "ci_repo": (),
     "ci_api_url": (),
     "work_ci": (False, True),  # waiting for CI before landing is adopted; not waiting is a person's to confirm
+    # What reaches each worker from the main checkout, and code run in its sandbox: a person's to confirm.
+    "work_include": (),
+    "work_share": (),
+    "work_setup": (),
+    "work_ports": (),
+    "work_ports_env": (),
 }
 # Settings the file alone decides: they only add context for the model and grant nothing, so
 # turning one off is no tampering for a person to confirm.

@@ -107,6 +107,10 @@ class WorkItemInfo(Result):
     node: Optional[str] = None  # runtime ray: the cluster node of its latest attempt
     placement: Optional[str] = None  # runtime ray: the Ray task of its latest attempt
     node_losses: int = 0  # attempts ended by a lost node (placed again, not counted as failures)
+    ready: Optional[str] = None  # what made its latest worktree ready: files, shared dirs, ports, setup
+    setup_task_id: Optional[int] = None  # work_setup's task in its latest attempt
+    ports: Optional[str] = None  # work_ports: its latest attempt's port block, "a-b"
+    teardown: Optional[str] = None  # what the end of its latest attempt tore down
 
 
 class WorkRunInfo(Result):

@@ -95,6 +95,10 @@ class ItemRun:
     node: Optional[str] = None  # --runtime ray: the node its latest attempt ran on
     placement: Optional[str] = None  # --runtime ray: the Ray task of its latest attempt
     node_losses: int = 0  # attempts ended by a lost node (not counted by the two-pass rule)
+    ready: Optional[str] = None  # what made its latest worktree ready (runner/core/work/ready.py), one line
+    setup_task_id: Optional[int] = None  # work_setup's task in its latest attempt
+    ports: Optional[str] = None  # its latest attempt's port block, "a-b" (work_ports)
+    teardown: Optional[str] = None  # what the end of its latest attempt tore down (runner/core/work/teardown.py)
     # Told after each move (the run's journal records it): set on the instance, never stored.
     moved: ClassVar[Optional[Callable[["ItemRun"], None]]] = None
 
