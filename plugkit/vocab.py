@@ -25,6 +25,7 @@ END_REASONS: dict[str, str] = {
     "runner_shutdown": "was killed because the runner shut down",
     "runner_lost": "was lost when the runner stopped unexpectedly",
     "spawn_failed": "could not be started",
+    "attempt_ended": "was killed because the `plugkit work` attempt whose worker started it ended",
     "compile_error": "failed to compile",
     "device_lost": "lost its serial device (unplugged, or the other end of the line closed)",
     "closed": "was closed on request and its port released",

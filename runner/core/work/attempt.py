@@ -28,7 +28,7 @@ from runner.core.gates.manager import GateManager
 from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
-from runner.core.work import ci_wait, git, held, objects, ready
+from runner.core.work import ci_wait, git, held, objects, ready, teardown
 from runner.core.work.model import HELD, MAX_REPLACEMENTS, REPLACED, RETRIED, Failed, ItemRun, Run
 from runner.core.work.placement import for_run as placement_for
 from runner.core.work.refs import RefGuard
@@ -212,8 +212,7 @@ class Attempts:
             raise Failed("blocked", "land_failed", f"{exc}; branch {it.branch} is kept") from None
         finally:
             self.live.pop(it.id, None)
-            if lease is not None:  # its ports: free for the next worker
-                lease.release()
+            await teardown.end(p.tasks, p.home, it, lease)  # its exec: tasks, its ports' listeners, its lease
             p.unregister(it.worktree)
             async with self.land_lock:  # its branch (rebased by a landing) is recorded before another worker is judged
                 await self.refs.settle(it.id, it.branch)
