@@ -102,7 +102,7 @@ WORK_REASONS: dict[str, str] = {
     "worker_exit": "the worker exited with a failure",
     "spawn_failed": "the worker could not be started",
     "no_commits": "the worker stopped without committing anything on its branch",
-    "control_files": "its branch changes .prd or .plugkit/ (the plan and the checks are a person's)",
+    "control_files": "its branch changes .prd, .plugkit/ or .worktreeinclude (the plan, the checks and what reaches workers are a person's)",
     "verify_failed": "the verify command failed on a fresh checkout of the item's commits",
     "ci_red": "CI (work_ci) was red on the item's pushed branch commit",
     "ci_unconfirmed": "CI (work_ci) could not confirm the item's branch commit green (pending past its wait, or not asked)",

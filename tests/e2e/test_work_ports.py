@@ -1,7 +1,7 @@
 """Ports per worker and the teardown of what a worker started (issue 48 #2, #3), through the real
 runner, real git, real bwrap and the scripted command worker: two workers serve on their own
 leased ports at once, find them in PORT, PLUGKIT_PORTS and .env, and once their attempts end
-nothing they started listens or runs, not a background server, not a `setsid nohup` child, not an
+(one landed, one killed by `work stop`) nothing they started listens or runs, not a background server, not a `setsid nohup` child, not an
 `exec:` task, and the run's journal says what was torn down."""
 
 import json
@@ -83,11 +83,13 @@ def test_two_workers_serve_on_their_own_ports_at_once_and_leave_nothing_behind(h
         for block, t in zip(ports, trees):
             assert until(lambda: answers(block[0])), (t / "srv.log").read_text()
             assert until(lambda: answers(block[1])), (t / "exec.out").read_text()
-        for t in trees:
-            (t / "go").write_text("")
+        # w1 goes on to land; w2 is still serving when a person stops the run: two ends, one teardown.
+        (trees[0] / "go").write_text("")
+        w.until(lambda r: w.items(r)["w1"]["state"] == "completed")
+        w.cli("work", "stop")
         run = w.until(lambda r: r["ended_at"] is not None)
         items = w.items(run)
-        assert [items[i]["state"] for i in ("w1", "w2")] == ["completed"] * 2, run
+        assert [items[i]["state"] for i in ("w1", "w2")] == ["completed", "killed"], run
         assert {items[i]["ports"] for i in ("w1", "w2")} == {f"{b[0]}-{b[-1]}" for b in ports}, run
         # Nothing either started is left: no listener on their ports, no detached child.
         assert not [p for block in ports for p in block if listened(p)], (ports, [items[i].get("teardown") for i in items], w.cli("exec:tasks", ok=False).stdout)
@@ -99,5 +101,7 @@ def test_two_workers_serve_on_their_own_ports_at_once_and_leave_nothing_behind(h
             assert items[i]["teardown"].startswith("teardown: ended task_"), items[i]
             assert "http.server" in items[i]["teardown"], items[i]
             assert items[i]["teardown"] in w.cli("work", "trace", i).stdout
+        shown = w.cli("work", "status", ok=False).stdout
+        assert all(items[i]["teardown"][:300] in shown and f"ports {items[i]['ports']}" in shown for i in items), shown
     finally:
         kill_all(seconds)

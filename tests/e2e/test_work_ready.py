@@ -100,19 +100,33 @@ def linked_dir(repo: Path, user: Path, home) -> str:
     return "config"
 
 
-@pytest.mark.parametrize("attack", [link_to_the_key, link_to_the_token, climbing_pattern, linked_dir])
-def test_an_include_reaching_outside_the_repository_is_refused(home, tmp_path, attack):
-    repo = ready_repo(tmp_path, 'work_include = [".env"]\n')
+def test_an_include_reaching_outside_the_repository_is_refused(home, tmp_path):
     user = home_with_a_key(tmp_path / "user")
-    w = Work(home, repo, {"w1": [["shell", "cat .env config/local.toml > seen.txt"], *commit_file("w1.txt")]})
-    w.env["HOME"] = str(user)
+    # One runner, one workspace per attack: each is refused before any worktree exists.
+    for attack in (link_to_the_key, link_to_the_token, climbing_pattern, linked_dir):
+        (tmp_path / attack.__name__).mkdir()
+        repo = ready_repo(tmp_path / attack.__name__, 'work_include = [".env"]\n')
+        w = Work(home, repo, {"w1": [["shell", "cat .env config/local.toml > seen.txt"], *commit_file("w1.txt")]})
+        w.env["HOME"] = str(user)
+        w.add("w1", "--verify", "test -f w1.txt")
+        named = attack(repo, user, home)
+        w.start()
+        run = w.until(lambda r: r["ended_at"] is not None)
+        it = w.items(run)["w1"]
+        assert (it["state"], it["reason"]) == ("rejected", "not_ready"), (attack.__name__, run)
+        assert named in it["message"] and "\n" not in it["message"], (attack.__name__, it["message"])
+        assert it["task_id"] is None, it  # no worker started
+        assert not (repo / "seen.txt").exists() and not (repo / ".plugkit" / "worktrees" / "w1").exists()
+        assert "BEGIN" not in json.dumps(run) and "stolen" not in json.dumps(run)
+
+
+def test_a_worker_cannot_land_a_change_to_what_reaches_later_workers(home, tmp_path):
+    repo = ready_repo(tmp_path, "")
+    w = Work(home, repo, {"w1": [["write", ".worktreeinclude", "config/local.toml\nsecrets/*\n"],
+                                 *commit_file("w1.txt")]})
     w.add("w1", "--verify", "test -f w1.txt")
-    named = attack(repo, user, home)
     w.start()
     run = w.until(lambda r: r["ended_at"] is not None)
     it = w.items(run)["w1"]
-    assert (it["state"], it["reason"]) == ("rejected", "not_ready"), run
-    assert named in it["message"] and "\n" not in it["message"].split("; ")[0], it["message"]
-    assert it["task_id"] is None, it  # no worker started
-    assert not (repo / "seen.txt").exists()
-    assert "BEGIN" not in json.dumps(run) and "stolen" not in json.dumps(run)
+    assert it["reason"] in ("control_files", "replan") and ".worktreeinclude" in (it["message"] or ""), it
+    assert (repo / ".worktreeinclude").read_text() == "# copied into each worktree\nconfig/local.toml\n"

@@ -118,9 +118,10 @@ async def _matches(root: str, pats: list[str]) -> list[str]:
     if not pats:
         return []
     out = await git.run(root, "ls-files", "-z", "--others", "--ignored", *(f"--exclude={p}" for p in pats))
-    found = [p for p in out.split("\0") if p and not p.startswith((".plugkit/", ".git/"))]
+    found = [p for p in out.split("\0") if p]
     found += [p.lstrip("/") for p in pats if not (_GLOB & set(p)) and not p.endswith("/")]
-    return sorted(set(found))
+    # Never plugkit's own state nor git's: the worktree has its own of each.
+    return sorted({p for p in found if not p.startswith((".plugkit/", ".git/")) and p != ".git"})
 
 
 def _share_source(root: str, rel: str) -> Optional[str]:
@@ -148,7 +149,11 @@ async def plan(root: str, cfg, run: Run, it: ItemRun) -> Plan:
     """What this attempt's worktree gets, checked against the main checkout (Failed: not_ready)."""
     it.ready = it.setup_task_id = it.ports = it.teardown = None
     files = []
-    for rel in await _matches(root, await asyncio.to_thread(patterns, root, cfg)):
+    try:
+        matched = await _matches(root, await asyncio.to_thread(patterns, root, cfg))
+    except git.GitError as exc:
+        raise Failed("failed", "spawn_failed", f"listing the include patterns' files: {exc}") from None
+    for rel in matched:
         if await asyncio.to_thread(_checked_source, root, rel) is not None:
             files.append(rel)
         if len(files) > MAX_FILES:
@@ -274,6 +279,11 @@ async def fill(root: str, worktree: str, got: Plan, it: ItemRun) -> Optional[por
         if got.ports_env:
             try:
                 await asyncio.to_thread(_write_ports_env, worktree, lease)
+                if await git.run(worktree, "ls-files", "--", ".env"):  # tracked: our lines must not ride along
+                    await git.run(worktree, "update-index", "--skip-worktree", "--", ".env")
+            except git.GitError as exc:
+                lease.release()
+                raise Failed("failed", "spawn_failed", f"the ports into a tracked .env: {exc}") from None
             except Failed:
                 lease.release()
                 raise
@@ -290,7 +300,9 @@ async def setup(p, run: Run, it: ItemRun, cfg, environ: dict[str, str]) -> None:
     assert it.worktree is not None and it.session_id is not None
     task = await p.tasks.exec(ExecSpec(session_id=it.session_id, cwd=it.worktree, lang="bash", code=cfg.work_setup,
                                        timeout_s=max(SETUP_MIN_S, cfg.verify_timeout_s), environ=environ,
-                                       sandbox=run.sandbox, name=f"work_setup {it.id}"))
+                                       sandbox=run.sandbox, name=f"work_setup {it.id}",
+                                       # a loopback-only worker's setup reaches no more than the worker
+                                       offline=run.sandbox and run.network != "host"))
     it.setup_task_id = task.id
     await task.done.wait()
     said = f"work_setup ran (task_{task.id})"

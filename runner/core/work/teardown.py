@@ -42,35 +42,43 @@ def _ours(home: str, session_id: Optional[str], task_ids: set[int]):
     return mine
 
 
-def _free_ports(lease: port_blocks.Lease, home: str, session_id: Optional[str], task_ids: set[int]) -> list[str]:
-    """Blocking: each listener left on the lease's ports, ended if it is this attempt's."""
-    said = []
+def _free_ports(lease: port_blocks.Lease, home: str, session_id: Optional[str],
+                task_ids: set[int]) -> tuple[list[str], list[str]]:
+    """Blocking: each listener left on the lease's ports, ended if it is this attempt's.
+    Returns (what was ended, what was not)."""
+    said: list[str] = []
+    notes: list[str] = []
     for port in lease.ports:
         try:
             freed, alive = ports.kill_port(port, {os.getpid(): "the plugkit runner"}, grace_s=0.5, mine=_ours(home, session_id, task_ids))
         except ports.KillRefused as exc:
-            said.append(f"left alone: {exc}")
+            notes.append(f"left alone: {exc}")
             continue
         except (OSError, psutil.Error) as exc:  # /proc unreadable here: say so, never stop the attempt's end
-            said.append(f"port {port} not looked at ({exc.__class__.__name__})")
+            notes.append(f"port {port} not looked at ({exc.__class__.__name__})")
             continue
         said += [f"pid {f.pid} ({' '.join(f.command.split())[:80]}) listening on {port}" for f in freed]
-        said += [f"pid {pid} on {port} did not die" for pid in alive]
-    return said
+        notes += [f"pid {pid} on {port} did not die" for pid in alive]
+    return said, notes
 
 
 async def end(tasks: TaskManager, home: Optional[str], it: ItemRun,
               lease: Optional[port_blocks.Lease]) -> None:
     """Ends what the attempt left running, releases its ports, and sets it.teardown."""
     said: list[str] = []
+    notes: list[str] = []
     left = [t for t in tasks.all_tasks() if not t.finished and _its(t, it)]
     await asyncio.gather(*(tasks.end(t, "killed", "attempt_ended") for t in left), return_exceptions=True)
     said += [f"task_{t.id} ({t.lang}: {(t.command or '').strip()[:80]})" for t in left]
+    # Its own tasks' ids too: an escapee of the worker's tree (no sandbox, no cgroup) carries its tags.
+    ids = {t.id for t in left} | {i for i in (it.task_id, it.setup_task_id, it.verify_task_id) if i is not None}
     if lease is not None:
         try:
             if home is not None:
-                said += await asyncio.to_thread(_free_ports, lease, home, it.session_id, {t.id for t in left})
+                ended, notes = await asyncio.to_thread(_free_ports, lease, home, it.session_id, ids)
+                said += ended
         finally:
             lease.release()
-    it.teardown = ("teardown: ended " + "; ".join(said)) if said else \
-        "teardown: nothing left running (the worker's processes ended with its sandbox or process group)"
+    it.teardown = ("teardown: ended " + "; ".join(said) if said else
+                   "teardown: nothing left running (the worker's processes ended with its sandbox or process group)"
+                   ) + "".join(f"; {n}" for n in notes)
