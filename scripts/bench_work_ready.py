@@ -29,7 +29,8 @@ def _repo(where: Path, settings: str, files: int) -> tuple[Path, dict]:
     plan = where / "plan.json"
     plan.write_text(json.dumps({"w1": [["say", "up"], ["write", "w1.txt", "x"], ["commit", "w1"]]}))
     env = {"PLUGKIT_E2E_WORK_PLAN": str(plan), "PLUGKIT_E2E_WORK_DIR": str(where)}
-    repo = make_repo(where / "repo", 'gates = "advisory"\n' + settings + f"work_credentials = {json.dumps(sorted(env))}\n")
+    granted = f"work_credentials = {json.dumps(sorted(env))}\n"  # the scripted worker's plan
+    repo = make_repo(where / "repo", 'gates = "advisory"\n' + settings + granted)
     (repo / ".gitignore").write_text(".env\nnode_modules/\n")
     git(repo, "add", ".gitignore")
     git(repo, "commit", "-qm", "ignores")

@@ -50,7 +50,8 @@ def _free_ports(lease: port_blocks.Lease, home: str, session_id: Optional[str],
     notes: list[str] = []
     for port in lease.ports:
         try:
-            freed, alive = ports.kill_port(port, {os.getpid(): "the plugkit runner"}, grace_s=0.5, mine=_ours(home, session_id, task_ids))
+            freed, alive = ports.kill_port(port, {os.getpid(): "the plugkit runner"}, grace_s=0.5,
+                                           mine=_ours(home, session_id, task_ids))
         except ports.KillRefused as exc:
             notes.append(f"left alone: {exc}")
             continue
