@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass, field
 
 LOW, HIGH = 20000, 32000  # below Linux's default ephemeral range (32768-60999)
-TRIES = 200  # candidate blocks tried before giving up
+TRIES = 400  # candidate blocks tried before giving up
 
 
 class NoPorts(Exception):
@@ -105,8 +105,9 @@ def lease(count: int, low: int = LOW, high: int = HIGH) -> Lease:
     blocks = (high - low + 1) // count
     if blocks < 1:
         raise NoPorts(f"no room for {count} ports between {low} and {high}")
-    for _ in range(min(TRIES, blocks * 2)):
-        first = low + random.randrange(blocks) * count  # aligned blocks: two leases never overlap halfway
+    start = random.randrange(blocks)  # from a random block on, each once: runners do not all race for the first
+    for k in range(min(TRIES, blocks)):
+        first = low + (start + k) % blocks * count  # aligned blocks: two leases never overlap halfway
         got = Lease(first, count)
         try:
             for port in got.ports:

@@ -8,24 +8,22 @@ The attacks this stops: an include is a path inside the repository, read as a re
 no symbolic link on the way (a `.env -> ~/.ssh/id_rsa` or a link to the runner's token is
 refused, never followed), and written into the worktree the same way (a link the branch tracks
 cannot send it elsewhere); a pattern with `..` is refused. A shared dir is the worker's own copy,
-never the main checkout's dir bound writable. The setup is the repository's code: it never runs
-outside the sandbox or with the runner's environment. `.worktreeinclude` is a control file: a
-worker's branch that changes it does not land (runner/core/work/held.py).
+never the main checkout's dir bound writable (the copying: runner/system/worktree_files.py).
+The setup is the repository's code: it never runs outside the sandbox or with the runner's
+environment. `.worktreeinclude` is a control file: a worker's branch that changes it does not
+land (runner/core/work/held.py).
 """
 
 import asyncio
-import errno
-import os
-import stat
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from plugkit import confined
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.core.work import git
 from runner.core.work.model import Failed, ItemRun, Run
 from runner.executors.base import ExecSpec
-from runner.system import port_blocks
+from runner.system import port_blocks, worktree_files as files_mod
 
 INCLUDE_FILE = ".worktreeinclude"
 MAX_FILES = 1000  # a pattern matching the whole tree is a mistake, not an include
@@ -34,12 +32,21 @@ INCLUDE_LIMIT = 64 << 10  # .worktreeinclude itself
 SETUP_MIN_S = 600.0
 TAIL_BYTES, TAIL_LINES = 4096, 20
 _GLOB = frozenset("*?[\\!")
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FIX = "replace it with the file itself, or drop it from work_include / .worktreeinclude"
+T = TypeVar("T")
 
 
 def _refuse(line: str) -> Failed:
     return Failed(REJECTED, "not_ready", line)
+
+
+async def _fs(fn: Callable[..., T], *args: Any) -> T:
+    """One of runner/system/worktree_files.py's steps, in a thread, its refusal as the item's."""
+    try:
+        return await asyncio.to_thread(fn, *args)
+    except files_mod.NotCopied as exc:
+        raise _refuse(str(exc)) from None
+    except files_mod.CopyFailed as exc:
+        raise Failed("failed", "spawn_failed", str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -77,41 +84,6 @@ def patterns(root: str, cfg) -> list[str]:
     return out
 
 
-def _link_on_the_way(root: str, rel: str) -> Optional[str]:
-    """The first component of rel that is a symbolic link, or None."""
-    names = rel.split("/")
-    for i in range(len(names)):
-        if os.path.islink(os.path.join(root, *names[:i + 1])):
-            return "/".join(names[:i + 1])
-    return None
-
-
-def _checked_source(root: str, rel: str) -> Optional[str]:
-    """rel if it is a regular file of the main checkout reached with no link; None when it is not
-    there; Failed naming what is wrong otherwise."""
-    try:
-        fd = confined.open_fd(root, rel)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        link = _link_on_the_way(root, rel)
-        if link is not None:
-            raise _refuse(f"{link} is a symbolic link (for {rel}): plugkit copies only regular files inside "
-                          f"the repository into a worktree; {_FIX}") from None
-        if exc.errno == errno.ENOENT:
-            return None
-        raise _refuse(f"{rel} is not a regular file inside the repository; {_FIX}") from None
-    try:
-        st = os.fstat(fd)
-    finally:
-        os.close(fd)
-    if st.st_nlink > 1:  # the same file under another name, perhaps outside the repository
-        raise _refuse(f"{rel} is a hard link to a file elsewhere; {_FIX}")
-    if st.st_size > MAX_BYTES:
-        raise _refuse(f"{rel} is over {MAX_BYTES >> 20} MiB; an include is a small local file ({_FIX})")
-    return rel
-
-
 async def _matches(root: str, pats: list[str]) -> list[str]:
     """The untracked files the patterns match, by git's own gitignore matching (no link followed:
     git lists a link as itself); plus each literal pattern's path as written."""
@@ -124,27 +96,6 @@ async def _matches(root: str, pats: list[str]) -> list[str]:
     return sorted({p for p in found if not p.startswith((".plugkit/", ".git/")) and p != ".git"})
 
 
-def _share_source(root: str, rel: str) -> Optional[str]:
-    names = confined.parts(rel.strip("/"))
-    if names is None or names[0] in (".git", ".plugkit"):
-        raise _refuse(f"work_share {rel!r} is not a directory inside the repository; fix work_share")
-    fd = os.open(root, _DIR)
-    try:
-        for name in names:
-            try:
-                nxt = os.open(name, _DIR, dir_fd=fd)
-            except FileNotFoundError:
-                return None
-            except OSError:
-                raise _refuse(f"work_share {rel!r}: {'/'.join(names)} is a symbolic link or not a directory; "
-                              "plugkit shares only directories inside the repository") from None
-            os.close(fd)
-            fd = nxt
-    finally:
-        os.close(fd)
-    return "/".join(names)
-
-
 async def plan(root: str, cfg, run: Run, it: ItemRun) -> Plan:
     """What this attempt's worktree gets, checked against the main checkout (Failed: not_ready)."""
     it.ready = it.setup_task_id = it.ports = it.teardown = None
@@ -154,12 +105,12 @@ async def plan(root: str, cfg, run: Run, it: ItemRun) -> Plan:
     except git.GitError as exc:
         raise Failed("failed", "spawn_failed", f"listing the include patterns' files: {exc}") from None
     for rel in matched:
-        if await asyncio.to_thread(_checked_source, root, rel) is not None:
+        if await _fs(files_mod.checked_source, root, rel, MAX_BYTES) is not None:
             files.append(rel)
         if len(files) > MAX_FILES:
             raise _refuse(f"the include patterns match over {MAX_FILES} files: name the local files a worker "
                           "needs in work_include / .worktreeinclude, and dependency dirs in work_share")
-    shares = [s for s in [await asyncio.to_thread(_share_source, root, d) for d in cfg.work_share] if s]
+    shares = [s for s in [await _fs(files_mod.share_source, root, d) for d in cfg.work_share] if s]
     got = Plan(tuple(files), tuple(shares), cfg.work_ports, cfg.work_ports_env)
     if run.runtime != "local" and (not got.empty or cfg.work_setup):
         raise _refuse(f"work_include, work_share, work_ports and work_setup apply to local workers only, not "
@@ -167,107 +118,15 @@ async def plan(root: str, cfg, run: Run, it: ItemRun) -> Plan:
     return got
 
 
-def _open_dir_beneath(root: str, names: list[str], make: bool) -> int:
-    """A descriptor of root/names, made where missing, no link followed (OSError otherwise)."""
-    fd = os.open(root, _DIR)
-    try:
-        for name in names:
-            if make:
-                try:
-                    os.mkdir(name, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
-            nxt = os.open(name, _DIR, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _copy_file(root: str, worktree: str, rel: str) -> bool:
-    """root/rel into worktree/rel, its mode kept; False when the branch already has that path."""
-    names = rel.split("/")
-    src = confined.open_fd(root, rel)
-    try:
-        try:
-            parent = _open_dir_beneath(worktree, names[:-1], make=True)
-        except OSError:
-            raise _refuse(f"{rel}: a directory on its way in the worktree is a symbolic link or a file") from None
-        try:
-            mode = stat.S_IMODE(os.fstat(src).st_mode)
-            try:
-                dst = os.open(names[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                              mode, dir_fd=parent)
-            except FileExistsError:
-                return False
-            try:
-                while chunk := os.read(src, 1 << 20):
-                    os.write(dst, chunk)
-                os.fchmod(dst, mode)  # the umask must not widen or narrow a 0600 .env
-            finally:
-                os.close(dst)
-        finally:
-            os.close(parent)
-    finally:
-        os.close(src)
-    return True
-
-
-async def _copy_dir(root: str, worktree: str, rel: str) -> str:
-    names = rel.split("/")
-    try:
-        parent = await asyncio.to_thread(_open_dir_beneath, worktree, names[:-1], True)
-    except OSError:
-        raise _refuse(f"work_share {rel}: a directory on its way in the worktree is a symbolic link") from None
-    os.close(parent)
-    dest = os.path.join(worktree, rel)
-    if os.path.lexists(dest):
-        return f"{rel} kept (the branch has its own)"
-    # -a copies links as links (never read through by the runner); --reflink=auto shares blocks
-    # copy-on-write where the filesystem can (btrfs, xfs), a plain copy elsewhere.
-    proc = await asyncio.create_subprocess_exec(
-        "cp", "-a", "--reflink=auto", "--", os.path.join(root, rel), dest,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
-    _out, err = await proc.communicate()
-    if proc.returncode != 0:
-        line = (err.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
-        raise Failed("failed", "spawn_failed", f"work_share {rel}: the copy failed ({line[:200]})")
-    return f"shared {rel} (a copy)"
-
-
-def _write_ports_env(worktree: str, lease: port_blocks.Lease) -> None:
-    fd = _open_dir_beneath(worktree, [], make=False)
-    try:
-        try:
-            old_fd = os.open(".env", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-        except FileNotFoundError:
-            lines = []
-        else:
-            with os.fdopen(old_fd, "r", encoding="utf-8", errors="replace") as fh:
-                lines = [ln for ln in fh.read().splitlines() if not ln.startswith(("PORT=", "PLUGKIT_PORTS="))]
-        lines += [f"{k}={v}" for k, v in lease.env().items()]
-        tmp = f".env.plugkit-{os.getpid()}"
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd)
-        with os.fdopen(out, "w", encoding="utf-8") as fh:
-            fh.write("\n".join(lines) + "\n")
-        os.replace(tmp, ".env", src_dir_fd=fd, dst_dir_fd=fd)
-    except OSError as exc:
-        raise _refuse(f".env in the worktree could not take the ports ({exc.strerror}); is it a link?") from None
-    finally:
-        os.close(fd)
-
-
 async def fill(root: str, worktree: str, got: Plan, it: ItemRun) -> Optional[port_blocks.Lease]:
     """Copies what `got` names into the fresh worktree and leases its ports (the lease is the
     caller's to release when the attempt ends). Sets it.ready and it.ports."""
     said = []
-    copied = [rel for rel in got.files if await asyncio.to_thread(_copy_file, root, worktree, rel)]
+    copied = [rel for rel in got.files if await _fs(files_mod.copy_file, root, worktree, rel)]
     if got.files:
         said.append(f"copied {len(copied)} file{'s' * (len(copied) != 1)} ({', '.join(copied[:4])})")
     for rel in got.shares:
-        said.append(await _copy_dir(root, worktree, rel))
+        said.append(await _fs(files_mod.copy_dir, root, worktree, rel))
     lease = None
     if got.ports:
         try:
@@ -278,7 +137,7 @@ async def fill(root: str, worktree: str, got: Plan, it: ItemRun) -> Optional[por
         said.append(f"ports {lease.text} (PORT={lease.first})")
         if got.ports_env:
             try:
-                await asyncio.to_thread(_write_ports_env, worktree, lease)
+                await _fs(files_mod.write_env, worktree, lease.env())
                 if await git.run(worktree, "ls-files", "--", ".env"):  # tracked: our lines must not ride along
                     await git.run(worktree, "update-index", "--skip-worktree", "--", ".env")
             except git.GitError as exc:
