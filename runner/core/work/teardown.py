@@ -65,7 +65,8 @@ def _free_ports(lease: port_blocks.Lease, home: str, session_id: Optional[str],
 
 async def end(tasks: TaskManager, home: Optional[str], it: ItemRun,
               lease: Optional[port_blocks.Lease]) -> None:
-    """Ends what the attempt left running, releases its ports, and sets it.teardown."""
+    """Ends what the attempt left running, releases its ports, and sets it.teardown (None when
+    there was nothing to end)."""
     said: list[str] = []
     notes: list[str] = []
     left = [t for t in tasks.all_tasks() if not t.finished and _its(t, it)]
@@ -80,6 +81,6 @@ async def end(tasks: TaskManager, home: Optional[str], it: ItemRun,
                 said += ended
         finally:
             lease.release()
-    it.teardown = ("teardown: ended " + "; ".join(said) if said else
-                   "teardown: nothing left running (the worker's processes ended with its sandbox or process group)"
-                   ) + "".join(f"; {n}" for n in notes)
+    # Nothing to say when its processes all ended with its sandbox or process group: no line.
+    it.teardown = ("teardown: " + "; ".join((["ended " + "; ".join(said)] if said else []) + notes)
+                   if said or notes else None)
