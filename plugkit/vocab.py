@@ -25,6 +25,7 @@ END_REASONS: dict[str, str] = {
     "runner_shutdown": "was killed because the runner shut down",
     "runner_lost": "was lost when the runner stopped unexpectedly",
     "spawn_failed": "could not be started",
+    "attempt_ended": "was killed because the `plugkit work` attempt whose worker started it ended",
     "compile_error": "failed to compile",
     "device_lost": "lost its serial device (unplugged, or the other end of the line closed)",
     "closed": "was closed on request and its port released",
@@ -101,7 +102,7 @@ WORK_REASONS: dict[str, str] = {
     "worker_exit": "the worker exited with a failure",
     "spawn_failed": "the worker could not be started",
     "no_commits": "the worker stopped without committing anything on its branch",
-    "control_files": "its branch changes .prd or .plugkit/ (the plan and the checks are a person's)",
+    "control_files": "its branch changes .prd, .plugkit/ or .worktreeinclude (the plan, the checks and what reaches workers are a person's)",
     "verify_failed": "the verify command failed on a fresh checkout of the item's commits",
     "ci_red": "CI (work_ci) was red on the item's pushed branch commit",
     "ci_unconfirmed": "CI (work_ci) could not confirm the item's branch commit green (pending past its wait, or not asked)",
@@ -121,11 +122,14 @@ WORK_REASONS: dict[str, str] = {
     "bad_objects": "the worker wrote a forged or corrupt git object; nothing of it entered the repository",
     "symbolic_ref": "the worker planted a symbolic ref or link under refs/heads/plugkit/ (removed, never followed)",
     "needs_approval": "it is critical and waits for a person's approval (`plugkit approve ID`)",
+    "not_ready": "its worktree could not be made ready: an include or share reaches outside the repository",
+    "setup_failed": "work_setup failed in the item's fresh worktree; the worker never started",
     "node_lost": "the cluster node running its worker went away; placed again elsewhere (not counted as a failure)",
 }
 # Ends a person looks at first: the .prd item is marked blocked and an unattended run halts.
 WORK_HELD_REASONS: frozenset[str] = frozenset({"merge_conflict", "land_failed", "refs_moved", "touches_check",
-                                               "bad_objects", "symbolic_ref", "ci_unconfirmed"})
+                                               "bad_objects", "symbolic_ref", "ci_unconfirmed",
+                                               "setup_failed"})
 # Failures that count toward the two-pass rule (a kill by a person or the budget does not).
 WORK_RETRIED_REASONS: frozenset[str] = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files",
                                                   "verify_failed", "stalled", "ci_red"})

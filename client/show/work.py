@@ -32,6 +32,8 @@ def item_line(it: dict) -> str:
         parts.append(f"attempt {it['attempt']}")
     if it.get("node"):
         parts.append(f"node {it['node']}")
+    if it.get("ports"):
+        parts.append(f"ports {it['ports']}")
     line = "  ".join(p for p in parts if p)
     if it.get("message") and it["state"] not in ("running", "completed"):
         first, _, rest = it["message"].partition("\n")  # touches_check: the diff follows its line
@@ -43,6 +45,8 @@ def item_line(it: dict) -> str:
     hint = retry_hint(it)
     if hint:
         line += f"\n           next: {hint}"
+    if it.get("teardown") and it["state"] not in ("running", "spawning", "verifying", "landing"):
+        line += f"\n           {it['teardown'][:300]}"  # what its attempt's end tore down (issue 48 #3)
     if it.get("refused"):
         line += f"\n           refused {len(it['refused'])} call(s) on others' items: {it['refused'][-1][:160]}"
     return line

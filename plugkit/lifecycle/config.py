@@ -19,6 +19,11 @@
     ci_api_url = "https://api.github.com"  # the provider's REST API (default: the public one)
     work_ci = true              # `plugkit work` lands an item only once CI is green on its pushed branch
     work_resume = false         # a run the runner's death interrupted is not resumed at its next start (default true)
+    work_include = [".env"]     # untracked files copied into each worker's worktree (and .worktreeinclude's)
+    work_share = ["node_modules"]  # dirs of the main checkout copied (reflink where it can) into each worktree
+    work_setup = "npm ci"       # run once per worktree in the worker's sandbox before the worker starts
+    work_ports = 10             # a block of free TCP ports per worker: PORT (the first), PLUGKIT_PORTS=a-b
+    work_ports_env = true       # and those two written into the worktree's .env
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -57,6 +62,11 @@ class GateConfig:
     ci_api_url: Optional[str] = None
     work_ci: bool = False
     work_resume: bool = True
+    work_include: tuple[str, ...] = ()
+    work_share: tuple[str, ...] = ()
+    work_setup: Optional[str] = None
+    work_ports: int = 0
+    work_ports_env: bool = False
     problems: tuple[str, ...] = field(default=())
 
 
@@ -165,6 +175,11 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "ci_api_url": ("ci_api_url", _url),
     "work_ci": ("work_ci", _flag),
     "work_resume": ("work_resume", _flag),
+    "work_include": ("work_include", _paths),
+    "work_share": ("work_share", _paths),
+    "work_setup": ("work_setup", _text),
+    "work_ports": ("work_ports", _count),
+    "work_ports_env": ("work_ports_env", _flag),
 }
 
 

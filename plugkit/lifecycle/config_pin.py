@@ -55,6 +55,12 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     # Workers started again by a runner after a crash, with no person there: turning that off is
     # adopted, turning it back on is a person's to confirm.
     "work_resume": (True, False),
+    # What reaches each worker from the main checkout, and code run in its sandbox: a person's to confirm.
+    "work_include": (),
+    "work_share": (),
+    "work_setup": (),
+    "work_ports": (),
+    "work_ports_env": (),
 }
 # Settings the file alone decides: they only add context for the model and grant nothing, so
 # turning one off is no tampering for a person to confirm.

@@ -109,6 +109,10 @@ class WorkItemInfo(Result):
     node_losses: int = 0  # attempts ended by a lost node (placed again, not counted as failures)
     failures: int = 0  # failed passes (the two-pass rule: a second one sends the item back to PLAN)
     interruptions: int = 0  # attempts the runner's death cut short (resumed, not counted as failures)
+    ready: Optional[str] = None  # what made its latest worktree ready: files, shared dirs, ports, setup
+    setup_task_id: Optional[int] = None  # work_setup's task in its latest attempt
+    ports: Optional[str] = None  # work_ports: its latest attempt's port block, "a-b"
+    teardown: Optional[str] = None  # what the end of its latest attempt tore down
 
 
 class WorkRunInfo(Result):

@@ -27,6 +27,23 @@ def _started(old: Optional[Item], new: Item) -> Optional[str]:
     return None
 
 
+def _per_attempt(name: str, old: Optional[Item], new: Item) -> Optional[str]:
+    """A line the attempt sets once (its readiness, its teardown): said when it is new, or the same
+    text again on a later attempt."""
+    said = new.get(name)
+    if said and (old is None or old.get(name) != said or old.get("attempt") != new.get("attempt")):
+        return said
+    return None
+
+
+def _ready(old: Optional[Item], new: Item) -> Optional[str]:
+    return _per_attempt("ready", old, new)
+
+
+def _torn_down(old: Optional[Item], new: Item) -> Optional[str]:
+    return _per_attempt("teardown", old, new)
+
+
 def _worker_ended(old: Optional[Item], new: Item) -> Optional[str]:
     # The worker's task is over once its item moves on to the runner's own judging.
     if new["state"] == "verifying" and (old is None or old["state"] != "verifying"):
@@ -68,9 +85,9 @@ def _state(old: Optional[Item], new: Item) -> Optional[str]:
     return line + (f"; next: {hint}" if (hint := retry_hint(new)) else "")
 
 
-ROWS: tuple[Row, ...] = (_started, _worker_ended, _check_started, _checked, _landed, _state)
+ROWS: tuple[Row, ...] = (_ready, _started, _worker_ended, _check_started, _checked, _landed, _torn_down, _state)
 FIELDS = ("id", "state", "reason", "message", "attempt", "task_id", "verify_task_id", "verify", "landed",
-          "receipt", "branch", "node")  # what the rows read: the journal snapshots these only
+          "receipt", "branch", "node", "ready", "teardown")  # what the rows read: the journal snapshots these only
 
 
 def changes(old: Optional[Item], new: Item) -> list[str]:

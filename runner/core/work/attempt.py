@@ -27,7 +27,7 @@ from runner.core.gates.manager import GateManager
 from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
-from runner.core.work import ci_wait, git, held, objects, resume
+from runner.core.work import ci_wait, git, held, objects, ready, resume, teardown
 from runner.core.work.install import install_hooks
 from runner.core.work.model import HELD, MAX_REPLACEMENTS, REPLACED, RETRIED, Failed, ItemRun, Run
 from runner.core.work.placement import for_run as placement_for
@@ -162,13 +162,14 @@ class Attempts:
             raise Failed(REJECTED, "refused", "no verify command: `plugkit prd update "
                                                 f"{it.id} --verify CMD` or verify in .plugkit/config.toml")
         kept = await resume.recover(self, it) if it.interrupted is not None else None  # after a crash
+        prep, lease = await ready.plan(p.ws.root, cfg, run, it), None  # refused before any worktree exists
         try:
             base = kept[0] if kept else await git.tip(p.ws.root, run.branch)
             it.base = base  # what this attempt's changes are judged against, kept for a resume
             it.branch, it.worktree = f"plugkit/{it.id}", os.path.join(p.ws.root, ".plugkit", "worktrees", it.id)
             await asyncio.to_thread(p.ws.ensure_dir)  # .plugkit/.gitignore keeps worktrees/ out of git
             # The file and whatever its host keeps beside it (Qwen leaves settings.json.orig).
-            excludes = [f"/{self.row.hooks_file}*"] if self.row.hooks_file else []
+            excludes = ([f"/{self.row.hooks_file}*"] if self.row.hooks_file else []) + prep.excludes
             await git.add_worktree(p.ws.root, it.worktree, it.branch, kept[1] if kept else base, excludes)
             await objects.fresh(p.ws.root, it.worktree)  # gitstore: the worker's own object dir
         except git.GitError as exc:
@@ -178,9 +179,10 @@ class Attempts:
                 await install_hooks(self.row, it.worktree, self.p.env)
             except git.GitError as exc:
                 raise Failed("failed", "spawn_failed", f"hooks for the worker: {exc}") from None
+            lease = await ready.fill(p.ws.root, it.worktree, prep, it)  # its files, shared dirs, ports
             async with self.land_lock:  # not mid-landing: the snapshot must hold the runner's last move
                 await self.refs.watch(it.id)
-            task = await self._spawn(it, item, check)
+            task = await self._spawn(it, item, check, lease.env() if lease else {})
             await self._watch(it, task)
             failure = self.placement.ended(it, task)
             if failure is not None and not self.stopping:  # a stop is a stop, wherever it ran
@@ -213,6 +215,7 @@ class Attempts:
             raise Failed("blocked", "land_failed", f"{exc}; branch {it.branch} is kept") from None
         finally:
             self.live.pop(it.id, None)
+            await teardown.end(p.tasks, p.home, it, lease)  # its exec: tasks, its ports' listeners, its lease
             p.unregister(it.worktree)
             async with self.land_lock:  # its branch (rebased by a landing) is recorded before another worker is judged
                 await self.refs.settle(it.id, it.branch)
@@ -242,7 +245,7 @@ class Attempts:
         an item's: ids start with a letter or digit), hidden from every sandbox with the repository."""
         return os.path.join(self.p.ws.root, ".plugkit", "worktrees", f".check-{it.id}")
 
-    async def _spawn(self, it: ItemRun, item: prd.Item, check: str) -> Task:
+    async def _spawn(self, it: ItemRun, item: prd.Item, check: str, ports: dict[str, str]) -> Task:
         p, run = self.p, self.run
         assert it.worktree is not None and it.branch is not None
         text = prompt_mod.build(item, check, it.branch, it.worktree, it.last_failure if it.attempt > 1 else None,
@@ -261,7 +264,8 @@ class Attempts:
         # What the item is, for a program that is not an agent reading the prompt (a `command`
         # worker): the runner's own facts, set after the scopes so the caller's cannot stand in.
         environ.update({"PLUGKIT_ITEM": it.id, "PLUGKIT_ITEM_SUBJECT": item.subject, "PLUGKIT_VERIFY": check,
-                        "PLUGKIT_BRANCH": it.branch})
+                        "PLUGKIT_BRANCH": it.branch, **ports})
+        await ready.setup(p, run, it, p.gates.config(p.ws), environ)  # in its sandbox, before the worker
         code, environ, stdin = self.placement.launch(it, argv, stdin, environ)
         try:
             task = await p.tasks.exec(ExecSpec(

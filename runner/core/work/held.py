@@ -12,6 +12,7 @@ from plugkit.work import scopes
 from runner.core.gates import collect
 from runner.core.work import check as check_files, git
 from runner.core.work.model import Failed, ItemRun, Run
+from runner.core.work.ready import INCLUDE_FILE
 from runner.core.work.refs import RefGuard, owned_by_workers, planted
 from runner.system import logs
 
@@ -43,10 +44,11 @@ async def refs_moved(run: Run, it: ItemRun, refs: RefGuard, land_lock: asyncio.L
 
 
 async def control_files(root: str, it: ItemRun, base: str) -> None:
-    """A branch that edits the plan or the checks (`.prd`, `.plugkit/config.toml`'s verify)
-    would weaken what judges every later item: it never lands."""
+    """A branch that edits the plan or the checks (`.prd`, `.plugkit/config.toml`'s verify), or
+    what reaches every later worker (.worktreeinclude), would weaken what judges or confines
+    every later item: it never lands."""
     changed = (await git.run(root, "diff", "--name-only", "--no-renames", f"{base}..{it.branch}",
-                             "--", PRD_FILE, STATE_DIR)).splitlines()
+                             "--", PRD_FILE, STATE_DIR, INCLUDE_FILE)).splitlines()
     if changed:
         raise Failed(REJECTED, "control_files", f"{it.branch} changes {', '.join(changed[:3])}: the plan and "
                                                 "its checks are changed by a person, never by a worker")

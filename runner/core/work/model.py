@@ -98,6 +98,10 @@ class ItemRun:
     base: Optional[str] = None  # the run branch's tip its first attempt started from: what its changes are judged against
     interrupted: Optional[str] = None  # set at a resume after a crash: the recovery note for its next attempt
     interruptions: int = 0  # attempts ended by the runner's death (not counted by the two-pass rule)
+    ready: Optional[str] = None  # what made its latest worktree ready (runner/core/work/ready.py), one line
+    setup_task_id: Optional[int] = None  # work_setup's task in its latest attempt
+    ports: Optional[str] = None  # its latest attempt's port block, "a-b" (work_ports)
+    teardown: Optional[str] = None  # what the end of its latest attempt tore down (runner/core/work/teardown.py)
     # Told after each move (the run's journal records it): set on the instance, never stored.
     moved: ClassVar[Optional[Callable[["ItemRun"], None]]] = None
 
