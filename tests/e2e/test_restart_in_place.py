@@ -153,7 +153,7 @@ def test_a_restart_in_place_keeps_tasks_running_and_their_output_whole(home: Hom
 
 
 def _installed_copy(dest: Path) -> Path:
-    """The installed plugkit, runner and client packages copied: an install we can upgrade."""
+    """The plugkit, runner and client packages this test imports, copied: an install we can upgrade."""
     import client
     import plugkit
     import runner
