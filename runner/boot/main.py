@@ -31,11 +31,6 @@ def raise_file_limit() -> None:
 
 def main(argv: list[str]) -> int:
     detached = "--detached" in argv
-    # Set only by this runner's previous image in the environment of its in-place exec
-    # (runner/boot/handover.py): popped before anything, so no task ever inherits it.
-    from runner.system import handover as handover_file
-
-    inherited = handover_file.Inherited.parse(os.environ.pop(handover_file.ENV, None))
     try:
         # The one read of the environment: everything below gets this frozen config.
         config = load_config()
@@ -44,6 +39,11 @@ def main(argv: list[str]) -> int:
         print(f"plugkit runner: {exc}", file=sys.stderr)
         return 2
     raise_file_limit()
+    # Set only by this runner's previous image in the environment of its in-place exec
+    # (runner/boot/handover.py): popped before any part is built, so no task inherits it.
+    from runner.system import handover as handover_file
+
+    inherited = handover_file.Inherited.parse(os.environ.pop(handover_file.ENV, None))
     # Heavy imports after the cheap checks: a misconfigured start fails fast.
     from runner.system import logs
     from runner.system import instance, ports, reaper
