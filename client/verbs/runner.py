@@ -241,7 +241,11 @@ def restart(args: argparse.Namespace) -> int:
     if client is None:
         return _stop_start(args)
     try:
-        before = client.call("runner.info", timeout=HEALTH_TIMEOUT_S * 2)
+        try:
+            before = client.call("runner.info", timeout=HEALTH_TIMEOUT_S * 2)
+        except ClientError:  # it answers /health but no call: not one to hand anything over
+            client.close()
+            return _stop_start(args)
         said = client.call("runner.restart", timeout=RESTART_WAIT_S)
     except ClientError as exc:
         if exc.code != errors.METHOD_NOT_FOUND:
