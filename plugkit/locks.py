@@ -1,7 +1,9 @@
 """Every file lock plugkit takes, in one place, all on one mechanism: flock(2).
 
-- The instance lock (runner.lock): held by the runner for its whole life, through filelock
-  (its UnixFileLock is flock(2), mode 0600). The runner pays filelock's import once, at boot.
+- The instance lock (runner.lock): held by the runner for its whole life, flock(2) on a 0600
+  file. Raw, not through filelock: an in-place restart (runner/boot/handover.py) hands the
+  locked fd across its exec, so the lock is never free for a racing start; filelock keeps
+  its fd private.
 - The start lock (start.lock): taken by a client that found no runner, while it starts one.
   That is the client's cold path, where filelock's import (asyncio, typing: 50-150 ms) would
   be most of what the client costs; it takes the same flock(2) raw.
@@ -23,16 +25,46 @@ class Busy(Exception):
     """Another process holds the lock."""
 
 
-def hold_instance(path: str) -> "FileLock":  # noqa: F821  (imported here, not at module top)
-    """The instance lock, taken now or Busy; held until its release() (or the process's exit)."""
-    from filelock import FileLock, Timeout
+class InstanceLock:
+    """A held flock(2) on the instance lock file: the fd is the lock (per open file description)."""
 
-    lock = FileLock(path, timeout=0, mode=0o600)
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            release(fd)
+
+
+def hold_instance(path: str) -> InstanceLock:
+    """The instance lock, taken now or Busy; held until its release() (or the process's exit)."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
-        lock.acquire()
-    except Timeout:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
         raise Busy(path) from None
-    return lock
+    return InstanceLock(fd)
+
+
+def adopt_instance(path: str, fd: int) -> InstanceLock:
+    """The instance lock a runner's previous image held across its exec, checked: fd must be
+    open on path's very file and hold its flock (re-taking a lock this open file description
+    holds succeeds; one on another description would not). Busy otherwise, fd closed."""
+    try:
+        held, named = os.fstat(fd), os.stat(path, follow_symlinks=False)
+        if (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino):
+            raise OSError("not the lock file")
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        raise Busy(path) from None
+    os.set_inheritable(fd, False)
+    return InstanceLock(fd)
 
 
 def take(path: str, deadline: float, poll_s: float = 0.01) -> int:

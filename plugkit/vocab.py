@@ -23,6 +23,8 @@ END_REASONS: dict[str, str] = {
     "session_end": "was killed because its session ended",
     "host_gone": "was killed because the agent host its session ran in exited",
     "runner_shutdown": "was killed because the runner shut down",
+    "runner_restart": "was ended by a runner restart: what it held (a browser page, a serial port, a worker) "
+                      "cannot cross one",
     "runner_lost": "was lost when the runner stopped unexpectedly",
     "spawn_failed": "could not be started",
     "attempt_ended": "was killed because the `plugkit work` attempt whose worker started it ended",

@@ -9,7 +9,7 @@ import time
 from client.verbs.brief import BriefParser
 from client.wire.instance import Holder, lock_holder, terminate, wait_gone
 from client.wire.rpc import HEALTH_TIMEOUT_S, Client, ClientError, connect_verified, read_discovery
-from plugkit import paths
+from plugkit import errors, paths
 from plugkit.vocab import LIVE_STATES
 
 
@@ -18,8 +18,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="action", required=True)
     sub.add_parser("start", help="start the runner (detached) and wait until it is healthy")
     sub.add_parser("stop", help="stop the runner cleanly")
-    rs = sub.add_parser("restart", help="stop, then start (asks first when tasks are running)")
-    rs.add_argument("--force", action="store_true", help="restart even though running tasks will be killed")
+    rs = sub.add_parser("restart", help="restart in place: the installed code afresh, running tasks keep running")
+    rs.add_argument("--force", action="store_true", help="stop, then start: every running task is killed")
     st = sub.add_parser("status", help="pid, port, version, uptime")
     st.add_argument("--json", action="store_true", help="print runner.info and the debug snapshot as JSON")
     st.add_argument("--watch", action="store_true", help="refresh every second until Ctrl-C")
@@ -230,27 +230,56 @@ def stop(args: argparse.Namespace) -> int:
     return 0
 
 
+RESTART_WAIT_S = 60.0  # the new image: imports, adopting the tasks, serving
+
+
 def restart(args: argparse.Namespace) -> int:
-    """A restart kills every running task (a dev server an agent started, a build): at a terminal
-    it asks first, naming them; elsewhere (an agent, a script) it needs --force."""
-    if not args.force:
-        client, _why = _reach()  # a wedged runner cannot be asked: nothing to name, restart it
-        live = running_tasks(client) if client is not None else []
-        if client is not None:
+    """In place: the runner re-executes itself (the installed code read afresh) and its running
+    tasks keep running; what cannot cross (a browser page, a serial port, a worker) is named in
+    one line. --force, or a runner that cannot be asked (wedged, stopped): stop, then start."""
+    client, _why = _reach() if not args.force else (None, "")
+    if client is None:
+        return _stop_start(args)
+    try:
+        try:
+            before = client.call("runner.info", timeout=HEALTH_TIMEOUT_S * 2)
+        except ClientError:  # it answers /health but no call: not one to hand anything over
             client.close()
-        if live:
-            named = ", ".join(f"task_{t['task_id']} (session {t['session_id']}, {t['lang']})" for t in live[:5])
-            more = f" and {len(live) - 5} more" if len(live) > 5 else ""
-            said = f"restarting kills {len(live)} running task(s): {named}{more}"
-            if not (sys.stdin.isatty() and sys.stdout.isatty()):
-                raise ClientError(f"{said}; `plugkit runner restart --force` restarts anyway")
+            return _stop_start(args)
+        said = client.call("runner.restart", timeout=RESTART_WAIT_S)
+    except ClientError as exc:
+        if exc.code != errors.METHOD_NOT_FOUND:
+            raise
+        return _stop_start(args)  # a runner from before in-place restarts
+    finally:
+        client.close()
+    if not _new_image(before["started_at"]):
+        raise ClientError(f"runner pid {said['pid']} did not come back within {RESTART_WAIT_S:.0f} s; "
+                          "`plugkit runner logs` says why, `plugkit runner restart --force` starts it afresh")
+    print(f"plugkit runner: restarted in place (pid {said['pid']}); {said['message']}")
+    return 0
+
+
+def _new_image(started_at: float) -> bool:
+    """Until runner.info answers from an image started after `started_at` (a new connection each
+    time: the exec closed ours)."""
+    deadline = time.monotonic() + RESTART_WAIT_S
+    while time.monotonic() < deadline:
+        client, _why = _reach()
+        if client is not None:
             try:
-                answer = input(f"plugkit: {said}. Restart? [y/N] ")
-            except EOFError:
-                answer = ""
-            if answer.strip().lower() not in ("y", "yes"):
-                print("plugkit runner: not restarted; the tasks keep running")
-                return 1
+                if client.call("runner.info", timeout=RESTART_WAIT_S)["started_at"] != started_at:
+                    return True
+            except ClientError:
+                pass
+            finally:
+                client.close()
+        time.sleep(0.05)
+    return False
+
+
+def _stop_start(args: argparse.Namespace) -> int:
+    """Stop (every running task is killed, and named), then start."""
     stop(args)
     return start(args)
 

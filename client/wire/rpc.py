@@ -182,6 +182,12 @@ def connect_verified() -> Connection | None:
     return None
 
 
+RESTART_WAIT_S = 60.0  # how long a call refused by a runner restarting in place is asked again
+# What a client may ask again when the connection closes under it (see Client._call): reads.
+ASKED_AGAIN = frozenset({"task.wait", "task.status", "task.output", "task.list", "task.last", "runner.info",
+                         "debug.snapshot"})
+
+
 class Client:
     """JSON-RPC calls over one verified connection."""
 
@@ -191,12 +197,42 @@ class Client:
         self._next_id = 0
 
     def call(self, method: str, params: dict | None = None, timeout: float = 30.0) -> dict:
+        deadline = None
+        while True:
+            try:
+                return self._call(method, params, timeout)
+            except RpcFailure as exc:
+                # A runner restarting in place refuses new work (an exec) between its answer and
+                # its exec, saying so: asked again once the new image serves, on the same port.
+                if not (isinstance(exc.data, dict) and exc.data.get("restarting")):
+                    raise
+                import time  # this rare path only: the hot one does without
+
+                deadline = deadline or time.monotonic() + RESTART_WAIT_S
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+                self.conn.close()
+                self.conn = Connection(self.conn.port, timeout=timeout)
+
+    def _call(self, method: str, params: dict | None, timeout: float) -> dict:
         self._next_id += 1
         body = codec.dumps({"jsonrpc": "2.0", "id": self._next_id, "method": method,
                            "params": params or {}}).encode()
         headers = f"Authorization: Bearer {self.token}\r\nContent-Type: application/json\r\n"
         try:
-            status, payload = self.conn.request("POST", "/rpc", body, headers, timeout=timeout)
+            try:
+                status, payload = self.conn.request("POST", "/rpc", body, headers, timeout=timeout)
+            except ConnectionError:
+                # A runner restarting in place answers the waits it had begun, then its exec closes
+                # every connection, a request that came since unanswered. A read is asked again,
+                # of the new image, on the same port (its backlog holds the connection until it
+                # serves); anything else is not: it may have been taken up.
+                if method not in ASKED_AGAIN:
+                    raise
+                self.conn.close()
+                self.conn = Connection(self.conn.port, timeout=timeout)
+                status, payload = self.conn.request("POST", "/rpc", body, headers, timeout=timeout)
         except (OSError, ValueError) as exc:
             raise RunnerUnavailable(
                 f"lost the runner during {method} ({exc.__class__.__name__}); "

@@ -105,6 +105,16 @@ class ShutdownResult(Result):
     stopping: bool
 
 
+class RestartResult(Result):
+    """runner.restart: the runner re-executes itself in place; these tasks keep running."""
+
+    restarting: bool
+    pid: int
+    kept: list[int]  # task ids that keep running across the restart
+    cut: list[str]  # "task_7 (browser)": ended, because nothing of theirs survives an exec
+    message: str  # one line saying both
+
+
 # --- sessions and tasks ----------------------------------------------------
 
 SessionId = Field(min_length=1, max_length=256)

@@ -3,6 +3,8 @@
 builds a part, looks one up by name, or imports the app back."""
 
 
+from typing import Optional
+
 from aiohttp import web
 
 from plugkit import paths
@@ -17,14 +19,16 @@ from runner.http.app import make_app
 from runner.rpc.context import Context, Runtime
 from runner.system import peers
 from plugkit.work.capabilities import Capabilities
+from runner.system.handover import Handover
 from runner.system.ledger import Ledger
 from runner.system.ledger_worker import LedgerWorker
 
 
 def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple = (),
-            gates: bool = True) -> web.Application:
+            gates: bool = True, handover: Optional[Handover] = None) -> web.Application:
     """The runner's app, every part built but none started (its lifespans start them).
-    `namespaces` adds RPC modules (tests); `gates=False` composes a runner without gates."""
+    `namespaces` adds RPC modules (tests); `gates=False` composes a runner without gates;
+    `handover`: the tasks this runner's previous image handed over, adopted at startup."""
     limits = config.limits
     runtime = Runtime(home=config.home, port=config.port, token=token, runner_id=runner_id)
     ledger = LedgerWorker(lambda: Ledger(paths.ledger_file(config.home),
@@ -36,6 +40,9 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
         runner_id=runner_id, home=config.home, limits=limits,
         chromium=config.chromium, browser_idle_s=config.browser_idle_s, python=config.python,
         cgroups=config.cgroups, capabilities=capabilities))
+    for executor in executors if handover is not None else ():
+        if hasattr(executor, "inherit_dirs"):  # where the handed-over tasks' files are
+            executor.inherit_dirs(handover.task_dirs)
     # A session is tied to the agent host its first exec came from, and ends when it exits.
     tasks = TaskManager(executors, limits, ledger=ledger, hosts=lambda peer, pid: peers.agent_host(peer, config.port, pid))
     ctx = Context(runtime=runtime, config=config, tasks=tasks, capabilities=capabilities,
@@ -49,7 +56,7 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
     app = make_app(ctx, namespaces)
     # Started in this order, stopped in reverse: work runs stop before the gates, the gates
     # before the tasks they read.
-    app.cleanup_ctx.extend((tasks_lifespan(ctx, ledger), hosted_lifespan(ctx), gates_lifespan(ctx), work_lifespan(ctx),
+    app.cleanup_ctx.extend((tasks_lifespan(ctx, ledger, handover), hosted_lifespan(ctx), gates_lifespan(ctx), work_lifespan(ctx),
                             lazy_part_lifespan(ctx, "search", ctx.search, _close_search)))
     return app
 

@@ -6,7 +6,7 @@ import asyncio
 import os
 import time
 from dataclasses import asdict
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, Optional
 
 from aiohttp import web
 
@@ -16,6 +16,7 @@ from runner.core.tasks.sweeper import stop_adopted, sweep_loop
 from runner.rpc.context import Context
 from runner.system import kill as kill_mod
 from runner.system import logs, spool, subreaper
+from runner.system.handover import Handover
 from runner.system.ledger_worker import LedgerWorker
 from runner.core.tasks.records import TAIL_BYTES
 
@@ -24,24 +25,29 @@ log = logs.get("plugkit.services")
 Lifespan = Callable[[web.Application], AsyncIterator[None]]
 
 
-def tasks_lifespan(ctx: Context, ledger: LedgerWorker) -> Lifespan:
-    """The ledger, the sweeper, and on shutdown every task tree."""
+def tasks_lifespan(ctx: Context, ledger: LedgerWorker, handover: Optional[Handover] = None) -> Lifespan:
+    """The ledger, the sweeper, and on shutdown every task tree. `handover`: the running tasks
+    this runner's previous image handed over (an in-place restart), adopted before anything
+    else so the ledger and the spool keep them."""
 
     async def lifespan(app: web.Application) -> AsyncIterator[None]:
         rt, manager, stats = ctx.runtime, ctx.tasks, ctx.sweeper
         moved = await ledger.start()
         if moved:
             log.error("ledger_corrupt_moved_aside", moved_to=moved)
-        lost = await ledger.mark_lost(time.time())
+        spool_dir = os.path.join(rt.home, "spool")
+        manager.spool_dir = spool_dir
+        kept = frozenset(manager.adopt(handover.tasks, log.warning)) if handover is not None else frozenset()
+        if handover is not None:
+            log.info("tasks_kept_across_restart", task_ids=sorted(kept), cut=handover.cut)
+        lost = await ledger.mark_lost(time.time(), keep=kept)
         if lost:
             log.warning("tasks_lost_with_previous_runner", task_ids=lost)
-        spool_dir = os.path.join(rt.home, "spool")
-        spooled = await asyncio.to_thread(spool.recover, spool_dir, TAIL_BYTES)
+        spooled = await asyncio.to_thread(spool.recover, spool_dir, TAIL_BYTES, keep=kept)
         for task_id in lost:
             if task_id in spooled:  # what it printed up to the crash
                 await ledger.record_output(task_id, *spooled[task_id])
-        await asyncio.to_thread(spool.clear, spool_dir)
-        manager.spool_dir = spool_dir
+        await asyncio.to_thread(spool.clear, spool_dir, kept)
         await ledger.evict(time.time())
         providers = {
             "sessions": lambda: manager.snapshot()["sessions"],

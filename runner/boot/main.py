@@ -39,19 +39,27 @@ def main(argv: list[str]) -> int:
         print(f"plugkit runner: {exc}", file=sys.stderr)
         return 2
     raise_file_limit()
+    # Set only by this runner's previous image in the environment of its in-place exec
+    # (runner/boot/handover.py): popped before any part is built, so no task inherits it.
+    from runner.system import handover as handover_file
+
+    inherited = handover_file.Inherited.parse(os.environ.pop(handover_file.ENV, None))
     # Heavy imports after the cheap checks: a misconfigured start fails fast.
     from runner.system import logs
     from runner.system import instance, ports, reaper
 
     try:
-        lock = instance.acquire(home)
+        lock = instance.adopt(home, inherited.lock_fd) if inherited else instance.acquire(home)
     except instance.AlreadyRunning as exc:
         print(f"plugkit runner: {exc}", file=sys.stderr)
         return 3
     try:
         logs.keep_rich_out()  # structlog would import it: 0.1-0.4 s of the cold start (logs.py)
         logs.configure(paths.log_file(home), to_stderr=not detached)
-        runner_id = reaper.make_runner_id(os.getpid(), secrets.token_hex(4))
+        from runner.boot.adopt import inherit
+
+        taken = inherit(home, config.port, inherited)
+        runner_id = taken.runner_id or reaper.make_runner_id(os.getpid(), secrets.token_hex(4))
         # Before binding: what a crashed runner left behind must not race our own tasks.
         report = reaper.reap_orphans(home, runner_id)
         for dead, task_id, pids in report.trees:
@@ -63,11 +71,13 @@ def main(argv: list[str]) -> int:
         from runner.boot.serve import serve
 
         def bind():  # after the imports and the app's startup: a listening port is answered at once
+            if taken.sock is not None:  # the previous image's: clients in its backlog are answered now
+                return taken.sock
             return ports.bind(config.port, on_held=lambda held: logs.get().warning(
                 "port_held_retrying", port=config.port, connections=held, retry_s=ports.HELD_RETRY_S))
 
         try:
-            asyncio.run(serve(bind, config, runner_id, report))
+            asyncio.run(serve(bind, config, runner_id, report, lock=lock, handover=taken.handover))
         except ports.PortTaken as exc:
             logs.get().error("port_taken", port=config.port, pid=exc.holder.pid, command=exc.holder.command)
             print(f"plugkit runner: {exc}", file=sys.stderr)

@@ -8,17 +8,19 @@ import signal
 import socket
 import sys
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from aiohttp import web
 
 from plugkit import paths
 from plugkit.config import RunnerConfig
 from runner.boot.compose import compose
+from runner.boot.handover import Restarter
 from runner.http import conn_guard
 from runner.http.keys import CONTEXT
 from runner.system import logs
 from runner.system import socket_owner, subreaper
+from runner.system.handover import Handover
 from runner.system.reaper import ReapReport
 
 log = logs.get("plugkit.server")
@@ -32,7 +34,10 @@ def _remove(path: str) -> None:
 
 
 async def serve(sock: "socket.socket | Callable[[], socket.socket]", config: RunnerConfig, runner_id: str,
-                boot_reap: "ReapReport | None" = None) -> None:
+                boot_reap: "ReapReport | None" = None, lock: Any = None,
+                handover: "Handover | None" = None) -> None:
+    """lock: the instance lock (an in-place restart hands its fd on); handover: what this
+    runner's previous image handed over (its token and tasks), None for a fresh start."""
     # Orphaned grandchildren of tasks are re-parented to us, not to init, so the
     # sweeper can reap them and nothing a task starts escapes our accounting.
     subreaper.become_subreaper()
@@ -44,9 +49,10 @@ async def serve(sock: "socket.socket | Callable[[], socket.socket]", config: Run
         watcher = subreaper.tracking_watcher()
         watcher.attach_loop(loop)
         asyncio.set_child_watcher(watcher)
-    token = secrets.token_urlsafe(32)
+    # Kept across an in-place restart: a client that read the token file before it keeps working.
+    token = handover.token if handover is not None else secrets.token_urlsafe(32)
     logs.add_secret(token)
-    app = compose(config, token, runner_id)
+    app = compose(config, token, runner_id, handover=handover)
     ctx = app[CONTEXT]
     runtime, home, port = ctx.runtime, config.home, config.port
     if boot_reap is not None:
@@ -62,6 +68,8 @@ async def serve(sock: "socket.socket | Callable[[], socket.socket]", config: Run
     # aiohttp serves the app (startup, requests, cleanup), each connection admitted by the guard;
     # sock, when a callable, binds the port only once the startup is done (conn_guard.serve).
     app_runner = await conn_guard.serve(app, sock, guard)
+    if isinstance(getattr(lock, "fd", None), int) and app_runner.server.sockets:
+        runtime.restart = Restarter(ctx, app_runner.server.sockets[0].fileno(), lock.fd, token).restart
     # Token first, port last: a client that sees the port file can read the token.
     paths.write_private(paths.token_file(home), token)
     paths.write_private(paths.port_file(home), json.dumps({"port": port, "pid": runtime.pid}))

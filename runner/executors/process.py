@@ -77,13 +77,30 @@ class _Pipes(asyncio.SubprocessProtocol):
             self.exited.set_result(None)
 
 
+@dataclass(frozen=True)
+class Final:
+    """A task's last step: the paths removed when it ends (its code file or dir, its sandbox's
+    dir) and the layout's leftover globs."""
+
+    cleanup: tuple[str, ...]
+    leftovers: tuple[str, ...]
+
+
 class ProcessRun:
-    """The Execution for one running step: input, kill."""
+    """The Execution for one running step: input, kill, and (its last step) hand_over."""
+
+    def hand_over(self):  # -> Optional[HandedProcess]: its fds made inheritable, or None
+        from runner.executors.process_adopt import hand_over
+
+        return hand_over(self)
 
     def __init__(self, task_id: int, spec: ProcessSpec, transport: asyncio.SubprocessTransport,
-                 pipes: _Pipes, cgroup: Optional[str] = None) -> None:
+                 pipes: _Pipes, cgroup: Optional[str] = None, final: Optional[Final] = None) -> None:
         self.task_id, self.spec, self.transport, self.pipes = task_id, spec, transport, pipes
         self.cgroup = cgroup
+        # The task's last step, and what goes when it ends: only such a step can be handed to
+        # the runner's next image (a compile step would need the step after it run from there).
+        self.final = final
         self.pid = transport.get_pid()
         # The pid-reuse guard compares against the kernel's start time with a
         # tolerance far above the microseconds since fork; asking psutil here
@@ -135,6 +152,14 @@ class ProcessExecutor:
         os.makedirs(spec.tmp_root, mode=0o700, exist_ok=True)
         # The runner's environment does not change while it runs: filter it once.
         self._base_env = tags.child_env(os.environ, None, {})
+        self.inherited_dirs: list[str] = []  # earlier images' task dirs, where handed-over tasks' files are
+
+    def task_dirs(self) -> list[str]:
+        """Where this executor's tasks' files are: handed on by an in-place restart, removed at close."""
+        return [self.spec.tmp_root, *self.inherited_dirs]
+
+    def inherit_dirs(self, dirs: list[str]) -> None:
+        self.inherited_dirs = [d for d in dirs if d != self.spec.tmp_root and task_files.ours(d)]
 
     def claims(self, lang: str) -> bool:
         return True
@@ -166,11 +191,18 @@ class ProcessExecutor:
                 shutil.rmtree(box.dir, ignore_errors=True)
         return outcome_of(io.id, rc, compiled, layout.compile_hint)
 
+    async def adopt(self, io: TaskIO, handed) -> Outcome:
+        """A task the runner's previous image handed over (a HandedProcess): run on to its end."""
+        from runner.executors.process_adopt import run_adopted
+
+        return outcome_of(io.id, await run_adopted(self, io, handed), True)
+
     async def end_session(self, key: SessionKey) -> None:
         return None  # a process task holds nothing beyond its tree, which the manager kills
 
     async def close(self) -> None:
-        shutil.rmtree(self.spec.tmp_root, ignore_errors=True)
+        for folder in self.task_dirs():
+            shutil.rmtree(folder, ignore_errors=True)
         if self.spec.cgroup_set is not None:
             await asyncio.to_thread(self.spec.cgroup_set.close)
 
@@ -207,10 +239,13 @@ class ProcessExecutor:
                     if code_rc > 0 and layout.compile_hint:  # not for a kill: the hint would mislead
                         io.write_text("info", f"[plugkit] {layout.compile_hint}\n")
                     return code_rc, False
-            return await self._step(io, step(languages.render(layout.run, **names)), child_env, stdin, cgroup), True
+            final = Final(tuple(p for p in (workdir or file, box.dir if box is not None else None) if p),
+                          tuple(layout.leftovers))
+            return await self._step(io, step(languages.render(layout.run, **names)), child_env, stdin, cgroup,
+                                    final), True
         finally:
             if cgroup is not None:
-                await self._end_cgroup(io, cgroup)
+                await self.end_cgroup(io, cgroup)
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             elif file:
@@ -231,7 +266,7 @@ class ProcessExecutor:
             return await self._step(io, argv, child_env, stdin, cgroup)
         finally:
             if cgroup is not None:
-                await self._end_cgroup(io, cgroup)
+                await self.end_cgroup(io, cgroup)
 
     def child_env(self, io: TaskIO, env: Optional[Mapping[str, str]], layout_env: tuple = (),
                   environ: Optional[Mapping[str, str]] = None) -> dict[str, str]:
@@ -256,7 +291,7 @@ class ProcessExecutor:
         io.measured_by(lambda: cg.usage(path))
         return path
 
-    async def _end_cgroup(self, io: TaskIO, path: str) -> None:
+    async def end_cgroup(self, io: TaskIO, path: str) -> None:
         """Whatever the task left in its cgroup dies, its usage is kept, the cgroup goes: on the
         loop when empty (a thread hop cost more, issue 31), else waiting for the killed in a thread."""
         cg: cgroups.TaskCgroups = self.spec.cgroup_set  # type: ignore[assignment]  # set: it made the cgroup
@@ -264,10 +299,10 @@ class ProcessExecutor:
         io.measured_by(lambda: final)
 
     async def _step(self, io: TaskIO, argv: list[str], env: dict[str, str], stdin: Optional[str],
-                    cgroup: Optional[str] = None) -> int:
+                    cgroup: Optional[str] = None, final: Optional[Final] = None) -> int:
         transport, pipes = await cloned_process.spawn_task(lambda: _Pipes(io), argv, env, io.cwd, cgroup,
                                                            self.spec.home)
-        run = ProcessRun(io.id, self.spec, transport, pipes, cgroup)
+        run = ProcessRun(io.id, self.spec, transport, pipes, cgroup, final)
         try:
             io.started(run)
             if stdin is not None:

@@ -36,6 +36,18 @@ def task_dir() -> str:
     return tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-")
 
 
+def ours(path: str) -> bool:
+    """path is a task dir task_dir() made in this process (a runner's earlier image included):
+    what a handover may hand on to be removed later, and nothing else."""
+    name = os.path.basename(path)
+    if os.path.dirname(path) != tempfile.gettempdir() or not name.startswith(f"{TMP_PREFIX}{os.getpid()}-"):
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and stat.S_ISDIR(st.st_mode)
+
 
 def write_code(folder: str, name: str, suffix: str, data: bytes) -> str:
     """The code file, 0600: named by the task id in this runner's private dir (ids never repeat),

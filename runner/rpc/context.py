@@ -8,7 +8,7 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional
 
 from plugkit import __version__
 from plugkit.config import RunnerConfig
@@ -72,6 +72,9 @@ class Runtime:
     errors: Counter = field(default_factory=Counter)
     latency: Latency = field(default_factory=Latency)
     boot_reap: dict = field(default_factory=dict)
+    # The in-place restart (runner/boot/handover.py), bound by serve() to this image's socket and
+    # lock; None where the runner was composed without them (tests in one process).
+    restart: Optional[Callable[[], Awaitable[Any]]] = None
 
     def uptime(self) -> float:
         return max(0.0, time.time() - self.started_at)

@@ -3,7 +3,8 @@
 import asyncio
 
 from plugkit import SERVICE
-from plugkit.protocol import NoParams, RunnerInfo, ShutdownResult
+from plugkit.protocol import NoParams, RestartResult, RunnerInfo, ShutdownResult
+from plugkit.refusals import Unavailable
 from runner.rpc.dispatch import Context, rpc
 
 
@@ -57,4 +58,28 @@ async def shutdown(ctx: Context, params: NoParams) -> ShutdownResult:
     return ShutdownResult(stopping=True)
 
 
-METHODS = {"runner.info": info, "runner.shutdown": shutdown}
+@rpc(NoParams)
+async def restart(ctx: Context, params: NoParams) -> RestartResult:
+    """runner.restart {} -> {restarting: true, pid, kept: [task_id], cut: ["task_7 (browser)"], message}
+
+    The runner re-executes itself in place (the same pid, the installed code read afresh, the
+    same port and token): running process tasks keep running, their output and read cursors
+    whole; what cannot cross an exec (a browser page, a serial port, a worker, a task still
+    compiling) is ended first and named in `cut`. Answers, then execs; runner.info's
+    started_at changes once the new image serves.
+
+    Errors: unavailable (-32004 class) when the installed code does not start (nothing was
+    restarted) or this runner cannot restart in place.
+    Example: {"jsonrpc":"2.0","id":1,"method":"runner.restart","params":{}}
+    """
+    if ctx.runtime.restart is None:
+        raise Unavailable("this runner cannot restart in place; `plugkit runner restart --force` stops and starts it")
+    done = await ctx.runtime.restart()
+    kept = ", ".join(f"task_{i}" for i in done.kept)
+    cut = ", ".join(str(c) for c in done.cut)
+    message = (f"kept running: {kept or 'none'}" + (f"; ended (cannot cross a restart): {cut}" if cut else ""))
+    return RestartResult(restarting=True, pid=ctx.runtime.pid, kept=done.kept, cut=[str(c) for c in done.cut],
+                         message=message)
+
+
+METHODS = {"runner.info": info, "runner.shutdown": shutdown, "runner.restart": restart}

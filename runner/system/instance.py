@@ -25,11 +25,22 @@ def read_pid(home: str) -> int | None:
 
 
 def acquire(home: str) -> Any:
-    """Take the instance lock of `home` (plugkit/locks.py, filelock) or raise AlreadyRunning
+    """Take the instance lock of `home` (plugkit/locks.py, flock(2)) or raise AlreadyRunning
     naming the holder's pid. The caller release()s it."""
     try:
         lock = locks.hold_instance(paths.instance_lock(home))
     except locks.Busy:
         raise AlreadyRunning(read_pid(home), home) from None
+    paths.write_private(paths.pid_file(home), f"{os.getpid()}\n")
+    return lock
+
+
+def adopt(home: str, fd: int) -> Any:
+    """The lock this runner's previous image held across its in-place exec (plugkit/locks.py
+    checks it is that file's held lock); else taken afresh, or AlreadyRunning."""
+    try:
+        lock = locks.adopt_instance(paths.instance_lock(home), fd)
+    except locks.Busy:
+        return acquire(home)
     paths.write_private(paths.pid_file(home), f"{os.getpid()}\n")
     return lock

@@ -198,13 +198,15 @@ class Ledger:
         row = self._conn.execute(_SELECT, (task_id,)).fetchone()
         return TaskRecord(*row) if row else None
 
-    def mark_lost(self, now: float) -> list[int]:
+    def mark_lost(self, now: float, keep: frozenset[int] = frozenset()) -> list[int]:
+        """Tasks left live by a runner that is gone, but keep (handed over to this one, running)."""
         with self._tx() as db:
-            rows = db.execute(
-                "UPDATE tasks SET state = ?, reason = ?, message = 'task_' || task_id || ' ' || ?, ended_at = ?"
-                f" WHERE state IN {_LIVE_SET} RETURNING task_id",
-                (LOST_STATE, LOST_REASON, LOST_MESSAGE, now, *LIVE)).fetchall()
-        return sorted(task_id for (task_id,) in rows)
+            live = [task_id for (task_id,) in db.execute(f"SELECT task_id FROM tasks WHERE state IN {_LIVE_SET}",
+                                                         LIVE).fetchall() if task_id not in keep]
+            for task_id in live:
+                db.execute("UPDATE tasks SET state = ?, reason = ?, message = 'task_' || task_id || ' ' || ?,"
+                           " ended_at = ? WHERE task_id = ?", (LOST_STATE, LOST_REASON, LOST_MESSAGE, now, task_id))
+        return sorted(live)
 
     def evict(self, now: float) -> int:
         with self._tx() as db:

@@ -67,8 +67,8 @@ class LedgerWorker:
     async def get(self, task_id: int) -> Optional[TaskRecord]:
         return await self._call(Ledger.get, task_id)
 
-    async def mark_lost(self, now: float) -> list[int]:
-        return await self._call(Ledger.mark_lost, now)
+    async def mark_lost(self, now: float, keep: frozenset[int] = frozenset()) -> list[int]:
+        return await self._call(Ledger.mark_lost, now, keep)
 
     async def evict(self, now: float) -> int:
         return await self._call(Ledger.evict, now)
@@ -180,6 +180,25 @@ class LedgerWorker:
         self._flush()
         if not self._closed:  # jobs run in order, so a no-op finishing means every earlier one has
             await asyncio.wrap_future(self._pool.submit(lambda: None))
+
+    def quiesce(self) -> None:
+        """Blocking, for the in-place restart's last step: every record committed and the
+        journal closed, so the next image (same pid, so its journal has the same name and counts
+        this one alive) finds nothing half-done. resume() undoes it should the exec fail."""
+        self._flush()
+        if self._closed:
+            return
+        self._pool.submit(lambda: None).result()
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    def resume(self) -> None:
+        if self._journal_at is not None and self._journal is None and not self._closed:
+            try:
+                self._journal = ledger_journal.Journal(self._journal_at)
+            except OSError:
+                log.exception("ledger journal cannot be opened; records go to sqlite one job each")
 
     async def close(self) -> None:
         if self._closed:

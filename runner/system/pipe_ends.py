@@ -118,6 +118,10 @@ class WriteEnd:
     def get_extra_info(self, name: str, default=None):
         return self.pipe if name == "pipe" else default
 
+    def pending(self) -> bytes:
+        """What was written but the pipe has not taken yet (a handover carries it on)."""
+        return bytes(self._buffer)
+
     def is_closing(self) -> bool:
         return self._closing
 

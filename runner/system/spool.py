@@ -25,11 +25,13 @@ FLUSH_S = 0.02
 
 
 class Spool:
-    def __init__(self, directory: str, task_id: int, half: int = HALF) -> None:
+    def __init__(self, directory: str, task_id: int, half: int = HALF, total: int = 0) -> None:
+        """total: a task handed over by a runner's previous image (runner/boot/handover.py)
+        already wrote this many bytes into its files here, which go on from there."""
         self.directory, self.task_id, self.half = directory, task_id, half
-        self.total = 0
+        self.total = total
         self._fd: Optional[int] = None
-        self._gen = -1
+        self._gen = (total - 1) // half if total else -1  # a resumed file is appended to, not truncated
         self._broken = False
         # Bytes fed but not yet written: [total - len(_pending), total). Only the last two
         # halves can ever be kept, so nothing older is held either.
@@ -72,7 +74,7 @@ class Spool:
         try:
             while pos < end:
                 gen = pos // self.half
-                if gen != self._gen:
+                if gen != self._gen or self._fd is None:
                     self._switch(gen)
                 stop = min(end, (gen + 1) * self.half)
                 os.write(self._fd, view[pos - start: stop - start])  # type: ignore[arg-type]
@@ -90,7 +92,8 @@ class Spool:
             self._fd = None
         else:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
-        self._fd = os.open(self._path(gen), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC,
+        fresh = os.O_TRUNC if gen != self._gen else 0  # the same gen: a resumed task's file goes on
+        self._fd = os.open(self._path(gen), os.O_WRONLY | os.O_CREAT | fresh | os.O_APPEND | os.O_CLOEXEC,
                            0o600)
         for old in range(max(0, self._gen - 1), gen - 1):
             _unlink(self._path(old))
@@ -112,7 +115,8 @@ class Spool:
                 _unlink(self._path(gen))
 
 
-def recover(directory: str, tail_bytes: int, half: int = HALF) -> dict[int, tuple[str, int]]:
+def recover(directory: str, tail_bytes: int, half: int = HALF,
+            keep: frozenset[int] = frozenset()) -> dict[int, tuple[str, int]]:
     """task_id -> (its last tail_bytes as text, how many bytes it printed), for every task
     with spool files left: tasks that were running when the runner died."""
     try:
@@ -122,7 +126,7 @@ def recover(directory: str, tail_bytes: int, half: int = HALF) -> dict[int, tupl
     gens: dict[int, list[int]] = {}
     for name in names:
         tid, _, gen = name.partition(".")
-        if tid.isdigit() and gen.isdigit():
+        if tid.isdigit() and gen.isdigit() and int(tid) not in keep:
             gens.setdefault(int(tid), []).append(int(gen))
     found = {}
     for tid, have in gens.items():
@@ -143,13 +147,16 @@ def recover(directory: str, tail_bytes: int, half: int = HALF) -> dict[int, tupl
     return found
 
 
-def clear(directory: str) -> None:
+def clear(directory: str, keep: frozenset[int] = frozenset()) -> None:
+    """Every task's files but keep's (tasks a runner's previous image handed over, still running)."""
     try:
         names = os.listdir(directory)
     except OSError:
         return
     for name in names:
-        _unlink(os.path.join(directory, name))
+        tid = name.partition(".")[0]
+        if not (tid.isdigit() and int(tid) in keep):
+            _unlink(os.path.join(directory, name))
 
 
 def _unlink(path: str) -> None:

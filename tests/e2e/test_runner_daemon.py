@@ -111,10 +111,16 @@ def test_shutdown_rpc_and_stop_verb(home):
     assert not (home.path / "port").exists()
 
 
-def test_restart_gives_a_new_runner_and_a_new_token(home):
+def test_restart_runs_a_fresh_interpreter_in_place_and_force_a_new_runner(home):
+    # In place: the same pid, port and token (a client holding them keeps working), a new image.
     assert home.cli("runner", "start").returncode == 0
     old_pid, old_token = home.runner_pids()[0], home.token()
+    started = rpc(home, "runner.info")["started_at"]
     assert home.cli("runner", "restart").returncode == 0
+    assert home.runner_pids() == [old_pid] and home.token() == old_token
+    assert rpc(home, "runner.info")["started_at"] > started
+    # --force: stop, then start: a new process and a new token.
+    assert home.cli("runner", "restart", "--force").returncode == 0
     assert home.runner_pids() != [old_pid] and home.token() != old_token
 
 

@@ -1,4 +1,4 @@
-"""plugkit/locks.py across real processes: the runner's instance lock (filelock) and the client's
+"""plugkit/locks.py across real processes: the runner's instance lock and the client's
 raw flock(2) exclude each other both ways, the kernel names the holder, and the client's side
 imports no filelock."""
 
@@ -34,7 +34,7 @@ def holder_process(tmp_path):
         proc.stdout.close()
 
 
-def test_an_instance_lock_held_through_filelock_is_seen_and_excludes_the_raw_flock(holder_process):
+def test_an_instance_lock_is_seen_and_excludes_the_raw_flock(holder_process):
     proc, path = holder_process("instance")
     assert locks.holder(path) == proc.pid and locks.is_held(path)
     with pytest.raises(locks.Busy):

@@ -6,24 +6,25 @@ dataclasses, and refuses by kind (plugkit.refusals); runner/rpc shapes every ans
 
 import asyncio
 import os
-from dataclasses import dataclass, replace
-from typing import Optional
+from dataclasses import replace
+from typing import Awaitable, Callable, Optional
 
 from plugkit.config import Limits
-from plugkit.patterns import BadPattern, compile_client_pattern
-from plugkit.refusals import Conflict, Invalid
+from plugkit.refusals import Conflict, Invalid, Unavailable
 from plugkit.workspace import root_or_none
 from runner.core.tasks.adopted import AdoptedOrphans
+from runner.core.tasks.handover import TaskHandover
 from runner.core.tasks.hosts import HostFinder, HostTies
 from runner.core.tasks.clock import Clock, LoopClock
 from runner.core.tasks.output import OutputBuffer, ReadResult
+from runner.core.tasks.waiting import Waited, wait_for
 from runner.core.tasks.listing import TaskListing, first_line, usage_fields
 from runner.core.tasks.records import IdSource, code_hash, to_record
 from runner.core.tasks.sessions import Session, SessionRegistry, session_key, session_key_at
 from runner.core.tasks.slots import Slots
 from runner.core.tasks.task import Execution, SessionKey, Task, TaskPort
 # ExecSpec is this manager's input: runner/rpc names it from here, never from the executors.
-from runner.executors.base import NOT_LOOKED_UP, ExecSpec, Executor, Outcome, Prepared
+from runner.executors.base import NOT_LOOKED_UP, ExecSpec, Executor, Outcome
 from runner.system import logs
 from runner.system.ledger import TaskRecord
 from runner.system.ledger_worker import LedgerWorker
@@ -40,16 +41,7 @@ KEEP_FINISHED = 256
 INPUT_START_WAIT_S = 30.0
 
 
-@dataclass(frozen=True)
-class Waited:
-    """Why task.wait returned: the text appeared (where), the task ended, or time ran out."""
-
-    matched: bool
-    match_cursor: Optional[int]
-    timed_out: bool
-
-
-class TaskManager(TaskListing):
+class TaskManager(TaskListing, TaskHandover):
     def __init__(self, executors: list[Executor], limits: Limits, first_id: int = 1,
                  registry: SessionRegistry | None = None, ledger: LedgerWorker | None = None,
                  clock: Clock | None = None, hosts: HostFinder | None = None) -> None:
@@ -68,6 +60,7 @@ class TaskManager(TaskListing):
         self.spool_dir: Optional[str] = None  # where running tasks' output is also written (crash copy)
         self.adopted = AdoptedOrphans()  # orphans held to the process tasks that ran when they were adopted
         self.hosts = HostTies(hosts)
+        self._waits: set = set()  # see handover.py: _waiting
 
     # --- queries -------------------------------------------------------------
 
@@ -128,6 +121,8 @@ class TaskManager(TaskListing):
 
     async def exec(self, spec: ExecSpec) -> Task:
         """Start a task; returns at once (wait_done / wait follow it)."""
+        if self.restarting:  # between the restart's answer and the exec: the next image takes it
+            raise Unavailable("the runner is restarting in place; run it again in a second", {"restarting": True})
         cwd = os.path.realpath(spec.cwd)
         if not os.path.isdir(cwd):
             raise Invalid(f"cwd {spec.cwd!r} does not exist or is not a directory")
@@ -159,23 +154,29 @@ class TaskManager(TaskListing):
         if executor.name in SPAWNS_PROCESSES:
             # Held from before the spawn: an orphan can be adopted before the task learns its pid.
             self.adopted.task_started(task.id)
-        digest = code_hash(spec.code)
+        task.digest = digest = code_hash(spec.code)
+        task.deadline = task.started_at + spec.timeout_s
         if self._ledger is not None:
             self._ledger.record_start(to_record(task, digest))
         self._registry.trim_finished(session, KEEP_FINISHED)
-        supervisor = asyncio.create_task(self._supervise(task, executor, prepared, spec, digest),
-                                         name=f"task_{task.id}")
-        self._supervisors.add(supervisor)
-        supervisor.add_done_callback(self._supervisors.discard)
+        self._start_supervisor(task, lambda port: executor.run(port, prepared, spec), spec.timeout_s, digest)
         log.info_later("task_started", task_id=task.id, session_id=key.session_id, cwd=cwd, lang=task.lang)
         return task
 
-    async def _supervise(self, task: Task, executor: Executor, prepared: Prepared, spec: ExecSpec,
-                         digest: str) -> None:
-        timer = self.clock.call_later(spec.timeout_s, lambda: self._request_end(task, "timed_out", "timeout"))
+    def _start_supervisor(self, task: Task, run: Callable[[TaskPort], Awaitable[Outcome]],
+                          timeout_s: Optional[float], digest: str) -> None:
+        supervisor = asyncio.create_task(self._supervise(task, run, timeout_s, digest), name=f"task_{task.id}")
+        self._supervisors.add(supervisor)
+        supervisor.add_done_callback(self._supervisors.discard)
+
+    async def _supervise(self, task: Task, run: Callable[[TaskPort], Awaitable[Outcome]],
+                         timeout_s: Optional[float], digest: str) -> None:
+        """run: the executor's run (or adopt) of this task, to its Outcome."""
+        timer = self.clock.call_later(timeout_s, lambda: self._request_end(task, "timed_out", "timeout")) \
+            if timeout_s is not None else None
         ending: tuple[str, str, dict] = ("failed", "spawn_failed", {})
         try:
-            outcome = await executor.run(TaskPort(task, lambda run: self._started(task, run)), prepared, spec)
+            outcome = await run(TaskPort(task, lambda run: self._started(task, run)))
             ending = self._ending(task, outcome)
         except asyncio.CancelledError:
             ending = ("killed", "runner_shutdown", {})
@@ -185,7 +186,8 @@ class TaskManager(TaskListing):
         except Exception:
             log.exception("task_supervisor_error", task_id=task.id)
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
             # Output first, then the end: a waiter woken by the end reads every byte.
             task.buffer.flush("stdout")
             task.buffer.flush("stderr")
@@ -251,7 +253,7 @@ class TaskManager(TaskListing):
         """Until the task ends or timeout_s passes, whichever is first (never an error)."""
         if timeout_s > 0 and not task.finished:
             try:
-                async with asyncio.timeout(timeout_s):  # not wait_for: no task of its own, no extra loop pass
+                async with self._waiting(timeout_s):  # not wait_for: no task of its own, no extra loop pass
                     await task.done.wait()
             except TimeoutError:
                 pass
@@ -275,31 +277,11 @@ class TaskManager(TaskListing):
 
     async def wait(self, task: Task, timeout_s: float, until_text: Optional[str],
                    until_regex: Optional[str], cursor: Optional[int]) -> Waited:
-        if until_text and until_regex:
-            raise Invalid("give until_text or until_regex, not both")
         try:
-            pattern = compile_client_pattern(until_regex) if until_regex else None
-        except BadPattern as exc:
-            raise Invalid(f"until_regex: {exc}") from None
-        start = task.read_cursor if cursor is None else cursor
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while True:
-            wake = task.changed()
-            hit = None
-            if until_text:
-                hit = task.buffer.find(until_text, start)
-            elif pattern is not None:
-                hit = task.buffer.find_regex(pattern, start)
-            if hit is not None or task.finished:
-                return Waited(matched=hit is not None, match_cursor=hit, timed_out=False)
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return Waited(matched=False, match_cursor=None, timed_out=True)
-            try:
-                await asyncio.wait_for(wake.wait(), remaining)
-            except asyncio.TimeoutError:
-                pass
+            async with self._waiting(timeout_s + 1):  # the restart's cut; wait_for keeps its own time
+                return await wait_for(task, timeout_s, until_text, until_regex, cursor)
+        except TimeoutError:
+            return Waited(matched=False, match_cursor=None, timed_out=True)
 
     async def write_input(self, task: Task, data: str, eof: bool) -> None:
         # A task answered with wait 0 may still be starting (its code file, a compile step): the

@@ -81,6 +81,29 @@ class OutputBuffer:
         # Offsets begin at 0 and eviction only ever advances start.
         return self._start
 
+    # -- across a runner's in-place restart (runner/boot/handover.py) -----------
+
+    def dump(self) -> tuple[int, list[tuple[str, str]], dict[str, bytes]]:
+        """(start, (stream, text) runs from start to the end, half characters held back per stream)."""
+        chunks = [(stream, self.text(lo, hi)) for lo, hi, stream in self.spans(self._start)]
+        pending = {STREAMS[c]: self._decoders[c].getstate()[0] for c in range(len(STREAMS)) if self._pending[c]}
+        return self._start, chunks, pending
+
+    @classmethod
+    def restored(cls, cap_bytes: int, start: int, chunks: list[tuple[str, str]],
+                 pending: dict[str, bytes], spool: Optional["Spool"] = None) -> "OutputBuffer":
+        """A dump()'s buffer again, at the same absolute offsets (readers' cursors stay valid)."""
+        buf = cls(cap_bytes)
+        buf._start = buf._end = start
+        for stream, text in chunks:
+            buf._store(_code(stream), text.encode("utf-8", "replace"))
+        for stream, held in pending.items():
+            code = _code(stream)
+            buf._decoders[code].decode(held)
+            buf._pending[code] = bool(buf._decoders[code].getstate()[0])
+        buf.spool = spool  # after the refill: the spool already holds those bytes
+        return buf
+
     # -- writing -------------------------------------------------------------
 
     def feed(self, stream: str, data: bytes) -> None:

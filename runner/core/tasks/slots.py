@@ -31,6 +31,12 @@ class Slots:
         self._by_session[key] += 1
         self.taken += 1
 
+    def hold(self, key: SessionKey) -> None:
+        """A slot for a task that already runs (handed over by the runner's previous image):
+        counted, never refused."""
+        self._by_session[key] += 1
+        self.taken += 1
+
     def give(self, key: SessionKey) -> None:
         self.taken -= 1
         self._by_session[key] -= 1

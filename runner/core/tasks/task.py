@@ -33,6 +33,8 @@ class Task:
     reason: Optional[str] = None
     message: Optional[str] = None
     execution: Optional[Execution] = None
+    deadline: Optional[float] = None  # wall clock: when its timeout ends it (kept across a restart)
+    digest: str = ""  # the sha256 of its code, as its ledger record holds it
     read_cursor: int = 0  # where this session's next "what's new" read starts
     bytes_out_before: int = 0  # output a rehydrated task produced beyond the tail it kept
     # () -> an object with cpu_s and memory_peak_bytes (runner/system/cgroups.Usage), set by
