@@ -8,7 +8,8 @@ has to be passed by SCM_RIGHTS. The cost: the fds must be inheritable for the ex
 the kernel cannot carry across it (a Chromium page on a pipe, a serial port) is closed first.
 
 Order: check the interpreter starts the installed code at all (so a broken upgrade refuses
-the restart while the old image still serves), halt work runs, flush the ledger, end what
+the restart while the old image still serves), stop driving work runs but leave them live on
+disk (the new image resumes them, runner/core/work/resume.py), flush the ledger, end what
 cannot cross (prepare_handover), answer; then, in one turn of the loop with no await, hand
 the tasks over, write the handover file and exec. If the exec fails nothing was closed: the
 fds go back to close-on-exec and the old image serves on.
@@ -63,8 +64,8 @@ class Restarter:
         try:
             await _preflight()
             ctx = self.ctx
-            if ctx.work is not None and ctx.work.built:  # a run is recorded halted, as at a stop
-                await ctx.work.get().close()
+            if ctx.work is not None and ctx.work.built:  # a live run stays live: the new image resumes it
+                await ctx.work.get().close(keep_live=True)
             cut = await ctx.tasks.prepare_handover()
             kept = sorted(t.id for t in ctx.tasks.running())
         except BaseException:

@@ -317,6 +317,22 @@ def test_a_runner_killed_mid_run_resumes_it_keeping_the_commits_and_lands_both_i
     assert "tried again: the runner stopped during attempt 1; resumed with the commits" in events, events
 
 
+def test_a_runner_restarted_in_place_resumes_its_run_on_the_kept_commits(home, repo):
+    w = Work(home, repo, {"w1": [[*commit_file("w1.txt"), ["say", "committed"], ["hang"]],
+                                 [*commit_file("w1b.txt")]]})
+    w.add("w1", "--verify", "test -f w1.txt && test -f w1b.txt")
+    w.start()
+    w.until(lambda r: w.items(r)["w1"]["state"] == "running" and _branch_moved(repo, "plugkit/w1"))
+    pid = home.discovery()["pid"]
+    w.cli("runner", "restart")  # an upgrade: the same pid, a new image, the run driven on
+    run = w.until(lambda r: r["ended_at"] is not None)
+    it = w.items(run)["w1"]
+    why = json.dumps(run, indent=1)
+    assert home.discovery()["pid"] == pid, why
+    assert run["state"] == "done", why
+    assert (it["state"], it["attempt"], it["failures"], it["interruptions"]) == ("completed", 2, 0, 1), why
+
+
 def test_a_ref_moved_just_before_the_runner_died_is_put_back_at_the_resume(home, repo):
     # --no-sandbox: the worker can move main itself; only the RefGuard's snapshot, kept on disk
     # by the dead runner, tells the next runner what main was.

@@ -68,6 +68,9 @@ class Attempts:
         self.on_end: Callable[[ItemRun], None] = lambda it: None
         self.on_change: Callable[[], None] = lambda: None  # saves the run (the driver's save)
         self.placement = placement_for(run, p.home)  # where each worker runs; the rest is the same
+        # Set by a runner restart in place: a cancelled attempt leaves its worktree, branch and ref
+        # snapshot as a crash would, for the next runner's resume (resume.py).
+        self.kept_live = False
 
     async def listing(self) -> item_ops.Listing:
         return await self.p.gates.read(self.p.ws, item_ops.prd_list)
@@ -116,7 +119,7 @@ class Attempts:
                                            None if f.reason == "refused" else "pending")
                     break
         except asyncio.CancelledError:
-            if it.live:  # what already ended (landed, say) stays as it ended
+            if it.live and not self.kept_live:  # what already ended (landed, say) stays as it ended
                 it.enter("killed", now(), "runner_restarted", "the runner stopped while the worker ran")
             raise
         except Exception as exc:  # a bug must end the item visibly, never hang the run
@@ -217,15 +220,20 @@ class Attempts:
             self.live.pop(it.id, None)
             await teardown.end(p.tasks, p.home, it, lease)  # its exec: tasks, its ports' listeners, its lease
             p.unregister(it.worktree)
-            async with self.land_lock:  # its branch (rebased by a landing) is recorded before another worker is judged
-                await self.refs.settle(it.id, it.branch)
-            for path in (it.worktree, self.check_dir(it)):
-                try:
-                    await git.remove_worktree(p.ws.root, path)
-                except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
-                    log.warning("work_worktree_left", item=it.id, error=str(exc))
-            if it.landed is not None:
-                await self._drop_branch(it)
+            if not self.kept_live:
+                await self._tidy(it)
+
+    async def _tidy(self, it: ItemRun) -> None:
+        p = self.p
+        async with self.land_lock:  # its branch (rebased by a landing) is recorded before another worker is judged
+            await self.refs.settle(it.id, it.branch)
+        for path in (it.worktree, self.check_dir(it)):
+            try:
+                await git.remove_worktree(p.ws.root, path)
+            except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
+                log.warning("work_worktree_left", item=it.id, error=str(exc))
+        if it.landed is not None:
+            await self._drop_branch(it)
 
     async def _drop_branch(self, it: ItemRun) -> None:
         """A landed item's branch is on the run's branch now: it goes (its pre-landing tag stays),

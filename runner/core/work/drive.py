@@ -69,7 +69,7 @@ class RunDriver:
                 self.run.enter(*self._final, self.clock())
         finally:
             self._group = None
-            if self.run.ended_at is None:
+            if self.run.ended_at is None and not self.attempts.kept_live:  # kept live: resumed by the next runner
                 self.run.ended_at = self.clock()
             self.save()
 

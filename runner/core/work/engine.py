@@ -366,10 +366,16 @@ class WorkManager:
                 return self.journal(run)
         return None
 
-    async def close(self) -> None:
+    async def close(self, keep_live: bool = False) -> None:
+        """Every live run ended here and recorded halted; with keep_live (a runner restart in
+        place) left live on disk as a crash would leave it, so the next runner resumes it."""
+        for driver in self.drivers.values():
+            driver.attempts.kept_live = keep_live
         if self._owner is not None:
             self._owner.cancel()
             await asyncio.gather(self._owner, return_exceptions=True)
+        if keep_live:
+            return
         for run in self.runs.values():
             if run.ended_at is None or run.state in ("running", "waiting"):
                 run.enter("halted", "the runner stopped during this run; `plugkit work` starts a new one "
