@@ -44,6 +44,7 @@ class WorkStartParams(WorkParams):
     cluster: Optional[str] = Field(default=None, min_length=1, max_length=512)  # runtime ray: HOST:PORT
     allow_remote_cluster: bool = False  # a person's override of the loopback-or-TLS rule
     network: Optional[Network] = None  # None: the workspace's work_network (default "host")
+    quota_wait: bool = True  # False: --no-quota-wait; a usage limit fails the attempt (retried, counted)
 
 
 # A run's id, or a unique prefix of it (`plugkit work runs` lists them); None: the latest run.
@@ -109,6 +110,8 @@ class WorkItemInfo(Result):
     node_losses: int = 0  # attempts ended by a lost node (placed again, not counted as failures)
     failures: int = 0  # failed passes (the two-pass rule: a second one sends the item back to PLAN)
     interruptions: int = 0  # attempts the runner's death cut short (resumed, not counted as failures)
+    quota_until: Optional[float] = None  # waiting_quota: resumed at this time (its host's usage limit resets)
+    quota_waits: int = 0  # usage limits waited out (resumed in the same worktree, not counted as failures)
 
 
 class WorkRunInfo(Result):
@@ -131,6 +134,7 @@ class WorkRunInfo(Result):
     check_allowed: dict[str, str] = {}  # item -> the person who allowed it to change its own check
     sandbox: bool = True  # False: workers run without the bwrap sandbox (--no-sandbox)
     network: Network = "host"  # plugkit.vocab.WORK_NETWORKS
+    quota_wait: bool = True  # False: --no-quota-wait (a usage limit fails the attempt, no wait)
     scopes: list[str] = []  # the credential scopes the workers hold: names, never values
     runtime: str = "local"  # where the workers run: local | ray
     cluster: Optional[str] = None  # runtime ray: the cluster's address
