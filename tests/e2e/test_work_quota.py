@@ -63,3 +63,24 @@ def test_no_quota_wait_fails_the_attempt_as_before(home, repo):
     events = w.cli("work", "trace", "w1", "--attempt", "1").stdout
     assert "waiting_quota" not in events and "worker_exit" in events, events
     assert run["started_at"] >= started - 1
+
+
+def test_a_parked_worker_ends_with_work_stop_and_a_reset_past_the_budget_is_held(home, repo):
+    w = Work(home, repo, {
+        "w1": [[["limit", "gemini", 900], ["exit", 1]], commit_file("w1.txt")],  # resets past the budget
+        "w2": [[["write", "notes.txt", "x\n"], ["limit", "claude-code", 120], ["exit", 1]], commit_file("w2.txt")]})
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.add("w2", "--verify", "test -f w2.txt")
+    w.start("--parallel", "2", "--budget-min", "10")
+    run = w.until(lambda r: w.items(r)["w2"]["state"] == "waiting_quota" and w.items(r)["w1"]["state"] == "blocked")
+    w1 = w.items(run)["w1"]
+    why = json.dumps(run, indent=1)
+    assert w1["reason"] == "usage_limit" and "past the run's budget" in w1["message"], why
+    assert "plugkit work --items w1" in w1["message"] and w1["failures"] == 0, why
+    w.cli("work", "stop")
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=30)  # not the 2 minutes to the reset
+    w2 = w.items(run)["w2"]
+    why = json.dumps(run, indent=1)
+    assert run["state"] == "stopped" and (w2["state"], w2["reason"]) == ("killed", "stopped"), why
+    assert w2["failures"] == 0 and w.prd()["w2"]["status"] == "pending", why
+    assert not (repo / ".plugkit" / "worktrees" / "w2").exists()  # a stop tidies up the kept worktree
