@@ -59,6 +59,7 @@ def test_no_quota_wait_fails_the_attempt_as_before(home, repo):
     it = w.items(run)["w1"]
     why = json.dumps(run, indent=1)
     assert run["quota_wait"] is False, why
+    assert "(--no-quota-wait)" in w.cli("work", "status").stdout
     assert (it["state"], it["attempt"], it["failures"], it["quota_waits"]) == ("completed", 2, 1, 0), why
     events = w.cli("work", "trace", "w1", "--attempt", "1").stdout
     assert "waiting_quota" not in events and "worker_exit" in events, events
