@@ -85,3 +85,17 @@ def test_a_parked_worker_ends_with_work_stop_and_a_reset_past_the_budget_is_held
     assert run["state"] == "stopped" and (w2["state"], w2["reason"]) == ("killed", "stopped"), why
     assert w2["failures"] == 0 and w.prd()["w2"]["status"] == "pending", why
     assert not (repo / ".plugkit" / "worktrees" / "w2").exists()  # a stop tidies up the kept worktree
+
+
+def test_an_unattended_run_that_halts_holds_its_parked_worker_instead_of_resuming_it(home, repo):
+    w = Work(home, repo, {"w1": [[["limit", "claude-code", 120], ["exit", 1]], commit_file("w1.txt")],
+                          "w2": [["sleep", 1], ["limit", "gemini-daily", None], ["exit", 1]]})  # held: AFK halts
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.add("w2", "--verify", "test -f w2.txt")
+    w.start("--parallel", "2", "--afk")
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=60)  # not the 2 minutes to w1's reset
+    items = w.items(run)
+    why = json.dumps(run, indent=1)
+    assert run["state"] == "halted" and "w2 blocked/usage_limit" in run["halt"], why
+    assert (items["w1"]["state"], items["w1"]["reason"]) == ("blocked", "usage_limit"), why
+    assert "the unattended run halts" in items["w1"]["message"] and w.prd()["w1"]["status"] == "blocked", why

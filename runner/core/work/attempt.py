@@ -61,7 +61,8 @@ class Attempts:
         self.run, self.p = run, p
         self.row = workers.row(run.worker)
         self.stopping: Optional[str] = None  # "stopped" | "budget": every worker is being ended
-        self.woken = asyncio.Event()  # set with stopping: an item waiting out a usage limit ends too
+        self.woken = asyncio.Event()  # set with stopping or halting: an item waiting out a usage limit ends too
+        self.halting: Optional[str] = None  # an unattended run halts (the driver's): no parked item resumes
         self.land_lock = asyncio.Lock()  # one landing at a time: each lands on the tip the last one left
         self.live: dict[str, Task] = {}
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked

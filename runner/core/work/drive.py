@@ -230,6 +230,8 @@ class RunDriver:
         if self.run.afk and it.reason in AFK_HALTS and self.halting is None:
             first = (it.message or END.get(it.reason or "", "")).split("\n", 1)[0]  # touches_check: its diff follows
             self.halting = f"{it.id} {it.state}/{it.reason}: {first}"
+            self.attempts.halting = self.halting  # an item waiting out a usage limit is held, not resumed
+            self.attempts.woken.set()
         self.save()
         self.wake.set()
 

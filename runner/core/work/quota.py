@@ -9,7 +9,8 @@ stopped it, with a reset time (plugkit/work/limits.py reads each host's message)
   untouched; `quota_waits` counts it).
 - A limit with no reset time, a reset past MAX_WAIT_S or past the run's --budget-min: held
   (`blocked/usage_limit`), the message naming when to retry. `work stop` or the budget ends a
-  parked item as it ends a running one. `--no-quota-wait` (Run.quota_wait false): none of this,
+  parked item as it ends a running one; an unattended run that halts holds it (no new attempt
+  starts in a halting run). `--no-quota-wait` (Run.quota_wait false): none of this,
   the attempt fails as before (worker_exit / no_commits).
 """
 
@@ -30,6 +31,7 @@ class Attempts(Protocol):
     run: Run
     p: Any  # its Plumbing: tasks, ws, clock
     stopping: Optional[str]
+    halting: Optional[str]
     woken: asyncio.Event
     on_end: Callable[[ItemRun], None]
 
@@ -88,11 +90,11 @@ async def judge(attempts: Attempts, it: ItemRun, task: Task) -> None:
 
 async def wait_out(attempts: Attempts, it: ItemRun) -> Optional[Failed]:
     """Until the reset and a free slot: None, the item back to spawning for its next attempt; or,
-    when the run is stopped (or its budget ends) meanwhile, the end it gets (worktree removed)."""
+    when the run is stopped, its budget ends or it halts meanwhile, the end it gets (worktree removed)."""
     run, clock = attempts.run, attempts.p.clock
     assert it.quota_until is not None
     attempts.on_end(it)  # its attempt ended: the driver looks again now, and gives its slot to another item
-    while not attempts.stopping:
+    while not attempts.stopping and not attempts.halting:
         left = it.quota_until - clock()
         busy = sum(1 for i in run.items.values() if i.active) >= run.parallel
         if left <= 0 and not busy:
@@ -101,7 +103,7 @@ async def wait_out(attempts: Attempts, it: ItemRun) -> Optional[Failed]:
             await asyncio.wait_for(attempts.woken.wait(), left if left > 0 else SLOT_POLL_S)
         except asyncio.TimeoutError:
             pass
-    if attempts.stopping:
+    if attempts.stopping or attempts.halting:
         if it.worktree is not None:
             try:
                 await git.remove_worktree(attempts.p.ws.root, it.worktree)
@@ -110,7 +112,11 @@ async def wait_out(attempts: Attempts, it: ItemRun) -> Optional[Failed]:
         it.quota_note = None
         if attempts.stopping == "budget":
             return Failed("timed_out", "budget", "the run's budget ran out while it waited out a usage limit")
-        return Failed("killed", "stopped", "the run was stopped while it waited out a usage limit")
+        if attempts.stopping:
+            return Failed("killed", "stopped", "the run was stopped while it waited out a usage limit")
+        return Failed("blocked", "usage_limit", f"the unattended run halts ({attempts.halting}); its host's usage "
+                                                f"limit resets at {when(it.quota_until)}; then: `plugkit prd update "
+                                                f"{it.id} --status pending && plugkit work --items {it.id}`")
     it.quota_waits += 1
     it.enter("spawning", clock(), "quota", f"resumed after the usage limit reset at {when(it.quota_until)} "
                                            "(not counted as a failure)")
