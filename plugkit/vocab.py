@@ -76,7 +76,9 @@ WORKER_LANG = "worker"
 # queued -> (waiting for a person's approval) -> spawning -> running -> verifying -> landing -> one
 # terminal state, with a reason word. "rejected" exists here and only here: the runner refused to
 # close the item on the worker's word (its check was red, nothing was committed, ...).
-WORK_LIVE_STATES: tuple[str, ...] = ("queued", "waiting", "spawning", "running", "verifying", "landing")
+# waiting_quota: its host hit a usage limit; parked (no slot, its worktree kept) until the reset.
+WORK_LIVE_STATES: tuple[str, ...] = ("queued", "waiting", "spawning", "running", "verifying", "landing",
+                                     "waiting_quota")
 WORK_REJECTED = "rejected"
 WORK_BLOCKED = "blocked"
 WORK_TERMINAL_STATES: tuple[str, ...] = (COMPLETED, FAILED, KILLED, TIMED_OUT, WORK_REJECTED, WORK_BLOCKED)
@@ -90,8 +92,9 @@ WORK_ALLOWED: dict[str, frozenset[str]] = {
     "queued": frozenset({"waiting", "spawning", WORK_BLOCKED, KILLED}),
     "waiting": frozenset({"spawning", WORK_BLOCKED, KILLED}),
     "spawning": frozenset({"spawning", "running"}) | _WORK_ENDS,
-    "running": frozenset({"spawning", "verifying"}) | _WORK_ENDS,
-    "verifying": frozenset({"spawning", "landing"}) | _WORK_ENDS,
+    "running": frozenset({"spawning", "verifying", "waiting_quota"}) | _WORK_ENDS,
+    "verifying": frozenset({"spawning", "landing", "waiting_quota"}) | _WORK_ENDS,  # exit 0, no commits
+    "waiting_quota": frozenset({"spawning"}) | _WORK_ENDS,  # resumed at the reset, or stopped/held
     "landing": frozenset({"spawning"}) | _WORK_ENDS,
     COMPLETED: frozenset({WORK_REJECTED}),  # rolled back by a person
     WORK_BLOCKED: frozenset({"queued"}),  # re-queued in .prd by a person
@@ -126,12 +129,14 @@ WORK_REASONS: dict[str, str] = {
     "needs_approval": "it is critical and waits for a person's approval (`plugkit approve ID`)",
     "not_ready": "its worktree could not be made ready: an include or share reaches outside the repository",
     "setup_failed": "work_setup failed in the item's fresh worktree; the worker never started",
+    "quota": "its host hit a usage limit: parked until the reset, then resumed in the same worktree (not a failure)",
+    "usage_limit": "its host hit a usage limit with no reset time, or one too far away: held until a person retries",
     "node_lost": "the cluster node running its worker went away; placed again elsewhere (not counted as a failure)",
 }
 # Ends a person looks at first: the .prd item is marked blocked and an unattended run halts.
 WORK_HELD_REASONS: frozenset[str] = frozenset({"merge_conflict", "land_failed", "refs_moved", "touches_check",
                                                "bad_objects", "symbolic_ref", "ci_unconfirmed",
-                                               "setup_failed"})
+                                               "setup_failed", "usage_limit"})
 # Failures that count toward the two-pass rule (a kill by a person or the budget does not).
 WORK_RETRIED_REASONS: frozenset[str] = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files",
                                                   "verify_failed", "stalled", "ci_red"})

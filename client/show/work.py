@@ -61,7 +61,8 @@ def run_lines(run: dict | None) -> list[str]:
     lines = [head, f"  worker {run['worker']}, parallel {run['parallel']}{', afk' if run['afk'] else ''}, "
                    f"lands on {run['branch']} ({run['merge']}), "
                    + ("sandboxed (bwrap)" if run.get("sandbox", True) else "NO SANDBOX (--no-sandbox)")
-                   + (", network: loopback + model endpoints" if run.get("network") == "loopback-model" else "")]
+                   + (", network: loopback + model endpoints" if run.get("network") == "loopback-model" else "")
+                   + ("" if run.get("quota_wait", True) else ", no wait on a usage limit (--no-quota-wait)")]
     if run.get("runtime") == "ray":
         lines.append(f"  workers on the Ray cluster at {run.get('cluster')}")
         for node, why in (run.get("refused_nodes") or {}).items():

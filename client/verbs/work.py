@@ -1,7 +1,7 @@
 """`plugkit work`: the runner drives coding agents as workers through the .prd.
 
     plugkit work [--parallel N] [--items ID...] [--worker W] [--run PROGRAM] [--afk]
-                 [--budget-min M] [--stall-min M] [--merge ff|merge] [--no-sandbox]
+                 [--budget-min M] [--stall-min M] [--merge ff|merge] [--no-sandbox] [--no-quota-wait]
                  [--network host|loopback-model] [--runtime local|ray] [--cluster HOST:PORT]
                  [--allow-remote-cluster] [--wait S]
     plugkit work status [RUN] [--wait S | --follow] | stop | runs
@@ -75,6 +75,9 @@ def _start_parser() -> BriefParser:
                         "loopback only, reaching this runner and the model endpoints their *_BASE_URL name")
     p.add_argument("--no-sandbox", dest="sandbox", action="store_false",
                    help="a person's override: run the workers without the bwrap sandbox (status shows it)")
+    p.add_argument("--no-quota-wait", dest="quota_wait", action="store_false",
+                   help="a worker stopped by its model's usage limit fails its attempt (retried once) instead "
+                        "of waiting, its worktree kept, until the limit resets")
     p.add_argument("--runtime", choices=("local", "ray"), help="where workers run (default: work_runtime in "
                                                               ".plugkit/config.toml, else local)")
     p.add_argument("--cluster", metavar="HOST:PORT", help="--runtime ray: the cluster's GCS address "
@@ -116,6 +119,8 @@ def main(argv: list[str]) -> int:
                     "stall_min": a.stall_min, "env": dict(os.environ)}
     if not a.sandbox:
         params["sandbox"] = False
+    if not a.quota_wait:
+        params["quota_wait"] = False
     if a.network:
         params["network"] = a.network
     if a.run is not None:

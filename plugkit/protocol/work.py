@@ -44,6 +44,7 @@ class WorkStartParams(WorkParams):
     cluster: Optional[str] = Field(default=None, min_length=1, max_length=512)  # runtime ray: HOST:PORT
     allow_remote_cluster: bool = False  # a person's override of the loopback-or-TLS rule
     network: Optional[Network] = None  # None: the workspace's work_network (default "host")
+    quota_wait: bool = True  # False: --no-quota-wait; a usage limit fails the attempt (retried, counted)
 
 
 # A run's id, or a unique prefix of it (`plugkit work runs` lists them); None: the latest run.
@@ -113,6 +114,8 @@ class WorkItemInfo(Result):
     setup_task_id: Optional[int] = None  # work_setup's task in its latest attempt
     ports: Optional[str] = None  # work_ports: its latest attempt's port block, "a-b"
     teardown: Optional[str] = None  # what the end of its latest attempt tore down
+    quota_until: Optional[float] = None  # waiting_quota: resumed at this time (its host's usage limit resets)
+    quota_waits: int = 0  # usage limits waited out (resumed in the same worktree, not counted as failures)
 
 
 class WorkRunInfo(Result):
@@ -135,6 +138,7 @@ class WorkRunInfo(Result):
     check_allowed: dict[str, str] = {}  # item -> the person who allowed it to change its own check
     sandbox: bool = True  # False: workers run without the bwrap sandbox (--no-sandbox)
     network: Network = "host"  # plugkit.vocab.WORK_NETWORKS
+    quota_wait: bool = True  # False: --no-quota-wait (a usage limit fails the attempt, no wait)
     scopes: list[str] = []  # the credential scopes the workers hold: names, never values
     runtime: str = "local"  # where the workers run: local | ray
     cluster: Optional[str] = None  # runtime ray: the cluster's address

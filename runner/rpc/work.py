@@ -23,8 +23,8 @@ from runner.rpc.shapes import work_run
 @rpc(WorkStartParams)
 async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
     """work.start {session_id, cwd, parallel?=3, items?, worker?=claude-code, run?, afk?, budget_min?,
-    stall_min?=10.0, merge?, env?, sandbox?=true, network?, runtime?, cluster?, allow_remote_cluster?=false}
-    -> {run}
+    stall_min?=10.0, merge?, env?, sandbox?=true, network?, runtime?, cluster?, allow_remote_cluster?=false,
+    quota_wait?=true} -> {run}
 
     Starts the run and returns at once (work.status follows it). `run` is the argv of
     worker "command" (the prompt arrives on its stdin); `env` is what the workers inherit,
@@ -34,7 +34,8 @@ async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
     workspace's work_runtime/work_cluster); Forbidden for a cluster neither loopback nor TLS
     unless allow_remote_cluster (a person's --allow-remote-cluster).
     network: plugkit.vocab.WORK_NETWORKS (default: the workspace's work_network); "loopback-model"
-    needs the sandbox.
+    needs the sandbox. quota_wait=false (--no-quota-wait): a worker stopped by its host's usage
+    limit fails its attempt like any exit, instead of waiting for the reset (runner/core/work/quota.py).
     Example: {"method":"work.start","params":{"session_id":"s","cwd":"/w","worker":"command",
               "run":["python3","agent.py"],"afk":true}}
     """
@@ -42,7 +43,7 @@ async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
                          command=tuple(p.run) if p.run else None, afk=p.afk, budget_min=p.budget_min,
                          stall_min=p.stall_min, merge=p.merge, env=dict(p.env or {}),
                          sandbox=p.sandbox, network=p.network, runtime=p.runtime, cluster=p.cluster,
-                         allow_remote_cluster=p.allow_remote_cluster)
+                         allow_remote_cluster=p.allow_remote_cluster, quota_wait=p.quota_wait)
     run = await ctx.work_manager().start(p.session_id, p.cwd, request)
     return WorkStatus(run=work_run(run))
 

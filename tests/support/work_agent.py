@@ -7,7 +7,8 @@ Steps: ["write", path, text], ["commit", message], ["say", text], ["sleep", s],
 ["hang"], ["exit", code], ["hook", tool_name, tool_input] (a PreToolUse through the real
 `plugkit hook`, its answer printed), ["cli", verb, ...] (a plugkit verb, its answer printed),
 ["shell", line], ["beat", n, every_s] (n quiet hook calls), ["prompt"] (prints the prompt it got),
-["stop"] (a Stop through the real `plugkit hook`, its answer printed).
+["stop"] (a Stop through the real `plugkit hook`, its answer printed), ["limit", host, s] (the
+host's usage-limit message, as that host prints it, with a reset s seconds ahead; s null: none).
 """
 
 import json
@@ -18,6 +19,13 @@ import sys
 import time
 
 CLI = [sys.executable, "-m", "client.cli"]
+# What each host prints when its model's limit stops it (plugkit/work/limits.py quotes the sources).
+LIMITS = {
+    "gemini": lambda s: ("[API Error: You exceeded your current quota, please check your plan and billing "
+                         f"details. Please retry in {s}s. (Status: RESOURCE_EXHAUSTED)]"),
+    "claude-code": lambda s: f"Claude AI usage limit reached|{int(time.time() + s)}",
+    "gemini-daily": lambda s: "You have exhausted your daily quota on this model.",
+}
 
 
 def hook(tool_name: str, tool_input: dict, event: str = "PreToolUse") -> str:
@@ -67,6 +75,8 @@ def main() -> int:
             print(f"cli rc={done.returncode}: {done.stdout.strip()} {done.stderr.strip()}", flush=True)
         elif kind == "shell":  # a shell line, as an agent's Bash tool would run it
             subprocess.run(args[0], shell=True, check=False)
+        elif kind == "limit":
+            print(LIMITS[args[0]](args[1]), file=sys.stderr, flush=True)
         elif kind == "stop":
             print("stop answer:", hook("", {}, "Stop"), flush=True)
         elif kind == "beat":

@@ -27,7 +27,7 @@ from runner.core.gates.manager import GateManager
 from runner.core.gates.witness import witness
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
-from runner.core.work import ci_wait, git, held, objects, ready, resume, teardown
+from runner.core.work import ci_wait, git, held, objects, quota, ready, resume, teardown
 from runner.core.work.install import install_hooks
 from runner.core.work.model import HELD, MAX_REPLACEMENTS, REPLACED, RETRIED, Failed, ItemRun, Run
 from runner.core.work.placement import for_run as placement_for
@@ -61,6 +61,8 @@ class Attempts:
         self.run, self.p = run, p
         self.row = workers.row(run.worker)
         self.stopping: Optional[str] = None  # "stopped" | "budget": every worker is being ended
+        self.woken = asyncio.Event()  # set with stopping or halting: an item waiting out a usage limit ends too
+        self.halting: Optional[str] = None  # an unattended run halts (the driver's): no parked item resumes
         self.land_lock = asyncio.Lock()  # one landing at a time: each lands on the tip the last one left
         self.live: dict[str, Task] = {}
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
@@ -77,6 +79,7 @@ class Attempts:
 
     async def stop_all(self, why: str) -> None:
         self.stopping = self.stopping or why
+        self.woken.set()
         state, reason = ("timed_out", "budget") if why == "budget" else ("killed", "stopped")
         await asyncio.gather(*(self.p.tasks.end(t, state, reason) for t in list(self.live.values())),
                              return_exceptions=True)
@@ -99,6 +102,10 @@ class Attempts:
                     await self._attempt(it)
                     break
                 except Failed as f:
+                    if isinstance(f, quota.Parked):  # its worktree kept; not a failed pass
+                        if (ended := await quota.wait_out(self, it)) is None:
+                            continue
+                        f = ended
                     if f.reason in REPLACED and not self.stopping and it.node_losses < MAX_REPLACEMENTS:
                         it.node_losses += 1  # the cluster's fault, not the item's: not a pass
                         it.enter("spawning", now(), f.reason, f"attempt {it.attempt} {f.state}/{f.reason}: "
@@ -164,7 +171,8 @@ class Attempts:
         if not check:
             raise Failed(REJECTED, "refused", "no verify command: `plugkit prd update "
                                                 f"{it.id} --verify CMD` or verify in .plugkit/config.toml")
-        kept = await resume.recover(self, it) if it.interrupted is not None else None  # after a crash
+        kept = (await resume.recover(self, it) if it.interrupted is not None  # after a crash
+                else await quota.reenter(p.ws.root, it))  # after a usage limit: its worktree as it left it
         prep, lease = await ready.plan(p.ws.root, cfg, run, it), None  # refused before any worktree exists
         try:
             base = kept[0] if kept else await git.tip(p.ws.root, run.branch)
@@ -173,7 +181,8 @@ class Attempts:
             await asyncio.to_thread(p.ws.ensure_dir)  # .plugkit/.gitignore keeps worktrees/ out of git
             # The file and whatever its host keeps beside it (Qwen leaves settings.json.orig).
             excludes = ([f"/{self.row.hooks_file}*"] if self.row.hooks_file else []) + prep.excludes
-            await git.add_worktree(p.ws.root, it.worktree, it.branch, kept[1] if kept else base, excludes)
+            if kept is None or kept[1]:
+                await git.add_worktree(p.ws.root, it.worktree, it.branch, kept[1] if kept else base, excludes)
             await objects.fresh(p.ws.root, it.worktree)  # gitstore: the worker's own object dir
         except git.GitError as exc:
             raise Failed("failed", "spawn_failed", str(exc)) from None
@@ -201,6 +210,7 @@ class Attempts:
             it.phase("cleanup", now())
             it.enter("verifying", now())
             if await git.commits_ahead(p.ws.root, base, it.branch) == 0:
+                await quota.judge(self, it, task)  # exited 0 on a usage limit, say
                 raise Failed(REJECTED, "no_commits", f"nothing committed on {it.branch}: the worker must "
                                                        "commit its work before it stops")
             await held.control_files(p.ws.root, it, base)
@@ -227,7 +237,8 @@ class Attempts:
         p = self.p
         async with self.land_lock:  # its branch (rebased by a landing) is recorded before another worker is judged
             await self.refs.settle(it.id, it.branch)
-        for path in (it.worktree, self.check_dir(it)):
+        # A worker parked on a usage limit keeps its worktree (quota.py): only the check's checkout goes.
+        for path in (it.worktree, self.check_dir(it))[1 if it.state == "waiting_quota" else 0:]:
             try:
                 await git.remove_worktree(p.ws.root, path)
             except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
@@ -257,8 +268,8 @@ class Attempts:
         p, run = self.p, self.run
         assert it.worktree is not None and it.branch is not None
         text = prompt_mod.build(item, check, it.branch, it.worktree, it.last_failure if it.attempt > 1 else None,
-                                it.interrupted)
-        it.interrupted = None  # said once: a later retry starts from its own failure
+                                it.interrupted or it.quota_note)
+        it.interrupted = it.quota_note = None  # said once: a later retry starts from its own failure
         try:
             argv, stdin = workers.command_line(self.row, text, it.worktree, run.command)
         except ValueError as exc:
@@ -319,6 +330,7 @@ class Attempts:
         if self.stopping or task.reason in ("killed", "runner_shutdown", "session_end"):
             raise Failed("killed", "stopped", f"task_{task.id} {task.message}")
         if task.state != "completed":
+            await quota.judge(self, it, task)
             raise Failed("failed", "spawn_failed" if task.reason == "spawn_failed" else "worker_exit",
                          f"{task.message}; {logs_hint}")
 

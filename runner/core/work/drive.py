@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 from plugkit.lifecycle import item_ops
 from plugkit.refusals import Refused
+from runner.core.work import quota
 from runner.core.work.attempt import Attempts
 from runner.core.work.journal import RunJournal
 from runner.core.work.model import END, HELD, ItemRun, Run
@@ -176,16 +177,17 @@ class RunDriver:
         run = self.run
         items = list(run.items.values())
         active = self._active()
+        parked = quota.still_going(items)  # parked items hold no slot, but the run waits for them
         if self.halting is not None:
-            if active:
+            if active or parked:
                 run.enter("running", f"halting once {len(active)} running worker(s) finish: {self.halting}")
                 self.save()
                 return False
             return await self._finish("halted", self.halting)
         waiting = [i for i in items if i.state == "waiting"]
-        if active:
+        if active or parked:
             run.enter("running", (f"{', '.join(i.id for i in waiting)} wait(s) for a person's approval "
-                                  f"(`plugkit approve {waiting[0].id}`)") if waiting else None)
+                                  f"(`plugkit approve {waiting[0].id}`)") if waiting else parked or None)
             self.save()
             return False
         if waiting:
@@ -228,6 +230,8 @@ class RunDriver:
         if self.run.afk and it.reason in AFK_HALTS and self.halting is None:
             first = (it.message or END.get(it.reason or "", "")).split("\n", 1)[0]  # touches_check: its diff follows
             self.halting = f"{it.id} {it.state}/{it.reason}: {first}"
+            self.attempts.halting = self.halting  # an item waiting out a usage limit is held, not resumed
+            self.attempts.woken.set()
         self.save()
         self.wake.set()
 

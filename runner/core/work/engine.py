@@ -147,7 +147,7 @@ class WorkManager:
                   merge=p.merge or cfg.work_merge, branch=branch, base=base, started_at=self.clock(),
                   stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.command) if p.command else None,
                   selected=list(p.items), sandbox=p.sandbox, network=network, runtime=runtime,
-                  cluster=address if runtime == "ray" else None,
+                  cluster=address if runtime == "ray" else None, quota_wait=p.quota_wait,
                   scopes=scopes.shown(p.worker, workers.environment(row, dict(p.env)), cfg.work_credentials),
                   check_allowed=dict(old.check_allowed) if old is not None else {})
         if old is not None:

@@ -18,8 +18,11 @@ async def install_hooks(row: workers.WorkerRow, worktree: str, env: dict[str, st
     # A process, not an import: the hosts' hook formats are the client's (client/hooks), and the
     # runner never imports the client (client -> plugkit <- runner). The runner's own interpreter
     # (not the `plugkit` first on the worker's PATH) installs hooks of the runner's own version.
+    # -P: `-m` would put the worktree (cwd) first on sys.path, and a `client/` package a worker
+    # left there (committed on a kept branch, or uncommitted in a worktree kept over a usage-limit
+    # wait) would run as the runner, outside the sandbox.
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "client.cli", *args, cwd=worktree, env={**os.environ, **env},
+        sys.executable, "-P", "-m", "client.cli", *args, cwd=worktree, env={**os.environ, **env},
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     try:
         _out, err = await asyncio.wait_for(proc.communicate(), INSTALL_TIMEOUT_S)

@@ -54,6 +54,7 @@ class RunRequest:
     cluster: Optional[str] = None  # --runtime ray: the cluster's GCS address; None: work_cluster
     allow_remote_cluster: bool = False  # a person's --allow-remote-cluster
     network: Optional[str] = None  # None: the workspace's work_network
+    quota_wait: bool = True  # False: --no-quota-wait; a usage limit fails the attempt as any exit
 
 
 class Failed(Exception):
@@ -102,6 +103,9 @@ class ItemRun:
     setup_task_id: Optional[int] = None  # work_setup's task in its latest attempt
     ports: Optional[str] = None  # its latest attempt's port block, "a-b" (work_ports)
     teardown: Optional[str] = None  # what the end of its latest attempt tore down (runner/core/work/teardown.py)
+    quota_until: Optional[float] = None  # parked on its host's usage limit: resumed at this time
+    quota_note: Optional[str] = None  # where it stopped on that limit: the next attempt's prompt says it
+    quota_waits: int = 0  # usage limits waited out (not counted by the two-pass rule)
     # Told after each move (the run's journal records it): set on the instance, never stored.
     moved: ClassVar[Optional[Callable[["ItemRun"], None]]] = None
 
@@ -161,6 +165,7 @@ class Run:
     runtime: str = "local"  # where its workers run (plugkit.work.cluster.RUNTIMES)
     cluster: Optional[str] = None  # --runtime ray: the cluster's GCS address
     refused_nodes: dict[str, str] = field(default_factory=dict)  # --runtime ray: node -> why it is not ours
+    quota_wait: bool = True  # a worker stopped by its host's usage limit waits for the reset (runner/core/work/quota.py)
 
     def enter(self, state: str, halt: Optional[str], ended_at: Optional[float] = None) -> None:
         """The one place a run's state moves (plugkit.vocab.WORK_RUN_ALLOWED)."""

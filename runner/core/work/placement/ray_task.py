@@ -343,7 +343,8 @@ def _hooks(cache: str, wt: str, spec: dict, env: dict[str, str]) -> None:
             fh.seek(0)
             if line not in fh.read():
                 fh.write(line)
-    done = subprocess.run([sys.executable, "-m", "client.cli", *spec["install"]], cwd=wt, env=env,
+    # -P: never the worktree's own `client/` package (cwd is first on sys.path for -m otherwise)
+    done = subprocess.run([sys.executable, "-P", "-m", "client.cli", *spec["install"]], cwd=wt, env=env,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise RuntimeError(f"plugkit {' '.join(spec['install'][:2])} on the node failed: "
