@@ -28,7 +28,28 @@ class WorkParams(Params):
     cwd: Cwd
 
 
-class WorkStartParams(WorkParams):
+Tokens = Optional[int]
+Usd = Optional[float]
+
+
+class BudgetCaps(Params):
+    """Token and cost caps (runner/core/work/budget.py): a spent one pauses the run until a person raises it."""
+    budget_tokens: Tokens = Field(default=None, gt=0, le=10 ** 12)  # the run's model tokens
+    budget_cost: Usd = Field(default=None, gt=0, le=10 ** 6)  # the run's cost, USD (hosts that report it)
+    item_budget_tokens: Tokens = Field(default=None, gt=0, le=10 ** 12)  # each item's, over its attempts
+    item_budget_cost: Usd = Field(default=None, gt=0, le=10 ** 6)
+
+    def caps(self) -> dict[str, float]:
+        given = {"tokens": self.budget_tokens, "cost": self.budget_cost, "item_tokens": self.item_budget_tokens,
+                 "item_cost": self.item_budget_cost}
+        return {k: float(v) for k, v in given.items() if v is not None}
+
+
+class WorkResumeParams(WorkParams, BudgetCaps):
+    pass
+
+
+class WorkStartParams(WorkParams, BudgetCaps):
     parallel: int = Field(default=3, ge=1, le=16)
     items: list[Annotated[str, ItemId]] = Field(default=[], max_length=1000)
     worker: WorkerName = "claude-code"
@@ -109,6 +130,10 @@ class WorkItemInfo(Result):
     node_losses: int = 0  # attempts ended by a lost node (placed again, not counted as failures)
     failures: int = 0  # failed passes (the two-pass rule: a second one sends the item back to PLAN)
     interruptions: int = 0  # attempts the runner's death cut short (resumed, not counted as failures)
+    tokens: int = 0  # model tokens its workers reported (their own telemetry)
+    cost: float = 0.0  # USD its workers reported
+    model: Optional[str] = None  # the model its latest worker reported
+    pauses: int = 0  # attempts a spent budget ended (resumed on the kept branch, not counted as failures)
 
 
 class WorkRunInfo(Result):
@@ -135,6 +160,8 @@ class WorkRunInfo(Result):
     runtime: str = "local"  # where the workers run: local | ray
     cluster: Optional[str] = None  # runtime ray: the cluster's address
     refused_nodes: dict[str, str] = {}  # runtime ray: nodes given no item (not proven ours), and why
+    caps: dict[str, float] = {}  # tokens | cost | item_tokens | item_cost -> the cap (budget_* at start)
+    spend: dict[str, float] = {}  # tokens | cost -> what the run's workers reported so far
 
 
 class WorkStatus(Result):

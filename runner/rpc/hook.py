@@ -262,7 +262,10 @@ async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
     """
     worker = _worker(ctx, p)
     if worker is not None:
-        decision, reason = _work_hooks().pre_tool(worker[0], p.cwd, p.tool_name, dict(p.tool_input))
+        # A spent budget stops the worker here, at its next tool call (runner/core/work/budget.py).
+        spent = ctx.work.peek().budget_stop(worker[0]) if ctx.work is not None and ctx.work.peek() else None
+        decision, reason = ("deny", spent) if spent else _work_hooks().pre_tool(worker[0], p.cwd, p.tool_name,
+                                                                                dict(p.tool_input))
         journal = ctx.journal_of(worker[0])
         if journal is not None:  # the attempt's trace: every tool call its hooks reported, and the answer
             journal.tool(worker[0], p.tool_name or "?", _work_hooks().summary(dict(p.tool_input)), decision, reason)

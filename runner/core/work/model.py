@@ -54,6 +54,7 @@ class RunRequest:
     cluster: Optional[str] = None  # --runtime ray: the cluster's GCS address; None: work_cluster
     allow_remote_cluster: bool = False  # a person's --allow-remote-cluster
     network: Optional[str] = None  # None: the workspace's work_network
+    caps: dict[str, float] = field(default_factory=dict)  # runner/core/work/budget.py CAPS: name -> limit
 
 
 class Failed(Exception):
@@ -98,6 +99,10 @@ class ItemRun:
     base: Optional[str] = None  # the run branch's tip its first attempt started from: what its changes are judged against
     interrupted: Optional[str] = None  # set at a resume after a crash: the recovery note for its next attempt
     interruptions: int = 0  # attempts ended by the runner's death (not counted by the two-pass rule)
+    tokens: int = 0  # model tokens its workers reported (their own telemetry: runner/core/work/budget.py)
+    cost: float = 0.0  # USD its workers reported
+    model: Optional[str] = None  # the model its latest worker reported
+    pauses: int = 0  # attempts a spent budget ended (not counted by the two-pass rule)
     # Told after each move (the run's journal records it): set on the instance, never stored.
     moved: ClassVar[Optional[Callable[["ItemRun"], None]]] = None
 
@@ -157,6 +162,7 @@ class Run:
     runtime: str = "local"  # where its workers run (plugkit.work.cluster.RUNTIMES)
     cluster: Optional[str] = None  # --runtime ray: the cluster's GCS address
     refused_nodes: dict[str, str] = field(default_factory=dict)  # --runtime ray: node -> why it is not ours
+    caps: dict[str, float] = field(default_factory=dict)  # runner/core/work/budget.py CAPS: name -> limit
 
     def enter(self, state: str, halt: Optional[str], ended_at: Optional[float] = None) -> None:
         """The one place a run's state moves (plugkit.vocab.WORK_RUN_ALLOWED)."""
@@ -164,6 +170,11 @@ class Run:
         self.state, self.halt = state, halt
         if ended_at is not None:
             self.ended_at = ended_at
+
+    @property
+    def spend(self) -> dict[str, float]:
+        """What its workers reported spending, summed over its items (runner/core/work/budget.py)."""
+        return {"tokens": sum(i.tokens for i in self.items.values()), "cost": sum(i.cost for i in self.items.values())}
 
     @property
     def deadline(self) -> Optional[float]:

@@ -2,7 +2,7 @@
 change its own check. WorkManager's methods (bound there); kept apart from the driving of runs."""
 
 import asyncio
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 from plugkit.lifecycle import item_ops
 from plugkit.refusals import Conflict, Forbidden, NotFound
@@ -11,13 +11,13 @@ from runner.core.work import git
 from runner.core.work.model import Run
 from runner.system import logs, peers
 
-if TYPE_CHECKING:
-    from runner.core.work.engine import WorkManager
+# WorkManager is named, not imported: it imports this module (the no-cycle contract).
+WorkManager = Any
 
 log = logs.get("plugkit.work")
 
 
-async def rollback(m: "WorkManager", session_id: str, cwd: str, item_id: str,
+async def rollback(m: WorkManager, session_id: str, cwd: str, item_id: str,
                    run_id: Optional[str] = None) -> tuple[str, str]:
     run = m.find_run(m.root_of(session_id, cwd), run_id)
     it = m.item(run, item_id)
@@ -44,7 +44,7 @@ async def rollback(m: "WorkManager", session_id: str, cwd: str, item_id: str,
     log.warning("work_item_rolled_back", run=run.id, item=item_id, how=how)
     return head, how
 
-async def allow_check(m: "WorkManager", session_id: str, cwd: str, item_id: str, peer: Optional[tuple], port: int,
+async def allow_check(m: WorkManager, session_id: str, cwd: str, item_id: str, peer: Optional[tuple], port: int,
                       runner_pid: int) -> Run:
     """A person lets an item's branch change its own check (held blocked/touches_check until then).
     Judged like an approval, by the caller's process ancestry: a worker or an agent is refused."""

@@ -17,13 +17,13 @@ agree from the first answer, and its next attempt starts with `recover` below:
 - the interruption is not a failed pass (`interruptions` counts it, `failures` does not).
 """
 
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 from runner.core.work import git, held, objects
 from runner.core.work.model import LIVE, ItemRun, Run
 
-if TYPE_CHECKING:
-    from runner.core.work.attempt import Attempts
+# Attempts is named, not imported: it imports this module (the no-cycle contract).
+Attempts = Any
 
 RUNTIMES = ("local",)  # a Ray worker runs on a node the dead runner's cgroups did not hold
 MAX_SUBJECTS = 5
@@ -42,7 +42,7 @@ def refusal(run: Run, resume_on: bool, env: Optional[object]) -> Optional[str]:
 
 def mark(run: Run, now: float) -> list[ItemRun]:
     """Each item that was live, marked to resume; the items, for the driver to start at once."""
-    cut = [it for it in run.items.values() if it.state in LIVE and it.state not in ("queued", "waiting")]
+    cut = [it for it in run.items.values() if it.state in LIVE and it.state not in ("queued", "waiting", "paused")]
     for it in cut:
         it.interruptions += 1
         it.interrupted = (f"the runner stopped (a crash or a restart) during your attempt {it.attempt}"
@@ -52,7 +52,7 @@ def mark(run: Run, now: float) -> list[ItemRun]:
     return cut
 
 
-async def recover(attempts: "Attempts", it: ItemRun) -> Optional[tuple[str, str]]:
+async def recover(attempts: Attempts, it: ItemRun) -> Optional[tuple[str, str]]:
     """The dead attempt judged as any attempt's end; (its base, its branch's tip) to continue
     from, or None to start afresh (no base recorded, or the branch gone or rewritten)."""
     p = attempts.p
