@@ -5,7 +5,7 @@ Not the token's: the guard (runner/http/guards.py) checks Host and Origin, then 
 paths to the check here, a per-worker-attempt secret in the x-plugkit-telemetry header that the
 runner put in that worker's OTEL_EXPORTER_OTLP_HEADERS. An absent or unknown secret is 401, so
 nobody else (another local user, a page, a worker forging another's spend) reaches a budget;
-the body is bounded before it is read; JSON only (protobuf is 415: every pinned host that can
+the body is bounded (framing.py reads it, chunked allowed here alone); JSON only (protobuf is 415: every pinned host that can
 be pointed here sends JSON when told http/json)."""
 
 import json
@@ -28,12 +28,12 @@ def add_otlp_routes(app: web.Application, ctx: Context) -> None:
         secret = request.headers.get(HEADER, "")
         manager = ctx.work.peek() if ctx.work is not None else None
         attempt = manager.metering(secret) if secret and manager is not None else None
-        if attempt is None:  # before a byte of the body is read
+        if attempt is None:  # before the body is parsed (framing.py has read it, bounded and timed)
             return _refused(request, "no worker telemetry secret this runner gave out" if not secret else
                             "an unknown worker telemetry secret")
-        if request.content_length is None or request.content_length > MAX_OTLP_BYTES:
-            return error(413, f"an OTLP export is at most {MAX_OTLP_BYTES} bytes, with a Content-Length", close=True)
-        body = await request.content.read(MAX_OTLP_BYTES + 1)
+        body = await request.read()
+        if len(body) > MAX_OTLP_BYTES:
+            return error(413, f"an OTLP export is at most {MAX_OTLP_BYTES} bytes", close=True)
         if request.content_type != "application/json":
             return error(415, "OTLP is received as JSON only: OTEL_EXPORTER_OTLP_PROTOCOL=http/json")
         try:

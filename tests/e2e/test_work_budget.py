@@ -29,7 +29,7 @@ def _post(home, path: str, headers: dict, body: bytes = b'{"resourceMetrics": []
 def test_a_spent_token_cap_pauses_the_run_until_a_person_raises_it_and_the_item_lands(home, repo):
     w = Work(home, repo, {"w1": [
         [*commit_file("w1.txt"), ["otlp", 400], ["until", GO], ["otlp", 800],
-         ["hook", "Bash", {"command": "true"}], ["say", "still running after the refused call"], ["hang"]],
+         ["hook", "Bash", {"command": "true"}], ["hook", "Write", {"file_path": "more.txt"}], ["hang"]],
         [["prompt"], *commit_file("w1b.txt")]]})
     w.add("w1", "--verify", "test -f w1.txt && test -f w1b.txt")  # green only with the kept commit
     started = w.start("--budget-tokens", "1000")
@@ -50,9 +50,11 @@ def test_a_spent_token_cap_pauses_the_run_until_a_person_raises_it_and_the_item_
         "budget_spent", 0, 1, 1200, "scripted-model"), why
     assert run["spend"]["tokens"] == 1200, why
     assert w.prd()["w1"]["status"] == "in_progress"
-    assert "still running" not in w.cli("work", "logs", "w1", "--all").stdout  # ended at the refused call
     trace = w.cli("work", "trace", "w1", "--attempt", "1").stdout
     assert "Bash true: denied (plugkit work: the run's budget is spent" in trace, trace
+    # The attempt ends at that call; whatever the worker still tries before it is gone is refused too.
+    after = trace.split("Bash true: denied", 1)[1]
+    assert ": allowed" not in after, trace
     shown = w.cli("work", "status").stdout
     assert "1200 tokens of --budget-tokens 1000 tokens" in shown and "plugkit work resume" in shown, shown
     # An agent (no terminal of its own) cannot raise it; a person raising it too little is told so.

@@ -152,14 +152,14 @@ def record(m: WorkManager, attempt: tuple, signal: str, payload: object) -> None
     m.store.save(run)
 
 
-def stop_line(m: WorkManager, it: object) -> Optional[str]:
-    """The hook's deny line for a worker of a paused run (its attempt is then ended); None else
-    (a hosted worker, a Ray node's, is not this runner's to budget)."""
+def stop_line(m: WorkManager, it: object, end: bool = True) -> Optional[str]:
+    """The hook's deny line for a worker of a paused run (its attempt is then ended, unless `end`
+    is False); None else (a hosted worker, a Ray node's, is not this runner's to budget)."""
     run = next((r for r in m.runs.values() if r.items.get(getattr(it, "id", "")) is it), None)
     if run is None or run.state != "paused" or not isinstance(it, ItemRun):
         return None
     driver = m.drivers.get(run.workspace)
-    if driver is not None:
+    if driver is not None and end:
         driver.pause_worker(it)
     return deny_line(run)
 
