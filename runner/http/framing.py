@@ -86,6 +86,9 @@ def framing_middleware(body_deadline_s: float, max_body: int):
                     if begin is not None:
                         conn.guard.expired += 1
                     return _refuse(request, 408, "body_deadline", f"body not sent within {body_deadline_s:g}s")
+            # Chunked (an OTLP export): its size is known only now, the body whole (at EOF: read at once).
+            if request.body_exists and request.content_length is None and len(await request.read()) > max_body:
+                return _refuse(request, 413, "body_size", f"body over {max_body} bytes")
             if begin is not None:
                 conn.body_read()
             return await handler(request)
