@@ -5,8 +5,8 @@ Not the token's: the guard (runner/http/guards.py) checks Host and Origin, then 
 paths to the check here, a per-worker-attempt secret in the x-plugkit-telemetry header that the
 runner put in that worker's OTEL_EXPORTER_OTLP_HEADERS. An absent or unknown secret is 401, so
 nobody else (another local user, a page, a worker forging another's spend) reaches a budget;
-the body is bounded (framing.py reads it, chunked allowed here alone); JSON only (protobuf is 415: every pinned host that can
-be pointed here sends JSON when told http/json)."""
+the body is bounded (framing.py reads it, chunked allowed here alone); JSON only (protobuf is
+415: every pinned host that can be pointed here sends JSON when told http/json)."""
 
 import json
 

@@ -61,7 +61,8 @@ def test_another_hosts_names_and_other_metrics_count_nothing():
     meter = Meter(telemetry.ROWS["qwen"].names)
     assert not meter.metrics(_metrics("claude_code.token.usage", CLAUDE_TOKENS))
     assert not meter.metrics(_metrics("qwen-code.tool.call.count", [({"type": "input"}, 5.0)]))
-    assert meter.metrics(_metrics("qwen-code.token.usage", [({"model": "qwen3-coder", "type": "output"}, 7.0)])).tokens == 7
+    qwen = _metrics("qwen-code.token.usage", [({"model": "qwen3-coder", "type": "output"}, 7.0)])
+    assert meter.metrics(qwen).tokens == 7
 
 
 def test_codex_response_events_in_logs_are_counted():

@@ -184,7 +184,8 @@ class RunDriver:
                 self.save()
                 return False
             return await self._finish("halted", self.halting)
-        if run.state == "paused":  # until a person raises the cap (budget.resume); running workers end at their next tool call
+        # Paused: until a person raises the cap (budget.resume); running workers end at their next tool call.
+        if run.state == "paused":
             if not active and all(i.state == "completed" for i in items):
                 return await self._finish("done", None)
             self.save()
