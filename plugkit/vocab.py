@@ -142,8 +142,9 @@ WORK_MAX_REPLACEMENTS = 3
 # --- plugkit work: the state of a run -----------------------------------------------------------
 # running <-> waiting (only approvals are left, the run waits for a person) -> halted | stopped |
 # done; running | waiting -> paused (a token or cost cap spent: no attempt starts until a person
-# raises the cap, `plugkit work resume`) -> running | stopped. "halted" without ended_at is an unattended run waiting for an approval (it resumes by
-# itself); with ended_at it is over, like stopped and done. Moves go through Run.enter.
+# raises the cap, `plugkit work resume`) -> running | stopped. "halted" without ended_at is an
+# unattended run waiting for an approval (it resumes by itself); with ended_at it is over, like
+# stopped and done. Moves go through Run.enter.
 WORK_RUN_STATES: tuple[str, ...] = ("running", "waiting", "halted", "done", "stopped", "paused")
 WORK_RUN_ALLOWED: dict[str, frozenset[str]] = {
     "running": frozenset(WORK_RUN_STATES),

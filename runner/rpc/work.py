@@ -24,7 +24,8 @@ from runner.rpc.shapes import work_run
 @rpc(WorkStartParams)
 async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
     """work.start {session_id, cwd, parallel?=3, items?, worker?=claude-code, run?, afk?, budget_min?,
-    budget_tokens?, budget_cost?, item_budget_tokens?, item_budget_cost?, stall_min?=10.0, merge?, env?, sandbox?=true, network?, runtime?, cluster?, allow_remote_cluster?=false}
+    budget_tokens?, budget_cost?, item_budget_tokens?, item_budget_cost?, stall_min?=10.0, merge?, env?,
+    sandbox?=true, network?, runtime?, cluster?, allow_remote_cluster?=false}
     -> {run}
 
     Starts the run and returns at once (work.status follows it). `run` is the argv of

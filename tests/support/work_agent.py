@@ -38,9 +38,10 @@ def otlp(tokens: int) -> str:
     point = {"attributes": [{"key": "model", "value": {"stringValue": "scripted-model"}},
                             {"key": "type", "value": {"stringValue": "input"}}],
              "startTimeUnixNano": str(time.time_ns()), "timeUnixNano": str(time.time_ns()), "asDouble": tokens}
-    body = {"resourceMetrics": [{"resource": {"attributes": []}, "scopeMetrics": [{"scope": {"name": "agent"}, "metrics": [
-        {"name": "claude_code.token.usage", "unit": "tokens",
-         "sum": {"aggregationTemporality": 1, "isMonotonic": True, "dataPoints": [point]}}]}]}]}
+    metric = {"name": "claude_code.token.usage", "unit": "tokens",
+              "sum": {"aggregationTemporality": 1, "isMonotonic": True, "dataPoints": [point]}}
+    body = {"resourceMetrics": [{"resource": {"attributes": []},
+                                 "scopeMetrics": [{"scope": {"name": "agent"}, "metrics": [metric]}]}]}
     headers = dict(h.split("=", 1) for h in os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "").split(",") if "=" in h)
     request = urllib.request.Request(os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] + "/v1/metrics",
                                      json.dumps(body).encode(), {"Content-Type": "application/json", **headers})
