@@ -2,7 +2,7 @@
 
     plugkit work [--parallel N] [--items ID...] [--worker W] [--run PROGRAM] [--afk]
                  [--budget-min M] [--budget-tokens N] [--budget-cost USD] [--item-budget-tokens N]
-                 [--item-budget-cost USD] [--stall-min M] [--merge ff|merge] [--no-sandbox]
+                 [--item-budget-cost USD] [--item-budget-min M] [--stall-min M] [--merge ff|merge] [--no-sandbox]
                  [--network host|loopback-model] [--runtime local|ray] [--cluster HOST:PORT]
                  [--allow-remote-cluster] [--wait S]
     plugkit work status [RUN] [--wait S | --follow] | stop | runs
@@ -10,6 +10,7 @@
     plugkit work rollback ITEM [--run RUN]
     plugkit work allow-check ITEM   (a person: the item's branch may change its own check)
     plugkit work resume [--budget-tokens N] [--budget-cost USD] [--item-budget-tokens N] [--item-budget-cost USD]
+                        [--item-budget-min M]
                                     (a person: raise the caps of a run paused on a spent budget)
     plugkit work ray-secrets        (the Ray cluster's token and node key, 0600; prints their env)
 
@@ -99,12 +100,15 @@ def _caps(p: BriefParser, verb: str) -> None:
                                                                      "their cost: claude-code)")
     p.add_argument("--item-budget-tokens", type=int, metavar="N", help=f"{verb} each item's tokens")
     p.add_argument("--item-budget-cost", type=float, metavar="USD", help=f"{verb} each item's cost")
+    p.add_argument("--item-budget-min", type=float, metavar="M", help=f"{verb} each item's workers' wall time "
+                                                                       "(minutes, over its attempts)")
 
 
 def _cap_params(a) -> dict:
     return {k: v for k, v in (("budget_tokens", a.budget_tokens), ("budget_cost", a.budget_cost),
                               ("item_budget_tokens", a.item_budget_tokens),
-                              ("item_budget_cost", a.item_budget_cost)) if v is not None}
+                              ("item_budget_cost", a.item_budget_cost),
+                              ("item_budget_min", a.item_budget_min)) if v is not None}
 
 
 def _call(a, method: str, **params) -> dict:

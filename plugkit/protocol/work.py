@@ -38,10 +38,11 @@ class BudgetCaps(Params):
     budget_cost: Usd = Field(default=None, gt=0, le=10 ** 6)  # the run's cost, USD (hosts that report it)
     item_budget_tokens: Tokens = Field(default=None, gt=0, le=10 ** 12)  # each item's, over its attempts
     item_budget_cost: Usd = Field(default=None, gt=0, le=10 ** 6)
+    item_budget_min: Optional[float] = Field(default=None, gt=0, le=7 * 24 * 60)  # each item's workers' wall time
 
     def caps(self) -> dict[str, float]:
         given = {"tokens": self.budget_tokens, "cost": self.budget_cost, "item_tokens": self.item_budget_tokens,
-                 "item_cost": self.item_budget_cost}
+                 "item_cost": self.item_budget_cost, "item_min": self.item_budget_min}
         return {k: float(v) for k, v in given.items() if v is not None}
 
 

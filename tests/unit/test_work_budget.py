@@ -113,3 +113,14 @@ def test_the_worker_variables_point_its_host_here_with_its_own_secret():
     assert env["OTEL_EXPORTER_OTLP_HEADERS"] == f"{telemetry.HEADER}=s3cret"
     assert telemetry.env_for("gemini", "http://e", "s")["GEMINI_TELEMETRY_OTLP_PROTOCOL"] == "http"
     assert telemetry.env_for("codex", "http://e", "s") == {}
+
+
+def test_an_items_wall_clock_cap_counts_its_ended_attempts_and_its_live_worker():
+    run = Run(id="r", workspace="/w", worker="codex", parallel=1, afk=False, merge="ff", branch="main",
+              base="x", started_at=0.0, stall_min=10.0, caps={"item_min": 2.0})
+    run.items = {"a": ItemRun(id="a", subject="a", worker_s=90.0)}
+    assert budget.refusal("codex", run.caps, "local") is None  # the runner's own clock: no telemetry needed
+    assert budget.tripped(run) is None and budget.tripped(run, {"a": 29.0}) is None
+    assert budget.tripped(run, {"a": 30.0}) == "a spent 2.00 min of its --item-budget-min 2.00 min"
+    assert budget.pause(run, budget.tripped(run, {"a": 30.0})) and run.state == "paused"
+    assert run.halt.startswith("budget: a spent 2.00 min") and not budget.pause(run, "again")

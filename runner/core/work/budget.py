@@ -31,7 +31,9 @@ CAPS: dict[str, tuple[str, str, str]] = {
     "cost": ("run", "cost", "--budget-cost"),
     "item_tokens": ("item", "tokens", "--item-budget-tokens"),
     "item_cost": ("item", "cost", "--item-budget-cost"),
+    "item_min": ("item", "minutes", "--item-budget-min"),  # its workers' wall time, summed over attempts
 }
+TELEMETRY_CAPS = ("tokens", "cost")  # what only the workers' own telemetry can count
 
 
 def refusal(worker: str, caps: dict[str, float], runtime: str) -> Optional[str]:
@@ -42,7 +44,9 @@ def refusal(worker: str, caps: dict[str, float], runtime: str) -> Optional[str]:
     flags = ", ".join(CAPS[c][2] for c in caps)
     if runtime != "local":
         return f"{flags}: a {runtime} run's workers report to their node's runner; budgets need --runtime local"
-    if row is None or not row.reports_tokens:
+    counted = [c for c in caps if CAPS[c][1] in TELEMETRY_CAPS]
+    flags = ", ".join(CAPS[c][2] for c in counted)
+    if counted and (row is None or not row.reports_tokens):
         return (f"{flags}: the {worker} worker's telemetry cannot be pointed at the runner by its environment, "
                 "so nothing it spends would be counted; drop the cap or pick another --worker")
     costs = [c for c in caps if CAPS[c][1] == "cost"]
@@ -57,12 +61,14 @@ def spent(run: Run) -> tuple[int, float]:
 
 
 def _amount(what: str, x: float) -> str:
-    return f"{int(x)} tokens" if what == "tokens" else f"${x:.4f}"
+    return f"{int(x)} tokens" if what == "tokens" else f"{x:.2f} min" if what == "minutes" else f"${x:.4f}"
 
 
-def tripped(run: Run) -> Optional[str]:
-    """The first cap spent, in a line; None while every cap holds."""
+def tripped(run: Run, running_s: Optional[dict[str, float]] = None) -> Optional[str]:
+    """The first cap spent, in a line; None while every cap holds. `running_s`: item -> how long
+    its live worker has run so far (its ended attempts are in worker_s)."""
     tokens, cost = spent(run)
+    running_s = running_s or {}
     for name, limit in run.caps.items():
         whose, what, flag = CAPS[name]
         if whose == "run":
@@ -71,7 +77,8 @@ def tripped(run: Run) -> Optional[str]:
                 return f"the run spent {_amount(what, used)} of its {flag} {_amount(what, limit)}"
         else:
             for it in run.items.values():
-                used = it.tokens if what == "tokens" else it.cost
+                used = (it.tokens if what == "tokens" else it.cost if what == "cost"
+                        else (it.worker_s + running_s.get(it.id, 0.0)) / 60)
                 if used >= limit:
                     return f"{it.id} spent {_amount(what, used)} of its {flag} {_amount(what, limit)}"
     return None
@@ -142,14 +149,27 @@ def record(m: WorkManager, attempt: tuple, signal: str, payload: object) -> None
         return
     it.tokens += spend.tokens
     it.cost += spend.cost
-    why = tripped(run)
-    if why is not None and run.state in ("running", "waiting"):
-        run.enter("paused", halt_line(why))
-        log.warning("work_run_paused", run=run.id, why=why)
-        driver = m.drivers.get(run.workspace)
-        if driver is not None:
-            driver.wake.set()
+    driver = m.drivers.get(run.workspace)
+    if pause(run, tripped(run)) and driver is not None:
+        driver.wake.set()
     m.store.save(run)
+
+
+def pause(run: Run, why: Optional[str]) -> bool:
+    """The run paused on the cap `why` names (None: every cap holds); True when it just did."""
+    if why is None or run.state not in ("running", "waiting"):
+        return False
+    run.enter("paused", halt_line(why))
+    log.warning("work_run_paused", run=run.id, why=why)
+    return True
+
+
+def check_clock(attempts: Attempts, now: float) -> bool:
+    """The driver's tick: an item's wall-clock cap (--item-budget-min), its live worker counted."""
+    if "item_min" not in attempts.run.caps:
+        return False
+    live = {i: now - task.started_at for i, task in attempts.live.items()}
+    return pause(attempts.run, tripped(attempts.run, live))
 
 
 def stop_line(m: WorkManager, it: object, end: bool = True) -> Optional[str]:

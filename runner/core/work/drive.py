@@ -103,6 +103,8 @@ class RunDriver:
         deadline = run.deadline
         if deadline is not None and self.clock() >= deadline and not self.attempts.stopping:
             await self.attempts.stop_all("budget")
+        if budget.check_clock(self.attempts, self.clock()):  # an item's --item-budget-min spent
+            self.save()
         if self.attempts.stopping:
             # Ended workers still finish their attempt (state, .prd status, worktree) first.
             if any(not t.done() for t in self.workers.values()):
