@@ -32,15 +32,19 @@ def test_a_spent_token_cap_pauses_the_run_until_a_person_raises_it_and_the_item_
          ["hook", "Bash", {"command": "true"}], ["hook", "Write", {"file_path": "more.txt"}], ["hang"]],
         [["prompt"], *commit_file("w1b.txt")]]})
     w.add("w1", "--verify", "test -f w1.txt && test -f w1b.txt")  # green only with the kept commit
+    # A cost cap where no price is known (the command worker reports none) is refused at start, not ignored.
+    refused = w.cli("work", "--run", f"{sys.executable} {AGENT}", "--budget-cost", "2", ok=False)
+    assert refused.returncode != 0 and "--budget-cost: no price is known for the command worker" in refused.stderr, (
+        refused.stdout, refused.stderr)
+    assert json.loads(w.cli("work", "status", "--json").stdout) == {"run": None}
     started = w.start("--budget-tokens", "1000")
     assert started["caps"] == {"tokens": 1000.0}, started
     run = w.until(lambda r: w.items(r)["w1"]["tokens"] == 400)
     # Nobody but the worker holding its secret reaches its spend.
-    from tests.support.runner_home import rpc  # noqa: F401  (the token is never sent to /v1/*)
     assert _post(home, "/v1/metrics", {}) == 401
     assert _post(home, "/v1/metrics", {"x-plugkit-telemetry": "forged-secret"}) == 401
     assert _post(home, "/v1/logs", {"x-plugkit-telemetry": "forged-secret"}) == 401
-    assert _post(home, "/v1/metrics", {"Authorization": f"Bearer {home.token()}"}) == 401
+    assert _post(home, "/v1/metrics", {"Authorization": f"Bearer {home.token()}"}) == 401  # the token is not it
     assert w.items(w.status())["w1"]["tokens"] == 400
     (repo / ".plugkit" / "worktrees" / "w1" / GO).write_text("go\n")
     run = w.until(lambda r: r["state"] == "paused" and w.items(r)["w1"]["state"] == "paused")
@@ -73,11 +77,3 @@ def test_a_spent_token_cap_pauses_the_run_until_a_person_raises_it_and_the_item_
     told = w.cli("work", "logs", "w1").stdout  # the resumed worker's prompt
     assert "the run's budget was spent during your attempt 1" in told and "keeps its 1 commit(s)" in told, told
 
-
-def test_a_cost_cap_where_no_price_is_known_is_refused_at_start(home, repo):
-    w = Work(home, repo, {"w1": [["exit", 0]]})
-    w.add("w1", "--verify", "true")
-    done = w.cli("work", "--run", f"{sys.executable} {AGENT}", "--budget-cost", "2", ok=False)
-    assert done.returncode != 0 and "--budget-cost: no price is known for the command worker" in done.stderr, (
-        done.stdout, done.stderr)
-    assert w.cli("work", "status", "--json").stdout.strip() == json.dumps({"run": None}, indent=1)
