@@ -14,7 +14,9 @@ worker itself says it spent.
   packages: JSON; the headers from OTEL_EXPORTER_OTLP_HEADERS). Counter gemini_cli.token.usage
   (model, type: input|output|thought|cache|tool); no cost.
 - qwen (@qwen-code/qwen-code cli.js, Gemini CLI's fork): QWEN_TELEMETRY_* likewise; counter
-  qwen-code.token.usage (model, type: input|output|cache...); no cost.
+  qwen-code.token.usage (model, type: input|output|cache...); no cost. Not pointed here yet: with
+  those variables set, the pinned Qwen Code exported nothing in 110 s of a scripted run
+  (tests/hosts/test_work_hosts.py), so a cap on it would never trip: refused until it does.
 - codex (the Rust binary): its exporter is set in config.toml `[otel]` (otlp-http, protocol
   json|binary, its own headers), not by environment: no row can point it here, so a token or
   cost cap is refused for it at start. Its events (codex.sse_event: input_token_count,
@@ -92,7 +94,7 @@ class Row:
 ROWS: dict[str, Row] = {
     "claude-code": Row(CLAUDE, _claude),
     "gemini": Row(GEMINI, _gemini_like("GEMINI")),
-    "qwen": Row(QWEN, _gemini_like("QWEN")),
+    "qwen": Row(QWEN, None),  # _gemini_like("QWEN") once a scripted run proves its export arrives
     "codex": Row(CODEX, None),
     # Its tokens are counted under any host's names; its cost never: a program of the person's
     # says which model it used, if anything, so a cost cap on it would guess (refused at start).

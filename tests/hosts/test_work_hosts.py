@@ -145,10 +145,17 @@ def test_a_real_worker_moving_main_or_rewriting_its_check_lands_nothing(tmp_path
 WAIT_PAUSED = "until test -f go.flag; do sleep 0.2; done"
 
 
-def test_a_real_claude_code_worker_reports_its_tokens_and_a_spent_cap_pauses_it_until_a_person_raises_it(
-        tmp_path, home, host):
-    """Claude Code's own telemetry (claude_code.token.usage over OTLP/JSON, the variables the runner
-    set) spends the cap; its next tool call is refused; a person's resume lands the kept commit."""
+@pytest.fixture(params=("claude", "gemini"))  # the hosts plugkit/work/telemetry.py points here
+def reporting_host(request):
+    return installed(HOSTS[request.param])
+
+
+def test_a_real_workers_own_telemetry_spends_a_token_cap_and_it_pauses_until_a_person_raises_it(
+        tmp_path, home, reporting_host):
+    """The host's own telemetry (its token counter over OTLP/JSON, the variables the runner set:
+    plugkit/work/telemetry.py) spends the cap; its next tool call is refused; a person's resume
+    lands the kept commit."""
+    host = reporting_host
     with ModelServer(Scripts([])) as server:
         work = make_repo(tmp_path, host, cli_argv(), server.url, {"w1": ("test -f w1.txt && test -f w1b.txt", ())})
         wt = work.worktree("w1")
@@ -158,7 +165,7 @@ def test_a_real_claude_code_worker_reports_its_tokens_and_a_spent_cap_pauses_it_
         again = Script([host.write(str(wt / "w1b.txt"), "w1b\n"), host.shell("git add -A && git commit -qm 'w1: b'"),
                         Say("w1 is done.")], prompt="the run's budget was spent during your attempt 1")
         server.script = Scripts([again, first])  # the resumed attempt's prompt says so: routed there first
-        work.cli("work", "--worker", "claude-code", "--budget-tokens", "20")
+        work.cli("work", "--worker", host.platform, "--budget-tokens", "20")
         work.until(lambda r: r["state"] == "paused")  # its own telemetry spent the cap
         (wt / "go.flag").write_text("go\n")
         run = work.until(lambda r: items(r)["w1"]["state"] == "paused")

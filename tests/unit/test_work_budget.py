@@ -90,6 +90,7 @@ def test_caps_no_worker_can_report_are_refused_at_start():
     assert "no price is known" in budget.refusal("command", {"cost": 1.0}, "local")
     assert "no price is known" in budget.refusal("gemini", {"item_cost": 1.0}, "local")
     assert "cannot be pointed" in budget.refusal("codex", {"tokens": 10}, "local")
+    assert "cannot be pointed" in budget.refusal("qwen", {"item_tokens": 10}, "local")
     assert "--runtime local" in budget.refusal("claude-code", {"tokens": 10}, "ray")
     assert budget.refusal("codex", {}, "ray") is None
 
