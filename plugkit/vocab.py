@@ -78,7 +78,7 @@ WORKER_LANG = "worker"
 # close the item on the worker's word (its check was red, nothing was committed, ...).
 # waiting_quota: its host hit a usage limit; parked (no slot, its worktree kept) until the reset.
 WORK_LIVE_STATES: tuple[str, ...] = ("queued", "waiting", "spawning", "running", "verifying", "landing",
-                                     "waiting_quota")
+                                     "waiting_quota", "paused")
 WORK_REJECTED = "rejected"
 WORK_BLOCKED = "blocked"
 WORK_TERMINAL_STATES: tuple[str, ...] = (COMPLETED, FAILED, KILLED, TIMED_OUT, WORK_REJECTED, WORK_BLOCKED)
@@ -91,11 +91,14 @@ _WORK_ENDS = frozenset(WORK_TERMINAL_STATES)
 WORK_ALLOWED: dict[str, frozenset[str]] = {
     "queued": frozenset({"waiting", "spawning", WORK_BLOCKED, KILLED}),
     "waiting": frozenset({"spawning", WORK_BLOCKED, KILLED}),
-    "spawning": frozenset({"spawning", "running"}) | _WORK_ENDS,
-    "running": frozenset({"spawning", "verifying", "waiting_quota"}) | _WORK_ENDS,
+    "spawning": frozenset({"spawning", "running", "paused"}) | _WORK_ENDS,
+    "running": frozenset({"spawning", "verifying", "waiting_quota", "paused"}) | _WORK_ENDS,
     "verifying": frozenset({"spawning", "landing", "waiting_quota"}) | _WORK_ENDS,  # exit 0, no commits
     "waiting_quota": frozenset({"spawning"}) | _WORK_ENDS,  # resumed at the reset, or stopped/held
     "landing": frozenset({"spawning"}) | _WORK_ENDS,
+    # A spent budget (runner/core/work/budget.py): the attempt ended at the worker's next tool call,
+    # its branch kept; a person raising the cap starts its next attempt there, or a stop ends it.
+    "paused": frozenset({"spawning", KILLED}),
     COMPLETED: frozenset({WORK_REJECTED}),  # rolled back by a person
     WORK_BLOCKED: frozenset({"queued"}),  # re-queued in .prd by a person
     FAILED: frozenset(), KILLED: frozenset(), TIMED_OUT: frozenset(), WORK_REJECTED: frozenset(),
@@ -113,6 +116,8 @@ WORK_REASONS: dict[str, str] = {
     "ci_unconfirmed": "CI (work_ci) could not confirm the item's branch commit green (pending past its wait, or not asked)",
     "stalled": "the worker was silent (no hook call, no output) past --stall-min",
     "budget": "the run's --budget-min ran out",
+    "budget_spent": "a token or cost cap was spent: paused, its branch kept, until a person raises the cap "
+                    "(`plugkit work resume --budget-tokens N`)",
     "stopped": "the run was stopped (plugkit work stop)",
     "runner_restarted": "the runner stopped while the worker ran",
     "merge_conflict": "its branch does not land cleanly; the branch is kept for a person",
@@ -147,15 +152,18 @@ WORK_MAX_REPLACEMENTS = 3
 
 # --- plugkit work: the state of a run -----------------------------------------------------------
 # running <-> waiting (only approvals are left, the run waits for a person) -> halted | stopped |
-# done. "halted" without ended_at is an unattended run waiting for an approval (it resumes by
-# itself); with ended_at it is over, like stopped and done. Moves go through Run.enter.
-WORK_RUN_STATES: tuple[str, ...] = ("running", "waiting", "halted", "done", "stopped")
+# done; running | waiting -> paused (a token or cost cap spent: no attempt starts until a person
+# raises the cap, `plugkit work resume`) -> running | stopped. "halted" without ended_at is an
+# unattended run waiting for an approval (it resumes by itself); with ended_at it is over, like
+# stopped and done. Moves go through Run.enter.
+WORK_RUN_STATES: tuple[str, ...] = ("running", "waiting", "halted", "done", "stopped", "paused")
 WORK_RUN_ALLOWED: dict[str, frozenset[str]] = {
     "running": frozenset(WORK_RUN_STATES),
     "waiting": frozenset(WORK_RUN_STATES),
     "halted": frozenset({"running", "halted", "done", "stopped"}),
     "done": frozenset(),
     "stopped": frozenset(),
+    "paused": frozenset({"paused", "running", "halted", "done", "stopped"}),
 }
 
 # --- the caller's environment on the wire (task.exec `environ`) ----------------------------------

@@ -3,6 +3,7 @@ one line per item, bounded, then the next command."""
 
 import time
 
+from client.show.budget import budget_lines
 from plugkit.work import events as work_events
 from plugkit.work.events import retry_hint
 
@@ -34,6 +35,8 @@ def item_line(it: dict) -> str:
         parts.append(f"node {it['node']}")
     if it.get("ports"):
         parts.append(f"ports {it['ports']}")
+    if it.get("tokens") or it.get("cost"):
+        parts.append(f"spent {it.get('tokens', 0)} tokens" + (f", ${it['cost']:.4f}" if it.get("cost") else ""))
     line = "  ".join(p for p in parts if p)
     if it.get("message") and it["state"] not in ("running", "completed"):
         first, _, rest = it["message"].partition("\n")  # touches_check: the diff follows its line
@@ -69,6 +72,7 @@ def run_lines(run: dict | None) -> list[str]:
             lines.append(f"  node {node} given no item: {why}")
     if run.get("scopes"):
         lines.append(f"  credentials: {'; '.join(run['scopes'])}")
+    lines += budget_lines(run)
     items = run["items"]
     lines += [item_line(it) for it in items[:MAX_ITEMS]]
     if len(items) > MAX_ITEMS:
@@ -86,7 +90,7 @@ def wait_exit(run: dict | None) -> int:
     """0 when the run is done or still going; 3 when it halted or stopped, or an item ended unfinished."""
     if run is None:
         return 0
-    if run["state"] in ("halted", "stopped") or any(i["state"] in UNFINISHED for i in run["items"]):
+    if run["state"] in ("halted", "stopped", "paused") or any(i["state"] in UNFINISHED for i in run["items"]):
         return 3
     return 0
 

@@ -1,13 +1,18 @@
 """`plugkit work`: the runner drives coding agents as workers through the .prd.
 
     plugkit work [--parallel N] [--items ID...] [--worker W] [--run PROGRAM] [--afk]
-                 [--budget-min M] [--stall-min M] [--merge ff|merge] [--no-sandbox] [--no-quota-wait]
+                 [--budget-min M] [--budget-tokens N] [--budget-cost USD] [--item-budget-tokens N]
+                 [--item-budget-cost USD] [--item-budget-min M] [--stall-min M] [--merge ff|merge] [--no-sandbox]
+                 [--no-quota-wait]
                  [--network host|loopback-model] [--runtime local|ray] [--cluster HOST:PORT]
                  [--allow-remote-cluster] [--wait S]
     plugkit work status [RUN] [--wait S | --follow] | stop | runs
     plugkit work logs ITEM [--verify] [--follow] [--run RUN] | trace ITEM [--attempt N] [--run RUN]
     plugkit work rollback ITEM [--run RUN]
     plugkit work allow-check ITEM   (a person: the item's branch may change its own check)
+    plugkit work resume [--budget-tokens N] [--budget-cost USD] [--item-budget-tokens N] [--item-budget-cost USD]
+                        [--item-budget-min M]
+                                    (a person: raise the caps of a run paused on a spent budget)
     plugkit work ray-secrets        (the Ray cluster's token and node key, 0600; prints their env)
 
 The run lives in the runner: this command starts it and returns (`--wait S` follows it for
@@ -34,7 +39,7 @@ from client.verbs.brief import BriefParser, names_next
 from client.wire.session import Caller, connect
 from plugkit.vocab import WORK_NETWORKS
 
-SUBS = ("status", "stop", "runs", "logs", "trace", "rollback", "allow-check", "ray-secrets")
+SUBS = ("status", "stop", "runs", "logs", "trace", "rollback", "allow-check", "ray-secrets", "resume")
 WORKERS = ("claude-code", "codex", "qwen", "gemini", "command")
 LOG_TAIL = 8 << 10
 FOLLOW_START_S = 600.0  # --follow on an item still queued waits this long for its worker
@@ -67,6 +72,7 @@ def _start_parser() -> BriefParser:
     p.add_argument("--afk", action="store_true", help="unattended: halt (never guess) on an approval, a "
                                                      "conflict, an item failing twice, the budget")
     p.add_argument("--budget-min", type=float, help="bound the whole run (minutes)")
+    _caps(p, "cap")
     p.add_argument("--stall-min", type=float, default=10.0, help="end a worker silent this long (default 10)")
     p.add_argument("--merge", choices=("ff", "merge"), help="land by fast-forward (rebased) or merge commit "
                                                           "(default: work_merge in .plugkit/config.toml, else ff)")
@@ -88,6 +94,25 @@ def _start_parser() -> BriefParser:
                                                            "(started, worker exited, check, landed, held)")
     _common(p)
     return p
+
+
+def _caps(p: BriefParser, verb: str) -> None:
+    """The token and cost caps: counted from the workers' own telemetry; a spent one pauses the run."""
+    p.add_argument("--budget-tokens", type=int, metavar="N", help=f"{verb} the run's model tokens (a spent cap "
+                                                                   "pauses the run until a person raises it)")
+    p.add_argument("--budget-cost", type=float, metavar="USD", help=f"{verb} the run's cost (workers that report "
+                                                                     "their cost: claude-code)")
+    p.add_argument("--item-budget-tokens", type=int, metavar="N", help=f"{verb} each item's tokens")
+    p.add_argument("--item-budget-cost", type=float, metavar="USD", help=f"{verb} each item's cost")
+    p.add_argument("--item-budget-min", type=float, metavar="M", help=f"{verb} each item's workers' wall time "
+                                                                       "(minutes, over its attempts)")
+
+
+def _cap_params(a) -> dict:
+    return {k: v for k, v in (("budget_tokens", a.budget_tokens), ("budget_cost", a.budget_cost),
+                              ("item_budget_tokens", a.item_budget_tokens),
+                              ("item_budget_cost", a.item_budget_cost),
+                              ("item_budget_min", a.item_budget_min)) if v is not None}
 
 
 def _call(a, method: str, **params) -> dict:
@@ -131,6 +156,7 @@ def main(argv: list[str]) -> int:
             return 2
     params.update({k: v for k, v in (("budget_min", a.budget_min), ("merge", a.merge), ("runtime", a.runtime),
                                      ("cluster", a.cluster)) if v is not None})
+    params.update(_cap_params(a))
     if a.allow_remote_cluster:
         params["allow_remote_cluster"] = True
     why = _cluster_refusal(a)
@@ -272,6 +298,17 @@ def _allow_check(argv: list[str]) -> int:
                          f"next: plugkit prd update {a.item} --status pending && plugkit work"])
 
 
+def _resume(argv: list[str]) -> int:
+    p = BriefParser(prog="plugkit work resume", description=(
+        "A person raises the caps of a run paused on a spent budget (from their own terminal): the run goes "
+        "on, each paused item continuing on its kept branch."))
+    _caps(p, "raise")
+    _common(p)
+    a = p.parse_args(argv)
+    r = _call(a, "work.resume", **_cap_params(a))
+    return _print(a, r, show.run_lines(r["run"]))
+
+
 def _logs(argv: list[str]) -> int:
     p = BriefParser(prog="plugkit work logs", description="A worker's output (its latest attempt).")
     p.add_argument("item")
@@ -356,4 +393,4 @@ def _trace(argv: list[str]) -> int:
 
 
 SUB_MAINS = {"status": _status, "stop": _stop, "runs": _runs, "logs": _logs, "trace": _trace, "rollback": _rollback,
-             "allow-check": _allow_check, "ray-secrets": _secrets}
+             "allow-check": _allow_check, "ray-secrets": _secrets, "resume": _resume}

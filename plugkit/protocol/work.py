@@ -28,7 +28,29 @@ class WorkParams(Params):
     cwd: Cwd
 
 
-class WorkStartParams(WorkParams):
+Tokens = Optional[int]
+Usd = Optional[float]
+
+
+class BudgetCaps(Params):
+    """Token and cost caps (runner/core/work/budget.py): a spent one pauses the run until a person raises it."""
+    budget_tokens: Tokens = Field(default=None, gt=0, le=10 ** 12)  # the run's model tokens
+    budget_cost: Usd = Field(default=None, gt=0, le=10 ** 6)  # the run's cost, USD (hosts that report it)
+    item_budget_tokens: Tokens = Field(default=None, gt=0, le=10 ** 12)  # each item's, over its attempts
+    item_budget_cost: Usd = Field(default=None, gt=0, le=10 ** 6)
+    item_budget_min: Optional[float] = Field(default=None, gt=0, le=7 * 24 * 60)  # each item's workers' wall time
+
+    def caps(self) -> dict[str, float]:
+        given = {"tokens": self.budget_tokens, "cost": self.budget_cost, "item_tokens": self.item_budget_tokens,
+                 "item_cost": self.item_budget_cost, "item_min": self.item_budget_min}
+        return {k: float(v) for k, v in given.items() if v is not None}
+
+
+class WorkResumeParams(WorkParams, BudgetCaps):
+    pass
+
+
+class WorkStartParams(WorkParams, BudgetCaps):
     parallel: int = Field(default=3, ge=1, le=16)
     items: list[Annotated[str, ItemId]] = Field(default=[], max_length=1000)
     worker: WorkerName = "claude-code"
@@ -116,6 +138,10 @@ class WorkItemInfo(Result):
     teardown: Optional[str] = None  # what the end of its latest attempt tore down
     quota_until: Optional[float] = None  # waiting_quota: resumed at this time (its host's usage limit resets)
     quota_waits: int = 0  # usage limits waited out (resumed in the same worktree, not counted as failures)
+    tokens: int = 0  # model tokens its workers reported (their own telemetry)
+    cost: float = 0.0  # USD its workers reported
+    model: Optional[str] = None  # the model its latest worker reported
+    pauses: int = 0  # attempts a spent budget ended (resumed on the kept branch, not counted as failures)
 
 
 class WorkRunInfo(Result):
@@ -143,6 +169,8 @@ class WorkRunInfo(Result):
     runtime: str = "local"  # where the workers run: local | ray
     cluster: Optional[str] = None  # runtime ray: the cluster's address
     refused_nodes: dict[str, str] = {}  # runtime ray: nodes given no item (not proven ours), and why
+    caps: dict[str, float] = {}  # tokens | cost | item_tokens | item_cost -> the cap (budget_* at start)
+    spend: dict[str, float] = {}  # tokens | cost -> what the run's workers reported so far
 
 
 class WorkStatus(Result):

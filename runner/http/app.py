@@ -10,6 +10,7 @@ from aiohttp import web
 from plugkit import SERVICE
 from runner.http.guards import make_guard
 from runner.http.keys import CONTEXT
+from runner.http.otlp import add_otlp_routes
 from runner.http.replies import error, reply
 from runner.http.ui_routes import add_ui_routes
 from runner.rpc.context import PEER, Context
@@ -65,5 +66,6 @@ def make_app(ctx: Context, namespaces: tuple = ()) -> web.Application:
     app.router.add_get("/health", health, allow_head=False)
     app.router.add_get("/debug", debug, allow_head=False)
     add_ui_routes(app, ctx)  # the page (`plugkit ui`): /login, /ui, /api/v1/
+    add_otlp_routes(app, ctx)  # the workers' telemetry (budgets): /v1/metrics, /v1/logs
     app[CONTEXT] = ctx
     return app

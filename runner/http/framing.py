@@ -5,8 +5,8 @@ and nothing after it on the connection can be trusted to start where it seems to
 
 - a version other than HTTP/1.1 or 1.0: 505;
 - a target not in origin-form (an absolute URL, `*`): 400 (the runner is no proxy);
-- a Transfer-Encoding: 501 (no chunked bodies: nothing here sends one, and two ways to frame a
-  body is how requests are smuggled);
+- a Transfer-Encoding: 501 (no chunked bodies: two ways to frame a body is how requests are
+  smuggled), but for a worker's OTLP export sent chunked alone (runner/http/otlp.py);
 - a second Host, Content-Length, Authorization, Content-Type or Origin: 400 (which one would
   the guard have checked?);
 - a Content-Length over max_body: 413, before a byte of the body is read;
@@ -21,6 +21,7 @@ from typing import Awaitable, Callable
 from aiohttp import web
 from aiohttp import HttpVersion10, HttpVersion11
 
+from runner.http.otlp import OTLP_PATHS
 from runner.http.replies import error
 from runner.system import logs
 
@@ -37,13 +38,22 @@ def _refuse(request: web.Request, status: int, reason: str, text: str) -> web.Re
     return error(status, text, close=True)
 
 
+def _chunked_export(request: web.Request) -> bool:
+    """A worker host's OTLP export may come chunked (Claude Code's runtime sends no Content-Length):
+    allowed there alone, as one `chunked` and no Content-Length (never two ways to frame one body);
+    the body is still read whole within its deadline and under max_body before any route sees it."""
+    headers = request.headers
+    return (request.method == "POST" and request.path in OTLP_PATHS and "Content-Length" not in headers
+            and headers.getall("Transfer-Encoding") == ["chunked"])
+
+
 def _framing(request: web.Request, max_body: int) -> "web.Response | None":
     if request.version not in _VERSIONS:
         return _refuse(request, 505, "version", "HTTP/1.1 only")
     if not request.raw_path.startswith("/"):
         return _refuse(request, 400, "target", "the target must be a path (/rpc, /health, /debug)")
     headers = request.headers
-    if "Transfer-Encoding" in headers:
+    if "Transfer-Encoding" in headers and not _chunked_export(request):
         return _refuse(request, 501, "transfer_encoding", "send the body with a Content-Length (no Transfer-Encoding)")
     for name in _UNIQUE:
         if len(headers.getall(name, ())) > 1:
@@ -76,6 +86,9 @@ def framing_middleware(body_deadline_s: float, max_body: int):
                     if begin is not None:
                         conn.guard.expired += 1
                     return _refuse(request, 408, "body_deadline", f"body not sent within {body_deadline_s:g}s")
+            # Chunked (an OTLP export): its size is known only now, the body whole (at EOF: read at once).
+            if request.body_exists and request.content_length is None and len(await request.read()) > max_body:
+                return _refuse(request, 413, "body_size", f"body over {max_body} bytes")
             if begin is not None:
                 conn.body_read()
             return await handler(request)

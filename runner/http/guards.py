@@ -6,6 +6,7 @@ from typing import Callable, Optional
 
 from aiohttp.web import Request, Response
 
+from runner.http.otlp import OTLP_PATHS
 from runner.http.replies import error
 from runner.http.ui_routes import is_page_path
 from runner.rpc.context import CALLER
@@ -43,6 +44,8 @@ def make_guard(*, port: int, token: str,
         if request.method == "OPTIONS":
             return refuse(request, 405, "options", "method not allowed")
         if request.path in OPEN_PATHS:
+            return None
+        if request.path in OTLP_PATHS:  # a worker's telemetry: its own secret, checked there (runner/http/otlp.py)
             return None
         # 3. Only holders of the 0600 token file (this user) may call anything else, or a
         #    sandboxed worker with its own capability: /rpc only, scoped by runner/rpc/scope.py.

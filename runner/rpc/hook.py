@@ -262,7 +262,11 @@ async def pre_tool(ctx: Context, p: HookPreToolParams) -> HookDecision:
     """
     worker = _worker(ctx, p)
     if worker is not None:
-        decision, reason = _work_hooks().pre_tool(worker[0], p.cwd, p.tool_name, dict(p.tool_input))
+        # A spent budget stops the worker here, at its next tool call (runner/core/work/budget.py).
+        manager = ctx.work.peek() if ctx.work is not None else None
+        spent = manager.budget_stop(worker[0]) if manager is not None else None
+        decision, reason = ("deny", spent) if spent else _work_hooks().pre_tool(worker[0], p.cwd, p.tool_name,
+                                                                                dict(p.tool_input))
         journal = ctx.journal_of(worker[0])
         if journal is not None:  # the attempt's trace: every tool call its hooks reported, and the answer
             journal.tool(worker[0], p.tool_name or "?", _work_hooks().summary(dict(p.tool_input)), decision, reason)
@@ -282,7 +286,10 @@ async def stop(ctx: Context, p: HookStopParams) -> HookStopResult:
     """
     key, memory = _key(p), ctx.hooks
     worker = _worker(ctx, p)
-    if worker is not None:
+    manager = ctx.work.peek() if ctx.work is not None else None
+    if worker is not None and manager is not None and manager.budget_stop(worker[0], end=False):
+        block, reason = False, ""  # a spent budget: turning it back to commit would spend more; it ends as it is
+    elif worker is not None:
         block, reason = await _work_hooks().stop(*worker)
     else:
         block, reason = await gate_stop(ctx, _gated(ctx, p))

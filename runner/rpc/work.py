@@ -10,7 +10,8 @@ run already live (or not a git repo on a branch).
 
 from plugkit.protocol.work import (
     WorkEvent, WorkEvents, WorkEventsParams, WorkItemParams, WorkLogs, WorkLogsParams, WorkParams, WorkRolledBack,
-    WorkRunItemParams, WorkRuns, WorkRunsParams, WorkRunSummary, WorkStartParams, WorkStatus, WorkStatusParams,
+    WorkResumeParams, WorkRunItemParams, WorkRuns, WorkRunsParams, WorkRunSummary, WorkStartParams, WorkStatus,
+    WorkStatusParams,
 )
 from plugkit.refusals import Invalid, NotFound
 from runner.core.work.model import RunRequest
@@ -23,8 +24,9 @@ from runner.rpc.shapes import work_run
 @rpc(WorkStartParams)
 async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
     """work.start {session_id, cwd, parallel?=3, items?, worker?=claude-code, run?, afk?, budget_min?,
-    stall_min?=10.0, merge?, env?, sandbox?=true, network?, runtime?, cluster?, allow_remote_cluster?=false,
-    quota_wait?=true} -> {run}
+    budget_tokens?, budget_cost?, item_budget_tokens?, item_budget_cost?, stall_min?=10.0, merge?, env?,
+    sandbox?=true, network?, runtime?, cluster?, allow_remote_cluster?=false, quota_wait?=true}
+    -> {run}
 
     Starts the run and returns at once (work.status follows it). `run` is the argv of
     worker "command" (the prompt arrives on its stdin); `env` is what the workers inherit,
@@ -36,6 +38,9 @@ async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
     network: plugkit.vocab.WORK_NETWORKS (default: the workspace's work_network); "loopback-model"
     needs the sandbox. quota_wait=false (--no-quota-wait): a worker stopped by its host's usage
     limit fails its attempt like any exit, instead of waiting for the reset (runner/core/work/quota.py).
+    budget_tokens/budget_cost (the run's) and item_budget_tokens/item_budget_cost
+    (each item's) are counted from the workers' own telemetry; a spent one pauses the run
+    (work.resume); -32602 for a cost cap where the worker reports no cost.
     Example: {"method":"work.start","params":{"session_id":"s","cwd":"/w","worker":"command",
               "run":["python3","agent.py"],"afk":true}}
     """
@@ -43,7 +48,7 @@ async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
                          command=tuple(p.run) if p.run else None, afk=p.afk, budget_min=p.budget_min,
                          stall_min=p.stall_min, merge=p.merge, env=dict(p.env or {}),
                          sandbox=p.sandbox, network=p.network, runtime=p.runtime, cluster=p.cluster,
-                         allow_remote_cluster=p.allow_remote_cluster, quota_wait=p.quota_wait)
+                         allow_remote_cluster=p.allow_remote_cluster, quota_wait=p.quota_wait, caps=p.caps())
     run = await ctx.work_manager().start(p.session_id, p.cwd, request)
     return WorkStatus(run=work_run(run))
 
@@ -126,6 +131,22 @@ async def allow_check(ctx: Context, p: WorkItemParams) -> WorkStatus:
     return WorkStatus(run=work_run(run))
 
 
+@rpc(WorkResumeParams)
+async def resume(ctx: Context, p: WorkResumeParams) -> WorkStatus:
+    """work.resume {session_id, cwd, budget_tokens?, budget_cost?, item_budget_tokens?, item_budget_cost?}
+    -> {run}
+
+    A person raises the caps of a run paused on a spent budget (or sets caps on a live run): the
+    run goes on, each paused item's next attempt continuing on its kept branch. Judged by the
+    caller's process ancestry like approval.grant. Errors: -32002 the caller is a worker, a task
+    or an agent; -32005 the run is not live, not paused, or a cap is still spent; -32602 a cap
+    that cannot be held (a cost cap where the worker reports no cost).
+    """
+    run = await ctx.work_manager().resume_budget(p.session_id, p.cwd, p.caps(), PEER.get(), ctx.runtime.port,
+                                                 ctx.runtime.pid)
+    return WorkStatus(run=work_run(run))
+
+
 @rpc(WorkRunsParams)
 async def runs(ctx: Context, p: WorkRunsParams) -> WorkRuns:
     """work.runs {session_id, cwd, limit?=20} -> {runs: [{id, state, halt, worker, started_at, ended_at,
@@ -191,5 +212,5 @@ async def events(ctx: Context, p: WorkEventsParams) -> WorkEvents:
 
 METHODS = {"work.start": start, "work.status": status, "work.stop": stop, "work.logs": logs,
            "work.runs": runs, "work.events": events,
-           "work.rollback": rollback, "work.allow_check": allow_check,
+           "work.rollback": rollback, "work.allow_check": allow_check, "work.resume": resume,
            **work_host.METHODS}  # a node's runner hosting a remote supervisor's attempts

@@ -27,7 +27,7 @@ from runner.rpc.context import PEER, Context
 
 GUARDED = frozenset({"prd.add", "prd.update", "prd.verify", "evidence.add", "mutable.add", "mutable.resolve",
                      "gate.advance", "gate.retreat", "gate.emit", "gate.verify", "gate.restore", "approval.grant",
-                     "work.start", "work.stop", "work.rollback", "work.allow_check"})
+                     "work.start", "work.stop", "work.rollback", "work.allow_check", "work.resume"})
 _TARGETS = ("id", "item_id", "item", "subject")
 
 

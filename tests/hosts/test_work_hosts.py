@@ -138,3 +138,45 @@ def test_a_real_worker_moving_main_or_rewriting_its_check_lands_nothing(tmp_path
         assert "+exit 0" in got["check"]["message"], why
         assert git(work.repo, "rev-parse", "main").strip() == main, why  # nothing landed
         assert (work.repo / "check.sh").read_text() == "test -f feature.txt\n"
+
+
+# The worker's shell waits (on a file the test writes once the run paused, not on a time), so the
+# pause lands between two of its tool calls.
+WAIT_PAUSED = "until test -f go.flag; do sleep 0.2; done"
+
+
+@pytest.fixture(params=("claude", "gemini"))  # the hosts plugkit/work/telemetry.py points here
+def reporting_host(request):
+    return installed(HOSTS[request.param])
+
+
+def test_a_real_workers_own_telemetry_spends_a_token_cap_and_it_pauses_until_a_person_raises_it(
+        tmp_path, home, reporting_host):
+    """The host's own telemetry (its token counter over OTLP/JSON, the variables the runner set:
+    plugkit/work/telemetry.py) spends the cap; its next tool call is refused; a person's resume
+    lands the kept commit."""
+    host = reporting_host
+    with ModelServer(Scripts([])) as server:
+        work = make_repo(tmp_path, host, cli_argv(), server.url, {"w1": ("test -f w1.txt && test -f w1b.txt", ())})
+        wt = work.worktree("w1")
+        first = Script([host.write(str(wt / "w1.txt"), "w1 done\n"),
+                        host.shell("git add -A && git commit -qm 'w1: add w1.txt'"), host.shell(WAIT_PAUSED),
+                        host.shell("echo after > after.txt"), Say("w1 is done.")], prompt=prompt_line("w1"))
+        again = Script([host.write(str(wt / "w1b.txt"), "w1b\n"), host.shell("git add -A && git commit -qm 'w1: b'"),
+                        Say("w1 is done.")], prompt="the run's budget was spent during your attempt 1")
+        server.script = Scripts([again, first])  # the resumed attempt's prompt says so: routed there first
+        work.cli("work", "--worker", host.platform, "--budget-tokens", "20")
+        work.until(lambda r: r["state"] == "paused")  # its own telemetry spent the cap
+        (wt / "go.flag").write_text("go\n")
+        run = work.until(lambda r: items(r)["w1"]["state"] == "paused")
+        it, why = items(run)["w1"], json.dumps(run, indent=1)
+        assert run["state"] == "paused" and it["tokens"] >= 20 and it["failures"] == 0, why
+        trace = work.cli("work", "trace", "w1", "--attempt", "1").stdout  # the call after the pause: refused
+        assert "after.txt: denied (plugkit work: the run's budget is spent" in trace, trace
+        assert not (wt / "after.txt").exists()
+        person = at_terminal([*work.plugkit, "work", "resume", "--budget-tokens", "100000"], work.env, cwd=work.repo)
+        assert person.returncode == 0, person.stdout
+        run = work.until(lambda r: r["ended_at"] is not None)
+        it, why = items(run)["w1"], json.dumps(run, indent=1)
+        assert run["state"] == "done" and (it["state"], it["attempt"], it["pauses"]) == ("completed", 2, 1), why
+        assert (work.repo / "w1.txt").exists() and (work.repo / "w1b.txt").exists()

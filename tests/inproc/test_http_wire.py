@@ -74,6 +74,12 @@ async def test_pipelined_requests_are_answered_in_order_on_one_connection(server
     (b"POST /x HTTP/1.1\r\nHost: x\r\nX: a\rb\r\n\r\n", b"400"),
     (b"POST /x HTTP/1.1\r\nHost: x\r\nOrigin: a\r\nOrigin: b\r\n\r\n", b"400"),
     (b"POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", b"501"),
+    # A worker's OTLP export may come chunked; only alone, never beside a Content-Length or another coding.
+    (b"GET /v1/metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", b"501"),
+    (b"POST /v1/metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", b"501"),
+    (b"POST /v1/logs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\nabc", b"400"),
+    (b"POST /v1/metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3e9\r\n" + b"a" * 1001
+     + b"\r\n0\r\n\r\n", b"413"),
     (b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", b"400"),
     (b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: +3\r\n\r\nabc", b"400"),
     (b"POST /x HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", b"400"),
@@ -89,6 +95,12 @@ async def test_an_ambiguous_or_oversized_request_is_refused_and_the_connection_c
     assert got[:5] == b"HTTP/" and got[8:13] == b" " + status + b" ", got[:80]
     assert not got.endswith(b"<open>")  # closed after the answer
     assert b"Connection: close" in got or not got.startswith(b"HTTP/1.1")  # 1.0 closes unsaid
+
+
+async def test_a_chunked_otlp_export_alone_is_read_whole(server):
+    got = await _talk(server, b"POST /v1/metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                              b"Connection: close\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+    assert got.startswith(b"HTTP/1.1 200") and got.endswith(b"POST /v1/metrics 5"), got
 
 
 async def test_connection_close_and_http_1_0_close_after_the_answer(server):

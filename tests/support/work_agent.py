@@ -8,7 +8,10 @@ Steps: ["write", path, text], ["commit", message], ["say", text], ["sleep", s],
 `plugkit hook`, its answer printed), ["cli", verb, ...] (a plugkit verb, its answer printed),
 ["shell", line], ["beat", n, every_s] (n quiet hook calls), ["prompt"] (prints the prompt it got),
 ["stop"] (a Stop through the real `plugkit hook`, its answer printed), ["limit", host, s] (the
-host's usage-limit message, as that host prints it, with a reset s seconds ahead; s null: none).
+host's usage-limit message, as that host prints it, with a reset s seconds ahead; s null: none),
+["otlp", tokens] (an OTLP/JSON metrics export of that many input tokens, shaped as Claude Code's,
+to $OTEL_EXPORTER_OTLP_ENDPOINT with $OTEL_EXPORTER_OTLP_HEADERS: what a host does with the
+variables the runner set), ["until", path] (waits for a file the test writes into its worktree).
 """
 
 import json
@@ -17,6 +20,8 @@ import re
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 CLI = [sys.executable, "-m", "client.cli"]
 # What each host prints when its model's limit stops it (plugkit/work/limits.py quotes the sources).
@@ -34,6 +39,25 @@ def hook(tool_name: str, tool_input: dict, event: str = "PreToolUse") -> str:
     done = subprocess.run(CLI + ["hook", event, "--platform", "claude-code"], input=json.dumps(data),
                           capture_output=True, text=True, timeout=60)
     return done.stdout.strip() or f"(nothing; stderr: {done.stderr.strip()[-300:]})"
+
+
+def otlp(tokens: int) -> str:
+    """One delta export of claude_code.token.usage, as the JS OTLP JSON serializer builds it."""
+    point = {"attributes": [{"key": "model", "value": {"stringValue": "scripted-model"}},
+                            {"key": "type", "value": {"stringValue": "input"}}],
+             "startTimeUnixNano": str(time.time_ns()), "timeUnixNano": str(time.time_ns()), "asDouble": tokens}
+    metric = {"name": "claude_code.token.usage", "unit": "tokens",
+              "sum": {"aggregationTemporality": 1, "isMonotonic": True, "dataPoints": [point]}}
+    body = {"resourceMetrics": [{"resource": {"attributes": []},
+                                 "scopeMetrics": [{"scope": {"name": "agent"}, "metrics": [metric]}]}]}
+    headers = dict(h.split("=", 1) for h in os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "").split(",") if "=" in h)
+    request = urllib.request.Request(os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] + "/v1/metrics",
+                                     json.dumps(body).encode(), {"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return f"{answer.status} {answer.read().decode()}"
+    except urllib.error.HTTPError as exc:
+        return f"{exc.code} {exc.read().decode()}"
 
 
 def main() -> int:
@@ -79,6 +103,11 @@ def main() -> int:
             print(LIMITS[args[0]](args[1]), file=sys.stderr, flush=True)
         elif kind == "stop":
             print("stop answer:", hook("", {}, "Stop"), flush=True)
+        elif kind == "otlp":
+            print("otlp answer:", otlp(args[0]), flush=True)
+        elif kind == "until":
+            while not os.path.exists(args[0]):
+                time.sleep(0.05)
         elif kind == "beat":
             for _ in range(args[0]):
                 hook("Bash", {"command": "true"})

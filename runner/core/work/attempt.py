@@ -54,6 +54,8 @@ class Plumbing:
     home: Optional[str] = None  # the runner's home (a placement keeps its own files there)
     keep_refs: Callable[[dict], None] = lambda snaps: None  # the ref snapshots, kept for a resume
     kept_refs: Optional[dict] = None  # a dead runner's snapshots, read back at a resume
+    # A worker attempt's telemetry variables (runner/core/work/budget.py), its secret registered.
+    telemetry: Callable[[ItemRun], dict[str, str]] = lambda it: {}
 
 
 class Attempts:
@@ -65,6 +67,7 @@ class Attempts:
         self.halting: Optional[str] = None  # an unattended run halts (the driver's): no parked item resumes
         self.land_lock = asyncio.Lock()  # one landing at a time: each lands on the tip the last one left
         self.live: dict[str, Task] = {}
+        self.pausing: set[str] = set()  # items whose worker a spent budget is ending (its tool call refused)
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
         self.refs = RefGuard(p.ws.root, run.id, p.keep_refs, p.kept_refs)
         self.on_end: Callable[[ItemRun], None] = lambda it: None
@@ -99,6 +102,8 @@ class Attempts:
         try:
             while True:
                 try:
+                    if self.run.state == "paused":  # a retry, or a crash's resume, waits for the raised cap too
+                        raise Failed("paused", "budget_spent", f"not started: {self.run.halt}")
                     await self._attempt(it)
                     break
                 except Failed as f:
@@ -106,6 +111,10 @@ class Attempts:
                         if (ended := await quota.wait_out(self, it)) is None:
                             continue
                         f = ended
+                    if f.state == "paused" and not self.stopping:  # branch kept; .prd keeps it in progress
+                        it.pauses += 1
+                        it.enter("paused", now(), f.reason, f.message)
+                        break
                     if f.reason in REPLACED and not self.stopping and it.node_losses < MAX_REPLACEMENTS:
                         it.node_losses += 1  # the cluster's fault, not the item's: not a pass
                         it.enter("spawning", now(), f.reason, f"attempt {it.attempt} {f.state}/{f.reason}: "
@@ -122,7 +131,7 @@ class Attempts:
                         await self._replan(it, f)
                         break
                     it.enter(f.state, now(), f.reason, f.message)
-                    await self._prd_status(it, "blocked" if f.reason in HELD else
+                    await self.prd_status(it, "blocked" if f.reason in HELD else
                                            None if f.reason == "refused" else "pending")
                     break
         except asyncio.CancelledError:
@@ -141,13 +150,13 @@ class Attempts:
     async def _replan(self, it: ItemRun, last: Failed) -> None:
         it.enter("blocked", self.p.clock(), "replan", f"failed twice (last: {last.state}/{last.reason}: "
                                                       f"{last.message}); back to PLAN: rethink the item")
-        await self._prd_status(it, "blocked")
+        await self.prd_status(it, "blocked")
         try:
             await self.p.gates.retreat(self.p.ws, "replan", f"plugkit work: {it.id} failed twice")
         except Refused:
             pass  # already in PLAN, or the gates not in use here: the item's status says it
 
-    async def _prd_status(self, it: ItemRun, status: Optional[str]) -> None:
+    async def prd_status(self, it: ItemRun, status: Optional[str]) -> None:
         if status is None:
             return
         try:
@@ -283,7 +292,7 @@ class Attempts:
         # What the item is, for a program that is not an agent reading the prompt (a `command`
         # worker): the runner's own facts, set after the scopes so the caller's cannot stand in.
         environ.update({"PLUGKIT_ITEM": it.id, "PLUGKIT_ITEM_SUBJECT": item.subject, "PLUGKIT_VERIFY": check,
-                        "PLUGKIT_BRANCH": it.branch, **ports})
+                        "PLUGKIT_BRANCH": it.branch, **ports, **p.telemetry(it)})
         await ready.setup(p, run, it, p.gates.config(p.ws), environ)  # in its sandbox, before the worker
         code, environ, stdin = self.placement.launch(it, argv, stdin, environ)
         try:
@@ -327,6 +336,10 @@ class Attempts:
                                                  f"(task_{task.id} ended); {logs_hint}")
         if task.reason == "budget":
             raise Failed("timed_out", "budget", f"the run's budget ran out (task_{task.id} ended)")
+        if task.reason == "paused" and not self.stopping:
+            self.pausing.discard(it.id)
+            raise Failed("paused", "budget_spent", f"{(self.run.halt or 'budget').split(';')[0]}; task_{task.id} "
+                                                   f"ended at its next tool call; branch {it.branch} kept")
         if self.stopping or task.reason in ("killed", "runner_shutdown", "session_end"):
             raise Failed("killed", "stopped", f"task_{task.id} {task.message}")
         if task.state != "completed":

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 from plugkit.lifecycle import item_ops
 from plugkit.refusals import Refused
-from runner.core.work import quota
+from runner.core.work import budget, quota
 from runner.core.work.attempt import Attempts
 from runner.core.work.journal import RunJournal
 from runner.core.work.model import END, HELD, ItemRun, Run
@@ -103,10 +103,13 @@ class RunDriver:
         deadline = run.deadline
         if deadline is not None and self.clock() >= deadline and not self.attempts.stopping:
             await self.attempts.stop_all("budget")
+        if budget.check_clock(self.attempts, self.clock()):  # an item's --item-budget-min spent
+            self.save()
         if self.attempts.stopping:
             # Ended workers still finish their attempt (state, .prd status, worktree) first.
             if any(not t.done() for t in self.workers.values()):
                 return False
+            await budget.end_paused_items(self.attempts)  # a stop ends what a spent budget paused
             if self.attempts.stopping == "budget":
                 left = [i.id for i in run.items.values() if i.state != "completed"]
                 return await self._finish("halted", f"the budget of {run.budget_min:g} min ran out; "
@@ -119,7 +122,7 @@ class RunDriver:
                 return await self._finish("halted", f".prd cannot be read: {exc.message}")
             return False
         self._sync(listing)
-        if self.halting is None:
+        if self.halting is None and run.state != "paused":  # a spent budget starts nothing new
             self._start_ready(listing)
         return await self._settle(listing)
 
@@ -184,6 +187,12 @@ class RunDriver:
                 self.save()
                 return False
             return await self._finish("halted", self.halting)
+        # Paused: until a person raises the cap (budget.resume); running workers end at their next tool call.
+        if run.state == "paused":
+            if not active and all(i.state == "completed" for i in items):
+                return await self._finish("done", None)
+            self.save()
+            return False
         waiting = [i for i in items if i.state == "waiting"]
         if active or parked:
             run.enter("running", (f"{', '.join(i.id for i in waiting)} wait(s) for a person's approval "
@@ -223,6 +232,27 @@ class RunDriver:
         """The run's end, entered once the attempts still tidying up are over (drive())."""
         self._final = (state, halt)
         return True
+
+    # --- a spent budget (runner/core/work/budget.py) -------------------------------------------
+
+    def pause_worker(self, it: ItemRun) -> None:
+        """Its worker's tool call was just refused: its attempt ends now, owned by the group."""
+        if self._group is not None and it.id in self.attempts.live and it.id not in self.attempts.pausing:
+            self.attempts.pausing.add(it.id)
+            self._group.create_task(budget.end_paused(self.attempts, it), name=f"work-pause-{it.id}")
+
+    def unpause(self) -> None:
+        """A person raised the cap: each paused item's next attempt continues on its kept branch."""
+        now = self.clock()
+        for it in self.run.items.values():
+            if it.state == "paused" and self._group is not None:
+                it.interrupted = (f"the run's budget was spent during your attempt {it.attempt}: your tool call was "
+                                  "refused and the attempt ended; a person raised the budget")
+                it.worktree = None  # removed when the paused attempt ended: nothing of it left to judge again
+                it.enter("spawning", now, "budget_spent", "resumed: a person raised the budget")
+                self.workers[it.id] = self._group.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
+        self.save()
+        self.wake.set()
 
     # --- events --------------------------------------------------------------------------
 

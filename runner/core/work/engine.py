@@ -18,7 +18,7 @@ from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
 from plugkit.work import cluster, scopes, workers
 from runner.core.gates.manager import GateManager
 from runner.core.tasks.manager import TaskManager
-from runner.core.work import ci_wait, git, person, resume
+from runner.core.work import budget, ci_wait, git, person, resume
 from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
 from runner.core.work.journal import RunJournal
@@ -53,6 +53,7 @@ class WorkManager:
         self._group_ready = asyncio.Event()
         self._worktrees: dict[str, tuple[Run, ItemRun, Attempts]] = {}  # realpath -> its worker
         self._resuming: dict[str, list[ItemRun]] = {}  # root -> the items a dead runner's run resumes
+        self.meters: dict[str, tuple] = {}  # a worker attempt's telemetry secret -> (run, item, Meter): budget.py
 
     # --- runs ------------------------------------------------------------------------------
 
@@ -135,6 +136,9 @@ class WorkManager:
                 raise Forbidden(why)
             if importlib.util.find_spec("ray") is None:  # found, not imported: only the drivers import it
                 raise Invalid("--runtime ray needs Ray beside plugkit: pip install 'plugkit[ray]'")
+        why = budget.refusal(p.worker, dict(p.caps), runtime)
+        if why:
+            raise Invalid(why)
         if cfg.work_ci and cfg.ci == "local":  # the branch's own CI script would run outside the sandbox
             raise Invalid(ci_wait.LOCAL_REFUSED)
         unverifiable = [i.id for i in chosen if not (i.verify or cfg.verify)]
@@ -149,7 +153,7 @@ class WorkManager:
                   selected=list(p.items), sandbox=p.sandbox, network=network, runtime=runtime,
                   cluster=address if runtime == "ray" else None, quota_wait=p.quota_wait,
                   scopes=scopes.shown(p.worker, workers.environment(row, dict(p.env)), cfg.work_credentials),
-                  check_allowed=dict(old.check_allowed) if old is not None else {})
+                  check_allowed=dict(old.check_allowed) if old is not None else {}, caps=dict(p.caps))
         if old is not None:
             self.past.journals.pop(old.id, None)
         self.runs[root] = run
@@ -167,7 +171,8 @@ class WorkManager:
         env.update(PLUGKIT_PORT=str(self.port), PLUGKIT_HOOKS_FAIL="closed")
         attempts = Attempts(run, Plumbing(self.tasks, self.gates, ws, env, self._register, self._unregister,
                                           self.clock, self.home,
-                                          lambda snaps: self.store.write_side(run, "refs", snaps), kept_refs))
+                                          lambda snaps: self.store.write_side(run, "refs", snaps), kept_refs,
+                                          lambda it: budget.meter_env(self, run, it)))
         driver = RunDriver(run, attempts, self.store.save, self.clock, earlier, self.journal(run), adopt)
         self.drivers[run.workspace] = driver
         driver.save()
@@ -298,6 +303,10 @@ class WorkManager:
 
     rollback = person.rollback  # a person's moves on a run (runner/core/work/person.py)
     allow_check = person.allow_check
+    resume_budget = budget.resume  # a person raises a spent budget (runner/core/work/budget.py)
+    metering = budget.meter_of  # a worker attempt by its telemetry secret (runner/http/otlp.py)
+    telemetry = budget.record  # what that attempt's OTLP export says it spent
+    budget_stop = budget.stop_line  # the hook's answer to a worker of a paused run
 
     # --- workers, as the hooks see them ---------------------------------------------------------
 
@@ -307,7 +316,9 @@ class WorkManager:
 
     def _unregister(self, worktree: Optional[str]) -> None:
         if worktree is not None:
-            self._worktrees.pop(os.path.realpath(worktree), None)
+            found = self._worktrees.pop(os.path.realpath(worktree), None)
+            if found is not None:  # its telemetry secret dies with the attempt
+                budget.drop_meters(self, found[1])
 
     def _worker_of(self, cwd: str) -> Optional[tuple[Run, ItemRun, Attempts]]:
         if not self._worktrees:

@@ -55,6 +55,7 @@ class RunRequest:
     allow_remote_cluster: bool = False  # a person's --allow-remote-cluster
     network: Optional[str] = None  # None: the workspace's work_network
     quota_wait: bool = True  # False: --no-quota-wait; a usage limit fails the attempt as any exit
+    caps: dict[str, float] = field(default_factory=dict)  # runner/core/work/budget.py CAPS: name -> limit
 
 
 class Failed(Exception):
@@ -106,6 +107,10 @@ class ItemRun:
     quota_until: Optional[float] = None  # parked on its host's usage limit: resumed at this time
     quota_note: Optional[str] = None  # where it stopped on that limit: the next attempt's prompt says it
     quota_waits: int = 0  # usage limits waited out (not counted by the two-pass rule)
+    tokens: int = 0  # model tokens its workers reported (their own telemetry: runner/core/work/budget.py)
+    cost: float = 0.0  # USD its workers reported
+    model: Optional[str] = None  # the model its latest worker reported
+    pauses: int = 0  # attempts a spent budget ended (not counted by the two-pass rule)
     # Told after each move (the run's journal records it): set on the instance, never stored.
     moved: ClassVar[Optional[Callable[["ItemRun"], None]]] = None
 
@@ -166,6 +171,7 @@ class Run:
     cluster: Optional[str] = None  # --runtime ray: the cluster's GCS address
     refused_nodes: dict[str, str] = field(default_factory=dict)  # --runtime ray: node -> why it is not ours
     quota_wait: bool = True  # a worker stopped by its host's usage limit waits for the reset (runner/core/work/quota.py)
+    caps: dict[str, float] = field(default_factory=dict)  # runner/core/work/budget.py CAPS: name -> limit
 
     def enter(self, state: str, halt: Optional[str], ended_at: Optional[float] = None) -> None:
         """The one place a run's state moves (plugkit.vocab.WORK_RUN_ALLOWED)."""
@@ -173,6 +179,11 @@ class Run:
         self.state, self.halt = state, halt
         if ended_at is not None:
             self.ended_at = ended_at
+
+    @property
+    def spend(self) -> dict[str, float]:
+        """What its workers reported spending, summed over its items (runner/core/work/budget.py)."""
+        return {"tokens": sum(i.tokens for i in self.items.values()), "cost": sum(i.cost for i in self.items.values())}
 
     @property
     def deadline(self) -> Optional[float]:

@@ -54,7 +54,7 @@ def refusal(run: Run, resume_on: bool, env: Optional[object]) -> Optional[str]:
 
 def mark(run: Run, now: float) -> list[ItemRun]:
     """Each item that was live, marked to resume; the items, for the driver to start at once."""
-    cut = [it for it in run.items.values() if it.state in LIVE and it.state not in ("queued", "waiting")]
+    cut = [it for it in run.items.values() if it.state in LIVE and it.state not in ("queued", "waiting", "paused")]
     for it in cut:
         it.interruptions += 1
         it.interrupted = (f"the runner stopped (a crash or a restart) during your attempt {it.attempt}"

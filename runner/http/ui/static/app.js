@@ -47,7 +47,23 @@ function drawTasks(data) {
   fill("tasks", rows.length ? [table(["id", "state", "what", "session", "CPU", "memory", "output"], rows)] : [], "no task");
 }
 
-const HELD = new Set(["waiting", "blocked", "rejected", "failed", "timed_out"]);
+const HELD = new Set(["waiting", "paused", "blocked", "rejected", "failed", "timed_out"]);
+
+// Spend against each cap (runner/core/work/budget.py): tokens and USD its workers reported.
+function budgetLine(run) {
+  const caps = Object.entries(run.caps || {});
+  if (!caps.length) return null;
+  const amount = (what, x) => what === "tokens" ? Math.floor(x) + " tokens"
+    : what === "worker_s" ? (x / 60).toFixed(2) + " min" : "$" + x.toFixed(4);
+  const parts = caps.map(([name, limit]) => {
+    const what = name.endsWith("cost") ? "cost" : name === "item_min" ? "worker_s" : "tokens";
+    const cap = what === "worker_s" ? limit * 60 : limit;
+    const spent = name.startsWith("item_")
+      ? Math.max(0, ...run.items.map((i) => i[what] || 0)) : (run.spend || {})[what] || 0;
+    return amount(what, spent) + (name.startsWith("item_") ? " (most by one item)" : "") + " of " + name + " " + amount(what, cap);
+  });
+  return el("div", { class: "muted" }, "budget: " + parts.join("; "));
+}
 
 // The next command for a held item: the one its message names (`...`), else the usual one.
 // Shown as text to copy into a terminal: the page itself changes nothing.
@@ -79,6 +95,7 @@ function drawWork(data) {
     return el("div", { class: "run" },
       el("h3", {}, "run " + run.id + " ", badge(run.state), " ", el("span", { class: "muted" }, run.workspace + " on " + run.branch)),
       run.halt ? el("div", { class: "halt" }, run.halt) : null,
+      budgetLine(run),
       table(["item", "state", "attempt", "worker task", "heartbeat", "check", "landed", "why", "refused", "last"], items),
       journal.length ? el("details", {}, el("summary", {}, "journal (newest " + journal.length + "; `plugkit work trace ITEM` has each attempt's)"), ...journal) : null);
   });
