@@ -16,6 +16,7 @@ import pytest
 from tests.support.agent import git, make_repo
 from tests.support.escapees import gone, kill_all, unique_seconds
 from tests.support.person import person_cli
+from tests.support.procs import wait_gone
 from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e
@@ -276,9 +277,7 @@ def test_a_runner_killed_mid_run_loses_nothing_and_the_next_run_finishes(home, r
     w.until(lambda r: w.items(r)["w1"]["state"] == "running")
     pid = home.discovery()["pid"]
     os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert wait_gone(pid)  # a zombie is dead too: /proc/<pid> outlives the runner until it is reaped
     # A new runner settles the dead run by itself: .prd agrees with it before any work.* call.
     home.cli("runner", "start")
     deadline = time.monotonic() + 30
