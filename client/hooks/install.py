@@ -212,8 +212,8 @@ def _merge_json(path: str, old: str, target: Target, platform: str, command: str
         elif groups:
             del hooks[event]
     if not uninstall:
-        for event, matcher, timeout in target.events:
-            group = {"matcher": matcher} if matcher else {}
+        for event, match, timeout in target.events:
+            group = {"matcher": match} if match else {}
             group["hooks"] = [_entry(target, platform, command, event, timeout)]
             hooks.setdefault(event, []).append(group)
     if hooks:
@@ -229,10 +229,10 @@ def _merge_json(path: str, old: str, target: Target, platform: str, command: str
 
 def _toml_block(target: Target, platform: str, command: str) -> str:
     lines = [BEGIN]
-    for event, matcher, timeout in target.events:
+    for event, match, timeout in target.events:
         lines += ["", f"[[hooks.{event}]]"]
-        if matcher:
-            lines.append(f"matcher = {json.dumps(matcher)}")
+        if match:
+            lines.append(f"matcher = {json.dumps(match)}")
         hook = _entry(target, platform, command, event, timeout)
         # json.dumps yields valid TOML basic strings: the same escapes (\" \\ \uXXXX).
         lines += ["", f"[[hooks.{event}.hooks]]", 'type = "command"', f"command = {json.dumps(hook['command'])}",

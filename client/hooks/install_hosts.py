@@ -52,11 +52,11 @@ def merge_flat(path: str, old: str, target, platform: str, command: str, uninsta
         else:
             del hooks[event]
     if not uninstall:
-        for event, matcher, timeout in target.events:
+        for event, match, timeout in target.events:
             entry = {**FLAT_EXTRA.get(platform, {}), key: f"{command} hook {event} --platform {platform}",
                      timeout_key: timeout}
-            if matcher:
-                entry["matcher"] = matcher
+            if match:
+                entry["matcher"] = match
             hooks.setdefault(event, []).append(entry)
     config = {"version": config.get("version", 1), **config, "hooks": hooks}
     if not hooks and set(config) <= {"version", "hooks"}:

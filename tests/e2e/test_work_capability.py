@@ -5,7 +5,6 @@ sandbox shows is not the runner's; with it, every call beyond its item and workt
 refused and kept on its item; the task it runs through exec: does not see the token either;
 its own item still lands; and the capability dies with the attempt."""
 
-import json
 import sys
 from pathlib import Path
 

@@ -3,7 +3,6 @@ exited, check green/red, landed, held and the command that retries it), Ctrl-C t
 the following, and `work status --wait` ending with the same exit codes as `work --wait`."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
