@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import Work
+from tests.support.work_cli import Work
 from tests.support.agent import make_repo
 from tests.support.attempts import PRELUDE
 from tests.support.runner_home import rpc

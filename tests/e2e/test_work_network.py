@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import Work
+from tests.support.work_cli import Work
 from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Script
 from tests.support.agent import git, make_repo

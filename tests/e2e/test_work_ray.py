@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.e2e.test_work import Work, commit_file
+from tests.support.work_cli import Work, commit_file
 from tests.support import ray_cluster
 from tests.support.agent import git, make_repo
 from tests.support.escapees import escapees, gone, kill_all, unique_seconds
