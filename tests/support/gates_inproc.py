@@ -3,6 +3,7 @@
 import subprocess
 from pathlib import Path
 
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
 

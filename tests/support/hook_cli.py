@@ -5,6 +5,7 @@ import subprocess
 
 from tests.support.runner_home import cli_argv
 
+
 def hook(home, event: str, data, platform: str = "claude-code", **env: str) -> subprocess.CompletedProcess:
     stdin = data if isinstance(data, bytes) else json.dumps(data).encode()
     return subprocess.run(cli_argv() + ["hook", event, "--platform", platform], input=stdin, capture_output=True,

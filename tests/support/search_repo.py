@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+
 GIT = ["git", "-c", "user.name=Tester", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"]
 
 
