@@ -23,6 +23,10 @@ import os
 
 from plugkit import paths
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING's idiom without importing typing
+if TYPE_CHECKING:  # the names the text annotations use, for readers and linters only
+    from typing import Mapping, Optional
+
 STATE_DIR = ".plugkit"
 PRD_FILE = ".prd"
 # Markers directly in a directory, then those inside its .plugkit/ (looked for only when it exists).

@@ -5,7 +5,6 @@ CASES follows scripts/bench.py: name -> fn(quick) -> list[Row]. Run alone with
 """
 
 import asyncio
-import os
 import sys
 import shutil
 import tempfile

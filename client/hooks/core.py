@@ -26,21 +26,19 @@ import time
 from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_event, shell_command, slim
 from client.wire import codec
 from client.wire.rpc import ClientError, RpcFailure
+from plugkit.hosts import HOSTS
 from plugkit.vocab import SESSION_ID_TAG
 
-# platform -> adapter module under client/hooks/
-PLATFORMS = {"claude-code": "claude_code", "qwen": "qwen", "gemini": "gemini", "codex": "codex",
-             "cursor": "cursor", "copilot": "copilot", "opencode": "opencode", "kilo": "opencode"}
+# platform -> its adapter module, and the hosts whose first prompt may start the runner (they
+# fire no SessionStart headless): the one host table.
+PLATFORMS = {h.platform: h.adapter for h in HOSTS}
 DEFAULT_PLATFORM = "claude-code"
-# Hosts that fire no SessionStart headless (Qwen Code 0.15 `qwen -p`, seen in tests/hosts):
-# their first prompt is where a session begins, so it may start the runner, which answers a
-# session's first prompt with the SessionStart context.
-PROMPT_STARTS = frozenset({"qwen"})
+PROMPT_STARTS = frozenset(h.platform for h in HOSTS if h.prompt_starts)
 STDIN_BUDGET_S = float(os.environ.get("PLUGKIT_HOOK_STDIN_TIMEOUT") or 2.0)
 STDIN_CAP = 16 << 20
 RPC_TIMEOUT_S = 5.0  # a gate check reads two small files; a stuck runner must not hold the agent
 SLOW_RPC_TIMEOUT_S = 20.0  # Stop may ask git about the tree; SessionStart builds the memory index
-USAGE = """usage: plugkit hook <Event> [--platform claude-code|qwen|gemini|codex|cursor|copilot|opencode|kilo]
+USAGE = f"""usage: plugkit hook <Event> [--platform {'|'.join(PLATFORMS)}]
 
 Called by an agent platform's hooks with the event JSON on stdin; prints that
 platform's answer. Installed by `plugkit install --platform P`. Fails open (allow,
@@ -56,7 +54,7 @@ def note(text: str) -> None:
 
 
 def adapter(platform: str):
-    return __import__(f"client.hooks.{PLATFORMS[platform]}", fromlist=["EVENTS"])
+    return __import__(PLATFORMS[platform], fromlist=["EVENTS"])
 
 
 def main(argv: list[str]) -> int:

@@ -1,12 +1,12 @@
 """`plugkit install --platform P [--project | --user] [--print] [--uninstall]`: write an agent
 platform's hook configuration so that its hooks call `plugkit hook <Event> --platform P`.
 
-One row per platform (file, format, events with matchers and timeouts). Merging keeps
-every setting that is not ours; ours are recognised by their command (`<...>plugkit hook
-...`), so a second install replaces them (idempotent) and --uninstall removes exactly
-those, plus any group or key left empty by their removal. Codex's TOML cannot be
-rewritten without a TOML writer, so there plugkit owns one marked block at the end of the
-file; the result is parsed back with tomllib before anything is written.
+One row per platform: its `hooks` fact in plugkit/hosts.py (file, format, events with the
+tool roles they match, timeouts). Merging keeps every setting that is not ours; ours are
+recognised by their command (`<...>plugkit hook ...`), so a second install replaces them
+(idempotent) and --uninstall removes exactly those, plus any group or key left empty by
+their removal. Codex's TOML cannot be rewritten without a TOML writer, so there plugkit
+owns one marked block at the end of the file; the result is parsed back with tomllib before anything is written.
 
 The command written is client/hooks/install_command.py's.
 """
@@ -20,58 +20,23 @@ from client.hooks import install_hosts
 # What install writes and how it knows its own: apart, because install_hosts needs it too.
 from client.hooks.install_command import is_ours, script_command
 from client.wire.rpc import ClientError
-from plugkit.host_tools import WRITE, matcher
-
-USAGE = """usage: plugkit install --platform PLATFORM|auto [--project | --user]
-                       [--print] [--uninstall]
-
-Writes the platform's hook configuration (merged: your other settings stay):
-  claude-code  .claude/settings.local.json (your own, not committed)
-  qwen         .qwen/settings.json
-  gemini       .gemini/settings.json    codex    .codex/config.toml
-  cursor       .cursor/hooks.json       copilot  .github/hooks/plugkit.json
-  opencode     .opencode/plugins/plugkit.js (a plugin relaying to `plugkit hook`)
-  kilo         .kilo/plugins/plugkit.js
-  auto         every platform the workspace is configured for or whose program is on PATH
-under the current directory (--project, the default) or your home directory (--user).
-  --print      show the file as it would be written; change nothing
-  --uninstall  remove the hooks plugkit added, and only those"""
-
-# Timeouts in seconds. PreToolUse runs exec: commands (up to PLUGKIT_HOOK_WAIT, default 10 s,
-# at most 45 s); SessionStart may start the runner; Stop may ask git about the tree.
-# Tool matchers: each host's shell and write tools, from the one table (plugkit/host_tools.py).
-CLAUDE_EVENTS = (("SessionStart", None, 30), ("UserPromptSubmit", None, 10),
-                 ("PreToolUse", matcher("claude-code"), 60), ("Stop", None, 30), ("SessionEnd", None, 15))
-# Qwen Code speaks Claude Code's protocol but names its tools as Gemini CLI does.
-QWEN_EVENTS = tuple((e, matcher("qwen") if m else None, t) for e, m, t in CLAUDE_EVENTS)
-GEMINI_EVENTS = (("SessionStart", None, 30), ("BeforeAgent", None, 10),
-                 ("BeforeTool", matcher("gemini"), 60), ("AfterAgent", None, 30),
-                 ("SessionEnd", None, 15))
-CODEX_EVENTS = (("SessionStart", None, 30), ("UserPromptSubmit", None, 10),
-                ("PreToolUse", matcher("codex"), 60), ("Stop", None, 30), ("SessionEnd", None, 15))
-# Cursor: shell commands come through beforeShellExecution; preToolUse only for the file
-# tools, so no shell call is handled twice. (No prompt hook: beforeSubmitPrompt has no
-# model context.)
-CURSOR_EVENTS = (("sessionStart", None, 30), ("beforeShellExecution", None, 60),
-                 ("preToolUse", matcher("cursor", (WRITE,)), 60), ("stop", None, 30), ("sessionEnd", None, 15))
-# Copilot CLI: camelCase events (its documented answers); preToolUse takes no matcher.
-COPILOT_EVENTS = (("sessionStart", None, 30), ("preToolUse", None, 60), ("agentStop", None, 30),
-                  ("sessionEnd", None, 15))
-# OpenCode / Kilo: the plugin relays these (its own timeout: 60 s per call).
-PLUGIN_EVENTS = (("SessionStart", None, 60), ("PreToolUse", None, 60), ("Stop", None, 60))
+from plugkit.host_row import Hooks
+from plugkit.host_tools import matcher
+from plugkit.hosts import HOSTS
 
 
 class Target:
-    """`path`: the project's shared file; `personal`: the host's own per-person file in the project
-    (not committed), where --project writes when the host has one: hooks pointing at this machine's
-    plugkit must not reach a teammate through a commit."""
+    """A host's hooks fact (plugkit/hosts.py) with each event's matcher spelled out: `path`: the
+    project's shared file; `personal`: the host's own per-person file in the project (not
+    committed), where --project writes when the host has one."""
     __slots__ = ("fmt", "path", "events", "timeout_scale", "unit", "named", "note", "personal")
 
-    def __init__(self, fmt: str, path: str, events: tuple, timeout_scale: int = 1, unit: str = "seconds",
-                 named: bool = False, note: str = "", personal: str = "") -> None:
-        self.fmt, self.path, self.events = fmt, path, events
-        self.timeout_scale, self.unit, self.named, self.note = timeout_scale, unit, named, note
-        self.personal = personal
+    def __init__(self, platform: str, hooks: Hooks) -> None:
+        self.fmt, self.path, self.personal, self.note = hooks.fmt, hooks.path, hooks.personal, hooks.note
+        self.timeout_scale, self.unit, self.named = hooks.timeout_scale, hooks.unit, hooks.named
+        # Tool matchers: the host's tools in those roles, from its row (plugkit/host_tools.py).
+        self.events = tuple((event, matcher(platform, roles) if roles else None, timeout)
+                            for event, roles, timeout in hooks.events)
 
     @property
     def project_path(self) -> str:
@@ -79,22 +44,23 @@ class Target:
         return self.personal or self.path
 
 
-TARGETS = {
-    "claude-code": Target("json", ".claude/settings.json", CLAUDE_EVENTS, personal=".claude/settings.local.json"),
-    # Qwen Code's command-hook timeouts are milliseconds too (its HookRunner: default 60000,
-    # "Hook timed out after 10ms" when given seconds), though its HTTP hooks take seconds.
-    "qwen": Target("json", ".qwen/settings.json", QWEN_EVENTS, 1000, "milliseconds"),
-    # Gemini CLI's hook timeouts are milliseconds (its hooks reference: default 60000).
-    "gemini": Target("json", ".gemini/settings.json", GEMINI_EVENTS, 1000, "milliseconds", named=True),
-    # Seen in the real codex (tests/hosts): without both trusts it skips our hooks silently.
-    "codex": Target("toml", ".codex/config.toml", CODEX_EVENTS, note=(
-        "Codex runs them only once you trust them: review them in codex's /hooks (it skips new or "
-        "changed hooks silently until then); a project's .codex/ is read only in a trusted project")),
-    "cursor": Target("flat", ".cursor/hooks.json", CURSOR_EVENTS),
-    "copilot": Target("flat", ".github/hooks/plugkit.json", COPILOT_EVENTS),
-    "opencode": Target("plugin", ".opencode/plugins/plugkit.js", PLUGIN_EVENTS),
-    "kilo": Target("plugin", ".kilo/plugins/plugkit.js", PLUGIN_EVENTS),
-}
+TARGETS = {h.platform: Target(h.platform, h.hooks) for h in HOSTS}
+
+
+def _where(target: Target) -> str:
+    said = {"plugin": " (a plugin relaying to `plugkit hook`)"}.get(target.fmt, "")
+    return target.project_path + (" (your own, not committed)" if target.personal else said)
+
+
+USAGE = f"""usage: plugkit install --platform PLATFORM|auto [--project | --user]
+                       [--print] [--uninstall]
+
+Writes the platform's hook configuration (merged: your other settings stay):
+{chr(10).join(f"  {platform:<12} {_where(target)}" for platform, target in TARGETS.items())}
+  auto         every platform the workspace is configured for or whose program is on PATH
+under the current directory (--project, the default) or your home directory (--user).
+  --print      show the file as it would be written; change nothing
+  --uninstall  remove the hooks plugkit added, and only those"""
 OPTIONS = {"--platform": VALUE, "--project": FLAG, "--user": FLAG, "--print": FLAG, "--uninstall": FLAG}
 BEGIN = "# >>> plugkit hooks (written by `plugkit install --platform codex`; --uninstall removes this block)"
 END = "# <<< plugkit hooks"
@@ -246,8 +212,8 @@ def _merge_json(path: str, old: str, target: Target, platform: str, command: str
         elif groups:
             del hooks[event]
     if not uninstall:
-        for event, matcher, timeout in target.events:
-            group = {"matcher": matcher} if matcher else {}
+        for event, match, timeout in target.events:
+            group = {"matcher": match} if match else {}
             group["hooks"] = [_entry(target, platform, command, event, timeout)]
             hooks.setdefault(event, []).append(group)
     if hooks:
@@ -263,10 +229,10 @@ def _merge_json(path: str, old: str, target: Target, platform: str, command: str
 
 def _toml_block(target: Target, platform: str, command: str) -> str:
     lines = [BEGIN]
-    for event, matcher, timeout in target.events:
+    for event, match, timeout in target.events:
         lines += ["", f"[[hooks.{event}]]"]
-        if matcher:
-            lines.append(f"matcher = {json.dumps(matcher)}")
+        if match:
+            lines.append(f"matcher = {json.dumps(match)}")
         hook = _entry(target, platform, command, event, timeout)
         # json.dumps yields valid TOML basic strings: the same escapes (\" \\ \uXXXX).
         lines += ["", f"[[hooks.{event}.hooks]]", 'type = "command"', f"command = {json.dumps(hook['command'])}",

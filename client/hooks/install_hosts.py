@@ -19,14 +19,13 @@ from client.hooks.install_command import is_ours
 from client.wire.rpc import ClientError
 from plugkit.hosts import HOSTS
 
-# platform -> (command key, timeout key, extra keys per event)
-FLAT = {"cursor": ("command", "timeout"), "copilot": ("bash", "timeoutSec")}
-FLAT_EXTRA = {"copilot": {"type": "command"}}
+# From each row's hooks fact (plugkit/hosts.py): platform -> (command key, timeout key), the
+# constant keys of each entry, and where --user writes when not under ~ + the project path.
+FLAT = {h.platform: h.hooks.keys for h in HOSTS if h.hooks.fmt == "flat"}
+FLAT_EXTRA = {h.platform: h.hooks.extra for h in HOSTS if h.hooks.extra}
 PLUGIN_MARK = "// plugkit relay for OpenCode and Kilo"
 ASSET = os.path.join(os.path.dirname(__file__), "assets", "opencode_plugin.js")
-# --user puts these elsewhere than under ~ + the project path.
-USER_PATHS = {"opencode": ".config/opencode/plugins/plugkit.js", "kilo": ".config/kilo/plugins/plugkit.js",
-              "copilot": ".copilot/hooks/plugkit.json"}
+USER_PATHS = {h.platform: h.hooks.user_path for h in HOSTS if h.hooks.user_path}
 # platform -> (workspace entries that show it is configured, programs on PATH that show it is
 # installed): the one host table (plugkit.hosts), which the runner's person check reads too.
 DETECT = {h.platform: (h.entries, h.programs) for h in HOSTS}
@@ -53,11 +52,11 @@ def merge_flat(path: str, old: str, target, platform: str, command: str, uninsta
         else:
             del hooks[event]
     if not uninstall:
-        for event, matcher, timeout in target.events:
+        for event, match, timeout in target.events:
             entry = {**FLAT_EXTRA.get(platform, {}), key: f"{command} hook {event} --platform {platform}",
                      timeout_key: timeout}
-            if matcher:
-                entry["matcher"] = matcher
+            if match:
+                entry["matcher"] = match
             hooks.setdefault(event, []).append(entry)
     config = {"version": config.get("version", 1), **config, "hooks": hooks}
     if not hooks and set(config) <= {"version", "hooks"}:

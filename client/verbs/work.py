@@ -37,10 +37,11 @@ from client.show import work_events
 from client.show.work_events import event_line
 from client.verbs.brief import BriefParser, names_next
 from client.wire.session import Caller, connect
+from plugkit.hosts import WORKER_NAMES
 from plugkit.vocab import WORK_NETWORKS
 
 SUBS = ("status", "stop", "runs", "logs", "trace", "rollback", "allow-check", "ray-secrets", "resume")
-WORKERS = ("claude-code", "codex", "qwen", "gemini", "command")
+WORKERS = WORKER_NAMES
 LOG_TAIL = 8 << 10
 FOLLOW_START_S = 600.0  # --follow on an item still queued waits this long for its worker
 

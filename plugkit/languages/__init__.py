@@ -15,7 +15,7 @@ from typing import Mapping
 from plugkit.languages import caller
 
 # Re-exported: callers have always taken these from here.
-from plugkit.languages.model import (PLACEHOLDERS, Language, LanguageError, MissingProgram, PluginError, ProjectError, ResolvedPlan, Runner, UnknownLanguage, render)
+from plugkit.languages.model import (PLACEHOLDERS, Language, LanguageError, MissingProgram, PluginError, ProjectError, ResolvedPlan, Runner, UnknownLanguage, render)  # noqa: F401  (re-exported)
 
 # "{python}" as a program means the interpreter the runner itself uses, so
 # `python` works on machines with no python3 on PATH (a venv, pyenv, a zipapp).

@@ -154,8 +154,8 @@ def link(by_id: dict[str, Item], item_id: str, blocked_by: Optional[list[str]],
     if cycle:
         raise Cycle(cycle)
     changed = {item_id} if (new_by, new_blocking) != (item.blocked_by, item.blocking) else set()
-    for side, other_side, old, new in (("blocking", "blocked_by", item.blocked_by, new_by),
-                                       ("blocked_by", "blocking", item.blocking, new_blocking)):
+    for side, _other, old, new in (("blocking", "blocked_by", item.blocked_by, new_by),
+                                 ("blocked_by", "blocking", item.blocking, new_blocking)):
         for gone in set(old) - set(new):  # e.g. a blocker no longer blocks the item
             getattr(by_id[gone], side).remove(item_id)
             changed.add(gone)

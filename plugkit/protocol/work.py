@@ -9,12 +9,13 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import Field
 
+from plugkit.hosts import WORKER_NAMES
 from plugkit.protocol import Cwd, Environment, Offset, Params, Result, SessionId
 from plugkit.protocol.bounds import at_most
 from plugkit.protocol.lifecycle import ItemId
 from plugkit.vocab import WORK_ITEM_STATES, WORK_NETWORKS, WORK_RUN_STATES
 
-WorkerName = Literal["claude-code", "codex", "qwen", "gemini", "command"]
+WorkerName = Literal[WORKER_NAMES]  # type: ignore[valid-type]  # every host with a worker, and "command"
 MergeMode = Literal["ff", "merge"]
 Runtime = Literal["local", "ray"]
 Network = Literal[WORK_NETWORKS]  # type: ignore[valid-type]

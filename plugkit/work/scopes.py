@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from plugkit.hosts import COMMAND, HOSTS
+
 BASE_NAMES = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM", "NO_COLOR",
     "TMPDIR", "PWD", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
@@ -26,14 +28,10 @@ BASE_NAMES = frozenset({
     "PLUGKIT_PORT", "PLUGKIT_HOOKS_FAIL",
 })
 BASE_PREFIXES = ("LC_", "GIT_AUTHOR_", "GIT_COMMITTER_")
-# worker row -> the prefixes of the variables its host reads to reach its model.
+# worker row -> the prefixes of the variables its host reads to reach its model (the host's
+# worker fact, plugkit/hosts.py); the command worker reaches no model of ours.
 MODEL: dict[str, tuple[str, ...]] = {
-    "claude-code": ("ANTHROPIC_", "CLAUDE_", "DISABLE_", "API_TIMEOUT_MS"),
-    "codex": ("OPENAI_", "CODEX_"),
-    "qwen": ("OPENAI_", "QWEN_", "DASHSCOPE_"),
-    "gemini": ("GEMINI_", "GOOGLE_API_KEY", "GOOGLE_GENAI_", "GOOGLE_CLOUD_PROJECT"),
-    "command": (),
-}
+    **{h.platform: h.worker.model_env for h in HOSTS if h.worker is not None}, COMMAND: ()}
 
 
 def scope_of(name: str, worker: str, granted: tuple[str, ...]) -> str | None:

@@ -1,5 +1,6 @@
 """The workers `plugkit work` can start, one row each: the program, its headless unattended
-argv, where `plugkit install` puts its hooks, and how it says it is done.
+argv, where `plugkit install` puts its hooks, and how it says it is done. A host's row is
+derived from its `worker` fact in plugkit/hosts.py; the command worker is no host.
 
 Every host row starts the host headless in the item's worktree with the host's own
 permission prompts off: nobody is there to answer them, and plugkit's hooks (installed in
@@ -18,11 +19,13 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from plugkit import confined
+from plugkit.host_row import PROMPT, AgentHost
+from plugkit.hosts import COMMAND, HOSTS
 
 
 @dataclass(frozen=True)
 class WorkerRow:
-    name: str                  # "claude-code" | "codex" | "qwen" | "gemini" | "command"
+    name: str                  # a host with a worker (plugkit.hosts.WORKER_NAMES) | "command"
     program: str | None        # the binary looked up on PATH (None: command, given by --run)
     platform: str | None       # the `plugkit install --platform` value for its hooks (None: no hooks)
     hooks_file: str | None     # where that install writes, relative to the worktree
@@ -67,41 +70,31 @@ def _codex_hooks(worktree: str) -> list[str]:
     return [*untrusted, "-c", f"hooks={_toml(hooks)}"] if isinstance(hooks, dict) and hooks else untrusted
 
 
+# Words of a host's worker argv (plugkit/hosts.py) filled in per run: -> the words in their place.
+EXPANSIONS: dict[str, Callable[[str], list[str]]] = {"{codex_hooks}": _codex_hooks}
+
+
+def _host_args(argv: tuple[str, ...]) -> Callable[[str, str], list[str]]:
+    def args(prompt: str, worktree: str) -> list[str]:
+        out: list[str] = []
+        for word in argv:
+            out += [prompt] if word == PROMPT else EXPANSIONS[word](worktree) if word in EXPANSIONS else [word]
+        return out
+    return args
+
+
+def _host_row(host: AgentHost) -> WorkerRow:
+    w = host.worker
+    assert w is not None  # only hosts with a worker fact reach here
+    return WorkerRow(host.platform, w.program, host.platform, host.hooks.project_path,
+                     _host_args(w.argv), False, w.done, w.env)
+
+
+# Every host row with a worker (plugkit/hosts.py), then the command worker.
 WORKERS: dict[str, WorkerRow] = {row.name: row for row in (
+    *(_host_row(h) for h in HOSTS if h.worker is not None),
     WorkerRow(
-        "claude-code", "claude", "claude-code", ".claude/settings.local.json",
-        # -p: one headless turn, then exit. bypassPermissions: no permission prompt waits for a
-        # person who is not there; PreToolUse hooks still run before every tool call.
-        lambda prompt, worktree: ["-p", prompt, "--permission-mode", "bypassPermissions"],
-        False, "exits 0 when its headless turn (-p) ends; plugkit's Stop hook may turn it back first"),
-    WorkerRow(
-        "codex", "codex", "codex", ".codex/config.toml",
-        # exec: headless. --skip-git-repo-check: its check refuses "Not inside a trusted
-        # directory"; a git worktree passes it today (0.169), but this run marks the worktree
-        # untrusted (below), so the check is not left to decide.
-        # --dangerously-bypass-approvals-and-sandbox: no approval prompt; plugkit's PreToolUse
-        # hook is the guard. --dangerously-bypass-hook-trust: Codex runs a new hook only after
-        # a person trusted it in /hooks; these are plugkit's own, just installed by the runner.
-        lambda prompt, worktree: ["exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-                                  "--dangerously-bypass-hook-trust", *_codex_hooks(worktree), prompt],
-        False, "`codex exec` exits 0 after its last turn; plugkit's Stop hook may turn it back first"),
-    WorkerRow(
-        "qwen", "qwen", "qwen", ".qwen/settings.json",
-        # --yolo: every tool call approved without a prompt; the PreToolUse hook still decides.
-        lambda prompt, worktree: ["-p", prompt, "--yolo"],
-        False, "exits 0 when its headless turn (-p) ends; plugkit's Stop hook may turn it back first"),
-    WorkerRow(
-        "gemini", "gemini", "gemini", ".gemini/settings.json",
-        # --yolo: as qwen; its BeforeTool hook still decides.
-        lambda prompt, worktree: ["-p", prompt, "--yolo"],
-        False, "exits 0 when its headless turn (-p) ends; plugkit's AfterAgent hook may turn it back first",
-        # A person who turned on Gemini CLI's folder trust never trusted a fresh worktree:
-        # headless, it exits 55 there. Its --skip-trust is no cure: it trusts the folder only
-        # after the settings were read, so the run goes on WITHOUT the worktree's
-        # .gemini/settings.json, plugkit's hooks (seen in 0.61). The variable is read first.
-        env=(("GEMINI_CLI_TRUST_WORKSPACE", "true"),)),
-    WorkerRow(
-        "command", None, None, None,
+        COMMAND, None, None, None,
         # Any program (--run PROGRAM ARGS...): a custom agent, or a test's script.
         lambda prompt, worktree: [],
         True, "exits 0 when done: the prompt arrives on stdin, the worktree is its cwd"),

@@ -39,6 +39,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from plugkit.hosts import COMMAND, HOSTS
 from runner.system import landlock, sandbox_home, worker_objects
 
 PROGRAM = "bwrap"
@@ -51,13 +52,9 @@ CREDENTIALS: tuple[str, ...] = (
 # gets a private copy of each bound over it (sandbox_home.host_state), never the real one,
 # which the person's own host reads its settings and hooks from. A row ending in "/" is a dir.
 # No row for every kind: the toolchains' caches are private (sandbox_home.CACHE_VARS).
+# Each host's worker fact names its own (plugkit/hosts.py).
 CACHES: dict[str, tuple[str, ...]] = {
-    "claude-code": (".claude/", ".claude.json", ".claude.json.backup", ".config/claude"),
-    "codex": (".codex/",),
-    "qwen": (".qwen/",),
-    "gemini": (".gemini/",),
-    "command": (),
-}
+    **{h.platform: h.worker.home_state for h in HOSTS if h.worker is not None}, COMMAND: ()}
 # The files of $PLUGKIT_HOME the worker may read: where this runner listens. (The token's path
 # shows the worker's capability instead: `capability` below.)
 HOME_GRANTS: tuple[str, ...] = ("port",)

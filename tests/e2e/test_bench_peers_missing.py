@@ -29,7 +29,7 @@ def test_peers_quick_without_peers_names_them_and_measures_plugkit(tmp_path):
     rows = {label: next(ln for ln in lines if ln.startswith(label)) for label in
             ("`true` round trip", "50 concurrent", "200 concurrent", "100 MB of output", "server peak RSS",
              "cold start", "16 racing")}
-    for label, row in rows.items():
+    for row in rows.values():
         assert "failed" not in row and row.split("  ")[-1].strip()[0].isdigit(), row
     assert "1 runner, 16/16 answered" in rows["16 racing"]
     assert not (tmp_path / "plugkit-bench-peers").exists()  # nothing was installed

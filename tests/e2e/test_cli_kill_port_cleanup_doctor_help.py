@@ -7,12 +7,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
-import psutil
 import pytest
 
 from client.wire.rpc import RpcFailure
+from tests.support.procs import alive, wait_gone
 from tests.support.runner_home import ROOT, free_port, rpc
 
 pytestmark = pytest.mark.e2e
@@ -38,15 +37,7 @@ class Listener:
 
     def gone(self, timeout: float = 5.0) -> bool:
         self.proc.wait(timeout=timeout)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if psutil.Process(self.child).status() == psutil.STATUS_ZOMBIE:
-                    return True
-            except psutil.NoSuchProcess:
-                return True
-            time.sleep(0.02)
-        return False
+        return wait_gone(self.child, timeout)
 
     def stop(self) -> None:
         for pid in (self.child, self.proc.pid):
@@ -105,7 +96,7 @@ def test_kill_port_refuses_a_process_that_is_not_this_sessions_task_unless_force
     refused = home.cli("kill-port", str(listener.port))
     assert refused.returncode == 1 and "not one of this session's tasks" in refused.stderr
     assert f"plugkit kill-port {listener.port} --force" in refused.stderr
-    assert listener.proc.poll() is None and psutil.pid_exists(listener.child)  # nothing was signalled
+    assert listener.proc.poll() is None and alive(listener.child)  # nothing was signalled
     home.stop_all()
     local = home.cli("kill-port", str(listener.port))  # no runner: nothing running is a session's task
     assert local.returncode == 1 and "one of this session's tasks" in local.stderr and "--force" in local.stderr
@@ -174,7 +165,7 @@ def test_runner_refuses_a_tree_holding_the_caller_and_kills_nothing(home, listen
     with pytest.raises(RpcFailure) as refused:
         rpc(home, "port.kill", {"port": listener.port, "caller_pid": listener.child})
     assert refused.value.code == -32002 and f"pid {listener.proc.pid}" in refused.value.message
-    assert listener.proc.poll() is None and psutil.pid_exists(listener.child)
+    assert listener.proc.poll() is None and alive(listener.child)  # a zombie would not count
 
 
 def test_kill_port_on_the_runners_own_port_is_done_locally(home):

@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from client.wire.rpc import RpcFailure
 from runner.system import tags
 from tests.support.runner_home import Home, free_port, rpc
 
@@ -94,7 +95,7 @@ def test_kill_9_then_restart_reaps_every_orphan(home, tmp_path):
     tail = rpc(home, "task.output", {"session_id": "a", "cwd": cwd, "task_id": done["task_id"], "cursor": 0})
     assert "".join(c["text"] for c in tail["chunks"]) == "line 1\nline 2\nline 3\n"
     # Another session still cannot see them.
-    with pytest.raises(Exception):
+    with pytest.raises(RpcFailure):
         rpc(home, "task.status", {"session_id": "zzz", "cwd": cwd, "task_id": done["task_id"]})
     fresh = rpc(home, "task.exec", {"session_id": "a", "cwd": str(tmp_path), "lang": "bash",
                                     "code": "echo alive; sleep 30"})

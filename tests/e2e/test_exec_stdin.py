@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from tests.e2e.test_terminal_people import _controlling_tty, _read_until
+from tests.support.terminal import _controlling_tty, _read_until
 from tests.support.runner_home import ROOT, cli_argv
 
 pytestmark = pytest.mark.e2e

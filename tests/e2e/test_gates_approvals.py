@@ -11,16 +11,15 @@ import shlex
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from tests.support.agent import SID, Agent, make_repo
+from tests.support.agent import SID
 from tests.support.runner_home import cli_argv
+from tests.support.approvals import ITEMS, agent, fake_host, run_under_host, waiting  # noqa: F401  (agent: the fixture)
 
 pytestmark = pytest.mark.e2e
 
-ITEMS = ("c1", "c2", "c3", "c4", "c5", "c6", "c7")
 SPELLINGS = (
     "plugkit approve c1",
     "p=plugkit; $p approve c6",
@@ -32,19 +31,6 @@ SPELLINGS = (
     "exec:python\nimport urllib.request  # then POST {'method': 'approval.grant', ...}",
 )
 
-
-@pytest.fixture
-def agent(home, tmp_path):
-    repo = make_repo(tmp_path / "repo", 'gates = "enforce"\n')
-    agent = Agent(home, repo)
-    agent.hook("SessionStart", source="startup")
-    for item in ITEMS:
-        agent.plugkit("prd", "add", f"risky {item}", "--id", item, "--risk", "critical")
-    return agent
-
-
-def waiting(agent: Agent) -> list[str]:
-    return agent.json("approve", "--list")["waiting"]
 
 
 def client_script(home, item: str, unset: str = "env -u PLUGKIT_TASK_ID") -> str:
@@ -96,22 +82,6 @@ def test_a_task_cannot_approve_whatever_it_unsets_or_spells(agent, home):
     assert "approval refused" in reason and "escaped task" in reason, reason
     assert waiting(agent) == list(ITEMS)
 
-
-def fake_host(tmp_path: Path, name: str = "claude") -> Path:
-    """A stand-in agent host: its process name is `claude` and it runs its Bash tool's
-    command as `bash -c COMMAND`, as Claude Code does."""
-    host = tmp_path / "bin" / name
-    host.parent.mkdir(exist_ok=True)
-    host.write_text(f"#!{sys.executable}\nimport subprocess, sys\n"
-                    "sys.exit(subprocess.run(['bash', '-c', sys.argv[1]]).returncode)\n")
-    host.chmod(0o755)
-    return host
-
-
-def run_under_host(home, agent: Agent, host: Path, command: str) -> subprocess.CompletedProcess:
-    env = {**home.env, "PATH": f"{Path(cli_argv()[0]).parent}:{os.environ['PATH']}"}
-    return subprocess.run([str(host), command], cwd=agent.repo, env=env, capture_output=True, text=True,
-                          timeout=60)
 
 
 def test_under_an_agent_host_only_the_hosts_prompt_lets_an_approval_through(agent, home, tmp_path):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.e2e.test_work_check_weaken import TWO
+from tests.support.check_weaken import TWO
 from tests.support.agent import Agent, git, make_repo
 
 pytestmark = pytest.mark.e2e

@@ -150,7 +150,7 @@ def test_local_ci_runs_in_a_clean_clone_so_a_file_only_in_the_working_tree_fails
 
 def test_work_ci_lands_only_after_ci_is_green_on_the_pushed_branch_and_red_reaches_the_next_attempt(
         home, tmp_path, fake, monkeypatch):
-    from tests.e2e.test_work import AGENT, Work, commit_file
+    from tests.support.work_cli import AGENT, Work, commit_file
 
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_runner")
     repo = make_repo(tmp_path / "repo", f'gates = "advisory"\nci = "github"\nci_repo = "acme/app"\n'
@@ -175,7 +175,7 @@ def test_work_ci_lands_only_after_ci_is_green_on_the_pushed_branch_and_red_reach
 
 
 def test_work_ci_never_runs_a_branchs_own_ci_script_outside_the_sandbox(home, tmp_path):
-    from tests.e2e.test_work import AGENT, Work, commit_file
+    from tests.support.work_cli import AGENT, Work, commit_file
 
     repo = make_repo(tmp_path / "repo", 'gates = "advisory"\nci = "local"\nci_command = ".ci/run"\nwork_ci = true\n')
     marker = tmp_path / "ran-outside"

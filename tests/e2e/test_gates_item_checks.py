@@ -11,9 +11,8 @@ import subprocess
 
 import pytest
 
-from tests.e2e.test_gates_approvals import fake_host, run_under_host
-from tests.e2e.test_gates_item_states import person, status
 from tests.support.agent import Agent, git, make_repo
+from tests.support.approvals import fake_host, person, run_under_host, status
 from tests.support.runner_home import cli_argv
 
 pytestmark = pytest.mark.e2e

@@ -5,13 +5,11 @@ the runner in a git repository with gates = "enforce"; `approve --list` keeps ev
 unapproved critical item in view, whatever its status."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from tests.support.agent import SID, Agent, make_repo
-from tests.support.runner_home import cli_argv
+from tests.support.agent import Agent, make_repo
+from tests.support.approvals import person, status
 
 pytestmark = pytest.mark.e2e
 
@@ -29,16 +27,6 @@ def agent(home, tmp_path):
 def waiting(agent: Agent) -> list[str]:
     return agent.json("approve", "--list")["waiting"]
 
-
-def status(agent: Agent, item_id: str) -> str:
-    return next(i["status"] for i in agent.json("prd", "list")["items"] if i["id"] == item_id)
-
-
-def person(home, agent: Agent, *args: str) -> subprocess.CompletedProcess:
-    """A person typing a plugkit verb in their own terminal (pty.spawn gives it one)."""
-    argv = cli_argv() + list(args) + ["--session", SID, "--cwd", str(agent.repo)]
-    spawn = f"import pty, sys; sys.exit(pty.spawn({argv!r}) >> 8)"
-    return subprocess.run([sys.executable, "-c", spawn], env=home.env, capture_output=True, text=True, timeout=60)
 
 
 def test_a_critical_item_is_not_completed_without_an_approval(agent):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_gates_approvals import agent, fake_host, run_under_host, waiting  # noqa: F401 (fixture)
+from tests.support.approvals import agent, fake_host, run_under_host, waiting  # noqa: F401 (fixture)
 from tests.support.person import at_terminal
 from tests.support.runner_home import cli_argv
 

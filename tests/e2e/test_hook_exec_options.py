@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.e2e.test_hooks import bash, hook
+from tests.support.hook_cli import bash, hook
 from tests.support.agent import make_repo
 from tests.support.attempts import FAKE_KEY, home_with_a_key
 

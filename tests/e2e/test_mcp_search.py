@@ -3,7 +3,7 @@ the real runner behind it, a real git repository as the workspace."""
 
 import pytest
 
-from tests.e2e.test_cli_search import repo  # noqa: F401 - the same known repository
+from tests.support.search_repo import repo  # noqa: F401 - the same known repository
 from tests.support.runner_home import cli_argv
 
 mcp = pytest.importorskip("mcp")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import Work
+from tests.support.work_cli import Work
 from tests.support.agent import git, make_repo
 
 pytestmark = pytest.mark.e2e

@@ -26,6 +26,7 @@ from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Script
 from tests.support.escapees import gone, kill_all, unique_seconds
 from tests.support.runner_home import free_port
+from tests.support.traversable import _traversable
 
 pytestmark = pytest.mark.e2e
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -81,19 +82,6 @@ class User:
 
         return pwd.getpwnam(self.name).pw_uid
 
-
-def _traversable(paths: list[Path]) -> list[tuple[Path, int]]:
-    """Let other users pass through (x, not r) every directory above these paths: a checkout
-    made by `mktemp -d` or under /root is 0700, and the user must load this checkout's installed
-    packages and run its fixtures. Returns the modes to put back."""
-    changed = []
-    for path in paths:
-        for d in [path, *path.parents]:
-            mode = d.stat().st_mode & 0o7777
-            if d.is_dir() and not mode & 0o001 and d not in dict(changed):
-                changed.append((d, mode))
-                d.chmod(mode | 0o001)
-    return changed
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tests.e2e.test_cli_search import commit, git
-from tests.e2e.test_hooks import hook
+from tests.support.search_repo import commit, git
+from tests.support.hook_cli import hook
 from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e

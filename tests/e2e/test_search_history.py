@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.e2e.test_cli_search import commit, git
+from tests.support.search_repo import commit, git
 
 pytestmark = pytest.mark.e2e
 

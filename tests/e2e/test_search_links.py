@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cli_search import answer, commit, git
-from tests.e2e.test_work import Work
+from tests.support.search_repo import answer, commit, git
+from tests.support.work_cli import Work
 from tests.support.agent import make_repo
 from tests.support.attempts import FAKE_KEY, home_with_a_key
 

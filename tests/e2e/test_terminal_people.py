@@ -3,37 +3,18 @@ exec's task (as `docker run` does) while an agent's (stdin not a terminal) keeps
 mistyped verb, language or option gets a suggestion; a bare Go body runs like a bare Java
 one; help, README and the top-level usage name the same platforms."""
 
-import fcntl
 import os
 import re
-import select
 import shutil
 import subprocess
-import termios
-import time
 
 import pytest
 
 from tests.support.runner_home import ROOT, cli_argv, rpc
+from tests.support.terminal import _controlling_tty, _read_until
 
 pytestmark = pytest.mark.e2e
 
-
-def _read_until(fd: int, text: bytes, timeout: float = 20) -> bytes:
-    seen, deadline = b"", time.monotonic() + timeout
-    while text not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if ready:
-            try:
-                seen += os.read(fd, 4096)
-            except OSError:
-                break
-    return seen
-
-
-def _controlling_tty() -> None:
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def test_ctrl_c_in_a_terminal_stops_the_task(home, tmp_path):

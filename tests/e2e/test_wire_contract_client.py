@@ -3,7 +3,6 @@ through the real CLI against a real runner, every (method, params) it sends is r
 validated with that method's pydantic model, and every method the client names is exercised."""
 
 import json
-import os
 import pathlib
 import subprocess
 import sys

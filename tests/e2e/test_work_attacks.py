@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import Work, commit_file
+from tests.support.work_cli import Work, commit_file
 from tests.support.agent import git, make_repo
 from tests.support.person import person_cli
 from tests.support.runner_home import rpc

@@ -10,7 +10,7 @@ import sys
 import urllib.error
 import urllib.request
 
-from tests.e2e.test_work import AGENT, Work, commit_file, repo  # noqa: F401  (repo: the fixture)
+from tests.support.work_cli import AGENT, Work, commit_file, repo  # noqa: F401  (repo: the fixture)
 from tests.support.person import person_cli
 
 GO = "go.flag"  # written by the test into the worker's worktree: its second export may go

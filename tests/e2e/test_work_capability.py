@@ -5,13 +5,12 @@ sandbox shows is not the runner's; with it, every call beyond its item and workt
 refused and kept on its item; the task it runs through exec: does not see the token either;
 its own item still lands; and the capability dies with the attempt."""
 
-import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import Work
+from tests.support.work_cli import Work
 from tests.support.agent import make_repo
 from tests.support.attempts import PRELUDE
 from tests.support.runner_home import rpc

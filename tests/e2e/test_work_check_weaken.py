@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import Work
+from tests.support.work_cli import Work
 from tests.support.agent import git, make_repo
+from tests.support.check_weaken import TWO
 
 pytestmark = pytest.mark.e2e
 
 CHECK = f"{sys.executable} -m pytest -q -p no:cacheprovider"  # names no file: the gap this closes
-TWO = "def test_two():\n    assert True\n\n\ndef test_three():\n    assert True\n"
 
 
 @pytest.fixture

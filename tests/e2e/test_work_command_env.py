@@ -4,7 +4,7 @@ caller's environment says."""
 
 import pytest
 
-from tests.e2e.test_work import Work
+from tests.support.work_cli import Work
 from tests.support.agent import make_repo
 
 pytestmark = pytest.mark.e2e

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.e2e.test_work import AGENT, Work
+from tests.support.work_cli import AGENT, Work
 from tests.support.agent import Agent, make_repo
 
 pytestmark = pytest.mark.e2e

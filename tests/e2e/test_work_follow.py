@@ -3,7 +3,6 @@ exited, check green/red, landed, held and the command that retries it), Ctrl-C t
 the following, and `work status --wait` ending with the same exit codes as `work --wait`."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import Work, commit_file
+from tests.support.work_cli import Work, commit_file
 from tests.support.agent import make_repo
 from tests.support.runner_home import cli_argv
 

@@ -9,28 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import Work, commit_file
+from tests.support.work_cli import Work, commit_file
 from tests.support.agent import git, make_repo
+from tests.support.forge import FORGE
 
 pytestmark = pytest.mark.e2e
 
 # Inside the worker, before it commits: the object main's README (HEAD's, still) is stored as,
 # unlinked and written again (a valid loose object, zlib and all) holding the worker's text.
-FORGE = r"""python3 - <<'EOF'
-import os, subprocess, zlib
-oid = subprocess.check_output(["git", "rev-parse", "HEAD:README"], text=True).strip()
-store = subprocess.check_output(["git", "rev-parse", "--git-path", "objects"], text=True).strip()
-path = os.path.join(store, oid[:2], oid[2:])
-body = b"the worker's code\n"
-try:
-    os.unlink(path)
-except OSError as exc:
-    print("UNLINK", exc)
-os.makedirs(os.path.dirname(path), exist_ok=True)
-with open(path, "wb") as fh:
-    fh.write(zlib.compress(b"blob %d\0" % len(body) + body))
-print("FORGED", path)
-EOF"""
 
 
 @pytest.fixture

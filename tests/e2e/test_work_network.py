@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import Work
+from tests.support.work_cli import Work
 from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Script
-from tests.support.agent import git, make_repo
+from tests.support.agent import make_repo
+from tests.support.work_network import PROBE, _grant, _net
 
 pytestmark = pytest.mark.e2e
-PROBE = str(Path(__file__).resolve().parents[1] / "fixtures" / "network_probe.py")
 
 
 @pytest.fixture
@@ -31,20 +31,6 @@ def other_port():
         s.listen(8)
         yield s.getsockname()[1]
 
-
-def _net(w: Work) -> dict[str, str]:
-    logs = w.cli("work", "logs", "w1").stdout
-    return dict(line.split()[1:3] for line in logs.splitlines() if line.startswith("NET "))
-
-
-def _grant(w: Work, repo: Path, url: str) -> None:
-    """The worker holds the model's URL by the workspace's grant, as a host holds its own."""
-    w.env["PLUGKIT_E2E_MODEL_BASE_URL"] = url
-    config = repo / ".plugkit" / "config.toml"
-    lines = [x for x in config.read_text().splitlines() if not x.startswith("work_credentials")]
-    names = ", ".join(f'"{n}"' for n in sorted(w.env))
-    config.write_text("\n".join(lines) + f"\nwork_credentials = [{names}]\n")
-    git(repo, "commit", "-qam", "grant the model's URL")
 
 
 @pytest.mark.parametrize("network", ["loopback-model", "host"])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import Work, commit_file
+from tests.support.work_cli import Work, commit_file
 from tests.support.agent import git, make_repo
 from tests.support.escapees import gone, kill_all, unique_seconds
 
@@ -82,8 +82,8 @@ def test_two_workers_serve_on_their_own_ports_at_once_and_leave_nothing_behind(h
         assert not set(ports[0]) & set(ports[1]), ports  # two workers never share a port
         # Both workers' servers, and their exec: tasks, answer at once, each on its own port.
         for block, t in zip(ports, trees):
-            assert until(lambda: answers(block[0])), (t / "srv.log").read_text()
-            assert until(lambda: answers(block[1])), (t / "exec.out").read_text()
+            assert until(lambda b=block: answers(b[0])), (t / "srv.log").read_text()
+            assert until(lambda b=block: answers(b[1])), (t / "exec.out").read_text()
         # w1 goes on to land; w2 is still serving when a person stops the run: two ends, one teardown.
         (trees[0] / "go").write_text("")
         w.until(lambda r: w.items(r)["w1"]["state"] == "completed")

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.e2e.test_work import Work, commit_file, repo  # noqa: F401  (repo: the fixture)
+from tests.support.work_cli import Work, commit_file, repo  # noqa: F401  (repo: the fixture)
 
 pytestmark = pytest.mark.e2e
 

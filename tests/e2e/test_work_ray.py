@@ -15,17 +15,16 @@ import time
 
 import pytest
 
-from tests.e2e.test_work import Work, commit_file
+from tests.support.work_cli import Work, commit_file
 from tests.support import ray_cluster
 from tests.support.agent import git, make_repo
 from tests.support.escapees import escapees, gone, kill_all, unique_seconds
 from tests.support.runner_home import cli_argv, rpc
+from tests.support.ray_work import RayWork
 
 # The module's cluster starts inside its first test, and every attempt asks the cluster for its
 # token check and each node for the node-key challenge: more than the default 120 s on a loaded VM.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
-IDENTITY = {"GIT_AUTHOR_NAME": "Worker", "GIT_AUTHOR_EMAIL": "worker@example.invalid",
-            "GIT_COMMITTER_NAME": "Worker", "GIT_COMMITTER_EMAIL": "worker@example.invalid"}
 
 
 @pytest.fixture(scope="module")
@@ -39,15 +38,6 @@ def cluster():
 def repo(tmp_path):
     return make_repo(tmp_path / "repo", 'gates = "advisory"\n')
 
-
-class RayWork(Work):
-    def __init__(self, home, repo, plan, cluster) -> None:
-        super().__init__(home, repo, plan)
-        self.cluster = cluster
-        self.env.update(IDENTITY)
-
-    def start(self, *flags: str) -> dict:
-        return super().start("--runtime", "ray", "--cluster", self.cluster.address, *flags)
 
 
 def node_dirs(run: dict) -> set[str]:
@@ -231,7 +221,7 @@ def test_a_loopback_only_worker_on_a_node_reaches_its_model_and_its_nodes_runner
     """--network loopback-model on a node: the node's runner holds the worker's relay as ours does
     for a local worker (tests/e2e/test_work_network.py): the model and that runner answer, another
     loopback port of the machine does not, from the worker or from a task it runs through exec:."""
-    from tests.e2e.test_work_network import PROBE, _grant, _net
+    from tests.support.work_network import PROBE, _grant, _net
     from tests.hosts.model_server import ModelServer
     from tests.hosts.script import Script
 
@@ -305,7 +295,7 @@ def _attempt_dirs(node_dir) -> set[str]:
 
 
 def test_a_worker_forging_an_object_on_its_node_is_held_and_nothing_of_it_lands(home, repo, cluster):
-    from tests.e2e.test_work_git_store import FORGE
+    from tests.support.forge import FORGE
 
     w = RayWork(home, repo, {"w1": [["shell", FORGE], *commit_file("w1.txt")]}, cluster)
     w.add("w1", "--verify", "test -f w1.txt")

@@ -26,9 +26,9 @@ import psutil
 import pytest
 
 from tests.conftest import LEAK_MARK
-from tests.e2e.test_sandbox_unprivileged import _traversable
-from tests.e2e.test_work import commit_file
-from tests.e2e.test_work_ray import RayWork
+from tests.support.traversable import _traversable
+from tests.support.work_cli import commit_file
+from tests.support.ray_work import RayWork
 from tests.support import ray_cluster
 from tests.support.agent import make_repo
 from tests.support.runner_home import free_port

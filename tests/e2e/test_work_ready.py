@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import Work, commit_file
+from tests.support.work_cli import Work, commit_file
 from tests.support.agent import git, make_repo
 from tests.support.attempts import home_with_a_key
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_work import AGENT, Work, commit_file
+from tests.support.work_cli import AGENT, Work, commit_file
 from tests.support.agent import git, make_repo
 from tests.support.attempts import home_with_a_key
 from tests.support.escapees import gone, kill_all, unique_seconds

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.e2e.test_work import AGENT, Work, commit_file
+from tests.support.work_cli import AGENT, Work, commit_file
 from tests.support.agent import git, make_repo
 
 pytestmark = pytest.mark.e2e

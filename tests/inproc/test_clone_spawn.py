@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from runner.system import cgroups, clone_spawn, cloned_process
-from tests.support.escapees import escapees, gone, kill_all, unique_seconds
+from tests.support.escapees import gone, kill_all, unique_seconds
 from tests.support.inproc import call
 
 FIRST_ACT = "import sys; sys.stdout.write(open('/proc/self/cgroup').read())"

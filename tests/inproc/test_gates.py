@@ -10,21 +10,8 @@ import pytest
 from plugkit import errors
 from runner.system import procstate
 from tests.support.inproc import RpcError, call
+from tests.support.gates_inproc import git, make_repo, to_verify
 
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
-
-
-def make_repo(path: Path) -> Path:
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    for key, value in (("user.name", "Test"), ("user.email", "test@example.invalid"), ("commit.gpgsign", "false")):
-        git(path, "config", key, value)
-    (path / "README").write_text("hello\n")
-    git(path, "add", "README")
-    git(path, "commit", "-q", "-m", "init")
-    return path
 
 
 @pytest.fixture
@@ -54,16 +41,6 @@ async def refused(coro) -> RpcError:
         await coro
     return caught.value
 
-
-async def to_verify(rpc, content: str = "print('hi')\n") -> None:
-    """PLAN -> EXECUTE -> EMIT -> VERIFY the honest way: declare, write, commit."""
-    assert (await rpc("gate.advance", to="EXECUTE"))["ok"]
-    assert (await rpc("gate.advance", to="EMIT"))["ok"]
-    await rpc("gate.emit", files=[{"path": "app.py", "content": content}])
-    (rpc.work / "app.py").write_text(content)
-    git(rpc.work, "add", "app.py")
-    git(rpc.work, "commit", "-q", "-m", "emit")
-    assert (await rpc("gate.advance", to="VERIFY"))["ok"]
 
 
 async def test_resolve_takes_the_value_from_the_witnessed_output_with_a_receipt(rpc):

@@ -11,6 +11,7 @@ import pytest
 from plugkit.config import Limits
 from runner.system import kill as kill_mod
 from tests.support.inproc import RpcError, call
+from tests.support.procs import wait_gone
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 PY = sys.executable
@@ -101,8 +102,8 @@ async def test_daemon_left_by_a_finished_task_is_swept(rpc):
     res = await rpc("task.exec", lang="bash", code=fixture("double_fork.py"), wait_ms=10_000)
     assert res["task"]["state"] == "completed"
     daemon = int(text(res["output"]).split("daemon ")[1].split()[0])
-    assert psutil.pid_exists(daemon) or True  # it may already be swept
     assert await until_gone(rpc, res["task"]["task_id"], 5.0) == []
+    assert wait_gone(daemon, 5.0)  # dead (a zombie not reaped yet is dead too)
 
 
 async def test_background_job_of_a_finished_root_is_ended(rpc):

@@ -14,7 +14,7 @@ import pytest
 from plugkit import refusals
 from runner.executors.base import ExecSpec
 from runner.http.keys import CONTEXT
-from tests.inproc.test_gates import make_repo, to_verify
+from tests.support.gates_inproc import make_repo, to_verify
 from tests.support.escapees import escapees, gone, kill_all, unique_seconds
 from tests.support.inproc import RpcError, call
 from tests.support.runner_home import rpc as home_rpc

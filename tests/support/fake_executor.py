@@ -92,3 +92,9 @@ class FakeExecutor:
 
     def snapshot(self) -> dict:
         return {"runs": sorted(self.runs)}
+
+
+async def settle() -> None:
+    """Let every ready callback run (the fake's runs, the supervisors' endings)."""
+    for _ in range(10):
+        await asyncio.sleep(0)

@@ -3,7 +3,6 @@ is seen, and a process merely sleeping, or blocked on some other pipe, is not.""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time

@@ -13,7 +13,7 @@ from tests.support.runner_home import cli_argv
     (["runner", "stat"], "plugkit runner: unknown runner verb 'stat'; did you mean start?"),
     (["work", "statu"], "plugkit work: unexpected 'statu'; did you mean status?"),
     (["work", "--workr", "x"], "plugkit work: unknown option --workr; did you mean --worker?"),
-    (["work", "--worker", "claud"], "--worker: 'claud' is not one of claude-code, codex, qwen, gemini, command; "
+    (["work", "--worker", "claud"], "--worker: 'claud' is not one of claude-code, qwen, gemini, codex, command; "
                                     "did you mean claude-code?"),
     (["gate", "status", "--jsn"], "plugkit gate: unknown option --jsn; did you mean --json?"),
     (["install", "--platform", "claud"], "unknown platform 'claud'; did you mean claude-code?"),

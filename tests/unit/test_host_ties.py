@@ -8,8 +8,7 @@ from plugkit.config import Limits
 from runner.core.tasks.manager import TaskManager
 from runner.executors.base import ExecSpec
 from tests.support.fake_clock import FakeClock
-from tests.support.fake_executor import FakeExecutor
-from tests.unit.test_task_manager import settle
+from tests.support.fake_executor import FakeExecutor, settle
 
 
 class FakeHost:

@@ -1,16 +1,18 @@
-"""The host tool table (plugkit/host_tools.py) as every reader uses it: the runner's policy denies
-each host's write tools before EMIT and reads each shell tool's command; the install matchers
-send every gated tool to the hook; the adapters' renames land on gated names. (That the table
-knows every tool the installed hosts register: tests/hosts/test_host_tools.py.)"""
+"""The hosts' tool facts (the `tools` of each row of plugkit/hosts.py, read through
+plugkit/host_tools.py) as every reader uses them: the runner's policy denies each host's write
+tools before EMIT and reads each shell tool's command; the install matchers send every gated
+tool to the hook; the adapters' renames land on gated names. (That the rows know every tool the
+installed hosts register: tests/hosts/test_host_tools.py.)"""
 
 import pytest
 
 from client.hooks import copilot, cursor, events, install, opencode
 from plugkit import host_tools
-from plugkit.host_tools import HOST_TOOLS, SHELL, WRITE, names
+from plugkit.host_tools import SHELL, WRITE, names
+from plugkit.hosts import BY_PLATFORM
 from plugkit.lifecycle import hook_policy as policy
 
-HOSTS = sorted(HOST_TOOLS)
+HOSTS = sorted(BY_PLATFORM)
 EVERY_WRITE = sorted({(host, name) for host in HOSTS for name in names(host, WRITE)})
 
 
@@ -27,7 +29,7 @@ def test_qwen_edit_is_a_write_tool():
 
 @pytest.mark.parametrize("host", HOSTS)
 def test_every_shell_tool_reads_its_command_line(host):
-    for tool, key in HOST_TOOLS[host]["shell"].items():
+    for tool, key in BY_PLATFORM[host].tools.shell.items():
         view = policy.view("EMIT", ["db"], tool, {key: "git commit -m x"})
         assert policy.decide(view).decision == "deny", (host, tool)
         assert events.SHELL_TOOLS[tool] == key
@@ -43,8 +45,8 @@ def test_a_name_means_the_same_on_every_host():
                 roles.setdefault(name, set()).add(role)
     assert {n: r for n, r in roles.items() if len(r) > 1} == {}
     keys: dict[str, set] = {}
-    for row in HOST_TOOLS.values():
-        for name, key in row["shell"].items():
+    for host in BY_PLATFORM.values():
+        for name, key in host.tools.shell.items():
             keys.setdefault(name, set()).add(key)
     assert {n: k for n, k in keys.items() if len(k) > 1} == {}
 

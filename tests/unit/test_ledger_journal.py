@@ -10,7 +10,7 @@ from pathlib import Path
 from runner.system import ledger_worker
 from runner.system.ledger import Ledger
 from runner.system.ledger_worker import LedgerWorker
-from tests.unit.test_ledger import NOW, ROOT, done, path, rec  # noqa: F401  (path: the fixture)
+from tests.support.ledger_records import NOW, ROOT, done, path, rec  # noqa: F401  (path: the fixture)
 
 
 

@@ -9,45 +9,9 @@ import pytest
 
 from plugkit.lifecycle import authority, evidence, gating, item_ops, state as state_mod
 from plugkit.lifecycle.workspace import Workspace
-from tests.unit.test_lifecycle_item_states import check_receipt
+from tests.support.lifecycle import KEY, MemoryLedger, check_receipt
 
 NOW = 1_700_000_000.0
-KEY = b"k" * 32
-
-
-class MemoryLedger:
-    def __init__(self) -> None:
-        self.rows: dict[str, authority.Record] = {}
-        self.receipts: set[tuple[str, str]] = set()
-        self.configs: dict[str, str] = {}
-
-    def get(self, root, items=True):
-        return self.rows.get(root)
-
-    def put(self, root, record, now):
-        self.rows[root] = record
-
-    def put_state(self, root, state, state_view, now):
-        rec = self.rows.get(root)
-        if rec is None:
-            return False
-        self.rows[root] = authority.Record(state, rec.items, state_view, rec.items_view)
-        return True
-
-    def known(self, root):
-        return root in self.rows
-
-    def add_receipt(self, root, receipt_id, task_id, now):
-        self.receipts.add((root, receipt_id))
-
-    def has_receipt(self, root, receipt_id):
-        return (root, receipt_id) in self.receipts
-
-    def config_held(self, root):
-        return self.configs.get(root)
-
-    def hold_config(self, root, held, now):
-        self.configs[root] = held
 
 
 @pytest.fixture

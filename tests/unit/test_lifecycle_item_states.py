@@ -7,27 +7,17 @@ import os
 import pytest
 
 from plugkit import vocab
-from plugkit.lifecycle import errors, gating, item_ops, item_states, mutables
-from plugkit.lifecycle.evidence import TaskWitness, sha256_bytes
+from plugkit.lifecycle import errors, item_ops, item_states
 from plugkit.lifecycle.item_states import Person, Site
 from plugkit.lifecycle.workspace import Workspace
+from tests.support.lifecycle import CHECK, check_receipt
 
 NOW = 1000.0
-CHECK = "make test"
 
 
 @pytest.fixture
 def ws(tmp_path):
     return Workspace(os.path.realpath(tmp_path))
-
-
-def check_receipt(ws, code=CHECK, exit_code=0, head=None, lang="bash", item="w1"):
-    """What the runner seals after running `code` as a task (a witness of its end)."""
-    state = "completed" if exit_code == 0 else "failed"
-    task = TaskWitness(task_id=1, session_id="s", lang=lang, code_sha256=sha256_bytes(code.encode()),
-                       state=state, exit_code=exit_code, truncated=False)
-    seen = mutables.Witness(task_id=1, state=state, exit_code=exit_code, output="ok\n", truncated=False)
-    return item_ops.evidence_add(ws, gating.Witnessed(seen, task), None, item, "", NOW, head)
 
 
 def test_every_status_has_its_row_and_a_completed_item_is_never_parked_as_blocked(ws):

@@ -11,7 +11,9 @@ from plugkit.lifecycle import authority, gating, hooks, items_view, prd, state a
 from plugkit.lifecycle import item_ops as work
 from plugkit.lifecycle.config import GateConfig
 from plugkit.lifecycle.workspace import Workspace
-from tests.unit.test_lifecycle_authority import KEY, NOW, MemoryLedger
+from tests.support.lifecycle import KEY, MemoryLedger
+
+NOW = 1_700_000_000.0
 
 
 @pytest.fixture

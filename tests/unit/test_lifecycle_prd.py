@@ -10,7 +10,7 @@ import pytest
 from plugkit.lifecycle import errors, item_ops, prd
 from plugkit.lifecycle.prd import Item
 from plugkit.lifecycle.workspace import Workspace
-from tests.unit.test_lifecycle_item_states import check_receipt
+from tests.support.lifecycle import check_receipt
 
 NOW = 1000.0
 

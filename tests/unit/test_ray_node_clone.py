@@ -4,6 +4,7 @@ make worktrees at once all get their worktree, and one that fails leaves nothing
 
 import os
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from runner.core.work.placement import ray_task
 from runner.system.subreaper import start_ticks
 from tests.support.git_repos import commit, g, main_repo, person_git
+from tests.support.procs import state, wait_gone
 
 
 @pytest.fixture(autouse=True)
@@ -93,9 +95,13 @@ def test_an_abandoned_attempts_directory_and_worktree_go_and_its_branch_is_free_
     commit(repo, "f.txt", "f\n")
     bundle = bundle_of(repo, "b", tmp_path)
     spec = {"repo_key": repo, "branch": "b", "base": base}
-    dead = subprocess.Popen(["sleep", "0"])
+    # Its start time read while it surely lives (a `sleep 0` may already be a zombie when read,
+    # and a zombie has no start time to record), then it dies.
+    dead = subprocess.Popen(["sleep", "60"])
     ticks = start_ticks(dead.pid)
+    dead.kill()
     dead.wait()
+    assert ticks is not None
     stale = ray_task.begin(root)
     ray_task.checkout(root, spec, bundle, stale)
     with open(os.path.join(stale, ray_task.OWNER_FILE), "w") as fh:  # its owner died mid-attempt
@@ -110,3 +116,31 @@ def test_an_abandoned_attempts_directory_and_worktree_go_and_its_branch_is_free_
     assert not os.path.exists(stale) and os.path.isdir(live) and os.path.isdir(fresh)
     listed = g(cache, "worktree", "list", "--porcelain")
     assert stale not in listed and listed.count("worktree ") == 2, listed
+
+
+def test_an_owner_whose_start_time_is_unknown_is_not_taken_for_alive(tmp_path):
+    # The racy class: an owner's start time read from /proc once it was a zombie is None, and
+    # "None" recorded then matched the None of a dead pid later: a dead owner looked alive and
+    # its attempt (a whole checkout, and the branch it held) stayed for good.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    attempt = ray_task.begin(str(tmp_path))
+    with open(os.path.join(attempt, ray_task.OWNER_FILE), "w") as fh:
+        fh.write(f"{gone.pid} None")
+    assert ray_task._abandoned(attempt)
+    assert not ray_task._abandoned(ray_task.begin(str(tmp_path)))  # this live process's own
+
+
+def test_the_guard_takes_a_zombie_owner_for_dead_and_ends_the_workers_group():
+    # A Ray worker process that exited but is not reaped yet is a zombie: `kill(pid, 0)` still
+    # succeeds on it, and a guard asking that kept the worker's group running unowned.
+    owner = subprocess.Popen(["true"])
+    group = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        assert wait_gone(owner.pid) and state(owner.pid) == "Z"  # exited, not reaped: a zombie
+        subprocess.run([sys.executable, "-c", ray_task.GUARD, str(owner.pid), str(group.pid)], timeout=60, check=True)
+        assert group.wait(timeout=30) == -9
+    finally:
+        group.kill()
+        group.wait()
+        owner.wait()

@@ -11,7 +11,7 @@ from plugkit.refusals import Conflict, Invalid, LimitReached, NotFound
 from runner.core.tasks.manager import TaskManager
 from runner.executors.base import ExecSpec, Outcome
 from tests.support.fake_clock import FakeClock
-from tests.support.fake_executor import FakeExecutor
+from tests.support.fake_executor import FakeExecutor, settle
 
 
 @pytest.fixture
@@ -44,12 +44,6 @@ def manager(managers):
 
 def spec(cwd, session: str = "s", timeout_s: float = 10.0, code: str = "work") -> ExecSpec:
     return ExecSpec(session_id=session, cwd=str(cwd), lang="fake", code=code, timeout_s=timeout_s)
-
-
-async def settle() -> None:
-    """Let every ready callback run (the fake's runs, the supervisors' endings)."""
-    for _ in range(10):
-        await asyncio.sleep(0)
 
 
 # --- timeout vs kill: the first intent wins --------------------------------------------

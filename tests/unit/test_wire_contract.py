@@ -32,7 +32,7 @@ def signature(name: str, doc: str) -> dict[str, dict]:
     """The params of the docstring's first line(s): `name {a, b?, c?=5, d: x|y, e? | f?} -> ...`."""
     assert doc.startswith(name + " {"), f"{name}: the docstring must open with `{name} {{params}} -> result`"
     depth = 0
-    for end, ch in enumerate(doc):
+    for end, ch in enumerate(doc):  # noqa: B007  (`end` is read after the loop breaks)
         depth += (ch == "{") - (ch == "}")
         if ch == "}" and depth == 0:
             break

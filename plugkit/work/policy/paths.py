@@ -13,6 +13,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 
+from plugkit.hosts import HOSTS
 from plugkit.work.policy.shell import dynamic
 
 INSIDE, OUTSIDE, UNKNOWN = "inside", "outside", "unknown"
@@ -20,10 +21,10 @@ INSIDE, OUTSIDE, UNKNOWN = "inside", "outside", "unknown"
 # processes' files live in /tmp too).
 SCRATCH = "scratch"
 _RANK = {OUTSIDE: 0, UNKNOWN: 1, SCRATCH: 2, INSIDE: 3}  # the worst answer of several wins
-# Where `plugkit hooks install` puts each host's hooks in a worktree (client/hooks/install.py):
-# the configuration that makes this policy run at all, so a worker never edits it.
-HOOK_CONFIGS = (".claude/settings.json", ".claude/settings.local.json", ".qwen/settings.json",
-                ".gemini/settings.json", ".codex/config.toml", ".cursor/hooks.json", ".github/hooks")
+# Every workspace path a host reads its hooks from (each row's hooks fact, plugkit/hosts.py),
+# where `plugkit install` puts them in a worktree: the configuration that makes this policy run
+# at all, so a worker never edits it.
+HOOK_CONFIGS = tuple(dict.fromkeys(path for h in HOSTS for path in h.hooks.reads))
 DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
 _HOME_VAR = re.compile(r"\$(?:HOME\b|\{HOME\})")
 

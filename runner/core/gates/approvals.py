@@ -22,10 +22,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from plugkit.hosts import HOSTS
 from runner.system.peers import Caller
 
 PROMPT_TTL_S = 120.0
-ASK_PLATFORMS = frozenset({"claude-code", "qwen"})  # hosts whose hooks can ask the person
+ASK_PLATFORMS = frozenset(h.platform for h in HOSTS if h.asks_person)  # hosts whose hooks can ask the person
 MAX_PROMPTS = 64
 
 

@@ -55,11 +55,13 @@ GUARD = r"""
 import os, signal, sys, time
 owner, group = int(sys.argv[1]), int(sys.argv[2])
 def alive(pid):
+    # Not kill(pid, 0): it succeeds on a zombie, an owner that exited and is not reaped yet.
     try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
         return False
+    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
 while alive(owner) and alive(group):
     time.sleep(0.2)
 try:
@@ -151,7 +153,10 @@ def _abandoned(path: str) -> bool:
             return False
     except (OSError, ValueError):
         return True
-    return str(start_ticks(pid)) != ticks.strip()
+    # No start time now (gone, or a zombie: exited, not reaped) is a dead owner, whatever was
+    # recorded: a "None" recorded from a zombie must never match the None of a dead pid.
+    now = start_ticks(pid)
+    return now is None or str(now) != ticks.strip()
 
 
 def _sweep(root: str, cache: str) -> None:
