@@ -24,7 +24,7 @@ from runner.rpc.shapes import work_run
 @rpc(WorkStartParams)
 async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
     """work.start {session_id, cwd, parallel?=3, items?, worker?=claude-code, run?, afk?, budget_min?,
-    budget_tokens?, budget_cost?, item_budget_tokens?, item_budget_cost?, stall_min?=10.0, merge?, env?,
+    budget_tokens?, budget_cost?, item_budget_tokens?, item_budget_cost?, item_budget_min?, stall_min?=10.0, merge?, env?,
     sandbox?=true, network?, runtime?, cluster?, allow_remote_cluster?=false, quota_wait?=true}
     -> {run}
 
@@ -133,7 +133,7 @@ async def allow_check(ctx: Context, p: WorkItemParams) -> WorkStatus:
 
 @rpc(WorkResumeParams)
 async def resume(ctx: Context, p: WorkResumeParams) -> WorkStatus:
-    """work.resume {session_id, cwd, budget_tokens?, budget_cost?, item_budget_tokens?, item_budget_cost?}
+    """work.resume {session_id, cwd, budget_tokens?, budget_cost?, item_budget_tokens?, item_budget_cost?, item_budget_min?}
     -> {run}
 
     A person raises the caps of a run paused on a spent budget (or sets caps on a live run): the
