@@ -43,7 +43,7 @@ from plugkit.vocab import SANDBOXED_TAG, WORK_NETWORKS, WORKER_LANG
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.executors.process import ProcessExecutor, make as make_process, outcome_of
 from plugkit.work import workers
-from runner.system import netrelay, sandbox, tags
+from runner.system import netrelay, peers, sandbox, tags
 from plugkit.work.capabilities import Capabilities, Capability
 from runner.system.cgroups import home_key
 
@@ -301,3 +301,9 @@ def make(ctx) -> WorkerExecutor:
     # Capability files a runner killed mid-attempt left: their tokens died with it (memory only).
     shutil.rmtree(os.path.join(ctx.home, "capabilities"), ignore_errors=True)
     return WorkerExecutor(make_process(ctx), os.path.abspath(ctx.home), getattr(ctx, "capabilities", None))
+
+
+def caller_task(peer: tuple, port: int, home: str) -> tuple[Optional[int], Optional[str]]:
+    """Blocking (psutil, /proc): the connection's process, then the plugkit task it belongs to."""
+    pid = peers.peer_pid(peer, port)
+    return task_of(pid, home) if pid is not None else (None, None)

@@ -25,16 +25,10 @@ from runner.core.work.journal import RunJournal
 from runner.core.work.past import PastRuns
 from runner.core.work.model import ItemRun, Run, RunRequest
 from runner.core.work.store import RunStore
-from runner.executors.worker import check_sandbox, program_path, task_of
-from runner.system import logs, peers
+from runner.executors.worker import caller_task, check_sandbox, program_path
+from runner.system import logs
 
 log = logs.get("plugkit.work")
-
-
-def _caller_task(peer: tuple, port: int, home: str) -> tuple[Optional[int], Optional[str]]:
-    """Blocking (psutil, /proc): the connection's process, then the plugkit task it belongs to."""
-    pid = peers.peer_pid(peer, port)
-    return task_of(pid, home) if pid is not None else (None, None)
 
 
 class WorkManager:
@@ -340,7 +334,7 @@ class WorkManager:
 
     async def worker_calling(self, peer: tuple, port: int, home: str) -> Optional[tuple[Run, ItemRun]]:
         """The live worker whose process (or a task it ran) holds the connection from `peer`, else None."""
-        task_id, session_id = await asyncio.to_thread(_caller_task, peer, port, home)
+        task_id, session_id = await asyncio.to_thread(caller_task, peer, port, home)
         return self.worker_of_task(task_id, session_id)
 
     def worker_of_task(self, task_id: Optional[int], session_id: Optional[str]) -> Optional[tuple[Run, ItemRun]]:
