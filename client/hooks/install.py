@@ -89,7 +89,24 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def _linked(path: str, base: str) -> str | None:
+    """The first link on the way from base down to path (path included), or None. A project's
+    hooks file is written by the runner too, outside any sandbox, into a worker's worktree whose
+    files the worker wrote or committed: a `.claude` linked to the user's own must not be followed."""
+    rel = os.path.relpath(path, base)
+    here = base
+    for part in rel.split(os.sep):
+        here = os.path.join(here, part)
+        if os.path.islink(here):
+            return here
+    return None
+
+
 def _one(path: str, base: str, target: Target, platform: str, uninstall: bool, show: bool) -> None:
+    link = _linked(path, base) if base == os.getcwd() else None  # --user: a dotfile manager's links are the person's
+    if link is not None:
+        raise ClientError(f"{link} is a symbolic link: plugkit will not read or write hooks through it; "
+                          "make it a real file or directory, then install again")
     old = _read(path)
     command = script_command()
     merge = {"json": _merge_json, "toml": _merge_toml, **install_hosts.MERGERS}[target.fmt]
@@ -172,7 +189,11 @@ def _write(path: str, text: str) -> None:
         mode = 0o644
     tmp = f"{path}.plugkit-{os.getpid()}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:  # never through a link planted at the temporary name
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        except FileExistsError:
+            os.unlink(tmp)  # a stale one (or a link: unlink removes the link, not its target)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)

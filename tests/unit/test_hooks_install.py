@@ -210,3 +210,25 @@ def test_usage_errors(home, tmp_path, args, said):
 ])
 def test_is_ours_recognises_only_plugkit_hook_commands(command, ours):
     assert install.is_ours(command) is ours
+
+
+@pytest.mark.parametrize("link", ["dir", "file"])
+def test_a_project_install_never_writes_through_a_link(home, tmp_path, link):
+    # The runner installs a worker's hooks outside any sandbox, in a worktree whose files the
+    # worker committed or left: `.claude` linked to the person's own settings must not be followed.
+    rel = install.TARGETS["claude-code"].project_path
+    outside = tmp_path / "person"
+    (outside / rel).parent.mkdir(parents=True)
+    (outside / rel).write_text(json.dumps(USER_SETTINGS))
+    before = (outside / rel).read_text()
+    project = tmp_path / "worktree"
+    project.mkdir()
+    first = rel.split("/")[0]
+    if link == "dir":
+        (project / first).symlink_to(outside / first)
+    else:
+        (project / rel).parent.mkdir(parents=True)
+        (project / rel).symlink_to(outside / rel)
+    done = run(home, project, "--platform", "claude-code")
+    assert (outside / rel).read_text() == before, done.stdout  # the person's file untouched
+    assert done.returncode != 0 and "symbolic link" in done.stderr, done.stderr
