@@ -5,10 +5,13 @@ files too), not counted as a failure; with none, it is held, naming the retry; -
 keeps the old behaviour (a failed attempt, retried)."""
 
 import json
+import os
+import signal
 import time
 
 import pytest
 
+from tests.support.procs import wait_gone
 from tests.support.work_cli import Work, commit_file, repo  # noqa: F401  (repo: the fixture)
 
 pytestmark = pytest.mark.e2e
@@ -99,3 +102,25 @@ def test_an_unattended_run_that_halts_holds_its_parked_worker_instead_of_resumin
     assert run["state"] == "halted" and "w2 blocked/usage_limit" in run["halt"], why
     assert (items["w1"]["state"], items["w1"]["reason"]) == ("blocked", "usage_limit"), why
     assert "the unattended run halts" in items["w1"]["message"] and w.prd()["w1"]["status"] == "blocked", why
+
+
+def test_a_worker_parked_when_the_runner_dies_waits_out_its_reset_after_the_resume(home, repo):
+    w = Work(home, repo, {"w1": [[*commit_file("w1a.txt"), ["write", "notes.txt", "not committed\n"],
+                                  ["limit", "gemini", 4], ["exit", 1]],
+                                 [["shell", "test -f notes.txt || exit 3"], *commit_file("w1b.txt")]]})
+    w.add("w1", "--verify", "test -f w1a.txt && test -f w1b.txt && test -f notes.txt")
+    w.start()
+    w.until(lambda r: w.items(r)["w1"]["state"] == "waiting_quota", timeout=60)
+    pid = home.discovery()["pid"]
+    os.kill(pid, signal.SIGKILL)
+    assert wait_gone(pid)
+    home.cli("runner", "start")
+    # Still parked from the first answer on (its reset not reached yet), not started at once.
+    it = w.items(w.status())["w1"]
+    assert it["state"] in ("waiting_quota", "spawning", "running", "verifying", "landing", "completed"), it
+    run = w.until(lambda r: r["ended_at"] is not None)
+    it = w.items(run)["w1"]
+    why = json.dumps(run, indent=1)
+    assert (it["state"], it["failures"], it["quota_waits"], it["interruptions"]) == ("completed", 0, 1, 0), why
+    assert it["ended_at"] >= it["quota_until"], why  # resumed after the reset, in the worktree it left
+    assert (repo / "notes.txt").exists()

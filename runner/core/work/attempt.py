@@ -102,6 +102,8 @@ class Attempts(Landing):
                 try:
                     if self.run.state == "paused":  # a retry, or a crash's resume, waits for the raised cap too
                         raise Failed("paused", "budget_spent", f"not started: {self.run.halt}")
+                    if it.state == "waiting_quota":  # parked when the last runner died: its wait goes on
+                        raise quota.Parked(it.message or "parked on a usage limit")
                     await self._attempt(it)
                     break
                 except Failed as f:

@@ -21,7 +21,7 @@ import asyncio
 from typing import Optional, Protocol
 
 from runner.core.work import git, held, objects
-from runner.core.work.model import LIVE, ItemRun, Run
+from runner.core.work.model import ItemRun, Run
 from runner.core.work.refs import RefGuard
 
 class Attempts(Protocol):
@@ -52,16 +52,22 @@ def refusal(run: Run, resume_on: bool, env: Optional[object]) -> Optional[str]:
     return None
 
 
+CUT = ("spawning", "running", "verifying", "landing")  # an attempt under way when the runner died
+
+
 def mark(run: Run, now: float) -> list[ItemRun]:
-    """Each item that was live, marked to resume; the items, for the driver to start at once."""
-    cut = [it for it in run.items.values() if it.state in LIVE and it.state not in ("queued", "waiting", "paused")]
+    """Each item whose attempt the death cut, marked to resume; with the items parked on a usage
+    limit (their wait is taken up again, their worktree kept: quota.py), the items for the
+    driver to start at once. An item a spent budget paused stays paused: only a person's
+    `work resume` starts it (budget.py), after a crash as before it."""
+    cut = [it for it in run.items.values() if it.state in CUT]
     for it in cut:
         it.interruptions += 1
         it.interrupted = (f"the runner stopped (a crash or a restart) during your attempt {it.attempt}"
                           f"{'' if it.verify is None else f'; the last check of your branch was {it.verify}'}")
         it.enter("spawning", now, "runner_restarted",
                  f"the runner stopped during attempt {it.attempt}; resumed with the commits on {it.branch}")
-    return cut
+    return cut + [it for it in run.items.values() if it.state == "waiting_quota"]
 
 
 async def recover(attempts: Attempts, it: ItemRun) -> Optional[tuple[str, str]]:
