@@ -66,6 +66,7 @@ SANDBOXED_TAG = "PLUGKIT_SANDBOXED"
 #   loopback-model  its own network namespace: loopback only, where a relay the runner holds
 #                   reaches this runner and the model endpoints its *_BASE_URL variables name.
 WORK_NETWORKS = ("host", "loopback-model")
+WORK_RUNTIMES: tuple[str, ...] = ("local", "ray")  # where `plugkit work` runs workers: here, or a Ray cluster
 
 # --- languages only the runner starts ------------------------------------------------------------
 # A worker task is handed the runner's home (where the token is): task.exec refuses it from the

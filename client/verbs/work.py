@@ -38,7 +38,7 @@ from client.show.work_events import event_line
 from client.verbs.brief import BriefParser, names_next
 from client.wire.session import Caller, connect
 from plugkit.hosts import WORKER_NAMES
-from plugkit.vocab import WORK_NETWORKS
+from plugkit.vocab import WORK_NETWORKS, WORK_RUNTIMES
 
 SUBS = ("status", "stop", "runs", "logs", "trace", "rollback", "allow-check", "ray-secrets", "resume")
 WORKERS = WORKER_NAMES
@@ -85,7 +85,7 @@ def _start_parser() -> BriefParser:
     p.add_argument("--no-quota-wait", dest="quota_wait", action="store_false",
                    help="a worker stopped by its model's usage limit fails its attempt (retried once) instead "
                         "of waiting, its worktree kept, until the limit resets")
-    p.add_argument("--runtime", choices=("local", "ray"), help="where workers run (default: work_runtime in "
+    p.add_argument("--runtime", choices=WORK_RUNTIMES, help="where workers run (default: work_runtime in "
                                                               ".plugkit/config.toml, else local)")
     p.add_argument("--cluster", metavar="HOST:PORT", help="--runtime ray: the cluster's GCS address "
                                                           "(default: work_cluster)")

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
 from plugkit import confined
-from plugkit.vocab import WORK_NETWORKS
+from plugkit.vocab import WORK_NETWORKS, WORK_RUNTIMES
 
 MODES = ("off", "advisory", "enforce")
 
@@ -83,8 +83,8 @@ def _merge(v: Any) -> str:
 
 
 def _runtime(v: Any) -> str:
-    if v not in ("local", "ray"):
-        raise ValueError("must be \"local\" or \"ray\"")
+    if v not in WORK_RUNTIMES:
+        raise ValueError(f"must be one of {', '.join(WORK_RUNTIMES)}")
     return v
 
 

@@ -13,11 +13,11 @@ from plugkit.hosts import WORKER_NAMES
 from plugkit.protocol import Cwd, Environment, Offset, Params, Result, SessionId
 from plugkit.protocol.bounds import at_most
 from plugkit.protocol.lifecycle import ItemId
-from plugkit.vocab import WORK_ITEM_STATES, WORK_NETWORKS, WORK_RUN_STATES
+from plugkit.vocab import WORK_ITEM_STATES, WORK_NETWORKS, WORK_RUN_STATES, WORK_RUNTIMES
 
 WorkerName = Literal[WORKER_NAMES]  # type: ignore[valid-type]  # every host with a worker, and "command"
 MergeMode = Literal["ff", "merge"]
-Runtime = Literal["local", "ray"]
+Runtime = Literal[WORK_RUNTIMES]  # type: ignore[valid-type]
 Network = Literal[WORK_NETWORKS]  # type: ignore[valid-type]
 RunState = Literal[WORK_RUN_STATES]  # type: ignore[valid-type]
 # Live item states, then the terminal ones (each terminal state comes with a reason word).

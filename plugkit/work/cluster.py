@@ -18,9 +18,9 @@ import os
 import secrets
 from typing import Mapping, Optional
 
-from plugkit.vocab import HOME_TAG, TAG_NAMES
+from plugkit.vocab import HOME_TAG, TAG_NAMES, WORK_RUNTIMES
 
-RUNTIMES: tuple[str, ...] = ("local", "ray")
+RUNTIMES: tuple[str, ...] = WORK_RUNTIMES
 TLS_VAR = "RAY_USE_TLS"
 # Never shipped to a node: how to reach (and drive) the supervisor's runner.
 AUTH_MODE_VAR, TOKEN_PATH_VAR, TOKEN_VAR = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_TOKEN"  # Ray's names

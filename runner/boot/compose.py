@@ -68,7 +68,7 @@ def _gate_manager(tasks: TaskManager, home: str):  # -> GateManager, imported on
 
 
 def _work_manager(ctx: Context):  # -> WorkManager, imported on the first work.* call
-    from runner.core.work.engine import WorkManager
+    from runner.core.work.manager import WorkManager
 
     return WorkManager(ctx.tasks, ctx.gate_manager(), home=ctx.runtime.home, port=ctx.runtime.port)
 

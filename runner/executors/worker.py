@@ -236,7 +236,7 @@ def sandbox_refusal(problem: str) -> str:
 
 
 async def check_sandbox(home: Optional[str]) -> None:
-    """At run start (runner/core/work/engine.py): the self-test, so a machine without a working
+    """At run start (runner/core/work/manager.py): the self-test, so a machine without a working
     sandbox refuses the run in one line instead of failing every item twice."""
     scratch = None if home else tempfile.mkdtemp(prefix="plugkit-sandbox-home-")
     try:

@@ -21,7 +21,7 @@ from runner.core.work.hosted import Hosted, HostedAttempts
 
 if TYPE_CHECKING:  # the lifecycle model costs tens of milliseconds to import: only on first use
     from runner.core.gates.manager import GateManager
-    from runner.core.work.engine import WorkManager
+    from runner.core.work.manager import WorkManager
     from runner.core.search.manager import SearchManager
 
 

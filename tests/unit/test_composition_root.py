@@ -11,7 +11,7 @@ from plugkit.config import RunnerConfig
 from plugkit.lazy import Lazy
 from runner.core.gates.manager import GateManager
 from runner.core.search.manager import SearchManager
-from runner.core.work.engine import WorkManager
+from runner.core.work.manager import WorkManager
 from runner.rpc.context import Context
 
 RUNNER = Path(__file__).resolve().parents[2] / "runner"

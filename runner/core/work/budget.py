@@ -20,7 +20,7 @@ from runner.core.work.model import ItemRun, Run
 from runner.core.work.otlp import Meter
 from runner.system import logs, peers
 
-# WorkManager and Attempts are named, not imported: engine and drive import this module (no cycle).
+# WorkManager and Attempts are named, not imported: manager and drive import this module (no cycle).
 WorkManager = Attempts = Any
 
 log = logs.get("plugkit.work")
