@@ -313,6 +313,15 @@ class GateManager:
             out.append((rid, problems))
         return out
 
+    async def set_status(self, ws: Workspace, item_id: str, status: str) -> Any:
+        """The runner's own move of an item (plugkit work: started, released, held), under every
+        rule a person's `prd update --status` meets."""
+        return await self.prd_update(ws, item_id, {}, status, [])
+
+    async def complete_with(self, ws: Workspace, item_id: str, receipt_id: str) -> Any:
+        """The runner completes an item on its own receipt (plugkit work's landing)."""
+        return await self.prd_update(ws, item_id, {}, "completed", [receipt_id])
+
     async def prd_update(self, ws: Workspace, item_id: str, changes: dict, status: Optional[str],
                          refs: list[str], asker: Optional[checks.Asker] = None) -> Any:
         """Receipts named for an item are checked against the ledger first (async), then the

@@ -160,7 +160,7 @@ class Attempts(Landing):
         if status is None:
             return
         try:
-            await self.p.gates.prd_update(self.p.ws, it.id, {}, status, [])
+            await self.p.gates.set_status(self.p.ws, it.id, status)
         except Refused as exc:
             log.warning("work_prd_status_failed", item=it.id, status=status, error=exc.message)
 
@@ -172,7 +172,7 @@ class Attempts(Landing):
         item = prd.get((await self.listing()).items, it.id)
         if item.status != "in_progress":  # on the state, not the attempt: a resumed item may never have got here
             try:  # the gates' own rules: blockers completed, a person's approval for critical items
-                await p.gates.prd_update(p.ws, it.id, {}, "in_progress", [])
+                await p.gates.set_status(p.ws, it.id, "in_progress")
             except Refused as exc:
                 raise Failed(REJECTED, "refused", exc.message) from None
         cfg = p.gates.config(p.ws)

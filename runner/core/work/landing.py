@@ -89,7 +89,7 @@ class Landing:
                                      f"verify green on a fresh checkout of {self.checked_at.get(verified.id)}; "
                                      f"landed as {it.landed}", p.clock(),
                                      self.checked_at.get(verified.id))
-        await p.gates.prd_update(p.ws, it.id, {}, "completed", [receipt.id])
+        await p.gates.complete_with(p.ws, it.id, receipt.id)
         it.receipt = receipt.id
         self.run.check_allowed.pop(it.id, None)  # used: the next change to its check needs a new one
         it.enter("completed", p.clock(), "landed", f"landed as {(it.landed or '')[:12]} on {self.run.branch}; "

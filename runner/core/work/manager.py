@@ -220,7 +220,7 @@ class WorkManager:
         ours = {i for i, it in old.items.items() if it.state != "completed"}
         for item in listing.items:
             if item.id in ours and item.status == "in_progress":
-                await self.gates.prd_update(ws, item.id, {}, "pending", [])
+                await self.gates.set_status(ws, item.id, "pending")
 
     async def _the_group(self) -> asyncio.TaskGroup:
         if self._owner is None:

@@ -31,7 +31,7 @@ async def rollback(m: Any, session_id: str, cwd: str, item_id: str,
     except git.GitError as exc:
         raise Conflict(f"rollback of {item_id} failed: {exc}") from None
     how = "reset" if tip == it.landed else "revert"
-    await m.gates.prd_update(ws, item_id, {}, "pending", [])
+    await m.gates.set_status(ws, item_id, "pending")
     # What the person approved was this landing: running the item again needs a new approval.
     revoked = await m.gates.call(ws, item_ops.approval_revoke, item_id)
     it.enter(REJECTED, m.clock(), "rolled_back", f"rolled back ({how}); {run.branch} is at {head[:12]}"
