@@ -98,6 +98,8 @@ def test_every_call_a_client_verb_sends_fits_its_model(home, tmp_path):
     cli("work", "stop")
     cli("work", "rollback", "w1")
     cli("work", "allow-check", "w1")
+    cli("work", "resume", "--budget-tokens", "1000")  # no paused run: refused, but sent
+    cli("runner", "restart")  # in place (runner.restart)
     cli("runner", "stop")
 
     models = methods()
