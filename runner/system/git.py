@@ -1,5 +1,6 @@
 """The runner's one way to run git: every git the runner starts (plugkit work's worktrees and
-landings, the gates' status check) goes through run(), under one environment rule.
+landings, the gates' status and weakening checks) goes through run() or out(), under one
+environment rule, and every worktree it adds or removes goes through one registry per repository.
 
 The rule: a hook that calls the runner may carry variables that point git at another repository
 or index (GIT_DIR, GIT_INDEX_FILE, ...; `git rev-parse --local-env-vars` lists the family): they
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 from dataclasses import dataclass
 
@@ -24,8 +26,24 @@ QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_EDITOR": "true", "G
              "GIT_MERGE_AUTOEDIT": "no", "GIT_OPTIONAL_LOCKS": "0"}
 
 
+# Every git the runner starts on a repository's content runs none of the programs git can be
+# told to run: no hooks (a hooksPath the person aimed into the tree, husky-style, would run what a
+# worker committed; `worktree add` runs post-checkout), no fsmonitor, no ssh command. With the
+# worker's config.worktree and .git file read-only in its sandbox (runner/system/sandbox.py), this
+# is the second line, not the only one. (Diffs: --no-ext-diff --no-textconv where they read content.)
+SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sshCommand=false",
+        "-c", "core.untrackedCache=false")
+
+
 class GitTimeout(Exception):
     """git ran past its timeout and was killed with its process group."""
+
+
+class GitError(Exception):
+    """A git step failed; the message is one line: what failed and what a person does next."""
+
+    def __init__(self, message: str) -> None:  # one line, whatever git or a subject put in it
+        super().__init__(" ".join(message.split()))
 
 
 @dataclass(frozen=True)
@@ -58,3 +76,75 @@ async def run(cwd: str, *args: str, input: bytes | None = None, timeout: float =
             raise GitTimeout(f"git {args[0] if args else ''} took over {timeout:.0f} s") from None
         raise
     return Done(proc.returncode or 0, out, err)
+
+
+def why(err: str) -> str:
+    """git's own reason, one line: its fatal:/error: line, else its first."""
+    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+    picked = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), lines[0] if lines else "")
+    return picked[:240] or "no message"
+
+
+async def safe(cwd: str, *args: str, input: bytes | None = None, timeout: float = TIMEOUT_S) -> Done:
+    """git ARGS under SAFE; a git that cannot start or runs too long is a GitError naming the fix."""
+    try:
+        return await run(cwd, *SAFE, *args, input=input, timeout=timeout)
+    except OSError as e:  # no git on PATH, or cwd missing
+        raise GitError(f"cannot run git in {cwd}: {e.strerror}; install git or check the path") from e
+    except GitTimeout:
+        raise GitError(f"git {args[0]} took over {timeout:.0f} s in {cwd} (a lock or a hook "
+                       f"hanging?); run `git -C {cwd} {' '.join(args)}` by hand") from None
+
+
+async def out(cwd: str, *args: str, check: bool = True, input: bytes | None = None,
+              timeout: float | None = None) -> str:
+    """git's stdout as text (not stripped: `show` gives a file's bytes); a failure is a GitError
+    with git's reason, unless check=False."""
+    done = await safe(cwd, *args, input=input, timeout=TIMEOUT_S if timeout is None else timeout)
+    if done.rc and check:
+        raise GitError(f"git {' '.join(args[:2])} failed in {cwd}: {why(done.err.decode(errors='replace'))}"
+                       f" (run `git -C {cwd} {' '.join(args)}` to see it whole)")
+    return done.out.decode(errors="replace")
+
+
+# One repository's worktree registrations change one at a time: two `worktree add` at once read
+# each other's half-made admin dir ("failed to read .git/worktrees/<n>/commondir"), and a
+# `worktree prune` deletes an admin dir another `add` has made but not yet locked. Every add,
+# remove and prune the runner does (work's worktrees and checkouts, the gates' collections) holds
+# its repository's lock.
+_REGISTRY_LOCKS: dict[str, asyncio.Lock] = {}
+
+
+def registry(root: str) -> asyncio.Lock:
+    return _REGISTRY_LOCKS.setdefault(os.path.realpath(root), asyncio.Lock())
+
+
+async def registered(root: str, path: str) -> bool:
+    listing = await out(root, "worktree", "list", "--porcelain")
+    real = os.path.realpath(path)
+    return any(os.path.realpath(ln[9:]) == real for ln in listing.splitlines() if ln.startswith("worktree "))
+
+
+async def unregister(root: str, path: str) -> None:
+    """Remove the worktree at `path` (edits in it dropped) and prune; the caller holds registry(root)."""
+    if os.path.exists(path) and await registered(root, path):
+        await out(root, "worktree", "remove", "--force", "--force", path)  # twice: even if locked
+    await out(root, "worktree", "prune")
+
+
+async def checkout(root: str, path: str, sha: str) -> None:
+    """A fresh runner-owned checkout of `sha` at `path` (a detached worktree of `root`, made anew:
+    whatever was there before goes): exactly the committed tree, nothing beside it."""
+    async with registry(root):
+        await unregister(root, path)
+        if os.path.lexists(path):  # a directory a crash left unregistered
+            await asyncio.to_thread(shutil.rmtree, path, True)
+        await out(root, "worktree", "add", "-q", "--detach", path, sha)
+
+
+async def drop(root: str, path: str) -> None:
+    """The worktree at `path` removed, registration and files; missing: no-op."""
+    async with registry(root):
+        await unregister(root, path)
+    if os.path.lexists(path):
+        await asyncio.to_thread(shutil.rmtree, path, True)

@@ -14,8 +14,9 @@ import tempfile
 from typing import Mapping, Optional
 
 from runner.core.gates import weaken
-from runner.core.gates.weaken import Collected, GitError, git
+from runner.core.gates.weaken import Collected
 from runner.executors.base import ExecSpec
+from runner.system import git as system_git
 
 _DIR = ".plugkit-collect"
 # The pytest plugin written beside a checkout (as text: the runner never imports it; it runs in
@@ -77,17 +78,12 @@ def read(plugin_dir: str) -> Collected:
 
 
 async def checkout(root: str, where: str, sha: str) -> None:
-    await remove(root, where)
-    await git(root, "worktree", "add", "-q", "--detach", where, sha)
+    """A detached checkout of `sha` at `where`, under the repository's worktree registry."""
+    await system_git.checkout(root, where, sha)
 
 
 async def remove(root: str, where: str) -> None:
-    try:
-        await git(root, "worktree", "remove", "--force", where)
-    except GitError:
-        pass  # not there
-    if os.path.lexists(where):
-        await asyncio.to_thread(shutil.rmtree, where, True)
+    await system_git.drop(root, where)
 
 
 async def at(tasks, session_id: str, root: str, where: str, sha: Optional[str], check: str, cfg,

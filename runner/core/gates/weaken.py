@@ -9,7 +9,6 @@ test the base ran that the branch no longer collects, deselects, skips or xfails
 Adding tests is not weakening: a branch's new tests are welcome.
 """
 
-import asyncio
 import configparser
 import json
 import os
@@ -18,22 +17,18 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Optional
 
+from runner.system import git as system_git
+
 _PYTEST_CMD = re.compile(r"\b(pytest|py\.test|tox|nox)\b")
 _NODE_CMD = re.compile(r"\b(jest|vitest|npm|yarn|pnpm|npx)\b|\bnode\s+[^;&|]*--test\b")
 _GO_CMD = re.compile(r"\bgo\s+test\b")
 _CARGO_CMD = re.compile(r"\bcargo\s+(test|nextest)\b")
-class GitError(Exception):
-    pass
+GitError = system_git.GitError
 
 
 async def git(cwd: str, *args: str) -> str:
-    """git's stdout (the gates hold no git layer of their own; runner.core.work's imports them)."""
-    proc = await asyncio.create_subprocess_exec("git", *args, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
-    if proc.returncode:
-        raise GitError(f"git {' '.join(args[:2])} failed in {cwd}: {err.decode(errors='replace').strip()[:200]}")
-    return out.decode(errors="replace")
+    """git's stdout, through the runner's one adapter (its environment rule, no hooks or fsmonitor)."""
+    return await system_git.out(cwd, *args)
 
 
 # A file that configures the runner whatever its content: (runner, matches a path).

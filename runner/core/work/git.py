@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shutil
 from dataclasses import dataclass
 
 from runner.system import git as system_git
@@ -17,13 +16,6 @@ TIMEOUT_S = 120.0
 # autoupdate would stage a recorded resolution so the conflict goes unreported.
 _PLAIN = ("-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false", "-c", "merge.autoStash=false",
           "-c", "rerere.autoUpdate=false")
-
-# Every git the runner starts for `plugkit work` runs none of the programs git can be told to
-# run: no hooks (a hooksPath the person aimed into the tree, husky-style, would run what a worker
-# committed), no fsmonitor, no ssh command. With the worker's config.worktree and .git file
-# read-only in its sandbox (runner/system/sandbox.py), this is the second line, not the only one.
-_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sshCommand=false",
-         "-c", "core.untrackedCache=false")  # (diffs: --no-ext-diff --no-textconv where they read content)
 
 # Operations a repository can be stopped in the middle of: (file in the git dir, what, the fix).
 _IN_PROGRESS = (
@@ -40,11 +32,7 @@ _OVERWRITE = re.compile(r"(local changes to the following files|untracked workin
 _NOT_FF = re.compile(r"not possible to fast-forward", re.I)
 
 
-class GitError(Exception):
-    """A git step failed; the message is one line: what failed and what a person does next."""
-
-    def __init__(self, message: str) -> None:  # one line, whatever git or a subject put in it
-        super().__init__(" ".join(message.split()))
+GitError = system_git.GitError  # one error for every git the runner runs (runner.system.git)
 
 
 class MergeConflict(GitError):
@@ -61,31 +49,15 @@ class Integrated:
     changed: bool  # differs from the branch tip the worker left: verify it again before landing
 
 
-def _why(err: str) -> str:
-    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
-    picked = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), lines[0] if lines else "")
-    return picked[:240] or "no message"
-
-
 async def _git(cwd: str, *args: str, input: bytes | None = None) -> tuple[int, str, str]:
-    """git through the runner's one adapter (runner.system.git: its environment rule, its group kill)."""
-    try:
-        done = await system_git.run(cwd, *_SAFE, *args, input=input, timeout=TIMEOUT_S)
-    except OSError as e:  # no git on PATH, or cwd missing
-        raise GitError(f"cannot run git in {cwd}: {e.strerror}; install git or check the path") from e
-    except system_git.GitTimeout:
-        raise GitError(f"git {args[0]} took over {TIMEOUT_S:.0f} s in {cwd} (a lock or a hook "
-                       f"hanging?); run `git -C {cwd} {' '.join(args)}` by hand") from None
+    """git through the runner's one adapter (runner.system.git: its environment rule, SAFE, its group kill)."""
+    done = await system_git.safe(cwd, *args, input=input, timeout=TIMEOUT_S)
     return done.rc, done.out.decode(errors="replace"), done.err.decode(errors="replace")
 
 
 async def run(cwd: str, *args: str, check: bool = True, input: bytes | None = None) -> str:
     """git's stdout, stripped; with check=False also when git failed."""
-    rc, out, err = await _git(cwd, *args, input=input)
-    if rc and check:
-        raise GitError(f"git {' '.join(args[:2])} failed in {cwd}: {_why(err)}"
-                       f" (run `git -C {cwd} {' '.join(args)}` to see it whole)")
-    return out.strip()
+    return (await system_git.out(cwd, *args, check=check, input=input, timeout=TIMEOUT_S)).strip()
 
 
 async def _ok(cwd: str, *args: str) -> bool:
@@ -121,13 +93,6 @@ async def start_point(root: str) -> tuple[str, str]:
     return branch, sha
 
 
-async def _registered(root: str, path: str) -> bool:
-    listing = await run(root, "worktree", "list", "--porcelain")
-    real = os.path.realpath(path)
-    return any(os.path.realpath(ln[9:]) == real for ln in listing.splitlines()
-               if ln.startswith("worktree "))
-
-
 async def _user_excludes(root: str) -> str:
     """The excludes file git uses for the person today, so it still applies under our override."""
     configured = await run(root, "config", "--type=path", "core.excludesFile", check=False)
@@ -152,20 +117,10 @@ async def _enable_worktree_config(root: str) -> None:
     await run(root, "config", "extensions.worktreeConfig", "true")  # raises with git's reason
 
 
-# One repository's worktree registrations change one at a time: a `worktree prune` of one
-# attempt's tidy-up deletes another's admin dir that `worktree add` has made but not yet locked
-# (git: "could not open .git/worktrees/<name>/locked"), so two items ending together failed.
-_REGISTRY_LOCKS: dict[str, asyncio.Lock] = {}
-
-
-def _registry(root: str) -> asyncio.Lock:
-    return _REGISTRY_LOCKS.setdefault(os.path.realpath(root), asyncio.Lock())
-
-
 async def add_worktree(root: str, path: str, branch: str, base: str, excludes: list[str]) -> None:
     """A worktree at `path` on `branch` (created or reset to `base`), ignoring `excludes` there only."""
     path = os.path.join(root, path)
-    async with _registry(root):
+    async with system_git.registry(root):
         await _remove_worktree(root, path)  # a registration left by an earlier attempt of this item
         await run(root, "worktree", "add", "--no-track", "-B", branch, path, base)
     # core.excludesFile set per worktree replaces the person's own file, so carry it over.
@@ -179,25 +134,17 @@ async def add_worktree(root: str, path: str, branch: str, base: str, excludes: l
 
 async def remove_worktree(root: str, path: str) -> None:
     """Remove the worktree at `path` (edits in it are dropped), keep its branch; missing: no-op."""
-    async with _registry(root):
+    async with system_git.registry(root):
         await _remove_worktree(root, path)
 
 
 async def _remove_worktree(root: str, path: str) -> None:
-    path = os.path.join(root, path)
-    if os.path.exists(path) and await _registered(root, path):
-        await run(root, "worktree", "remove", "--force", "--force", path)  # twice: even if locked
-    await run(root, "worktree", "prune")
+    await system_git.unregister(root, os.path.join(root, path))
 
 
 async def checkout(root: str, path: str, sha: str) -> None:
-    """A fresh runner-owned checkout of `sha` at `path` (a detached worktree of `root`, made anew:
-    whatever a check left there before goes): exactly the committed tree, nothing beside it."""
-    async with _registry(root):
-        await _remove_worktree(root, path)
-        if os.path.lexists(path):  # a directory a crash left unregistered
-            await asyncio.to_thread(shutil.rmtree, path, True)
-        await run(root, "worktree", "add", "-q", "--detach", path, sha)
+    """A fresh runner-owned checkout of `sha` at `path` (runner.system.git.checkout)."""
+    await system_git.checkout(root, os.path.join(root, path), sha)
 
 
 def worktree_git_dir(worktree: str) -> str:
@@ -233,7 +180,7 @@ async def dirty(path: str, *where: str) -> list[str]:
     """Paths with uncommitted changes in the checkout, untracked files included."""
     rc, out, err = await _git(path, *where, "status", "--porcelain", "-z", "--untracked-files=all")
     if rc:
-        raise GitError(f"git status failed in {path}: {_why(err)}; is it still a worktree?")
+        raise GitError(f"git status failed in {path}: {system_git.why(err)}; is it still a worktree?")
     found, skip = [], False
     for entry in out.split("\0"):
         if skip or not entry:  # a rename's second field is its old path
@@ -270,7 +217,7 @@ async def _attempt(cwd: str, what: str, args: tuple[str, ...], fix: str) -> None
         await run(cwd, what, "--abort")
     if files:
         raise MergeConflict(f"{what} conflicts in {', '.join(files)[:200]}: {fix}", files)
-    raise GitError(f"git {what} failed in {cwd}: {_why(err)}; nothing was changed")
+    raise GitError(f"git {what} failed in {cwd}: {system_git.why(err)}; nothing was changed")
 
 
 async def _integrate_ff(root: str, scratch: str, branch: str, left: str, onto: str, t: str,
@@ -300,7 +247,7 @@ async def _integrate_merge(root: str, scratch: str, branch: str, left: str, onto
         files = sorted(set(fields[1:]))
         raise MergeConflict(f"merge conflicts in {', '.join(files)[:200]}: {fix}", files)
     if rc or not fields:
-        raise GitError(f"git merge-tree failed in {root}: {_why(err)}; nothing was changed")
+        raise GitError(f"git merge-tree failed in {root}: {system_git.why(err)}; nothing was changed")
     merge = await run(root, "commit-tree", fields[0], "-p", t, "-p", left, "-m", message)
     return Integrated(merge, True)
 
@@ -344,7 +291,7 @@ async def advance(root: str, onto: str, sha: str) -> None:
                             "overwritten by landing: commit or stash them, then retry", files)
     if _NOT_FF.search(err):
         raise moved
-    raise GitError(f"landing on {onto} failed in {root}: {_why(err)}; nothing was changed")
+    raise GitError(f"landing on {onto} failed in {root}: {system_git.why(err)}; nothing was changed")
 
 
 async def tag(root: str, name: str, sha: str) -> None:
@@ -365,7 +312,7 @@ async def rollback(root: str, onto: str, tag_name: str, landed: str, mode: str) 
     if current == landed:
         rc, _, err = await _git(root, "reset", "-q", "--keep", before)
         if rc:
-            raise GitError(f"rollback of {onto} refused in {root}: {_why(err)}; your uncommitted "
+            raise GitError(f"rollback of {onto} refused in {root}: {system_git.why(err)}; your uncommitted "
                            "changes touch the same files: commit or stash them, then retry")
         return await tip(root, "HEAD")
     if not await is_ancestor(root, landed, current):
