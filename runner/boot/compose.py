@@ -47,12 +47,12 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
     tasks = TaskManager(executors, limits, ledger=ledger, hosts=lambda peer, pid: peers.agent_host(peer, config.port, pid))
     ctx = Context(runtime=runtime, config=config, tasks=tasks, capabilities=capabilities,
                   hosted=hosted,
-                  gates=Lazy(lambda: _gate_manager(tasks, config.home)) if gates else None)
-    if ctx.gates is not None:
-        ctx.work = Lazy(lambda: _work_manager(ctx))
-    ctx.search = Lazy(lambda: _search_manager(config.home, config.semantic))
+                  gates=Lazy(lambda: _gate_manager(tasks, config.home)) if gates else None,
+                  work=Lazy(lambda: _work_manager(ctx)) if gates else None,  # (ctx: bound by the time it is built)
+                  search=Lazy(lambda: _search_manager(config.home, config.semantic)))
     ctx.snapshots["hooks"] = ctx.hooks.snapshot
     ctx.snapshots["hosted"] = hosted.snapshot
+    ctx.freeze()
     app = make_app(ctx, namespaces)
     # Started in this order, stopped in reverse: work runs stop before the gates, the gates
     # before the tasks they read.

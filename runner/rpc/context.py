@@ -83,7 +83,8 @@ class Runtime:
 @dataclass(eq=False)
 class Context:
     """The runner's parts, one typed field each. The composition root builds every part
-    before the app starts; lifespans only start and stop them."""
+    before the app starts and freezes it (CONVENTIONS 17); lifespans only start and stop them.
+    After freeze() a part is never swapped: a handler that rebinds one is a bug, refused loudly."""
 
     runtime: Runtime
     config: RunnerConfig
@@ -107,6 +108,15 @@ class Context:
     def __post_init__(self) -> None:
         if self.hosted is None:
             self.hosted = HostedAttempts(self.capabilities, self.runtime.home)
+
+    def freeze(self) -> "Context":
+        object.__setattr__(self, "_frozen", True)
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_frozen", False):
+            raise AttributeError(f"the runner's Context is frozen after composition: {name} cannot be rebound")
+        object.__setattr__(self, name, value)
 
     def gate_manager(self) -> "GateManager":
         """The gates, built now if this is their first use (gate.*, mutable.*, prd.*, ...)."""

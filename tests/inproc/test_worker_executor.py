@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -23,12 +25,25 @@ from tests.support.runner_home import rpc as home_rpc
 @pytest.fixture
 async def runner(make_client, tmp_path):
     client = await make_client()
-    ctx = client.server.app[CONTEXT]
     work = tmp_path / "wt"
     work.mkdir()
-    ctx.work = work
-    ctx.client = client
-    return ctx
+    return Runner(client.server.app[CONTEXT], work, client)
+
+
+@dataclass
+class Runner:
+    """The in-process runner's (frozen) Context, with the worktree and client these tests use."""
+    ctx: object
+    work: Path
+    client: object
+
+    @property
+    def tasks(self):
+        return self.ctx.tasks
+
+    @property
+    def runtime(self):
+        return self.ctx.runtime
 
 
 def worker(ctx, argv, stdin=None, env=None, session="w1", timeout_s=60.0) -> ExecSpec:

@@ -4,6 +4,7 @@ loop guard, and the "no gates registered: allow" fallback."""
 
 from types import SimpleNamespace
 
+import dataclasses
 import pytest
 
 from plugkit import errors
@@ -88,7 +89,7 @@ def ids(tmp_path) -> dict:
 
 
 async def test_without_gates_everything_is_allowed_and_nothing_blocks(ctx, tmp_path):
-    ctx.gates = None
+    ctx = dataclasses.replace(ctx, gates=None)
     assert await call(hook.pre_tool, ctx, **ids(tmp_path), tool_name="Write",
                       tool_input={"file_path": "/w/a"}) == {"decision": "allow", "reason": ""}
     assert await call(hook.stop, ctx, **ids(tmp_path), stop_hook_active=False) == {"block": False, "reason": ""}
@@ -187,3 +188,15 @@ def test_hook_memory_is_bounded():
     assert memory.sent("a") == "" and memory.sent("c") == "c" and memory.last_block("a") is None
     memory.remember_block("c", None)
     assert memory.last_block("c") is None
+
+
+def test_the_composed_context_is_frozen(tmp_path):
+    # CONVENTIONS 17: the composition root builds every part, then no handler swaps one.
+    from runner.boot.compose import compose
+    from runner.http.keys import CONTEXT
+
+    app = compose(RunnerConfig(home=str(tmp_path), port=1), token="t", runner_id="r")
+    ctx = app[CONTEXT]
+    with pytest.raises(AttributeError, match="frozen"):
+        ctx.gates = None
+    assert ctx.gates is not None and ctx.work is not None and ctx.search is not None
