@@ -17,6 +17,7 @@ import contextlib
 import os
 import shutil
 import signal
+import subprocess
 from dataclasses import dataclass
 
 TIMEOUT_S = 120.0
@@ -26,13 +27,16 @@ QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_EDITOR": "true", "G
              "GIT_MERGE_AUTOEDIT": "no", "GIT_OPTIONAL_LOCKS": "0"}
 
 
-# Every git the runner starts on a repository's content runs none of the programs git can be
-# told to run: no hooks (a hooksPath the person aimed into the tree, husky-style, would run what a
-# worker committed; `worktree add` runs post-checkout), no fsmonitor, no ssh command. With the
-# worker's config.worktree and .git file read-only in its sandbox (runner/system/sandbox.py), this
-# is the second line, not the only one. (Diffs: --no-ext-diff --no-textconv where they read content.)
+# Every git the runner starts runs none of the programs git can be told to run from a config it
+# reads: no hooks (a hooksPath the person aimed into the tree, husky-style, would run what a worker
+# committed; `worktree add` runs post-checkout), no fsmonitor (`ls-files` and `status` run it: a
+# worker's nested repository named one and search ran it outside the sandbox), no ssh command, no
+# gpg for a log.showSignature. With the worker's config.worktree and .git file read-only in its
+# sandbox (runner/system/sandbox.py), this is the second line for its worktree, and the only one
+# for a repository a worker made inside it. (Diffs: --no-ext-diff --no-textconv where they read
+# content.)
 SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sshCommand=false",
-        "-c", "core.untrackedCache=false")
+        "-c", "core.untrackedCache=false", "-c", "log.showSignature=false")
 
 
 class GitTimeout(Exception):
@@ -60,10 +64,10 @@ def environment() -> dict[str, str]:
 
 
 async def run(cwd: str, *args: str, input: bytes | None = None, timeout: float = TIMEOUT_S) -> Done:
-    """git ARGS in cwd. Raises OSError when git cannot start (not installed, cwd missing) and
-    GitTimeout past `timeout` seconds."""
+    """git ARGS (under SAFE) in cwd. Raises OSError when git cannot start (not installed, cwd
+    missing) and GitTimeout past `timeout` seconds."""
     proc = await asyncio.create_subprocess_exec(
-        "git", *args, cwd=cwd, env=environment(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        "git", *SAFE, *args, cwd=cwd, env=environment(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL, start_new_session=True)
     try:
         out, err = await asyncio.wait_for(proc.communicate(input), timeout)
@@ -78,6 +82,24 @@ async def run(cwd: str, *args: str, input: bytes | None = None, timeout: float =
     return Done(proc.returncode or 0, out, err)
 
 
+def run_sync(cwd: str, *args: str, input: bytes | None = None, timeout: float = TIMEOUT_S) -> Done:
+    """run()'s synchronous face, for code already on a worker thread (search's indexer): the same
+    environment rule and SAFE, its process group killed on the timeout. Raises as run() does."""
+    with subprocess.Popen(["git", *SAFE, *args], cwd=cwd, env=environment(), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, start_new_session=True,
+                          stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL) as proc:
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except BaseException as e:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            if isinstance(e, subprocess.TimeoutExpired):
+                raise GitTimeout(f"git {args[0] if args else ''} took over {timeout:.0f} s") from None
+            raise
+    return Done(proc.returncode or 0, out, err)
+
+
 def why(err: str) -> str:
     """git's own reason, one line: its fatal:/error: line, else its first."""
     lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
@@ -86,9 +108,9 @@ def why(err: str) -> str:
 
 
 async def safe(cwd: str, *args: str, input: bytes | None = None, timeout: float = TIMEOUT_S) -> Done:
-    """git ARGS under SAFE; a git that cannot start or runs too long is a GitError naming the fix."""
+    """git ARGS; a git that cannot start or runs too long is a GitError naming the fix."""
     try:
-        return await run(cwd, *SAFE, *args, input=input, timeout=timeout)
+        return await run(cwd, *args, input=input, timeout=timeout)
     except OSError as e:  # no git on PATH, or cwd missing
         raise GitError(f"cannot run git in {cwd}: {e.strerror}; install git or check the path") from e
     except GitTimeout:

@@ -148,3 +148,22 @@ def test_what_the_runner_reads_of_a_worktree_follows_no_link_and_no_fifo(home, t
     assert hashlib.sha256(FAKE_KEY.encode()).hexdigest() not in logs, logs
     assert rpc(home, "runner.info")["pid"] == home.discovery()["pid"]  # the runner still answers
     assert w.items(run)["w1"]["state"] == "completed", run
+
+
+GIT_CONFIG_ATTACK = str(Path(__file__).resolve().parents[1] / "fixtures" / "search_git_config_attack.py")
+
+
+def test_git_configuration_a_worker_plants_is_never_obeyed_by_the_runners_search(home, tmp_path):
+    """A worker's nested repository names a program as core.fsmonitor (and its hooks); the
+    runner's search runs git there outside any sandbox (`ls-files` runs an fsmonitor), so every
+    git the runner starts runs with fsmonitor and hooks off (runner.system.git.SAFE)."""
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\n')
+    marker = tmp_path / "fsmonitor-ran.txt"
+    w = Work(home, repo, {})
+    w.add("w1", "--verify", "test -f done.txt")
+    w.cli("work", "--items", "w1", "--run", f"{sys.executable} {GIT_CONFIG_ATTACK} {marker}", "--json")
+    run = w.until(lambda r: r["ended_at"] is not None)
+    logs = w.cli("work", "logs", "w1").stdout
+    assert "ANSWERED True" in logs, logs  # the nested directory was searched: git ran there
+    assert not marker.exists(), "the runner ran a program a sandboxed worker named in git config"
+    assert w.items(run)["w1"]["state"] == "completed", run

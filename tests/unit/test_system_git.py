@@ -50,3 +50,25 @@ async def test_one_environment_rule(monkeypatch):
 async def test_a_git_that_cannot_start_is_an_os_error(tmp_path):
     with pytest.raises(OSError):
         await system_git.run(str(tmp_path / "missing"), "status")
+
+
+def test_the_synchronous_face_kills_what_git_started_on_its_timeout(tmp_path):
+    # Search's indexer threads run git through run_sync: an alias or hook git starts dies with it.
+    pidfile = tmp_path / "pid"
+    with pytest.raises(system_git.GitTimeout):
+        system_git.run_sync(str(tmp_path), "-c", f"alias.hang=!echo $$ > {pidfile}; exec sleep 600", "hang",
+                            timeout=0.5)
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+async def test_the_status_check_runs_no_fsmonitor_a_repository_names(repo, tmp_path):
+    # `git status` runs core.fsmonitor; a repository a worker made in its worktree can name one.
+    marker = tmp_path / "ran"
+    hook = tmp_path / "fsmonitor.sh"
+    hook.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    hook.chmod(0o755)
+    g(repo, "config", "core.fsmonitor", str(hook))
+    facts = await git_facts(repo)
+    assert facts.repo and not marker.exists()

@@ -24,6 +24,7 @@ from plugkit.lifecycle.workspace import Workspace
 from plugkit.refusals import Conflict, Invalid
 from runner.core.gates.witness import git_facts
 from runner.executors.base import ExecSpec
+from runner.system import git as system_git
 
 if TYPE_CHECKING:
     from runner.core.gates.manager import GateManager
@@ -53,12 +54,13 @@ def token(provider: str, var: str, home: Optional[str]) -> Optional[str]:
 
 
 async def _git(root: str, *args: str) -> str:
-    proc = await asyncio.create_subprocess_exec("git", "-C", root, *args, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
-    if proc.returncode != 0:
-        raise Invalid(f"git {args[0]} failed: {err.decode(errors='replace').strip()[:200]}")
-    return out.decode().strip()
+    try:  # through the runner's one git (its environment rule; no hooks, no fsmonitor)
+        done = await system_git.run(root, *args)
+    except (OSError, system_git.GitTimeout) as exc:
+        raise Invalid(f"git {args[0]} could not run in {root}: {exc}") from None
+    if done.rc != 0:
+        raise Invalid(f"git {args[0]} failed: {system_git.why(done.err.decode(errors='replace'))}")
+    return done.out.decode().strip()
 
 
 async def _local(gates: "GateManager", session_id: str, root: str, cfg: GateConfig, sha: str,

@@ -8,11 +8,11 @@ import collections
 import json
 import os
 import re
-import subprocess
 import tomllib
 
 from runner.core.search import chunks, files
 from plugkit import confined
+from runner.system import git as system_git
 
 MAX_CHARS = 3600  # about 900 tokens at the most; a small project's is far shorter
 INPUTS = ("pyproject.toml", "package.json", "Makefile", "Cargo.toml", "go.mod", "setup.py", ".github/workflows",
@@ -120,9 +120,9 @@ def _layout(paths: list[str]) -> list[str]:
 
 def _hot(root: str) -> list[str]:
     try:
-        out = subprocess.run(["git", "-C", root, "log", "--since=90.days", "--format=", "--name-only", "-n", "500"],
-                             capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
+        out = system_git.run_sync(root, "log", "--since=90.days", "--format=", "--name-only", "-n", "500",
+                                  timeout=20).out.decode(errors="replace")
+    except (OSError, system_git.GitTimeout):
         return []
     churn = collections.Counter(p for p in out.splitlines() if p.strip())
     return [f"{p} ({n} commits)" for p, n in churn.most_common(8) if os.path.lexists(os.path.join(root, p))]

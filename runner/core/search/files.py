@@ -5,9 +5,9 @@ the caller may be a sandbox that planted a link to what it cannot read, or a FIF
 
 import os
 import re
-import subprocess
 
 from plugkit import confined
+from runner.system import git as system_git
 
 MAX_BYTES = 1 << 20  # bigger files are data or generated: not worth an agent's search
 MAX_FILES = 50_000
@@ -37,10 +37,12 @@ def list_files(root: str) -> list[str]:
 
 def _git_files(root: str) -> list[str] | None:
     try:
-        out = subprocess.run(["git", "-C", root, "ls-files", "-co", "--exclude-standard", "-z"],
-                             capture_output=True, timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None  # not a repository (or no git): walk it
+        done = system_git.run_sync(root, "ls-files", "-co", "--exclude-standard", "-z", timeout=30)
+    except (OSError, system_git.GitTimeout):
+        return None  # no git: walk it
+    if done.rc != 0:
+        return None  # not a repository: walk it
+    out = done.out
     return sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p})
 
 

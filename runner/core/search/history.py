@@ -2,10 +2,10 @@
 removed, bounded), read with `git log`. Reconciled with what HEAD reaches (`git rev-list`): a
 new commit costs one short log, and a commit amended or rebased away leaves the index."""
 
-import subprocess
 from typing import Iterable
 
 from runner.core.search.store import Commit
+from runner.system import git as system_git
 
 MAX_COMMITS = 20_000
 MAX_BODY = 2000
@@ -23,30 +23,27 @@ LOG = ["log", "--no-color", "--no-ext-diff", "--no-textconv", "--no-walk=unsorte
 
 def git_dir(root: str) -> str | None:
     try:
-        out = subprocess.run(["git", "-C", root, "rev-parse", "--absolute-git-dir"], capture_output=True,
-                             timeout=10, text=True)
-    except (OSError, subprocess.SubprocessError):
+        out = system_git.run_sync(root, "rev-parse", "--absolute-git-dir", timeout=10)
+    except (OSError, system_git.GitTimeout):
         return None
-    return out.stdout.strip() if out.returncode == 0 else None
+    return out.out.decode(errors="replace").strip() if out.rc == 0 else None
 
 
 def head(root: str) -> str | None:
     try:
-        out = subprocess.run(["git", "-C", root, "rev-parse", "-q", "--verify", "HEAD"],
-                             capture_output=True, timeout=10, text=True)
-    except (OSError, subprocess.SubprocessError):
+        out = system_git.run_sync(root, "rev-parse", "-q", "--verify", "HEAD", timeout=10)
+    except (OSError, system_git.GitTimeout):
         return None
-    return out.stdout.strip() or None
+    return out.out.decode(errors="replace").strip() or None
 
 
 def reachable(root: str, until: str) -> list[str] | None:
     """The hashes HEAD reaches, newest first (at most MAX_COMMITS); None when git fails."""
     try:
-        out = subprocess.run(["git", "-C", root, "rev-list", f"--max-count={MAX_COMMITS}", until],
-                             capture_output=True, timeout=60, text=True)
-    except (OSError, subprocess.SubprocessError):
+        out = system_git.run_sync(root, "rev-list", f"--max-count={MAX_COMMITS}", until, timeout=60)
+    except (OSError, system_git.GitTimeout):
         return None
-    return out.stdout.split() if out.returncode == 0 else None
+    return out.out.decode(errors="replace").split() if out.rc == 0 else None
 
 
 def commits(root: str, hashes: list[str]) -> list[Commit]:
@@ -58,14 +55,13 @@ def commits(root: str, hashes: list[str]) -> list[Commit]:
 
 def _log(root: str, hashes: list[str], how: list[str]) -> list[Commit]:
     try:
-        out = subprocess.run(["git", "-C", root, *LOG, *how], input="\n".join(hashes).encode(),
-                             capture_output=True, timeout=300)
-    except (OSError, subprocess.SubprocessError):
+        out = system_git.run_sync(root, *LOG, *how, input="\n".join(hashes).encode(), timeout=300)
+    except (OSError, system_git.GitTimeout):
         return []
-    if out.returncode != 0:
+    if out.rc != 0:
         return []
     found = []
-    for record in out.stdout.decode("utf-8", "replace").split(RS)[1:]:
+    for record in out.out.decode("utf-8", "replace").split(RS)[1:]:
         fields = record.split(US)
         if len(fields) < 5:
             continue

@@ -5,7 +5,6 @@ content hits with whole lines, and commits when the query is about history or ma
 import hashlib
 import os
 import re
-import subprocess
 import threading
 from dataclasses import dataclass
 
@@ -13,6 +12,7 @@ from plugkit.workspace import find_root
 from runner.core.search import digest, files, history as git_history, kind as query_kind, seed, semantic, tokens
 from runner.core.search.index import Progress, WorkspaceIndex
 from runner.core.search.store import Commit, DefHit
+from runner.system import git as system_git
 
 HISTORY = re.compile(r"\b(why|when|who|changed?|commits?|history|introduced|removed|added|regress\w*|"
                      r"revert\w*|fix(ed|es)?|broke)\b", re.I)
@@ -188,11 +188,11 @@ class SearchManager:
 def _root(cwd: str) -> str:
     """The repository's top level where cwd is in one, else the workspace root."""
     try:
-        out = subprocess.run(["git", "-C", cwd, "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, timeout=10)
-        if out.returncode == 0 and out.stdout.strip():
-            return os.path.realpath(out.stdout.strip())
-    except (OSError, subprocess.SubprocessError):
+        out = system_git.run_sync(cwd, "rev-parse", "--show-toplevel", timeout=10)
+        top = out.out.decode(errors="replace").strip()
+        if out.rc == 0 and top:
+            return os.path.realpath(top)
+    except (OSError, system_git.GitTimeout):
         pass
     return find_root(cwd)
 

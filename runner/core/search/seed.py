@@ -15,22 +15,21 @@ reconciled with the worktree's own HEAD on the first query.
 import os
 import sqlite3
 import stat
-import subprocess
 
 from plugkit import confined
 from runner.core.search import files
 from runner.core.search.store import SCHEMA_VERSION, SqliteStore
+from runner.system import git as system_git
 
 
 def main_root(root: str) -> str | None:
     """The main checkout of the repository `root` is a linked worktree of, else None."""
     try:
-        out = subprocess.run(["git", "-C", root, "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
+        out = system_git.run_sync(root, "rev-parse", "--path-format=absolute", "--git-common-dir", timeout=10)
+    except (OSError, system_git.GitTimeout):
         return None
-    common = out.stdout.strip()
-    if out.returncode != 0 or os.path.basename(common) != ".git":
+    common = out.out.decode(errors="replace").strip()
+    if out.rc != 0 or os.path.basename(common) != ".git":
         return None  # not a repository, or a bare one (no checkout to copy from)
     main = os.path.realpath(os.path.dirname(common))
     return main if main != os.path.realpath(root) else None
