@@ -43,6 +43,40 @@ class GitTimeout(Exception):
     """git ran past its timeout and was killed with its process group."""
 
 
+class NotOurs(PermissionError):
+    """cwd is inside a repository a sandboxed worker made in its worktree: its config is the
+    worker's (filters, fsmonitor, aliases), so the runner runs no git there."""
+
+
+# Where `plugkit work` puts a worker's worktree (runner/core/work/attempt.py): <root>/.plugkit/worktrees/<id>.
+_WORKTREES = os.sep + os.path.join(".plugkit", "worktrees") + os.sep
+
+
+def sandbox_made(cwd: str) -> str | None:
+    """The repository a sandboxed worker made that holds cwd, else None: a directory with a .git
+    below a worker's worktree root (the worktree's own .git file is the runner's, read-only to it).
+    A filesystem walk of a few levels, no git: it runs before every git the runner starts."""
+    real = os.path.realpath(cwd)
+    at = real.find(_WORKTREES)
+    if at < 0:
+        return None
+    rest = real[at + len(_WORKTREES):].split(os.sep)
+    top = real[:at + len(_WORKTREES)] + rest[0]
+    probe = real
+    while len(probe) > len(top):
+        if os.path.lexists(os.path.join(probe, ".git")):
+            return probe
+        probe = os.path.dirname(probe)
+    return None
+
+
+def _refuse_sandbox_made(cwd: str) -> None:
+    made = sandbox_made(cwd)
+    if made is not None:
+        raise NotOurs(f"{made} is a repository a sandboxed worker made inside its worktree: the runner runs "
+                      "no git there (its config is the worker's); run git in the worktree itself")
+
+
 class GitError(Exception):
     """A git step failed; the message is one line: what failed and what a person does next."""
 
@@ -65,7 +99,8 @@ def environment() -> dict[str, str]:
 
 async def run(cwd: str, *args: str, input: bytes | None = None, timeout: float = TIMEOUT_S) -> Done:
     """git ARGS (under SAFE) in cwd. Raises OSError when git cannot start (not installed, cwd
-    missing) and GitTimeout past `timeout` seconds."""
+    missing; NotOurs where a worker made the repository) and GitTimeout past `timeout` seconds."""
+    _refuse_sandbox_made(cwd)
     proc = await asyncio.create_subprocess_exec(
         "git", *SAFE, *args, cwd=cwd, env=environment(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL, start_new_session=True)
@@ -85,6 +120,7 @@ async def run(cwd: str, *args: str, input: bytes | None = None, timeout: float =
 def run_sync(cwd: str, *args: str, input: bytes | None = None, timeout: float = TIMEOUT_S) -> Done:
     """run()'s synchronous face, for code already on a worker thread (search's indexer): the same
     environment rule and SAFE, its process group killed on the timeout. Raises as run() does."""
+    _refuse_sandbox_made(cwd)
     with subprocess.Popen(["git", *SAFE, *args], cwd=cwd, env=environment(), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, start_new_session=True,
                           stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL) as proc:
@@ -111,6 +147,8 @@ async def safe(cwd: str, *args: str, input: bytes | None = None, timeout: float 
     """git ARGS; a git that cannot start or runs too long is a GitError naming the fix."""
     try:
         return await run(cwd, *args, input=input, timeout=timeout)
+    except NotOurs as e:
+        raise GitError(str(e)) from e
     except OSError as e:  # no git on PATH, or cwd missing
         raise GitError(f"cannot run git in {cwd}: {e.strerror}; install git or check the path") from e
     except GitTimeout:

@@ -3,6 +3,7 @@ users (plugkit work's git, the gates' status check) get the same environment rul
 
 import os
 
+import psutil
 import pytest
 
 from runner.core.gates.witness import git_facts
@@ -58,9 +59,11 @@ def test_the_synchronous_face_kills_what_git_started_on_its_timeout(tmp_path):
     with pytest.raises(system_git.GitTimeout):
         system_git.run_sync(str(tmp_path), "-c", f"alias.hang=!echo $$ > {pidfile}; exec sleep 600", "hang",
                             timeout=0.5)
-    pid = int(pidfile.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    proc = psutil.Process(int(pidfile.read_text()))
+    try:  # the SIGKILL lands: dead, or a zombie its reaper has not collected yet
+        proc.wait(timeout=10)
+    except psutil.TimeoutExpired:
+        assert proc.status() == psutil.STATUS_ZOMBIE
 
 
 async def test_the_status_check_runs_no_fsmonitor_a_repository_names(repo, tmp_path):
@@ -72,3 +75,26 @@ async def test_the_status_check_runs_no_fsmonitor_a_repository_names(repo, tmp_p
     g(repo, "config", "core.fsmonitor", str(hook))
     facts = await git_facts(repo)
     assert facts.repo and not marker.exists()
+
+
+async def test_no_git_runs_in_a_repository_a_worker_made_inside_its_worktree(repo, tmp_path):
+    # Its .git/config is the worker's: a clean filter `git status` runs, an fsmonitor, an alias.
+    worktree = os.path.join(repo, ".plugkit", "worktrees", "w1")
+    nested = os.path.join(worktree, "vendor", "lib")
+    os.makedirs(nested)
+    g(nested, "init", "-q")
+    marker = tmp_path / "ran"
+    with open(os.path.join(nested, ".gitattributes"), "w") as fh:
+        fh.write("* filter=x\n")
+    with open(os.path.join(nested, "a.py"), "w") as fh:
+        fh.write("a\n")
+    g(nested, "config", "filter.x.clean", f"sh -c 'echo ran >> {marker}; cat'")
+    assert system_git.sandbox_made(os.path.join(nested, "deeper")) == os.path.realpath(nested)
+    assert system_git.sandbox_made(worktree) is None and system_git.sandbox_made(repo) is None
+    with pytest.raises(system_git.NotOurs):
+        await system_git.run(nested, "status")
+    with pytest.raises(system_git.NotOurs):
+        system_git.run_sync(nested, "add", "-A")
+    facts = await git_facts(nested)
+    assert facts.error and "sandboxed worker" in facts.error
+    assert not marker.exists()

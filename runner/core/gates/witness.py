@@ -88,6 +88,8 @@ async def git_facts(root: str) -> GitFacts:
     try:
         done = await system_git.run(root, "status", "--porcelain=v2", "--branch", "-z", "--", ".",
                                     timeout=GIT_TIMEOUT_S)
+    except system_git.NotOurs as exc:
+        return GitFacts(repo=True, error=str(exc))
     except OSError:  # git missing (or root gone)
         if os.path.exists(os.path.join(root, ".git")):
             return GitFacts(repo=True, error="git is not installed, so the worktree cannot be checked")
