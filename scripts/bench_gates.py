@@ -93,7 +93,7 @@ def case_receipt_signing(n: int) -> list[Row]:
     from plugkit.lifecycle import evidence, signing
     from plugkit.lifecycle.workspace import Workspace
     from runner.core.gates.keys import load_key
-    from runner.core.gates.store import GateStore
+    from runner.system.stores.gates import GateStore
 
     home, root = tempfile.mkdtemp(prefix="bench-sign-home-"), tempfile.mkdtemp(prefix="bench-sign-ws-")
     key, store = signing.load_private(home), GateStore(home)

@@ -278,7 +278,7 @@ class ConfigFinding(Finding):
 
 
 class LedgerFinding(Finding):
-    """A break of the runner's own ledger (runner.core.gates.chain), not yet acknowledged by a person."""
+    """A break of the runner's own ledger (runner.system.stores.gate_chain), not yet acknowledged by a person."""
 
     def text(self) -> str:
         return f"{self.view} ({self.runner})"

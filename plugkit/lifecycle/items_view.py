@@ -38,7 +38,7 @@ class _Version:
     fields: dict[str, Fields]  # item id -> its fields in `text`, in its order; never handed out
     rendered: dict[str, str]  # item id -> its text inside `text` (filled as first needed)
     live: dict[str, prd.Item]  # models for the workspace's writer, checked against `fields`
-    rev: Optional[int] = None  # the ledger's rev of these items, once known (runner.core.gates.store)
+    rev: Optional[int] = None  # the ledger's rev of these items, once known (runner.system.stores.gates)
     data: Optional[bytes] = None  # text, encoded: what .prd holds when the view is the items
     written: Optional[list[tuple[str, str]]] = None  # (id, text) the dump that made it rendered, in order
 

@@ -33,7 +33,7 @@ OWNED_IGNORES = ("state.json", "state.json.corrupt-*", "state.lock", "evidence/"
 class Workspace:
     root: str  # a realpath
     # What only the runner holds (None in the pure model and its unit tests): the key its
-    # receipts are sealed with, and its ledger of the gates' state (runner.core.gates.store),
+    # receipts are sealed with, and its ledger of the gates' state (runner.system.stores.gates),
     # the source of truth of which the workspace's files are views.
     seal: Optional[bytes] = field(default=None, compare=False, repr=False)
     ledger: Optional[Any] = field(default=None, compare=False, repr=False)

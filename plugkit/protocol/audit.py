@@ -1,4 +1,4 @@
-"""audit.*: the gate ledger's hash chain, checked and acknowledged (runner.core.gates.chain)."""
+"""audit.*: the gate ledger's hash chain, checked and acknowledged (runner.system.stores.gate_chain)."""
 
 from typing import Optional
 

@@ -1,9 +1,9 @@
-"""The gate ledger's hash chain (runner.core.gates.chain) on a real GateStore: an edit, a removal,
+"""The gate ledger's hash chain (runner.system.stores.gate_chain) on a real GateStore: an edit, a removal,
 a reordering, an edit re-hashed to look whole, and a truncation behind a signed head, each named."""
 
 import sqlite3
 
-from runner.core.gates.store import GateStore, Record
+from runner.system.stores.gates import GateStore, Record
 
 
 def _store(tmp_path) -> GateStore:
@@ -37,7 +37,7 @@ def test_two_records_swapped_are_named_at_the_first(tmp_path):
 
 
 def test_an_edit_rehashed_to_look_whole_breaks_its_successor_and_the_signed_head(tmp_path):
-    from runner.core.gates import chain
+    from runner.system.stores import gate_chain as chain
 
     store = _store(tmp_path)
     assert store.seal("test", 7.0) == 7

@@ -5,7 +5,7 @@ split is still read, then moved."""
 import json
 
 from plugkit.lifecycle import prd
-from runner.core.gates.store import GateStore, Record
+from runner.system.stores.gates import GateStore, Record
 
 
 def _text(*ids: str) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from plugkit.lifecycle import authority, errors, gating, item_ops, items_view, prd
 from plugkit.lifecycle.workspace import Workspace
-from runner.core.gates.store import GateStore
+from runner.system.stores.gates import GateStore
 
 NOW = 1_700_000_000.0
 N = 1000

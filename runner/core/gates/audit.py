@@ -9,8 +9,8 @@ from typing import Optional, Protocol
 
 from plugkit.refusals import Conflict, Forbidden
 from runner.core.gates.approvals import ApprovalDesk
-from runner.core.gates.chain import Break
-from runner.core.gates.store import GateStore
+from runner.system.stores.gate_chain import Break
+from runner.system.stores.gates import GateStore
 from runner.system import logs, peers
 
 log = logs.get("plugkit.gates")

@@ -35,7 +35,7 @@ from runner.executors.base import ExecSpec
 from runner.core.gates import checks, pins
 from runner.core.gates.approvals import ApprovalDesk
 from runner.core.gates.keys import load_key
-from runner.core.gates.store import GateStore
+from runner.system.stores.gates import GateStore
 from runner.system import peers
 from runner.core.gates.witness import find_task, git_facts, witness
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from plugkit.lifecycle import prd, signing
-from runner.core.gates import chain
+from runner.system.stores import gate_chain as chain
 
 FILE = "gates.sqlite3"
 _SCHEMA = (
@@ -174,7 +174,7 @@ class GateStore:
                 self._note_state(root, state)
             return done
 
-    # --- the hash chain (runner.core.gates.chain) ---------------------------------------------
+    # --- the hash chain (runner.system.stores.gate_chain) ---------------------------------------------
 
     def _adopt(self) -> None:
         """A ledger written before the chain: its rows become the chain's first records."""
