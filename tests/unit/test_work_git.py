@@ -227,3 +227,17 @@ async def test_commits_ahead_dirty_and_tip(repo, item):
     with pytest.raises(GitError) as e:
         await wg.tip(repo, "no-such")
     one_line(e.value)
+
+
+async def test_a_workers_attributes_never_run_the_persons_filters_on_its_files(repo, item, tmp_path):
+    # The person's filter drivers are theirs; which files they run on is the worker's .gitattributes.
+    path = await item()
+    write(os.path.join(path, ".gitattributes"), "* filter=lfsish\n")
+    commit(path, "a.txt", "a")
+    marker = tmp_path / "filter-ran"
+    g(repo, "config", "filter.lfsish.clean", f"sh -c 'echo ran >> {marker}; cat'")
+    g(repo, "config", "filter.lfsish.process", f"sh -c 'echo ran >> {marker}'")
+    g(repo, "config", "filter.lfsish.required", "true")
+    write(os.path.join(path, "a.txt"), "changed by the worker")
+    assert await wg.worker_dirty(path) == ["a.txt"]
+    assert not marker.exists()

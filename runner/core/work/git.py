@@ -171,8 +171,15 @@ async def commits_ahead(root: str, base: str, branch: str) -> int:
 
 async def worker_dirty(worktree: str) -> list[str]:
     """dirty() of a worker's worktree, its git dir given explicitly: a worktree the worker writes
-    is read, never trusted to say which repository it is."""
-    return await dirty(worktree, f"--git-dir={worktree_git_dir(worktree)}",
+    is read, never trusted to say which repository it is. Its .gitattributes are the worker's too:
+    `status` would run the person's filter drivers (clean, process) on whatever the worker aims
+    them at, so every configured driver is blanked for this git."""
+    git_dir = worktree_git_dir(worktree)
+    drivers = await run(worktree, f"--git-dir={git_dir}", "config", "--name-only", "--get-regexp", r"^filter\.",
+                        check=False)
+    names = {name.rsplit(".", 1)[0][len("filter."):] for name in drivers.splitlines() if name.count(".") >= 2}
+    off = [f"filter.{n}.{part}" for n in sorted(names) for part in ("clean=", "smudge=", "process=", "required=false")]
+    return await dirty(worktree, *(arg for pair in off for arg in ("-c", pair)), f"--git-dir={git_dir}",
                        f"--work-tree={os.path.realpath(worktree)}")
 
 
