@@ -66,7 +66,8 @@ class LandingQueue:
         entry.context = tail(context)
         self._set(entry, "evicted", why)
         it.evictions += 1
-        return Failed(REJECTED, "evicted", f"evicted from the landing queue of {self.run.branch}: {why}",
+        kept = f"; its work: `git diff {it.base[:12]} {entry.sha[:12]}`" if it.base else ""  # objects stay in the store
+        return Failed(REJECTED, "evicted", f"evicted from the landing queue of {self.run.branch}: {why}{kept}",
                       entry.context)
 
     def _set(self, entry: QueueEntry, state: str, note: Optional[str]) -> None:
