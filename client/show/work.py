@@ -32,6 +32,8 @@ def item_line(it: dict) -> str:
         parts.append(f"receipt {it['receipt'][:12]}")
     if it.get("attempt", 0) > 1:
         parts.append(f"attempt {it['attempt']}")
+    if it.get("evictions"):
+        parts.append(f"evicted {it['evictions']}x from the landing queue")
     if it.get("node"):
         parts.append(f"node {it['node']}")
     if it.get("ports"):

@@ -3,9 +3,12 @@ green whatever order they ask in, an entry that leaves unlanded is evicted and n
 next, the kept history is bounded, and an eviction's context is bounded and keeps its end."""
 
 import asyncio
+import json
 
+from client.show.work import QUEUE_SHOWN, run_lines
 from runner.core.work.model import ItemRun, Run
 from runner.core.work.queue import MAX_ENDED, LandingQueue, hunks, tail
+from runner.rpc.shapes import work_run
 
 
 def _run() -> Run:
@@ -72,3 +75,24 @@ def test_hunks_show_each_conflict_region_with_context_and_tail_keeps_the_end():
     long = "".join(f"line {n}\n" for n in range(2000))
     cut = tail(long, 300)
     assert cut.endswith("line 1999\n") and cut.startswith("... (") and len(cut.encode()) < 340
+
+
+async def test_work_status_shows_the_latest_queue_entries_bounded_an_eviction_with_its_why():
+    run = _run()
+    q = _queue(run)
+    it = ItemRun(id="w1", subject="s", attempt=1)
+    run.items["w1"] = it
+    for n in range(QUEUE_SHOWN + 3):
+        entry = q.join(it, f"{n % 10}" * 40)
+        async with q.turn(entry):
+            if n == QUEUE_SHOWN + 2:
+                q.evict(entry, it, "conflicts with what landed before it in a.txt", "<<<<<<< x")
+            else:
+                q.move(entry, "landed", "f" * 40)
+    lines = "\n".join(run_lines(json.loads(work_run(run).model_dump_json()))).splitlines()
+    at = next(n for n, line in enumerate(lines) if line.startswith("  landing queue on main"))
+    assert "3 earlier not shown" in lines[at]
+    shown = lines[at + 1:]
+    assert sum(1 for line in shown if line.startswith("    w1 ")) == QUEUE_SHOWN
+    evicted = next(n for n, line in enumerate(shown) if " evicted " in line)
+    assert "conflicts with what landed before it in a.txt" in shown[evicted + 1], shown
