@@ -122,6 +122,8 @@ WORK_REASONS: dict[str, str] = {
     "stopped": "the run was stopped (plugkit work stop)",
     "runner_restarted": "the runner stopped while the worker ran",
     "merge_conflict": "its branch does not land cleanly; the branch is kept for a person",
+    "evicted": "the landing queue evicted its branch (it conflicts with what landed before it, or its check is red "
+               "on the rebased tree): its next attempt starts from the new tip with the conflict or the check's output",
     "replan": "it failed twice: back to PLAN instead of a third try",
     "refused": "the gates refused to start it",
     "rolled_back": "a person rolled the landed item back (plugkit work rollback); it is pending again",
@@ -145,10 +147,13 @@ WORK_HELD_REASONS: frozenset[str] = frozenset({"merge_conflict", "land_failed", 
                                                "setup_failed", "usage_limit"})
 # Failures that count toward the two-pass rule (a kill by a person or the budget does not).
 WORK_RETRIED_REASONS: frozenset[str] = frozenset({"worker_exit", "spawn_failed", "no_commits", "control_files",
-                                                  "verify_failed", "stalled", "ci_red"})
+                                                  "verify_failed", "stalled", "ci_red", "evicted"})
 # Ends that are the cluster's, not the item's: the attempt is placed again (elsewhere) without
 # counting toward the two-pass rule, at most this many times per item.
 WORK_REPLACED_REASONS: frozenset[str] = frozenset({"node_lost"})
+# The landing queue of a run's branch (runner/core/work/queue.py): each green branch waits its
+# turn, is rebased onto the latest tip, checked again on that tree, then lands or is evicted.
+WORK_QUEUE_STATES: tuple[str, ...] = ("waiting", "rebasing", "checking", "landed", "evicted")
 WORK_MAX_REPLACEMENTS = 3
 
 # --- plugkit work: the state of a run -----------------------------------------------------------

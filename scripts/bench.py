@@ -104,7 +104,7 @@ CASES: dict = {}  # every case lives in a bench_*.py module beside this file
 # Each issue's benchmarks live beside this file and plug their CASES in here.
 EXTRA_MODULES = ("bench_runner", "bench_cli", "bench_serial", "bench_hooks", "bench_browser", "bench_hosts", "bench_work",
                  "bench_spawn", "bench_search", "bench_search_perf", "bench_gates", "bench_work_ray", "bench_ui",
-                 "bench_work_ready", "bench_restart", "bench_budget")
+                 "bench_work_ready", "bench_restart", "bench_budget", "bench_work_queue")
 
 
 def all_cases() -> dict:

@@ -9,6 +9,7 @@ from plugkit.work.events import retry_hint
 
 MAX_ITEMS = 12
 DIFF_LINES = 12
+QUEUE_SHOWN = 6  # landing-queue entries in `work status` (the page and --json have the run's kept ones)
 
 
 def _ago(ts: float | None) -> str:
@@ -31,6 +32,8 @@ def item_line(it: dict) -> str:
         parts.append(f"receipt {it['receipt'][:12]}")
     if it.get("attempt", 0) > 1:
         parts.append(f"attempt {it['attempt']}")
+    if it.get("evictions"):
+        parts.append(f"evicted {it['evictions']}x from the landing queue")
     if it.get("node"):
         parts.append(f"node {it['node']}")
     if it.get("ports"):
@@ -77,8 +80,29 @@ def run_lines(run: dict | None) -> list[str]:
     lines += [item_line(it) for it in items[:MAX_ITEMS]]
     if len(items) > MAX_ITEMS:
         lines.append(f"  ... and {len(items) - MAX_ITEMS} more (`plugkit work status --json`)")
+    lines += queue_lines(run)
     if run["state"] in ("running", "waiting", "halted") and run.get("ended_at") is None:
         lines.append("next: plugkit work status --wait 60 | plugkit work logs ITEM | plugkit work stop")
+    return lines
+
+
+def queue_lines(run: dict, shown: int = QUEUE_SHOWN) -> list[str]:
+    """The landing queue (issue 48 #4): its latest entries, oldest green first, one line each;
+    an eviction says why, and where its whole context is."""
+    queue = run.get("queue") or []
+    if not queue:
+        return []
+    lines = [f"  landing queue on {run['branch']} (in the order they went green"
+             + (f"; {len(queue) - shown} earlier not shown" if len(queue) > shown else "") + "):"]
+    for e in queue[-shown:]:
+        line = f"    {e['item']:<8} {e['state']:<9} attempt {e['attempt']}, green {e['sha'][:12]}"
+        if e.get("landed"):
+            line += f", landed {e['landed'][:12]}"
+        if e["state"] == "evicted" and e.get("note"):
+            line += f"\n             {e['note'][:200]}"
+            if e.get("context"):
+                line += f" (`plugkit work status --json` has its {len(e['context'].splitlines())} lines of context)"
+        lines.append(line)
     return lines
 
 

@@ -13,7 +13,7 @@ from plugkit.hosts import WORKER_NAMES
 from plugkit.protocol import Cwd, Environment, Offset, Params, Result, SessionId
 from plugkit.protocol.bounds import at_most
 from plugkit.protocol.lifecycle import ItemId
-from plugkit.vocab import WORK_ITEM_STATES, WORK_NETWORKS, WORK_RUN_STATES, WORK_RUNTIMES
+from plugkit.vocab import WORK_ITEM_STATES, WORK_NETWORKS, WORK_QUEUE_STATES, WORK_RUN_STATES, WORK_RUNTIMES
 
 WorkerName = Literal[WORKER_NAMES]  # type: ignore[valid-type]  # every host with a worker, and "command"
 MergeMode = Literal["ff", "merge"]
@@ -22,6 +22,7 @@ Network = Literal[WORK_NETWORKS]  # type: ignore[valid-type]
 RunState = Literal[WORK_RUN_STATES]  # type: ignore[valid-type]
 # Live item states, then the terminal ones (each terminal state comes with a reason word).
 ItemState = Literal[WORK_ITEM_STATES]  # type: ignore[valid-type]  # Literal of the tuple's values
+QueueState = Literal[WORK_QUEUE_STATES]  # type: ignore[valid-type]  # waiting rebasing checking landed evicted
 
 
 class WorkParams(Params):
@@ -143,6 +144,21 @@ class WorkItemInfo(Result):
     cost: float = 0.0  # USD its workers reported
     model: Optional[str] = None  # the model its latest worker reported
     pauses: int = 0  # attempts a spent budget ended (resumed on the kept branch, not counted as failures)
+    evictions: int = 0  # attempts the landing queue evicted (a conflict or a red check after the rebase)
+
+
+class WorkQueueEntry(Result):
+    """One green branch in the landing queue of the run's branch, in the order they went green."""
+
+    item: str
+    attempt: int
+    sha: str  # the commit that went green, before any rebase
+    green_at: float
+    state: QueueState
+    moved_at: Optional[float] = None
+    landed: Optional[str] = None  # the sha it landed as
+    note: Optional[str] = None  # evicted: why, one line
+    context: Optional[str] = None  # evicted: the conflict's files and hunks, or the check's output tail (bounded)
 
 
 class WorkRunInfo(Result):
@@ -172,6 +188,7 @@ class WorkRunInfo(Result):
     refused_nodes: dict[str, str] = {}  # runtime ray: nodes given no item (not proven ours), and why
     caps: dict[str, float] = {}  # tokens | cost | item_tokens | item_cost -> the cap (budget_* at start)
     spend: dict[str, float] = {}  # tokens | cost -> what the run's workers reported so far
+    queue: list[WorkQueueEntry] = []  # the landing queue: the latest entries, oldest green first
 
 
 class WorkStatus(Result):

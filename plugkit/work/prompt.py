@@ -27,12 +27,17 @@ def _section(title: str, lines: list[str]) -> list[str]:
     return ["", f"{title}:", *shown]
 
 
+MAX_EVICTED = 60  # lines of an eviction's context (conflict hunks, a check's output tail)
+
+
 def build(item: Any, verify: str | None, branch: str, worktree: str, previous: str | None = None,
-          interrupted: str | None = None) -> str:
+          interrupted: str | None = None, evicted: str | None = None, target: str = "the run's branch") -> str:
     """The worker's prompt for `item` (a plugkit.lifecycle.prd.Item). `verify` is the
     command the runner will run once the worker stops (the item's own, else the workspace's);
     `previous`, why the last attempt failed (its first line, then the check's last lines);
-    `interrupted`, the recovery note of an attempt the runner's death cut short."""
+    `interrupted`, the recovery note of an attempt the runner's death cut short; `evicted`, why the
+    landing queue evicted the last attempt's branch (its first line), then the conflict's hunks or
+    the check's output on the rebased tree."""
     verify = getattr(item, "verify", None) or verify
     lines = [f"work item {item.id}: {_cut(item.subject)}"]
     lines += _section("Acceptance criteria", list(item.acceptance))
@@ -55,4 +60,9 @@ def build(item: Any, verify: str | None, branch: str, worktree: str, previous: s
     if interrupted:
         lines += ["", "You were interrupted; continue from where you stopped:"]
         lines += [f"- {_cut(line)}" for line in interrupted.splitlines()[:MAX_LIST]]
+    if evicted:
+        first, *rest = evicted.splitlines()
+        lines += ["", f"Your last branch was evicted from the landing queue: this worktree starts from the new tip "
+                      f"of {_cut(target)}, with what landed before it; redo the item on it:", f"- {_cut(first)}"]
+        lines += [f"  | {line[:MAX_LINE]}" for line in rest[-MAX_EVICTED:]]
     return "\n".join(lines) + "\n"

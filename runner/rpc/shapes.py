@@ -9,7 +9,7 @@ from plugkit.lifecycle.phases import Check
 from plugkit.lifecycle.model import Transition  # not .state: the first task.* call skips the storage code
 from plugkit.protocol import Chunk, Output, TaskInfo, WaitResult
 from plugkit.protocol.lifecycle import ConditionInfo, PrdItem, ReceiptInfo, TransitionInfo
-from plugkit.protocol.work import WorkItemInfo, WorkRunInfo
+from plugkit.protocol.work import WorkItemInfo, WorkQueueEntry, WorkRunInfo
 from runner.core.tasks import stdin_watch
 from runner.core.tasks.manager import Waited
 from runner.core.tasks.output import ReadResult
@@ -80,5 +80,6 @@ def work_item(it: Any) -> WorkItemInfo:
 
 
 def work_run(run: Any) -> WorkRunInfo:
-    fields = {name: getattr(run, name) for name in WorkRunInfo.model_fields if name != "items"}
-    return WorkRunInfo(**fields, items=[work_item(i) for i in run.items.values()])
+    fields = {name: getattr(run, name) for name in WorkRunInfo.model_fields if name not in ("items", "queue")}
+    return WorkRunInfo(**fields, items=[work_item(i) for i in run.items.values()],
+                       queue=[WorkQueueEntry(**vars(e)) for e in run.queue])

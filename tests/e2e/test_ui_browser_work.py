@@ -59,6 +59,7 @@ async def test_a_work_run_moves_on_the_page_without_a_reload(home, repo, tmp_pat
         items = w.items(w.status())
         assert items["w1"]["state"] == "completed" and items["w1"]["landed"][:12] in board, (items, board)
         assert items["w2"]["state"] == "blocked" and "next: plugkit" in board, board
+        assert "landing queue on main" in board, board  # its table: w1 landed (issue 48 #4)
         workspaces = await page.evaluate("document.getElementById('gates').textContent")
         assert str(repo.resolve()) in workspaces and "worktrees" not in workspaces, workspaces
         own = f"http://127.0.0.1:{home.port}/"

@@ -64,6 +64,8 @@ def test_the_board_shows_a_run_as_work_status_does(home, repo):
     assert shown["w1"]["state"] == "completed" and shown["w1"]["verify"] == "green" and shown["w1"]["landed"]
     assert shown["w2"]["state"] == "blocked" and "verify_failed" in shown["w2"]["message"]
     assert board[0]["halt"] == run["halt"] and "replan" in board[0]["halt"]
+    # The landing queue, as `work status --json` has it: w1 went green and landed (w2 never went green).
+    assert board[0]["queue"] == run["queue"] and [(e["item"], e["state"]) for e in run["queue"]] == [("w1", "landed")]
     gates = page.api("gates")["workspaces"]
     assert str(repo.resolve()) in [g["workspace"] for g in gates], gates
     tasks = page.api("tasks")["tasks"]

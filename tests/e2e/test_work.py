@@ -1,7 +1,7 @@
 """`plugkit work` with the command worker (tests/support/work_agent.py), against the real
 runner and real git: waves and parallel slots, landing only on the runner's own green
-check, the two-pass rule, the stall watchdog, the budget, AFK halts and approvals, merge
-conflicts, stop, rollback, and the worker policy through the real hook."""
+check, the two-pass rule, the stall watchdog, the budget, AFK halts and approvals, stop,
+rollback, and the worker policy through the real hook (conflicts: test_work_queue.py)."""
 
 import json
 import os
@@ -127,22 +127,6 @@ def test_budget_halts_the_run_and_stop_returns_items_to_pending(home, repo):
     assert run["state"] == "stopped" and (w.items(run)["w2"]["state"], w.items(run)["w2"]["reason"]) == (
         "killed", "stopped"), run
     assert w.prd()["w2"]["status"] == "pending"
-
-
-def test_a_conflict_blocks_the_item_keeps_its_branch_and_halts_an_afk_run(home, repo):
-    w = Work(home, repo, {"w1": [["sleep", 0.5], *commit_file("same.txt", "one\n")],
-                          "w2": [["sleep", 2.5], *commit_file("same.txt", "two\n")]})
-    w.add("w1", "--verify", "test -f same.txt")
-    w.add("w2", "--verify", "test -f same.txt")
-    w.start("--afk")
-    run = w.settled()
-    items = w.items(run)
-    assert items["w1"]["state"] == "completed", run
-    assert (items["w2"]["state"], items["w2"]["reason"]) == ("blocked", "merge_conflict"), run
-    assert run["state"] == "halted" and "merge_conflict" in run["halt"], run
-    assert (repo / "same.txt").read_text() == "one\n"
-    assert git(repo, "show", "plugkit/w2:same.txt") == "two\n"  # kept for a person
-    assert w.prd()["w2"]["status"] == "blocked"
 
 
 def test_the_worker_policy_denies_destructive_calls_through_the_real_hook(home, repo, tmp_path):

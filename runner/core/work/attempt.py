@@ -31,6 +31,7 @@ from runner.core.work.install import install_hooks
 from runner.core.work.landing import Landing
 from runner.core.work.model import HELD, MAX_REPLACEMENTS, REPLACED, RETRIED, Failed, ItemRun, Run
 from runner.core.work.placement import for_run as placement_for
+from runner.core.work.queue import LandingQueue
 from runner.core.work.refs import RefGuard
 from runner.executors.base import ExecSpec
 from plugkit.vocab import WORK_REJECTED as REJECTED
@@ -64,6 +65,8 @@ class Attempts(Landing):
         self.woken = asyncio.Event()  # set with stopping or halting: an item waiting out a usage limit ends too
         self.halting: Optional[str] = None  # an unattended run halts (the driver's): no parked item resumes
         self.land_lock = asyncio.Lock()  # one landing at a time: each lands on the tip the last one left
+        # Green branches wait their turn to land, oldest green first (queue.py); saved with the run.
+        self.queue = LandingQueue(run, p.clock, lambda: self.on_change())
         self.live: dict[str, Task] = {}
         self.pausing: set[str] = set()  # items whose worker a spent budget is ending (its tool call refused)
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
@@ -125,6 +128,8 @@ class Attempts(Landing):
                         if it.failures < 2:
                             it.last_failure = f"attempt {it.attempt} {f.state}/{f.reason}: {f.message}" + (
                                 f"\nthe last lines of its output:\n{f.detail}" if f.detail else "")
+                            if f.reason == "evicted":  # not the worker's failure: said as what changed under it
+                                it.evicted, it.last_failure = f"{f.message}\n{f.detail}".strip(), None
                             it.enter("spawning", now(), f.reason, f"attempt {it.attempt} {f.state}/{f.reason}: "
                                                                   f"{f.message}; trying once more")
                             continue
@@ -277,8 +282,8 @@ class Attempts(Landing):
         p, run = self.p, self.run
         assert it.worktree is not None and it.branch is not None
         text = prompt_mod.build(item, check, it.branch, it.worktree, it.last_failure if it.attempt > 1 else None,
-                                it.interrupted or it.quota_note)
-        it.interrupted = it.quota_note = None  # said once: a later retry starts from its own failure
+                                it.interrupted or it.quota_note, it.evicted, self.run.branch)
+        it.interrupted = it.quota_note = it.evicted = None  # said once: a later retry starts from its own failure
         try:
             argv, stdin = workers.command_line(self.row, text, it.worktree, run.command)
         except ValueError as exc:

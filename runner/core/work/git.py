@@ -13,9 +13,10 @@ TIMEOUT_S = 120.0
 
 # A person's config must not turn our rebase/merge into something else: autostash would hide
 # their edits in a stash we never pop, updateRefs would move branches we do not own, rerere's
-# autoupdate would stage a recorded resolution so the conflict goes unreported.
+# autoupdate would stage a recorded resolution so the conflict goes unreported, autosquash (git
+# 2.44+: non-interactive rebases too) would fold a worker's "squash!" commits, editor and all.
 _PLAIN = ("-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false", "-c", "merge.autoStash=false",
-          "-c", "rerere.autoUpdate=false")
+          "-c", "rerere.autoUpdate=false", "-c", "rebase.autoSquash=false")
 
 # Operations a repository can be stopped in the middle of: (file in the git dir, what, the fix).
 _IN_PROGRESS = (
@@ -36,11 +37,16 @@ GitError = system_git.GitError  # one error for every git the runner runs (runne
 
 
 class MergeConflict(GitError):
-    """The work and its target changed the same lines; `.files` names them (empty: the target moved)."""
+    """The work and its target changed the same lines; `.files` names them (empty: the target moved),
+    `.texts` holds each conflicted file as git left it, markers and all (the landing queue's hunks)."""
 
-    def __init__(self, message: str, files: list[str] | None = None) -> None:
+    def __init__(self, message: str, files: list[str] | None = None, texts: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.files = list(files or [])
+        self.texts = dict(texts or {})
+
+
+CONFLICT_READ = 64 << 10  # bytes of each conflicted file kept for its hunks
 
 
 @dataclass(frozen=True)
@@ -214,16 +220,25 @@ async def _git_version(root: str) -> tuple[int, int]:
     return (int(m[1]), int(m[2])) if m else (0, 0)
 
 
+def _head(path: str) -> str:
+    """A conflicted file's first bytes as text; a symlink or a missing file reads as nothing."""
+    if os.path.islink(path) or not os.path.isfile(path):
+        return ""
+    with open(path, "rb") as fh:
+        return fh.read(CONFLICT_READ).decode(errors="replace")
+
+
 async def _attempt(cwd: str, what: str, args: tuple[str, ...], fix: str) -> None:
     """Run a rebase/merge/revert; if it stops on conflicts, abort it (all back as it was) and raise."""
     rc, _, err = await _git(cwd, *_PLAIN, *args)
     if rc == 0:
         return
     files = await _conflicts(cwd)
+    texts = {f: await asyncio.to_thread(_head, os.path.join(cwd, f)) for f in files[:8]}  # before the abort
     if await _in_progress(cwd):
         await run(cwd, what, "--abort")
     if files:
-        raise MergeConflict(f"{what} conflicts in {', '.join(files)[:200]}: {fix}", files)
+        raise MergeConflict(f"{what} conflicts in {', '.join(files)[:200]}: {fix}", files, texts)
     raise GitError(f"git {what} failed in {cwd}: {system_git.why(err)}; nothing was changed")
 
 
@@ -252,7 +267,9 @@ async def _integrate_merge(root: str, scratch: str, branch: str, left: str, onto
     fields = [f for f in out.split("\0") if f]
     if rc == 1:
         files = sorted(set(fields[1:]))
-        raise MergeConflict(f"merge conflicts in {', '.join(files)[:200]}: {fix}", files)
+        texts = {f: (await run(root, "cat-file", "blob", f"{fields[0]}:{f}", check=False))[:CONFLICT_READ]
+                 for f in files[:8]}  # the written tree holds each file with its conflict markers
+        raise MergeConflict(f"merge conflicts in {', '.join(files)[:200]}: {fix}", files, texts)
     if rc or not fields:
         raise GitError(f"git merge-tree failed in {root}: {system_git.why(err)}; nothing was changed")
     merge = await run(root, "commit-tree", fields[0], "-p", t, "-p", left, "-m", message)

@@ -13,6 +13,7 @@ from runner.core.gates.witness import witness
 from runner.core.tasks.task import Task
 from runner.core.work import git
 from runner.core.work.model import Failed, ItemRun, Run
+from runner.core.work.queue import LandingQueue, hunks
 from runner.core.work.refs import RefGuard
 from runner.executors.base import ExecSpec
 from runner.system import logs
@@ -27,6 +28,7 @@ class Landing:
     run: Run
     refs: RefGuard
     land_lock: asyncio.Lock
+    queue: LandingQueue
     checked_at: dict[int, str]
     check_dir: Callable[[ItemRun], str]
 
@@ -59,17 +61,34 @@ class Landing:
         return task
 
     async def _land(self, it: ItemRun, item: prd.Item, check: str, cfg, verified: Task) -> None:
-        """Lands, then completes the item under the same lock: the completion's receipt must name
-        the HEAD it checked, and the next item to land would move it."""
+        """Queues the green branch (runner/core/work/queue.py); in its turn, under the landing lock,
+        integrates it with the latest tip, checks the result again if the tree changed, lands, then
+        completes the item: the completion's receipt must name the HEAD it checked, and the next item
+        to land would move it. A conflict or a red check on the integrated tree evicts it."""
         p, run = self.p, self.run
         assert it.branch is not None
-        async with self.land_lock:
-            done = await git.integrate(p.ws.root, self.check_dir(it), it.branch, run.branch, run.merge,
-                                       f"plugkit work: {it.id} {item.subject[:60]}", self.checked_at[verified.id])
+        entry = self.queue.join(it, self.checked_at[verified.id])
+        async with self.queue.turn(entry), self.land_lock:
+            self.queue.move(entry, "rebasing")
+            try:
+                done = await git.integrate(p.ws.root, self.check_dir(it), it.branch, run.branch, run.merge,
+                                           f"plugkit work: {it.id} {item.subject[:60]}", self.checked_at[verified.id])
+            except git.MergeConflict as exc:
+                if not exc.files:
+                    raise
+                raise self.queue.evict(entry, it, f"conflicts with what landed before it in "
+                                                  f"{', '.join(exc.files[:5])[:200]}", hunks(exc.texts)) from None
             # The item's branch (rebased, for ff) is the runner's move: no other worker's doing.
             self.refs.ours(f"refs/heads/{it.branch}", await git.tip(p.ws.root, it.branch))
             if done.changed:  # rebased onto (or merged with) what landed meanwhile: check that tree too
-                verified = await self._verify(it, check, cfg, done.sha)
+                self.queue.move(entry, "checking")
+                try:
+                    verified = await self._verify(it, check, cfg, done.sha)
+                except Failed as f:
+                    if f.reason != "verify_failed":
+                        raise
+                    raise self.queue.evict(entry, it, f"its check is red on the tree rebased onto what landed "
+                                                      f"before it: {f.message}", f.detail) from None
             before = await git.tip(p.ws.root, run.branch)
             if item.risk in TAGGED_RISKS:
                 it.rollback_tag = f"plugkit/pre-{it.id}"
@@ -78,6 +97,7 @@ class Landing:
             await git.advance(p.ws.root, run.branch, done.sha)
             self.refs.ours(f"refs/heads/{run.branch}", done.sha)
             it.landed = done.sha
+            self.queue.move(entry, "landed", done.sha)
             log.info("work_item_landed", run=run.id, item=it.id, sha=done.sha)
             await self._complete(it, check, verified)
 

@@ -111,6 +111,8 @@ class ItemRun:
     cost: float = 0.0  # USD its workers reported
     model: Optional[str] = None  # the model its latest worker reported
     pauses: int = 0  # attempts a spent budget ended (not counted by the two-pass rule)
+    evicted: Optional[str] = None  # the landing queue's eviction (conflict hunks, check output): its next prompt says it
+    evictions: int = 0  # attempts the landing queue evicted (each a failed pass of the two-pass rule)
     # Told after each move (the run's journal records it): set on the instance, never stored.
     moved: ClassVar[Optional[Callable[["ItemRun"], None]]] = None
 
@@ -139,6 +141,21 @@ class ItemRun:
 
     def note_refused(self, what: str) -> None:
         self.refused = with_refused(self.refused, what)
+
+
+@dataclass
+class QueueEntry:
+    """One green branch in the landing queue of its run's branch (runner/core/work/queue.py)."""
+
+    item: str
+    attempt: int
+    sha: str  # the commit that went green (before any rebase)
+    green_at: float  # when it went green: the queue's order
+    state: str = "waiting"  # plugkit.vocab.WORK_QUEUE_STATES
+    moved_at: Optional[float] = None
+    landed: Optional[str] = None  # the sha it landed as
+    note: Optional[str] = None  # evicted: why, one line
+    context: Optional[str] = None  # evicted: the conflict's files and hunks or the check's output tail (bounded)
 
 
 @dataclass
@@ -172,6 +189,7 @@ class Run:
     refused_nodes: dict[str, str] = field(default_factory=dict)  # --runtime ray: node -> why it is not ours
     quota_wait: bool = True  # a worker stopped by its host's usage limit waits for the reset (runner/core/work/quota.py)
     caps: dict[str, float] = field(default_factory=dict)  # runner/core/work/budget.py CAPS: name -> limit
+    queue: list[QueueEntry] = field(default_factory=list)  # the landing queue on `branch`, in the order they went green
 
     def enter(self, state: str, halt: Optional[str], ended_at: Optional[float] = None) -> None:
         """The one place a run's state moves (plugkit.vocab.WORK_RUN_ALLOWED)."""
@@ -195,4 +213,5 @@ class Run:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Run":
         items = {k: ItemRun(**v) for k, v in data.pop("items", {}).items()}
-        return cls(**data, items=items)
+        queue = [QueueEntry(**q) for q in data.pop("queue", [])]
+        return cls(**data, items=items, queue=queue)

@@ -89,6 +89,12 @@ function drawWork(data) {
       i.refused.length ? el("div", { class: "muted" }, i.refused.join("; ")) : "-",
       i.last ? el("div", { class: "muted" }, i.last) : "-",
     ]);
+    // The landing queue (runner/core/work/queue.py): oldest green first; an eviction shows why and its context.
+    const queue = (run.queue || []).map((e) => [
+      e.item, badge(e.state), String(e.attempt), el("code", {}, e.sha.slice(0, 12)),
+      e.landed ? el("code", {}, e.landed.slice(0, 12)) : "-",
+      el("div", {}, e.note || "", e.context ? el("details", {}, el("summary", {}, "context"), el("pre", {}, e.context)) : null),
+    ]);
     const journal = run.journal.map((e) => el("div", {},
       el("span", { class: "muted" }, "+" + (e.t - run.started_at).toFixed(1) + "s "),
       (e.item || "run") + " " + e.text));
@@ -97,6 +103,8 @@ function drawWork(data) {
       run.halt ? el("div", { class: "halt" }, run.halt) : null,
       budgetLine(run),
       table(["item", "state", "attempt", "worker task", "heartbeat", "check", "landed", "why", "refused", "last"], items),
+      queue.length ? el("div", { class: "queue" }, el("h4", {}, "landing queue on " + run.branch),
+        table(["item", "queue", "attempt", "green", "landed", "why"], queue)) : null,
       journal.length ? el("details", {}, el("summary", {}, "journal (newest " + journal.length + "; `plugkit work trace ITEM` has each attempt's)"), ...journal) : null);
   });
   fill("work", runs, "no run");
