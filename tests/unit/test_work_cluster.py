@@ -46,7 +46,7 @@ def test_secrets_are_made_private_once_and_a_readable_one_is_refused(tmp_path):
 
 
 def test_a_node_answers_the_challenge_only_with_the_key_and_for_its_own_id():
-    from runner.core.work.placement import ray_auth
+    from runner.node import auth as ray_auth
 
     said = {"answer": ray_auth.answer(b"k", "c", "node-a")}
     assert ray_auth.verdict(b"k", "c", "node-a", said) is None

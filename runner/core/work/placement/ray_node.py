@@ -1,5 +1,5 @@
 """The Ray placement, the runner's side: each attempt's worker task is a driver process
-(ray_driver.py) that runs the attempt on a cluster node and relays it back.
+(runner/node/driver.py) that runs the attempt on a cluster node and relays it back.
 
 What travels: the item branch's history (a bundle), the worker's argv and prompt, and the
 environment its credential scopes let through (built by the attempt exactly as for a local
@@ -11,11 +11,11 @@ import os
 import sys
 from typing import Optional
 
+from plugkit.protocol.node import BAD_OBJECTS_RC, CLUSTER_RC, DRIVER_MODULE, NODE_LOST_RC
 from plugkit.work import cluster, workers
 from runner.core.tasks.task import Task
 from runner.core.work.model import Failed, ItemRun, Run
 from runner.core.work.placement.local import worker_code
-from runner.core.work.placement.ray_driver import BAD_OBJECTS_RC, CLUSTER_RC, NODE_LOST_RC
 
 
 class RayPlacement:
@@ -49,7 +49,7 @@ class RayPlacement:
             json.dump(spec, fh)
         # The driver is plugkit's own code, not the agent's: it runs unconfined here (it must
         # reach the cluster); the worker itself is sandboxed on its node as it would be here.
-        code = worker_code([sys.executable, "-m", "runner.core.work.placement.ray_driver", spec_path], self.run,
+        code = worker_code([sys.executable, "-m", DRIVER_MODULE, spec_path], self.run,
                            it.id, sandbox=False)
         return code, cluster.driver_env(os.environ, self.home), None
 
@@ -62,7 +62,7 @@ class RayPlacement:
 
     def seen(self, it: ItemRun) -> int:
         """Where the attempt runs, as soon as the driver wrote it (status and /debug show it), and
-        how many of its worker's hook calls the node's runner answered (ray_task.py relays them);
+        how many of its worker's hook calls the node's runner answered (runner/node/task.py relays them);
         the calls that runner refused its capability go on the item, as a local worker's do."""
         rec = self.record(it)
         if rec.get("node"):

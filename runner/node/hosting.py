@@ -3,7 +3,7 @@ heartbeats, end the hosting (the runner's end: runner/rpc/work_host.py).
 
 Plugkit's own code running as the node's user, so it uses that runner's real token; the worker
 never does (it is shown the capability work.host mints). Standard library and plugkit's kernel
-only, like ray_task.py: a JSON-RPC call is one small POST, and the runner can never import the client.
+only, like task.py: a JSON-RPC call is one small POST, and the runner can never import the client.
 """
 
 import http.client

@@ -1,10 +1,10 @@
 """`plugkit doctor`'s look at a configured Ray cluster, as a process (the client never imports
 the runner or Ray):
 
-    python -m runner.core.work.placement.ray_probe HOST:PORT [--allow-remote-cluster]
+    python -m runner.node.probe HOST:PORT [--allow-remote-cluster]
 
 Prints one JSON object: the Ray version of the cluster, and per live node its `plugkit_worker`
-capacity, whether it answered the node-key challenge (ray_auth.py; `refused` says why not), and
+capacity, whether it answered the node-key challenge (auth.py; `refused` says why not), and
 what a task placed on it finds there (plugkit, python, git, the worker hosts on its PATH with
 their versions). Exit 1 when the cluster is refused (no token authentication) or cannot be reached.
 """
@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 from plugkit.work import cluster as trust, workers
-from runner.core.work.placement import ray_auth
+from runner.node import auth
 
 TIMEOUT_S = 60.0
 
@@ -40,21 +40,21 @@ def _hosts() -> dict[str, str]:
 def _on_node(challenge: str) -> dict:
     import ray
 
-    from runner.core.work.placement import ray_auth as auth, ray_task
+    from runner.node import auth as node_auth, task
 
-    return {**ray_task.probe(), "hosts": _hosts(), "proof": auth.prove(challenge, ray.get_runtime_context().get_node_id())}
+    return {**task.probe(), "hosts": _hosts(), "proof": node_auth.prove(challenge, ray.get_runtime_context().get_node_id())}
 
 
 def main(argv: list[str]) -> int:
     address = argv[0] if argv else ""
     why = trust.refusal(address, os.environ, "--allow-remote-cluster" in argv)
-    why = why or ray_auth.token_refusal(address, os.environ)
+    why = why or auth.token_refusal(address, os.environ)
     if why:
         print(json.dumps({"error": why}))
         return 1
     os.environ.update({k: v for k, v in trust.driver_env(os.environ, _home()).items()
                        if k.startswith("RAY_AUTH") or k == trust.NODE_KEY_VAR})
-    ray_auth.keep_loopback(address)
+    auth.keep_loopback(address)
     key = trust.read_secret(os.environ[trust.NODE_KEY_VAR])
     challenge = secrets.token_hex(16)
     import ray
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
         if n["NodeID"] in refs:
             try:
                 row.update(ray.get(refs[n["NodeID"]], timeout=TIMEOUT_S))
-                refused = ray_auth.verdict(key, challenge, n["NodeID"], row.pop("proof", {}))
+                refused = auth.verdict(key, challenge, n["NodeID"], row.pop("proof", {}))
                 if refused:
                     row["refused"] = refused
             except Exception as exc:  # noqa: BLE001 - a node that cannot run plugkit says why

@@ -2,7 +2,7 @@
 token, and whether a node is one of the supervising user's own (it answers a challenge with the
 node key).
 
-    python -m runner.core.work.placement.ray_auth HOST:PORT
+    python -m runner.node.auth HOST:PORT
 
 asks the cluster's GCS without a token, in a process of its own (Ray reads its auth mode once
 per process): exit 0 when the GCS refused it (token authentication on), 2 when it answered

@@ -1,7 +1,7 @@
 """The supervisor's end of a remote attempt: a process the runner starts as the item's worker
 task, which places the attempt on the Ray cluster and relays it back.
 
-    python -m runner.core.work.placement.ray_driver SPEC.json
+    python -m runner.node.driver SPEC.json
 
 Why a process of its own and not Ray inside the runner: Ray's driver brings threads, gRPC and
 signal handlers into whatever imports it; kept here, the runner's event loop never sees them,
@@ -9,10 +9,10 @@ and the task machinery the runner already has (live output, `work logs --follow`
 watchdog on output, the kill of the task's tree, the boot reaper after a crash) applies to a
 remote attempt unchanged. Ray's ownership model does the rest: this process owns the Ray task,
 so when it dies (`work stop`, the runner killed -9 and its tasks reaped) Ray kills the task's
-worker process on the node, and the node-side guard (ray_task.py) kills the worker's group.
+worker process on the node, and the node-side guard (task.py) kills the worker's group.
 
 It first checks the cluster turns away a caller without Ray's token, then asks every node
-offering plugkit_worker to answer a challenge with the node key (ray_auth.py) and places the
+offering plugkit_worker to answer a challenge with the node key (auth.py) and places the
 attempt only on a node that did; it submits one task needing {"plugkit_worker": 1} (max_retries=0: a lost node is ours to
 report and place again, not Ray's to retry silently), writes where it landed to the spec's
 `record` file (with the count of the worker's hook calls its node's runner answered: the
@@ -34,12 +34,10 @@ import tempfile
 import time
 from typing import Optional
 
+from plugkit.protocol.node import BAD_OBJECTS_RC, CLUSTER_RC, NODE_LOST_RC
 from plugkit.work import cluster
-from runner.core.work.placement import ray_auth
+from runner.node import auth
 
-NODE_LOST_RC = 75  # runner/core/work/placement/ray_node.py maps it to killed/node_lost
-BAD_OBJECTS_RC = 77  # the worker wrote a forged or corrupt object on its node: ray_node.py holds the item
-CLUSTER_RC = 76  # the cluster could not be reached or refused the task: a spawn failure
 PROVE_TIMEOUT_S = 60.0  # a node's answer to the challenge (a fresh Ray worker process there)
 
 
@@ -126,11 +124,11 @@ def main(argv: list[str]) -> int:
     # worker commits on the node as it would here.
     spec["identity"] = {key: subprocess.run(["git", "config", key], cwd=spec["local_worktree"], capture_output=True,
                                             text=True, timeout=60).stdout.strip() for key in ("user.name", "user.email")}
-    why = ray_auth.token_refusal(spec["cluster"], os.environ)  # every attempt: a cluster can be restarted open
+    why = auth.token_refusal(spec["cluster"], os.environ)  # every attempt: a cluster can be restarted open
     if why:
         _say(why)
         return CLUSTER_RC
-    ray_auth.keep_loopback(spec["cluster"])
+    auth.keep_loopback(spec["cluster"])
     import ray  # lazily: only a remote attempt's process ever loads Ray
     from ray import exceptions as rex
 
@@ -217,7 +215,7 @@ def main(argv: list[str]) -> int:
 
 def _proven_node(spec: dict) -> str:
     """The node for this attempt: of the live nodes offering plugkit_worker, those that answer
-    the challenge with the node key (ray_auth.py), the one least loaded (_claim). The ones
+    the challenge with the node key (auth.py), the one least loaded (_claim). The ones
     that did not are on the record with why (`work status`, `doctor`); none of ours: RuntimeError."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -234,7 +232,7 @@ def _proven_node(spec: dict) -> str:
             said = ray.get(ref, timeout=PROVE_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - a node that cannot answer is not proven
             said = {"why": f"it did not answer the challenge ({type(exc).__name__})"}
-        why = ray_auth.verdict(key, challenge, nid, said)
+        why = auth.verdict(key, challenge, nid, said)
         if why is None:
             proven.append(nid)
         else:
@@ -286,24 +284,24 @@ def _unlink(path: str) -> None:
 def _prove(challenge: str) -> dict:
     import ray
 
-    from runner.core.work.placement import ray_auth as auth
+    from runner.node import auth as node_auth
 
-    return auth.prove(challenge, ray.get_runtime_context().get_node_id())
+    return node_auth.prove(challenge, ray.get_runtime_context().get_node_id())
 
 
 def _cached(repo_key: str) -> list[str]:
-    from runner.core.work.placement import ray_task
+    from runner.node import clone
 
-    return ray_task.have(repo_key)
+    return clone.have(repo_key)
 
 
 def _on_node(bundle: Optional[bytes], spec: dict):
     import ray
 
-    from runner.core.work.placement import ray_task
+    from runner.node import task
 
     ctx = ray.get_runtime_context()
-    yield from ray_task.attempt(bundle, spec, ctx.get_node_id(), ray.util.get_node_ip_address())
+    yield from task.attempt(bundle, spec, ctx.get_node_id(), ray.util.get_node_ip_address())
 
 
 if __name__ == "__main__":
