@@ -125,17 +125,17 @@ def _sweep(root: str, cache: str) -> None:
     git(cache, "worktree", "prune")
 
 
-def checkout(root: str, spec: dict, bundle: bytes | None, tmp: str) -> tuple[str, str]:
+def checkout(root: str, repo_key: str, branch: str, base: str, bundle: bytes | None, tmp: str) -> tuple[str, str]:
     """The project's clone on this node with the bundle fetched in, and the attempt's worktree
-    (tmp/wt) on its branch from spec["base"]: (cache, worktree)."""
-    cache = cache_dir(root, spec["repo_key"])
+    (tmp/wt) on its branch from `base`: (cache, worktree)."""
+    cache = cache_dir(root, repo_key)
     os.makedirs(os.path.dirname(cache), exist_ok=True)
     wt = os.path.join(tmp, "wt")
     with lock(cache):
-        _fetch(cache, bundle, spec["branch"], tmp)
+        _fetch(cache, bundle, branch, tmp)
         _sweep(root, cache)
-        git(cache, "worktree", "add", "-q", "--detach", wt, spec["base"])
-    git(wt, "checkout", "-q", "-B", spec["branch"])
+        git(cache, "worktree", "add", "-q", "--detach", wt, base)
+    git(wt, "checkout", "-q", "-B", branch)
     return cache, wt
 
 

@@ -22,7 +22,6 @@ local worktree, and exits with the worker's code, or NODE_LOST_RC when the node 
 """
 
 import atexit
-import json
 import os
 import random
 import re
@@ -34,7 +33,8 @@ import tempfile
 import time
 from typing import Optional
 
-from plugkit.protocol.node import BAD_OBJECTS_RC, CLUSTER_RC, NODE_LOST_RC
+from plugkit.protocol import node as msg
+from plugkit.protocol.node import BAD_OBJECTS_RC, CLUSTER_RC, NODE_LOST_RC, DriverSpec, NodeAttempt, Record
 from plugkit.work import cluster
 from runner.node import auth
 
@@ -100,35 +100,50 @@ def _land_locally(worktree: str, branch: str, data: bytes) -> None:
                 pause = min(pause * 2, 0.5)
 
 
-def _record(spec: dict, **fields) -> None:
-    path = spec["record"]
-    try:
-        with open(path) as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        data = {}
-    data.update(fields)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(data, fh)
-    os.replace(tmp, path)
+class Recorder:
+    """The attempt's Record, kept in the file RayPlacement.seen reads: rewritten whole on every
+    change (os.replace), so the runner never reads half of one."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.now = path, Record()
+
+    def __call__(self, **fields) -> None:
+        self.now = Record.model_validate({**self.now.model_dump(), **fields})
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write(self.now.model_dump_json())
+        os.replace(tmp, self.path)
+
+
+def _attempt(spec: DriverSpec) -> NodeAttempt:
+    """What the node is sent: the attempt, the commit it starts from, and the project's committer
+    identity (a bundle carries no config, so the worker commits on the node as it would here)."""
+    def ask(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=spec.local_worktree, capture_output=True, text=True,
+                              timeout=60).stdout.strip()
+
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=spec.local_worktree, check=True,
+                          capture_output=True, text=True, timeout=60).stdout.strip()
+    return NodeAttempt(**spec.model_dump(exclude={"cluster", "record"}), base=base,
+                       identity=msg.Identity(name=ask("config", "user.name"), email=ask("config", "user.email")))
 
 
 def main(argv: list[str]) -> int:
-    with open(argv[0]) as fh:
-        spec = json.load(fh)
-    os.unlink(argv[0])  # it holds the worker's scoped environment: read once
-    spec["base"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=spec["local_worktree"], check=True,
-                                  capture_output=True, text=True, timeout=60).stdout.strip()
-    # A bundle carries no config: the project's committer identity goes with it, so the
-    # worker commits on the node as it would here.
-    spec["identity"] = {key: subprocess.run(["git", "config", key], cwd=spec["local_worktree"], capture_output=True,
-                                            text=True, timeout=60).stdout.strip() for key in ("user.name", "user.email")}
-    why = auth.token_refusal(spec["cluster"], os.environ)  # every attempt: a cluster can be restarted open
+    try:
+        with open(argv[0]) as fh:
+            spec = msg.parse(DriverSpec, fh.read(), "spec from the runner")
+    except (OSError, msg.Malformed) as exc:
+        _say(str(exc))
+        return CLUSTER_RC
+    finally:
+        _unlink(argv[0])  # it holds the worker's scoped environment: read once
+    record = Recorder(spec.record)
+    attempt = _attempt(spec)
+    why = auth.token_refusal(spec.cluster, os.environ)  # every attempt: a cluster can be restarted open
     if why:
         _say(why)
         return CLUSTER_RC
-    auth.keep_loopback(spec["cluster"])
+    auth.keep_loopback(spec.cluster)
     import ray  # lazily: only a remote attempt's process ever loads Ray
     from ray import exceptions as rex
 
@@ -137,30 +152,30 @@ def main(argv: list[str]) -> int:
     lost = (rex.NodeDiedError, rex.WorkerCrashedError, rex.ObjectLostError, rex.OwnerDiedError,
             rex.LocalRayletDiedError, rex.RaySystemError, rex.TaskUnschedulableError)
     try:
-        ray.init(address=spec["cluster"], logging_level="ERROR", log_to_driver=False)
+        ray.init(address=spec.cluster, logging_level="ERROR", log_to_driver=False)
     except Exception as exc:  # noqa: BLE001 - any way of failing to reach it is the same answer
-        _say(f"cannot reach the Ray cluster at {spec['cluster']}: {exc}")
+        _say(f"cannot reach the Ray cluster at {spec.cluster}: {exc}")
         return CLUSTER_RC
     try:
         # Only a node that proved it is ours is a candidate; the freest of them takes the attempt,
         # pinned, so the bundle holds only the commits that node's clone cache lacks.
-        node = _proven_node(spec)
+        node = _proven_node(spec, record)
         pinned = NodeAffinitySchedulingStrategy(node, soft=False)
-        have = ray.get(ray.remote(_cached).options(num_cpus=0, max_retries=0, scheduling_strategy=pinned).remote(
-            spec["repo_key"]))
-        bundle, count = _bundle(spec["local_worktree"], spec["branch"], have)
+        have = msg.parse(msg.Have, ray.get(ray.remote(_cached).options(
+            num_cpus=0, max_retries=0, scheduling_strategy=pinned).remote(spec.repo_key)), "list of the node's commits")
+        bundle, count = _bundle(spec.local_worktree, spec.branch, have)
         _say(f"placed on node {node[:12]}: {count} commit(s) sent, {len(have)} ref(s) already there")
         remote = ray.remote(_on_node).options(
             resources={"plugkit_worker": 1}, num_cpus=0, max_retries=0, num_returns="streaming",
-            name=f"plugkit-{spec['session']}", scheduling_strategy=pinned)
-        gen = remote.remote(None if bundle is None else ray.put(bundle), spec)
+            name=f"plugkit-{spec.session}", scheduling_strategy=pinned)
+        gen = remote.remote(None if bundle is None else ray.put(bundle), attempt.model_dump())
     except lost as exc:
         _say(f"node lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
         return NODE_LOST_RC
-    except RuntimeError as exc:
+    except (RuntimeError, msg.Malformed) as exc:  # a git failure here, no proven node, a malformed answer
         _say(str(exc))
         return CLUSTER_RC
-    _record(spec, ray_task=gen.completed().task_id().hex())
+    record(ray_task=gen.completed().task_id().hex())
 
     def stop(signum, _frame):  # `work stop`, the stall watchdog: the remote attempt ends with us
         try:
@@ -170,33 +185,30 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    refused: list[str] = []
     try:
         for ref in gen:
-            kind, *rest = ray.get(ref)
-            if kind == "out":
-                sys.stdout.buffer.write(rest[0])
+            said = msg.event(ray.get(ref))
+            if isinstance(said, msg.Out):
+                sys.stdout.buffer.write(said.data)
                 sys.stdout.flush()
-            elif kind == "beat":  # the worker's hook calls, answered by its node's runner: its heartbeat here
-                _record(spec, beats=rest[0])
-            elif kind == "refused":  # its calls refused on the node: kept on its item here, as locally
-                refused += rest[0]
-                _record(spec, refused=refused)
-            elif kind == "node":
-                _record(spec, node=rest[0], node_ip=rest[1], node_dir=rest[2])
-                _say(f"on node {rest[0][:12]} ({rest[1]})")
-            elif kind == "lost":  # its node's runner died or restarted under it: placed again, not stalled
-                _say(f"node lost: {rest[0]}")
+            elif isinstance(said, msg.Beat):  # the worker's hook calls, answered by its node's runner: its heartbeat here
+                record(beats=said.beats)
+            elif isinstance(said, msg.Refused):  # its calls refused on the node: kept on its item here, as locally
+                record(refused=[*record.now.refused, *said.calls])
+            elif isinstance(said, msg.At):
+                record(node=said.node, node_ip=said.ip, node_dir=said.dir)
+                _say(f"on node {said.node[:12]} ({said.ip})")
+            elif isinstance(said, msg.Lost):  # its node's runner died or restarted under it: placed again, not stalled
+                _say(f"node lost: {said.why}")
                 return NODE_LOST_RC
-            elif kind == "bad_objects":  # the node refused what the worker wrote: held here, as locally
-                _record(spec, bad_objects=rest[0])
-                _say(rest[0])
+            elif isinstance(said, msg.BadObjects):  # the node refused what the worker wrote: held here, as locally
+                record(bad_objects=said.why)
+                _say(said.why)
                 return BAD_OBJECTS_RC
-            elif kind == "done":
-                rc, back = rest
-                if back:
-                    _land_locally(spec["local_worktree"], spec["branch"], back)
-                return rc
+            elif isinstance(said, msg.Done):
+                if said.bundle:
+                    _land_locally(spec.local_worktree, spec.branch, said.bundle)
+                return said.rc
     except lost as exc:
         _say(f"node lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
         return NODE_LOST_RC
@@ -206,14 +218,14 @@ def main(argv: list[str]) -> int:
             return NODE_LOST_RC
         _say(f"the attempt failed on its node: {str(exc).splitlines()[-1][:300]}")
         return 1
-    except RuntimeError as exc:
+    except (RuntimeError, msg.Malformed) as exc:  # a failed landing of its commits, a malformed event
         _say(str(exc))
         return 1
     _say("node lost: the stream ended before the attempt did")
     return NODE_LOST_RC
 
 
-def _proven_node(spec: dict) -> str:
+def _proven_node(spec: DriverSpec, record: Recorder) -> str:
     """The node for this attempt: of the live nodes offering plugkit_worker, those that answer
     the challenge with the node key (auth.py), the one least loaded (_claim). The ones
     that did not are on the record with why (`work status`, `doctor`); none of ours: RuntimeError."""
@@ -229,28 +241,27 @@ def _proven_node(spec: dict) -> str:
     proven, refused = [], {}
     for nid, ref in asked.items():
         try:
-            said = ray.get(ref, timeout=PROVE_TIMEOUT_S)
+            why = auth.verdict(key, challenge, nid, ray.get(ref, timeout=PROVE_TIMEOUT_S))
         except Exception as exc:  # noqa: BLE001 - a node that cannot answer is not proven
-            said = {"why": f"it did not answer the challenge ({type(exc).__name__})"}
-        why = auth.verdict(key, challenge, nid, said)
+            why = f"it did not answer the challenge ({type(exc).__name__})"
         if why is None:
             proven.append(nid)
         else:
             refused[f"{nid[:12]} ({nodes[nid][0]})"] = why
-    _record(spec, refused_nodes=refused)
+    record(refused_nodes=refused)
     if not proven:
         raise RuntimeError("no node of the cluster proved it is yours (the node key): "
                            + ("; ".join(f"{n}: {w}" for n, w in refused.items()) or "no node offers plugkit_worker"))
     return _claim(spec, proven, {nid: nodes[nid][1] for nid in proven})
 
 
-def _claim(spec: dict, proven: list[str], slots: dict[str, float]) -> str:
+def _claim(spec: DriverSpec, proven: list[str], slots: dict[str, float]) -> str:
     """Of the proven nodes, the one this supervisor's live attempts load least for its slots;
     the choice kept in a claim file (pid, node) until this driver exits. Ray's view of free
     slots lags: drivers of one wave asking at once would all see every slot free."""
     import fcntl
 
-    folder = os.path.dirname(spec["record"])
+    folder = os.path.dirname(spec.record)
     with open(os.path.join(folder, "claims.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         load = {nid: 0 for nid in proven}
@@ -295,7 +306,7 @@ def _cached(repo_key: str) -> list[str]:
     return clone.have(repo_key)
 
 
-def _on_node(bundle: Optional[bytes], spec: dict):
+def _on_node(bundle: Optional[bytes], spec: dict):  # a NodeAttempt's data: the node checks it
     import ray
 
     from runner.node import task

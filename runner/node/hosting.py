@@ -15,6 +15,8 @@ import sys
 from typing import Any, Optional
 
 from plugkit import paths
+from plugkit.protocol.node import NodeAttempt, parse
+from plugkit.protocol.work_host import WorkBeats, WorkHosted, WorkHostedRef, WorkHostParams
 from plugkit.vocab import HOME_TAG
 
 RPC_TIMEOUT_S = 10.0
@@ -99,24 +101,24 @@ def call(home: str, method: str, params: dict) -> Any:
     return answer["result"]
 
 
-def host(home: str, wt: str, spec: dict, env: dict[str, str]) -> dict:
-    """The attempt hosted by the node's runner: {capability: the file holding the worker's
-    capability, relay: {folder, ports} of its loopback-only network, or None}."""
-    return call(home, "work.host", {
-        "worktree": wt, "session_id": spec["session"], "run": spec["run"], "item": spec["item"],
-        "attempt": spec["attempt"], "branch": spec["branch"], "base": spec["base"], "owner_pid": os.getpid(),
-        "network": spec.get("network", "host"),
-        "base_urls": {k: v for k, v in env.items() if k.endswith("_BASE_URL")}})
+def host(home: str, wt: str, spec: NodeAttempt, env: dict[str, str]) -> WorkHosted:
+    """The attempt hosted by the node's runner: the file holding the worker's capability, and the
+    relay of its loopback-only network (or None)."""
+    params = WorkHostParams(
+        worktree=wt, session_id=spec.session, run=spec.run, item=spec.item, attempt=spec.attempt,
+        branch=spec.branch, base=spec.base, owner_pid=os.getpid(), network=spec.network,
+        base_urls={k: v for k, v in env.items() if k.endswith("_BASE_URL")})
+    return parse(WorkHosted, call(home, "work.host", params.model_dump()), "work.host answer of the node's runner")
 
 
-def heard(home: str, session: str) -> Optional[dict]:
-    """What the node's runner heard of the hosted worker ({beats, refusals, refused}: work.beats);
-    None when it cannot say."""
+def heard(home: str, session: str) -> Optional[WorkBeats]:
+    """What the node's runner heard of the hosted worker (work.beats); None when it cannot say."""
     try:
-        result = call(home, "work.beats", {"session_id": session})
+        result = call(home, "work.beats", WorkHostedRef(session_id=session).model_dump())
     except NodeRunnerError:
         return None
-    return result if result.get("hosted") else None
+    beats = parse(WorkBeats, result, "work.beats answer of the node's runner")
+    return beats if beats.hosted else None
 
 
 def unhost(home: str, session: str) -> None:

@@ -15,7 +15,9 @@ import secrets
 import shutil
 import subprocess
 import sys
+import time
 
+from plugkit.protocol.node import NodeFacts, parse
 from plugkit.work import cluster as trust, workers
 from runner.node import auth
 
@@ -38,11 +40,21 @@ def _hosts() -> dict[str, str]:
 
 
 def _on_node(challenge: str) -> dict:
+    """On the node: a NodeFacts' data, what it runs (plugkit, python, git, the worker hosts),
+    where its directory is, and its answer to the node-key challenge."""
+    from importlib import metadata
+
     import ray
 
-    from runner.node import auth as node_auth, task
+    from runner.node import auth as node_auth, clone
 
-    return {**task.probe(), "hosts": _hosts(), "proof": node_auth.prove(challenge, ray.get_runtime_context().get_node_id())}
+    try:
+        version = metadata.version("plugkit")
+    except metadata.PackageNotFoundError:
+        version = None
+    return NodeFacts(plugkit=version, python=sys.version.split()[0], git=bool(shutil.which("git")),
+                     dir=clone.node_dir(), at=time.time(), hosts=_hosts(),
+                     proof=node_auth.prove(challenge, ray.get_runtime_context().get_node_id())).model_dump()
 
 
 def main(argv: list[str]) -> int:
@@ -75,8 +87,9 @@ def main(argv: list[str]) -> int:
                "plugkit_worker": int(n["Resources"].get("plugkit_worker", 0))}
         if n["NodeID"] in refs:
             try:
-                row.update(ray.get(refs[n["NodeID"]], timeout=TIMEOUT_S))
-                refused = auth.verdict(key, challenge, n["NodeID"], row.pop("proof", {}))
+                facts = parse(NodeFacts, ray.get(refs[n["NodeID"]], timeout=TIMEOUT_S), "node's facts")
+                row.update(facts.model_dump(exclude={"proof"}))
+                refused = auth.verdict(key, challenge, n["NodeID"], facts.proof.model_dump())
                 if refused:
                     row["refused"] = refused
             except Exception as exc:  # noqa: BLE001 - a node that cannot run plugkit says why

@@ -3,11 +3,11 @@
 Receives the item branch's history as a git bundle (through Ray's object store), fetches it
 into a node-local clone cache (one bare repo per project under the node's directory, so git
 objects a node already has stay there between attempts), makes the worktree there, runs the
-worker in its own process group and yields as it goes: ("node", ...) once, ("out", bytes) per
-chunk of output, ("beat", n) when the worker made hook calls since the last one (n: how many so
-far), ("refused", [...]) for its calls the capability was refused on the node, then ("done", exit code,
-thin bundle of the new commits or None), preceded by ("bad_objects", why) when the worker wrote an
-object that may not enter the clone (nothing travels back then); or ("lost", why) when the node's
+worker in its own process group and yields as it goes (plugkit/protocol/node.py's NodeEvent, as
+plain data): At once, Out per chunk of output, Beat when the worker made hook calls since the last
+one (how many so far), Refused for its calls the capability was refused on the node, then Done
+(exit code, thin bundle of the new commits or None), preceded by BadObjects when the worker wrote
+an object that may not enter the clone (nothing travels back then); or Lost when the node's
 runner hosting the attempt died or restarted under it.
 
 A generator task (num_returns="streaming") rather than an actor or a queue: the output reaches
@@ -26,12 +26,13 @@ this module by name, so the node needs the same plugkit installed (`plugkit doct
 
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
 import time
 
+from plugkit.protocol import node as msg
+from plugkit.protocol.node import NodeAttempt
 from plugkit.vocab import HOME_TAG, SANDBOXED_TAG, SESSION_ID_TAG
 from plugkit.work.cluster import NEVER_TRAVELS
 from runner.node import hosting
@@ -82,28 +83,28 @@ def _kill(child: subprocess.Popen) -> None:
     child.wait()
 
 
-def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
-    """Generator run as the Ray task. spec: repo_key, branch, base, local_worktree, argv, stdin, env,
-    session, run, item, attempt."""
+def attempt(bundle: bytes | None, raw: dict, node_id: str, node_ip: str):
+    """Generator run as the Ray task: `raw` is the driver's NodeAttempt, checked here before
+    anything is made of it; each event yielded is a NodeEvent's data."""
+    spec = msg.parse(NodeAttempt, raw, "attempt from the driver")
     root = node_dir()
-    yield ("node", node_id, node_ip, root)
+    yield msg.At(node=node_id, ip=node_ip, dir=root).model_dump()
     tmp = begin(root)
-    cache, wt, branch = cache_dir(root, spec["repo_key"]), os.path.join(tmp, "wt"), spec["branch"]
+    cache, wt, branch = cache_dir(root, spec.repo_key), os.path.join(tmp, "wt"), spec.branch
     home = made(os.path.join(root, "home"))
     try:  # whatever fails from here, the attempt's directory and worktree go (tidy)
-        checkout(root, spec, bundle, tmp)
+        checkout(root, spec.repo_key, spec.branch, spec.base, bundle, tmp)
         # As locally: the clone's store is never writable from the sandbox; the worker's objects go
         # to its own dir and enter the clone only once checked (runner/system/worker_objects.py).
         worker_objects.prepare(wt, cache)
-        for key, value in spec.get("identity", {}).items():
+        for key, value in (("user.name", spec.identity.name), ("user.email", spec.identity.email)):
             if value:
                 git(wt, "config", key, value)
         # The prompt and argv name the supervisor's worktree: on this node the worker's is here.
-        local = spec["local_worktree"]
-        argv = [a.replace(local, wt) for a in spec["argv"]]
-        env = {k: v for k, v in spec["env"].items() if k not in NEVER_TRAVELS}
+        argv = [a.replace(spec.local_worktree, wt) for a in spec.argv]
+        env = {k: v for k, v in spec.env.items() if k not in NEVER_TRAVELS}
         # The session tag, as a local worker task carries it (a host keys its attempt by it).
-        env.update({HOME_TAG: home, SESSION_ID_TAG: spec["session"], "PWD": wt})
+        env.update({HOME_TAG: home, SESSION_ID_TAG: spec.session, "PWD": wt})
         # The node's runner hosts the attempt: it answers the worker's hooks and exec: calls as a
         # local runner answers its own worker's (the policy, the commit check), and mints the
         # capability its sandbox shows at the token's path, never that runner's token. Its port is
@@ -111,37 +112,36 @@ def attempt(bundle: bytes | None, spec: dict, node_id: str, node_ip: str):
         # machine holds that one, and each would refuse the other's token.
         env[PORT_VAR] = hosting.start(home, wt, root)
         hosted = hosting.host(home, wt, spec, env)
-        yield ("out", f"[plugkit ray] hosted by the node's runner ({'its relay, ' if hosted.get('relay') else ''}"
-                      "the worker policy, its Stop check, its own capability)\n".encode())
-        if spec.get("install"):
+        yield msg.Out(data=f"[plugkit ray] hosted by the node's runner ({'its relay, ' if hosted.relay else ''}"
+                           "the worker policy, its Stop check, its own capability)\n".encode()).model_dump()
+        if spec.install:
             _hooks(cache, wt, spec, env)
-        if spec.get("sandbox", True):  # as on the supervisor's machine: fails closed, bwrap or no worker
+        if spec.sandbox:  # as on the supervisor's machine: fails closed, bwrap or no worker
             from runner.system import netrelay, sandbox
 
             box = made(os.path.join(tmp, "box"))
-            relay, extra = hosted.get("relay"), ()
+            relay, extra = hosted.relay, ()
             if relay:  # --network loopback-model: the node's runner holds the relay's outside half
-                argv, extra = netrelay.wrap(relay["folder"], relay["ports"], argv), netrelay.namespace_args(
-                    relay["folder"])
-            argv = sandbox.argv(sandbox.layout(wt, home, env, box), spec.get("kind", "command"), argv,
-                                capability=hosted["capability"], extra=extra)
+                argv, extra = netrelay.wrap(relay.folder, relay.ports, argv), netrelay.namespace_args(relay.folder)
+            argv = sandbox.argv(sandbox.layout(wt, home, env, box), spec.kind, argv,
+                                capability=hosted.capability, extra=extra)
             # As the runner's worker executor does: the node's runner is in another PID namespace, so
             # the worker's client checks it by /health alone.
             env.update(TMPDIR=box, **{SANDBOXED_TAG: "1"})
         yield from _supervise(argv, wt, env, spec, home, tmp, cache)
     finally:
-        hosting.unhost(home, spec["session"])  # its capability revoked, its hook calls no longer its
+        hosting.unhost(home, spec.session)  # its capability revoked, its hook calls no longer its
         tidy(cache, wt, tmp, branch)
 
 
-def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: str, tmp: str, cache: str):
+def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: NodeAttempt, home: str, tmp: str, cache: str):
     """The worker, run to its end: its output and its heartbeats (the hook calls the node's runner
     answered for it, polled every BEAT_POLL_S) as they come, then its exit and its commits: read
     from the clone's ref of its branch, never through its worktree (whose git state is the worker's)."""
     child, guard = _spawn(argv, wt, env)
     try:
         try:
-            child.stdin.write(spec["stdin"].replace(spec["local_worktree"], wt).encode())
+            child.stdin.write(spec.stdin.replace(spec.local_worktree, wt).encode())
             child.stdin.close()
         except BrokenPipeError:
             pass
@@ -153,36 +153,36 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
                 data = os.read(fd, CHUNK)
                 if not data:
                     break
-                yield ("out", data)
+                yield msg.Out(data=data).model_dump()
             if time.monotonic() - polled >= BEAT_POLL_S:
                 polled = time.monotonic()
-                found = _news(home, spec["session"], relayed)
+                found = _news(home, spec.session, relayed)
                 misses = 0 if found is not None else misses + 1
                 if misses >= RUNNER_MISSES:  # killed -9 or restarted: its hosting (the worker's hooks) is gone
-                    yield ("lost", "the node's runner no longer hosts the attempt (killed or restarted)")
+                    yield msg.Lost(why="the node's runner no longer hosts the attempt (killed or restarted)").model_dump()
                     return
                 for news in found or []:  # no `yield from` a list: Ray resumes with send()
                     yield news
         rc = child.wait()
-        for news in _news(home, spec["session"], relayed) or []:  # what came after the last look
+        for news in _news(home, spec.session, relayed) or []:  # what came after the last look
             yield news
-        branch = spec["branch"]  # read from the clone (`cache`), never from the worktree's .git file
+        branch = spec.branch  # read from the clone (`cache`), never from the worktree's .git file
         try:
             worker_objects.take(wt, cache)
         except worker_objects.BadObjects as exc:
-            yield ("bad_objects", f"{exc}; nothing of it entered the node's clone")
-            yield ("done", rc, None)
+            yield msg.BadObjects(why=f"{exc}; nothing of it entered the node's clone").model_dump()
+            yield msg.Done(rc=rc).model_dump()
             return
         # In the clone, not the worktree: the worktree's git config is the worker's to write.
         ref = f"refs/heads/{branch}"
-        ahead = int(git(cache, *SAFE, "rev-list", "--count", f"{spec['base']}..{ref}").strip() or 0)
+        ahead = int(git(cache, *SAFE, "rev-list", "--count", f"{spec.base}..{ref}").strip() or 0)
         back = None
         if ahead:
             path = os.path.join(tmp, "out.bundle")
-            git(cache, *SAFE, "bundle", "create", "-q", path, f"{spec['base']}..{ref}")  # only the new commits travel back
+            git(cache, *SAFE, "bundle", "create", "-q", path, f"{spec.base}..{ref}")  # only the new commits travel back
             with open(path, "rb") as fh:
                 back = fh.read()
-        yield ("done", rc, back)
+        yield msg.Done(rc=rc, bundle=back).model_dump()
     finally:
         if child.poll() is None:
             _kill(child)
@@ -195,50 +195,39 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: dict, home: 
         guard.wait()
 
 
-def _news(home: str, session: str, relayed: dict[str, int]) -> list[tuple] | None:
-    """What the node's runner heard of the worker since `relayed` (updated): ("beat", n) when it
-    made hook calls (n: how many so far; a count, not a time: the machines' clocks differ), and
-    ("refused", [what, ...]) for the calls its capability was refused there."""
+def _news(home: str, session: str, relayed: dict[str, int]) -> list[dict] | None:
+    """What the node's runner heard of the worker since `relayed` (updated): a Beat when it made
+    hook calls, and a Refused for the calls its capability was refused there (None: that runner
+    did not answer, or no longer hosts the session)."""
     heard = hosting.heard(home, session)
-    if heard is None:  # the runner did not answer, or no longer hosts the session
+    if heard is None:
         return None
-    news: list[tuple] = []
-    if heard["beats"] > relayed["beats"]:
-        relayed["beats"] = heard["beats"]
-        news.append(("beat", heard["beats"]))
-    new = heard["refusals"] - relayed["refusals"]
+    news: list[dict] = []
+    if heard.beats > relayed["beats"]:
+        relayed["beats"] = heard.beats
+        news.append(msg.Beat(beats=heard.beats).model_dump())
+    new = heard.refusals - relayed["refusals"]
     if new > 0:
-        relayed["refusals"] = heard["refusals"]
-        news.append(("refused", heard["refused"][-new:]))
+        relayed["refusals"] = heard.refusals
+        news.append(msg.Refused(calls=heard.refused[-new:]).model_dump())
     return news
 
 
-def _hooks(cache: str, wt: str, spec: dict, env: dict[str, str]) -> None:
+def _hooks(cache: str, wt: str, spec: NodeAttempt, env: dict[str, str]) -> None:
     """The host's hooks in the node's worktree, aimed at the node's runner, kept out of git as locally."""
-    if spec.get("hooks_file"):
+    assert spec.install is not None
+    if spec.hooks_file:
         exclude = os.path.join(cache, "info", "exclude")
         os.makedirs(os.path.dirname(exclude), exist_ok=True)
-        line = f"/{spec['hooks_file']}*\n"
+        line = f"/{spec.hooks_file}*\n"
         with lock(cache), open(exclude, "a+") as fh:
             fh.seek(0)
             if line not in fh.read():
                 fh.write(line)
     # -P: never the worktree's own `client/` package (cwd is first on sys.path for -m otherwise)
-    done = subprocess.run([sys.executable, "-P", "-m", "client.cli", *spec["install"]], cwd=wt, env=env,
+    done = subprocess.run([sys.executable, "-P", "-m", "client.cli", *spec.install], cwd=wt, env=env,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
-        raise RuntimeError(f"plugkit {' '.join(spec['install'][:2])} on the node failed: "
+        raise RuntimeError(f"plugkit {' '.join(spec.install[:2])} on the node failed: "
                            f"{(done.stderr.strip().splitlines() or ['no output'])[-1][:300]}")
 
-
-def probe() -> dict:
-    """For `doctor`: what this node runs (plugkit, python, git), and where its directory is."""
-    from importlib import metadata
-
-    try:
-        version = metadata.version("plugkit")
-    except metadata.PackageNotFoundError:
-        version = None
-    git = shutil.which("git")
-    return {"plugkit": version, "python": sys.version.split()[0], "git": bool(git), "dir": node_dir(),
-            "at": time.time()}

@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from plugkit.protocol.node import NodeAttempt
 from runner.node import clone, task
 from runner.system.subreaper import start_ticks
 from tests.support.git_repos import commit, g, main_repo, person_git
@@ -43,16 +44,14 @@ def test_attempts_fetching_and_making_worktrees_at_once_all_get_theirs(tmp_path)
         for round_ in range(4):
             tmp = os.path.join(root, "tmp", f"{branch}-{round_}")
             os.makedirs(tmp)
-            spec = {"repo_key": repo, "branch": branch, "base": base}
             cache = wt = None
             try:
-                cache, wt = clone.checkout(root, spec, bundles[branch], tmp)
+                cache, wt = clone.checkout(root, repo, branch, base, bundles[branch], tmp)
                 made.append(g(wt, "rev-parse", "--abbrev-ref", "HEAD"))
             except Exception as exc:  # noqa: BLE001 - every failure is the finding
                 failures.append(f"{branch}: {exc}")
             finally:
-                clone.tidy(cache or clone.cache_dir(root, repo), wt or os.path.join(tmp, "wt"), tmp,
-                               spec["branch"])
+                clone.tidy(cache or clone.cache_dir(root, repo), wt or os.path.join(tmp, "wt"), tmp, branch)
 
     threads = [threading.Thread(target=attempt, args=(b,)) for b in bundles]
     for t in threads:
@@ -75,9 +74,10 @@ def test_an_attempt_that_fails_before_its_worker_leaves_no_directory_or_worktree
     monkeypatch.setenv(clone.NODE_DIR_VAR, root)
     g(repo, "checkout", "-q", "-b", "b")
     commit(repo, "f.txt", "f\n")
-    spec = {"repo_key": repo, "branch": "b", "base": "0" * 40, "session": "s-gone"}
-    steps = task.attempt(bundle_of(repo, "b", tmp_path), spec, "node-1", "127.0.0.1")
-    assert next(steps)[0] == "node"
+    spec = NodeAttempt(repo_key=repo, branch="b", base="0" * 40, local_worktree=repo, argv=["true"], env={},
+                       session="s-gone", run="r1", item="w1", attempt=1, kind="command")
+    steps = task.attempt(bundle_of(repo, "b", tmp_path), spec.model_dump(), "node-1", "127.0.0.1")
+    assert next(steps)["kind"] == "node"
     with pytest.raises(RuntimeError, match="git worktree add"):
         next(steps)
     assert os.listdir(os.path.join(root, "tmp")) == []
@@ -94,7 +94,6 @@ def test_an_abandoned_attempts_directory_and_worktree_go_and_its_branch_is_free_
     g(repo, "checkout", "-q", "-b", "b")
     commit(repo, "f.txt", "f\n")
     bundle = bundle_of(repo, "b", tmp_path)
-    spec = {"repo_key": repo, "branch": "b", "base": base}
     # Its start time read while it surely lives (a `sleep 0` may already be a zombie when read,
     # and a zombie has no start time to record), then it dies.
     dead = subprocess.Popen(["sleep", "60"])
@@ -103,7 +102,7 @@ def test_an_abandoned_attempts_directory_and_worktree_go_and_its_branch_is_free_
     dead.wait()
     assert ticks is not None
     stale = clone.begin(root)
-    clone.checkout(root, spec, bundle, stale)
+    clone.checkout(root, repo, "b", base, bundle, stale)
     with open(os.path.join(stale, clone.OWNER_FILE), "w") as fh:  # its owner died mid-attempt
         fh.write(f"{dead.pid} {ticks}")
     live = clone.begin(root)  # this process's: never taken for abandoned
@@ -111,7 +110,7 @@ def test_an_abandoned_attempts_directory_and_worktree_go_and_its_branch_is_free_
     os.makedirs(fresh)
 
     again = clone.begin(root)
-    cache, wt = clone.checkout(root, spec, bundle, again)
+    cache, wt = clone.checkout(root, repo, "b", base, bundle, again)
     assert g(wt, "rev-parse", "--abbrev-ref", "HEAD") == "b"
     assert not os.path.exists(stale) and os.path.isdir(live) and os.path.isdir(fresh)
     listed = g(cache, "worktree", "list", "--porcelain")
