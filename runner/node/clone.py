@@ -10,10 +10,10 @@ import fcntl
 import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 
+from runner.system import git as system_git
 from runner.system.subreaper import start_ticks
 
 NODE_DIR_VAR = "PLUGKIT_NODE_DIR"
@@ -29,10 +29,12 @@ def node_dir() -> str:
 
 
 def git(cwd: str, *args: str, data: bytes | None = None) -> bytes:
-    done = subprocess.run(["git", *args], cwd=cwd, input=data, capture_output=True, timeout=300)
-    if done.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args[:2])}: {done.stderr.decode(errors='replace').strip()[-300:]}")
-    return done.stdout
+    """git's output, through the runner's one git adapter (runner.system.git: its environment
+    rule, its process group); RuntimeError naming git's own reason when it fails."""
+    done = system_git.run_sync(cwd, *args, input=data, timeout=300)
+    if done.rc != 0:
+        raise RuntimeError(f"git {' '.join(args[:2])}: {done.err.decode(errors='replace').strip()[-300:]}")
+    return done.out
 
 
 def cache_dir(root: str, repo_key: str) -> str:
@@ -153,7 +155,7 @@ def tidy(cache: str, wt: str, tmp: str, branch: str) -> None:
                          ("branch", "-D", branch)):
                 try:
                     git(cache, *SAFE, *args)
-                except (RuntimeError, subprocess.TimeoutExpired):
+                except (RuntimeError, OSError, system_git.GitTimeout):
                     pass
     shutil.rmtree(tmp, ignore_errors=True)
 

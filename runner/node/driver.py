@@ -27,7 +27,6 @@ import random
 import re
 import secrets
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,7 @@ from plugkit.protocol import node as msg
 from plugkit.protocol.node import BAD_OBJECTS_RC, CLUSTER_RC, NODE_LOST_RC, DriverSpec, NodeAttempt, Record
 from plugkit.work import cluster
 from runner.node import auth
+from runner.system import git
 
 PROVE_TIMEOUT_S = 60.0  # a node's answer to the challenge (a fresh Ray worker process there)
 
@@ -46,23 +46,23 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-def _git(worktree: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=worktree, capture_output=True, timeout=300)
+def _git(worktree: str, *args: str) -> git.Done:
+    return git.run_sync(worktree, *args, timeout=300)
 
 
 def _bundle(worktree: str, branch: str, have: list[str]) -> tuple[Optional[bytes], int]:
     """(a bundle of what the node lacks of the branch, how many commits it holds): only the
     commits not reachable from what the node's clone cache has already travel; None when the
     node has them all."""
-    known = [h for h in have if _git(worktree, "cat-file", "-e", f"{h}^{{commit}}").returncode == 0]
-    count = int(_git(worktree, "rev-list", "--count", branch, "--not", *known, "--").stdout.strip() or 0)
+    known = [h for h in have if _git(worktree, "cat-file", "-e", f"{h}^{{commit}}").rc == 0]
+    count = int(_git(worktree, "rev-list", "--count", branch, "--not", *known, "--").out.strip() or 0)
     if count == 0:
         return None, 0
     with tempfile.TemporaryDirectory(prefix="plugkit-bundle-") as tmp:
         path = os.path.join(tmp, "base.bundle")
         done = _git(worktree, "bundle", "create", "-q", path, branch, "--not", *known)
-        if done.returncode != 0:
-            raise RuntimeError(f"git bundle of {branch}: {done.stderr.decode(errors='replace').strip()[-300:]}")
+        if done.rc != 0:
+            raise RuntimeError(f"git bundle of {branch}: {done.err.decode(errors='replace').strip()[-300:]}")
         with open(path, "rb") as fh:
             return fh.read(), count
 
@@ -90,12 +90,12 @@ def _land_locally(worktree: str, branch: str, data: bytes) -> None:
             deadline, pause = time.monotonic() + PLACEHOLDER_WAIT_S, 0.01
             while True:
                 # fsckObjects: what a node sends is re-hashed anyway (index-pack), and checked like a push.
-                done = subprocess.run(["git", *SAFE, "-c", "transfer.fsckObjects=true", *args], cwd=worktree,
-                                      capture_output=True, text=True, timeout=300)
-                if done.returncode == 0:
+                done = _git(worktree, *SAFE, "-c", "transfer.fsckObjects=true", *args)
+                said = done.err.decode(errors="replace")
+                if done.rc == 0:
                     break
-                if not PLACEHOLDER_HEAD.search(done.stderr) or time.monotonic() > deadline:
-                    raise RuntimeError(f"git {args[0]} of the node's commits: {done.stderr.strip()[-300:]}")
+                if not PLACEHOLDER_HEAD.search(said) or time.monotonic() > deadline:
+                    raise RuntimeError(f"git {args[0]} of the node's commits: {said.strip()[-300:]}")
                 time.sleep(pause)
                 pause = min(pause * 2, 0.5)
 
@@ -119,11 +119,9 @@ def _attempt(spec: DriverSpec) -> NodeAttempt:
     """What the node is sent: the attempt, the commit it starts from, and the project's committer
     identity (a bundle carries no config, so the worker commits on the node as it would here)."""
     def ask(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=spec.local_worktree, capture_output=True, text=True,
-                              timeout=60).stdout.strip()
+        return git.run_sync(spec.local_worktree, *args, timeout=60).out.decode(errors="replace").strip()
 
-    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=spec.local_worktree, check=True,
-                          capture_output=True, text=True, timeout=60).stdout.strip()
+    base = ask("rev-parse", "--verify", "-q", "HEAD")
     return NodeAttempt(**spec.model_dump(exclude={"cluster", "record"}), base=base,
                        identity=msg.Identity(name=ask("config", "user.name"), email=ask("config", "user.email")))
 
@@ -138,7 +136,11 @@ def main(argv: list[str]) -> int:
     finally:
         _unlink(argv[0])  # it holds the worker's scoped environment: read once
     record = Recorder(spec.record)
-    attempt = _attempt(spec)
+    try:
+        attempt = _attempt(spec)
+    except (OSError, git.GitTimeout, msg.Malformed) as exc:  # no HEAD to start from: nothing to send
+        _say(f"the item's worktree {spec.local_worktree}: {exc}")
+        return CLUSTER_RC
     why = auth.token_refusal(spec.cluster, os.environ)  # every attempt: a cluster can be restarted open
     if why:
         _say(why)

@@ -35,7 +35,7 @@ from plugkit.protocol import node as msg
 from plugkit.protocol.node import NodeAttempt
 from plugkit.vocab import HOME_TAG, SANDBOXED_TAG, SESSION_ID_TAG
 from plugkit.work.cluster import NEVER_TRAVELS
-from runner.node import hosting
+from runner.node import hosting, keeper
 from runner.node.clone import SAFE, begin, cache_dir, checkout, git, lock, made, node_dir, tidy
 from runner.system import worker_objects
 
@@ -43,37 +43,6 @@ PORT_VAR = hosting.PORT_VAR  # the node runner's port: set on `ray start`, else 
 RUNNER_MISSES = 2  # polls in a row its runner did not answer for the attempt: gone or restarted
 CHUNK = 64 << 10
 BEAT_POLL_S = 3.0  # how often the node's runner is asked for the worker's hook calls (the heartbeat)
-# A small process beside the worker: when the Ray worker process dies (a force cancel, the
-# supervisor's driver gone, the node's raylet killing it), it kills the worker's whole process
-# group, so nothing keeps running unowned on the node.
-GUARD = r"""
-import os, signal, sys, time
-owner, group = int(sys.argv[1]), int(sys.argv[2])
-def alive(pid):
-    # Not kill(pid, 0): it succeeds on a zombie, an owner that exited and is not reaped yet.
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
-while alive(owner) and alive(group):
-    time.sleep(0.2)
-try:
-    os.killpg(group, signal.SIGKILL)
-except ProcessLookupError:
-    pass
-"""
-
-
-def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[subprocess.Popen, subprocess.Popen]:
-    child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, start_new_session=True)
-    guard = subprocess.Popen([sys.executable, "-c", GUARD, str(os.getpid()), str(child.pid)],
-                             start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-    return child, guard
-
 
 def _kill(child: subprocess.Popen) -> None:
     try:
@@ -138,7 +107,7 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: NodeAttempt,
     """The worker, run to its end: its output and its heartbeats (the hook calls the node's runner
     answered for it, polled every BEAT_POLL_S) as they come, then its exit and its commits: read
     from the clone's ref of its branch, never through its worktree (whose git state is the worker's)."""
-    child, guard = _spawn(argv, wt, env)
+    child = keeper.spawn(argv, wt, env)
     try:
         try:
             child.stdin.write(spec.stdin.replace(spec.local_worktree, wt).encode())
@@ -191,8 +160,6 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: NodeAttempt,
                 os.killpg(child.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        guard.kill()
-        guard.wait()
 
 
 def _news(home: str, session: str, relayed: dict[str, int]) -> list[dict] | None:

@@ -1,5 +1,6 @@
 """The runner's one way to run git: every git the runner starts (plugkit work's worktrees and
-landings, the gates' status check) goes through run(), under one environment rule.
+landings, the gates' status check) goes through run(), under one environment rule; the programs
+outside its event loop (the Ray driver and node side) through run_sync(), its blocking face.
 
 The rule: a hook that calls the runner may carry variables that point git at another repository
 or index (GIT_DIR, GIT_INDEX_FILE, ...; `git rev-parse --local-env-vars` lists the family): they
@@ -15,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 from dataclasses import dataclass
 
 TIMEOUT_S = 120.0
@@ -55,6 +57,26 @@ async def run(cwd: str, *args: str, input: bytes | None = None, timeout: float =
                 os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
         if isinstance(e, asyncio.TimeoutError):
+            raise GitTimeout(f"git {args[0] if args else ''} took over {timeout:.0f} s") from None
+        raise
+    return Done(proc.returncode or 0, out, err)
+
+
+def run_sync(cwd: str, *args: str, input: bytes | None = None, timeout: float = TIMEOUT_S) -> Done:
+    """run()'s blocking face, for the programs outside the event loop (the Ray driver and node
+    side, runner/node/): the same environment rule, the same process group killed whole on a
+    timeout. Raises OSError when git cannot start and GitTimeout past `timeout` seconds."""
+    proc = subprocess.Popen(["git", *args], cwd=cwd, env=environment(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(input, timeout)
+    except BaseException as e:  # a timeout, or KeyboardInterrupt: the git process must not outlive us
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        if isinstance(e, subprocess.TimeoutExpired):
             raise GitTimeout(f"git {args[0] if args else ''} took over {timeout:.0f} s") from None
         raise
     return Done(proc.returncode or 0, out, err)

@@ -4,7 +4,6 @@ make worktrees at once all get their worktree, and one that fails leaves nothing
 
 import os
 import subprocess
-import sys
 import threading
 
 import pytest
@@ -13,7 +12,6 @@ from plugkit.protocol.node import NodeAttempt
 from runner.node import clone, task
 from runner.system.subreaper import start_ticks
 from tests.support.git_repos import commit, g, main_repo, person_git
-from tests.support.procs import state, wait_gone
 
 
 @pytest.fixture(autouse=True)
@@ -129,17 +127,3 @@ def test_an_owner_whose_start_time_is_unknown_is_not_taken_for_alive(tmp_path):
     assert clone._abandoned(attempt)
     assert not clone._abandoned(clone.begin(str(tmp_path)))  # this live process's own
 
-
-def test_the_guard_takes_a_zombie_owner_for_dead_and_ends_the_workers_group():
-    # A Ray worker process that exited but is not reaped yet is a zombie: `kill(pid, 0)` still
-    # succeeds on it, and a guard asking that kept the worker's group running unowned.
-    owner = subprocess.Popen(["true"])
-    group = subprocess.Popen(["sleep", "60"], start_new_session=True)
-    try:
-        assert wait_gone(owner.pid) and state(owner.pid) == "Z"  # exited, not reaped: a zombie
-        subprocess.run([sys.executable, "-c", task.GUARD, str(owner.pid), str(group.pid)], timeout=60, check=True)
-        assert group.wait(timeout=30) == -9
-    finally:
-        group.kill()
-        group.wait()
-        owner.wait()

@@ -50,3 +50,23 @@ async def test_one_environment_rule(monkeypatch):
 async def test_a_git_that_cannot_start_is_an_os_error(tmp_path):
     with pytest.raises(OSError):
         await system_git.run(str(tmp_path / "missing"), "status")
+
+
+def test_the_node_sides_git_reads_the_clone_not_an_inherited_git_dir(repo, monkeypatch):
+    # The Ray node side ran git with the Ray worker's environment as it was: a GIT_DIR there sent
+    # its fetches and worktrees to another repository. Its blocking face keeps the same rule.
+    from runner.node import clone
+
+    ours = g(repo, "rev-parse", "HEAD")
+    commit_other(monkeypatch, repo)
+    assert system_git.run_sync(repo, "rev-parse", "HEAD").out.decode().strip() == ours
+    assert clone.git(repo, "rev-parse", "HEAD").decode().strip() == ours
+    with pytest.raises(RuntimeError, match=r"^git rev-parse no-such: fatal: ambiguous argument"):
+        clone.git(repo, "rev-parse", "no-such")
+
+
+def test_a_blocking_git_past_its_timeout_goes_with_its_group(repo):
+    # A hook or alias git started must not outlive the timeout: the whole group is killed.
+    g(repo, "config", "alias.linger", "!sleep 300 & sleep 300")
+    with pytest.raises(system_git.GitTimeout, match="git linger took over"):
+        system_git.run_sync(repo, "linger", timeout=0.5)
