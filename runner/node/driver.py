@@ -9,23 +9,21 @@ and the task machinery the runner already has (live output, `work logs --follow`
 watchdog on output, the kill of the task's tree, the boot reaper after a crash) applies to a
 remote attempt unchanged. Ray's ownership model does the rest: this process owns the Ray task,
 so when it dies (`work stop`, the runner killed -9 and its tasks reaped) Ray kills the task's
-worker process on the node, and the node-side guard (task.py) kills the worker's group.
+worker process on the node, and the worker's keeper there (keeper.py) kills the worker's group.
 
-It first checks the cluster turns away a caller without Ray's token, then asks every node
-offering plugkit_worker to answer a challenge with the node key (auth.py) and places the
-attempt only on a node that did; it submits one task needing {"plugkit_worker": 1} (max_retries=0: a lost node is ours to
-report and place again, not Ray's to retry silently), writes where it landed to the spec's
+It first checks the cluster turns away a caller without Ray's token, then places the attempt
+only on a node that proved it is ours (choice.py: the node key's challenge, the least loaded);
+it submits one task needing {"plugkit_worker": 1} (max_retries=0: a lost node is ours to
+report and place again, not Ray's to retry silently), sends it the NodeAttempt and reads its
+events (plugkit/protocol/node.py), writes where it landed to the spec's
 `record` file (with the count of the worker's hook calls its node's runner answered: the
 heartbeat RayPlacement.seen reads; and the calls it refused, for the item's `refused`), copies
 the output to stdout as it arrives, fetches the returned bundle into the
 local worktree, and exits with the worker's code, or NODE_LOST_RC when the node went away.
 """
 
-import atexit
 import os
-import random
 import re
-import secrets
 import signal
 import sys
 import tempfile
@@ -34,11 +32,9 @@ from typing import Optional
 
 from plugkit.protocol import node as msg
 from plugkit.protocol.node import BAD_OBJECTS_RC, CLUSTER_RC, NODE_LOST_RC, DriverSpec, NodeAttempt, Record
-from plugkit.work import cluster
-from runner.node import auth
+from runner.node import auth, choice
 from runner.system import git
 
-PROVE_TIMEOUT_S = 60.0  # a node's answer to the challenge (a fresh Ray worker process there)
 
 
 def _say(text: str) -> None:
@@ -161,7 +157,7 @@ def main(argv: list[str]) -> int:
     try:
         # Only a node that proved it is ours is a candidate; the freest of them takes the attempt,
         # pinned, so the bundle holds only the commits that node's clone cache lacks.
-        node = _proven_node(spec, record)
+        node = choice.proven_node(spec, record)
         pinned = NodeAffinitySchedulingStrategy(node, soft=False)
         have = msg.parse(msg.Have, ray.get(ray.remote(_cached).options(
             num_cpus=0, max_retries=0, scheduling_strategy=pinned).remote(spec.repo_key)), "list of the node's commits")
@@ -227,79 +223,11 @@ def main(argv: list[str]) -> int:
     return NODE_LOST_RC
 
 
-def _proven_node(spec: DriverSpec, record: Recorder) -> str:
-    """The node for this attempt: of the live nodes offering plugkit_worker, those that answer
-    the challenge with the node key (auth.py), the one least loaded (_claim). The ones
-    that did not are on the record with why (`work status`, `doctor`); none of ours: RuntimeError."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    key = cluster.read_secret(os.environ.get(cluster.NODE_KEY_VAR, ""))
-    nodes = {n["NodeID"]: (n["NodeManagerAddress"], n["Resources"]["plugkit_worker"]) for n in ray.nodes()
-             if n["Alive"] and n["Resources"].get("plugkit_worker", 0) > 0}
-    challenge = secrets.token_hex(16)
-    asked = {nid: ray.remote(_prove).options(num_cpus=0, max_retries=0, scheduling_strategy=(
-        NodeAffinitySchedulingStrategy(nid, soft=False))).remote(challenge) for nid in nodes}
-    proven, refused = [], {}
-    for nid, ref in asked.items():
-        try:
-            why = auth.verdict(key, challenge, nid, ray.get(ref, timeout=PROVE_TIMEOUT_S))
-        except Exception as exc:  # noqa: BLE001 - a node that cannot answer is not proven
-            why = f"it did not answer the challenge ({type(exc).__name__})"
-        if why is None:
-            proven.append(nid)
-        else:
-            refused[f"{nid[:12]} ({nodes[nid][0]})"] = why
-    record(refused_nodes=refused)
-    if not proven:
-        raise RuntimeError("no node of the cluster proved it is yours (the node key): "
-                           + ("; ".join(f"{n}: {w}" for n, w in refused.items()) or "no node offers plugkit_worker"))
-    return _claim(spec, proven, {nid: nodes[nid][1] for nid in proven})
-
-
-def _claim(spec: DriverSpec, proven: list[str], slots: dict[str, float]) -> str:
-    """Of the proven nodes, the one this supervisor's live attempts load least for its slots;
-    the choice kept in a claim file (pid, node) until this driver exits. Ray's view of free
-    slots lags: drivers of one wave asking at once would all see every slot free."""
-    import fcntl
-
-    folder = os.path.dirname(spec.record)
-    with open(os.path.join(folder, "claims.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        load = {nid: 0 for nid in proven}
-        for name in os.listdir(folder):
-            if not name.startswith("claim-"):
-                continue
-            try:
-                with open(os.path.join(folder, name)) as fh:
-                    pid, node = fh.read().split()
-                os.kill(int(pid), 0)
-            except (OSError, ValueError):
-                _unlink(os.path.join(folder, name))  # its driver is gone
-                continue
-            if node in load:
-                load[node] += 1
-        pick = min(proven, key=lambda nid: (load[nid] / max(slots[nid], 1), random.random()))
-        path = os.path.join(folder, f"claim-{os.getpid()}")
-        with open(path, "w") as fh:
-            fh.write(f"{os.getpid()} {pick}")
-    atexit.register(_unlink, path)
-    return pick
-
-
 def _unlink(path: str) -> None:
     try:
         os.unlink(path)
     except OSError:
         pass
-
-
-def _prove(challenge: str) -> dict:
-    import ray
-
-    from runner.node import auth as node_auth
-
-    return node_auth.prove(challenge, ray.get_runtime_context().get_node_id())
 
 
 def _cached(repo_key: str) -> list[str]:
