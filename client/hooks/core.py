@@ -14,7 +14,7 @@ gates: there a file write is denied and a Stop turned back once, naming `plugkit
 (client/hooks/fail_closed.py). Exit code 2 is never used: platforms ignore stdout on 2.
 
 Hot path (a plain tool call): this module, one adapter, client.wire.rpc; os/sys/time/select and
-client.wire.codec (json's C half: `import json` brings re, enum and functools, ~6 ms of every hook
+plugkit.codec (json's C half: `import json` brings re, enum and functools, ~6 ms of every hook
 process, and Qwen Code runs two per tool call). The exec: machinery is imported only for exec:
 commands.
 """
@@ -24,7 +24,7 @@ import sys
 import time
 
 from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_event, shell_command, slim
-from client.wire import codec
+from plugkit import codec
 from client.wire.rpc import ClientError, RpcFailure
 from plugkit.hosts import HOSTS
 from plugkit.vocab import SESSION_ID_TAG

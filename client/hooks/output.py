@@ -1,9 +1,9 @@
 """Building blocks the platform adapters share: a JSON answer with exit 0, the
 model-context shape, and "say nothing". What each platform prints is still its
-adapter's table; only these few shapes are common to them. JSON through client.wire.codec: the
+adapter's table; only these few shapes are common to them. JSON through plugkit.codec: the
 hook's hot path never imports json (and re behind it)."""
 
-from client.wire import codec
+from plugkit import codec
 
 
 def answer(obj: dict) -> tuple[bytes, int]:

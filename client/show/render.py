@@ -1,7 +1,7 @@
 """How tasks are described to the agent: exit codes, state lines, tables, follow-up
 commands and the --json documents. No I/O with the runner."""
 
-from client.wire import codec
+from plugkit import codec
 
 from plugkit.vocab import TERMINAL_STATES
 

@@ -1,7 +1,7 @@
 """`plugkit doctor`'s rows for the Ray cluster a workspace sends its workers to
 (work_runtime = "ray"): reachable, its Ray version, each node's plugkit_worker capacity and
 what plugkit, python and worker hosts it has. The look itself is a process
-(runner/core/work/placement/ray_probe.py): the client never imports the runner or Ray."""
+(runner/node/probe.py): the client never imports the runner or Ray."""
 
 import json
 import os
@@ -23,8 +23,8 @@ def configured(cwd: str):
 def auth_refusal(address: str):
     """Why `plugkit work` must not start on this cluster for want of Ray's token authentication
     (asked by a process: the client never imports the runner or Ray), or None."""
-    done = subprocess.run([sys.executable, "-c", "import sys; from runner.core.work.placement import ray_auth; "
-                           "print(ray_auth.token_refusal(sys.argv[1], __import__('os').environ) or '')", address],
+    done = subprocess.run([sys.executable, "-c", "import sys; from runner.node import auth; "
+                           "print(auth.token_refusal(sys.argv[1], __import__('os').environ) or '')", address],
                           capture_output=True, text=True, timeout=150)
     if done.returncode != 0:
         return (done.stderr.strip().splitlines() or ["the check of the cluster failed"])[-1][:300]
@@ -37,7 +37,7 @@ def check_cluster():
     if cfg is None or cfg.work_runtime != "ray":
         return
     try:
-        done = subprocess.run([sys.executable, "-m", "runner.core.work.placement.ray_probe", cfg.work_cluster or ""],
+        done = subprocess.run([sys.executable, "-m", "runner.node.probe", cfg.work_cluster or ""],
                               capture_output=True, text=True, timeout=180)
         found = json.loads((done.stdout.strip().splitlines() or ["{}"])[-1])
         if "nodes" not in found and "error" not in found:
@@ -48,7 +48,7 @@ def check_cluster():
 
 
 def cluster_rows(address, found: dict):
-    """doctor's rows from ray_probe's JSON: the cluster, then one row per node."""
+    """doctor's rows from runner/node/probe.py's JSON: the cluster, then one row per node."""
     if "error" in found:
         yield "FAIL", "ray cluster", found["error"][:300], "`ray status` on the head; README: plugkit work on Ray"
         return

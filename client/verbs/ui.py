@@ -3,7 +3,7 @@ runner if none runs). The link is minted by the runner for the holder of its tok
 /login), works once and expires; the browser that opens it gets the page's cookie."""
 
 from client.args import FLAG, Help, parse
-from client.wire import codec
+from plugkit import codec
 from client.wire.rpc import ClientError, RunnerUnavailable
 from client.wire.session import connect
 

@@ -1,18 +1,15 @@
-"""A minimal JSON-RPC 2.0 client over a raw HTTP/1.1 socket, plus runner discovery.
+"""The client's JSON-RPC calls to its runner (plugkit.wire's connection), plus runner discovery:
+the port file, the token, /health before the token is ever sent, a restart in place waited out.
 
 Hot path of every `plugkit` call: standard library only, and the C halves of it where the Python
-halves import more than they give: `_socket` rather than socket.py (which loads enum and
-selectors, ~3 ms, for flags we never read) and client.wire.codec rather than json (re, ~5 ms).
-http.client, urllib and asyncio each cost tens of milliseconds to import here.
+halves import more than they give (plugkit/wire.py and plugkit/codec.py say which and why).
 """
 
-import _socket
 import os
 
-from client.wire import codec
-
 from client import ClientError  # at the package root, as client.args needs it too; callers still import it here
-from plugkit import SERVICE, paths
+from plugkit import SERVICE, codec, paths
+from plugkit.wire import Connection
 from plugkit.vocab import SANDBOXED_TAG
 
 
@@ -24,55 +21,6 @@ class RpcFailure(ClientError):
     def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(message)
         self.code, self.message, self.data = code, message, data
-
-
-class Connection:
-    """One keep-alive HTTP/1.1 connection to the runner."""
-
-    def __init__(self, port: int, timeout: float = 5.0) -> None:
-        self.port = port
-        # Not socket.create_connection: its getaddrinfo encodes the host with the idna codec,
-        # an import (encodings.idna, stringprep) of ~3 ms on every CLI call for a numeric address.
-        self.sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
-        try:
-            self.sock.settimeout(timeout)
-            self.sock.connect(("127.0.0.1", port))
-        except BaseException:
-            self.sock.close()
-            raise
-        self.sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
-        self._buf = b""
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def request(self, method: str, path: str, body: bytes = b"", headers: str = "",
-                timeout: float | None = None) -> tuple[int, bytes]:
-        if timeout is not None:
-            self.sock.settimeout(timeout)
-        head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n{headers}"
-                f"Content-Length: {len(body)}\r\n\r\n")
-        self.sock.sendall(head.encode() + body)
-        while b"\r\n\r\n" not in self._buf:
-            self._recv()
-        raw_head, self._buf = self._buf.split(b"\r\n\r\n", 1)
-        lines = raw_head.split(b"\r\n")
-        status = int(lines[0].split(b" ", 2)[1])
-        length = 0
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value.strip())
-        while len(self._buf) < length:
-            self._recv()
-        payload, self._buf = self._buf[:length], self._buf[length:]
-        return status, payload
-
-    def _recv(self) -> None:
-        chunk = self.sock.recv(262144)
-        if not chunk:
-            raise ConnectionError("runner closed the connection")
-        self._buf += chunk
 
 
 def read_discovery() -> tuple[int, int] | None:
@@ -217,12 +165,9 @@ class Client:
 
     def _call(self, method: str, params: dict | None, timeout: float) -> dict:
         self._next_id += 1
-        body = codec.dumps({"jsonrpc": "2.0", "id": self._next_id, "method": method,
-                           "params": params or {}}).encode()
-        headers = f"Authorization: Bearer {self.token}\r\nContent-Type: application/json\r\n"
         try:
             try:
-                status, payload = self.conn.request("POST", "/rpc", body, headers, timeout=timeout)
+                status, payload = self.conn.rpc(self.token, self._next_id, method, params or {}, timeout)
             except ConnectionError:
                 # A runner restarting in place answers the waits it had begun, then its exec closes
                 # every connection, a request that came since unanswered. A read is asked again,
@@ -232,7 +177,7 @@ class Client:
                     raise
                 self.conn.close()
                 self.conn = Connection(self.conn.port, timeout=timeout)
-                status, payload = self.conn.request("POST", "/rpc", body, headers, timeout=timeout)
+                status, payload = self.conn.rpc(self.token, self._next_id, method, params or {}, timeout)
         except (OSError, ValueError) as exc:
             raise RunnerUnavailable(
                 f"lost the runner during {method} ({exc.__class__.__name__}); "

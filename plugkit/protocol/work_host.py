@@ -1,7 +1,7 @@
 """work.host, work.beats, work.unhost — a node's runner hosting an attempt placed on it by a
 supervisor elsewhere (`plugkit work --runtime ray`): the wire contract.
 
-Called by plugkit's own node-side code (runner/core/work/placement/ray_task.py) with the node
+Called by plugkit's own node-side code (runner/node/task.py) with the node
 runner's token, never by a worker (a worker's capability is refused them: runner/rpc/scope.py).
 """
 

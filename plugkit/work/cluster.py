@@ -4,10 +4,10 @@ work to, and what of the supervisor's environment reaches a node.
 A Ray cluster executes what it is sent, for anyone who reaches its GCS or a raylet, unless it
 runs Ray's token authentication (RAY_AUTH_MODE=token): a loopback address is no door shut, since
 every local user reaches loopback. So plugkit sends work only to a cluster that refuses a caller
-without the token (runner/core/work/placement/ray_auth.py asks it), or one reached over TLS with
+without the token (runner/node/auth.py asks it), or one reached over TLS with
 client certificates (RAY_USE_TLS=1); the token lives in a 0600 file plugkit makes. Beside it, the
 node key: a secret only the supervising user's nodes hold, with which a node answers the
-driver's challenge before it gets an item (ray_driver.py). An address that is not loopback is
+driver's challenge before it gets an item (runner/node/driver.py). An address that is not loopback is
 still refused unless TLS or a person's --allow-remote-cluster. Standard library and plugkit.vocab only.
 """
 

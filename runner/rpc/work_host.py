@@ -1,7 +1,7 @@
 """work.host, work.beats, work.unhost — this runner hosts an attempt that a supervisor on
 another machine placed here (`plugkit work --runtime ray`: a Ray node's runner).
 
-Called by the node side (runner/core/work/placement/ray_task.py) with this runner's own token;
+Called by the node side (runner/node/task.py) with this runner's own token;
 a worker's capability is refused them (runner/rpc/scope.py's table has no row for them).
 Errors: -32602 bad params; -32001 the owner process is gone (work.host); -32006 an endpoint
 the worker's loopback-only network cannot relay (work.host).

@@ -1,5 +1,6 @@
 """The runner's one way to run git: every git the runner starts (plugkit work's worktrees and
-landings, the gates' status and weakening checks) goes through run() or out(), under one
+landings, the gates' status and weakening checks, search) goes through run() or out(), or
+run_sync(), its blocking face (search's threads, the Ray driver and node side), under one
 environment rule, and every worktree it adds or removes goes through one registry per repository.
 
 The rule: a hook that calls the runner may carry variables that point git at another repository

@@ -14,7 +14,7 @@ writes there, and nothing it writes reaches the real store until take() has:
   - sent all of it, as one pack, through `git index-pack --strict` into the real store:
     re-hashed again, fsck-checked, every link resolved (in the pack or the real store).
 git here runs with the real repository's config and the runner's environment only.
-Standard library only: the Ray node side (placement/ray_task.py) uses it too. Blocking.
+Standard library only: the Ray node side (runner/node/task.py) uses it too. Blocking.
 """
 
 from __future__ import annotations

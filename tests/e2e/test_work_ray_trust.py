@@ -187,7 +187,7 @@ def test_two_users_node_runners_run_side_by_side(both, home, repo):
         w.add("w1", "--verify", "test -f w1.txt")
         w.start()
         assert w.until(lambda r: r["ended_at"] is not None, timeout=150)["state"] == "done"
-    code = ("import os, sys; from runner.core.work.placement import node_runner as n; "
+    code = ("import os, sys; from runner.node import hosting as n; "
             "root = os.environ['PLUGKIT_NODE_DIR']; os.makedirs(root + '/home', exist_ok=True); "
             "print('PORT', n.start(root + '/home', root, root)); print('INFO', n.call(root + '/home', 'runner.info', {}))")
     done = other.run(PYTHON, "-c", code)

@@ -1,8 +1,9 @@
 """The import contracts of issues 15 and 27, enforced: import-linter's contracts in pyproject.toml
 (runner layers boot -> http -> rpc -> core -> executors -> system, rpc and http reaching executors
 and system only through core; client never imports runner; plugkit imports neither; runner.system
-imports nothing else of runner; client.args is a leaf), and no import cycle anywhere in plugkit,
-runner or client, counting imports inside functions. Each is proved live by breaking it in a copy."""
+imports nothing else of runner; client.args is a leaf; runner.node and the daemon apart), and no
+import cycle anywhere in plugkit, runner or client, counting imports inside functions. Each is
+proved live by breaking it in a copy."""
 
 import ast
 import pathlib
@@ -97,6 +98,10 @@ BREAKS = [
     ("runner/rpc/task.py", "import runner.executors.worker", "reach executors and system only through core"),
     ("runner/http/app.py", "import runner.system.peers", "reach executors and system only through core"),
     ("client/args.py", "import client.wire.rpc", "client.args parses words and nothing else"),
+    # The Ray node side stays out of the daemon (Ray's threads and signal handlers, its own git and
+    # workers), and sees nothing of the daemon's managers in turn.
+    ("runner/core/work/placement/ray_node.py", "import runner.node.driver", "the daemon never imports runner.node"),
+    ("runner/node/task.py", "import runner.core.work.model", "runner.node (the Ray driver and node programs)"),
     # The two cycles issue 27 found, as they were: a model importing its store back, and a
     # host-format module importing the installer that imports it.
     ("plugkit/lifecycle/model.py", "import plugkit.lifecycle.state", "no import cycle"),

@@ -1,18 +1,17 @@
 """The node side of a remote attempt shares one clone of the project among the attempts placed
-on that node (runner.core.work.placement.ray_task). Real git, no Ray: attempts that fetch and
+on that node (runner.node.clone, runner.node.task). Real git, no Ray: attempts that fetch and
 make worktrees at once all get their worktree, and one that fails leaves nothing behind."""
 
 import os
 import subprocess
-import sys
 import threading
 
 import pytest
 
-from runner.core.work.placement import ray_task
+from plugkit.protocol.node import NodeAttempt
+from runner.node import clone, task
 from runner.system.subreaper import start_ticks
 from tests.support.git_repos import commit, g, main_repo, person_git
-from tests.support.procs import state, wait_gone
 
 
 @pytest.fixture(autouse=True)
@@ -43,16 +42,14 @@ def test_attempts_fetching_and_making_worktrees_at_once_all_get_theirs(tmp_path)
         for round_ in range(4):
             tmp = os.path.join(root, "tmp", f"{branch}-{round_}")
             os.makedirs(tmp)
-            spec = {"repo_key": repo, "branch": branch, "base": base}
             cache = wt = None
             try:
-                cache, wt = ray_task.checkout(root, spec, bundles[branch], tmp)
+                cache, wt = clone.checkout(root, repo, branch, base, bundles[branch], tmp)
                 made.append(g(wt, "rev-parse", "--abbrev-ref", "HEAD"))
             except Exception as exc:  # noqa: BLE001 - every failure is the finding
                 failures.append(f"{branch}: {exc}")
             finally:
-                ray_task._tidy(cache or ray_task._cache_dir(root, repo), wt or os.path.join(tmp, "wt"), tmp,
-                               spec["branch"])
+                clone.tidy(cache or clone.cache_dir(root, repo), wt or os.path.join(tmp, "wt"), tmp, branch)
 
     threads = [threading.Thread(target=attempt, args=(b,)) for b in bundles]
     for t in threads:
@@ -61,7 +58,7 @@ def test_attempts_fetching_and_making_worktrees_at_once_all_get_theirs(tmp_path)
         t.join()
     assert failures == []
     assert len(made) == 32
-    cache = ray_task._cache_dir(root, repo)
+    cache = clone.cache_dir(root, repo)
     assert g(cache, "worktree", "list", "--porcelain").count("worktree ") == 1  # only the bare clone
     assert os.listdir(os.path.join(root, "tmp")) == []
     # every branch's tip stayed, so the next attempt's bundle can leave it out
@@ -72,16 +69,17 @@ def test_attempts_fetching_and_making_worktrees_at_once_all_get_theirs(tmp_path)
 def test_an_attempt_that_fails_before_its_worker_leaves_no_directory_or_worktree(tmp_path, monkeypatch):
     # A leftover attempt directory reads as an attempt running on that node.
     repo, root = main_repo(tmp_path), str(tmp_path / "node")
-    monkeypatch.setenv(ray_task.NODE_DIR_VAR, root)
+    monkeypatch.setenv(clone.NODE_DIR_VAR, root)
     g(repo, "checkout", "-q", "-b", "b")
     commit(repo, "f.txt", "f\n")
-    spec = {"repo_key": repo, "branch": "b", "base": "0" * 40, "session": "s-gone"}
-    steps = ray_task.attempt(bundle_of(repo, "b", tmp_path), spec, "node-1", "127.0.0.1")
-    assert next(steps)[0] == "node"
+    spec = NodeAttempt(repo_key=repo, branch="b", base="0" * 40, local_worktree=repo, argv=["true"], env={},
+                       session="s-gone", run="r1", item="w1", attempt=1, kind="command")
+    steps = task.attempt(bundle_of(repo, "b", tmp_path), spec.model_dump(), "node-1", "127.0.0.1")
+    assert next(steps)["kind"] == "node"
     with pytest.raises(RuntimeError, match="git worktree add"):
         next(steps)
     assert os.listdir(os.path.join(root, "tmp")) == []
-    cache = ray_task._cache_dir(root, repo)
+    cache = clone.cache_dir(root, repo)
     assert g(cache, "worktree", "list", "--porcelain").count("worktree ") == 1
 
 
@@ -94,7 +92,6 @@ def test_an_abandoned_attempts_directory_and_worktree_go_and_its_branch_is_free_
     g(repo, "checkout", "-q", "-b", "b")
     commit(repo, "f.txt", "f\n")
     bundle = bundle_of(repo, "b", tmp_path)
-    spec = {"repo_key": repo, "branch": "b", "base": base}
     # Its start time read while it surely lives (a `sleep 0` may already be a zombie when read,
     # and a zombie has no start time to record), then it dies.
     dead = subprocess.Popen(["sleep", "60"])
@@ -102,16 +99,16 @@ def test_an_abandoned_attempts_directory_and_worktree_go_and_its_branch_is_free_
     dead.kill()
     dead.wait()
     assert ticks is not None
-    stale = ray_task.begin(root)
-    ray_task.checkout(root, spec, bundle, stale)
-    with open(os.path.join(stale, ray_task.OWNER_FILE), "w") as fh:  # its owner died mid-attempt
+    stale = clone.begin(root)
+    clone.checkout(root, repo, "b", base, bundle, stale)
+    with open(os.path.join(stale, clone.OWNER_FILE), "w") as fh:  # its owner died mid-attempt
         fh.write(f"{dead.pid} {ticks}")
-    live = ray_task.begin(root)  # this process's: never taken for abandoned
+    live = clone.begin(root)  # this process's: never taken for abandoned
     fresh = os.path.join(root, "tmp", "attempt-new")  # no owner file yet: a new attempt's
     os.makedirs(fresh)
 
-    again = ray_task.begin(root)
-    cache, wt = ray_task.checkout(root, spec, bundle, again)
+    again = clone.begin(root)
+    cache, wt = clone.checkout(root, repo, "b", base, bundle, again)
     assert g(wt, "rev-parse", "--abbrev-ref", "HEAD") == "b"
     assert not os.path.exists(stale) and os.path.isdir(live) and os.path.isdir(fresh)
     listed = g(cache, "worktree", "list", "--porcelain")
@@ -124,23 +121,9 @@ def test_an_owner_whose_start_time_is_unknown_is_not_taken_for_alive(tmp_path):
     # its attempt (a whole checkout, and the branch it held) stayed for good.
     gone = subprocess.Popen(["true"])
     gone.wait()
-    attempt = ray_task.begin(str(tmp_path))
-    with open(os.path.join(attempt, ray_task.OWNER_FILE), "w") as fh:
+    attempt = clone.begin(str(tmp_path))
+    with open(os.path.join(attempt, clone.OWNER_FILE), "w") as fh:
         fh.write(f"{gone.pid} None")
-    assert ray_task._abandoned(attempt)
-    assert not ray_task._abandoned(ray_task.begin(str(tmp_path)))  # this live process's own
+    assert clone._abandoned(attempt)
+    assert not clone._abandoned(clone.begin(str(tmp_path)))  # this live process's own
 
-
-def test_the_guard_takes_a_zombie_owner_for_dead_and_ends_the_workers_group():
-    # A Ray worker process that exited but is not reaped yet is a zombie: `kill(pid, 0)` still
-    # succeeds on it, and a guard asking that kept the worker's group running unowned.
-    owner = subprocess.Popen(["true"])
-    group = subprocess.Popen(["sleep", "60"], start_new_session=True)
-    try:
-        assert wait_gone(owner.pid) and state(owner.pid) == "Z"  # exited, not reaped: a zombie
-        subprocess.run([sys.executable, "-c", ray_task.GUARD, str(owner.pid), str(group.pid)], timeout=60, check=True)
-        assert group.wait(timeout=30) == -9
-    finally:
-        group.kill()
-        group.wait()
-        owner.wait()

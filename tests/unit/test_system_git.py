@@ -98,3 +98,17 @@ async def test_no_git_runs_in_a_repository_a_worker_made_inside_its_worktree(rep
     facts = await git_facts(nested)
     assert facts.error and "sandboxed worker" in facts.error
     assert not marker.exists()
+
+
+def test_the_node_sides_git_reads_the_clone_not_an_inherited_git_dir(repo, monkeypatch):
+    # The Ray node side ran git with the Ray worker's environment as it was: a GIT_DIR there sent
+    # its fetches and worktrees to another repository. Its blocking face keeps the same rule.
+    from runner.node import clone
+
+    ours = g(repo, "rev-parse", "HEAD")
+    commit_other(monkeypatch, repo)
+    assert system_git.run_sync(repo, "rev-parse", "HEAD").out.decode().strip() == ours
+    assert clone.git(repo, "rev-parse", "HEAD").decode().strip() == ours
+    with pytest.raises(RuntimeError, match=r"^git rev-parse no-such: fatal: ambiguous argument"):
+        clone.git(repo, "rev-parse", "no-such")
+

@@ -1,4 +1,4 @@
-"""client.wire.codec answers as json does, and keeps `plugkit exec:` free of json, re, socket and enum."""
+"""plugkit.codec (the wire's JSON) answers as json does, and keeps `plugkit exec:` free of json, re, socket and enum."""
 
 import json
 import math
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from client.wire import codec
+from plugkit import codec
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [
@@ -58,7 +58,7 @@ def test_malformed_text_is_a_value_error_in_a_process_without_json():
     # The C scanner raises its errors through json.decoder: in this test's process `json` is
     # imported, in the client's it is not, and there it raised SystemError (a damaged port file
     # read as an internal error). A fresh process, as the client is.
-    probe = ("from client.wire import codec\n"
+    probe = ("from plugkit import codec\n"
              "for text in ['{not json', '{\"port\": 1', '{\"port\": \"x\"', '\"\\\\x\"', '[1, 2', '{', 'tru']:\n"
              "    try:\n"
              "        codec.loads(text)\n"

@@ -46,10 +46,12 @@ def test_secrets_are_made_private_once_and_a_readable_one_is_refused(tmp_path):
 
 
 def test_a_node_answers_the_challenge_only_with_the_key_and_for_its_own_id():
-    from runner.core.work.placement import ray_auth
+    from runner.node import auth as ray_auth
 
-    said = {"answer": ray_auth.answer(b"k", "c", "node-a")}
+    said = {"uid": 1000, "answer": ray_auth.answer(b"k", "c", "node-a")}
     assert ray_auth.verdict(b"k", "c", "node-a", said) is None
     assert "wrong" in ray_auth.verdict(b"k", "c", "node-b", said)  # replayed for another node
     assert "wrong" in ray_auth.verdict(b"other", "c", "node-a", said)
-    assert ray_auth.verdict(b"k", "c", "node-a", {"why": "no key"}) == "no key"
+    assert ray_auth.verdict(b"k", "c", "node-a", {"uid": 1000, "why": "no key"}) == "no key"
+    # An answer of another shape (another plugkit, or not plugkit at all) is no proof, and says why.
+    assert "malformed answer to the node-key challenge" in ray_auth.verdict(b"k", "c", "node-a", {**said, "x": 1})

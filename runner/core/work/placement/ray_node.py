@@ -1,21 +1,21 @@
 """The Ray placement, the runner's side: each attempt's worker task is a driver process
-(ray_driver.py) that runs the attempt on a cluster node and relays it back.
+(runner/node/driver.py) that runs the attempt on a cluster node and relays it back.
 
 What travels: the item branch's history (a bundle), the worker's argv and prompt, and the
 environment its credential scopes let through (built by the attempt exactly as for a local
 worker). What never does: the supervisor's $PLUGKIT_HOME, its port, its token.
 """
 
-import json
 import os
 import sys
 from typing import Optional
 
+from plugkit.protocol.node import (BAD_OBJECTS_RC, CLUSTER_RC, DRIVER_MODULE, NODE_LOST_RC, DriverSpec, Malformed,
+                                   Record, parse)
 from plugkit.work import cluster, workers
 from runner.core.tasks.task import Task
 from runner.core.work.model import Failed, ItemRun, Run
 from runner.core.work.placement.local import worker_code
-from runner.core.work.placement.ray_driver import BAD_OBJECTS_RC, CLUSTER_RC, NODE_LOST_RC
 
 
 class RayPlacement:
@@ -37,50 +37,53 @@ class RayPlacement:
         spec_path, record = self._paths(it)
         _unlink(record)  # an earlier runner's, for an attempt of the same number
         self.noted[it.id] = 0
-        spec = {"cluster": self.run.cluster, "repo_key": self.run.workspace, "branch": it.branch,
-                "base": None, "local_worktree": it.worktree, "argv": argv, "stdin": stdin or "",
-                "env": {k: v for k, v in environ.items() if k not in cluster.NEVER_TRAVELS},
-                "session": it.session_id, "run": self.run.id, "item": it.id, "attempt": it.attempt,
-                "record": record, "sandbox": self.run.sandbox, "network": self.run.network,
-                "kind": self.run.worker, "install": workers.install_args(self.row),
-                "hooks_file": self.row.hooks_file}
+        try:
+            spec = parse(DriverSpec, dict(
+                cluster=self.run.cluster, repo_key=self.run.workspace, branch=it.branch, local_worktree=it.worktree,
+                argv=argv, stdin=stdin or "", env={k: v for k, v in environ.items() if k not in cluster.NEVER_TRAVELS},
+                session=it.session_id, run=self.run.id, item=it.id, attempt=it.attempt, record=record,
+                sandbox=self.run.sandbox, network=self.run.network, kind=self.run.worker,
+                install=workers.install_args(self.row), hooks_file=self.row.hooks_file),
+                "attempt for the Ray cluster", "`plugkit work logs` and the item's worker settings say what it holds")
+        except Malformed as exc:
+            raise Failed("failed", "spawn_failed", str(exc)) from None
         fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
-            json.dump(spec, fh)
+            fh.write(spec.model_dump_json())
         # The driver is plugkit's own code, not the agent's: it runs unconfined here (it must
         # reach the cluster); the worker itself is sandboxed on its node as it would be here.
-        code = worker_code([sys.executable, "-m", "runner.core.work.placement.ray_driver", spec_path], self.run,
+        code = worker_code([sys.executable, "-m", DRIVER_MODULE, spec_path], self.run,
                            it.id, sandbox=False)
         return code, cluster.driver_env(os.environ, self.home), None
 
-    def record(self, it: ItemRun) -> dict:
+    def record(self, it: ItemRun) -> Record:
+        """The driver's record of the attempt; an empty one until it wrote it (or when it is
+        unreadable: the attempt then shows no node and no heartbeat, and the stall watchdog acts)."""
         try:
             with open(self._paths(it)[1]) as fh:
-                return json.load(fh)
-        except (OSError, ValueError):
-            return {}
+                return parse(Record, fh.read(), "record of the Ray driver")
+        except (OSError, Malformed):
+            return Record()
 
     def seen(self, it: ItemRun) -> int:
         """Where the attempt runs, as soon as the driver wrote it (status and /debug show it), and
-        how many of its worker's hook calls the node's runner answered (ray_task.py relays them);
+        how many of its worker's hook calls the node's runner answered (runner/node/task.py relays them);
         the calls that runner refused its capability go on the item, as a local worker's do."""
         rec = self.record(it)
-        if rec.get("node"):
-            it.node = f"{rec['node'][:12]} ({rec.get('node_ip', '?')})"
-        if rec.get("ray_task"):
-            it.placement = f"ray task {rec['ray_task']}"
-        if isinstance(rec.get("refused_nodes"), dict):  # nodes that failed the node-key challenge, and why
-            self.run.refused_nodes = {str(k): str(v) for k, v in rec["refused_nodes"].items()}
-        refused = rec.get("refused") or []
-        for what in refused[self.noted.get(it.id, 0):]:  # the driver's list only grows during an attempt
-            it.note_refused(str(what))
-        self.noted[it.id] = len(refused)
-        beats = rec.get("beats", 0)
-        return beats if isinstance(beats, int) else 0
+        if rec.node:
+            it.node = f"{rec.node[:12]} ({rec.node_ip or '?'})"
+        if rec.ray_task:
+            it.placement = f"ray task {rec.ray_task}"
+        if rec.refused_nodes:  # nodes that failed the node-key challenge, and why
+            self.run.refused_nodes = dict(rec.refused_nodes)
+        for what in rec.refused[self.noted.get(it.id, 0):]:  # the driver's list only grows during an attempt
+            it.note_refused(what)
+        self.noted[it.id] = len(rec.refused)
+        return rec.beats
 
     def ended(self, it: ItemRun, task: Task) -> Optional[Failed]:
         self.seen(it)
-        bad = self.record(it).get("bad_objects")
+        bad = self.record(it).bad_objects
         for path in self._paths(it):  # the spec holds the worker's scoped environment: never left behind
             _unlink(path)
         if task.state == "failed" and task.exit_code == NODE_LOST_RC:

@@ -1,4 +1,4 @@
-"""JSON for the hot path, straight from CPython's C accelerator (`_json`), as `json` itself uses it.
+"""The wire's JSON (the client's hot path, plugkit.wire), straight from CPython's C accelerator (`_json`).
 
 Why not `import json`: json.decoder and json.scanner import `re` at module level, and `re` pulls
 in enum, functools and collections: about 6 ms of a ~35 ms `plugkit exec:bash true` on a small

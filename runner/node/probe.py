@@ -1,10 +1,10 @@
 """`plugkit doctor`'s look at a configured Ray cluster, as a process (the client never imports
 the runner or Ray):
 
-    python -m runner.core.work.placement.ray_probe HOST:PORT [--allow-remote-cluster]
+    python -m runner.node.probe HOST:PORT [--allow-remote-cluster]
 
 Prints one JSON object: the Ray version of the cluster, and per live node its `plugkit_worker`
-capacity, whether it answered the node-key challenge (ray_auth.py; `refused` says why not), and
+capacity, whether it answered the node-key challenge (auth.py; `refused` says why not), and
 what a task placed on it finds there (plugkit, python, git, the worker hosts on its PATH with
 their versions). Exit 1 when the cluster is refused (no token authentication) or cannot be reached.
 """
@@ -15,9 +15,11 @@ import secrets
 import shutil
 import subprocess
 import sys
+import time
 
+from plugkit.protocol.node import NodeFacts, parse
 from plugkit.work import cluster as trust, workers
-from runner.core.work.placement import ray_auth
+from runner.node import auth
 
 TIMEOUT_S = 60.0
 
@@ -38,23 +40,33 @@ def _hosts() -> dict[str, str]:
 
 
 def _on_node(challenge: str) -> dict:
+    """On the node: a NodeFacts' data, what it runs (plugkit, python, git, the worker hosts),
+    where its directory is, and its answer to the node-key challenge."""
+    from importlib import metadata
+
     import ray
 
-    from runner.core.work.placement import ray_auth as auth, ray_task
+    from runner.node import auth as node_auth, clone
 
-    return {**ray_task.probe(), "hosts": _hosts(), "proof": auth.prove(challenge, ray.get_runtime_context().get_node_id())}
+    try:
+        version = metadata.version("plugkit")
+    except metadata.PackageNotFoundError:
+        version = None
+    return NodeFacts(plugkit=version, python=sys.version.split()[0], git=bool(shutil.which("git")),
+                     dir=clone.node_dir(), at=time.time(), hosts=_hosts(),
+                     proof=node_auth.prove(challenge, ray.get_runtime_context().get_node_id())).model_dump()
 
 
 def main(argv: list[str]) -> int:
     address = argv[0] if argv else ""
     why = trust.refusal(address, os.environ, "--allow-remote-cluster" in argv)
-    why = why or ray_auth.token_refusal(address, os.environ)
+    why = why or auth.token_refusal(address, os.environ)
     if why:
         print(json.dumps({"error": why}))
         return 1
     os.environ.update({k: v for k, v in trust.driver_env(os.environ, _home()).items()
                        if k.startswith("RAY_AUTH") or k == trust.NODE_KEY_VAR})
-    ray_auth.keep_loopback(address)
+    auth.keep_loopback(address)
     key = trust.read_secret(os.environ[trust.NODE_KEY_VAR])
     challenge = secrets.token_hex(16)
     import ray
@@ -75,8 +87,9 @@ def main(argv: list[str]) -> int:
                "plugkit_worker": int(n["Resources"].get("plugkit_worker", 0))}
         if n["NodeID"] in refs:
             try:
-                row.update(ray.get(refs[n["NodeID"]], timeout=TIMEOUT_S))
-                refused = ray_auth.verdict(key, challenge, n["NodeID"], row.pop("proof", {}))
+                facts = parse(NodeFacts, ray.get(refs[n["NodeID"]], timeout=TIMEOUT_S), "node's facts")
+                row.update(facts.model_dump(exclude={"proof"}))
+                refused = auth.verdict(key, challenge, n["NodeID"], facts.proof.model_dump())
                 if refused:
                     row["refused"] = refused
             except Exception as exc:  # noqa: BLE001 - a node that cannot run plugkit says why

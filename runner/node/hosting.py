@@ -3,19 +3,21 @@ heartbeats, end the hosting (the runner's end: runner/rpc/work_host.py).
 
 Plugkit's own code running as the node's user, so it uses that runner's real token; the worker
 never does (it is shown the capability work.host mints). Standard library and plugkit's kernel
-only, like ray_task.py: a JSON-RPC call is one small POST, and the runner can never import the client.
+only, like task.py: its calls go through plugkit.wire, the one small RPC client the `plugkit`
+client uses too (the runner never imports the client).
 """
 
-import http.client
-import json
 import os
 import socket
 import subprocess
 import sys
 from typing import Any, Optional
 
-from plugkit import paths
+from plugkit import codec, paths
+from plugkit.protocol.node import NodeAttempt, parse
+from plugkit.protocol.work_host import WorkBeats, WorkHosted, WorkHostedRef, WorkHostParams
 from plugkit.vocab import HOME_TAG
+from plugkit.wire import Connection
 
 RPC_TIMEOUT_S = 10.0
 PORT_VAR = "PLUGKIT_PORT"
@@ -52,7 +54,7 @@ def start(home: str, cwd: str, root: str) -> str:
 def _running_port(home: str, fallback: str) -> str:
     try:
         with open(paths.port_file(home)) as fh:
-            return str(int(json.load(fh)["port"]))
+            return str(int(codec.loads(fh.read())["port"]))
     except (OSError, ValueError, KeyError, TypeError):
         return fallback
 
@@ -76,47 +78,49 @@ def _kept_port(root: str, fresh: bool) -> str:
 
 
 def call(home: str, method: str, params: dict) -> Any:
-    """One JSON-RPC call to the runner whose home this is; its result, or NodeRunnerError."""
+    """One JSON-RPC call to the runner whose home this is (plugkit.wire: the client's own way of
+    calling its runner); its result, or NodeRunnerError."""
     try:
         with open(paths.port_file(home)) as fh:
-            port = int(json.load(fh)["port"])
+            port = int(codec.loads(fh.read())["port"])
         with open(paths.token_file(home)) as fh:
             token = fh.read().strip()
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise NodeRunnerError(f"the node's runner is not up ({exc.__class__.__name__})") from None
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=RPC_TIMEOUT_S)
     try:
-        conn.request("POST", "/rpc", body, {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
-                                           "Authorization": f"Bearer {token}"})
-        answer = json.loads(conn.getresponse().read())
-    except (OSError, ValueError, http.client.HTTPException) as exc:
+        conn = Connection(port, timeout=RPC_TIMEOUT_S)
+        try:
+            status, payload = conn.rpc(token, 1, method, params)
+        finally:
+            conn.close()
+        answer = codec.loads(payload)
+        if status != 200 or not isinstance(answer, dict):
+            raise ValueError(f"HTTP {status}")
+    except (OSError, ValueError) as exc:
         raise NodeRunnerError(f"{method} on the node's runner: {exc.__class__.__name__}") from None
-    finally:
-        conn.close()
     if "error" in answer:
-        raise NodeRunnerError(f"{method} on the node's runner: {answer['error'].get('message', '?')[:300]}")
-    return answer["result"]
+        raise NodeRunnerError(f"{method} on the node's runner: {str(answer['error'].get('message', '?'))[:300]}")
+    return answer.get("result")
 
 
-def host(home: str, wt: str, spec: dict, env: dict[str, str]) -> dict:
-    """The attempt hosted by the node's runner: {capability: the file holding the worker's
-    capability, relay: {folder, ports} of its loopback-only network, or None}."""
-    return call(home, "work.host", {
-        "worktree": wt, "session_id": spec["session"], "run": spec["run"], "item": spec["item"],
-        "attempt": spec["attempt"], "branch": spec["branch"], "base": spec["base"], "owner_pid": os.getpid(),
-        "network": spec.get("network", "host"),
-        "base_urls": {k: v for k, v in env.items() if k.endswith("_BASE_URL")}})
+def host(home: str, wt: str, spec: NodeAttempt, env: dict[str, str]) -> WorkHosted:
+    """The attempt hosted by the node's runner: the file holding the worker's capability, and the
+    relay of its loopback-only network (or None)."""
+    params = WorkHostParams(
+        worktree=wt, session_id=spec.session, run=spec.run, item=spec.item, attempt=spec.attempt,
+        branch=spec.branch, base=spec.base, owner_pid=os.getpid(), network=spec.network,
+        base_urls={k: v for k, v in env.items() if k.endswith("_BASE_URL")})
+    return parse(WorkHosted, call(home, "work.host", params.model_dump()), "work.host answer of the node's runner")
 
 
-def heard(home: str, session: str) -> Optional[dict]:
-    """What the node's runner heard of the hosted worker ({beats, refusals, refused}: work.beats);
-    None when it cannot say."""
+def heard(home: str, session: str) -> Optional[WorkBeats]:
+    """What the node's runner heard of the hosted worker (work.beats); None when it cannot say."""
     try:
-        result = call(home, "work.beats", {"session_id": session})
+        result = call(home, "work.beats", WorkHostedRef(session_id=session).model_dump())
     except NodeRunnerError:
         return None
-    return result if result.get("hosted") else None
+    beats = parse(WorkBeats, result, "work.beats answer of the node's runner")
+    return beats if beats.hosted else None
 
 
 def unhost(home: str, session: str) -> None:

@@ -2,7 +2,7 @@
 token, and whether a node is one of the supervising user's own (it answers a challenge with the
 node key).
 
-    python -m runner.core.work.placement.ray_auth HOST:PORT
+    python -m runner.node.auth HOST:PORT
 
 asks the cluster's GCS without a token, in a process of its own (Ray reads its auth mode once
 per process): exit 0 when the GCS refused it (token authentication on), 2 when it answered
@@ -23,6 +23,7 @@ import subprocess
 import sys
 from typing import Mapping, Optional
 
+from plugkit.protocol.node import Malformed, Proof, parse
 from plugkit.work import cluster
 
 CHECK_TIMEOUT_S = 90.0
@@ -77,26 +78,30 @@ def answer(key: bytes | str, challenge: str, node_id: str) -> str:
 
 
 def prove(challenge: str, node_id: str) -> dict:
-    """On a node (a Ray task, as the node's user): the answer with the key its `ray start`
-    environment names (PLUGKIT_NODE_KEY), or why there is none."""
+    """On a node (a Ray task, as the node's user): a Proof's data, the answer with the key its
+    `ray start` environment names (PLUGKIT_NODE_KEY), or why there is none."""
     path = os.environ.get(cluster.NODE_KEY_VAR)
     if not path:
-        return {"uid": os.geteuid(), "why": "the node was started without PLUGKIT_NODE_KEY"}
+        return Proof(uid=os.geteuid(), why="the node was started without PLUGKIT_NODE_KEY").model_dump()
     problem = cluster.secret_problem(path, "node key")
     if problem:
-        return {"uid": os.geteuid(), "why": problem}
+        return Proof(uid=os.geteuid(), why=problem).model_dump()
     with open(path, "rb") as fh:
-        return {"uid": os.geteuid(), "answer": answer(fh.read().strip(), challenge, node_id)}
+        return Proof(uid=os.geteuid(), answer=answer(fh.read().strip(), challenge, node_id)).model_dump()
 
 
-def verdict(key: Optional[bytes | str], challenge: str, node_id: str, said: dict) -> Optional[str]:
-    """Why this node is not ours (None: it proved it is)."""
+def verdict(key: Optional[bytes | str], challenge: str, node_id: str, said: object) -> Optional[str]:
+    """Why this node is not ours (None: it proved it is); `said` is its Proof's data."""
     if key is None:
         return "this supervisor has no node key (`plugkit work ray-secrets` makes it)"
-    if said.get("why"):
-        return str(said["why"])[:200]
-    if not hmac.compare_digest(str(said.get("answer", "")), answer(key, challenge, node_id)):
-        return f"its answer to the node-key challenge is wrong (the node runs as uid {said.get('uid', '?')})"
+    try:
+        proof = parse(Proof, said, "answer to the node-key challenge")
+    except Malformed as exc:
+        return str(exc)[:300]
+    if proof.why:
+        return proof.why[:200]
+    if not hmac.compare_digest(proof.answer or "", answer(key, challenge, node_id)):
+        return f"its answer to the node-key challenge is wrong (the node runs as uid {proof.uid})"
     return None
 
 
