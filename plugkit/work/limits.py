@@ -65,9 +65,16 @@ def _epoch(m: re.Match, _now: float, _tz: tzinfo) -> Optional[float]:
     return float(m["epoch"])
 
 
+# A reset shown to the minute (Claude Code and Codex drop the seconds) that is read a little after
+# the host printed it can lie up to a minute and a few seconds in the past: it just passed, it is
+# not tomorrow's (read as tomorrow, the worker waited a whole day for a limit already over).
+JUST_PASSED = timedelta(minutes=5)
+
+
 def _next(when: datetime, now: datetime, dated: bool) -> float:
-    """A wall-clock time with no date is the next one at or after now (a reset is never past)."""
-    if not dated and when < now - timedelta(minutes=1):
+    """A wall-clock time with no date is the next one at or after now (a reset is never past),
+    unless it just passed (JUST_PASSED)."""
+    if not dated and when < now - JUST_PASSED:
         when += timedelta(days=1)
     return when.timestamp()
 

@@ -135,8 +135,8 @@ def halt_line(why: str) -> str:
 
 def deny_line(run: Run) -> str:
     return (f"plugkit work: the run's budget is spent ({(run.halt or '').removeprefix('budget: ').split(';')[0]}); "
-            "this call is refused and your attempt ends here; your commits are kept and the next attempt "
-            "continues from them once a person raises the cap")
+            "this call is refused and your attempt ends here; your commits and this worktree (uncommitted "
+            "changes too) are kept, and the next attempt continues in it once the budget allows")
 
 
 # --- the driver's (the tasks it owns) ---------------------------------------------------------
