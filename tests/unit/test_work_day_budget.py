@@ -93,9 +93,12 @@ def test_a_day_already_spent_by_earlier_runs_pauses_a_new_run_before_it_starts_a
 def test_the_workspaces_day_cap_holds_over_a_higher_flag_and_only_a_lower_setting_is_adopted():
     cfg = config.parse({"work_day_tokens": 5000, "work_day_cost": 2})
     assert (cfg.work_day_tokens, cfg.work_day_cost, cfg.problems) == (5000, 2.0, ())
-    assert budget.at_start({"day_tokens": 10 ** 9}, cfg) == {"day_tokens": 5000.0, "day_cost": 2.0}
-    assert budget.at_start({"day_tokens": 100.0}, cfg)["day_tokens"] == 100.0  # a lower flag holds
-    assert budget.at_start({"tokens": 7.0}, config.parse({})) == {"tokens": 7.0}
+    assert days.at_start({"day_tokens": 10 ** 9}, cfg) == {"day_tokens": 5000.0, "day_cost": 2.0}
+    assert days.at_start({"day_tokens": 100.0}, cfg)["day_tokens"] == 100.0  # a lower flag holds
+    assert days.at_start({"tokens": 7.0}, config.parse({})) == {"tokens": 7.0}
+    # a workspace's day cap no worker of the run can report is refused at start, and says where it came from
+    why = budget.refusal("codex", days.at_start({}, cfg), "local")
+    assert "cannot be pointed" in why and "work_day_tokens / work_day_cost in .plugkit/config.toml" in why
     assert config.parse({"work_day_tokens": -1}).problems and config.parse({"work_day_cost": True}).problems
     # held by the runner: a lower cap (or a first one) is adopted, raising or dropping it is a person's to confirm
     assert config_pin.stronger("work_day_tokens", None, 5000) and config_pin.stronger("work_day_tokens", 5000, 10)

@@ -46,7 +46,8 @@ CAPS: dict[str, tuple[str, str, str]] = {
     "day_tokens": ("day", "tokens", "--budget-day-tokens"),  # the workspace's, every run of the local day
     "day_cost": ("day", "cost", "--budget-day-cost"),
 }
-DAY_CAPS = tuple(c for c, (whose, _w, _f) in CAPS.items() if whose == "day")
+DAY_CAPS = days.DAY_CAPS
+assert DAY_CAPS == tuple(c for c, (whose, _w, _f) in CAPS.items() if whose == "day")
 KEPT = "kept at a budget pause"  # ItemRun.quota_note of a paused attempt: its worktree stays (attempt._tidy)
 DAY_SPENT = "the workspace spent "  # how a day cap's line starts (a run paused on it renews at midnight)
 TELEMETRY_CAPS = ("tokens", "cost")  # what only the workers' own telemetry can count
@@ -54,6 +55,13 @@ TELEMETRY_CAPS = ("tokens", "cost")  # what only the workers' own telemetry can 
 
 def refusal(worker: str, caps: dict[str, float], runtime: str) -> Optional[str]:
     """Why these caps cannot be held for this worker (refused at start, never silently ignored)."""
+    why = _refusal(worker, caps, runtime)
+    if why and any(c in DAY_CAPS for c in caps):  # it may be the workspace's, not the caller's
+        why += " (a day cap also comes from work_day_tokens / work_day_cost in .plugkit/config.toml)"
+    return why
+
+
+def _refusal(worker: str, caps: dict[str, float], runtime: str) -> Optional[str]:
     if not caps:
         return None
     row = telemetry.ROWS.get(worker)
@@ -70,21 +78,6 @@ def refusal(worker: str, caps: dict[str, float], runtime: str) -> Optional[str]:
         return (f"{', '.join(CAPS[c][2] for c in costs)}: no price is known for the {worker} worker's model "
                 "(it does not report its cost); cap its tokens instead (--budget-tokens N)")
     return None
-
-
-def at_start(caps: dict[str, float], cfg: Any) -> dict[str, float]:
-    """A run's caps: the caller's, with the workspace's day caps (work_day_tokens, work_day_cost).
-    Where both name one, the lower holds: whoever starts the run (an agent may) cannot lift the
-    workspace's; only a person's `plugkit work resume` raises a cap."""
-    for cap, setting in (("day_tokens", cfg.work_day_tokens), ("day_cost", cfg.work_day_cost)):
-        if setting is not None:
-            caps[cap] = float(min(setting, caps.get(cap, setting)))
-    return caps
-
-
-def day_start(m: WorkManager, root: str, caps: dict[str, float]) -> dict:
-    """The workspace's spend today so far (its earlier runs'), when the run has a day cap."""
-    return m.days.spent(root, m.clock()) if any(c in DAY_CAPS for c in caps) else {}
 
 
 def spent(run: Run) -> tuple[int, float]:

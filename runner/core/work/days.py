@@ -12,11 +12,12 @@ the manager's).
 import json
 import os
 import time
-from typing import Optional
+from typing import Any, Optional
 
 from runner.core.work.store import _key, _write
 
 KEEP_DAYS = 7
+DAY_CAPS = ("day_tokens", "day_cost")  # runner/core/work/budget.py's CAPS rows counted per day
 
 
 def day_of(now: float) -> str:
@@ -37,6 +38,16 @@ def today(kept: dict, now: float) -> tuple[int, float]:
     if kept.get("date") != day_of(now):
         return 0, 0.0
     return int(kept.get("tokens", 0)), float(kept.get("cost", 0.0))
+
+
+def at_start(caps: dict[str, float], cfg: Any) -> dict[str, float]:
+    """A run's caps: the caller's, with the workspace's day caps (work_day_tokens, work_day_cost).
+    Where both name one, the lower holds: whoever starts the run (an agent may) cannot lift the
+    workspace's; only a person's `plugkit work resume` raises a cap."""
+    for cap, setting in (("day_tokens", cfg.work_day_tokens), ("day_cost", cfg.work_day_cost)):
+        if setting is not None:
+            caps[cap] = float(min(setting, caps.get(cap, setting)))
+    return caps
 
 
 class DaySpend:
@@ -63,6 +74,10 @@ class DaySpend:
                 pass  # none yet, or unreadable: the day starts from what this runner counts
             self._days[workspace] = days
         return self._days[workspace]
+
+    def for_run(self, workspace: str, now: float, caps: dict[str, float]) -> dict:
+        """A new run's copy (Run.day_spend): the day's spend of its earlier runs, when it has a day cap."""
+        return self.spent(workspace, now) if any(c in DAY_CAPS for c in caps) else {}
 
     def spent(self, workspace: str, now: float) -> dict:
         """The day of `now` and its spend so far: a run keeps this copy (Run.day_spend)."""

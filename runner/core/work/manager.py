@@ -131,7 +131,7 @@ class WorkManager:
                 raise Forbidden(why)
             if importlib.util.find_spec("ray") is None:  # found, not imported: only the drivers import it
                 raise Invalid("--runtime ray needs Ray beside plugkit: pip install 'plugkit[ray]'")
-        caps = budget.at_start(dict(p.caps), cfg)  # with the workspace's day caps (the lower of the two)
+        caps = budget.days.at_start(dict(p.caps), cfg)  # with the workspace's day caps (the lower of the two)
         if why := budget.refusal(p.worker, caps, runtime):
             raise Invalid(why)
         if cfg.work_ci and cfg.ci == "local":  # the branch's own CI script would run outside the sandbox
@@ -147,7 +147,7 @@ class WorkManager:
                   stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.command) if p.command else None,
                   selected=list(p.items), sandbox=p.sandbox, network=network, runtime=runtime,
                   cluster=address if runtime == "ray" else None, quota_wait=p.quota_wait, caps=caps,
-                  day_spend=budget.day_start(self, root, caps),  # the workspace's earlier spend today
+                  day_spend=self.days.for_run(root, self.clock(), caps),  # the workspace's earlier spend today
                   scopes=scopes.shown(p.worker, workers.environment(row, dict(p.env)), cfg.work_credentials),
                   check_allowed=dict(old.check_allowed) if old is not None else {})
         if old is not None:
