@@ -2,7 +2,8 @@
 
     plugkit work [--parallel N] [--items ID...] [--worker W] [--run PROGRAM] [--afk]
                  [--budget-min M] [--budget-tokens N] [--budget-cost USD] [--item-budget-tokens N]
-                 [--item-budget-cost USD] [--item-budget-min M] [--stall-min M] [--merge ff|merge] [--no-sandbox]
+                 [--item-budget-cost USD] [--item-budget-min M] [--budget-day-tokens N] [--budget-day-cost USD]
+                 [--stall-min M] [--merge ff|merge] [--no-sandbox]
                  [--no-quota-wait]
                  [--network host|loopback-model] [--runtime local|ray] [--cluster HOST:PORT]
                  [--allow-remote-cluster] [--wait S]
@@ -11,7 +12,7 @@
     plugkit work rollback ITEM [--run RUN]
     plugkit work allow-check ITEM   (a person: the item's branch may change its own check)
     plugkit work resume [--budget-tokens N] [--budget-cost USD] [--item-budget-tokens N] [--item-budget-cost USD]
-                        [--item-budget-min M]
+                        [--item-budget-min M] [--budget-day-tokens N] [--budget-day-cost USD]
                                     (a person: raise the caps of a run paused on a spent budget)
     plugkit work ray-secrets        (the Ray cluster's token and node key, 0600; prints their env)
 
@@ -107,13 +108,18 @@ def _caps(p: BriefParser, verb: str) -> None:
     p.add_argument("--item-budget-cost", type=float, metavar="USD", help=f"{verb} each item's cost")
     p.add_argument("--item-budget-min", type=float, metavar="M", help=f"{verb} each item's workers' wall time "
                                                                        "(minutes, over its attempts)")
+    p.add_argument("--budget-day-tokens", type=int, metavar="N", help=f"{verb} the workspace's tokens per local day, "
+                   "every run counted (renews at midnight; work_day_tokens in .plugkit/config.toml)")
+    p.add_argument("--budget-day-cost", type=float, metavar="USD", help=f"{verb} the workspace's cost per local day "
+                   "(work_day_cost in .plugkit/config.toml)")
 
 
 def _cap_params(a) -> dict:
     return {k: v for k, v in (("budget_tokens", a.budget_tokens), ("budget_cost", a.budget_cost),
                               ("item_budget_tokens", a.item_budget_tokens),
                               ("item_budget_cost", a.item_budget_cost),
-                              ("item_budget_min", a.item_budget_min)) if v is not None}
+                              ("item_budget_min", a.item_budget_min), ("budget_day_tokens", a.budget_day_tokens),
+                              ("budget_day_cost", a.budget_day_cost)) if v is not None}
 
 
 def _call(a, method: str, **params) -> dict:

@@ -24,6 +24,8 @@
     work_setup = "npm ci"       # run once per worktree in the worker's sandbox before the worker starts
     work_ports = 10             # a block of free TCP ports per worker: PORT (the first), PLUGKIT_PORTS=a-b
     work_ports_env = true       # and those two written into the worktree's .env
+    work_day_tokens = 2000000   # `plugkit work`: the workspace's model tokens per local day, every run (a cap)
+    work_day_cost = 20.0        # and its cost in USD per local day (workers that report one)
 
 A file that cannot be parsed, or a value of the wrong type, never stops the runner: the
 key keeps its default and the problem is reported (gate.status `notices`), so a typo in
@@ -67,6 +69,8 @@ class GateConfig:
     work_setup: Optional[str] = None
     work_ports: int = 0
     work_ports_env: bool = False
+    work_day_tokens: Optional[int] = None
+    work_day_cost: Optional[float] = None
     problems: tuple[str, ...] = field(default=())
 
 
@@ -142,6 +146,18 @@ def _lang(v: Any) -> str:
     return v
 
 
+def _tokens(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 10 ** 12:
+        raise ValueError("must be a whole number of tokens between 1 and 10^12")
+    return v
+
+
+def _usd(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 10 ** 6:
+        raise ValueError("must be a positive amount of USD, at most 10^6")
+    return float(v)
+
+
 def _seconds(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 24 * 3600:
         raise ValueError("must be a number of seconds between 1 and 86400")
@@ -180,6 +196,8 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "work_setup": ("work_setup", _text),
     "work_ports": ("work_ports", _count),
     "work_ports_env": ("work_ports_env", _flag),
+    "work_day_tokens": ("work_day_tokens", _tokens),
+    "work_day_cost": ("work_day_cost", _usd),
 }
 
 

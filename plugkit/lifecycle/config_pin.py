@@ -61,7 +61,11 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     "work_setup": (),
     "work_ports": (),
     "work_ports_env": (),
+    "work_day_tokens": (),  # ranked by LOWER_IS_STRONGER: a lower cap is adopted, a higher one is a person's
+    "work_day_cost": (),
 }
+# Caps: none < any cap, and a lower cap is stronger than a higher one (raising it spends more).
+LOWER_IS_STRONGER = frozenset({"work_day_tokens", "work_day_cost"})
 # Settings the file alone decides: they only add context for the model and grant nothing, so
 # turning one off is no tampering for a person to confirm.
 FREE = frozenset({"digest_at_start"})
@@ -87,6 +91,8 @@ def _rank(key: str, value: Any) -> Optional[int]:
 
 
 def stronger(key: str, held: Any, seen: Any) -> bool:
+    if key in LOWER_IS_STRONGER:
+        return seen is not None and (held is None or seen < held)
     a, b = _rank(key, held), _rank(key, seen)
     return a is not None and b is not None and b > a
 

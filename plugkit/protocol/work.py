@@ -5,7 +5,7 @@ per workspace. Items run in their own git worktrees, are verified by the runner,
 on the branch the run started from.
 """
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field
 
@@ -41,10 +41,14 @@ class BudgetCaps(Params):
     item_budget_tokens: Tokens = Field(default=None, gt=0, le=10 ** 12)  # each item's, over its attempts
     item_budget_cost: Usd = Field(default=None, gt=0, le=10 ** 6)
     item_budget_min: Optional[float] = Field(default=None, gt=0, le=7 * 24 * 60)  # each item's workers' wall time
+    # The workspace's spend on the person's local day, over every run (work_day_* in .plugkit/config.toml too).
+    budget_day_tokens: Tokens = Field(default=None, gt=0, le=10 ** 12)
+    budget_day_cost: Usd = Field(default=None, gt=0, le=10 ** 6)
 
     def caps(self) -> dict[str, float]:
         given = {"tokens": self.budget_tokens, "cost": self.budget_cost, "item_tokens": self.item_budget_tokens,
-                 "item_cost": self.item_budget_cost, "item_min": self.item_budget_min}
+                 "item_cost": self.item_budget_cost, "item_min": self.item_budget_min,
+                 "day_tokens": self.budget_day_tokens, "day_cost": self.budget_day_cost}
         return {k: float(v) for k, v in given.items() if v is not None}
 
 
@@ -186,8 +190,10 @@ class WorkRunInfo(Result):
     runtime: str = "local"  # where the workers run: local | ray
     cluster: Optional[str] = None  # runtime ray: the cluster's address
     refused_nodes: dict[str, str] = {}  # runtime ray: nodes given no item (not proven ours), and why
-    caps: dict[str, float] = {}  # tokens | cost | item_tokens | item_cost -> the cap (budget_* at start)
-    spend: dict[str, float] = {}  # tokens | cost -> what the run's workers reported so far
+    caps: dict[str, float] = {}  # tokens | cost | item_tokens | item_cost | item_min | day_tokens | day_cost -> the cap
+    # tokens | cost: what the run's workers reported so far; day_tokens | day_cost: the workspace's on day_spend's date
+    spend: dict[str, float] = {}
+    day_spend: dict[str, Any] = {}  # {date, tokens, cost}: the workspace's spend on that local day (every run)
     queue: list[WorkQueueEntry] = []  # the landing queue: the latest entries, oldest green first
 
 

@@ -6,7 +6,9 @@ in headless mode:
 - Claude Code 2.1 (`hJ`/`Vee` in its bundle): "You've hit your session limit · resets 3pm
   (Europe/Berlin)", a reset over 24 h away as "resets Dec 1, 3pm (UTC)" (a year when it differs);
   "· contact your admin ..." and no reset when none is known. Earlier versions printed
-  "Claude AI usage limit reached|<epoch seconds>".
+  "Claude AI usage limit reached|<epoch seconds>". Only signed in with a claude.ai subscription
+  (`amp`: its 429 branch); with an API key a 429 is "... Request rejected (429) · <the API's
+  message>", after its SDK's own retries: no reset named, so an ordinary failed attempt.
 - Codex 0.169 (codex-rs error.rs, in the binary): "You've hit your usage limit. ... Try again at
   3:05 PM." (local time, no zone; another day: "Nov 30th, 2026 3:05 PM"), "... try again later."
   with no reset, "Quota exceeded. Check your plan and billing details." (insufficient quota).
@@ -63,9 +65,16 @@ def _epoch(m: re.Match, _now: float, _tz: tzinfo) -> Optional[float]:
     return float(m["epoch"])
 
 
+# A reset shown to the minute (Claude Code and Codex drop the seconds) that is read a little after
+# the host printed it can lie up to a minute and a few seconds in the past: it just passed, it is
+# not tomorrow's (read as tomorrow, the worker waited a whole day for a limit already over).
+JUST_PASSED = timedelta(minutes=5)
+
+
 def _next(when: datetime, now: datetime, dated: bool) -> float:
-    """A wall-clock time with no date is the next one at or after now (a reset is never past)."""
-    if not dated and when < now - timedelta(minutes=1):
+    """A wall-clock time with no date is the next one at or after now (a reset is never past),
+    unless it just passed (JUST_PASSED)."""
+    if not dated and when < now - JUST_PASSED:
         when += timedelta(days=1)
     return when.timestamp()
 

@@ -24,8 +24,8 @@ from runner.rpc.shapes import work_run
 @rpc(WorkStartParams)
 async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
     """work.start {session_id, cwd, parallel?=3, items?, worker?=claude-code, run?, afk?, budget_min?,
-    budget_tokens?, budget_cost?, item_budget_tokens?, item_budget_cost?, item_budget_min?, stall_min?=10.0, merge?, env?,
-    sandbox?=true, network?, runtime?, cluster?, allow_remote_cluster?=false, quota_wait?=true}
+    budget_tokens?, budget_cost?, item_budget_tokens?, item_budget_cost?, item_budget_min?, budget_day_tokens?,
+    budget_day_cost?, stall_min?=10.0, merge?, env?, sandbox?=true, network?, runtime?, cluster?, allow_remote_cluster?=false, quota_wait?=true}
     -> {run}
 
     Starts the run and returns at once (work.status follows it). `run` is the argv of
@@ -40,7 +40,10 @@ async def start(ctx: Context, p: WorkStartParams) -> WorkStatus:
     limit fails its attempt like any exit, instead of waiting for the reset (runner/core/work/quota.py).
     budget_tokens/budget_cost (the run's) and item_budget_tokens/item_budget_cost
     (each item's) are counted from the workers' own telemetry; a spent one pauses the run
-    (work.resume); -32602 for a cost cap where the worker reports no cost.
+    (work.resume); -32602 for a cost cap where the worker reports no cost. budget_day_tokens/
+    budget_day_cost count the workspace's spend on the local day over every run (the lower of
+    it and the workspace's work_day_tokens/work_day_cost holds); a run paused on one resumes by
+    itself at local midnight.
     Example: {"method":"work.start","params":{"session_id":"s","cwd":"/w","worker":"command",
               "run":["python3","agent.py"],"afk":true}}
     """
@@ -133,11 +136,12 @@ async def allow_check(ctx: Context, p: WorkItemParams) -> WorkStatus:
 
 @rpc(WorkResumeParams)
 async def resume(ctx: Context, p: WorkResumeParams) -> WorkStatus:
-    """work.resume {session_id, cwd, budget_tokens?, budget_cost?, item_budget_tokens?, item_budget_cost?, item_budget_min?}
-    -> {run}
+    """work.resume {session_id, cwd, budget_tokens?, budget_cost?, item_budget_tokens?, item_budget_cost?, item_budget_min?,
+    budget_day_tokens?, budget_day_cost?} -> {run}
 
     A person raises the caps of a run paused on a spent budget (or sets caps on a live run): the
-    run goes on, each paused item's next attempt continuing on its kept branch. Judged by the
+    run goes on, each paused item's next attempt continuing in the worktree it left (its
+    uncommitted work kept) on its kept branch. Judged by the
     caller's process ancestry like approval.grant. Errors: -32002 the caller is a worker, a task
     or an agent; -32005 the run is not live, not paused, or a cap is still spent; -32602 a cap
     that cannot be held (a cost cap where the worker reports no cost).

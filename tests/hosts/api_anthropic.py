@@ -5,7 +5,7 @@ import json
 
 from aiohttp import web
 
-from tests.hosts.script import Call, Say
+from tests.hosts.script import Call, Limit, Say
 from tests.hosts.sse import after_last, stream, texts
 
 IDS = itertools.count(1)
@@ -51,6 +51,18 @@ async def respond(request: web.Request, body: dict, answer) -> web.StreamRespons
                                   "usage": {"output_tokens": 5}}),
                ("message_stop", {"type": "message_stop"})]
     return await stream(request, events)
+
+
+def limited(limit: Limit) -> web.Response:
+    """A subscription's usage limit, as the Anthropic API refuses a request over it: 429, the
+    unified limit's headers (status, reset, which claim) and no retry. Claude Code 2.1 reads
+    these (its `Oda`/`xfp`) and, signed in with a claude.ai subscription, prints "You've hit your
+    session limit · resets 3pm (UTC)" (`hJ`/`Vee`: the reset to the minute, in local time)."""
+    body = {"type": "error", "error": {"type": "rate_limit_error",
+                                       "message": "This request would exceed your account's rate limit."}}
+    return web.json_response(body, status=429, headers={
+        "anthropic-ratelimit-unified-status": "rejected", "anthropic-ratelimit-unified-reset": str(int(limit.reset_at)),
+        "anthropic-ratelimit-unified-representative-claim": limit.claim, "x-should-retry": "false"})
 
 
 async def count_tokens(request: web.Request, body: dict, answer) -> web.Response:

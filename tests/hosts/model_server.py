@@ -13,7 +13,7 @@ import time
 from aiohttp import web
 
 from tests.hosts import api_anthropic, api_gemini, api_openai
-from tests.hosts.script import Hang, Script, Scripts, Seen
+from tests.hosts.script import Hang, Limit, Script, Scripts, Seen
 
 # API name -> (module, reader by path or one reader)
 APIS = {"anthropic": (api_anthropic, api_anthropic.read), "openai": (api_openai, api_openai.READERS),
@@ -89,6 +89,9 @@ class ModelServer:
                 assert self._stopping is not None
                 await self._stopping.wait()
                 return web.json_response({"error": {"message": "the fake model stopped"}}, status=503)
+            if isinstance(seen.answer, Limit):
+                seen.answered_at = time.monotonic()
+                return APIS[api][0].limited(seen.answer)  # an API with no `limited` fails the test here
             try:
                 return await handler(request, body, seen.answer)
             finally:

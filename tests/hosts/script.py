@@ -36,6 +36,17 @@ class Hang:
     why: str = "hang"
 
 
+@dataclass(frozen=True)
+class Limit:
+    """A turn the model refuses with its API's own usage-limit answer (an HTTP 429 naming the
+    reset, epoch seconds, as the provider's API sends it: each API module's `limited`), so the
+    host prints its usage-limit message. It never shows in a history: the script stays on it,
+    and the attempt after the wait is routed to a script of its own by its prompt."""
+
+    reset_at: float
+    claim: str = "five_hour"  # which limit (Anthropic: the unified limit's representative claim)
+
+
 @dataclass
 class Seen:
     """One request as it arrived: the API's body, plus what the fake read from it."""
@@ -53,10 +64,12 @@ class Seen:
     answer: object = None
 
 
-def mark(turn: Call | Say | Hang) -> str:
+def mark(turn: Call | Say | Hang | Limit) -> str:
     """The text that shows a turn of the script in a history (every API keeps it verbatim)."""
     if isinstance(turn, Hang):
         return f"\0never said: {turn.why}"  # no history holds it: the script stays on this turn
+    if isinstance(turn, Limit):
+        return "\0never said: a usage limit"
     if isinstance(turn, Say):
         return turn.text
     return next((v for v in turn.args.values() if isinstance(v, str) and v), turn.name)

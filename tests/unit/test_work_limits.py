@@ -26,6 +26,8 @@ def at(*args, tz=UTC) -> float:
      at(2026, 12, 1, 9, 0, tz=ZoneInfo("Europe/Berlin"))),
     (f"You've hit your Opus limit {MID} resets Jan 3, 2027, 12am (UTC)", at(2027, 1, 3, 0, 0)),
     (f"You're out of usage credits {MID} resets 1pm (UTC)", at(2026, 11, 30, 13, 0)),  # 1pm passed: tomorrow
+    # 13:08:59 shown as 1:08pm, read at 13:10: it just passed (not tomorrow's 1:08pm)
+    (f"You've hit your session limit {MID} resets 1:08pm (UTC)", at(2026, 11, 29, 13, 8)),
     ("Claude AI usage limit reached|1764428400", 1764428400.0),  # the format before 2.x
 ])
 def test_claude_code_limits_and_their_reset(text, reset):

@@ -26,7 +26,7 @@ from plugkit.work import prompt as prompt_mod, scopes, workers
 from runner.core.gates.manager import GateManager
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
-from runner.core.work import ci_wait, git, held, objects, quota, ready, resume, teardown
+from runner.core.work import budget, ci_wait, git, held, objects, quota, ready, resume, teardown
 from runner.core.work.install import install_hooks
 from runner.core.work.landing import Landing
 from runner.core.work.model import HELD, MAX_REPLACEMENTS, REPLACED, RETRIED, Failed, ItemRun, Run
@@ -251,8 +251,9 @@ class Attempts(Landing):
         p = self.p
         async with self.land_lock:  # its branch (rebased by a landing) is recorded before another worker is judged
             await self.refs.settle(it.id, it.branch)
-        # A worker parked on a usage limit keeps its worktree (quota.py): only the check's checkout goes.
-        for path in (it.worktree, self.check_dir(it))[1 if it.state == "waiting_quota" else 0:]:
+        # A worker parked on a usage limit (quota.py) or paused by a spent budget (budget.py) keeps its
+        # worktree, uncommitted work and all, for its next attempt: only the check's checkout goes.
+        for path in (it.worktree, self.check_dir(it))[0 if it.quota_note is None else 1:]:
             try:
                 await git.remove_worktree(p.ws.root, path)
             except git.GitError as exc:  # the branch holds the work; a stale worktree is pruned next time
@@ -343,6 +344,7 @@ class Attempts(Landing):
             raise Failed("timed_out", "budget", f"the run's budget ran out (task_{task.id} ended)")
         if task.reason == "paused" and not self.stopping:
             self.pausing.discard(it.id)
+            it.quota_note = budget.KEPT  # its worktree kept as the worker left it (uncommitted work too)
             raise Failed("paused", "budget_spent", f"{(self.run.halt or 'budget').split(';')[0]}; task_{task.id} "
                                                    f"ended at its next tool call; branch {it.branch} kept")
         if self.stopping or task.reason in ("killed", "runner_shutdown", "session_end"):

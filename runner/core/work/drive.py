@@ -103,7 +103,10 @@ class RunDriver:
         deadline = run.deadline
         if deadline is not None and self.clock() >= deadline and not self.attempts.stopping:
             await self.attempts.stop_all("budget")
-        if budget.check_clock(self.attempts, self.clock()):  # an item's --item-budget-min spent
+        changed, renewed = budget.check_clock(self.attempts, self.clock())  # --item-budget-min, a day cap
+        if renewed:
+            self.unpause("the day's budget renewed at local midnight")
+        elif changed:
             self.save()
         if self.attempts.stopping:
             # Ended workers still finish their attempt (state, .prd status, worktree) first.
@@ -241,15 +244,14 @@ class RunDriver:
             self.attempts.pausing.add(it.id)
             self._group.create_task(budget.end_paused(self.attempts, it), name=f"work-pause-{it.id}")
 
-    def unpause(self) -> None:
-        """A person raised the cap: each paused item's next attempt continues on its kept branch."""
+    def unpause(self, why: str = "a person raised the budget") -> None:
+        """A person raised the cap (or a day cap renewed): each paused item's next attempt continues
+        on its kept branch."""
         now = self.clock()
         for it in self.run.items.values():
             if it.state == "paused" and self._group is not None:
-                it.interrupted = (f"the run's budget was spent during your attempt {it.attempt}: your tool call was "
-                                  "refused and the attempt ended; a person raised the budget")
-                it.worktree = None  # removed when the paused attempt ended: nothing of it left to judge again
-                it.enter("spawning", now, "budget_spent", "resumed: a person raised the budget")
+                budget.resumed(it, why)  # in the worktree its paused attempt left, uncommitted work and all
+                it.enter("spawning", now, "budget_spent", f"resumed: {why}")
                 self.workers[it.id] = self._group.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
         self.save()
         self.wake.set()

@@ -48,6 +48,7 @@ class WorkManager:
         self._worktrees: dict[str, tuple[Run, ItemRun, Attempts]] = {}  # realpath -> its worker
         self._resuming: dict[str, list[ItemRun]] = {}  # root -> the items a dead runner's run resumes
         self.meters: dict[str, tuple] = {}  # a worker attempt's telemetry secret -> (run, item, Meter): budget.py
+        self.days = budget.days.DaySpend(home)  # each workspace's spend per local day (budget.py's day caps)
 
     # --- runs ------------------------------------------------------------------------------
 
@@ -130,8 +131,8 @@ class WorkManager:
                 raise Forbidden(why)
             if importlib.util.find_spec("ray") is None:  # found, not imported: only the drivers import it
                 raise Invalid("--runtime ray needs Ray beside plugkit: pip install 'plugkit[ray]'")
-        why = budget.refusal(p.worker, dict(p.caps), runtime)
-        if why:
+        caps = budget.days.at_start(dict(p.caps), cfg)  # with the workspace's day caps (the lower of the two)
+        if why := budget.refusal(p.worker, caps, runtime):
             raise Invalid(why)
         if cfg.work_ci and cfg.ci == "local":  # the branch's own CI script would run outside the sandbox
             raise Invalid(ci_wait.LOCAL_REFUSED)
@@ -145,9 +146,10 @@ class WorkManager:
                   merge=p.merge or cfg.work_merge, branch=branch, base=base, started_at=self.clock(),
                   stall_min=p.stall_min, budget_min=p.budget_min, command=list(p.command) if p.command else None,
                   selected=list(p.items), sandbox=p.sandbox, network=network, runtime=runtime,
-                  cluster=address if runtime == "ray" else None, quota_wait=p.quota_wait,
+                  cluster=address if runtime == "ray" else None, quota_wait=p.quota_wait, caps=caps,
+                  day_spend=self.days.for_run(root, self.clock(), caps),  # the workspace's earlier spend today
                   scopes=scopes.shown(p.worker, workers.environment(row, dict(p.env)), cfg.work_credentials),
-                  check_allowed=dict(old.check_allowed) if old is not None else {}, caps=dict(p.caps))
+                  check_allowed=dict(old.check_allowed) if old is not None else {})
         if old is not None:
             self.past.journals.pop(old.id, None)
         self.runs[root] = run

@@ -105,7 +105,9 @@ class ItemRun:
     ports: Optional[str] = None  # its latest attempt's port block, "a-b" (work_ports)
     teardown: Optional[str] = None  # what the end of its latest attempt tore down (runner/core/work/teardown.py)
     quota_until: Optional[float] = None  # parked on its host's usage limit: resumed at this time
-    quota_note: Optional[str] = None  # where it stopped on that limit: the next attempt's prompt says it
+    # Where it stopped on a usage limit or a spent budget: its worktree is kept for its next attempt,
+    # whose prompt says it (runner/core/work/quota.py, budget.py).
+    quota_note: Optional[str] = None
     quota_waits: int = 0  # usage limits waited out (not counted by the two-pass rule)
     tokens: int = 0  # model tokens its workers reported (their own telemetry: runner/core/work/budget.py)
     cost: float = 0.0  # USD its workers reported
@@ -190,6 +192,8 @@ class Run:
     quota_wait: bool = True  # a worker stopped by its host's usage limit waits for the reset (runner/core/work/quota.py)
     caps: dict[str, float] = field(default_factory=dict)  # runner/core/work/budget.py CAPS: name -> limit
     queue: list[QueueEntry] = field(default_factory=list)  # the landing queue on `branch`, in the order they went green
+    # The workspace's spend on one local day ({date, tokens, cost}: runner/core/work/days.py), as last counted.
+    day_spend: dict[str, Any] = field(default_factory=dict)
 
     def enter(self, state: str, halt: Optional[str], ended_at: Optional[float] = None) -> None:
         """The one place a run's state moves (plugkit.vocab.WORK_RUN_ALLOWED)."""
@@ -200,8 +204,11 @@ class Run:
 
     @property
     def spend(self) -> dict[str, float]:
-        """What its workers reported spending, summed over its items (runner/core/work/budget.py)."""
-        return {"tokens": sum(i.tokens for i in self.items.values()), "cost": sum(i.cost for i in self.items.values())}
+        """What its workers reported spending, summed over its items (runner/core/work/budget.py), and
+        the workspace's on the day last counted (day_tokens, day_cost: every run of that day)."""
+        return {"tokens": sum(i.tokens for i in self.items.values()), "cost": sum(i.cost for i in self.items.values()),
+                **({"day_tokens": self.day_spend.get("tokens", 0), "day_cost": self.day_spend.get("cost", 0.0)}
+                   if self.day_spend else {})}
 
     @property
     def deadline(self) -> Optional[float]:

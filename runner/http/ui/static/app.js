@@ -53,10 +53,10 @@ const HELD = new Set(["waiting", "paused", "blocked", "rejected", "failed", "tim
 function budgetLine(run) {
   const caps = Object.entries(run.caps || {});
   if (!caps.length) return null;
-  const amount = (what, x) => what === "tokens" ? Math.floor(x) + " tokens"
+  const amount = (what, x) => what.endsWith("tokens") ? Math.floor(x) + " tokens"
     : what === "worker_s" ? (x / 60).toFixed(2) + " min" : "$" + x.toFixed(4);
   const parts = caps.map(([name, limit]) => {
-    const what = name.endsWith("cost") ? "cost" : name === "item_min" ? "worker_s" : "tokens";
+    const what = name.startsWith("day_") ? name : name.endsWith("cost") ? "cost" : name === "item_min" ? "worker_s" : "tokens";
     const cap = what === "worker_s" ? limit * 60 : limit;
     const spent = name.startsWith("item_")
       ? Math.max(0, ...run.items.map((i) => i[what] || 0)) : (run.spend || {})[what] || 0;
