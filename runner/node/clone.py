@@ -20,10 +20,6 @@ NODE_DIR_VAR = "PLUGKIT_NODE_DIR"
 OWNER_FILE = "owner"  # in an attempt's directory: "<pid> <start ticks>" of the Ray worker process running it
 STALE_S = 600.0  # an attempt's directory with no owner file yet is taken as abandoned after this
 
-# The node's git after a worker ran: no hooks, fsmonitor or ssh command (runner/core/work/git.py's rule).
-SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sshCommand=false")
-
-
 def node_dir() -> str:
     return os.environ.get(NODE_DIR_VAR) or os.path.join(os.path.expanduser("~"), ".cache", "plugkit-node")
 
@@ -154,7 +150,7 @@ def tidy(cache: str, wt: str, tmp: str, branch: str) -> None:
             for args in (("worktree", "remove", "--force", "--force", wt), ("worktree", "prune"),
                          ("branch", "-D", branch)):
                 try:
-                    git(cache, *SAFE, *args)
+                    git(cache, *args)
                 except (RuntimeError, OSError, system_git.GitTimeout):
                     pass
     shutil.rmtree(tmp, ignore_errors=True)

@@ -69,10 +69,6 @@ PLACEHOLDER_HEAD = re.compile(r"bad object worktrees/[^/\s]+/HEAD")
 PLACEHOLDER_WAIT_S = 5.0
 
 
-# Git on what a worker made: no hooks, fsmonitor or ssh command (runner/core/work/git.py's rule).
-SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.sshCommand=false")
-
-
 def _land_locally(worktree: str, branch: str, data: bytes) -> None:
     """The node's commits onto the item's branch here: its ref only. Nothing is checked out (the
     runner checks a fresh checkout of the branch's commit), so no file of the worker's is written
@@ -86,7 +82,7 @@ def _land_locally(worktree: str, branch: str, data: bytes) -> None:
             deadline, pause = time.monotonic() + PLACEHOLDER_WAIT_S, 0.01
             while True:
                 # fsckObjects: what a node sends is re-hashed anyway (index-pack), and checked like a push.
-                done = _git(worktree, *SAFE, "-c", "transfer.fsckObjects=true", *args)
+                done = _git(worktree, "-c", "transfer.fsckObjects=true", *args)
                 said = done.err.decode(errors="replace")
                 if done.rc == 0:
                     break

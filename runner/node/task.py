@@ -36,7 +36,7 @@ from plugkit.protocol.node import NodeAttempt
 from plugkit.vocab import HOME_TAG, SANDBOXED_TAG, SESSION_ID_TAG
 from plugkit.work.cluster import NEVER_TRAVELS
 from runner.node import hosting, keeper
-from runner.node.clone import SAFE, begin, cache_dir, checkout, git, lock, made, node_dir, tidy
+from runner.node.clone import begin, cache_dir, checkout, git, lock, made, node_dir, tidy
 from runner.system import worker_objects
 
 PORT_VAR = hosting.PORT_VAR  # the node runner's port: set on `ray start`, else chosen for the node
@@ -144,11 +144,11 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: NodeAttempt,
             return
         # In the clone, not the worktree: the worktree's git config is the worker's to write.
         ref = f"refs/heads/{branch}"
-        ahead = int(git(cache, *SAFE, "rev-list", "--count", f"{spec.base}..{ref}").strip() or 0)
+        ahead = int(git(cache, "rev-list", "--count", f"{spec.base}..{ref}").strip() or 0)
         back = None
         if ahead:
             path = os.path.join(tmp, "out.bundle")
-            git(cache, *SAFE, "bundle", "create", "-q", path, f"{spec.base}..{ref}")  # only the new commits travel back
+            git(cache, "bundle", "create", "-q", path, f"{spec.base}..{ref}")  # only the new commits travel back
             with open(path, "rb") as fh:
                 back = fh.read()
         yield msg.Done(rc=rc, bundle=back).model_dump()
