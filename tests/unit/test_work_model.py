@@ -42,8 +42,8 @@ def test_the_store_keeps_each_run_newest_last_and_finds_one_by_its_prefix(tmp_pa
     legacy.id, legacy.started_at = "0abc", 0.5
     (tmp_path / "work").mkdir()
     # The one file per workspace of earlier versions is read as the oldest run.
-    from runner.core.work.store import _key
-    (tmp_path / "work" / (_key("/w") + ".json")).write_text(json.dumps(legacy.to_json()))
+    from runner.core.work.store import workspace_key
+    (tmp_path / "work" / (workspace_key("/w") + ".json")).write_text(json.dumps(legacy.to_json()))
     for n in range(4):
         run = a_run(1)
         run.id, run.started_at = f"{n}f{n}f", 10.0 + n

@@ -14,7 +14,7 @@ import os
 import time
 from typing import Any, Optional
 
-from runner.core.work.store import _key, _write
+from runner.core.work.store import workspace_key, write_atomic
 
 KEEP_DAYS = 7
 DAY_CAPS = ("day_tokens", "day_cost")  # runner/core/work/budget.py's CAPS rows counted per day
@@ -58,7 +58,7 @@ class DaySpend:
         self._days: dict[str, dict[str, dict]] = {}  # workspace -> day -> {tokens, cost}
 
     def _file(self, workspace: str) -> Optional[str]:
-        return os.path.join(self.dir, f"{_key(workspace)}.json") if self.dir else None
+        return os.path.join(self.dir, f"{workspace_key(workspace)}.json") if self.dir else None
 
     def _load(self, workspace: str) -> dict[str, dict]:
         if workspace not in self._days:
@@ -96,5 +96,5 @@ class DaySpend:
             del days[old]
         path = self._file(workspace)
         if path is not None:
-            _write(path, json.dumps({"workspace": workspace, "days": days}).encode())
+            write_atomic(path, json.dumps({"workspace": workspace, "days": days}).encode())
         return self.spent(workspace, now)

@@ -28,11 +28,11 @@ _RUN_ID = re.compile(r"[0-9a-f]{1,32}")
 _RUN_FILE = re.compile(r"[0-9]{15}-[A-Za-z0-9_-]{1,64}\.json")  # not a run's side file (X.env.json)
 
 
-def _key(workspace: str) -> str:
+def workspace_key(workspace: str) -> str:
     return hashlib.sha256(os.fsencode(workspace)).hexdigest()[:24]
 
 
-def _write(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes) -> None:
     """Atomically, 0600 (mkstemp's mode), in a 0700 directory made if missing."""
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".run.", suffix=".tmp", dir=os.path.dirname(path))
@@ -53,7 +53,7 @@ class RunStore:
         self.dir = os.path.join(home, "work") if home else None
 
     def _ws_dir(self, workspace: str) -> Optional[str]:
-        return os.path.join(self.dir, _key(workspace)) if self.dir else None
+        return os.path.join(self.dir, workspace_key(workspace)) if self.dir else None
 
     def _file(self, run: Run) -> Optional[str]:
         d = self._ws_dir(run.workspace)
@@ -71,7 +71,7 @@ class RunStore:
     def write_side(self, run: Run, kind: str, data: object) -> None:
         path = self.side(run, kind)
         if path is not None:
-            _write(path, json.dumps(data).encode())
+            write_atomic(path, json.dumps(data).encode())
 
     def read_side(self, run: Run, kind: str) -> Optional[object]:
         path = self.side(run, kind)
@@ -85,13 +85,13 @@ class RunStore:
         path = self._file(run)
         if path is None:
             return
-        _write(path, json.dumps(run.to_json(), ensure_ascii=False).encode())
+        write_atomic(path, json.dumps(run.to_json(), ensure_ascii=False).encode())
         self._mark(run)
 
     def _mark(self, run: Run) -> None:
         """A live run leaves a marker a runner started after a crash finds without reading every run."""
         assert self.dir is not None
-        marker = os.path.join(self.dir, LIVE, _key(run.workspace))
+        marker = os.path.join(self.dir, LIVE, workspace_key(run.workspace))
         if run.ended_at is None:
             if not os.path.exists(marker):
                 os.makedirs(os.path.dirname(marker), mode=0o700, exist_ok=True)
@@ -134,7 +134,7 @@ class RunStore:
         return run if run.workspace == workspace else None
 
     def _legacy(self, workspace: str) -> Optional[Run]:
-        return self._read(os.path.join(self.dir, _key(workspace) + ".json"), workspace) if self.dir else None
+        return self._read(os.path.join(self.dir, workspace_key(workspace) + ".json"), workspace) if self.dir else None
 
     def load(self, workspace: str) -> Optional[Run]:
         """The workspace's latest run, or None."""
