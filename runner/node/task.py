@@ -66,9 +66,10 @@ def attempt(bundle: bytes | None, raw: dict, node_id: str, node_ip: str):
         # As locally: the clone's store is never writable from the sandbox; the worker's objects go
         # to its own dir and enter the clone only once checked (runner/system/worker_objects.py).
         worker_objects.prepare(wt, cache)
-        for key, value in (("user.name", spec.identity.name), ("user.email", spec.identity.email)):
-            if value:
-                git(wt, "config", key, value)
+        with lock(cache):  # the clone's one config file: two attempts starting on one node raced on its lock
+            for key, value in (("user.name", spec.identity.name), ("user.email", spec.identity.email)):
+                if value:
+                    git(wt, "config", key, value)
         # The prompt and argv name the supervisor's worktree: on this node the worker's is here.
         argv = [a.replace(spec.local_worktree, wt) for a in spec.argv]
         env = {k: v for k, v in spec.env.items() if k not in NEVER_TRAVELS}
