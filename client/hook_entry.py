@@ -13,8 +13,8 @@ PYTHONPATH is honoured as it was; the runner an autostart spawns is a fresh inte
 import os
 import sys
 
-sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if __name__ == "__main__":  # run as the hook command; an import (a tool walking modules) does nothing
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from client.cli import main
 
-from client.cli import main  # noqa: E402  (the path above first)
-
-main()
+    main()
