@@ -9,6 +9,7 @@ outside the repo (PLUGKIT_HOSTS_DIR, else ${XDG_CACHE_HOME:-~/.cache}/plugkit-ho
 
 import json
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,8 +234,10 @@ def record_hooks(work: Path, host: Host, plugkit: str, log_dir: Path) -> None:
     recorder.chmod(0o755)
     config = work / INSTALLED[host.platform]
     text = config.read_text()
-    # JSON and TOML both carry the command as a quoted string starting with plugkit's path.
-    wrapped = text.replace(f'"{plugkit} hook ', f'"{recorder} {plugkit} hook ')
+    # JSON and TOML both carry the command as a quoted string: what install writes
+    # (`<python> -S <...>/client/hook_entry.py hook ...`) or, before it, plugkit's path.
+    ours = re.compile(r'"((?:' + re.escape(plugkit) + r'|[^"\s]+ -S [^"\s]+/client/hook_entry\.py) hook )')
+    wrapped = ours.sub(lambda m: f'"{recorder} {m.group(1)}', text)
     assert wrapped != text, f"no plugkit hook command found in {config}"
     config.write_text(wrapped)
 

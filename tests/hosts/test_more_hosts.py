@@ -79,12 +79,16 @@ def test_plugin_refuses_a_write_and_stop_gate_turns_back_one_idle_without_loop(t
     work, host_home, item = gated_project(tmp_path, host, cli_argv(), home.env)
     answered = tmp_path / "answered"
     wrapper = tmp_path / "count-hooks"
-    wrapper.write_text(f'#!/bin/sh\n"$@"\nrc=$?\necho "$3" >> "{answered}"\nexit $rc\n')
+    wrapper.write_text(f'#!/bin/sh\n"$@"\nrc=$?\necho "$*" >> "{answered}"\nexit $rc\n')  # the whole command line
     wrapper.chmod(0o755)
     plugin = work / (".opencode" if name == "opencode" else ".kilo") / "plugins" / "plugkit.js"
     relay = plugin.read_text().replace("const PLUGKIT = [", f"const PLUGKIT = [{json.dumps(str(wrapper))}, ", 1)
     plugin.write_text(relay)
-    stops = lambda: answered.read_text().split().count("Stop") if answered.exists() else 0  # noqa: E731
+
+    def stops() -> int:  # the Stop hooks the plugin called (the word after `hook`)
+        lines = answered.read_text().splitlines() if answered.exists() else []
+        return sum(" hook Stop " in f"{line} " for line in lines)
+
     script = Script([host.write(str(work / "a.py"), "x = 1\n"), Say("Finished."), Say("Finished, really."),
                      Say("Never asked for.")])
     with socket.socket() as probe:

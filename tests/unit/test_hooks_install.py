@@ -27,9 +27,10 @@ def commands(settings: dict) -> list[str]:
 
 
 def assert_absolute_script(command: str) -> None:
-    first = shlex.split(command)[0]
-    assert os.path.isabs(first) and os.path.isfile(first) and os.access(first, os.X_OK), command
-    assert not first.endswith(("/python3", "/python")) or " -m client.cli hook " in command
+    words = shlex.split(command)
+    assert os.path.isabs(words[0]) and os.path.isfile(words[0]) and os.access(words[0], os.X_OK), command
+    # The interpreter by path, without site, running the entry file by path (install_command.py).
+    assert words[1] == "-S" and os.path.isabs(words[2]) and os.path.isfile(words[2]) and words[3] == "hook", command
 
 
 USER_SETTINGS = {
@@ -74,9 +75,14 @@ def test_installed_command_runs_and_answers(home, tmp_path):
     assert run(home, tmp_path, "--platform", "claude-code").returncode == 0
     settings = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+    # PYTHONPROFILEIMPORTTIME: the interpreter names every module it imports on stderr.
     result = subprocess.run(command, shell=True, input=(FIXTURES / "claude-code" / "Stop.json").read_bytes(),
-                            capture_output=True, env=home.env, timeout=30)
+                            capture_output=True, env=dict(home.env, PYTHONPROFILEIMPORTTIME="1"), timeout=30)
     assert (result.returncode, result.stdout) == (0, b"")  # no runner: fails open
+    imported = {line.rpartition(b"|")[2].strip() for line in result.stderr.splitlines() if b"import time:" in line}
+    # The hook answered, and its interpreter skipped site: the venv's .pth files, pyvenv.cfg and
+    # setuptools' distutils shim cost ~7 ms CPU of each hook process, on every tool call.
+    assert b"client.hooks.core" in imported and b"site" not in imported and b"_distutils_hack" not in imported
 
 
 def test_gemini_user_install_uses_milliseconds_and_its_event_names(home, tmp_path):
@@ -206,6 +212,9 @@ def test_usage_errors(home, tmp_path, args, said):
     ("/home/u/.venv/bin/plugkit hook PreToolUse --platform codex", True),
     ("'/path with space/plugkit' hook Stop", True),
     ("/usr/bin/python3.11 -m client.cli hook Stop --platform gemini", True),
+    ("/v/bin/python -S /v/lib/python3.11/site-packages/client/hook_entry.py hook Stop --platform qwen", True),
+    ("'/a b/python' -S '/a b/client/hook_entry.py' hook PreToolUse", True),
+    ("/v/bin/python -S /tmp/evil.py hook Stop", False),
     ("plugkit exec:python", False), ("~/bin/audit.sh", False), (None, False), ("'unbalanced", False),
 ])
 def test_is_ours_recognises_only_plugkit_hook_commands(command, ours):
