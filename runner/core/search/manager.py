@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 
 from plugkit.workspace import find_root
-from runner.core.search import digest, files, history as git_history, kind as query_kind, seed, semantic, tokens
+from runner.core.search import concept, digest, files, history as git_history, kind as query_kind, seed, semantic, tokens
 from runner.core.search.index import Progress, WorkspaceIndex
 from runner.core.search.store import Commit, DefHit
 
@@ -137,7 +137,10 @@ class SearchManager:
         match = tokens.fts_query(words)
         store = index.store
         defs = _rank_defs(store.defs(match, limit * 5, glob, lang), words, tokens.looks_like_identifier(text))
-        ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
+        if kind == "concept" and concept.is_prose(text):  # by its words in context, not one word's symbol
+            ranked = concept.rerank(store, words, store.chunks(match, limit * concept.POOL, glob, lang), glob, lang)
+        else:
+            ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
         defs, ranked = _by_kind(kind, text, words, defs, ranked)
         query_vector = index.embedder.encode_query(text, QUERY_WAIT_S) if index.vectors is not None else None
         if index.vectors is not None and query_vector is None:
