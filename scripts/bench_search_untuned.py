@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_search import bm25_ranking, grep_ranking, ndcg10, plugkit_ranking  # noqa: E402
+from client.verbs.search import render  # noqa: E402
 from runner.core.search import tokens  # noqa: E402
 from runner.core.search.manager import SearchManager  # noqa: E402
 
@@ -97,11 +98,35 @@ def file_bm25(root: str) -> Callable[[str], list[str]]:
     return rank
 
 
-def plugkit_read(manager: SearchManager, root: str, query: str) -> list[tuple[str, int]]:
-    """The lines plugkit's answer shows, in its order: each definition's line, then each hit's snippet."""
+def answer_text(manager: SearchManager, root: str, query: str) -> str:
+    """plugkit's text answer as `plugkit search` prints it (client.verbs.search.render, its 4 KiB cap)."""
     a = manager.query(root, query, limit=10, history=False)
-    shown = [(d.path, d.line) for d in a.definitions] + [(h.path, n) for h in a.hits for n, _ in h.lines]
-    return list(dict.fromkeys(shown))
+    wire = {"root": a.root, "kind": a.kind, "semantic": a.semantic, "indexing": None,
+            "definitions": [{"name": d.name, "path": d.path, "line": d.line, "kind": d.kind} for d in a.definitions],
+            "hits": [{"path": h.path, "line": h.line, "symbol": h.symbol,
+                      "lines": [{"line": n, "text": t} for n, t in h.lines]} for h in a.hits],
+            "commits": []}
+    return render(wire, query, 10)
+
+
+DEF_LINE = re.compile(r"^  \S.* -> (\S+):(\d+) \(\w+\)$")
+HIT_HEAD = re.compile(r"^  (\S+):(\d+)(?:  \[.*\])?$")
+HIT_LINE = re.compile(r"^    (\d+): ")
+
+
+def plugkit_read(manager: SearchManager, root: str, query: str) -> tuple[list[tuple[str, int]], int]:
+    """The lines the text answer shows, in its order (each definition's line, each hit's lines),
+    and the answer's size in tokens: what an agent reads, cap and all."""
+    text = answer_text(manager, root, query)
+    shown, path = [], None
+    for line in text.splitlines():
+        if m := DEF_LINE.match(line):
+            shown.append((m.group(1), int(m.group(2))))
+        elif m := HIT_HEAD.match(line):
+            path = m.group(1)
+        elif (m := HIT_LINE.match(line)) and path:
+            shown.append((path, int(m.group(1))))
+    return list(dict.fromkeys(shown)), len(text) // CHARS_PER_TOKEN
 
 
 def files_read(root: str, ranked: list[str]) -> list[tuple[str, int]]:
@@ -136,7 +161,7 @@ def evaluate(root: str, queries: list[dict], home: str) -> dict[str, dict[str, d
         manager.workspace(root).wait_vectors(600)
         whole = file_bm25(root)
         systems = {
-            "plugkit": lambda q: ([p for p, _ in plugkit_read(manager, root, q)], plugkit_read(manager, root, q)),
+            "plugkit": lambda q: (plugkit_ranking(manager, root, q), plugkit_read(manager, root, q)),
             "file-bm25": lambda q: (r := whole(q), files_read(root, r)),
             "chunk-bm25": lambda q: (r := bm25_ranking(manager, root, q), files_read(root, r)),
             "grep": lambda q: (r := grep_ranking(root, q), files_read(root, r)),
@@ -146,9 +171,9 @@ def evaluate(root: str, queries: list[dict], home: str) -> dict[str, dict[str, d
             per: dict[str, list[tuple[float, float, int]]] = {}
             for q in queries:
                 ranked, read = run(q["query"])
-                if name == "plugkit":
-                    ranked = plugkit_ranking(manager, root, q["query"])
+                read, answer_tokens = read if name == "plugkit" else (read, None)
                 recall, toks = budgeted(root, read, _judged_lines(q))
+                toks = toks if answer_tokens is None else answer_tokens  # the whole text answer: at most 4 KiB
                 row = (ndcg10(list(dict.fromkeys(ranked)), q["relevant"]), recall, toks)
                 for key in (q["category"], "all"):
                     per.setdefault(key, []).append(row)

@@ -129,3 +129,10 @@ def test_a_why_answer_reads_its_commits_first_and_no_cap_cuts_a_whole_section():
     long = render(_answer("concept", 40), "retry timeout", 10)  # code alone overflows the cap
     assert len(long.encode()) <= MAX_BYTES + 200 and "Retry timeout raised" in long and "definitions:" in long
     assert long.splitlines()[-1].startswith("... more:")
+
+
+def test_the_best_hits_are_shown_whole_and_a_callers_answer_stays_at_its_call_lines(searched):
+    a = searched("load_in_pieces")
+    top = a.hits[0]
+    assert top.path == "pkg/loader.py" and [n for n, _ in top.lines] == [1, 2, 3, 4, 5], top.lines
+    assert all(len(h.lines) <= 3 for h in searched("who calls helper").hits)
