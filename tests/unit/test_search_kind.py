@@ -136,3 +136,13 @@ def test_the_best_hits_are_shown_whole_and_a_callers_answer_stays_at_its_call_li
     top = a.hits[0]
     assert top.path == "pkg/loader.py" and [n for n, _ in top.lines] == [1, 2, 3, 4, 5], top.lines
     assert all(len(h.lines) <= 3 for h in searched("who calls helper").hits)
+
+
+def test_a_plain_words_question_meets_its_words_kin_in_code():
+    from runner.core.search import concept
+
+    assert [concept.stem(w) for w in ("recursively", "validators", "assigning", "read")] == \
+        ["recurs", "validator", "assign", "read"]
+    assert concept.match(["recursively", "parse_args"]) == \
+        '("recursively" OR "recurs"*) OR ("parse_args" OR ("parse" AND "args"))'
+    assert concept.is_prose("turn an instance into a dictionary recursively") and not concept.is_prose("latency histogram")

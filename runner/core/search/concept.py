@@ -19,6 +19,32 @@ def is_prose(query: str) -> bool:
     return len(words) >= 4 or any(w in tokens.STOP for w in words)
 
 
+# Endings stripped so a question's word meets its kin in code ("recursively" finds recurse, "validators"
+# validator): longest first, a stem of at least STEM_MIN letters kept, matched as an FTS5 prefix.
+ENDINGS = ("ively", "ations", "ation", "ingly", "ness", "ment", "ings", "ing", "ive", "ies", "ers", "ed", "es",
+           "ly", "er", "s")
+STEM_MIN = 4
+
+
+def stem(word: str) -> str:
+    w = word.lower()
+    for end in ENDINGS:
+        if w.endswith(end) and len(w) - len(end) >= STEM_MIN:
+            return w[:-len(end)]
+    return w
+
+
+def match(words: list[str]) -> str:
+    """The FTS5 expression of a plain-words question: each word as tokens.fts_query has it, or any
+    word its stem begins."""
+    out = []
+    for w in words:
+        s = stem(w)
+        exact = tokens.fts_query([w])
+        out.append(f"({exact} OR {chr(34)}{s}{chr(34)}*)" if s != w.lower() and s.isalnum() else exact)
+    return " OR ".join(out)
+
+
 def rerank(store: IndexStore, words: list[str], ranked: list[Hit], glob: str | None, lang: str | None) -> list[Hit]:
     distinct = list(dict.fromkeys(w.lower() for w in words))
     if len(distinct) < 2 or not ranked:
@@ -29,7 +55,7 @@ def rerank(store: IndexStore, words: list[str], ranked: list[Hit], glob: str | N
     idf: dict[str, float] = {}
     for w in distinct:
         files: set[str] = set()
-        for path, start in store.matching(tokens.fts_query([w]), glob, lang):
+        for path, start in store.matching(match([w]), glob, lang):
             in_chunk.setdefault((path, start), set()).add(w)
             files.add(path)
         for path in files:

@@ -143,7 +143,8 @@ class SearchManager:
         store = index.store
         defs = _rank_defs(store.defs(match, limit * 5, glob, lang), words, tokens.looks_like_identifier(text))
         if kind == "concept" and concept.is_prose(text):  # by its words in context, not one word's symbol
-            ranked = concept.rerank(store, words, store.chunks(match, limit * concept.POOL, glob, lang), glob, lang)
+            pool = store.chunks(concept.match(words), limit * concept.POOL, glob, lang)
+            ranked = concept.rerank(store, words, pool, glob, lang)
         else:
             ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
         defs, ranked = _by_kind(kind, text, words, defs, ranked)
