@@ -174,7 +174,7 @@ def main(argv: list[str]) -> int:
     if "--repo-only" not in argv and "--stdlib-only" not in argv:
         import bench_search_untuned as untuned
 
-        untuned.main()
+        untuned.main([])
     return 0
 
 
@@ -198,12 +198,14 @@ def case_quality(quick: bool) -> list:
     if not quick:  # the untuned gate: plugkit beside whole-file BM25, per the overall target
         import bench_search_untuned as untuned
 
-        with tempfile.TemporaryDirectory() as home:
-            u = untuned.evaluate(untuned.corpus_root(), untuned.load(), home)
-        ours, whole = u["plugkit"]["all"]["ndcg@10"], u["file-bm25"]["all"]["ndcg@10"]
-        rows.append(Row(f"search NDCG@10 (untuned {untuned.PACKAGE}; concept {u['plugkit']['concept']['ndcg@10']:.3f} "
-                        f"vs {u['file-bm25']['concept']['ndcg@10']:.3f})", f"{ours:.3f}", f"file BM25 {whole:.3f}",
-                        f"{ours / whole:.2f}x" if whole else "-", "measured, no floor yet", True))
+        for name, (_, role) in untuned.SETS.items():
+            with tempfile.TemporaryDirectory() as home:
+                u = untuned.evaluate(untuned.corpus_root(name), untuned.load(name), home)
+            ours, whole = u["plugkit"]["all"]["ndcg@10"], u["file-bm25"]["all"]["ndcg@10"]
+            rows.append(Row(f"search NDCG@10 (untuned {role} {untuned.pin(name)}; concept "
+                            f"{u['plugkit']['concept']['ndcg@10']:.3f} vs {u['file-bm25']['concept']['ndcg@10']:.3f})",
+                            f"{ours:.3f}", f"file BM25 {whole:.3f}", f"{ours / whole:.2f}x" if whole else "-",
+                            "measured, no floor yet", True))
     return rows
 
 

@@ -21,7 +21,8 @@ def test_definitions_rank_over_mentions_and_tests_below_source(home, repo):
     assert hits[0] == "src/loader.py" and hits.index("src/app.py") < hits.index("tests/test_loader.py")
     assert not {"secret/hidden.py", "logo.bin", "data/dump.txt"} & set(hits)  # .gitignore, binaries, huge files
     first = a["hits"][0]["lines"]
-    assert {"line": 4, "text": "def load_config(path):"} in first and len(first) <= 3
+    # The best hit is shown whole (its definition, lines 4-7), not three lines of it.
+    assert [ln["line"] for ln in first] == [4, 5, 6, 7] and first[0]["text"] == "def load_config(path):"
     # Identifier parts match too: a camel/snake split query finds the same definition.
     assert answer(home, repo, "load config")["definitions"][0]["path"] == "src/loader.py"
     assert answer(home, repo, "RetryPolicy", "--path", "src/*")["definitions"][0]["name"] == "RetryPolicy"

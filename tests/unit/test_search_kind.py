@@ -18,6 +18,9 @@ from runner.core.search.manager import SearchManager
     ("where is Factory used", "usage"),
     ("why did the retry timeout change", "why"),
     ("convert a string like yes to a boolean", "concept"),
+    ("copy an instance with some attributes changed", "concept"),  # what code does, not its history
+    ("which commit removed the retry", "why"),
+    ("when was the cache introduced", "why"),
 ])
 def test_a_query_is_classified_by_its_shape(query, expected):
     assert kind.classify(query) == expected
@@ -28,6 +31,7 @@ def test_a_plain_words_question_needs_more_than_one_common_word_in_a_definition_
     assert not kind.concept_def_ok("read", words)  # a single common word: not the answer
     assert kind.concept_def_ok("read_file_chunks", words)
     assert kind.concept_def_ok("read_chunks", words)
+    assert not kind.concept_def_ok("__init__", ["generate", "__init__", "method"])  # a dunder is one common word
 
 
 def test_a_usage_question_is_about_its_target_and_a_qualified_name_splits():
@@ -72,6 +76,34 @@ def test_a_plain_words_question_is_not_answered_by_a_one_word_definition(searche
     assert "pkg/loader.py" in [h.path for h in a.hits]
 
 
+# One common word of a question ("convert") as short definitions' name, against the chunk that says
+# the whole question; the question's other words are common in the package (attrs' to_bool, issue 46).
+PROSE = {
+    "pkg/setters.py": "def convert(value):\n    return value\n",
+    "pkg/stub.pyi": "def convert(value: str) -> str: ...\n",
+    "pkg/booleans.py": ("def to_bool(val):\n    \"Convert a string like yes or on to a boolean.\"\n"
+                        + "".join(f"    step{i} = normalise(val, {i})\n" for i in range(3))
+                        + "    return str(val).lower() in ('yes', 'on', 'true', '1')\n"),
+    **{f"pkg/f{i}.py": (f"def check{i}(s):\n    \"True when the string s is yes.\"\n    return s == 'yes'\n\n\n"
+                        f"def flag{i}(b):\n    \"A boolean like on.\"\n    return b\n") for i in range(4)},
+}
+
+
+def test_a_plain_words_question_ranks_the_chunk_that_says_most_of_it_first(tmp_path):
+    root = tmp_path / "repo"
+    for rel, text in PROSE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(root), "start")
+        manager.workspace(str(root)).wait(60)
+        a = manager.query(str(root), "convert a string like yes or on to a boolean", history=False)
+    finally:
+        manager.close()
+    assert a.kind == "concept" and a.hits[0].path == "pkg/booleans.py", [(h.path, h.symbol) for h in a.hits]
+
+
 def test_a_usage_question_spreads_over_the_calling_files(searched):
     a = searched("who calls helper")
     top = [h.path for h in a.hits[:4]]
@@ -97,3 +129,20 @@ def test_a_why_answer_reads_its_commits_first_and_no_cap_cuts_a_whole_section():
     long = render(_answer("concept", 40), "retry timeout", 10)  # code alone overflows the cap
     assert len(long.encode()) <= MAX_BYTES + 200 and "Retry timeout raised" in long and "definitions:" in long
     assert long.splitlines()[-1].startswith("... more:")
+
+
+def test_the_best_hits_are_shown_whole_and_a_callers_answer_stays_at_its_call_lines(searched):
+    a = searched("load_in_pieces")
+    top = a.hits[0]
+    assert top.path == "pkg/loader.py" and [n for n, _ in top.lines] == [1, 2, 3, 4, 5], top.lines
+    assert all(len(h.lines) <= 3 for h in searched("who calls helper").hits)
+
+
+def test_a_plain_words_question_meets_its_words_kin_in_code():
+    from runner.core.search import concept
+
+    assert [concept.stem(w) for w in ("recursively", "validators", "assigning", "read")] == \
+        ["recurs", "validator", "assign", "read"]
+    assert concept.match(["recursively", "parse_args"]) == \
+        '("recursively" OR "recurs"*) OR ("parse_args" OR ("parse" AND "args"))'
+    assert concept.is_prose("turn an instance into a dictionary recursively") and not concept.is_prose("latency histogram")

@@ -7,7 +7,11 @@ import re
 
 from runner.core.search import tokens
 
-WHY = re.compile(r"^\s*(why|when)\b|\b(changed?|introduced|regress\w*|removed)\b", re.I)
+# A "why" question asks about the history: "why/when ...", or a change done to something ("was X
+# changed", "which commit removed X"); a question about what code does to data ("copy an instance
+# with some attributes changed") is a plain-words one.
+WHY = re.compile(r"^\s*(why|when)\b|\b(commits?|regress\w*)\b"
+                 r"|\b(was|were|been|got|who|which|what)\b(\s+\S+){0,4}?\s+(changed?|introduced|removed|added)\b", re.I)
 USAGE = re.compile(r"^\s*(who|what|where|which)\b.*\b(calls?|uses?|used|raises?|imports?|callers?|references?)\b"
                    r"|^\s*(callers|usages?|uses) of\b", re.I)
 QUALIFIED = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\s*$")
@@ -49,7 +53,7 @@ def concept_def_ok(name: str, words: list[str]) -> bool:
     "how is a file read in chunks"."""
     lowered = {w.lower() for w in words}
     name_l = name.lower()
-    if name_l in lowered and (tokens.parts(name) or "_" in name):
+    if name_l in lowered and (tokens.parts(name) or "_" in name.strip("_")):  # `__init__` is one word
         return True
     name_parts = set(tokens.parts(name)) or {name_l}
     return len(name_parts & lowered) >= 2

@@ -9,7 +9,7 @@ import threading
 from dataclasses import dataclass
 
 from plugkit.workspace import find_root
-from runner.core.search import digest, files, history as git_history, kind as query_kind, seed, semantic, tokens
+from runner.core.search import concept, digest, files, history as git_history, kind as query_kind, seed, semantic, tokens
 from runner.core.search.index import Progress, WorkspaceIndex
 from runner.core.search.store import Commit, DefHit
 from runner.system import git as system_git
@@ -18,6 +18,11 @@ HISTORY = re.compile(r"\b(why|when|who|changed?|commits?|history|introduced|remo
                      r"revert\w*|fix(ed|es)?|broke)\b", re.I)
 PER_FILE = 2  # content hits per file at most: more files, not one file's every window
 SNIPPET_LINES = 3
+# The best hits are shown whole where the reading budget allows (issue 46: an agent reading three
+# lines a hit missed most of the answer): the first hit's definition up to SHOWN_CHARS[0]
+# characters, the second's up to SHOWN_CHARS[1], the rest SNIPPET_LINES lines. Both stay well
+# inside the text answer's 4 KiB, so it shows them and the other sections' best items too.
+SHOWN_CHARS = (1600, 900, 500, 300)
 LINE_CHARS = 200
 FIRST_WAIT_S = 1.0  # how long a query waits for a build under way before answering partially
 QUERY_WAIT_S = 0.25  # how long a query's embedding waits for the filler's batch before going without
@@ -137,7 +142,11 @@ class SearchManager:
         match = tokens.fts_query(words)
         store = index.store
         defs = _rank_defs(store.defs(match, limit * 5, glob, lang), words, tokens.looks_like_identifier(text))
-        ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
+        if kind == "concept" and concept.is_prose(text):  # by its words in context, not one word's symbol
+            pool = store.chunks(concept.match(words), limit * concept.POOL, glob, lang)
+            ranked = concept.rerank(store, words, pool, glob, lang)
+        else:
+            ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
         defs, ranked = _by_kind(kind, text, words, defs, ranked)
         query_vector = index.embedder.encode_query(text, QUERY_WAIT_S) if index.vectors is not None else None
         if index.vectors is not None and query_vector is None:
@@ -154,7 +163,9 @@ class SearchManager:
             commits = [c for c, _ in store.commits(match, 5)]
         else:  # otherwise only commits that match every word
             commits = [c for c, _ in store.commits(_all(words), 2)]
-        return Answer(index.root, defs[:limit], [_snippet(index.root, h, words) for h in hits],
+        whole = () if kind == "usage" else SHOWN_CHARS  # a caller is its call line: more files, not more lines
+        return Answer(index.root, defs[:limit],
+                      [_snippet(index.root, h, words, whole[i] if i < len(whole) else 0) for i, h in enumerate(hits)],
                       commits, index.progress(), kind, note)
 
     def digest(self, cwd: str) -> tuple[str, str, bool]:
@@ -254,12 +265,21 @@ def _per_file(ranked):
     return out
 
 
-def _snippet(root: str, hit, words: list[str]) -> ContentHit:
-    """Up to three whole lines of the chunk, those naming the most query words first."""
+def _snippet(root: str, hit, words: list[str], chars: int = 0) -> ContentHit:
+    """The chunk from its first line on, up to `chars` characters of whole lines, when that is
+    more than the best three; else up to three whole lines, those naming the most query words."""
     needles = {w.lower() for w in words} | {p for w in words for p in tokens.parts(w)}
     lines = files.read_lines(root, hit.path)[hit.start - 1:hit.end]  # never through a link (files.py)
     scored = sorted(((sum(n in line.lower() for n in needles), i) for i, line in enumerate(lines)),
                     key=lambda t: (-t[0], t[1]))
     picked = sorted(i for s, i in scored[:SNIPPET_LINES] if s > 0) or list(range(min(1, len(lines))))
+    whole, used = [], 0
+    for i, line in enumerate(lines):
+        used += min(len(line.rstrip()), LINE_CHARS) + 1
+        if used > chars:
+            break
+        whole.append(i)
+    if len(whole) > len(picked):
+        picked = whole
     shown = tuple((hit.start + i, lines[i].rstrip()[:LINE_CHARS]) for i in picked)
     return ContentHit(hit.path, shown[0][0] if shown else hit.start, hit.symbol, shown, hit.score)

@@ -77,6 +77,8 @@ class IndexStore(Protocol):
     def put_vectors(self, pairs: list[tuple[int, bytes]]) -> None: ...
     def vectors(self) -> list[tuple[int, bytes]]: ...
     def chunks_at(self, rowids: list[int], glob: str | None, lang: str | None) -> list[Hit]: ...
+    def matching(self, match: str, glob: str | None, lang: str | None) -> list[tuple[str, int]]: ...
+    def file_count(self) -> int: ...
 
 
 class SqliteStore:
@@ -203,6 +205,19 @@ class SqliteStore:
         with self.lock:
             rows = self._db.execute(sql, args).fetchall()
         return [DefHit(n, p, int(line), k, s) for n, p, line, k, s in rows]
+
+    def matching(self, match, glob=None, lang=None) -> list[tuple[str, int]]:
+        """(path, start) of every chunk the expression matches, unranked: which chunks and files
+        hold a word at all (a plain-words question's coverage, concept.py)."""
+        sql = ("SELECT c.path, c.start FROM chunks c" + (" JOIN files f ON f.path = c.path" if glob or lang else "")
+               + " WHERE chunks MATCH ?" + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else ""))
+        args = [match] + ([glob] if glob else []) + ([lang] if lang else [])
+        with self.lock:
+            return [(p, int(s)) for p, s in self._db.execute(sql, args)]
+
+    def file_count(self) -> int:
+        with self.lock:
+            return self._db.execute("SELECT count(*) FROM files").fetchone()[0]
 
     def add_commits(self, commits: Iterable[Commit]) -> None:
         with self.lock:
