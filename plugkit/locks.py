@@ -7,6 +7,11 @@
 - The start lock (start.lock): taken by a client that found no runner, while it starts one.
   That is the client's cold path, where filelock's import (asyncio, typing: 50-150 ms) would
   be most of what the client costs; it takes the same flock(2) raw.
+- A file's lock around a read-modify-write (exclusive()): the workspace's state files and the
+  memory store, taken by the client (a hook, a verb) and the runner alike, so raw for the
+  client's sake; try_exclusive() for a lock held as long as a reservation (a worker's ports).
+- The Ray node side's locks (file_lock(): the node's clone, the driver's claims): filelock's,
+  in processes that load asyncio anyway, blocking until the other attempt is done.
 - Who holds a lock: the kernel lists every flock in /proc/locks with its holder's pid, read
   without taking anything (status, stop and a failing connect ask it); where /proc/locks is
   missing, a non-blocking probe.
@@ -16,9 +21,11 @@ two opens of one file conflict even within one process.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
+from typing import Iterator
 
 
 class Busy(Exception):
@@ -80,6 +87,42 @@ def take(path: str, deadline: float, poll_s: float = 0.01) -> int:
                 os.close(fd)
                 raise Busy(path) from None
             time.sleep(poll_s)
+
+
+@contextlib.contextmanager
+def exclusive(path: str) -> Iterator[None]:
+    """An exclusive flock(2) on path (a 0600 file, made if missing, never through a link: one
+    planted there would have us create and lock a file elsewhere), held for the block. Across
+    threads and processes: each holder opens the file anew, and the lock is per open file."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases it
+
+
+def try_exclusive(path: str) -> int | None:
+    """An exclusive flock(2) on path taken now, its fd (give it to release()), or None when
+    another holds it."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except OSError:
+        os.close(fd)
+        raise
+
+
+def file_lock(path: str):
+    """filelock's lock on path (flock(2) underneath, so it excludes the raw ones above), 0600:
+    for processes that load asyncio anyway (filelock's import cost is asyncio's)."""
+    from filelock import UnixFileLock
+
+    return UnixFileLock(path, mode=0o600)
 
 
 def release(fd: int) -> None:

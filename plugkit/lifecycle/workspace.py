@@ -9,7 +9,6 @@ own `.plugkit/config.toml`.
 """
 
 import contextlib
-import fcntl
 import os
 import stat
 import tempfile
@@ -19,6 +18,7 @@ from typing import Any, Iterator, Optional
 from plugkit import confined
 from plugkit.lifecycle.errors import Invalid
 from plugkit.workspace import MARKERS, PRD_FILE, STATE_DIR, NotAWorkspace, check_root, find_root
+from plugkit import locks
 
 __all__ = ["MARKERS", "PRD_FILE", "STATE_DIR", "Workspace", "atomic_write", "find_root", "workspace_of"]
 # Everything plugkit itself writes under .plugkit/ is ignored by git through a .gitignore of its
@@ -102,13 +102,8 @@ class Workspace:
         description, and every holder opens the lock file anew. Held only around a
         read-modify-write of small files, never while a task runs."""
         self.ensure_dir()
-        # O_NOFOLLOW: a link planted in its place would have the runner create (and lock) a file outside.
-        fd = os.open(self.lock_path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with locks.exclusive(self.lock_path):  # never through a planted link (plugkit/locks.py)
             yield
-        finally:
-            os.close(fd)  # closing releases the lock
 
     def inside(self, path: str) -> str:
         """`path` (absolute, or relative to the root) as a root-relative path; refused

@@ -8,7 +8,6 @@ way, so a reader (an agent, a hook) never sees half a file. Reads take no lock.
 """
 
 import datetime
-import fcntl
 import json
 import os
 import re
@@ -21,6 +20,7 @@ from plugkit import confined
 from plugkit.memory import rules
 from plugkit.memory.rules import Draft
 from plugkit.workspace import STATE_DIR, check_root, root_or_none
+from plugkit import locks
 
 MEMORY_DIR = os.path.join(STATE_DIR, "memory")
 INDEX = "MEMORY.md"
@@ -234,10 +234,7 @@ class MemoryStore:
                 if scope not in scopes:
                     continue
                 os.makedirs(self.dirs[scope], mode=self.modes[scope][0], exist_ok=True)
-                fd = os.open(os.path.join(self.dirs[scope], ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-                stack.callback(os.close, fd)
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                stack.callback(fcntl.flock, fd, fcntl.LOCK_UN)
+                stack.enter_context(locks.exclusive(os.path.join(self.dirs[scope], ".lock")))
             yield
 
     def _existing_scopes(self, also: str) -> list[str]:

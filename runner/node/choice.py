@@ -4,7 +4,6 @@ attempts load least. Run by the driver (driver.py); _prove runs on each node as 
 """
 
 import atexit
-import fcntl
 import os
 import random
 import secrets
@@ -13,6 +12,7 @@ from typing import Callable
 from plugkit.protocol.node import DriverSpec
 from plugkit.work import cluster
 from runner.node import auth
+from plugkit import locks
 
 PROVE_TIMEOUT_S = 60.0  # a node's answer to the challenge (a fresh Ray worker process there)
 
@@ -53,8 +53,7 @@ def _claim(spec: DriverSpec, proven: list[str], slots: dict[str, float]) -> str:
     the choice kept in a claim file (pid, node) until this driver exits. Ray's view of free
     slots lags: drivers of one wave asking at once would all see every slot free."""
     folder = os.path.dirname(spec.record)
-    with open(os.path.join(folder, "claims.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locks.file_lock(os.path.join(folder, "claims.lock")):
         load = {nid: 0 for nid in proven}
         for name in os.listdir(folder):
             if not name.startswith("claim-"):

@@ -6,7 +6,6 @@ Every change to a clone's refs or worktrees is made under its lock: attempts pla
 share the clone. Standard library and plugkit's kernel only (the Ray worker process imports it).
 """
 
-import fcntl
 import hashlib
 import os
 import shutil
@@ -15,6 +14,7 @@ import time
 
 from runner.system import git as system_git
 from runner.system.subreaper import start_ticks
+from plugkit import locks
 
 NODE_DIR_VAR = "PLUGKIT_NODE_DIR"
 OWNER_FILE = "owner"  # in an attempt's directory: "<pid> <start ticks>" of the Ray worker process running it
@@ -52,9 +52,7 @@ def lock(cache: str):
     """The node's lock on one project's clone: every change to its refs or worktrees is made
     under it. `git worktree add` writes a placeholder HEAD (all zeros) before the real one, and
     a fetch or a prune by another attempt that sees it fails on a bad object."""
-    held = open(cache + ".lock", "w")
-    fcntl.flock(held, fcntl.LOCK_EX)
-    return held
+    return locks.file_lock(cache + ".lock")
 
 
 def _fetch(cache: str, bundle: bytes | None, branch: str, tmp: str) -> None:

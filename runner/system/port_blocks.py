@@ -12,13 +12,12 @@ Blocking (binds, opens): call it in a thread.
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
 import random
 import socket
 import tempfile
 from dataclasses import dataclass, field
+from plugkit import locks
 
 LOW, HIGH = 20000, 32000  # below Linux's default ephemeral range (32768-60999)
 TRIES = 400  # candidate blocks tried before giving up
@@ -70,15 +69,7 @@ def lock_dir() -> str:
 
 
 def _lock(folder: str, port: int) -> int | None:
-    fd = os.open(os.path.join(folder, str(port)), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return fd
-    except OSError as exc:
-        os.close(fd)
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-            return None
-        raise
+    return locks.try_exclusive(os.path.join(folder, str(port)))
 
 
 def free(port: int) -> bool:

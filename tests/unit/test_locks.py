@@ -2,6 +2,7 @@
 raw flock(2) exclude each other both ways, the kernel names the holder, and the client's side
 imports no filelock."""
 
+import os
 import subprocess
 import sys
 import time
@@ -56,3 +57,42 @@ def test_the_clients_lock_paths_import_no_filelock():
     out = subprocess.run([sys.executable, "-c", "import sys, client.wire.autostart, client.wire.instance; "
                           "print('filelock' in sys.modules)"], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_every_file_lock_is_taken_in_plugkit_locks():
+    # One place names every lock and its mechanism (issue 43 #4): no flock(2) elsewhere.
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    found = [str(p.relative_to(root)) for pkg in ("plugkit", "runner", "client") for p in (root / pkg).rglob("*.py")
+             if "fcntl.flock(" in p.read_text(errors="replace") and p != root / "plugkit" / "locks.py"]
+    assert found == [], found
+
+
+def test_filelocks_and_the_raw_locks_exclude_each_other(tmp_path):
+    import filelock  # here only: the module's first test proves plugkit.locks imports none
+
+    path = str(tmp_path / "x.lock")
+    with locks.file_lock(path):
+        assert locks.try_exclusive(path) is None
+    fd = locks.try_exclusive(path)
+    assert fd is not None
+    try:
+        with pytest.raises(filelock.Timeout):  # the raw lock holds
+            locks.file_lock(path).acquire(timeout=0.1)
+    finally:
+        locks.release(fd)
+    with locks.exclusive(path), pytest.raises(filelock.Timeout):
+        locks.file_lock(path).acquire(timeout=0.1)
+    assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+
+
+def test_no_lock_is_taken_through_a_planted_link(tmp_path):
+    target = tmp_path / "elsewhere"
+    os.symlink(target, tmp_path / "state.lock")
+    with pytest.raises(OSError):
+        with locks.exclusive(str(tmp_path / "state.lock")):
+            pass
+    with pytest.raises(OSError):
+        locks.try_exclusive(str(tmp_path / "state.lock"))
+    assert not target.exists()
