@@ -117,6 +117,33 @@ def all_cases() -> dict:
     return cases
 
 
+# The cases that take longest, longest first (a smoke run's seconds on a loaded 2-core machine:
+# the hosts' own starts, a real search model, four work items): --jobs starts them first, so the
+# run does not end on one of them started last while the other processes sit idle.
+SLOWEST = ("hosts_qwen", "hosts_gemini", "search_quality", "work_4_items", "check_comparison", "restart_downtime",
+           "hosts_claude", "browser_cold", "browser_warm", "boot_reaping", "spawn_rpc", "work_worktree_ready")
+
+
+def _in_processes(names: list[str], size: Size, jobs: int):
+    """Each case's rows, in `names`' order, the cases run `jobs` at a time, each in its own
+    `bench.py --json` process (its own sandboxes, runners and ports, as run alone)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    flag = {Size.SMOKE: ["--smoke"], Size.QUICK: ["--quick"], Size.FULL: []}[size]
+
+    def one(name: str) -> list[Row]:
+        done = subprocess.run([PY, __file__, *flag, "--json", "--report-only", name], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"case {name} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        return [Row(**{k: v for k, v in row.items() if k != "group"}) for row in json.loads(done.stdout)]
+
+    order = sorted(names, key=lambda n: SLOWEST.index(n) if n in SLOWEST else len(SLOWEST))
+    with ThreadPoolExecutor(jobs) as pool:
+        futures = {name: pool.submit(one, name) for name in order}
+        for name in names:
+            yield name, futures[name].result()
+
+
 def main() -> int:
     cases = all_cases()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -130,6 +157,8 @@ def main() -> int:
                         "pm2, installed into a cache of its own (scripts/bench_peers.py; --no-install: cache only)")
     if "--peers" in sys.argv[1:]:
         return __import__("bench_peers").main(sys.argv[1:])
+    parser.add_argument("--jobs", type=int, default=1, help="run the cases in this many processes at once, slowest "
+                        "first (the smoke run's rows are independent; timings taken side by side mean less)")
     parser.add_argument("cases", nargs="*", help=f"subset of: {', '.join(cases)}")
     args = parser.parse_args()
     unknown = [c for c in args.cases if c not in cases]
@@ -138,8 +167,9 @@ def main() -> int:
     rows: list[Row] = []
     groups: list[str] = []
     size = Size.SMOKE if args.smoke else Size.QUICK if args.quick else Size.FULL
-    for name in args.cases or cases:
-        produced = cases[name](size)
+    names = args.cases or list(cases)
+    for name, produced in (_in_processes(names, size, args.jobs) if args.jobs > 1 else
+                           ((name, cases[name](size)) for name in names)):
         rows.extend(produced)
         groups.extend([name] * len(produced))
     if args.json:

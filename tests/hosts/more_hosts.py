@@ -56,7 +56,11 @@ MORE_HOSTS = {
         lambda prompt: ["run", prompt],
         # Kilo's PostHog telemetry and session ingest fail offline; its exit then waits out a 2 s
         # PostHog shutdown timeout after retried flushes (~3 s a test). The level is read once at start.
-        lambda url: {**_quiet("KILO"), "KILO_TELEMETRY_LEVEL": "off", "KILO_DISABLE_SESSION_INGEST": "1"},
+        # Its file watcher copies the project for its editor views once connected, and its codebase
+        # index starts beside it: ~5-10 s of CPU a run on a loaded machine, neither of them in the
+        # path of a tool call or of plugkit's plugin.
+        lambda url: {**_quiet("KILO"), "KILO_TELEMETRY_LEVEL": "off", "KILO_DISABLE_SESSION_INGEST": "1",
+                     "KILO_EXPERIMENTAL_DISABLE_FILEWATCHER": "1", "KILO_DISABLE_CODEBASE_INDEXING": "1"},
         lambda url, work: {".config/kilo/kilo.json": _provider_config(url)},
         lambda command: Call("bash", {"command": command, "description": "run it"}),
         lambda path, content: Call("write", {"filePath": path, "content": content}),
