@@ -15,10 +15,8 @@ from plugkit.refusals import Refused
 from runner.core.work import budget, quota
 from runner.core.work.attempt import Attempts
 from runner.core.work.journal import RunJournal
-from runner.core.work.model import END, HELD, ItemRun, Run
+from runner.core.work.model import ItemRun, Run
 
-# Terminal reasons that halt an unattended run (no new worker starts; the running ones finish).
-AFK_HALTS = HELD | {"replan"}
 TICK_S = 1.0
 
 
@@ -31,7 +29,6 @@ class RunDriver:
         self.journal = journal  # told of every item's move and the run's: the run's events
         self.earlier = earlier or {}  # the previous run's items: why one it left blocked is blocked
         self.wake = asyncio.Event()
-        self.halting: Optional[str] = None  # an AFK halt waiting for the running workers to finish
         self._final: Optional[tuple[str, Optional[str]]] = None  # the end _step decided, entered by drive()
         self._group: Optional[asyncio.TaskGroup] = None  # owns the attempts while drive() runs
         self.workers: dict[str, asyncio.Task] = {}  # item -> its attempt (owned by the group): which still run
@@ -122,7 +119,7 @@ class RunDriver:
                 return await self._finish("halted", f".prd cannot be read: {exc.message}")
             return False
         self._sync(listing)
-        if self.halting is None and run.state != "paused":  # a spent budget starts nothing new
+        if self.attempts.halting is None and run.state != "paused":  # a spent budget starts nothing new
             self._start_ready(listing)
         return await self._settle(listing)
 
@@ -181,12 +178,13 @@ class RunDriver:
         items = list(run.items.values())
         active = self._active()
         parked = quota.still_going(items)  # parked items hold no slot, but the run waits for them
-        if self.halting is not None:
+        halting = self.attempts.halting  # an --afk run halts on an item's end (retry.py's rule)
+        if halting is not None:
             if active or parked:
-                run.enter("running", f"halting once {len(active)} running worker(s) finish: {self.halting}")
+                run.enter("running", f"halting once {len(active)} running worker(s) finish: {halting}")
                 self.save()
                 return False
-            return await self._finish("halted", self.halting)
+            return await self._finish("halted", halting)
         # Paused: until a person raises the cap (budget.resume); running workers end at their next tool call.
         if run.state == "paused":
             if not active and all(i.state == "completed" for i in items):
@@ -257,11 +255,6 @@ class RunDriver:
     # --- events --------------------------------------------------------------------------
 
     def _item_ended(self, it: ItemRun) -> None:
-        if self.run.afk and it.reason in AFK_HALTS and self.halting is None:
-            first = (it.message or END.get(it.reason or "", "")).split("\n", 1)[0]  # touches_check: its diff follows
-            self.halting = f"{it.id} {it.state}/{it.reason}: {first}"
-            self.attempts.halting = self.halting  # an item waiting out a usage limit is held, not resumed
-            self.attempts.woken.set()
         self.save()
         self.wake.set()
 
