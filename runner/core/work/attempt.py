@@ -65,15 +65,16 @@ class Attempts(Landing):
         self.woken = asyncio.Event()  # set with stopping or halting: an item waiting out a usage limit ends too
         self.halting: Optional[str] = None  # an unattended run halts (retry.py's rule): nothing new starts
         self.policy = retry.POLICY  # what follows each attempt's end
+        # Set on each change to save at once (the driver saves it: drive.py); an item's end is not
+        # signalled: the driver awaits run_item.
+        self.changed = asyncio.Event()
         self.land_lock = asyncio.Lock()  # one landing at a time: each lands on the tip the last one left
         # Green branches wait their turn to land, oldest green first (queue.py); saved with the run.
-        self.queue = LandingQueue(run, p.clock, lambda: self.on_change())
+        self.queue = LandingQueue(run, p.clock, self.changed.set)
         self.live: dict[str, Task] = {}
         self.pausing: set[str] = set()  # items whose worker a spent budget is ending (its tool call refused)
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
         self.refs = RefGuard(p.ws.root, run.id, p.keep_refs, p.kept_refs)
-        self.on_end: Callable[[ItemRun], None] = lambda it: None
-        self.on_change: Callable[[], None] = lambda: None  # saves the run (the driver's save)
         self.placement = placement_for(run, p.home)  # where each worker runs; the rest is the same
         # Set by a runner restart in place: a cancelled attempt leaves its worktree, branch and ref
         # snapshot as a crash would, for the next runner's resume (resume.py).
@@ -100,6 +101,7 @@ class Attempts(Landing):
     # --- the item ----------------------------------------------------------------------
 
     async def run_item(self, it: ItemRun) -> None:
+        """The item's attempts until it ends, pauses or is held; the driver awaits this (drive.py)."""
         now = self.p.clock
         try:
             while True:
@@ -152,7 +154,6 @@ class Attempts(Landing):
                          f"plugkit work failed on this item ({exc.__class__.__name__}); see the runner log")
         finally:
             log.info("work_item_ended", run=self.run.id, item=it.id, state=it.state, reason=it.reason)
-            self.on_end(it)
 
     def _next(self, it: ItemRun, f: Failed) -> retry.Next:
         return self.policy.after(f.state, f.reason, failures=it.failures, node_losses=it.node_losses,
@@ -341,7 +342,7 @@ class Attempts(Landing):
             placed, refused = it.node, list(it.refused)
             beats = self.placement.seen(it)  # a remote worker's hook calls (and refusals), relayed by its placement
             if (placed is None and it.node is not None) or it.refused != refused:
-                self.on_change()  # in the store at once: a restarted runner names the remote attempt
+                self.changed.set()  # in the store at once: a restarted runner names the remote attempt
             if task.bytes_out != seen or beats != relayed:
                 seen, relayed = task.bytes_out, beats
                 self.beat(it)

@@ -110,7 +110,7 @@ async def end_paused_items(attempts: Attempts) -> None:
         if it.state == "paused":
             it.enter("killed", attempts.p.clock(), "stopped", f"the run ended while it was paused ({it.message})")
             await attempts.prd_status(it, "pending")
-            attempts.on_change()
+            attempts.changed.set()
 
 
 # --- WorkManager's methods ------------------------------------------------------------------

@@ -4,7 +4,9 @@ The loop re-reads the `.prd` (through the gates, so its rules hold: blockers com
 person's approval for critical items) every time a worker ends and at least every second,
 starts what is ready into free slots, and settles the run's state: running, waiting (for a
 person's approval), halted (AFK: it never guesses), done, stopped. Each item's own
-lifecycle is runner/core/work/attempt.py.
+lifecycle is runner/core/work/attempt.py: the driver starts it into its TaskGroup, awaits its
+end, then saves and looks again; a change an attempt makes mid-way it signals by an event
+(Attempts.changed), which the driver saves. No hook of the driver's is set on the attempts.
 """
 
 import asyncio
@@ -40,8 +42,6 @@ class RunDriver:
         if journal is not None:  # a resumed run's items, read back from its file
             for it in run.items.values():
                 it.moved = journal.observe_item
-        attempts.on_end = self._item_ended
-        attempts.on_change = self.save
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -52,8 +52,9 @@ class RunDriver:
             # them with the loop. An attempt never fails the group: run_item ends a bug visibly.
             async with asyncio.TaskGroup() as group:
                 self._group = group
+                saver = group.create_task(self._save_changes(), name=f"work-save-{self.run.id}")
                 for it in self._adopt:
-                    self.workers[it.id] = group.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
+                    self._start(it)
                 while not await self._step():
                     self._observe()
                     self.wake.clear()
@@ -61,6 +62,7 @@ class RunDriver:
                         await asyncio.wait_for(self.wake.wait(), self._tick())
                     except asyncio.TimeoutError:
                         pass
+                saver.cancel()  # what the attempts still tidying up change, the save below writes
             # Only now, every attempt's tidy-up (worktree, branch) over: a run that says it ended
             # has nothing of it left to change (`work status` then `git branch` must agree).
             if self._final is not None:
@@ -170,8 +172,7 @@ class RunDriver:
                 continue
             it.enter("spawning", now)
             it.phase("trigger", now)
-            assert self._group is not None  # only drive()'s passes start attempts
-            self.workers[it.id] = self._group.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
+            self._start(it)
 
     async def _settle(self, listing: item_ops.Listing) -> bool:
         run = self.run
@@ -248,15 +249,33 @@ class RunDriver:
                                   "refused and the attempt ended; a person raised the budget")
                 it.worktree = None  # removed when the paused attempt ended: nothing of it left to judge again
                 it.enter("spawning", now, "budget_spent", "resumed: a person raised the budget")
-                self.workers[it.id] = self._group.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
+                self._start(it)
         self.save()
         self.wake.set()
 
-    # --- events --------------------------------------------------------------------------
+    # --- the attempts: started into the group, their ends and changes saved here ---------------
 
-    def _item_ended(self, it: ItemRun) -> None:
-        self.save()
-        self.wake.set()
+    def _start(self, it: ItemRun) -> None:
+        assert self._group is not None  # only while drive() runs
+        self.workers[it.id] = self._group.create_task(self._attempt(it), name=f"work-{it.id}")
+
+    async def _attempt(self, it: ItemRun) -> None:
+        """One item's attempts; once they end (or are cancelled with the run) the run is saved and
+        the loop looks again at once: the slot is free, or an --afk run halts (attempts.halting)."""
+        try:
+            await self.attempts.run_item(it)
+        finally:
+            self.save()
+            self.wake.set()
+
+    async def _save_changes(self) -> None:
+        """A change an attempt makes mid-way (the landing queue, a placement, a parked item freeing
+        its slot) is in the store at once: a restarted runner and `work status` see it."""
+        while True:
+            await self.attempts.changed.wait()
+            self.attempts.changed.clear()
+            self.save()
+            self.wake.set()
 
     def _observe(self) -> None:
         if self.journal is not None:
