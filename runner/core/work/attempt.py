@@ -8,10 +8,10 @@ repository's refs, the check runs in a runner-owned checkout of that commit (.ch
 the worktrees; an uncommitted or ignored file the worker left cannot reach it) with the worker's
 credential scope, and a rebase or merge to land is made in that checkout too, then checked again.
 
-An attempt that fails (worker failure, no commits, verify red, stalled) is tried once more
-from a fresh worktree; a second failure ends the item `blocked/replan` and takes the
-workspace back to PLAN: the two-pass rule. A kill by `work stop` or the budget is not a
-failure of the item and is not retried.
+What follows an attempt's end is plugkit/work/retry.py's policy, applied here: a failed pass
+(worker failure, no commits, verify red, stalled) is tried once more from a fresh worktree; a
+second ends the item `blocked/replan` and takes the workspace back to PLAN (the two-pass rule);
+a kill by `work stop` or the budget is not a failure of the item and is not retried.
 """
 
 import asyncio
@@ -22,14 +22,14 @@ from typing import Callable, Optional
 from plugkit.lifecycle import item_ops, prd
 from plugkit.lifecycle.workspace import Workspace
 from plugkit.refusals import Refused
-from plugkit.work import prompt as prompt_mod, scopes, workers
+from plugkit.work import prompt as prompt_mod, retry, scopes, workers
 from runner.core.gates.manager import GateManager
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
 from runner.core.work import budget, ci_wait, git, held, objects, quota, ready, resume, teardown
 from runner.core.work.install import install_hooks
 from runner.core.work.landing import Landing
-from runner.core.work.model import HELD, MAX_REPLACEMENTS, REPLACED, RETRIED, Failed, ItemRun, Run
+from runner.core.work.model import END, Failed, ItemRun, Run
 from runner.core.work.placement import for_run as placement_for
 from runner.core.work.queue import LandingQueue
 from runner.core.work.refs import RefGuard
@@ -63,16 +63,18 @@ class Attempts(Landing):
         self.row = workers.row(run.worker)
         self.stopping: Optional[str] = None  # "stopped" | "budget": every worker is being ended
         self.woken = asyncio.Event()  # set with stopping or halting: an item waiting out a usage limit ends too
-        self.halting: Optional[str] = None  # an unattended run halts (the driver's): no parked item resumes
+        self.halting: Optional[str] = None  # an unattended run halts (retry.py's rule): nothing new starts
+        self.policy = retry.POLICY  # what follows each attempt's end
+        # Set on each change to save at once (the driver saves it: drive.py); an item's end is not
+        # signalled: the driver awaits run_item.
+        self.changed = asyncio.Event()
         self.land_lock = asyncio.Lock()  # one landing at a time: each lands on the tip the last one left
         # Green branches wait their turn to land, oldest green first (queue.py); saved with the run.
-        self.queue = LandingQueue(run, p.clock, lambda: self.on_change())
+        self.queue = LandingQueue(run, p.clock, self.changed.set)
         self.live: dict[str, Task] = {}
         self.pausing: set[str] = set()  # items whose worker a spent budget is ending (its tool call refused)
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
         self.refs = RefGuard(p.ws.root, run.id, p.keep_refs, p.kept_refs)
-        self.on_end: Callable[[ItemRun], None] = lambda it: None
-        self.on_change: Callable[[], None] = lambda: None  # saves the run (the driver's save)
         self.placement = placement_for(run, p.home)  # where each worker runs; the rest is the same
         # Set by a runner restart in place: a cancelled attempt leaves its worktree, branch and ref
         # snapshot as a crash would, for the next runner's resume (resume.py).
@@ -99,6 +101,7 @@ class Attempts(Landing):
     # --- the item ----------------------------------------------------------------------
 
     async def run_item(self, it: ItemRun) -> None:
+        """The item's attempts until it ends, pauses or is held; the driver awaits this (drive.py)."""
         now = self.p.clock
         try:
             while True:
@@ -110,34 +113,35 @@ class Attempts(Landing):
                     await self._attempt(it)
                     break
                 except Failed as f:
-                    if isinstance(f, quota.Parked):  # its worktree kept; not a failed pass
+                    nxt = self._next(it, f)
+                    if nxt.action == retry.WAIT:  # parked on a usage limit, its worktree kept (quota.py)
                         if (ended := await quota.wait_out(self, it)) is None:
                             continue
-                        f = ended
-                    if f.state == "paused" and not self.stopping:  # branch kept; .prd keeps it in progress
+                        f, nxt = ended, self._next(it, ended)
+                    it.failures += nxt.counted
+                    if nxt.action == retry.PAUSE:  # branch kept; .prd keeps it in progress
                         it.pauses += 1
                         it.enter("paused", now(), f.reason, f.message)
-                        break
-                    if f.reason in REPLACED and not self.stopping and it.node_losses < MAX_REPLACEMENTS:
-                        it.node_losses += 1  # the cluster's fault, not the item's: not a pass
+                    elif nxt.action == retry.AGAIN:  # the cluster's fault, not the item's
+                        it.node_losses += 1
                         it.enter("spawning", now(), f.reason, f"attempt {it.attempt} {f.state}/{f.reason}: "
                                                               f"{f.message}")
                         continue
-                    if f.reason in RETRIED and not self.stopping:
-                        it.failures += 1
-                        if it.failures < 2:
-                            it.last_failure = f"attempt {it.attempt} {f.state}/{f.reason}: {f.message}" + (
-                                f"\nthe last lines of its output:\n{f.detail}" if f.detail else "")
-                            if f.reason == "evicted":  # not the worker's failure: said as what changed under it
-                                it.evicted, it.last_failure = f"{f.message}\n{f.detail}".strip(), None
-                            it.enter("spawning", now(), f.reason, f"attempt {it.attempt} {f.state}/{f.reason}: "
-                                                                  f"{f.message}; trying once more")
-                            continue
+                    elif nxt.action == retry.RETRY:
+                        it.last_failure = f"attempt {it.attempt} {f.state}/{f.reason}: {f.message}" + (
+                            f"\nthe last lines of its output:\n{f.detail}" if f.detail else "")
+                        if f.reason == "evicted":  # not the worker's failure: said as what changed under it
+                            it.evicted, it.last_failure = f"{f.message}\n{f.detail}".strip(), None
+                        it.enter("spawning", now(), f.reason, f"attempt {it.attempt} {f.state}/{f.reason}: "
+                                                              f"{f.message}; trying once more")
+                        continue
+                    elif nxt.action == retry.REPLAN:
                         await self._replan(it, f)
-                        break
-                    it.enter(f.state, now(), f.reason, f.message)
-                    await self.prd_status(it, "blocked" if f.reason in HELD else
-                                           None if f.reason == "refused" else "pending")
+                    else:  # held for a person, or ended as it ended (a stop, the budget, a refusal)
+                        it.enter(f.state, now(), f.reason, f.message)
+                        await self.prd_status(it, nxt.prd)
+                    if nxt.halts:
+                        self._halt(it)
                     break
         except asyncio.CancelledError:
             if it.live and not self.kept_live:  # what already ended (landed, say) stays as it ended
@@ -150,7 +154,18 @@ class Attempts(Landing):
                          f"plugkit work failed on this item ({exc.__class__.__name__}); see the runner log")
         finally:
             log.info("work_item_ended", run=self.run.id, item=it.id, state=it.state, reason=it.reason)
-            self.on_end(it)
+
+    def _next(self, it: ItemRun, f: Failed) -> retry.Next:
+        return self.policy.after(f.state, f.reason, failures=it.failures, node_losses=it.node_losses,
+                                 stopping=bool(self.stopping), afk=self.run.afk)
+
+    def _halt(self, it: ItemRun) -> None:
+        """An unattended run halts on this item's end: no new worker starts (the driver's loop), and
+        an item waiting out a usage limit is held, not resumed (quota.py)."""
+        if self.halting is None:
+            first = (it.message or END.get(it.reason or "", "")).split("\n", 1)[0]  # touches_check: its diff follows
+            self.halting = f"{it.id} {it.state}/{it.reason}: {first}"
+            self.woken.set()
 
     async def _replan(self, it: ItemRun, last: Failed) -> None:
         it.enter("blocked", self.p.clock(), "replan", f"failed twice (last: {last.state}/{last.reason}: "
@@ -328,7 +343,7 @@ class Attempts(Landing):
             placed, refused = it.node, list(it.refused)
             beats = self.placement.seen(it)  # a remote worker's hook calls (and refusals), relayed by its placement
             if (placed is None and it.node is not None) or it.refused != refused:
-                self.on_change()  # in the store at once: a restarted runner names the remote attempt
+                self.changed.set()  # in the store at once: a restarted runner names the remote attempt
             if task.bytes_out != seen or beats != relayed:
                 seen, relayed = task.bytes_out, beats
                 self.beat(it)

@@ -153,7 +153,7 @@ async def end_paused_items(attempts: Attempts) -> None:
             it.quota_note = None
             it.enter("killed", attempts.p.clock(), "stopped", f"the run ended while it was paused ({it.message})")
             await attempts.prd_status(it, "pending")
-            attempts.on_change()
+            attempts.changed.set()
 
 
 def resumed(it: ItemRun, why: str) -> None:

@@ -4,7 +4,9 @@ The loop re-reads the `.prd` (through the gates, so its rules hold: blockers com
 person's approval for critical items) every time a worker ends and at least every second,
 starts what is ready into free slots, and settles the run's state: running, waiting (for a
 person's approval), halted (AFK: it never guesses), done, stopped. Each item's own
-lifecycle is runner/core/work/attempt.py.
+lifecycle is runner/core/work/attempt.py: the driver starts it into its TaskGroup, awaits its
+end, then saves and looks again; a change an attempt makes mid-way it signals by an event
+(Attempts.changed), which the driver saves. No hook of the driver's is set on the attempts.
 """
 
 import asyncio
@@ -15,10 +17,8 @@ from plugkit.refusals import Refused
 from runner.core.work import budget, quota
 from runner.core.work.attempt import Attempts
 from runner.core.work.journal import RunJournal
-from runner.core.work.model import END, HELD, ItemRun, Run
+from runner.core.work.model import ItemRun, Run
 
-# Terminal reasons that halt an unattended run (no new worker starts; the running ones finish).
-AFK_HALTS = HELD | {"replan"}
 TICK_S = 1.0
 
 
@@ -31,7 +31,6 @@ class RunDriver:
         self.journal = journal  # told of every item's move and the run's: the run's events
         self.earlier = earlier or {}  # the previous run's items: why one it left blocked is blocked
         self.wake = asyncio.Event()
-        self.halting: Optional[str] = None  # an AFK halt waiting for the running workers to finish
         self._final: Optional[tuple[str, Optional[str]]] = None  # the end _step decided, entered by drive()
         self._group: Optional[asyncio.TaskGroup] = None  # owns the attempts while drive() runs
         self.workers: dict[str, asyncio.Task] = {}  # item -> its attempt (owned by the group): which still run
@@ -43,8 +42,6 @@ class RunDriver:
         if journal is not None:  # a resumed run's items, read back from its file
             for it in run.items.values():
                 it.moved = journal.observe_item
-        attempts.on_end = self._item_ended
-        attempts.on_change = self.save
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -55,8 +52,9 @@ class RunDriver:
             # them with the loop. An attempt never fails the group: run_item ends a bug visibly.
             async with asyncio.TaskGroup() as group:
                 self._group = group
+                saver = group.create_task(self._save_changes(), name=f"work-save-{self.run.id}")
                 for it in self._adopt:
-                    self.workers[it.id] = group.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
+                    self._start(it)
                 while not await self._step():
                     self._observe()
                     self.wake.clear()
@@ -64,6 +62,7 @@ class RunDriver:
                         await asyncio.wait_for(self.wake.wait(), self._tick())
                     except asyncio.TimeoutError:
                         pass
+                saver.cancel()  # what the attempts still tidying up change, the save below writes
             # Only now, every attempt's tidy-up (worktree, branch) over: a run that says it ended
             # has nothing of it left to change (`work status` then `git branch` must agree).
             if self._final is not None:
@@ -125,7 +124,7 @@ class RunDriver:
                 return await self._finish("halted", f".prd cannot be read: {exc.message}")
             return False
         self._sync(listing)
-        if self.halting is None and run.state != "paused":  # a spent budget starts nothing new
+        if self.attempts.halting is None and run.state != "paused":  # a spent budget starts nothing new
             self._start_ready(listing)
         return await self._settle(listing)
 
@@ -176,20 +175,20 @@ class RunDriver:
                 continue
             it.enter("spawning", now)
             it.phase("trigger", now)
-            assert self._group is not None  # only drive()'s passes start attempts
-            self.workers[it.id] = self._group.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
+            self._start(it)
 
     async def _settle(self, listing: item_ops.Listing) -> bool:
         run = self.run
         items = list(run.items.values())
         active = self._active()
         parked = quota.still_going(items)  # parked items hold no slot, but the run waits for them
-        if self.halting is not None:
+        halting = self.attempts.halting  # an --afk run halts on an item's end (retry.py's rule)
+        if halting is not None:
             if active or parked:
-                run.enter("running", f"halting once {len(active)} running worker(s) finish: {self.halting}")
+                run.enter("running", f"halting once {len(active)} running worker(s) finish: {halting}")
                 self.save()
                 return False
-            return await self._finish("halted", self.halting)
+            return await self._finish("halted", halting)
         # Paused: until a person raises the cap (budget.resume); running workers end at their next tool call.
         if run.state == "paused":
             if not active and all(i.state == "completed" for i in items):
@@ -252,20 +251,33 @@ class RunDriver:
             if it.state == "paused" and self._group is not None:
                 budget.resumed(it, why)  # in the worktree its paused attempt left, uncommitted work and all
                 it.enter("spawning", now, "budget_spent", f"resumed: {why}")
-                self.workers[it.id] = self._group.create_task(self.attempts.run_item(it), name=f"work-{it.id}")
+                self._start(it)
         self.save()
         self.wake.set()
 
-    # --- events --------------------------------------------------------------------------
+    # --- the attempts: started into the group, their ends and changes saved here ---------------
 
-    def _item_ended(self, it: ItemRun) -> None:
-        if self.run.afk and it.reason in AFK_HALTS and self.halting is None:
-            first = (it.message or END.get(it.reason or "", "")).split("\n", 1)[0]  # touches_check: its diff follows
-            self.halting = f"{it.id} {it.state}/{it.reason}: {first}"
-            self.attempts.halting = self.halting  # an item waiting out a usage limit is held, not resumed
-            self.attempts.woken.set()
-        self.save()
-        self.wake.set()
+    def _start(self, it: ItemRun) -> None:
+        assert self._group is not None  # only while drive() runs
+        self.workers[it.id] = self._group.create_task(self._attempt(it), name=f"work-{it.id}")
+
+    async def _attempt(self, it: ItemRun) -> None:
+        """One item's attempts; once they end (or are cancelled with the run) the run is saved and
+        the loop looks again at once: the slot is free, or an --afk run halts (attempts.halting)."""
+        try:
+            await self.attempts.run_item(it)
+        finally:
+            self.save()
+            self.wake.set()
+
+    async def _save_changes(self) -> None:
+        """A change an attempt makes mid-way (the landing queue, a placement, a parked item freeing
+        its slot) is in the store at once: a restarted runner and `work status` see it."""
+        while True:
+            await self.attempts.changed.wait()
+            self.attempts.changed.clear()
+            self.save()
+            self.wake.set()
 
     def _observe(self) -> None:
         if self.journal is not None:

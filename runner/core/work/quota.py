@@ -17,7 +17,7 @@ stopped it, with a reset time (plugkit/work/limits.py reads each host's message)
 import asyncio
 import os
 import time
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Optional, Protocol
 
 from plugkit.work import limits
 from runner.core.tasks.task import Task
@@ -33,7 +33,7 @@ class Attempts(Protocol):
     stopping: Optional[str]
     halting: Optional[str]
     woken: asyncio.Event
-    on_end: Callable[[ItemRun], None]
+    changed: asyncio.Event  # set: the driver saves the run and looks again (drive.py)
 
 MAX_WAIT_S = 24 * 3600.0  # a reset further away than this is a person's call, not a wait
 MARGIN_S = 1.0  # after the reset: the host's clock and ours differ a little
@@ -93,7 +93,7 @@ async def wait_out(attempts: Attempts, it: ItemRun) -> Optional[Failed]:
     when the run is stopped, its budget ends or it halts meanwhile, the end it gets (worktree removed)."""
     run, clock = attempts.run, attempts.p.clock
     assert it.quota_until is not None
-    attempts.on_end(it)  # its attempt ended: the driver looks again now, and gives its slot to another item
+    attempts.changed.set()  # its attempt ended: the driver saves, looks again, gives its slot to another item
     while not attempts.stopping and not attempts.halting:
         left = it.quota_until - clock()
         busy = sum(1 for i in run.items.values() if i.active) >= run.parallel
