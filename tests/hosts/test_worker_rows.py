@@ -79,9 +79,10 @@ async def runner(home):
     ctx = app[CONTEXT]
     # Which sessions this runner's SessionStart registered (a host ends its session before it
     # exits, so the registry alone forgets them): the real method still runs.
-    ctx.hook_sessions = []
+    # (Kept on the task manager: the runner's Context is frozen after composition.)
+    ctx.tasks.hook_sessions = []
     register = ctx.tasks.open_session
-    ctx.tasks.open_session = lambda sid, cwd: (ctx.hook_sessions.append((sid, os.path.realpath(cwd))),
+    ctx.tasks.open_session = lambda sid, cwd: (ctx.tasks.hook_sessions.append((sid, os.path.realpath(cwd))),
                                                register(sid, cwd))[1]
     paths.write_private(paths.token_file(config.home), TOKEN)
     paths.write_private(paths.port_file(config.home), json.dumps({"port": home.port, "pid": ctx.runtime.pid}))
@@ -171,7 +172,7 @@ def check_committed(ctx, repo: Path, w: Worker, script: Script, why: str) -> Non
     assert first is not None and w.first_line in first.everything, why
     assert any(CONTEXT_LINE in s.everything for s in script.main), why
     # ... from THIS runner: its SessionStart registered the host's own session in the worktree.
-    hooked = [sid for sid, cwd in ctx.hook_sessions if cwd == os.path.realpath(w.worktree)]
+    hooked = [sid for sid, cwd in ctx.tasks.hook_sessions if cwd == os.path.realpath(w.worktree)]
     assert hooked and f"worker-{w.item}" not in hooked, why
     # Once each: the workspace's committed hooks and the worktree's install never both run.
     assert len(hooked) == len(set(hooked)), (hooked, why)
