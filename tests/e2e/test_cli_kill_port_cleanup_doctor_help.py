@@ -111,7 +111,9 @@ def test_kill_port_kills_this_sessions_task_and_refuses_another_sessions(home, t
     started = home.cli("exec:python", "--wait", "0", "--session", "a", code)
     task = started.stderr.split("] ", 1)[1].split()[0]
     seen = home.cli("exec:sleep", task, "60", "--until", "port ", "--session", "a")
-    port = int(seen.stdout.split("port ", 1)[1].split()[0])
+    # Under load the task may print before the start returns: then the start showed the line
+    # and --until, answering what is new, says it was already seen.
+    port = int((started.stdout + seen.stdout).split("port ", 1)[1].split()[0])
     other = home.cli("kill-port", str(port), "--session", "b")
     assert other.returncode == 1 and "not one of this session's tasks" in other.stderr, other.stderr
     mine = home.cli("kill-port", str(port), "--session", "a")
