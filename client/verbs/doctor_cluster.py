@@ -70,3 +70,19 @@ def cluster_rows(address, found: dict):
         hosts = ", ".join(f"{k} {v}" for k, v in n.get("hosts", {}).items()) or "no worker host on its PATH"
         yield "ok", f"ray node {n['node']}", (f"{n['ip']}: {n['plugkit_worker']} slot(s), plugkit {n['plugkit']}, "
                                                f"python {n['python']}, {hosts}"), ""
+
+
+def run_refusal(a) -> str | None:
+    """A cluster without Ray's token authentication is refused before the run starts (every
+    attempt's driver asks again: a cluster can be restarted open)."""
+    cfg = configured(a.cwd or os.getcwd())
+    runtime = a.runtime or (cfg.work_runtime if cfg else None)
+    address = a.cluster or (cfg.work_cluster if cfg else None)
+    if runtime != "ray" or not address:
+        return None  # the runner says what is missing (no --cluster, not HOST:PORT, not loopback)
+    from plugkit.work import cluster
+
+    if cluster.host_of(address) is None or not (cluster.is_loopback(cluster.host_of(address))
+                                                or a.allow_remote_cluster or cluster.uses_tls(os.environ)):
+        return None  # the runner's refusal of the address comes first
+    return auth_refusal(address)

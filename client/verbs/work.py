@@ -166,7 +166,9 @@ def main(argv: list[str]) -> int:
     params.update(_cap_params(a))
     if a.allow_remote_cluster:
         params["allow_remote_cluster"] = True
-    why = _cluster_refusal(a)
+    from client.verbs import doctor_cluster  # here: only a run names a cluster
+
+    why = doctor_cluster.run_refusal(a)
     if why:
         print(f"plugkit work: {why}", file=sys.stderr)
         return 1
@@ -209,24 +211,6 @@ def _follow(a, run: dict | None, limit_s: float | None, backlog: int = 5000) -> 
     run = _call(a, "work.status", run=run["id"])["run"]
     _print(a, {"run": run}, show.run_lines(run))
     return show.wait_exit(run)
-
-
-def _cluster_refusal(a) -> str | None:
-    """A cluster without Ray's token authentication is refused before the run starts (every
-    attempt's driver asks again: a cluster can be restarted open)."""
-    from client.verbs import doctor_cluster
-
-    cfg = doctor_cluster.configured(a.cwd or os.getcwd())
-    runtime = a.runtime or (cfg.work_runtime if cfg else None)
-    address = a.cluster or (cfg.work_cluster if cfg else None)
-    if runtime != "ray" or not address:
-        return None  # the runner says what is missing (no --cluster, not HOST:PORT, not loopback)
-    from plugkit.work import cluster
-
-    if cluster.host_of(address) is None or not (cluster.is_loopback(cluster.host_of(address))
-                                                or a.allow_remote_cluster or cluster.uses_tls(os.environ)):
-        return None  # the runner's refusal of the address comes first
-    return doctor_cluster.auth_refusal(address)
 
 
 def _secrets(argv: list[str]) -> int:
