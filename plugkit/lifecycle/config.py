@@ -24,6 +24,7 @@
     work_setup = "npm ci"       # run once per worktree in the worker's sandbox before the worker starts
     work_ports = 10             # a block of free TCP ports per worker: PORT (the first), PLUGKIT_PORTS=a-b
     work_ports_env = true       # and those two written into the worktree's .env
+    work_docker = true          # each worker's DOCKER_HOST: a labelling proxy to the engine, its objects torn down
     work_day_tokens = 2000000   # `plugkit work`: the workspace's model tokens per local day, every run (a cap)
     work_day_cost = 20.0        # and its cost in USD per local day (workers that report one)
 
@@ -69,6 +70,7 @@ class GateConfig:
     work_setup: Optional[str] = None
     work_ports: int = 0
     work_ports_env: bool = False
+    work_docker: bool = False
     work_day_tokens: Optional[int] = None
     work_day_cost: Optional[float] = None
     problems: tuple[str, ...] = field(default=())
@@ -196,6 +198,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "work_setup": ("work_setup", _text),
     "work_ports": ("work_ports", _count),
     "work_ports_env": ("work_ports_env", _flag),
+    "work_docker": ("work_docker", _flag),
     "work_day_tokens": ("work_day_tokens", _tokens),
     "work_day_cost": ("work_day_cost", _usd),
 }

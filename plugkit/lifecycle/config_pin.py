@@ -61,6 +61,9 @@ STRENGTH: dict[str, tuple[Any, ...]] = {
     "work_setup": (),
     "work_ports": (),
     "work_ports_env": (),
+    # A container engine is root on the host, even behind the proxy's rules: turning it off is
+    # adopted, turning it on is a person's to confirm.
+    "work_docker": (True, False),
     "work_day_tokens": (),  # ranked by LOWER_IS_STRONGER: a lower cap is adopted, a higher one is a person's
     "work_day_cost": (),
 }

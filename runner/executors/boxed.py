@@ -10,7 +10,7 @@ a task asked for in a sandbox never runs outside one.
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Optional
 
 from plugkit.refusals import Unavailable
 from runner.system import sandbox
@@ -29,12 +29,14 @@ class Box:
     (the exec: tasks of a worker under --network loopback-model: its relay is the worker's alone)."""
     dir: str
     offline: bool = False
+    docker: Optional[str] = None  # the worker's proxy socket (work_docker): a task in its session gets it too
 
     def wrap(self, argv: list[str], root: str, cwd: str, home: str, env: Mapping[str, str]) -> list[str]:
         """`argv` run in `cwd` inside the sandbox of `root`; Unavailable when bwrap is missing."""
         lay = sandbox.layout(root, home, {**env, "HOME": env.get("HOME") or os.path.expanduser("~")}, self.dir)
         try:
-            return sandbox.argv(lay, KIND, argv, cwd=cwd, extra=("--unshare-net",) if self.offline else ())
+            return sandbox.argv(lay, KIND, argv, cwd=cwd, extra=("--unshare-net",) if self.offline else (),
+                                docker=self.docker)
         except sandbox.SandboxUnavailable as exc:
             raise Unavailable(f"no sandbox for this task: {exc}; run it without --sandbox (and without "
                               "exec_sandbox) only if you trust the code") from None

@@ -27,7 +27,7 @@ from runner.executors import boxed, task_files
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.system import cgroups, clone_spawn, cloned_process
 from runner.system import kill as kill_mod
-from runner.system import tags
+from runner.system import docker_proxy, tags
 
 STREAMS = {1: "stdout", 2: "stderr"}
 # How long a finished root's pipes may stay open (held by a grandchild) before we stop reading.
@@ -183,7 +183,8 @@ class ProcessExecutor:
 
     async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         layout: Layout = prepared.payload
-        box = boxed.Box(boxed.private_dir(self.spec.tmp_root, io.id), spec.offline) if spec.sandbox else None
+        box = boxed.Box(boxed.private_dir(self.spec.tmp_root, io.id), spec.offline,
+                        docker_proxy.existing_socket(self.spec.home, io.session.session_id)) if spec.sandbox else None
         try:
             rc, compiled = await self.run_steps(io, layout, spec.stdin, spec.env, spec.environ, box)
         finally:

@@ -43,7 +43,7 @@ from plugkit.vocab import SANDBOXED_TAG, WORK_NETWORKS, WORKER_LANG
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.executors.process import ProcessExecutor, make as make_process, outcome_of
 from plugkit.work import workers
-from runner.system import netrelay, peers, sandbox, tags
+from runner.system import docker_proxy, netrelay, peers, sandbox, tags
 from plugkit.work.capabilities import Capabilities, Capability
 from runner.system.cgroups import home_key
 
@@ -139,7 +139,8 @@ class WorkerExecutor:
                 lay = sandbox.layout(spec.cwd, self.home, spec.environ or spec.env or os.environ, tmp)
                 # In a thread: it copies the host's state dir (runner/system/sandbox_home.py).
                 argv = await asyncio.to_thread(sandbox.argv, lay, worker_kind(code.argv[0]), argv,
-                                               capability=cap_file, extra=extra)
+                                               capability=cap_file, extra=extra,
+                                               docker=docker_proxy.existing_socket(self.home, spec.session_id))
             rc = await self.process.run_argv(io, argv, stdin, spec.env, self._runner_env(tmp), spec.environ)
         except sandbox.SandboxUnavailable as exc:
             raise Unavailable(f"no worker sandbox: {exc}; `plugkit work --no-sandbox` overrides") from None

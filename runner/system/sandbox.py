@@ -191,10 +191,17 @@ def _git_pointers(lay: Layout) -> list[str]:
 
 
 def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = (),
-         capability: Optional[str] = None, cwd: Optional[str] = None, extra: tuple[str, ...] = ()) -> list[str]:
+         capability: Optional[str] = None, cwd: Optional[str] = None, extra: tuple[str, ...] = (),
+         docker: Optional[str] = None) -> list[str]:
     """The whole command line: bwrap, its mounts, its namespaces, then the worker's argv
     (run in `cwd`, inside the worktree; default: the worktree itself). `extra`: more bwrap
-    arguments after the mounts (a network namespace, its relay's dir; runner/system/netrelay.py)."""
+    arguments after the mounts (a network namespace, its relay's dir; runner/system/netrelay.py).
+    `docker`: the socket of this worker's proxy to the container engine (work_docker,
+    runner/system/docker_proxy.py), in the runner's home: its dir alone is bound back, read-only,
+    and DOCKER_HOST names it. The engine's own sockets stay hidden (sandbox_home.HIDDEN_SOCKETS)."""
+    if docker is not None:
+        folder = os.path.dirname(docker)
+        extra = (*extra, "--ro-bind", folder, folder)
     program = shutil.which(PROGRAM)
     if program is None:
         raise SandboxUnavailable("bwrap is not installed (apt-get install bubblewrap, or scripts/setup)")
@@ -204,6 +211,7 @@ def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = ()
     return [program, "--die-with-parent", "--unshare-pid", "--new-session",
             *mounts(lay, kind, granted, capability, sandbox_home.named_files(dict(enumerate(inner))), extra),
             *sandbox_home.environment(lay.tmp),
+            *(["--setenv", "DOCKER_HOST", f"unix://{docker}"] if docker is not None else []),
             "--chdir", cwd or lay.worktree, "--setenv", "TMPDIR", lay.tmp, "--", *inner]
 
 

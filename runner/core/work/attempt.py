@@ -26,7 +26,7 @@ from plugkit.work import prompt as prompt_mod, retry, scopes, workers
 from runner.core.gates.manager import GateManager
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
-from runner.core.work import budget, ci_wait, git, held, objects, quota, ready, resume, teardown
+from runner.core.work import budget, ci_wait, containers, git, held, objects, quota, ready, resume, teardown
 from runner.core.work.install import install_hooks
 from runner.core.work.landing import Landing
 from runner.core.work.model import END, Failed, ItemRun, Run
@@ -36,6 +36,7 @@ from runner.core.work.refs import RefGuard
 from runner.executors.base import ExecSpec
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs
+from runner.system.docker_proxy import DockerProxy
 
 log = logs.get("plugkit.work")
 WORKER_TIMEOUT_S = 7 * 24 * 3600.0  # the stall watchdog and the budget end workers, not this
@@ -72,6 +73,7 @@ class Attempts(Landing):
         # Green branches wait their turn to land, oldest green first (queue.py); saved with the run.
         self.queue = LandingQueue(run, p.clock, self.changed.set)
         self.live: dict[str, Task] = {}
+        self.docker: dict[str, DockerProxy] = {}  # work_docker: each live attempt's proxy (containers.py)
         self.pausing: set[str] = set()  # items whose worker a spent budget is ending (its tool call refused)
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
         self.refs = RefGuard(p.ws.root, run.id, p.keep_refs, p.kept_refs)
@@ -257,7 +259,8 @@ class Attempts(Landing):
             raise Failed("blocked", "land_failed", f"{exc}; branch {it.branch} is kept") from None
         finally:
             self.live.pop(it.id, None)
-            await teardown.end(p.tasks, p.home, it, lease)  # its exec: tasks, its ports' listeners, its lease
+            # its exec: tasks, its containers (work_docker), its ports' listeners, its lease
+            await teardown.end(p.tasks, p.home, it, lease, self.docker.pop(it.id, None))
             p.unregister(it.worktree)
             if not self.kept_live:
                 await self._tidy(it)
@@ -314,6 +317,7 @@ class Attempts(Landing):
         # worker): the runner's own facts, set after the scopes so the caller's cannot stand in.
         environ.update({"PLUGKIT_ITEM": it.id, "PLUGKIT_ITEM_SUBJECT": item.subject, "PLUGKIT_VERIFY": check,
                         "PLUGKIT_BRANCH": it.branch, **ports, **p.telemetry(it)})
+        environ.update(await containers.open_for(p, run, it, p.gates.config(p.ws), self.docker))  # work_docker
         await ready.setup(p, run, it, p.gates.config(p.ws), environ)  # in its sandbox, before the worker
         code, environ, stdin = self.placement.launch(it, argv, stdin, environ)
         try:

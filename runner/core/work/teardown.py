@@ -1,12 +1,14 @@
 """The end of an attempt (issue 48 #3): whatever the attempt started is gone, in any terminal
 state (landed, held, rejected, killed, timed out), and its item says what was torn down.
 
-What a worker starts lives in three places. Its own processes are its task's tree: its sandbox's
+What a worker starts lives in four places. Its own processes are its task's tree: its sandbox's
 PID namespace ends them all with it (a `setsid`/`nohup` child included), and its cgroup or
 process group without the sandbox (runner/executors/process.py). The `exec:` tasks it asked the
 runner for are the runner's tasks in the worker's session: ended here. And a listener on one of
 its leased ports that is neither: ended here when it carries this attempt's tags, named and left
-alone when it is not ours to kill. Then the port lease goes.
+alone when it is not ours to kill. Then the port lease goes. And under work_docker, the
+containers (forced), networks and volumes carrying its attempt's label, made through its proxy
+(runner/core/work/containers.py): removed here, once the proxy is closed.
 """
 
 import asyncio
@@ -19,6 +21,7 @@ from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
 from runner.core.work.model import ItemRun
 from runner.system import port_blocks, ports, tags
+from runner.system.docker_proxy import DockerProxy
 
 
 def _its(task: Task, it: ItemRun) -> bool:
@@ -64,23 +67,37 @@ def _free_ports(lease: port_blocks.Lease, home: str, session_id: Optional[str],
 
 
 async def end(tasks: TaskManager, home: Optional[str], it: ItemRun,
-              lease: Optional[port_blocks.Lease]) -> None:
-    """Ends what the attempt left running, releases its ports, and sets it.teardown (None when
-    there was nothing to end)."""
+              lease: Optional[port_blocks.Lease], docker: Optional[DockerProxy] = None) -> None:
+    """Ends what the attempt left running, releases its ports, removes its containers, and sets
+    it.teardown (None when there was nothing to end)."""
     said: list[str] = []
     notes: list[str] = []
+    removed: list[str] = []
     left = [t for t in tasks.all_tasks() if not t.finished and _its(t, it)]
     await asyncio.gather(*(tasks.end(t, "killed", "attempt_ended") for t in left), return_exceptions=True)
     said += [f"task_{t.id} ({t.lang}: {(t.command or '').strip()[:80]})" for t in left]
     # Its own tasks' ids too: an escapee of the worker's tree (no sandbox, no cgroup) carries its tags.
     ids = {t.id for t in left} | {i for i in (it.task_id, it.setup_task_id, it.verify_task_id) if i is not None}
-    if lease is not None:
-        try:
-            if home is not None:
-                ended, notes = await asyncio.to_thread(_free_ports, lease, home, it.session_id, ids)
-                said += ended
-        finally:
-            lease.release()
+    try:
+        # After its tasks (none is left to make another container), before its ports: a port a
+        # container published is held by the engine's proxy, not ours to kill, until it goes.
+        if docker is not None:
+            removed, notes = await docker.end()
+    finally:
+        if lease is not None:
+            await _release(lease, home, it, ids, said, notes)
     # Nothing to say when its processes all ended with its sandbox or process group: no line.
-    it.teardown = ("teardown: " + "; ".join((["ended " + "; ".join(said)] if said else []) + notes)
-                   if said or notes else None)
+    parts = (["ended " + "; ".join(said)] if said else []) + (["removed " + "; ".join(removed)] if removed else [])
+    it.teardown = "teardown: " + "; ".join(parts + notes) if parts or notes else None
+
+
+async def _release(lease: port_blocks.Lease, home: Optional[str], it: ItemRun, ids: set[int],
+                   said: list[str], notes: list[str]) -> None:
+    """The lease's listeners that are the attempt's ended (said, notes extended), then the lease."""
+    try:
+        if home is not None:
+            ended, port_notes = await asyncio.to_thread(_free_ports, lease, home, it.session_id, ids)
+            said += ended
+            notes += port_notes
+    finally:
+        lease.release()

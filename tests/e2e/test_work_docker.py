@@ -1,0 +1,85 @@
+"""Containers and volumes a worker started are torn down (issue 48 #3, work_docker), through a real
+container engine (tests/support/engine.py: the one DOCKER_HOST names, else a private dockerd),
+the real runner, real git, real bwrap and the scripted command worker.
+
+The worker reaches the engine only through its attempt's labelling proxy (DOCKER_HOST in its
+sandbox): it starts a container and a volume and leaves them; its `--privileged` and `-v /:/host`
+are refused with a line it can read; a container not labelled as its own (a stranger's, made on
+the engine directly) cannot be removed, stopped or exec'd into by it. Once its attempt ends, its
+container and volume are gone, the stranger's still runs, and `work status` says what went.
+"""
+
+import pytest
+
+from tests.support import engine as engine_mod
+from tests.support.agent import git, make_repo
+from tests.support.work_cli import Work, commit_file
+from tests.support.escapees import unique_seconds
+
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(engine_mod.why_not() is not None, reason=engine_mod.why_not() or "")]
+IMAGE = engine_mod.IMAGE
+
+
+@pytest.fixture(scope="module")
+def engine():
+    with engine_mod.engine() as sock:
+        yield sock
+
+
+def tries(stranger: str) -> str:
+    """The worker's script: its own container and volume (left running), then what it must not do;
+    each answer into a file the test reads while the worker waits for its go."""
+    refused = [("privileged", f"docker run --privileged {IMAGE} true"),
+               ("root", f"docker run -v /:/host {IMAGE} ls /host"),
+               ("rm", f"docker rm -f {stranger}"),
+               ("stop", f"docker stop -t 0 {stranger}"),
+               ("exec", f"docker exec {stranger} true")]
+    return ("set -u; docker volume create wvol >/dev/null && "
+            f"docker run -d --name wbox -v wvol:/data {IMAGE} sh -c 'echo kept > /data/f; sleep 600' >/dev/null "
+            "&& docker ps --format '{{.Names}}' > ps.out; echo $DOCKER_HOST > host.out; "
+            + "".join(f"{cmd} > {name}.out 2>&1; echo $? >> {name}.out; " for name, cmd in refused)
+            + "touch report.done; until [ -f go ]; do sleep 0.05; done")
+
+
+def test_a_workers_container_and_volume_go_with_its_attempt_and_it_cannot_reach_the_host(home, tmp_path, engine):
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\nwork_docker = true\n')
+    (repo / ".gitignore").write_text("*.out\nreport.done\ngo\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore what the worker reports")
+    stranger = f"stranger-{unique_seconds()}"
+    engine_mod.docker(engine, "run", "-d", "--name", stranger, IMAGE, "sleep", "600")
+    try:
+        w = Work(home, repo, {"w1": [["shell", tries(stranger)], *commit_file("w1.txt")]})
+        w.env["DOCKER_HOST"] = f"unix://{engine}"  # who runs `plugkit work` names the engine
+        w.add("w1", "--verify", "test -f w1.txt")
+        w.start()
+        tree = repo / ".plugkit" / "worktrees" / "w1"
+        w.until(lambda r: (tree / "report.done").exists() or r["ended_at"] is not None)
+        out = {f: (tree / f"{f}.out").read_text() for f in ("ps", "host", "privileged", "root", "rm", "stop", "exec")}
+        # Its own: made through its proxy, labelled with its attempt, running.
+        assert out["ps"].split() == ["wbox"], out  # `docker ps` lists its own only, not the stranger's
+        assert out["host"].startswith("unix://") and engine not in out["host"], out
+        box = engine_mod.inspect(engine, "container", "wbox")
+        assert box is not None and box["State"]["Running"], box
+        assert box["Config"]["Labels"]["plugkit.item"] == "w1", box["Config"]["Labels"]
+        assert (engine_mod.inspect(engine, "volume", "wvol") or {}).get("Labels", {}).get("plugkit.item") == "w1"
+        # What would hand it the host, or a stranger's container: refused, in a line it reads.
+        assert "plugkit: --privileged is refused" in out["privileged"], out
+        assert "plugkit: bind mount of / is refused" in out["root"], out
+        for verb in ("rm", "stop", "exec"):
+            assert f"plugkit: container '{stranger}' is not one this worker created" in out[verb], out
+            assert out[verb].split()[-1] != "0", out
+        (tree / "go").write_text("")
+        run = w.until(lambda r: r["ended_at"] is not None)
+        item = w.items(run)["w1"]
+        assert item["state"] == "completed", run
+        # Its attempt ended: its container and volume are gone, the stranger's runs on.
+        assert engine_mod.inspect(engine, "container", "wbox") is None
+        assert engine_mod.inspect(engine, "volume", "wvol") is None
+        assert (engine_mod.inspect(engine, "container", stranger) or {}).get("State", {}).get("Running"), stranger
+        assert "removed container wbox" in item["teardown"] and "volume wvol" in item["teardown"], item
+        assert item["teardown"][:200] in w.cli("work", "status", ok=False).stdout
+    finally:
+        engine_mod.docker(engine, "rm", "-f", stranger, "wbox", ok=False)
+        engine_mod.docker(engine, "volume", "rm", "-f", "wvol", ok=False)
