@@ -289,9 +289,12 @@ class Policy:
              "MaskedPaths": ("--security-opt systempaths=unconfined", "the host's /proc and /sys unmasked"),
              "ReadonlyPaths": ("--security-opt systempaths=unconfined", "the host's /proc and /sys writable")}
 
+    SET_AT_ALL = frozenset({"MaskedPaths", "ReadonlyPaths"})
+
     async def _host(self, host: dict) -> None:
         for key, (flag, why) in self.NEVER.items():
-            if host.get(key):
+            # MaskedPaths: [] is what unmasks /proc and /sys: set at all is refused there
+            if host.get(key) or (key in self.SET_AT_ALL and host.get(key) is not None):
                 raise Refused(f"{flag} is refused ({why})")
         for opt in host.get("SecurityOpt") or []:
             if not str(opt).startswith("no-new-privileges"):

@@ -128,3 +128,19 @@ def test_a_worker_writes_objects_to_its_own_dir_and_reads_the_store_read_only(tm
     i = args.index("--bind", args.index(own) - 1)
     assert args[i:i + 6] == ["--bind", own, store, "--ro-bind", store, f"{store}/info/store"]
     assert Path(own, "info", "alternates").read_text() == f"{store}/info/store\n"
+
+
+def test_a_docker_worker_sees_its_proxy_socket_alone_read_only_and_named_by_docker_host(tmp_path):
+    lay = _layout(tmp_path)
+    folder = os.path.join(lay.home, "docker", "abc")
+    os.makedirs(folder)
+    args = sandbox.argv(lay, "command", ["true"], docker=os.path.join(folder, "sock"))
+    # Over the home's empty tmpfs (the home itself stays hidden), read-only.
+    assert args.index(folder) > args.index(lay.home) and args[args.index(folder) - 1] == "--ro-bind"
+    assert folder not in _pairs(args, "--bind")
+    # Its variable set after every agent variable (DOCKER_HOST among them) is unset.
+    unset = args.index("--unsetenv")
+    setenv = [i for i, a in enumerate(args) if a == "--setenv" and args[i + 1] == "DOCKER_HOST"]
+    assert len(setenv) == 1 and setenv[0] > unset and args[setenv[0] + 2] == f"unix://{folder}/sock"
+    plain = sandbox.argv(lay, "command", ["true"])
+    assert ["--setenv", "DOCKER_HOST"] not in [plain[i:i + 2] for i in range(len(plain))]

@@ -1,0 +1,149 @@
+"""The labelling proxy's rules (runner/system/docker_policy.py), with a hand-written engine of
+objects and their labels: what hands a worker the host is refused in one line, an object not
+labelled as the attempt's own is not acted on, and everything it creates is labelled."""
+
+import json
+import os
+
+import pytest
+
+from runner.system.docker_policy import ATTEMPT, Found, Owner, Policy, Refused, Request
+
+
+class FakeEngine:
+    def __init__(self, owner: Owner) -> None:
+        mine, stranger = owner.labels(), {ATTEMPT: "someone-else"}
+        self.objects = {("container", "mine"): Found("c" * 64, mine), ("container", "theirs"): Found("d" * 64, stranger),
+                        ("container", "bare"): Found("e" * 64, {}), ("volume", "myvol"): Found("myvol", mine),
+                        ("volume", "theirvol"): Found("theirvol", stranger), ("network", "mynet"): Found("n1", mine),
+                        ("network", "theirnet"): Found("n2", stranger), ("exec", "x1"): Found("x1", stranger)}
+        self.made: list[tuple[str, dict]] = []
+
+    async def lookup(self, kind: str, name: str):
+        return self.objects.get((kind, name))
+
+    async def make(self, name: str, labels: dict) -> None:
+        self.made.append((name, labels))
+
+
+@pytest.fixture
+def worktree(tmp_path):
+    tree = tmp_path / "wt"
+    (tree / "data").mkdir(parents=True)
+    os.symlink("/", tree / "root-link")
+    return tree
+
+
+def policy(worktree, offline: bool = False):
+    owner = Owner("att-1", "run-1", "w1", "h" * 16, "r-1", str(worktree), offline)
+    engine = FakeEngine(owner)
+    return Policy(owner, engine.lookup, engine.make), engine
+
+
+async def decide(pol: Policy, method: str, target: str, body=None) -> Request:
+    req = Request.parse(method, target)
+    req.body = None if body is None else json.dumps(body).encode()
+    return await pol.decide(req)
+
+
+async def refused(pol: Policy, method: str, target: str, body=None) -> str:
+    with pytest.raises(Refused) as caught:
+        await decide(pol, method, target, body)
+    return caught.value.line
+
+
+@pytest.mark.parametrize("host, said", [
+    ({"Privileged": True}, "--privileged is refused"),
+    ({"PidMode": "host"}, "--pid=host is refused"),
+    ({"NetworkMode": "host"}, "--network=host is refused"),
+    ({"IpcMode": "host"}, "--ipc=host is refused"),
+    ({"UsernsMode": "host"}, "--userns=host is refused"),
+    ({"CapAdd": ["SYS_ADMIN"]}, "--cap-add is refused"),
+    ({"Devices": [{"PathOnHost": "/dev/sda"}]}, "--device is refused"),
+    ({"SecurityOpt": ["seccomp=unconfined"]}, "--security-opt seccomp=unconfined is refused"),
+    ({"MaskedPaths": []}, "systempaths=unconfined is refused"),
+    ({"Binds": ["/:/host"]}, "bind mount of / is refused"),
+    ({"Binds": ["/etc:/x:ro"]}, "bind mount of /etc is refused"),
+    ({"Mounts": [{"Type": "bind", "Source": "/var", "Target": "/x"}]}, "bind mount of /var is refused"),
+    ({"Mounts": [{"Type": "volume", "Source": "v", "Target": "/x",
+                  "VolumeOptions": {"DriverConfig": {"Name": "local", "Options": {"o": "bind", "device": "/"}}}}]},
+     "volume driver options are refused"),
+    ({"Binds": ["theirvol:/x"]}, "volume 'theirvol' is not one this worker created"),
+    ({"VolumesFrom": ["theirs"]}, "container 'theirs' is not one this worker created"),
+    ({"PidMode": "container:theirs"}, "container 'theirs' is not one this worker created"),
+    ({"NetworkMode": "theirnet"}, "network 'theirnet' is not one this worker created"),
+])
+async def test_rejects_a_container_that_would_reach_the_host_or_anothers_objects(worktree, host, said):
+    pol, _ = policy(worktree)
+    line = await refused(pol, "POST", "/v1.41/containers/create", {"Image": "x", "HostConfig": host})
+    assert line.startswith("plugkit: ") and said in line and "\n" not in line, line
+
+
+async def test_rejects_a_bind_through_a_link_in_the_worktree_and_keeps_one_inside_it(worktree):
+    pol, _ = policy(worktree)
+    line = await refused(pol, "POST", "/containers/create", {"HostConfig": {"Binds": [f"{worktree}/root-link:/h"]}})
+    assert "bind mount of" in line
+    req = await decide(pol, "POST", "/containers/create", {"HostConfig": {"Binds": [f"{worktree}/data/:/d:ro"]}})
+    assert json.loads(req.body)["HostConfig"]["Binds"] == [f"{os.path.realpath(worktree)}/data:/d:ro"]
+
+
+async def test_labels_what_it_creates_and_a_named_volume_made_for_a_container(worktree):
+    pol, engine = policy(worktree)
+    req = await decide(pol, "POST", "/v1.41/containers/create?name=web",
+                       {"Image": "x", "Labels": {ATTEMPT: "someone-else", "app": "web"},
+                        "HostConfig": {"Binds": ["fresh:/data", "myvol:/m"], "NetworkMode": "mynet"}})
+    body = json.loads(req.body)
+    assert body["Labels"] == {"app": "web", **pol.owner.labels()}  # its own plugkit.* cannot stand in
+    assert engine.made == [("fresh", pol.owner.labels())]  # the engine would have made it bare
+    assert req.target == "/v1.41/containers/create?name=web"
+    for path, body in (("/volumes/create", {"Name": "v"}), ("/networks/create", {"Name": "n", "Driver": "bridge"})):
+        req = await decide(pol, "POST", path, body)
+        assert json.loads(req.body)["Labels"] == pol.owner.labels()
+
+
+async def test_rejects_volumes_and_networks_that_reach_the_host(worktree):
+    pol, _ = policy(worktree)
+    assert "volume driver options" in await refused(pol, "POST", "/volumes/create",
+                                                    {"Name": "v", "DriverOpts": {"o": "bind", "device": "/"}})
+    assert "network driver 'host'" in await refused(pol, "POST", "/networks/create", {"Name": "n", "Driver": "host"})
+    assert "build --network host" in await refused(pol, "POST", "/build?networkmode=host&t=x")
+
+
+@pytest.mark.parametrize("method, target", [
+    ("DELETE", "/v1.41/containers/theirs?force=1"), ("POST", "/containers/theirs/stop"),
+    ("POST", "/containers/theirs/attach?stream=1"), ("GET", "/containers/theirs/json"),
+    ("POST", "/exec/x1/start"), ("DELETE", "/volumes/theirvol"), ("DELETE", "/networks/theirnet"),
+    ("POST", "/commit?container=theirs"), ("DELETE", "/containers/bare"),
+])
+async def test_rejects_acting_on_an_object_not_labelled_as_its_own(worktree, method, target):
+    pol, _ = policy(worktree)
+    assert "is not one this worker created" in await refused(pol, method, target)
+
+
+async def test_acts_on_its_own_by_id_and_lists_only_its_own(worktree):
+    pol, _ = policy(worktree)
+    req = await decide(pol, "DELETE", "/v1.41/containers/mine?force=1&v=1")
+    assert req.target == f"/v1.41/containers/{'c' * 64}?force=1&v=1"  # a name re-taken meanwhile is not hit
+    req = await decide(pol, "GET", '/containers/json?all=1&filters={"label":["app=web"]}')
+    assert json.loads(req.arg("filters"))["label"] == ["app=web", f"{ATTEMPT}=att-1"]
+    req = await decide(pol, "GET", "/volumes")
+    assert json.loads(req.arg("filters")) == {"label": [f"{ATTEMPT}=att-1"]}
+
+
+@pytest.mark.parametrize("method, target", [
+    ("POST", "/swarm/init"), ("POST", "/plugins/pull?remote=x"), ("POST", "/containers/prune"),
+    ("POST", "/volumes/prune"), ("DELETE", "/images/busybox"), ("POST", "/session"),
+])
+async def test_rejects_calls_that_are_not_a_workers(worktree, method, target):
+    pol, _ = policy(worktree)
+    assert (await refused(pol, method, target)).startswith("plugkit: ")
+
+
+async def test_a_loopback_only_worker_gets_containers_without_a_network(worktree):
+    pol, _ = policy(worktree, offline=True)
+    req = await decide(pol, "POST", "/containers/create",
+                       {"HostConfig": {"NetworkMode": "default"}, "NetworkingConfig": {"EndpointsConfig": {"default": {}}}})
+    body = json.loads(req.body)
+    assert body["HostConfig"]["NetworkMode"] == "none" and "NetworkingConfig" not in body
+    assert "loopback only" in await refused(pol, "POST", "/networks/create", {"Name": "n"})
+    assert ("networkmode", "none") in (await decide(pol, "POST", "/build?t=x")).query

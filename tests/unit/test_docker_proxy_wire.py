@@ -1,0 +1,66 @@
+"""The proxy on the wire (runner/system/docker_proxy.py), between a raw client and a hand-written
+engine on unix sockets: one checked request per connection (a second one pipelined behind it never
+reaches the engine), a refusal the docker CLI prints, and a created container labelled."""
+
+import asyncio
+import json
+import os
+
+from runner.system import docker_policy
+from runner.system.docker_proxy import open_proxy
+
+
+class Engine:
+    """Answers every request 200 with a JSON body and records the request heads and bodies."""
+
+    def __init__(self) -> None:
+        self.seen: list[bytes] = []
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        data = await reader.read(1 << 16)
+        while data:
+            self.seen.append(data)
+            data = await asyncio.wait_for(reader.read(1 << 16), 0.5) if b"Connection: close" not in data else b""
+        body = b'{"Id":"abc"}'
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close"
+                     b"\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        writer.close()
+
+
+async def ask(path: str, raw: bytes) -> bytes:
+    reader, writer = await asyncio.open_unix_connection(path)
+    writer.write(raw)
+    await writer.drain()
+    got = await reader.read()
+    writer.close()
+    return got
+
+
+async def test_a_pipelined_request_never_reaches_the_engine_unchecked(tmp_path):
+    engine = Engine()
+    server = await asyncio.start_unix_server(engine.serve, path=str(tmp_path / "engine.sock"))
+    owner = docker_policy.Owner("att-1", "run-1", "w1", "h" * 16, "r-1", str(tmp_path))
+    proxy = await open_proxy(str(tmp_path / "px"), str(tmp_path / "engine.sock"), owner)
+    try:
+        body = json.dumps({"Image": "x", "HostConfig": {}}).encode()
+        smuggled = b'POST /containers/create HTTP/1.1\r\nContent-Length: 40\r\n\r\n{"HostConfig": {"Privileged": true}}    '
+        got = await ask(proxy.path, b"POST /v1.41/containers/create HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s%s"
+                        % (len(body), body, smuggled))
+        assert got.startswith(b"HTTP/1.1 200"), got
+        sent = b"".join(engine.seen)
+        assert sent.count(b"POST ") == 1 and b"Privileged\": true" not in sent, sent
+        assert b"Connection: close" in sent
+        created = json.loads(sent.split(b"\r\n\r\n", 1)[1])
+        assert created["Labels"] == owner.labels(), created
+        # A refusal: what `docker` prints after "Error response from daemon:"; the engine never asked.
+        engine.seen.clear()
+        got = await ask(proxy.path, b"POST /v1.41/swarm/init HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        head, _, answer = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 403") and json.loads(answer)["message"].startswith("plugkit: "), got
+        assert engine.seen == []
+    finally:
+        await proxy.close()
+        server.close()
+        await server.wait_closed()
+    assert not os.path.exists(proxy.path)
