@@ -15,7 +15,7 @@ from urllib.parse import quote
 import aiohttp
 import psutil
 
-from runner.system.docker_policy import HOME, RUNNER, Found
+from runner.system.docker_request import HOME, RUNNER, Found
 
 TIMEOUT_S = 30.0
 # kind -> (the list endpoint, the removal of one by its id, how an answer names it, its labels)
@@ -67,9 +67,10 @@ class Engine:
         """docker_policy.Lookup: the object by name or id, its labels (an exec's: its container's)."""
         if not name:
             return None
-        ref = quote(name, safe="")
+        ref = quote(name, safe=":/@" if kind == "image" else "")  # an image's name has its registry's path
         status, data = await self._call("GET", {"container": f"/containers/{ref}/json", "exec": f"/exec/{ref}/json",
-                                                "volume": f"/volumes/{ref}", "network": f"/networks/{ref}"}[kind])
+                                                "volume": f"/volumes/{ref}", "network": f"/networks/{ref}",
+                                                "image": f"/images/{ref}/json"}[kind])
         if status == 404 or not isinstance(data, dict):
             return None
         if status != 200:
@@ -77,7 +78,7 @@ class Engine:
         if kind == "exec":
             container = await self.lookup("container", str(data.get("ContainerID", "")))
             return None if container is None else Found(str(data.get("ID", name)), container.labels)
-        if kind == "container":
+        if kind in ("container", "image"):
             return Found(str(data.get("Id", "")), (data.get("Config") or {}).get("Labels") or {})
         return Found(str(data.get("Id") or data.get("Name") or name), data.get("Labels") or {})
 

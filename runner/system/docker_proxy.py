@@ -17,7 +17,7 @@ import os
 import shutil
 from typing import Mapping, Optional
 
-from runner.system import docker_policy as policy_mod, logs
+from runner.system import docker_policy as policy_mod, docker_request as request_mod, logs
 from runner.system.docker_engine import Engine, EngineError
 
 log = logs.get("plugkit.docker")
@@ -79,11 +79,11 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> b
                 return body
             body += await reader.readexactly(size)
             await reader.readexactly(2)
-            if len(body) > policy_mod.MAX_BODY:
-                raise policy_mod.Refused("the request body is too large")
+            if len(body) > request_mod.MAX_BODY:
+                raise request_mod.Refused("the request body is too large")
     size = int(headers.get("content-length", "0") or 0)
-    if size > policy_mod.MAX_BODY:
-        raise policy_mod.Refused("the request body is too large")
+    if size > request_mod.MAX_BODY:
+        raise request_mod.Refused("the request body is too large")
     return await reader.readexactly(size)
 
 
@@ -171,7 +171,7 @@ class DockerProxy:
         (what was removed, what could not be); never raises for an engine that is gone."""
         try:
             await self.close()
-            return await self.engine.remove(f"{policy_mod.ATTEMPT}={self.policy.owner.attempt}")
+            return await self.engine.remove(f"{request_mod.ATTEMPT}={self.policy.owner.attempt}")
         except EngineError as exc:
             return [], [f"containers not looked at: {exc}"]
         finally:
@@ -201,14 +201,14 @@ class DockerProxy:
         method, target, _version = head[0].split(" ", 2)
         fields = [tuple(part.strip() for part in line.split(":", 1)) for line in head[1:] if ":" in line]
         headers = {k.lower(): v for k, v in fields}
-        req = policy_mod.Request.parse(method, target)
+        req = request_mod.Request.parse(method, target)
         upgrade = "upgrade" in headers
         try:
             check, _groups = policy_mod.route(req)
             if check in policy_mod.READS_BODY:
                 req.body = await _read_body(reader, headers)
             req = await self.policy.decide(req)
-        except policy_mod.Refused as exc:
+        except request_mod.Refused as exc:
             if req.body is None and not upgrade:
                 await _copy_body(reader, None, headers)
             writer.write(_refusal(403, exc.line, req.method == "HEAD"))
@@ -253,7 +253,7 @@ class DockerProxy:
             up_writer.close()
 
 
-async def open_proxy(folder: str, engine_socket: str, owner: policy_mod.Owner) -> DockerProxy:
+async def open_proxy(folder: str, engine_socket: str, owner: request_mod.Owner) -> DockerProxy:
     """A proxy serving `folder`/sock for `owner`'s attempt, to the engine at `engine_socket`."""
     engine = Engine(engine_socket)
     proxy = DockerProxy(folder, engine, policy_mod.Policy(owner, engine.lookup, engine.create_volume))

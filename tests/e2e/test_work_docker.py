@@ -34,7 +34,8 @@ def tries(stranger: str) -> str:
                ("root", f"docker run -v /:/host {IMAGE} ls /host"),
                ("rm", f"docker rm -f {stranger}"),
                ("stop", f"docker stop -t 0 {stranger}"),
-               ("exec", f"docker exec {stranger} true")]
+               ("exec", f"docker exec {stranger} true"),
+               ("image", f"docker tag {IMAGE} {IMAGE}")]  # the shared image's name: the person's to keep
     return ("set -u; docker volume create wvol >/dev/null && "
             f"docker run -d --name wbox -v wvol:/data {IMAGE} sh -c 'echo kept > /data/f; sleep 600' >/dev/null "
             "&& docker ps --format '{{.Names}}' > ps.out; echo $DOCKER_HOST > host.out; "
@@ -43,7 +44,9 @@ def tries(stranger: str) -> str:
 
 
 def test_a_workers_container_and_volume_go_with_its_attempt_and_it_cannot_reach_the_host(home, tmp_path, engine):
-    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\nwork_docker = true\n')
+    # work_setup runs in the worker's sandbox with the same proxy: what it makes goes with the attempt too.
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\nwork_docker = true\n'
+                                        'work_setup = "docker volume create wsetup >/dev/null"\n')
     (repo / ".gitignore").write_text("*.out\nreport.done\ngo\n")
     git(repo, "add", ".gitignore")
     git(repo, "commit", "-qm", "ignore what the worker reports")
@@ -56,7 +59,8 @@ def test_a_workers_container_and_volume_go_with_its_attempt_and_it_cannot_reach_
         w.start()
         tree = repo / ".plugkit" / "worktrees" / "w1"
         w.until(lambda r: (tree / "report.done").exists() or r["ended_at"] is not None)
-        out = {f: (tree / f"{f}.out").read_text() for f in ("ps", "host", "privileged", "root", "rm", "stop", "exec")}
+        out = {f: (tree / f"{f}.out").read_text() for f in ("ps", "host", "privileged", "root", "rm", "stop", "exec",
+                                                                "image")}
         # Its own: made through its proxy, labelled with its attempt, running.
         assert out["ps"].split() == ["wbox"], out  # `docker ps` lists its own only, not the stranger's
         assert out["host"].startswith("unix://") and engine not in out["host"], out
@@ -70,6 +74,7 @@ def test_a_workers_container_and_volume_go_with_its_attempt_and_it_cannot_reach_
         for verb in ("rm", "stop", "exec"):
             assert f"plugkit: container '{stranger}' is not one this worker created" in out[verb], out
             assert out[verb].split()[-1] != "0", out
+        assert f"{IMAGE} is refused: an image of that name exists" in out["image"], out
         (tree / "go").write_text("")
         run = w.until(lambda r: r["ended_at"] is not None)
         item = w.items(run)["w1"]
@@ -78,7 +83,9 @@ def test_a_workers_container_and_volume_go_with_its_attempt_and_it_cannot_reach_
         assert engine_mod.inspect(engine, "container", "wbox") is None
         assert engine_mod.inspect(engine, "volume", "wvol") is None
         assert (engine_mod.inspect(engine, "container", stranger) or {}).get("State", {}).get("Running"), stranger
+        assert engine_mod.inspect(engine, "volume", "wsetup") is None
         assert "removed container wbox" in item["teardown"] and "volume wvol" in item["teardown"], item
+        assert "volume wsetup" in item["teardown"], item
         assert item["teardown"][:200] in w.cli("work", "status", ok=False).stdout
     finally:
         engine_mod.docker(engine, "rm", "-f", stranger, "wbox", ok=False)

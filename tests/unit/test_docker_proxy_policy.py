@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from runner.system.docker_policy import ATTEMPT, Found, Owner, Policy, Refused, Request
+from runner.system.docker_policy import Policy
+from runner.system.docker_request import ATTEMPT, Found, Owner, Refused, Request
 
 
 class FakeEngine:
@@ -16,7 +17,9 @@ class FakeEngine:
         self.objects = {("container", "mine"): Found("c" * 64, mine), ("container", "theirs"): Found("d" * 64, stranger),
                         ("container", "bare"): Found("e" * 64, {}), ("volume", "myvol"): Found("myvol", mine),
                         ("volume", "theirvol"): Found("theirvol", stranger), ("network", "mynet"): Found("n1", mine),
-                        ("network", "theirnet"): Found("n2", stranger), ("exec", "x1"): Found("x1", stranger)}
+                        ("network", "theirnet"): Found("n2", stranger), ("exec", "x1"): Found("x1", stranger),
+                        ("image", "postgres:16"): Found("sha256:p", {}), ("image", "myapp:latest"): Found("sha256:a", {}),
+                        ("image", "mine:1"): Found("sha256:m", mine)}
         self.made: list[tuple[str, dict]] = []
 
     async def lookup(self, kind: str, name: str):
@@ -31,6 +34,7 @@ def worktree(tmp_path):
     tree = tmp_path / "wt"
     (tree / "data").mkdir(parents=True)
     os.symlink("/", tree / "root-link")
+    (tree / ".git").write_text("gitdir: /repo/.git/worktrees/w1\n")
     return tree
 
 
@@ -147,3 +151,35 @@ async def test_a_loopback_only_worker_gets_containers_without_a_network(worktree
     assert body["HostConfig"]["NetworkMode"] == "none" and "NetworkingConfig" not in body
     assert "loopback only" in await refused(pol, "POST", "/networks/create", {"Name": "n"})
     assert ("networkmode", "none") in (await decide(pol, "POST", "/build?t=x")).query
+
+
+async def test_the_worktree_mounted_whole_keeps_its_git_pointer_read_only_and_git_itself_is_refused(worktree):
+    pol, _ = policy(worktree)
+    req = await decide(pol, "POST", "/containers/create", {"HostConfig": {"Binds": [f"{worktree}:/app"]}})
+    mounts = json.loads(req.body)["HostConfig"]["Mounts"]
+    assert mounts == [{"Type": "bind", "Source": f"{worktree}/.git", "ReadOnly": True, "Target": "/app/.git"}]
+    assert "the worktree's .git is refused" in await refused(pol, "POST", "/containers/create",
+                                                              {"HostConfig": {"Binds": [f"{worktree}/.git:/g"]}})
+
+
+async def test_rejects_an_image_name_that_would_stand_in_for_anothers(worktree):
+    pol, _ = policy(worktree)
+    line = await refused(pol, "POST", "/v1.41/build?t=postgres:16")
+    assert "build -t as postgres:16 is refused" in line, line
+    assert "myapp:latest is refused" in await refused(pol, "POST", "/images/abc/tag?repo=myapp")
+    assert "refused" in await refused(pol, "POST", "/commit?container=mine&repo=postgres&tag=16")
+    assert "image load is refused" in await refused(pol, "POST", "/images/load")
+    req = await decide(pol, "POST", '/build?t=fresh:1&t=mine:1&labels={"app":"x"}')
+    assert json.loads(req.arg("labels")) == {"app": "x", **pol.owner.labels()}  # its later tag is of its own
+    await decide(pol, "POST", "/images/mine:1/tag?repo=mine&tag=2")
+    await decide(pol, "POST", "/images/create?fromImage=postgres&tag=16")  # a pull: the registry's image
+
+
+async def test_published_ports_stay_on_the_loopback(worktree):
+    pol, _ = policy(worktree)
+    req = await decide(pol, "POST", "/containers/create", {"HostConfig": {"PortBindings": {
+        "80/tcp": [{"HostIp": "", "HostPort": "8080"}], "81/tcp": [{"HostIp": "127.0.0.1", "HostPort": "8081"}]}}})
+    bound = json.loads(req.body)["HostConfig"]["PortBindings"]
+    assert [b[0]["HostIp"] for b in bound.values()] == ["127.0.0.1", "127.0.0.1"]
+    assert "--publish-all is refused" in await refused(pol, "POST", "/containers/create",
+                                                       {"HostConfig": {"PublishAllPorts": True}})

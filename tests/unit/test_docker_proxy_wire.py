@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 
-from runner.system import docker_policy
+from runner.system import docker_request
 from runner.system.docker_proxy import open_proxy
 
 
@@ -40,7 +40,7 @@ async def ask(path: str, raw: bytes) -> bytes:
 async def test_a_pipelined_request_never_reaches_the_engine_unchecked(tmp_path):
     engine = Engine()
     server = await asyncio.start_unix_server(engine.serve, path=str(tmp_path / "engine.sock"))
-    owner = docker_policy.Owner("att-1", "run-1", "w1", "h" * 16, "r-1", str(tmp_path))
+    owner = docker_request.Owner("att-1", "run-1", "w1", "h" * 16, "r-1", str(tmp_path))
     proxy = await open_proxy(str(tmp_path / "px"), str(tmp_path / "engine.sock"), owner)
     try:
         body = json.dumps({"Image": "x", "HostConfig": {}}).encode()

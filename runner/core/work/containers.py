@@ -15,7 +15,7 @@ from typing import Optional
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.core.work.model import Failed, ItemRun, Run
 from runner.system import docker_engine, docker_proxy, logs, tags
-from runner.system.docker_policy import Owner
+from runner.system.docker_request import Owner
 
 log = logs.get("plugkit.work")
 ENGINES = "engines"  # <home>/docker/engines: the engines proxied to, one socket path a line

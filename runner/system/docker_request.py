@@ -1,0 +1,102 @@
+"""The words the work_docker proxy's rules speak: the labels it adds, the owner of an attempt's
+objects, an object the engine has, a request as the worker sent it, and a refusal's one line.
+Pure (runner/system/docker_policy.py decides, docker_proxy.py does the I/O)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Optional
+from urllib.parse import parse_qsl, urlencode
+
+ATTEMPT, RUN, ITEM, HOME, RUNNER = ("plugkit.attempt", "plugkit.run", "plugkit.item", "plugkit.home",
+                                    "plugkit.runner")
+MAX_BODY = 1 << 20  # a create's JSON; a build's context streams through unread
+PREDEFINED_NETWORKS = frozenset({"", "default", "bridge", "none"})
+_VERSION = re.compile(r"^/v\d+\.\d+(?=/)")
+
+
+class Refused(Exception):
+    """What the worker reads (`Error response from daemon: <line>`): what was refused and why."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = f"plugkit: {line}"
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Whose proxy this is: the labels it adds, the worktree its bind mounts must stay in."""
+    attempt: str
+    run: str
+    item: str
+    home: str  # tags.home_id of the runner's home: a restarted runner finds what a dead one left
+    runner: str
+    worktree: str
+    offline: bool = False  # a loopback-only worker (work_network): its containers get no network either
+
+    def labels(self) -> dict[str, str]:
+        return {ATTEMPT: self.attempt, RUN: self.run, ITEM: self.item, HOME: self.home, RUNNER: self.runner}
+
+    def owns(self, labels: Optional[dict]) -> bool:
+        return bool(labels) and labels.get(ATTEMPT) == self.attempt
+
+
+@dataclass(frozen=True)
+class Found:
+    """An object the engine has: its id (what the request is rewritten to name) and labels."""
+    id: str
+    labels: dict
+
+
+# kind ("container" | "exec" | "volume" | "network" | "image"), name or id -> Found, or None when absent.
+# An exec's labels are its container's.
+Lookup = Callable[[str, str], Awaitable[Optional[Found]]]
+# name, labels -> a named volume created through the engine before a container that mounts it
+Create = Callable[[str, dict], Awaitable[None]]
+
+
+@dataclass
+class Request:
+    method: str
+    path: str  # without the API version prefix, percent-encoded as sent
+    query: list[tuple[str, str]]
+    prefix: str = ""  # "/v1.41" or ""
+    body: Optional[bytes] = None  # read only for the routes that check it (READS_BODY)
+
+    @classmethod
+    def parse(cls, method: str, target: str) -> "Request":
+        path, _, qs = target.partition("?")
+        m = _VERSION.match(path)
+        prefix = m.group(0) if m else ""
+        return cls(method.upper(), path[len(prefix):] or "/", parse_qsl(qs, keep_blank_values=True), prefix)
+
+    @property
+    def target(self) -> str:
+        return self.prefix + self.path + (f"?{urlencode(self.query)}" if self.query else "")
+
+    def arg(self, name: str) -> str:
+        return next((v for k, v in self.query if k == name), "")
+
+
+def json_body(req: Request) -> dict:
+    try:
+        data = json.loads(req.body or b"{}")
+    except ValueError:
+        raise Refused("the request body is not JSON") from None
+    if not isinstance(data, dict):
+        raise Refused("the request body is not a JSON object")
+    return data
+
+
+def labelled(given: Any, owner: Owner) -> dict:
+    """The object's labels: the worker's own, none of plugkit's it made up, then the attempt's."""
+    base = given if isinstance(given, dict) else {}
+    return {**{k: v for k, v in base.items() if not str(k).startswith("plugkit.")}, **owner.labels()}
+
+
+def inside(path: str, root: str) -> bool:
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip("/") + "/")
