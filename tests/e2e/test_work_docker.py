@@ -9,12 +9,17 @@ the engine directly) cannot be removed, stopped or exec'd into by it. Once its a
 container and volume are gone, the stranger's still runs, and `work status` says what went.
 """
 
+import os
+import signal
+import time
+
 import pytest
 
 from tests.support import engine as engine_mod
 from tests.support.agent import git, make_repo
 from tests.support.work_cli import Work, commit_file
 from tests.support.escapees import unique_seconds
+from tests.support.procs import wait_gone
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(engine_mod.why_not() is not None, reason=engine_mod.why_not() or "")]
@@ -90,3 +95,34 @@ def test_a_workers_container_and_volume_go_with_its_attempt_and_it_cannot_reach_
     finally:
         engine_mod.docker(engine, "rm", "-f", stranger, "wbox", ok=False)
         engine_mod.docker(engine, "volume", "rm", "-f", "wvol", ok=False)
+
+
+def test_a_runner_that_died_mid_attempt_leaves_the_workers_containers_to_the_next_ones_boot(home, tmp_path, engine):
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\nwork_docker = true\nwork_resume = false\n')
+    (repo / ".gitignore").write_text("report.done\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore what the worker reports")
+    stranger = f"stranger-{unique_seconds()}"  # not a worker's: the sweep leaves it
+    engine_mod.docker(engine, "run", "-d", "--name", stranger, IMAGE, "sleep", "600")
+    try:
+        w = Work(home, repo, {"w1": [["shell", f"docker run -d --name orphan {IMAGE} sleep 600 >/dev/null && "
+                                               "touch report.done; sleep 600"]]})
+        w.env["DOCKER_HOST"] = f"unix://{engine}"
+        w.add("w1", "--verify", "true")
+        w.start()
+        tree = repo / ".plugkit" / "worktrees" / "w1"
+        w.until(lambda r: (tree / "report.done").exists() or r["ended_at"] is not None)
+        assert engine_mod.inspect(engine, "container", "orphan") is not None
+        pid = home.discovery()["pid"]
+        os.kill(pid, signal.SIGKILL)  # no attempt gets its end: the container outlives the runner
+        assert wait_gone(pid)
+        assert engine_mod.inspect(engine, "container", "orphan") is not None
+        home.cli("runner", "start")
+        deadline = time.monotonic() + 60
+        while engine_mod.inspect(engine, "container", "orphan") is not None:
+            assert time.monotonic() < deadline, "the next runner's boot did not remove the dead attempt's container"
+            time.sleep(0.1)
+        assert (engine_mod.inspect(engine, "container", stranger) or {}).get("State", {}).get("Running"), stranger
+        w.until(lambda r: r["ended_at"] is not None)
+    finally:
+        engine_mod.docker(engine, "rm", "-f", stranger, "orphan", ok=False)
