@@ -21,6 +21,8 @@ from plugkit.lifecycle.config_pin import compare, stronger, values
     ("work_runtime", "ray", "local", True),  # workers back home: adopted
     ("work_runtime", "local", "ray", False),  # workers out to a cluster: a person's to confirm
     ("work_cluster", "127.0.0.1:6379", "10.0.0.5:6379", False),  # where work goes: always a person's
+    ("work_docker", False, True, False),  # a container engine for workers: a person's to turn on
+    ("work_docker", True, False, True),  # and adopted when turned off
 ])
 def test_only_a_ranked_stronger_value_is_adopted(key, held, seen, adopted):
     assert stronger(key, held, seen) is adopted
