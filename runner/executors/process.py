@@ -183,8 +183,9 @@ class ProcessExecutor:
 
     async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         layout: Layout = prepared.payload
-        box = boxed.Box(boxed.private_dir(self.spec.tmp_root, io.id), spec.offline,
-                        docker_proxy.existing_socket(self.spec.home, io.session.session_id)) if spec.sandbox else None
+        # work_docker: a task in a worker's own session and worktree (its work_setup) gets its proxy
+        docker = docker_proxy.existing_socket(self.spec.home, io.session.session_id, io.session.root)
+        box = boxed.Box(boxed.private_dir(self.spec.tmp_root, io.id), spec.offline, docker) if spec.sandbox else None
         try:
             rc, compiled = await self.run_steps(io, layout, spec.stdin, spec.env, spec.environ, box)
         finally:

@@ -140,7 +140,7 @@ class WorkerExecutor:
                 # In a thread: it copies the host's state dir (runner/system/sandbox_home.py).
                 argv = await asyncio.to_thread(sandbox.argv, lay, worker_kind(code.argv[0]), argv,
                                                capability=cap_file, extra=extra,
-                                               docker=docker_proxy.existing_socket(self.home, spec.session_id))
+                                               docker=docker_proxy.existing_socket(self.home, spec.session_id, spec.cwd))
             rc = await self.process.run_argv(io, argv, stdin, spec.env, self._runner_env(tmp), spec.environ)
         except sandbox.SandboxUnavailable as exc:
             raise Unavailable(f"no worker sandbox: {exc}; `plugkit work --no-sandbox` overrides") from None

@@ -47,17 +47,20 @@ def engine_path(env: Mapping[str, str]) -> str:
     return found
 
 
-def socket_dir(home: str, session_id: str) -> str:
-    """The proxy's dir for a worker session, in the runner's home (hidden from every sandbox but
-    this one's, which gets the dir bound read-only). Short: a unix socket's path is 107 bytes."""
-    return os.path.join(home, "docker", hashlib.sha256(session_id.encode()).hexdigest()[:12])
+def socket_dir(home: str, session_id: str, root: str) -> str:
+    """The proxy's dir for a worker session rooted at its worktree, in the runner's home (hidden
+    from every sandbox but this one's, which gets the dir bound read-only). Keyed by the root as
+    well: a task of another worker naming this session's id is rooted in its own worktree, and
+    finds no socket. Short: a unix socket's path is at most 107 bytes."""
+    key = f"{session_id}\0{os.path.realpath(root)}".encode()
+    return os.path.join(home, "docker", hashlib.sha256(key).hexdigest()[:12])
 
 
-def existing_socket(home: str, session_id: Optional[str]) -> Optional[str]:
-    """The socket of a proxy the runner is serving for this session, or None."""
+def existing_socket(home: str, session_id: Optional[str], root: str) -> Optional[str]:
+    """The socket of a proxy the runner is serving for this session and root, or None."""
     if not session_id:
         return None
-    path = os.path.join(socket_dir(home, session_id), "sock")
+    path = os.path.join(socket_dir(home, session_id, root), "sock")
     return path if os.path.exists(path) else None
 
 

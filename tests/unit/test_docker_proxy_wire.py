@@ -7,7 +7,7 @@ import json
 import os
 
 from runner.system import docker_request
-from runner.system.docker_proxy import open_proxy
+from runner.system.docker_proxy import existing_socket, open_proxy, socket_dir
 
 
 class Engine:
@@ -64,3 +64,17 @@ async def test_a_pipelined_request_never_reaches_the_engine_unchecked(tmp_path):
         server.close()
         await server.wait_closed()
     assert not os.path.exists(proxy.path)
+
+
+async def test_another_workers_task_naming_this_session_finds_no_socket(tmp_path):
+    home, mine, theirs = str(tmp_path / "home"), tmp_path / "wt" / "w1", tmp_path / "wt" / "w2"
+    for tree in (mine, theirs):
+        tree.mkdir(parents=True)
+    owner = docker_request.Owner("att-1", "run-1", "w1", "h" * 16, "r-1", str(mine))
+    proxy = await open_proxy(socket_dir(home, "plugkit-work-r-w1-1", str(mine)), str(tmp_path / "engine.sock"), owner)
+    try:
+        assert existing_socket(home, "plugkit-work-r-w1-1", str(mine)) == proxy.path
+        # w2's exec: may name w1's session id, but its session is rooted in its own worktree
+        assert existing_socket(home, "plugkit-work-r-w1-1", str(theirs)) is None
+    finally:
+        await proxy.close()

@@ -58,7 +58,7 @@ async def open_for(p, run: Run, it: ItemRun, cfg, held: dict) -> dict[str, str]:
                   offline=run.sandbox and run.network != "host")
     try:
         await asyncio.to_thread(_remember, p.home, engine)
-        proxy = await docker_proxy.open_proxy(docker_proxy.socket_dir(p.home, it.session_id), engine, owner)
+        proxy = await docker_proxy.open_proxy(docker_proxy.socket_dir(p.home, it.session_id, it.worktree), engine, owner)
     except OSError as exc:
         raise Failed("failed", "spawn_failed", f"work_docker: the proxy's socket could not be made ({exc})") from None
     held[it.id] = proxy
