@@ -19,7 +19,8 @@ class ContainerRules:
         self.owner, self.own, self.lookup, self.make_volume = owner, own, lookup, make_volume
 
     async def check(self, body: dict) -> None:
-        """Refused, or `body` rewritten in place as it goes to the engine (labels aside)."""
+        """Refused, or `body` (spelled as CREATE says: docker_request.canonical) rewritten in place
+        as it goes to the engine (labels aside)."""
         host = body.get("HostConfig") or {}
         if not isinstance(host, dict):
             raise Refused("HostConfig is not a JSON object")
@@ -140,3 +141,14 @@ class ContainerRules:
             return
         for name in {*names, *([mode] if not mode.startswith("container:") else [])} - PREDEFINED_NETWORKS:
             await self.own("network", name, "--network")
+
+
+_MOUNT = {"Type": None, "Source": None, "Target": None, "ReadOnly": None,
+          "VolumeOptions": {"DriverConfig": {"Name": None, "Options": None}}}
+# What the rules read of a container's create body, as the engine spells it.
+CREATE: dict = {
+    "Labels": None, "NetworkingConfig": {"EndpointsConfig": None},
+    "HostConfig": {**{k: None for k in (*ContainerRules.NEVER, *ContainerRules.NAMESPACES, "SecurityOpt", "Runtime",
+                                          "VolumesFrom", "Links", "Binds", "PublishAllPorts")},
+                   "Mounts": [_MOUNT], "PortBindings": {"*": [{"HostIp": None, "HostPort": None}]}},
+}

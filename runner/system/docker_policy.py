@@ -17,7 +17,7 @@ import json
 import re
 from urllib.parse import quote, unquote
 
-from runner.system.docker_create import ContainerRules
+from runner.system.docker_create import CREATE, ContainerRules
 from runner.system.docker_request import (ATTEMPT, PREDEFINED_NETWORKS, Create, Found, Lookup, Owner, Refused,
                                           Request, json_body, labelled)
 
@@ -55,14 +55,18 @@ ROUTES: tuple[tuple[str, str, str], ...] = (
     ("GET", r"/events", "list_own"),
     ("GET", r"/distribution/.+/json", "passes"),
 )
-_ROUTES = tuple((frozenset(m.split()), re.compile(p + r"$"), c) for m, p, c in ROUTES)
+_ROUTES = tuple((frozenset(m.split()), re.compile(p), c) for m, p, c in ROUTES)
 READS_BODY = frozenset({"create_container", "create_exec", "create_volume", "create_network", "connect"})
 
 
 def route(req: Request) -> tuple[str, tuple[str, ...]]:
     """(the check, the path's groups) for a request, or Refused for a route not in the table."""
+    path = unquote(req.path)
+    if any(ord(c) < 0x21 or ord(c) == 0x7f for c in req.path + req.target) or \
+            any(part in (".", "..") for part in path.split("/")) or "//" in path:
+        raise Refused("a path with control characters or dot segments is refused")
     for methods, pattern, check in _ROUTES:
-        m = pattern.match(req.path)
+        m = pattern.fullmatch(req.path)
         if m and req.method in methods:
             if check.startswith("refuse:"):
                 raise Refused(check[len("refuse:"):])
@@ -120,7 +124,7 @@ class Policy:
 
     async def create_exec(self, req: Request, name: str) -> None:
         found = await self._own("container", name, "exec in")
-        body = json_body(req)
+        body = json_body(req, {"Privileged": None})
         if body.get("Privileged"):
             raise Refused("exec --privileged is refused (a privileged process is root on the host)")
         req.path = f"/containers/{found.id}/exec"
@@ -136,7 +140,7 @@ class Policy:
 
     async def connect(self, req: Request, name: str, action: str) -> None:
         found = await self._own("network", name, f"{action} to")
-        body = json_body(req)
+        body = json_body(req, {"Container": None})
         await self._own("container", str(body.get("Container", "")), action)
         req.path = f"/networks/{found.id}/{action}"
 
@@ -167,7 +171,7 @@ class Policy:
                           "build (others run it); use a new name")
 
     async def create_volume(self, req: Request) -> None:
-        body = json_body(req)
+        body = json_body(req, {"Driver": None, "DriverOpts": None, "Labels": None})
         if body.get("Driver") not in (None, "", "local"):
             raise Refused(f"volume driver {body['Driver']!r} is refused; use the local driver")
         if body.get("DriverOpts"):
@@ -179,7 +183,7 @@ class Policy:
         if self.owner.offline:
             raise Refused("network create is refused: this worker's network is loopback only "
                           "(work_network), and so are its containers (--network none)")
-        body = json_body(req)
+        body = json_body(req, {"Driver": None, "Options": None, "ConfigFrom": None, "Ingress": None, "Labels": None})
         if body.get("Driver") not in (None, "", "bridge"):
             raise Refused(f"network driver {body['Driver']!r} is refused (it reaches the host's network); "
                           "use a bridge network")
@@ -207,7 +211,7 @@ class Policy:
             ("labels", json.dumps(labelled(given, self.owner)))]
 
     async def create_container(self, req: Request) -> None:
-        body = json_body(req)
+        body = json_body(req, CREATE)
         await ContainerRules(self.owner, self._own, self.lookup, self.make_volume).check(body)
         body["Labels"] = labelled(body.get("Labels"), self.owner)
         req.body = json.dumps(body).encode()

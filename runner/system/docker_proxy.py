@@ -66,7 +66,8 @@ def existing_socket(home: str, session_id: Optional[str], root: str) -> Optional
 
 def _refusal(status: int, line: str, head_only: bool = False) -> bytes:
     body = json.dumps({"message": line}).encode()
-    return (f"HTTP/1.1 {status} {'Forbidden' if status == 403 else 'Bad Gateway'}\r\nContent-Type: application/json"
+    reason = {400: "Bad Request", 403: "Forbidden"}.get(status, "Bad Gateway")
+    return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json"
             f"\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + (b"" if head_only else body)
 
 
@@ -206,6 +207,12 @@ class DockerProxy:
         headers = {k.lower(): v for k, v in fields}
         req = request_mod.Request.parse(method, target)
         upgrade = "upgrade" in headers
+        lengths = [k for k, _v in fields if k.lower() in ("content-length", "transfer-encoding")]
+        # A bare CR or LF is a line end to the engine's parser, not to ours: a header smuggled in.
+        if any("\r" in line or "\n" in line for line in head) or len(lengths) > 1:
+            writer.write(_refusal(400, "plugkit: a request with a bare line break or two body lengths is refused"))
+            await writer.drain()
+            return
         try:
             check, _groups = policy_mod.route(req)
             if check in policy_mod.READS_BODY:

@@ -81,14 +81,50 @@ class Request:
         return next((v for k, v in self.query if k == name), "")
 
 
-def json_body(req: Request) -> dict:
+# A body's shape, as far as the rules read it: field -> its own shape (None: a leaf or a map the
+# rules read as given), [shape]: a list of those, {"*": shape}: a map of those.
+Shape = Optional[dict]
+
+
+def json_body(req: Request, shape: dict) -> dict:
+    """The request's JSON object, its fields spelled as `shape` spells them (see canonical)."""
     try:
         data = json.loads(req.body or b"{}")
     except ValueError:
         raise Refused("the request body is not JSON") from None
     if not isinstance(data, dict):
         raise Refused("the request body is not a JSON object")
+    canonical(data, shape)
     return data
+
+
+def canonical(data: Any, shape: Any) -> None:
+    """Renames, in place, every field the rules read to its canonical spelling. The engine's JSON
+    decoder (Go's) matches a struct's field names without regard to case, the Kelvin sign and the
+    long s included: {"hostconfig": {"privileged": true}} is a privileged container there. A field
+    given twice under two spellings is refused: which one the engine takes is its choice, not ours."""
+    if isinstance(shape, list):
+        for item in data if isinstance(data, list) else []:
+            canonical(item, shape[0])
+        return
+    if not isinstance(shape, dict) or not isinstance(data, dict):
+        return
+    if set(shape) == {"*"}:
+        for value in data.values():
+            canonical(value, shape["*"])
+        return
+    names = {name.casefold(): name for name in shape}
+    seen: set[str] = set()
+    for key in list(data):
+        name = names.get(str(key).casefold())
+        if name is None:
+            continue
+        if name in seen:
+            raise Refused(f"the field {name} is given twice (as {key!r} too)")
+        seen.add(name)
+        if key != name:
+            data[name] = data.pop(key)
+        canonical(data[name], shape[name])
 
 
 def labelled(given: Any, owner: Owner) -> dict:

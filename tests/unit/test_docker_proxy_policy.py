@@ -183,3 +183,22 @@ async def test_published_ports_stay_on_the_loopback(worktree):
     assert [b[0]["HostIp"] for b in bound.values()] == ["127.0.0.1", "127.0.0.1"]
     assert "--publish-all is refused" in await refused(pol, "POST", "/containers/create",
                                                        {"HostConfig": {"PublishAllPorts": True}})
+
+
+@pytest.mark.parametrize("body, said", [
+    ({"hostconfig": {"privileged": True}}, "--privileged is refused"),  # the engine's decoder ignores case
+    ({"HostConfig": {"\u017fecurityOpt": ["seccomp=unconfined"]}}, "--security-opt"),  # long s folds to s
+    ({"HostConfig": {"BINDS": ["/:/h"]}}, "bind mount of / is refused"),
+    ({"HostConfig": {"mounts": [{"type": "bind", "source": "/etc", "target": "/e"}]}}, "bind mount of /etc"),
+    ({"HostConfig": {"Privileged": False, "privileged": True}}, "the field Privileged is given twice"),
+])
+async def test_rejects_fields_spelled_as_the_engine_reads_them_not_as_the_rules_did(worktree, body, said):
+    pol, _ = policy(worktree)
+    assert said in await refused(pol, "POST", "/containers/create", body)
+
+
+@pytest.mark.parametrize("target", ["/images/../swarm/init", "/images/%2e%2e/plugins/pull", "/containers//json",
+                                    "/_ping\n"])
+async def test_rejects_paths_that_the_engine_would_read_as_another_route(worktree, target):
+    pol, _ = policy(worktree)
+    assert "refused" in await refused(pol, "POST", target)

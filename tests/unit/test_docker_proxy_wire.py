@@ -59,6 +59,9 @@ async def test_a_pipelined_request_never_reaches_the_engine_unchecked(tmp_path):
         head, _, answer = got.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 403") and json.loads(answer)["message"].startswith("plugkit: "), got
         assert engine.seen == []
+        # A bare LF is a line end to the engine: a header smuggled past the proxy's parser.
+        got = await ask(proxy.path, b"GET /_ping HTTP/1.1\r\nX: y\nTransfer-Encoding: chunked\r\n\r\n")
+        assert got.startswith(b"HTTP/1.1 400") and engine.seen == [], got
     finally:
         await proxy.close()
         server.close()
