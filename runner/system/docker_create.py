@@ -54,6 +54,12 @@ class ContainerRules:
         for opt in host.get("SecurityOpt") or []:
             if not str(opt).startswith("no-new-privileges"):
                 raise Refused(f"--security-opt {opt} is refused (it loosens the container's confinement)")
+        log = host.get("LogConfig") or {}
+        if log.get("Type") not in (None, "", "json-file", "local", "none"):
+            raise Refused(f"--log-driver {log['Type']} is refused (the engine, as root, would send the output "
+                          "where the worker says); json-file, local or none")
+        if any(k not in LOG_OPTIONS for k in (log.get("Config") or {})):
+            raise Refused(f"--log-opt {', '.join(sorted(log['Config']))} is refused; {', '.join(LOG_OPTIONS)} only")
         if host.get("Runtime") not in (None, "", "runc"):
             raise Refused(f"--runtime {host['Runtime']} is refused; the engine's default runtime only")
         for key, flag in self.NAMESPACES.items():
@@ -143,6 +149,7 @@ class ContainerRules:
             await self.own("network", name, "--network")
 
 
+LOG_OPTIONS = ("max-size", "max-file", "compress", "labels", "env", "tag")
 _MOUNT = {"Type": None, "Source": None, "Target": None, "ReadOnly": None,
           "VolumeOptions": {"DriverConfig": {"Name": None, "Options": None}}}
 # What the rules read of a container's create body, as the engine spells it.
@@ -150,5 +157,6 @@ CREATE: dict = {
     "Labels": None, "NetworkingConfig": {"EndpointsConfig": None},
     "HostConfig": {**{k: None for k in (*ContainerRules.NEVER, *ContainerRules.NAMESPACES, "SecurityOpt", "Runtime",
                                           "VolumesFrom", "Links", "Binds", "PublishAllPorts")},
+                   "LogConfig": {"Type": None, "Config": None},
                    "Mounts": [_MOUNT], "PortBindings": {"*": [{"HostIp": None, "HostPort": None}]}},
 }

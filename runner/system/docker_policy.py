@@ -30,6 +30,7 @@ ROUTES: tuple[tuple[str, str, str], ...] = (
     ("GET", r"/containers/json", "list_own"),
     ("POST", r"/containers/prune", "refuse:prune is refused; remove your own containers by name"),
     ("POST", r"/containers/([^/]+)/exec", "create_exec"),
+    ("POST", r"/containers/([^/]+)/update", "update"),
     ("GET HEAD PUT POST DELETE", r"/containers/([^/]+)(/[a-z]+)?", "container"),
     ("GET POST", r"/exec/([^/]+)/(json|start|resize)", "exec"),
     ("POST", r"/images/prune", "refuse:image prune is refused (the images are shared)"),
@@ -55,8 +56,9 @@ ROUTES: tuple[tuple[str, str, str], ...] = (
     ("GET", r"/events", "list_own"),
     ("GET", r"/distribution/.+/json", "passes"),
 )
+UPDATE_NEVER = ("Devices", "DeviceCgroupRules", "DeviceRequests", "CgroupParent")
 _ROUTES = tuple((frozenset(m.split()), re.compile(p), c) for m, p, c in ROUTES)
-READS_BODY = frozenset({"create_container", "create_exec", "create_volume", "create_network", "connect"})
+READS_BODY = frozenset({"create_container", "create_exec", "create_volume", "create_network", "connect", "update"})
 
 
 def route(req: Request) -> tuple[str, tuple[str, ...]]:
@@ -129,6 +131,13 @@ class Policy:
             raise Refused("exec --privileged is refused (a privileged process is root on the host)")
         req.path = f"/containers/{found.id}/exec"
 
+    async def update(self, req: Request, name: str) -> None:
+        found = await self._own("container", name, "update of")
+        body = json_body(req, {k: None for k in UPDATE_NEVER})
+        if any(body.get(k) for k in UPDATE_NEVER):
+            raise Refused("update with devices or a cgroup parent is refused (host devices)")
+        req.path = f"/containers/{found.id}/update"
+
     async def volume(self, req: Request, name: str) -> None:
         await self._own("volume", name, f"{req.method} on")
 
@@ -139,10 +148,13 @@ class Policy:
         req.path = f"/networks/{found.id}"
 
     async def connect(self, req: Request, name: str, action: str) -> None:
-        found = await self._own("network", name, f"{action} to")
+        if self.owner.offline:
+            raise Refused(f"network {action} is refused: this worker's network is loopback only (work_network)")
+        if name not in PREDEFINED_NETWORKS - {""}:
+            name = (await self._own("network", name, f"{action} to")).id
         body = json_body(req, {"Container": None})
         await self._own("container", str(body.get("Container", "")), action)
-        req.path = f"/networks/{found.id}/{action}"
+        req.path = f"/networks/{quote(name, safe='')}/{action}"
 
     async def commit(self, req: Request) -> None:
         await self._own("container", req.arg("container"), "commit of")

@@ -76,6 +76,8 @@ async def refused(pol: Policy, method: str, target: str, body=None) -> str:
     ({"VolumesFrom": ["theirs"]}, "container 'theirs' is not one this worker created"),
     ({"PidMode": "container:theirs"}, "container 'theirs' is not one this worker created"),
     ({"NetworkMode": "theirnet"}, "network 'theirnet' is not one this worker created"),
+    ({"LogConfig": {"Type": "syslog", "Config": {"syslog-address": "unix:///run/x.sock"}}}, "--log-driver syslog"),
+    ({"LogConfig": {"Type": "json-file", "Config": {"fluentd-address": "x"}}}, "--log-opt fluentd-address"),
 ])
 async def test_rejects_a_container_that_would_reach_the_host_or_anothers_objects(worktree, host, said):
     pol, _ = policy(worktree)
@@ -202,3 +204,10 @@ async def test_rejects_fields_spelled_as_the_engine_reads_them_not_as_the_rules_
 async def test_rejects_paths_that_the_engine_would_read_as_another_route(worktree, target):
     pol, _ = policy(worktree)
     assert "refused" in await refused(pol, "POST", target)
+
+
+async def test_an_update_of_its_own_container_cannot_add_a_device(worktree):
+    pol, _ = policy(worktree)
+    assert "devices" in await refused(pol, "POST", "/containers/mine/update", {"devices": [{"PathOnHost": "/dev/sda"}]})
+    req = await decide(pol, "POST", "/containers/mine/update", {"Memory": 1 << 20})
+    assert req.path == f"/containers/{'c' * 64}/update"
