@@ -224,11 +224,17 @@ class DockerProxy:
             writer.write(_refusal(403, exc.line, req.method == "HEAD"))
             await writer.drain()
             return
-        except OSError as exc:
-            writer.write(_refusal(502, f"plugkit: the container engine did not answer ({exc.__class__.__name__})"))
+        except OSError as exc:  # a lookup the rules needed (EngineError): the engine is gone or confused
+            writer.write(_refusal(502, f"plugkit: {exc}"))
             await writer.drain()
             return
-        up_reader, up_writer = await asyncio.open_unix_connection(self.engine.path, limit=HEAD_LIMIT)
+        try:
+            up_reader, up_writer = await asyncio.open_unix_connection(self.engine.path, limit=HEAD_LIMIT)
+        except OSError as exc:
+            writer.write(_refusal(502, f"plugkit: the container engine at {self.engine.path} did not answer "
+                                       f"({exc.__class__.__name__}); is it running?"))
+            await writer.drain()
+            return
         try:
             lines = [f"{req.method} {req.target} HTTP/1.1"]
             lines += [f"{k}: {v}" for k, v in fields if k.lower() not in _HOP]
