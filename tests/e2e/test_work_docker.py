@@ -44,6 +44,8 @@ def tries(stranger: str) -> str:
     return ("set -u; docker volume create wvol >/dev/null && "
             f"docker run -d --name wbox -v wvol:/data {IMAGE} sh -c 'echo kept > /data/f; sleep 600' >/dev/null "
             "&& docker ps --format '{{.Names}}' > ps.out; echo $DOCKER_HOST > host.out; "
+            # attached run and exec: the engine's hijacked streams, both ways through the proxy
+            f"echo in | docker run --rm -i {IMAGE} cat > attached.out 2>attached.err; docker exec wbox cat /data/f >> attached.out; "
             + "".join(f"{cmd} > {name}.out 2>&1; echo $? >> {name}.out; " for name, cmd in refused)
             + "touch report.done; until [ -f go ]; do sleep 0.05; done")
 
@@ -52,7 +54,7 @@ def test_a_workers_container_and_volume_go_with_its_attempt_and_it_cannot_reach_
     # work_setup runs in the worker's sandbox with the same proxy: what it makes goes with the attempt too.
     repo = make_repo(tmp_path / "repo", 'gates = "advisory"\nwork_docker = true\n'
                                         'work_setup = "docker volume create wsetup >/dev/null"\n')
-    (repo / ".gitignore").write_text("*.out\nreport.done\ngo\n")
+    (repo / ".gitignore").write_text("*.out\n*.err\nreport.done\ngo\n")
     git(repo, "add", ".gitignore")
     git(repo, "commit", "-qm", "ignore what the worker reports")
     stranger = f"stranger-{unique_seconds()}"
@@ -65,10 +67,11 @@ def test_a_workers_container_and_volume_go_with_its_attempt_and_it_cannot_reach_
         tree = repo / ".plugkit" / "worktrees" / "w1"
         w.until(lambda r: (tree / "report.done").exists() or r["ended_at"] is not None)
         out = {f: (tree / f"{f}.out").read_text() for f in ("ps", "host", "privileged", "root", "rm", "stop", "exec",
-                                                                "image")}
+                                                                "image", "attached")}
         # Its own: made through its proxy, labelled with its attempt, running.
         assert out["ps"].split() == ["wbox"], out  # `docker ps` lists its own only, not the stranger's
         assert out["host"].startswith("unix://") and engine not in out["host"], out
+        assert out["attached"].split() == ["in", "kept"], out
         box = engine_mod.inspect(engine, "container", "wbox")
         assert box is not None and box["State"]["Running"], box
         assert box["Config"]["Labels"]["plugkit.item"] == "w1", box["Config"]["Labels"]
