@@ -140,6 +140,14 @@ def work_lifespan(ctx: Context) -> Lifespan:
 
 
 async def _settle(ctx: Context) -> None:
+    from runner.core.work import containers  # with the work engine: built only when a run needs it
+
+    # First, what the dead runner's workers made through a container engine (work_docker): its
+    # attempts got no teardown. Objects of this home labelled with another runner go.
+    try:
+        await containers.sweep_dead(ctx.runtime.home)
+    except Exception:  # never the runner's end, nor the runs' settling
+        logs.get("plugkit.work").exception("work_docker_sweep_failed")
     try:
         await ctx.work_manager().settle_dead()
     except Exception:  # never the runner's end: the run's file still says what happened

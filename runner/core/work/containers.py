@@ -5,7 +5,8 @@ only. Before the worker (and its work_setup) starts, the runner serves a proxy s
 session (runner/system/docker_proxy.py), shown in its sandbox as DOCKER_HOST; every container,
 volume and network it creates carries its attempt's labels, and what would hand it the host is
 refused (runner/system/docker_policy.py). teardown.py removes what carries the labels at the
-attempt's end; a runner that died mid-attempt leaves them to the next one's boot (sweep_dead).
+attempt's end; a runner that died mid-attempt leaves them to the next one's boot (sweep_dead,
+called by runner/boot/lifespans.py before the dead runs are settled).
 """
 
 import asyncio

@@ -18,7 +18,7 @@ from plugkit.refusals import Conflict, Forbidden, Invalid, NotFound
 from plugkit.work import cluster, scopes, workers
 from runner.core.gates.manager import GateManager
 from runner.core.tasks.manager import TaskManager
-from runner.core.work import budget, ci_wait, containers, git, person, resume
+from runner.core.work import budget, ci_wait, git, person, resume
 from runner.core.work.attempt import Attempts, Plumbing
 from runner.core.work.drive import RunDriver
 from runner.core.work.journal import RunJournal
@@ -185,9 +185,7 @@ class WorkManager:
         """At boot: each run that was live when the last runner died is resumed (runner/core/work/
         resume.py), or, where it cannot be, ended as it ended (killed/runner_restarted) with its
         items in_progress in .prd back to pending: `prd list`, `work status` and the page say
-        the same from the first moment. First, what their workers made through a container
-        engine (work_docker) goes: a dead runner's attempts got no teardown."""
-        await containers.sweep_dead(self.home)
+        the same from the first moment."""
         settled = []
         for root in await asyncio.to_thread(self.store.live_roots):
             run = self.latest(root)
