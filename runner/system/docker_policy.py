@@ -1,5 +1,6 @@
 """What a `plugkit work` worker may ask of the container engine through its proxy (work_docker):
-the routes as rows, the checks on a create's body, the labels added, each refusal one line.
+the routes as rows, the labels added, each refusal one line (a container's create body is checked
+by runner/system/docker_create.py).
 
 A Docker daemon is root on the host: `-v /:/host`, `--privileged`, `--pid=host` or a device hands
 the worker the machine, and `docker rm -f` of a stranger's container ends someone else's work. So
