@@ -1,15 +1,14 @@
-"""One workspace's index kept fresh: built in a background thread on first use (queries meanwhile
-see partial results and the progress), then brought up to date on each query by a stat of
+"""One workspace's index kept fresh: built in the background (the engine's thread) on first use
+(queries meanwhile see partial results and the progress), then brought up to date on each query by a stat of
 every file (a saved file is searchable at the next query) and a look at git's HEAD."""
 
 import os
 import stat
-import threading
 import time
 from dataclasses import dataclass
 
 from runner.core.search import chunks, files, history, semantic
-from runner.core.search.store import SqliteStore
+from runner.core.search.store import Job, SearchEngine
 
 BATCH = 25  # files per transaction: a query waits at most one batch for the lock
 RELIST_S = 2.0  # how often a query re-lists the workspace (new and deleted files)
@@ -27,14 +26,15 @@ class Progress:
 
 
 class WorkspaceIndex:
-    def __init__(self, root: str, db_path: str) -> None:
+    def __init__(self, root: str, db_path: str, engine: SearchEngine) -> None:
         self.root = root
-        self.store = SqliteStore(db_path)
+        self._engine = engine
+        self.store = engine.open_store(db_path)
         self.embedder = None  # semantic.Embedder once use() is called (the extra is on)
         self.vectors: semantic.Vectors | None = None
-        self._embedder_thread: threading.Thread | None = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._embedder_thread: Job | None = None
+        self._thread: Job | None = None
+        self._stop = engine.flag()
         self._progress: Progress | None = None
         self._listed: list[str] = []
         self._listed_at = 0.0
@@ -43,7 +43,7 @@ class WorkspaceIndex:
         self._known: dict[str, tuple[float, int]] | None = None  # the store's stamps, kept in step
         self._gitdir: str | None = None  # "" when the workspace is no repository
         self._head_stamp: tuple | None = None
-        self._refresh_lock = threading.Lock()
+        self._refresh_lock = engine.lock()
 
     # --- what a query sees -------------------------------------------------------------
     def progress(self) -> Progress | None:
@@ -55,7 +55,7 @@ class WorkspaceIndex:
         if not self._refresh_lock.acquire(timeout=READ_WAIT_S):
             return  # another query's refresh is stuck: answer from the index as it is
         try:  # two queries at once start one build, not two
-            if self._thread is not None and self._thread.is_alive():
+            if self._thread is not None and self._thread.alive():
                 return
             if self.store.get_meta("built") is None:
                 self._start()
@@ -65,9 +65,7 @@ class WorkspaceIndex:
                 self._start()
                 return
             if changed or gone:
-                self._thread = threading.Thread(target=self._refresh, args=(changed, gone), daemon=True,
-                                                name=f"search-refresh {self.root}")
-                self._thread.start()
+                self._thread = self._engine.start(f"search-refresh {self.root}", self._refresh, changed, gone)
             refresh = self._thread
             self._history()
         finally:
@@ -85,7 +83,7 @@ class WorkspaceIndex:
 
     def wait(self, seconds: float) -> None:
         thread = self._thread
-        if thread is not None and thread.is_alive():
+        if thread is not None and thread.alive():
             thread.join(seconds)
 
     def use(self, embedder) -> None:
@@ -100,20 +98,20 @@ class WorkspaceIndex:
     def embedding(self) -> bool:
         """The semantic layer's filling thread is writing vectors now."""
         thread = self._embedder_thread
-        return thread is not None and thread.is_alive()
+        return thread is not None and thread.alive()
 
     def wait_vectors(self, seconds: float) -> None:
         """Until the semantic layer has embedded every chunk (the eval; a query never waits)."""
         self.wait(seconds)
         thread = self._embedder_thread
-        if thread is not None and thread.is_alive():
+        if thread is not None and thread.alive():
             thread.join(seconds)
 
     def close(self) -> None:
         self._stop.set()
         for thread in (self._thread, self._embedder_thread):
             if thread is not None:
-                thread.join(timeout=10)
+                thread.join(10)
         self.store.close()
 
     def status(self) -> dict:
@@ -126,8 +124,7 @@ class WorkspaceIndex:
     # --- building ------------------------------------------------------------------------
     def _start(self) -> None:
         self._progress = Progress(0, 0)
-        self._thread = threading.Thread(target=self._build, name=f"search-index {self.root}", daemon=True)
-        self._thread.start()
+        self._thread = self._engine.start(f"search-index {self.root}", self._build)
 
     def _build(self) -> None:
         try:
@@ -213,11 +210,10 @@ class WorkspaceIndex:
     def _embed_later(self) -> None:
         """Chunk vectors in a thread of their own, after the BM25 index: the model embeds a few
         chunks a second on a CPU, and BM25 answers must not wait for it."""
-        if self.embedder is None or (self._embedder_thread is not None and self._embedder_thread.is_alive()):
+        if self.embedder is None or (self._embedder_thread is not None and self._embedder_thread.alive()):
             return
-        self._embedder_thread = threading.Thread(target=semantic.fill, name=f"search-vectors {self.root}",
-                                                 args=(self.store, self.root, self.embedder, self._stop), daemon=True)
-        self._embedder_thread.start()
+        self._embedder_thread = self._engine.start(f"search-vectors {self.root}", semantic.fill,
+                                                   self.store, self.root, self.embedder, self._stop)
 
     def _git_stamp(self) -> tuple | None:
         """Cheap proof that HEAD has not moved: git rewrites HEAD or appends to logs/HEAD on every

@@ -7,7 +7,7 @@ file the main checkout has and the worktree does not, or has with other bytes (t
 uncommitted edit), is dropped from it before any query can read it; a file kept is one whose
 main-checkout stamp is the one indexed (the index is not stale for it) and whose bytes, read
 without following a link on either side, are the worktree's. Whatever else the worktree has is
-indexed by the normal refresh (index.py) at its first query, as a changed file would be.
+indexed by the normal refresh (runner/core/search/index.py) at its first query, as a changed file would be.
 Vectors and commits come along: a kept chunk's vector is the worktree's, and the commits are
 reconciled with the worktree's own HEAD on the first query.
 """
@@ -16,10 +16,11 @@ import os
 import sqlite3
 import stat
 
+from typing import Callable
+
 from plugkit import confined
-from runner.core.search import files
-from runner.core.search.store import SCHEMA_VERSION, SqliteStore
 from runner.system import git as system_git
+from runner.system.search.store import SCHEMA_VERSION, SqliteStore
 
 
 def main_root(root: str) -> str | None:
@@ -35,16 +36,18 @@ def main_root(root: str) -> str | None:
     return main if main != os.path.realpath(root) else None
 
 
-def _same(base: str, root: str, rel: str, size: int) -> bool:
-    if size > files.MAX_BYTES:
+def _same(base: str, root: str, rel: str, size: int, max_bytes: int) -> bool:
+    if size > max_bytes:
         return False  # skipped when indexed: the refresh records it again at no cost
     ours, theirs = confined.read_in(root, rel, size + 1), confined.read_in(base, rel, size + 1)
     return ours is not None and ours == theirs and len(ours) == size
 
 
-def seed(root: str, base: str, base_db: str, db: str) -> int | None:
-    """The index of `base` (at base_db), copied to db for the worktree `root`; the files kept,
-    or None when there is nothing to copy (no built index of the same schema)."""
+def seed(root: str, base: str, base_db: str, db: str, listed: set[str], max_bytes: int,
+         expand: Callable[[str], str]) -> int | None:
+    """The index of `base` (at base_db), copied to db for the worktree `root` whose indexed files
+    are `listed` (files bigger than max_bytes are never indexed); the files kept, or None when
+    there is nothing to copy (no built index of the same schema)."""
     if not os.path.exists(base_db) or os.path.exists(db):
         return None
     try:
@@ -67,14 +70,13 @@ def seed(root: str, base: str, base_db: str, db: str) -> int | None:
     finally:
         src.close()
     kept = 0
-    store = SqliteStore(tmp)
+    store = SqliteStore(tmp, expand)
     try:
-        listed = set(files.list_files(root))
         with store.batch() as s:
             for rel, (mtime, size) in s.stamps().items():
                 now = _stamp(root, rel) if rel in listed else None
                 if now is not None and _stamp(base, rel) == (mtime, size) and now[1] == size \
-                        and _same(base, root, rel, size):
+                        and _same(base, root, rel, size, max_bytes):
                     s.restamp(rel, *now)
                     kept += 1
                 else:
