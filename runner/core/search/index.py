@@ -26,10 +26,13 @@ class Progress:
 
 
 class WorkspaceIndex:
-    def __init__(self, root: str, db_path: str, engine: SearchEngine) -> None:
+    def __init__(self, root: str, db_path: str, engine: SearchEngine, base_db: str | None = None) -> None:
+        """base_db: the index of the repository root is a linked worktree of: this one is then that
+        index plus an overlay of what differs (runner/system/search/overlay.py)."""
         self.root = root
         self._engine = engine
-        self.store = engine.open_store(db_path)
+        self.store = engine.open_store(db_path, base_db)
+        self._base_shas: dict[str, str] = {}  # path -> digest the base indexed, read once per build or refresh
         self.embedder = None  # semantic.Embedder once use() is called (the extra is on)
         self.vectors: semantic.Vectors | None = None
         self._embedder_thread: Job | None = None
@@ -132,6 +135,7 @@ class WorkspaceIndex:
                 changed, gone = self._diff(force_list=True)
             total = len(changed)
             self._progress = Progress(0, total)
+            self._base_shas = self.store.base_shas()
             self._drop(gone)
             for i in range(0, total, BATCH):
                 if self._stop.is_set():
@@ -156,6 +160,8 @@ class WorkspaceIndex:
         if self._known is None:
             self._known = self.store.stamps()
         known = self._known
+        for rel in self.store.stale_shared():  # a worktree's file the base has re-indexed since: read again
+            known[rel] = (-1.0, -1)
         changed, seen = [], set()
         for rel in self._listed:
             try:  # lstat: a link or a FIFO is not indexed at all (files.read_text would refuse it)
@@ -183,6 +189,7 @@ class WorkspaceIndex:
         return self._dir_stamps() != self._dirs
 
     def _apply(self, changed: list[tuple[str, float, int]], gone: list[str]) -> None:
+        self._base_shas = self.store.base_shas() if changed else {}
         self._drop(gone)
         for i in range(0, len(changed), BATCH):
             self._index(changed[i:i + BATCH])
@@ -197,13 +204,18 @@ class WorkspaceIndex:
     def _index(self, batch: list[tuple[str, float, int]]) -> None:
         cut = []
         for rel, mtime, size in batch:  # parse outside the lock: queries keep running meanwhile
-            text = files.read_text(self.root, rel, size)
+            text, sha = files.read_indexed(self.root, rel, size)
+            if sha is not None and self._base_shas.get(rel) == sha:
+                cut.append((rel, mtime, size, None, sha))  # a worktree's file its repository's index holds
+                continue
             parts = chunks.cut(rel, text) if text is not None else ([], [])
-            cut.append((rel, mtime, size, parts))
+            cut.append((rel, mtime, size, parts, sha))
         with self.store.batch() as s:
-            for rel, mtime, size, (cs, ds) in cut:
-                # A skipped file (binary, huge) is recorded too, so it is not re-read each query.
-                s.put_file(rel, mtime, size, files.kind(rel)[1], chunks.language(rel), cs, ds)
+            for rel, mtime, size, parts, sha in cut:
+                if parts is None:
+                    s.share(rel, mtime, size, sha)
+                else:  # a skipped file (binary, huge) is recorded too, so it is not re-read each query
+                    s.put_file(rel, mtime, size, files.kind(rel)[1], chunks.language(rel), *parts, sha)
                 if self._known is not None:
                     self._known[rel] = (mtime, size)
 

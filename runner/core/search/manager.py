@@ -1,6 +1,6 @@
 """SearchManager: the runner's per-workspace indexes (one SQLite file each under
-$PLUGKIT_HOME/search/; a linked worktree's first one is copied from its main checkout's,
-runner/system/search/seed.py), and a query shaped into the sections an agent reads: definitions,
+$PLUGKIT_HOME/search/; a linked worktree's is its main checkout's plus an overlay of what differs,
+runner/system/search/overlay.py), and a query shaped into the sections an agent reads: definitions,
 content hits with whole lines, and commits when the query is about history or matches one."""
 
 import hashlib
@@ -76,11 +76,11 @@ class SearchManager:
             index = self._indexes.pop(root, None)
             if index is None:
                 os.makedirs(self._dir, mode=0o700, exist_ok=True)
-                db = self._db(root)
-                base = self._engine.main_root(root) if not os.path.exists(db) else None
-                if base is not None:  # a linked worktree: its repository's index, less what differs
-                    self._engine.seed(root, base, self._db(base), db, set(files.list_files(root)))
-                index = WorkspaceIndex(root, db, self._engine)
+                base = self._engine.main_root(root)
+                # A linked worktree (plugkit work's, a person's `git worktree add`): its repository's
+                # index where one is built, and an overlay of its own files that differ.
+                index = WorkspaceIndex(root, self._db(root), self._engine,
+                                       self._db(base) if base is not None else None)
                 if len(self._indexes) >= MAX_WORKSPACES:
                     self._indexes.pop(next(iter(self._indexes))).close()
             self._indexes[root] = index  # re-inserted: the dict's order is the use order
@@ -201,7 +201,7 @@ def default_engine() -> SearchEngine:
     """The system's engine (runner/system/search/), wired as the composition root wires it."""
     from runner.system.search.engine import ThreadEngine
 
-    return ThreadEngine(tokens.expand, files.MAX_BYTES)
+    return ThreadEngine(tokens.expand)
 
 
 def _root(cwd: str) -> str:

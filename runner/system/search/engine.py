@@ -1,13 +1,19 @@
 """ThreadEngine: the one SearchEngine (runner/core/search/store.py) the runner runs, handing the
-index its SQLite stores, its locks and daemon threads. Daemon threads, because a read that never
+index its SQLite stores (a worktree's an overlay over its repository's, overlay.py), its locks and
+daemon threads. Daemon threads, because a read that never
 returns (a hung network or FUSE mount under a workspace) must hold neither a query nor the
 runner's stop: the index joins them with a timeout and answers from what it has."""
 
 import threading
 from typing import Any, Callable
 
-from runner.system.search import seed as seed_mod
-from runner.system.search.store import SqliteStore
+import os
+import sqlite3
+import urllib.parse
+
+from runner.system import git as system_git
+from runner.system.search.overlay import OverlayStore
+from runner.system.search.store import SCHEMA_VERSION, SqliteStore
 
 
 class ThreadJob:
@@ -23,12 +29,18 @@ class ThreadJob:
 
 
 class ThreadEngine:
-    def __init__(self, expand: Callable[[str], str], max_bytes: int) -> None:
-        """expand: what the index tokenizes of a text; max_bytes: files above it are never indexed."""
+    def __init__(self, expand: Callable[[str], str]) -> None:
+        """expand: what the index tokenizes of a text (core's tokens.expand)."""
         self._expand = expand
-        self._max_bytes = max_bytes
 
-    def open_store(self, path: str) -> SqliteStore:
+    def open_store(self, path: str, base: str | None = None) -> SqliteStore:
+        """A worktree's store is an overlay over its repository's index once that one is built;
+        until then it is an index of its own, as any workspace's."""
+        if base is not None and _built(base):
+            try:
+                return OverlayStore(path, base, self._expand)
+            except (sqlite3.Error, ValueError):
+                pass  # the base went or changed schema meanwhile: an index of its own
         return SqliteStore(path, self._expand)
 
     def start(self, name: str, target: Callable[..., None], *args: Any) -> ThreadJob:
@@ -41,7 +53,25 @@ class ThreadEngine:
         return threading.Event()
 
     def main_root(self, root: str) -> str | None:
-        return seed_mod.main_root(root)
+        """The main checkout of the repository `root` is a linked worktree of, else None."""
+        try:
+            out = system_git.run_sync(root, "rev-parse", "--path-format=absolute", "--git-common-dir", timeout=10)
+        except (OSError, system_git.GitTimeout):
+            return None
+        common = out.out.decode(errors="replace").strip()
+        if out.rc != 0 or os.path.basename(common) != ".git":
+            return None  # not a repository, or a bare one (no checkout to share an index with)
+        main = os.path.realpath(os.path.dirname(common))
+        return main if main != os.path.realpath(root) else None
 
-    def seed(self, root: str, base: str, base_db: str, db: str, listed: set[str]) -> int | None:
-        return seed_mod.seed(root, base, base_db, db, listed, self._max_bytes, self._expand)
+
+def _built(db: str) -> bool:
+    """The index at db is complete, of this schema: a worktree may answer from it."""
+    if not os.path.exists(db):
+        return False
+    try:
+        with sqlite3.connect("file:" + urllib.parse.quote(db) + "?mode=ro", uri=True) as con:
+            meta = dict(con.execute("SELECT key, value FROM meta WHERE key IN ('schema', 'built')").fetchall())
+    except sqlite3.Error:
+        return False
+    return meta.get("schema") == SCHEMA_VERSION and bool(meta.get("built"))

@@ -6,6 +6,7 @@ a file is replaced by a rowid range delete instead of a scan of an unindexed col
 import json
 import sqlite3
 import threading
+import urllib.parse
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -15,7 +16,7 @@ TOKENIZE = "unicode61 tokenchars '_'"  # snake_case stays one token; expand() ad
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, path TEXT UNIQUE, mtime REAL, size INTEGER,
-                                 factor REAL, lang TEXT);
+                                 factor REAL, lang TEXT, sha TEXT);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(symbol, body, path UNINDEXED, start UNINDEXED,
                                                      end UNINDEXED, tokenize="{TOKENIZE}");
 CREATE VIRTUAL TABLE IF NOT EXISTS defs USING fts5(name, path UNINDEXED, line UNINDEXED, kind UNINDEXED,
@@ -23,11 +24,15 @@ CREATE VIRTUAL TABLE IF NOT EXISTS defs USING fts5(name, path UNINDEXED, line UN
 CREATE VIRTUAL TABLE IF NOT EXISTS commits USING fts5(subject, body, paths, diff, hash UNINDEXED,
                                                       date UNINDEXED, raw UNINDEXED, tokenize="{TOKENIZE}");
 CREATE TABLE IF NOT EXISTS vectors(rowid INTEGER PRIMARY KEY, vec BLOB);
+CREATE TABLE IF NOT EXISTS shared(path TEXT PRIMARY KEY, mtime REAL, size INTEGER, sha TEXT);
+CREATE TABLE IF NOT EXISTS hidden(hash TEXT PRIMARY KEY);
 """
+# shared and hidden are a worktree's (overlay.py): the base's files it has byte for byte, and the
+# base's commits its HEAD does not reach. A repository's own index leaves them empty.
 # Bumped when a table's columns change: an index on disk from before is dropped and rebuilt
 # (a restart after an upgrade costs one build, not a query error).
-SCHEMA_VERSION = "2"
-TABLES = ("files", "chunks", "defs", "commits", "vectors", "meta")
+SCHEMA_VERSION = "3"
+TABLES = ("files", "chunks", "defs", "commits", "vectors", "shared", "hidden", "meta")
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,9 @@ class SqliteStore:
     def __init__(self, path: str, expand: Callable[[str], str]) -> None:
         """expand: what the index tokenizes of a text (core's tokens.expand: identifiers and their parts)."""
         self._expand = expand
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        # A URI, so a worktree's store can ATTACH its base read-only (overlay.py).
+        self._db = sqlite3.connect("file:" + urllib.parse.quote(path), uri=True, check_same_thread=False,
+                                   isolation_level=None)
         self.lock = threading.RLock()
         self.vectors_version = 0  # bumped when a chunk vector is written or dropped (semantic.Vectors reloads)
         with self.lock:
@@ -100,13 +107,14 @@ class SqliteStore:
         with self.lock:
             return {p: (m, s) for p, m, s in self._db.execute("SELECT path, mtime, size FROM files")}
 
-    def put_file(self, path, mtime, size, factor, lang, chunks, defs) -> None:
-        """chunks: each with .start, .end, .symbol, .text; defs: each with .name, .line, .kind."""
+    def put_file(self, path, mtime, size, factor, lang, chunks, defs, sha=None) -> None:
+        """chunks: each with .start, .end, .symbol, .text; defs: each with .name, .line, .kind;
+        sha: the digest of the bytes indexed (None: skipped, a binary or a huge file)."""
         expand = self._expand
         with self.lock:
             self.drop_file(path)
-            fid = self._db.execute("INSERT INTO files(path, mtime, size, factor, lang) VALUES(?,?,?,?,?)",
-                                   (path, mtime, size, factor, lang)).lastrowid
+            fid = self._db.execute("INSERT INTO files(path, mtime, size, factor, lang, sha) VALUES(?,?,?,?,?,?)",
+                                   (path, mtime, size, factor, lang, sha)).lastrowid
             base = fid * SPAN
             self._db.executemany("INSERT INTO chunks(rowid, symbol, body, path, start, end) VALUES(?,?,?,?,?,?)",
                                  [(base + i, expand(c.symbol), expand(c.text), path, c.start, c.end)
@@ -114,6 +122,16 @@ class SqliteStore:
             self._db.executemany("INSERT INTO defs(rowid, name, path, line, kind, raw) VALUES(?,?,?,?,?,?)",
                                  [(base + i, expand(d.name), path, d.line, d.kind, d.name)
                                   for i, d in enumerate(defs[:SPAN])])
+
+    def base_shas(self) -> dict[str, str]:
+        """The digests of the base index's files a worktree may share (overlay.py); none here."""
+        return {}
+
+    def stale_shared(self) -> list[str]:
+        return []
+
+    def share(self, path: str, mtime: float, size: int, sha: str) -> None:
+        raise NotImplementedError("a repository's own index shares nothing: base_shas() is empty")
 
     def unembedded(self, limit: int) -> list[tuple[int, str, int, int, str]]:
         """(rowid, path, start, end, symbol) of chunks the semantic layer has no vector for yet."""
