@@ -150,17 +150,19 @@ class OverlayStore(SqliteStore):
         return super().embedded()  # the overlay's own: the base's are filled by the base's index
 
     def chunks_at(self, rowids: list[int], glob=None, lang=None) -> list[Hit]:
-        own = {r: h for r, h in zip((r for r in rowids if r < 0),
-                                   super().chunks_at([NEG * r for r in rowids if r < 0], glob, lang))}
+        """Base rowids (positive, through `shared`) and overlay ones (negated), in the order given."""
         where, args = _filters(glob, lang)
+        found = {}
         with self.lock:
-            rows = {r[0]: r[1:] for r in self._db.execute(
-                "SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM base.chunks c JOIN base.files f "
-                "ON f.path = c.path JOIN shared h ON h.path = f.path AND h.sha = f.sha "
-                f"WHERE c.rowid IN (SELECT value FROM json_each(?)){where}",
-                [json.dumps([r for r in rowids if r > 0]), *args])}
-        base = {r: Hit(p, int(a), int(b), sym.split("\n")[0], factor) for r, (p, a, b, sym, factor) in rows.items()}
-        return [own.get(r) or base[r] for r in rowids if r in own or r in base]
+            for schema, sign, join in (("base", 1, " JOIN shared h ON h.path = f.path AND h.sha = f.sha"),
+                                       ("main", NEG, "")):
+                wanted = [sign * r for r in rowids if r * sign > 0]
+                for r, p, a, b, sym, factor in self._db.execute(
+                        f"SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM {schema}.chunks c "
+                        f"JOIN {schema}.files f ON f.path = c.path{join} "
+                        f"WHERE c.rowid IN (SELECT value FROM json_each(?)){where}", [json.dumps(wanted), *args]):
+                    found[sign * r] = Hit(p, int(a), int(b), sym.split("\n")[0], factor)
+        return [found[r] for r in rowids if r in found]
 
     # --- commits: the base's the worktree's HEAD reaches, and its own -------------------------------
     def commit_hashes(self) -> list[str]:
