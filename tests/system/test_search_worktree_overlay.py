@@ -143,3 +143,36 @@ def test_a_worktree_answers_why_with_the_commits_its_head_reaches(repo, tmp_path
     assert subjects(tree) == {"Teach the quokka scheduler to wait"}  # main's later commit is not its history
     rows = manager.workspace(str(tree)).store.overlay_rows()
     assert rows["commits"] == 1 and rows["hidden"] == 1, rows  # its own commit; main's it does not reach
+
+
+def test_an_overlay_row_scores_as_the_same_row_would_in_the_base(tmp_path):
+    """The overlay's few rows are scored with the base's statistics (runner/system/search/bm25.py):
+    a file the worktree edited ranks as it would in the base, not by a corpus of one file's idf."""
+    from runner.core.search import tokens
+    from runner.system.search.overlay import OverlayStore
+    from runner.system.search.store import SqliteStore
+
+    texts = {f"m{i}.py": f"def handler_{i}(x):\n    return parse_args(x) + {i}\n" for i in range(60)}
+    texts["odd.py"] = "def walrus_feeder():\n    '''Feed the walrus, then the other walrus.'''\n    return 'walrus'\n"
+    base = SqliteStore(str(tmp_path / "base.sqlite"), tokens.expand)
+    for path, text in texts.items():
+        base.put_file(path, 0.0, len(text), 1.0, "python", *chunks.cut(path, text), sha="sha-" + path)
+    base.set_meta("built", "now")
+    over = OverlayStore(str(tmp_path / "over.sqlite"), str(tmp_path / "base.sqlite"), tokens.expand)
+    try:
+        for path in texts:  # the same bytes, but odd.py and m3.py indexed in the overlay itself
+            if path in ("odd.py", "m3.py"):
+                over.put_file(path, 0.0, 1, 1.0, "python", *chunks.cut(path, texts[path]), sha="own")
+            else:
+                over.share(path, 0.0, 1, "sha-" + path)
+        for words in (["walrus", "handler_3"], ["parse_args"], ["feed", "x"]):
+            match = tokens.fts_query(words)  # all rows asked for: equal scores tie in any order
+            assert sorted((round(h.score, 9), h.path, h.start) for h in over.chunks(match, 500)) == \
+                sorted((round(h.score, 9), h.path, h.start) for h in base.chunks(match, 500)), words
+            assert sorted((round(d.score, 9), d.path, d.name) for d in over.defs(match, 500)) == \
+                sorted((round(d.score, 9), d.path, d.name) for d in base.defs(match, 500)), words
+        assert over.chunks(tokens.fts_query(["walrus"]), 1)[0].path == "odd.py"
+        assert over.overlay_rows()["files"] == 2 and over.file_count() == len(texts)
+    finally:
+        over.close()
+        base.close()
