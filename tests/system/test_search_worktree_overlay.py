@@ -176,3 +176,15 @@ def test_an_overlay_row_scores_as_the_same_row_would_in_the_base(tmp_path):
     finally:
         over.close()
         base.close()
+
+
+def test_every_query_of_the_store_has_a_worktree_version():
+    """A query method added to SqliteStore and not to OverlayStore would answer a worktree from its
+    overlay alone (the base's files missing): each is listed here or given its overlay version."""
+    from runner.system.search.overlay import OverlayStore
+    from runner.system.search.store import SqliteStore
+
+    # The overlay's own: the connection, its transactions, and the vectors its filler writes.
+    inherited = {"close", "batch", "unembedded", "put_vectors"}
+    public = {name for name in vars(SqliteStore) if not name.startswith("_")}
+    assert public - set(vars(OverlayStore)) == inherited
