@@ -188,3 +188,20 @@ def test_every_query_of_the_store_has_a_worktree_version():
     inherited = {"close", "batch", "unembedded", "put_vectors"}
     public = {name for name in vars(SqliteStore) if not name.startswith("_")}
     assert public - set(vars(OverlayStore)) == inherited
+
+
+def test_a_worktree_asked_first_builds_its_repositorys_index_not_its_own(repo, tmp_path, manager, monkeypatch):
+    tree = tmp_path / "tree"
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(tree))
+    (tree / "pkg" / "m2.py").write_text("def handler_2(request):\n    return 'ibex_edit'\n")
+    cut = _cut(monkeypatch)
+    manager.query(str(tree), "handler_7")  # the main checkout was never searched
+    manager.workspace(str(tree)).wait(60)
+    assert _paths(manager.query(str(tree), "ibex_edit")) == {"pkg/m2.py"}
+    assert "pkg/m7.py" in _paths(manager.query(str(tree), "handler_7"))
+    # The repository's index was built once, from the main checkout; the worktree cut only its edit.
+    assert manager.workspace(str(repo)).store.get_meta("built") is not None
+    assert sorted(cut) == sorted([f"pkg/m{i}.py" for i in range(FILES)] + ["pkg/shared.py", "pkg/m2.py"]), cut
+    rows = manager.workspace(str(tree)).store.overlay_rows()
+    assert rows["files"] == 1 and rows["shared"] == FILES, rows
+    assert "pkg/m2.py" in _paths(manager.query(str(repo), "handler_2")) and len(cut) == FILES + 2  # ready, no rebuild

@@ -26,12 +26,16 @@ class Progress:
 
 
 class WorkspaceIndex:
-    def __init__(self, root: str, db_path: str, engine: SearchEngine, base_db: str | None = None) -> None:
+    def __init__(self, root: str, db_path: str, engine: SearchEngine, base_db: str | None = None,
+                 base: "WorkspaceIndex | None" = None) -> None:
         """base_db: the index of the repository root is a linked worktree of: this one is then that
-        index plus an overlay of what differs (runner/system/search/overlay.py)."""
+        index plus an overlay of what differs (runner/system/search/overlay.py). base: that index
+        while it is still being built; this one waits for it instead of indexing from scratch."""
         self.root = root
         self._engine = engine
+        self._db_path, self._base_db, self._base = db_path, base_db, base
         self.store = engine.open_store(db_path, base_db)
+        self._retired: list = []  # a store a query may still hold, closed with this index
         self._base_shas: dict[str, str] = {}  # path -> digest the base indexed, read once per build or refresh
         self.embedder = None  # semantic.Embedder once use() is called (the extra is on)
         self.vectors: semantic.Vectors | None = None
@@ -58,6 +62,8 @@ class WorkspaceIndex:
         if not self._refresh_lock.acquire(timeout=READ_WAIT_S):
             return  # another query's refresh is stuck: answer from the index as it is
         try:  # two queries at once start one build, not two
+            if self._base is not None and not self._base_ready():
+                return
             if self._thread is not None and self._thread.alive():
                 return
             if self.store.get_meta("built") is None:
@@ -84,7 +90,30 @@ class WorkspaceIndex:
         except Exception:  # noqa: BLE001 - a broken refresh must not take the runner down; the next query retries
             self._known = None
 
+    def _base_ready(self) -> bool:
+        """A worktree waiting for its repository's index: once that is built, this index becomes
+        its overlay (and builds only what differs); until then it shows the base's progress."""
+        base = self._base
+        try:
+            if base.store.get_meta("built") is None:
+                base.prepare()  # its build under way, or started again after a failure
+                self._progress = base.progress() or Progress(0, 0)
+                return False
+        except Exception:  # noqa: BLE001 - the base closed meanwhile (evicted): index this one itself
+            pass
+        self._base = None
+        self._retired.append(self.store)  # never written: a query that holds it reads an empty index
+        self.store = self._engine.open_store(self._db_path, self._base_db)
+        self._known, self._progress = None, None
+        return True
+
     def wait(self, seconds: float) -> None:
+        base = self._base
+        if base is not None:  # the base's build first, then this one's (small) own
+            began = time.monotonic()
+            base.wait(seconds)
+            self.prepare()
+            seconds = max(0.0, seconds - (time.monotonic() - began))
         thread = self._thread
         if thread is not None and thread.alive():
             thread.join(seconds)
@@ -115,7 +144,8 @@ class WorkspaceIndex:
         for thread in (self._thread, self._embedder_thread):
             if thread is not None:
                 thread.join(10)
-        self.store.close()
+        for store in (*self._retired, self.store):
+            store.close()
 
     def status(self) -> dict:
         p = self._progress

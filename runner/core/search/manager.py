@@ -73,18 +73,24 @@ class SearchManager:
                 self._roots.clear()
             self._roots[cwd] = root
         with self._lock:
-            index = self._indexes.pop(root, None)
-            if index is None:
-                os.makedirs(self._dir, mode=0o700, exist_ok=True)
-                base = self._engine.main_root(root)
-                # A linked worktree (plugkit work's, a person's `git worktree add`): its repository's
-                # index where one is built, and an overlay of its own files that differ.
-                index = WorkspaceIndex(root, self._db(root), self._engine,
-                                       self._db(base) if base is not None else None)
-                if len(self._indexes) >= MAX_WORKSPACES:
-                    self._indexes.pop(next(iter(self._indexes))).close()
-            self._indexes[root] = index  # re-inserted: the dict's order is the use order
-            return index
+            return self._open(root)
+
+    def _open(self, root: str) -> WorkspaceIndex:
+        """root's index (the lock held), opened on first use; the least recently used one closed."""
+        index = self._indexes.pop(root, None)
+        if index is None:
+            os.makedirs(self._dir, mode=0o700, exist_ok=True)
+            main = self._engine.main_root(root)
+            # A linked worktree (plugkit work's, a person's `git worktree add`): its repository's
+            # index plus an overlay of its own files that differ; that index is built first where
+            # none is yet, so no worktree indexes the repository from scratch.
+            base_db = self._db(main) if main is not None else None
+            base = self._open(main) if base_db is not None and not self._engine.built(base_db) else None
+            index = WorkspaceIndex(root, self._db(root), self._engine, base_db, base)
+            if len(self._indexes) >= MAX_WORKSPACES:
+                self._indexes.pop(next(iter(self._indexes))).close()
+        self._indexes[root] = index  # re-inserted: the dict's order is the use order
+        return index
 
     def _db(self, root: str) -> str:
         return os.path.join(self._dir, hashlib.sha256(root.encode()).hexdigest()[:16] + ".sqlite")

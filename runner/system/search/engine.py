@@ -36,7 +36,7 @@ class ThreadEngine:
     def open_store(self, path: str, base: str | None = None) -> SqliteStore:
         """A worktree's store is an overlay over its repository's index once that one is built;
         until then it is an index of its own, as any workspace's."""
-        if base is not None and _built(base):
+        if base is not None and self.built(base):
             try:
                 return OverlayStore(path, base, self._expand)
             except (sqlite3.Error, ValueError):
@@ -51,6 +51,9 @@ class ThreadEngine:
 
     def flag(self) -> threading.Event:
         return threading.Event()
+
+    def built(self, path: str) -> bool:
+        return _built(path)
 
     def main_root(self, root: str) -> str | None:
         """The main checkout of the repository `root` is a linked worktree of, else None."""
