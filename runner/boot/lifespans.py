@@ -73,7 +73,7 @@ def tasks_lifespan(ctx: Context, ledger: LedgerWorker, handover: Optional[Handov
             # Anything tagged by this runner that escaped its task's kill goes now.
             await asyncio.to_thread(kill_mod.kill_runner_tasks, rt.runner_id, grace_s=0.2)
             if adopt:  # and every orphan adopted from a task, tagged or not
-                await asyncio.to_thread(stop_adopted, manager, rt.runner_id, 0.2)
+                await stop_adopted(manager, rt.runner_id, 0.2)
             await ledger.close()
             for name in providers:
                 ctx.snapshots.pop(name, None)

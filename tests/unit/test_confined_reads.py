@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from plugkit import confined
-from runner.core.search import chunks, semantic
-from runner.core.search.store import SqliteStore
+from runner.core.search import chunks, semantic, tokens
+from runner.system.search.store import SqliteStore
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ class RecordingEmbedder:
 
 def test_the_filling_thread_reads_no_chunk_through_a_link(tree, tmp_path):
     (tree / "src" / "b.py").write_text("def swapped():\n    return 1\n")
-    store = SqliteStore(str(tmp_path / "index.sqlite"))
+    store = SqliteStore(str(tmp_path / "index.sqlite"), tokens.expand)
     for rel in ("src/own.py", "src/b.py"):
         cs, ds = chunks.cut(rel, (tree / rel).read_text())
         store.put_file(rel, 0.0, 1, 1.0, "python", cs, ds)

@@ -1,7 +1,8 @@
 """The import contracts of issues 15 and 27, enforced: import-linter's contracts in pyproject.toml
 (runner layers boot -> http -> rpc -> core -> executors -> system, rpc and http reaching executors
 and system only through core; client never imports runner; plugkit imports neither; runner.system
-imports nothing else of runner; client.args is a leaf; runner.node and the daemon apart), and no
+imports nothing else of runner; client.args is a leaf; runner.node and the daemon apart; runner.core
+imports no subprocess, sqlite3 or threading), and no
 import cycle anywhere in plugkit, runner or client, counting imports inside functions. Each is
 proved live by breaking it in a copy."""
 
@@ -102,6 +103,10 @@ BREAKS = [
     # workers), and sees nothing of the daemon's managers in turn.
     ("runner/core/work/placement/ray_node.py", "import runner.node.driver", "the daemon never imports runner.node"),
     ("runner/node/task.py", "import runner.core.work.model", "runner.node (the Ray driver and node programs)"),
+    # The core does no OS work of its own (issue 49 #3): git, SQLite and threads are runner.system's.
+    ("runner/core/search/index.py", "import threading", "runner.core imports no subprocess, sqlite3 or threading"),
+    ("runner/core/gates/manager.py", "import subprocess", "runner.core imports no subprocess, sqlite3 or threading"),
+    ("runner/core/search/manager.py", "import sqlite3", "runner.core imports no subprocess, sqlite3 or threading"),
     # The two cycles issue 27 found, as they were: a model importing its store back, and a
     # host-format module importing the installer that imports it.
     ("plugkit/lifecycle/model.py", "import plugkit.lifecycle.state", "no import cycle"),

@@ -3,6 +3,7 @@ repository (so .gitignore holds), a bounded walk elsewhere; binaries and huge fi
 Only regular files inside the root are read, never through a link (runner/system/confined.py):
 the caller may be a sandbox that planted a link to what it cannot read, or a FIFO."""
 
+import hashlib
 import os
 import re
 
@@ -66,6 +67,19 @@ def read_text(root: str, rel: str, size: int) -> str | None:
     if data is None or len(data) > MAX_BYTES or b"\0" in data[:8192]:
         return None
     return data.decode("utf-8", "replace")
+
+
+def read_indexed(root: str, rel: str, size: int) -> tuple[str | None, str | None]:
+    """(the file's text as read_text has it, the digest of its bytes): the digest says whether a
+    worktree's file is byte for byte the one its repository's index holds (overlay). A binary
+    has a digest and no text; a huge file, a link or a file gone has neither."""
+    if size > MAX_BYTES:
+        return None, None
+    data = confined.read_in(root, rel, MAX_BYTES + 1)
+    if data is None or len(data) > MAX_BYTES:
+        return None, None
+    digest = hashlib.sha256(data).hexdigest()
+    return (None if b"\0" in data[:8192] else data.decode("utf-8", "replace")), digest
 
 
 def read_lines(root: str, rel: str) -> list[str]:

@@ -1,15 +1,14 @@
-"""One workspace's index kept fresh: built in a background thread on first use (queries meanwhile
-see partial results and the progress), then brought up to date on each query by a stat of
+"""One workspace's index kept fresh: built in the background (the engine's thread) on first use
+(queries meanwhile see partial results and the progress), then brought up to date on each query by a stat of
 every file (a saved file is searchable at the next query) and a look at git's HEAD."""
 
 import os
 import stat
-import threading
 import time
 from dataclasses import dataclass
 
 from runner.core.search import chunks, files, history, semantic
-from runner.core.search.store import SqliteStore
+from runner.core.search.store import Job, SearchEngine
 
 BATCH = 25  # files per transaction: a query waits at most one batch for the lock
 RELIST_S = 2.0  # how often a query re-lists the workspace (new and deleted files)
@@ -27,14 +26,22 @@ class Progress:
 
 
 class WorkspaceIndex:
-    def __init__(self, root: str, db_path: str) -> None:
+    def __init__(self, root: str, db_path: str, engine: SearchEngine, base_db: str | None = None,
+                 base: "WorkspaceIndex | None" = None) -> None:
+        """base_db: the index of the repository root is a linked worktree of: this one is then that
+        index plus an overlay of what differs (runner/system/search/overlay.py). base: that index
+        while it is still being built; this one waits for it instead of indexing from scratch."""
         self.root = root
-        self.store = SqliteStore(db_path)
+        self._engine = engine
+        self._db_path, self._base_db, self._base = db_path, base_db, base
+        self.store = engine.open_store(db_path, base_db)
+        self._retired: list = []  # a store a query may still hold, closed with this index
+        self._base_shas: dict[str, str] = {}  # path -> digest the base indexed, read once per build or refresh
         self.embedder = None  # semantic.Embedder once use() is called (the extra is on)
         self.vectors: semantic.Vectors | None = None
-        self._embedder_thread: threading.Thread | None = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._embedder_thread: Job | None = None
+        self._thread: Job | None = None
+        self._stop = engine.flag()
         self._progress: Progress | None = None
         self._listed: list[str] = []
         self._listed_at = 0.0
@@ -43,7 +50,7 @@ class WorkspaceIndex:
         self._known: dict[str, tuple[float, int]] | None = None  # the store's stamps, kept in step
         self._gitdir: str | None = None  # "" when the workspace is no repository
         self._head_stamp: tuple | None = None
-        self._refresh_lock = threading.Lock()
+        self._refresh_lock = engine.lock()
 
     # --- what a query sees -------------------------------------------------------------
     def progress(self) -> Progress | None:
@@ -55,7 +62,9 @@ class WorkspaceIndex:
         if not self._refresh_lock.acquire(timeout=READ_WAIT_S):
             return  # another query's refresh is stuck: answer from the index as it is
         try:  # two queries at once start one build, not two
-            if self._thread is not None and self._thread.is_alive():
+            if self._base is not None and not self._base_ready():
+                return
+            if self._thread is not None and self._thread.alive():
                 return
             if self.store.get_meta("built") is None:
                 self._start()
@@ -65,9 +74,7 @@ class WorkspaceIndex:
                 self._start()
                 return
             if changed or gone:
-                self._thread = threading.Thread(target=self._refresh, args=(changed, gone), daemon=True,
-                                                name=f"search-refresh {self.root}")
-                self._thread.start()
+                self._thread = self._engine.start(f"search-refresh {self.root}", self._refresh, changed, gone)
             refresh = self._thread
             self._history()
         finally:
@@ -83,9 +90,32 @@ class WorkspaceIndex:
         except Exception:  # noqa: BLE001 - a broken refresh must not take the runner down; the next query retries
             self._known = None
 
+    def _base_ready(self) -> bool:
+        """A worktree waiting for its repository's index: once that is built, this index becomes
+        its overlay (and builds only what differs); until then it shows the base's progress."""
+        base = self._base
+        try:
+            if base.store.get_meta("built") is None:
+                base.prepare()  # its build under way, or started again after a failure
+                self._progress = base.progress() or Progress(0, 0)
+                return False
+        except Exception:  # noqa: BLE001 - the base closed meanwhile (evicted): index this one itself
+            pass
+        self._base = None
+        self._retired.append(self.store)  # never written: a query that holds it reads an empty index
+        self.store = self._engine.open_store(self._db_path, self._base_db)
+        self._known, self._progress = None, None
+        return True
+
     def wait(self, seconds: float) -> None:
+        base = self._base
+        if base is not None:  # the base's build first, then this one's (small) own
+            began = time.monotonic()
+            base.wait(seconds)
+            self.prepare()
+            seconds = max(0.0, seconds - (time.monotonic() - began))
         thread = self._thread
-        if thread is not None and thread.is_alive():
+        if thread is not None and thread.alive():
             thread.join(seconds)
 
     def use(self, embedder) -> None:
@@ -100,21 +130,22 @@ class WorkspaceIndex:
     def embedding(self) -> bool:
         """The semantic layer's filling thread is writing vectors now."""
         thread = self._embedder_thread
-        return thread is not None and thread.is_alive()
+        return thread is not None and thread.alive()
 
     def wait_vectors(self, seconds: float) -> None:
         """Until the semantic layer has embedded every chunk (the eval; a query never waits)."""
         self.wait(seconds)
         thread = self._embedder_thread
-        if thread is not None and thread.is_alive():
+        if thread is not None and thread.alive():
             thread.join(seconds)
 
     def close(self) -> None:
         self._stop.set()
         for thread in (self._thread, self._embedder_thread):
             if thread is not None:
-                thread.join(timeout=10)
-        self.store.close()
+                thread.join(10)
+        for store in (*self._retired, self.store):
+            store.close()
 
     def status(self) -> dict:
         p = self._progress
@@ -126,8 +157,7 @@ class WorkspaceIndex:
     # --- building ------------------------------------------------------------------------
     def _start(self) -> None:
         self._progress = Progress(0, 0)
-        self._thread = threading.Thread(target=self._build, name=f"search-index {self.root}", daemon=True)
-        self._thread.start()
+        self._thread = self._engine.start(f"search-index {self.root}", self._build)
 
     def _build(self) -> None:
         try:
@@ -135,6 +165,7 @@ class WorkspaceIndex:
                 changed, gone = self._diff(force_list=True)
             total = len(changed)
             self._progress = Progress(0, total)
+            self._base_shas = self.store.base_shas()
             self._drop(gone)
             for i in range(0, total, BATCH):
                 if self._stop.is_set():
@@ -159,6 +190,8 @@ class WorkspaceIndex:
         if self._known is None:
             self._known = self.store.stamps()
         known = self._known
+        for rel in self.store.stale_shared():  # a worktree's file the base has re-indexed since: read again
+            known[rel] = (-1.0, -1)
         changed, seen = [], set()
         for rel in self._listed:
             try:  # lstat: a link or a FIFO is not indexed at all (files.read_text would refuse it)
@@ -186,6 +219,7 @@ class WorkspaceIndex:
         return self._dir_stamps() != self._dirs
 
     def _apply(self, changed: list[tuple[str, float, int]], gone: list[str]) -> None:
+        self._base_shas = self.store.base_shas() if changed else {}
         self._drop(gone)
         for i in range(0, len(changed), BATCH):
             self._index(changed[i:i + BATCH])
@@ -200,24 +234,28 @@ class WorkspaceIndex:
     def _index(self, batch: list[tuple[str, float, int]]) -> None:
         cut = []
         for rel, mtime, size in batch:  # parse outside the lock: queries keep running meanwhile
-            text = files.read_text(self.root, rel, size)
+            text, sha = files.read_indexed(self.root, rel, size)
+            if sha is not None and self._base_shas.get(rel) == sha:
+                cut.append((rel, mtime, size, None, sha))  # a worktree's file its repository's index holds
+                continue
             parts = chunks.cut(rel, text) if text is not None else ([], [])
-            cut.append((rel, mtime, size, parts))
+            cut.append((rel, mtime, size, parts, sha))
         with self.store.batch() as s:
-            for rel, mtime, size, (cs, ds) in cut:
-                # A skipped file (binary, huge) is recorded too, so it is not re-read each query.
-                s.put_file(rel, mtime, size, files.kind(rel)[1], chunks.language(rel), cs, ds)
+            for rel, mtime, size, parts, sha in cut:
+                if parts is None:
+                    s.share(rel, mtime, size, sha)
+                else:  # a skipped file (binary, huge) is recorded too, so it is not re-read each query
+                    s.put_file(rel, mtime, size, files.kind(rel)[1], chunks.language(rel), *parts, sha)
                 if self._known is not None:
                     self._known[rel] = (mtime, size)
 
     def _embed_later(self) -> None:
         """Chunk vectors in a thread of their own, after the BM25 index: the model embeds a few
         chunks a second on a CPU, and BM25 answers must not wait for it."""
-        if self.embedder is None or (self._embedder_thread is not None and self._embedder_thread.is_alive()):
+        if self.embedder is None or (self._embedder_thread is not None and self._embedder_thread.alive()):
             return
-        self._embedder_thread = threading.Thread(target=semantic.fill, name=f"search-vectors {self.root}",
-                                                 args=(self.store, self.root, self.embedder, self._stop), daemon=True)
-        self._embedder_thread.start()
+        self._embedder_thread = self._engine.start(f"search-vectors {self.root}", semantic.fill,
+                                                   self.store, self.root, self.embedder, self._stop)
 
     def _git_stamp(self) -> tuple | None:
         """Cheap proof that HEAD has not moved: git rewrites HEAD or appends to logs/HEAD on every

@@ -1,17 +1,17 @@
 """SearchManager: the runner's per-workspace indexes (one SQLite file each under
-$PLUGKIT_HOME/search/; a linked worktree's first one is copied from its main checkout's, seed.py), and a query shaped into the sections an agent reads: definitions,
+$PLUGKIT_HOME/search/; a linked worktree's is its main checkout's plus an overlay of what differs,
+runner/system/search/overlay.py), and a query shaped into the sections an agent reads: definitions,
 content hits with whole lines, and commits when the query is about history or matches one."""
 
 import hashlib
 import os
 import re
-import threading
 from dataclasses import dataclass
 
 from plugkit.workspace import find_root
-from runner.core.search import concept, digest, files, history as git_history, kind as query_kind, seed, semantic, tokens
+from runner.core.search import concept, digest, files, history as git_history, kind as query_kind, semantic, tokens
 from runner.core.search.index import Progress, WorkspaceIndex
-from runner.core.search.store import Commit, DefHit
+from runner.core.search.store import Commit, DefHit, Job, SearchEngine
 from runner.system import git as system_git
 
 HISTORY = re.compile(r"\b(why|when|who|changed?|commits?|history|introduced|removed|added|regress\w*|"
@@ -53,15 +53,17 @@ class Answer:
 
 
 class SearchManager:
-    def __init__(self, home: str, semantic_layer: bool | None = None) -> None:
-        """semantic_layer: None follows SEMANTIC (on when the extra is installed and the eval kept it)."""
+    def __init__(self, home: str, semantic_layer: bool | None = None, engine: SearchEngine | None = None) -> None:
+        """semantic_layer: None follows SEMANTIC (on when the extra is installed and the eval kept it).
+        engine: the stores and threads (the composition root's; None: the system's own, for tools)."""
         self._dir = os.path.join(home, "search")
         self._semantic = SEMANTIC if semantic_layer is None else semantic_layer
+        self._engine = engine if engine is not None else default_engine()
         self._embedder = None
-        self._loading: threading.Thread | None = None  # the model loading in the background
+        self._loading: Job | None = None  # the model loading in the background
         self._indexes: dict[str, WorkspaceIndex] = {}
         self._roots: dict[str, str] = {}  # cwd -> its workspace root
-        self._lock = threading.Lock()
+        self._lock = self._engine.lock()
 
     def workspace(self, cwd: str) -> WorkspaceIndex:
         root = self._roots.get(cwd)
@@ -71,18 +73,24 @@ class SearchManager:
                 self._roots.clear()
             self._roots[cwd] = root
         with self._lock:
-            index = self._indexes.pop(root, None)
-            if index is None:
-                os.makedirs(self._dir, mode=0o700, exist_ok=True)
-                db = self._db(root)
-                base = seed.main_root(root) if not os.path.exists(db) else None
-                if base is not None:  # a linked worktree: its repository's index, less what differs
-                    seed.seed(root, base, self._db(base), db)
-                index = WorkspaceIndex(root, db)
-                if len(self._indexes) >= MAX_WORKSPACES:
-                    self._indexes.pop(next(iter(self._indexes))).close()
-            self._indexes[root] = index  # re-inserted: the dict's order is the use order
-            return index
+            return self._open(root)
+
+    def _open(self, root: str) -> WorkspaceIndex:
+        """root's index (the lock held), opened on first use; the least recently used one closed."""
+        index = self._indexes.pop(root, None)
+        if index is None:
+            os.makedirs(self._dir, mode=0o700, exist_ok=True)
+            main = self._engine.main_root(root)
+            # A linked worktree (plugkit work's, a person's `git worktree add`): its repository's
+            # index plus an overlay of its own files that differ; that index is built first where
+            # none is yet, so no worktree indexes the repository from scratch.
+            base_db = self._db(main) if main is not None else None
+            base = self._open(main) if base_db is not None and not self._engine.built(base_db) else None
+            index = WorkspaceIndex(root, self._db(root), self._engine, base_db, base)
+            if len(self._indexes) >= MAX_WORKSPACES:
+                self._indexes.pop(next(iter(self._indexes))).close()
+        self._indexes[root] = index  # re-inserted: the dict's order is the use order
+        return index
 
     def _db(self, root: str) -> str:
         return os.path.join(self._dir, hashlib.sha256(root.encode()).hexdigest()[:16] + ".sqlite")
@@ -118,9 +126,8 @@ class SearchManager:
         if self._embedder is not None:
             return self._embedder
         with self._lock:
-            if self._semantic and (self._loading is None or not self._loading.is_alive()) and self._embedder is None:
-                self._loading = threading.Thread(target=self._load_embedder, daemon=True, name="search-model-load")
-                self._loading.start()
+            if self._semantic and (self._loading is None or not self._loading.alive()) and self._embedder is None:
+                self._loading = self._engine.start("search-model-load", self._load_embedder)
         return None
 
     def query(self, cwd: str, text: str, limit: int = 10, glob: str | None = None,
@@ -194,6 +201,13 @@ class SearchManager:
             indexes, self._indexes = list(self._indexes.values()), {}
         for index in indexes:
             index.close()
+
+
+def default_engine() -> SearchEngine:
+    """The system's engine (runner/system/search/), wired as the composition root wires it."""
+    from runner.system.search.engine import ThreadEngine
+
+    return ThreadEngine(tokens.expand)
 
 
 def _root(cwd: str) -> str:

@@ -11,10 +11,11 @@ still runs is in that set, so no orphan dies while a task that may have left it 
 task that has already ended is not needed there (the orphan is due once no attributed task
 runs). A task started since only keeps an orphan alive longer, never kills one early.
 
-Touched from two threads: the loop (task started/ended) and the sweeper's worker thread.
+Touched from the loop only (task started/ended, the sweep's attribution): the sweeper lists the
+runner's children in a worker thread and hands the list back to the loop (runner/core/tasks/
+sweeper.py), so no lock guards this state.
 """
 
-import threading
 from typing import Iterable
 
 Orphan = tuple[int, int]  # (pid, start time in clock ticks since boot)
@@ -22,40 +23,33 @@ Orphan = tuple[int, int]  # (pid, start time in clock ticks since boot)
 
 class AdoptedOrphans:
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._live: set[int] = set()  # process tasks running now
         self._known: dict[Orphan, frozenset[int]] = {}
 
     def task_started(self, task_id: int) -> None:
-        with self._lock:
-            self._live.add(task_id)
+        self._live.add(task_id)
 
     def task_ended(self, task_id: int) -> None:
-        with self._lock:
-            self._live.discard(task_id)
+        self._live.discard(task_id)
 
     def observe(self, children: Iterable[Orphan]) -> list[Orphan]:
         """Attribute the orphans seen for the first time (children: listed just before this call);
         return, and forget, every orphan whose tasks have all ended: the caller kills them."""
-        with self._lock:
-            window = frozenset(self._live)
-            for orphan in children:
-                self._known.setdefault(orphan, window)
-            due = [o for o, tasks in self._known.items() if not tasks & self._live]
-            for orphan in due:
-                del self._known[orphan]
-            return due
+        window = frozenset(self._live)
+        for orphan in children:
+            self._known.setdefault(orphan, window)
+        due = [o for o, tasks in self._known.items() if not tasks & self._live]
+        for orphan in due:
+            del self._known[orphan]
+        return due
 
     def attributed(self, orphan: Orphan) -> frozenset[int] | None:
-        with self._lock:
-            return self._known.get(orphan)
+        return self._known.get(orphan)
 
     def take_all(self) -> list[Orphan]:
         """Runner stop: every orphan still remembered, forgotten now (the caller kills them)."""
-        with self._lock:
-            known, self._known = list(self._known), {}
-            return known
+        known, self._known = list(self._known), {}
+        return known
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._known)
+        return len(self._known)

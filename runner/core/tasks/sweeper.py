@@ -50,11 +50,17 @@ def _helper(pid: int, runner_id: str) -> bool:
     return found.get(tags.RUNNER_ID) == runner_id and task_id is not None and not task_id.isdecimal()
 
 
-def adopted_orphans(manager: TaskManager, runner_id: str) -> list[tuple[int, int]]:
-    """Our adopted children that are neither a task's root nor a runner helper (blocking)."""
+def list_adopted(manager: TaskManager, runner_id: str) -> list[tuple[tuple[int, int], bool]]:
+    """Blocking (a worker thread): our adopted children that are no task's root, each with
+    whether it is a runner helper's. The attribution itself is the loop's (held_orphans)."""
     roots = manager.managed_pids()
-    return [o for o in subreaper.adopted_children()
-            if o[0] not in roots and (manager.adopted.attributed(o) is not None or not _helper(o[0], runner_id))]
+    return [(o, _helper(o[0], runner_id)) for o in subreaper.adopted_children() if o[0] not in roots]
+
+
+def held_orphans(manager: TaskManager, listed: list[tuple[tuple[int, int], bool]]) -> list[tuple[int, int]]:
+    """On the loop: the listed children the attribution rule covers (a helper's child only when
+    it was held as an orphan before)."""
+    return [o for o, helper in listed if not helper or manager.adopted.attributed(o) is not None]
 
 
 def kill_orphans(orphans: list[tuple[int, int]], grace_s: float) -> list[tuple[int, int]]:
@@ -67,26 +73,29 @@ def kill_orphans(orphans: list[tuple[int, int]], grace_s: float) -> list[tuple[i
     return killed
 
 
-def sweep_adopted(manager: TaskManager, runner_id: str, grace_s: float) -> list[tuple[int, int]]:
-    """Attribute new orphans to the tasks around them; kill those whose tasks have all ended."""
-    children = adopted_orphans(manager, runner_id)  # listed before the take: see adopted.py
-    return kill_orphans(manager.adopted.observe(children), grace_s)
+async def due_orphans(manager: TaskManager, runner_id: str) -> list[tuple[int, int]]:
+    """Attribute new orphans to the tasks around them (on the loop, where tasks start and end:
+    the attribution needs no lock); those whose tasks have all ended are due to be killed."""
+    listed = await asyncio.to_thread(list_adopted, manager, runner_id)  # listed before the take: see adopted.py
+    return manager.adopted.observe(held_orphans(manager, listed))
 
 
-def stop_adopted(manager: TaskManager, runner_id: str, grace_s: float) -> list[tuple[int, int]]:
+async def stop_adopted(manager: TaskManager, runner_id: str, grace_s: float) -> list[tuple[int, int]]:
     """Runner stop: every remembered orphan and any adopted since (the last tasks' kill) dies."""
-    pending = set(manager.adopted.take_all()) | set(adopted_orphans(manager, runner_id))
-    return kill_orphans(sorted(pending), grace_s)
+    listed = await asyncio.to_thread(list_adopted, manager, runner_id)
+    pending = set(manager.adopted.take_all()) | set(held_orphans(manager, listed))
+    return await asyncio.to_thread(kill_orphans, sorted(pending), grace_s)
 
 
 def sweep_once(manager: TaskManager, runner_id: str, grace_s: float,
-               scan: bool = True, adopt: bool = False
+               scan: bool = True, due: list[tuple[int, int]] | None = None
                ) -> tuple[list[int], list[tuple[str, int]], list[tuple[int, int]]]:
     """Blocking; run in a thread. Returns (reaped zombie pids, (task id, pid) strays killed,
-    (pid, start ticks) adopted orphans killed). Reaping and adoption read only our own
-    children; the stray scan reads every process's environment."""
+    (pid, start ticks) adopted orphans killed: those `due`, from due_orphans on the loop).
+    Reaping and adoption read only our own children; the stray scan reads every process's
+    environment."""
     reaped = subreaper.reap_adopted(manager.managed_pids())
-    orphans = sweep_adopted(manager, runner_id, grace_s) if adopt else []
+    orphans = kill_orphans(due, grace_s) if due else []
     if not scan:
         return reaped, [], orphans
     live = {str(t.id) for t in manager.running()}
@@ -121,7 +130,8 @@ async def sweep_loop(manager: TaskManager, runner_id: str, stats: SweepStats, in
         if scan:
             seen_finished, quiet_passes = finished, 0
         try:
-            reaped, strays, orphans = await asyncio.to_thread(sweep_once, manager, runner_id, grace_s, scan, adopt)
+            due = await due_orphans(manager, runner_id) if adopt else None
+            reaped, strays, orphans = await asyncio.to_thread(sweep_once, manager, runner_id, grace_s, scan, due)
         except Exception as exc:  # the loop must survive a bad /proc read
             stats.last_error = exc.__class__.__name__
             log.exception("sweep_failed")

@@ -1,0 +1,265 @@
+"""The search index's engine, behind core's port (runner/core/search/store.py): SQLite FTS5 (in
+the standard library, BM25 built in, one file on disk that survives restarts, transactions that
+let queries read while a build writes). A chunk's rowid is its file's id * SPAN + its number, so
+a file is replaced by a rowid range delete instead of a scan of an unindexed column."""
+
+import json
+import sqlite3
+import threading
+import urllib.parse
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+SPAN = 100_000  # chunks (and definitions) per file at most: 1 MiB / 30-line windows is far below
+TOKENIZE = "unicode61 tokenchars '_'"  # snake_case stays one token; expand() adds its parts
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, path TEXT UNIQUE, mtime REAL, size INTEGER,
+                                 factor REAL, lang TEXT, sha TEXT);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(symbol, body, path UNINDEXED, start UNINDEXED,
+                                                     end UNINDEXED, tokenize="{TOKENIZE}");
+CREATE VIRTUAL TABLE IF NOT EXISTS defs USING fts5(name, path UNINDEXED, line UNINDEXED, kind UNINDEXED,
+                                                   raw UNINDEXED, tokenize="{TOKENIZE}");
+CREATE VIRTUAL TABLE IF NOT EXISTS commits USING fts5(subject, body, paths, diff, hash UNINDEXED,
+                                                      date UNINDEXED, raw UNINDEXED, tokenize="{TOKENIZE}");
+CREATE TABLE IF NOT EXISTS vectors(rowid INTEGER PRIMARY KEY, vec BLOB);
+CREATE TABLE IF NOT EXISTS shared(path TEXT PRIMARY KEY, mtime REAL, size INTEGER, sha TEXT);
+CREATE TABLE IF NOT EXISTS hidden(hash TEXT PRIMARY KEY);
+"""
+# shared and hidden are a worktree's (overlay.py): the base's files it has byte for byte, and the
+# base's commits its HEAD does not reach. A repository's own index leaves them empty.
+# Bumped when a table's columns change: an index on disk from before is dropped and rebuilt
+# (a restart after an upgrade costs one build, not a query error).
+SCHEMA_VERSION = "3"
+TABLES = ("files", "chunks", "defs", "commits", "vectors", "shared", "hidden", "meta")
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start: int
+    end: int
+    symbol: str
+    score: float  # higher is better
+
+
+@dataclass(frozen=True)
+class DefHit:
+    name: str
+    path: str
+    line: int
+    kind: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Commit:
+    hash: str
+    date: str
+    subject: str
+    body: str
+    paths: tuple[str, ...]
+    diff: str = ""  # the lines it added and removed, bounded (history.MAX_DIFF_CHARS)
+
+
+
+class SqliteStore:
+    """One workspace's index in one SQLite file; every call holds the lock (the build thread
+    writes in small transactions, so a query waits at most one batch)."""
+
+    def __init__(self, path: str, expand: Callable[[str], str]) -> None:
+        """expand: what the index tokenizes of a text (core's tokens.expand: identifiers and their parts)."""
+        self._expand = expand
+        # A URI, so a worktree's store can ATTACH its base read-only (overlay.py).
+        self._db = sqlite3.connect("file:" + urllib.parse.quote(path), uri=True, check_same_thread=False,
+                                   isolation_level=None)
+        self.lock = threading.RLock()
+        self.vectors_version = 0  # bumped when a chunk vector is written or dropped (semantic.Vectors reloads)
+        with self.lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
+            if self.get_meta("schema") != SCHEMA_VERSION:
+                for table in TABLES:
+                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
+                self._db.executescript(SCHEMA)
+                self.set_meta("schema", SCHEMA_VERSION)
+
+    def close(self) -> None:
+        with self.lock:
+            self._db.close()
+
+    def batch(self):
+        """A transaction: `with store.batch(): ...` (the lock held throughout)."""
+        return _Batch(self)
+
+    def get_meta(self, key: str) -> str | None:
+        with self.lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.lock:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES(?,?)", (key, value))
+
+    def stamps(self) -> dict[str, tuple[float, int]]:
+        with self.lock:
+            return {p: (m, s) for p, m, s in self._db.execute("SELECT path, mtime, size FROM files")}
+
+    def put_file(self, path, mtime, size, factor, lang, chunks, defs, sha=None) -> None:
+        """chunks: each with .start, .end, .symbol, .text; defs: each with .name, .line, .kind;
+        sha: the digest of the bytes indexed (None: skipped, a binary or a huge file)."""
+        expand = self._expand
+        with self.lock:
+            self.drop_file(path)
+            fid = self._db.execute("INSERT INTO files(path, mtime, size, factor, lang, sha) VALUES(?,?,?,?,?,?)",
+                                   (path, mtime, size, factor, lang, sha)).lastrowid
+            base = fid * SPAN
+            self._db.executemany("INSERT INTO chunks(rowid, symbol, body, path, start, end) VALUES(?,?,?,?,?,?)",
+                                 [(base + i, expand(c.symbol), expand(c.text), path, c.start, c.end)
+                                  for i, c in enumerate(chunks[:SPAN])])
+            self._db.executemany("INSERT INTO defs(rowid, name, path, line, kind, raw) VALUES(?,?,?,?,?,?)",
+                                 [(base + i, expand(d.name), path, d.line, d.kind, d.name)
+                                  for i, d in enumerate(defs[:SPAN])])
+
+    def base_shas(self) -> dict[str, str]:
+        """The digests of the base index's files a worktree may share (overlay.py); none here."""
+        return {}
+
+    def stale_shared(self) -> list[str]:
+        return []
+
+    def share(self, path: str, mtime: float, size: int, sha: str) -> None:
+        raise NotImplementedError("a repository's own index shares nothing: base_shas() is empty")
+
+    def unembedded(self, limit: int) -> list[tuple[int, str, int, int, str]]:
+        """(rowid, path, start, end, symbol) of chunks the semantic layer has no vector for yet."""
+        with self.lock:
+            rows = self._db.execute("SELECT c.rowid, c.path, c.start, c.end, c.symbol FROM chunks c "
+                                    "WHERE c.rowid NOT IN (SELECT rowid FROM vectors) LIMIT ?", (limit,)).fetchall()
+        return [(r, p, int(a), int(b), sym.split("\n")[0]) for r, p, a, b, sym in rows]
+
+    def put_vectors(self, pairs: list[tuple[int, bytes]]) -> None:
+        """Chunk vectors by rowid; a chunk replaced meanwhile (its file saved again) gets none."""
+        with self.lock:
+            self._db.executemany("INSERT OR REPLACE INTO vectors(rowid, vec) SELECT ?, ? "
+                                 "WHERE EXISTS (SELECT 1 FROM chunks WHERE rowid = ?)",
+                                 [(r, v, r) for r, v in pairs])
+            self.vectors_version += 1
+
+    def embedded(self) -> tuple[int, int]:
+        """(chunks with a vector, chunks)."""
+        with self.lock:
+            return (self._db.execute("SELECT count(*) FROM vectors").fetchone()[0],
+                    self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def vectors(self) -> list[tuple[int, bytes]]:
+        with self.lock:
+            return self._db.execute("SELECT rowid, vec FROM vectors").fetchall()
+
+    def chunks_at(self, rowids: list[int], glob=None, lang=None) -> list[Hit]:
+        """The chunks with these rowids, in that order, scored by their file's factor alone."""
+        sql = ("SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM chunks c JOIN files f "
+               "ON f.path = c.path WHERE c.rowid IN (SELECT value FROM json_each(?))"
+               + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else ""))
+        args = [json.dumps(rowids)] + ([glob] if glob else []) + ([lang] if lang else [])
+        with self.lock:
+            rows = {r[0]: r[1:] for r in self._db.execute(sql, args)}
+        return [Hit(p, int(a), int(b), sym.split("\n")[0], factor)
+                for r in rowids if r in rows for p, a, b, sym, factor in [rows[r]]]
+
+    def restamp(self, path: str, mtime: float, size: int) -> None:
+        """The file's stamp only: its indexed content is known to be what is on disk now."""
+        with self.lock:
+            self._db.execute("UPDATE files SET mtime=?, size=? WHERE path=?", (mtime, size, path))
+
+    def drop_file(self, path: str) -> None:
+        with self.lock:
+            row = self._db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
+            if row is None:
+                return
+            lo, hi = row[0] * SPAN, row[0] * SPAN + SPAN - 1
+            self._db.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (lo, hi))
+            self._db.execute("DELETE FROM defs WHERE rowid BETWEEN ? AND ?", (lo, hi))
+            if self._db.execute("DELETE FROM vectors WHERE rowid BETWEEN ? AND ?", (lo, hi)).rowcount:
+                self.vectors_version += 1
+            self._db.execute("DELETE FROM files WHERE id=?", (row[0],))
+
+    def chunks(self, match, limit, glob=None, lang=None) -> list[Hit]:
+        sql = ("SELECT c.path, c.start, c.end, c.symbol, -bm25(chunks, 4.0, 1.0) * f.factor AS s "
+               "FROM chunks c JOIN files f ON f.path = c.path WHERE chunks MATCH ?"
+               + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else "")
+               + " ORDER BY s DESC LIMIT ?")
+        args = [match] + ([glob] if glob else []) + ([lang] if lang else []) + [limit]
+        with self.lock:
+            rows = self._db.execute(sql, args).fetchall()
+        return [Hit(p, int(a), int(b), sym.split("\n")[0], s) for p, a, b, sym, s in rows]
+
+    def defs(self, match, limit, glob=None, lang=None) -> list[DefHit]:
+        sql = ("SELECT d.raw, d.path, d.line, d.kind, -bm25(defs) * f.factor AS s "
+               "FROM defs d JOIN files f ON f.path = d.path WHERE defs MATCH ?"
+               + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else "")
+               + " ORDER BY s DESC LIMIT ?")
+        args = [match] + ([glob] if glob else []) + ([lang] if lang else []) + [limit]
+        with self.lock:
+            rows = self._db.execute(sql, args).fetchall()
+        return [DefHit(n, p, int(line), k, s) for n, p, line, k, s in rows]
+
+    def matching(self, match, glob=None, lang=None) -> list[tuple[str, int]]:
+        """(path, start) of every chunk the expression matches, unranked: which chunks and files
+        hold a word at all (a plain-words question's coverage, concept.py)."""
+        sql = ("SELECT c.path, c.start FROM chunks c" + (" JOIN files f ON f.path = c.path" if glob or lang else "")
+               + " WHERE chunks MATCH ?" + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else ""))
+        args = [match] + ([glob] if glob else []) + ([lang] if lang else [])
+        with self.lock:
+            return [(p, int(s)) for p, s in self._db.execute(sql, args)]
+
+    def file_count(self) -> int:
+        with self.lock:
+            return self._db.execute("SELECT count(*) FROM files").fetchone()[0]
+
+    def add_commits(self, commits: Iterable[Commit]) -> None:
+        expand = self._expand
+        with self.lock:
+            self._db.executemany(
+                "INSERT INTO commits(subject, body, paths, diff, hash, date, raw) VALUES(?,?,?,?,?,?,?)",
+                [(expand(c.subject), expand(c.body), expand(" ".join(c.paths)), expand(c.diff), c.hash, c.date,
+                  json.dumps([c.subject, c.body, list(c.paths)])) for c in commits])
+
+    def commit_hashes(self) -> list[str]:
+        with self.lock:
+            return [h for (h,) in self._db.execute("SELECT hash FROM commits")]
+
+    def drop_commits(self, hashes: Iterable[str]) -> None:
+        with self.lock:
+            # One scan of the table for the lot (hash is not indexed: a branch switch drops many).
+            self._db.execute("DELETE FROM commits WHERE hash IN (SELECT value FROM json_each(?))",
+                             (json.dumps(list(hashes)),))
+
+    def commits(self, match, limit) -> list[tuple[Commit, float]]:
+        with self.lock:
+            rows = self._db.execute(
+                "SELECT hash, date, raw, -bm25(commits, 4.0, 1.0, 2.0, 0.5) AS s FROM commits "
+                "WHERE commits MATCH ? ORDER BY s DESC LIMIT ?", (match, limit)).fetchall()
+        out = []
+        for h, d, raw, score in rows:
+            subject, body, paths = json.loads(raw)
+            out.append((Commit(h, d, subject, body, tuple(paths)), score))
+        return out
+
+
+class _Batch:
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> SqliteStore:
+        self._store.lock.acquire()
+        self._store._db.execute("BEGIN")
+        return self._store
+
+    def __exit__(self, exc_type, *_) -> None:
+        try:
+            self._store._db.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self._store.lock.release()
