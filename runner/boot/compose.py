@@ -77,8 +77,8 @@ def _search_manager(home: str, semantic: bool):  # -> SearchManager, imported on
     from runner.core.search.manager import SearchManager
 
     # Its indexes live under the home, one SQLite file per workspace; the semantic layer where
-    # installed unless the operator turned it off.
-    return SearchManager(home, semantic_layer=None if semantic else False)
+    # installed and the operator turned it on.
+    return SearchManager(home, semantic_layer=semantic)
 
 
 async def _close_search(manager) -> None:

@@ -30,7 +30,7 @@ class WorkspaceIndex:
     def __init__(self, root: str, db_path: str) -> None:
         self.root = root
         self.store = SqliteStore(db_path)
-        self.embedder = None  # semantic.Embedder once use() is called (the extra is on)
+        self.embedder = None  # a model of runner/system/embedder.py once use() is called (the extra is on)
         self.vectors: semantic.Vectors | None = None
         self._embedder_thread: threading.Thread | None = None
         self._thread: threading.Thread | None = None
