@@ -4,6 +4,7 @@
   worth: NDCG@10 and recall@200 lines per category on the untuned sets, layer on vs off.
 Run: .venv/bin/python scripts/bench_search_semantic.py [cost|worth|all] [--set attrs|packaging]
      [--model NAME (a row of runner/system/embedder.MODELS)] [--corpus DIR] [--fill-cap S]
+     [--dense-weight W]
 Each cost run is its own process, so one model's memory never counts in another's row."""
 
 import json
@@ -157,6 +158,8 @@ def main(argv: list[str]) -> int:
         print(json.dumps(cost_child(argv[1], argv[2] == "1", _arg(argv, "--model"), float(argv[3]))), flush=True)
         os._exit(0)  # a filler cut off by --fill-cap may still be inside the model: no interpreter teardown under it
     what = argv[0] if argv and not argv[0].startswith("--") else "all"
+    if "--dense-weight" in argv:  # the fusion's knob, to compare on the dev set (never tune on the held-out one)
+        semantic.DENSE_WEIGHT = float(_arg(argv, "--dense-weight"))
     model = _arg(argv, "--model")
     names = [_arg(argv, "--set")] if "--set" in argv else ["attrs", "packaging"]
     if what in ("cost", "all"):
