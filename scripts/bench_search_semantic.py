@@ -80,7 +80,7 @@ def cost_child(corpus: str, layer: bool, model: str | None, cap_s: float) -> dic
                 time.sleep(0.2)
             done, total = index.store.embedded()
             span = time.monotonic() - (t_first or time.monotonic())
-            rate = (done - (first or 0)) / span if span > 0 else float("nan")
+            rate = (done - (first or 0)) / span if span > 0 else 0.0  # 0: not one batch landed within --fill-cap
             # Per CPU-second too: the machine's other load slows the wall clock, not the work per chunk.
             cpu = time.process_time() - c_first if first is not None else 0.0
             out.update(embedded=done, chunks_per_s=round(rate, 1), proj_20k_s=round(20000 / rate) if rate else None,
@@ -111,6 +111,8 @@ def cost(corpus: str | None, model: str | None, cap_s: str) -> list[str]:
                 raise SystemExit(got.stderr[-2000:])
             rows[layer] = json.loads(got.stdout.strip().splitlines()[-1])
     on, off = rows[True], rows[False]
+    if not on["chunks_per_s"]:
+        return [f"semantic layer cost, model {model or 'default'}: fewer than two batches embedded within --fill-cap {cap_s} s"]
     return [f"semantic layer cost, model {model or 'default'}: {on['chunks']} chunks, {on['embedded']} embedded",
             f"  runner RSS: BM25 alone {off['rss_mib']} MiB, with the layer {on['rss_mib']} MiB "
             f"(+{on['rss_mib'] - off['rss_mib']} MiB)",
