@@ -67,9 +67,9 @@ class RunnerConfig:
     python: Optional[str] = None
     # PLUGKIT_CGROUPS=0: no cgroup per task (tags only), an operator's opt-out and the bench's baseline.
     cgroups: bool = True
-    # PLUGKIT_SEARCH_SEMANTIC=0: search is BM25 alone even where plugkit[semantic] is installed
-    # (its model costs ~480 MiB of runner memory and a core while it embeds a workspace).
-    semantic: bool = True
+    # PLUGKIT_SEARCH_SEMANTIC=1: plain-words questions also use plugkit[semantic]'s vectors where it is
+    # installed. Off by default: no model that fits its budget improved them on the untuned sets (README).
+    semantic: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], home: str, port: int) -> "RunnerConfig":
@@ -83,4 +83,4 @@ class RunnerConfig:
                    chromium=environ.get("PLUGKIT_CHROMIUM") or None, browser_idle_s=max(0.0, idle_s),
                    python=environ.get("PLUGKIT_PYTHON") or None,
                    cgroups=environ.get("PLUGKIT_CGROUPS", "1") != "0",
-                   semantic=environ.get("PLUGKIT_SEARCH_SEMANTIC", "1") != "0")
+                   semantic=environ.get("PLUGKIT_SEARCH_SEMANTIC", "0") == "1")

@@ -79,10 +79,9 @@ def _search_manager(home: str, semantic: bool):  # -> SearchManager, imported on
     from runner.system.search.engine import ThreadEngine
 
     # Its indexes live under the home, one SQLite file per workspace; the semantic layer where
-    # installed unless the operator turned it off. The core ranks; the engine is its OS side
+    # installed and the operator turned it on. The core ranks; the engine is its OS side
     # (SQLite, threads), built here so runner.core does no OS work of its own.
-    return SearchManager(home, semantic_layer=None if semantic else False,
-                         engine=ThreadEngine(tokens.expand))
+    return SearchManager(home, semantic_layer=semantic, engine=ThreadEngine(tokens.expand))
 
 
 async def _close_search(manager) -> None:

@@ -23,3 +23,16 @@ def test_reconcile_adds_the_reachable_and_drops_the_rewritten():
     add, drop = history.reconcile(["old", "kept"], ["new", "kept"])
     assert add == ["new"] and drop == ["old"]
     assert history.reconcile(["a"], ["a"]) == ([], [])
+
+
+def test_a_weighted_fusion_keeps_bm25s_order_where_the_lists_disagree_by_one_rank():
+    assert semantic.rrf([["a", "b"], ["b", "a"]], weights=(1.0, semantic.DENSE_WEIGHT)) == ["a", "b"]
+
+
+def test_vectors_join_only_questions_in_plain_words():
+    assert semantic.joins("concept", "convert a string like yes or on to a boolean")
+    # A pasted error the classifier took for prose: its exact words answer it, not its neighbours.
+    assert not semantic.joins("concept", "packaging.version.InvalidVersion: Invalid version: 'latest'")
+    assert not semantic.joins("concept", "TypeError: 'run' must be bool.")
+    for kind in ("identifier", "qualified", "error", "usage", "why"):
+        assert not semantic.joins(kind, "who calls fetch_page")

@@ -37,7 +37,7 @@ class WorkspaceIndex:
         self.store = engine.open_store(db_path, base_db)
         self._retired: list = []  # a store a query may still hold, closed with this index
         self._base_shas: dict[str, str] = {}  # path -> digest the base indexed, read once per build or refresh
-        self.embedder = None  # semantic.Embedder once use() is called (the extra is on)
+        self.embedder = None  # a model of runner/system/embedder.py once use() is called (the extra is on)
         self.vectors: semantic.Vectors | None = None
         self._embedder_thread: Job | None = None
         self._thread: Job | None = None

