@@ -184,8 +184,9 @@ def test_every_query_of_the_store_has_a_worktree_version():
     from runner.system.search.overlay import OverlayStore
     from runner.system.search.store import SqliteStore
 
-    # The overlay's own: the connection, its transactions, and the vectors its filler writes.
-    inherited = {"close", "batch", "unembedded", "put_vectors"}
+    # The overlay's own: the connection, its transactions, and the vectors its filler writes (and
+    # clears when the model changed: the base's are its own index's).
+    inherited = {"close", "batch", "unembedded", "put_vectors", "clear_vectors"}
     public = {name for name in vars(SqliteStore) if not name.startswith("_")}
     assert public - set(vars(OverlayStore)) == inherited
 
