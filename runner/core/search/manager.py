@@ -9,7 +9,7 @@ import threading
 from dataclasses import dataclass
 
 from plugkit.workspace import find_root
-from runner.core.search import concept, digest, files, history as git_history, kind as query_kind, seed, semantic, tokens
+from runner.core.search import concept, digest, exact, files, history as git_history, kind as query_kind, seed, semantic, tokens
 from runner.core.search.index import Progress, WorkspaceIndex
 from runner.core.search.store import Commit, DefHit
 from runner.system import git as system_git
@@ -147,7 +147,9 @@ class SearchManager:
             ranked = concept.rerank(store, words, pool, glob, lang)
         else:
             ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
-        defs, ranked = _by_kind(kind, text, words, defs, ranked)
+        if kind == "error" and (phrases := exact.error_phrases(text)):  # the raise site spells the message
+            ranked = exact.phrase_first(store.chunks(phrases, limit, glob, lang), ranked)
+        defs, ranked = _by_kind(kind, text, words, exact.source_first(defs), ranked, index.root)
         query_vector = index.embedder.encode_query(text, QUERY_WAIT_S) if index.vectors is not None else None
         if index.vectors is not None and query_vector is None:
             note = "the semantic layer is busy filling vectors: BM25 alone this time"
@@ -227,19 +229,23 @@ def _rank_hits(found, words: list[str]):
     return sorted(found, key=lambda h: h.score * (2.0 if h.symbol.lower() in exact else 1.0), reverse=True)
 
 
-def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked: list) -> tuple[list, list]:
+def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked: list,
+             root: str) -> tuple[list, list]:
     """The rules of query_kind applied: exact-match kinds ("identifier", "error", "why") keep the
     ranking as it is; the others reorder or filter it."""
     if kind == "concept":  # one common word's short definition is not the answer to a question
         defs = [d for d in defs if query_kind.concept_def_ok(d.name, words)]
-    elif kind == "error":  # the message's words are prose: only the exception's own class is a definition
-        defs = [d for d in defs if query_kind.ERROR_NAME.fullmatch(d.name) or query_kind.concept_def_ok(d.name, words)]
+    elif kind == "error":  # the message's words are prose: only what it names as written is a definition
+        defs = exact.named_in(text, defs)
     elif kind == "qualified":
         quals, name = query_kind.qualifier(text)
         n = name.lower()
-        defs = sorted(defs, key=lambda d: (d.name.lower() != n, -query_kind.qualified_score(d.path, "", quals)))
-        ranked = sorted(ranked, key=lambda h: (-query_kind.qualified_score(h.path, h.symbol, quals),
-                                               n not in h.symbol.lower().split()))
+        # A method's class is its qualifier too (Attribute.evolve): read for the few same-named ones.
+        defs = sorted(defs, key=lambda d: (d.name.lower() != n, -query_kind.qualified_score(
+            d.path, exact.enclosing_class(root, d.path, d.line) if d.name.lower() == n else "", quals)))
+        ranked = sorted(ranked, key=lambda h: (-query_kind.qualified_score(
+            h.path, h.symbol + " " + (exact.enclosing_class(root, h.path, h.start) if h.symbol.lower() == n else ""),
+            quals), n not in h.symbol.lower().split()))
     elif kind == "usage":  # the definition once, then the callers: its other definitions add nothing
         target = words[-1].lower()
         defs = [d for d in defs if d.name.lower() == target][:1]
