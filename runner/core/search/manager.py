@@ -143,8 +143,7 @@ class SearchManager:
         store = index.store
         defs = _rank_defs(store.defs(match, limit * 5, glob, lang), words, tokens.looks_like_identifier(text))
         if kind == "concept" and concept.is_prose(text):  # by its words in context, not one word's symbol
-            pool = store.chunks(concept.match(words), limit * concept.POOL, glob, lang)
-            ranked = concept.rerank(store, words, pool, glob, lang)
+            ranked = concept.search(store, words, limit, glob, lang)
         else:
             ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
         if kind == "error" and (phrases := exact.error_phrases(text)):  # the raise site spells the message
