@@ -162,6 +162,10 @@ EXACT = {
                     "        had_default = a.default is not None\n"),
     "pkg/funcs.py": "def evolve(inst, **changes):\n    '''A copy of inst with changes.'''\n    return inst\n",
     "pkg/__init__.pyi": "def evolve(inst: object, **changes: object) -> object: ...\n",
+    "pkg/api.py": "from pkg.funcs import evolve\n\n__all__ = ['evolve']\n",  # a re-export calls nothing
+    "pkg/callers.py": ("def rename(inst, name):\n    \"A copy of inst under another name.\"\n"
+                       + "".join(f"    step{i} = inst.step({i})\n" for i in range(12))
+                       + "    return evolve(inst, name=name)\n"),
     **{f"pkg/noise{i}.py": "".join(f"def default_value{j}(attribute, value, factory):\n"
                                    f"    '''The default value of an attribute, or its factory.'''\n"
                                    f"    return value or factory()\n\n\n" for j in range(3)) for i in range(4)},
@@ -195,3 +199,8 @@ def test_an_identifier_defined_in_a_stub_and_a_source_file_answers_with_the_sour
 def test_a_class_qualifier_picks_the_method_of_that_class(exact):
     a = exact("Attribute.evolve")
     assert (a.definitions[0].path, a.definitions[0].line) == ("pkg/make.py", 4), a.definitions
+
+
+def test_a_callers_question_ranks_the_call_sites_before_the_definition_its_stub_and_a_re_export(exact):
+    hits = [h.path for h in exact("who calls evolve").hits]
+    assert hits[0] == "pkg/callers.py", hits

@@ -70,3 +70,34 @@ def enclosing_class(root: str, path: str, line: int) -> str:
             if indent == 0:
                 return ""
     return ""
+
+
+SITES_READ = 40  # candidates whose lines a callers' question reads: the rest keep their BM25 order
+IMPORT = re.compile(r"^\s*(from\s+\S+\s+)?import\b|^\s*__all__\b")
+
+
+def usage_sites(root: str, question: str, target: str, ranked: list) -> list:
+    """The chunks that call (raise, use) the target first, in their order, then the rest: a
+    definition, a stub's declaration, an import or an __all__ entry names it and calls nothing."""
+    if not target.isidentifier():
+        return ranked
+    word = re.escape(target)
+    if re.search(r"\braises?\b", question, re.I):
+        site = re.compile(rf"\braise\s+([\w.]+\.)?{word}\b")
+    elif re.search(r"\bcall(s|ers?)?\b", question, re.I):
+        site = re.compile(rf"(?<![\w.])([\w.]+\.)?{word}\s*\(")
+    else:
+        site = re.compile(rf"\b{word}\b")
+    own = re.compile(rf"^\s*(async\s+)?(def|class)\s+{word}\b")
+    lines: dict[str, list[str]] = {}
+    sites, rest = [], []
+    for i, h in enumerate(ranked):
+        if i >= SITES_READ or h.path.endswith(".pyi"):
+            rest.append(h)
+            continue
+        if h.path not in lines:
+            lines[h.path] = files.read_lines(root, h.path)
+        body = lines[h.path][h.start - 1:h.end]
+        calls = any(site.search(t) and not own.match(t) and not IMPORT.match(t) for t in body)
+        (sites if calls else rest).append(h)
+    return sites + rest

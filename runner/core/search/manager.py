@@ -248,6 +248,7 @@ def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked:
     elif kind == "usage":  # the definition once, then the callers: its other definitions add nothing
         target = words[-1].lower()
         defs = [d for d in defs if d.name.lower() == target][:1]
+        ranked = exact.usage_sites(root, text, words[-1], ranked)
     return defs, ranked
 
 
