@@ -204,3 +204,9 @@ def test_a_class_qualifier_picks_the_method_of_that_class(exact):
 def test_a_callers_question_ranks_the_call_sites_before_the_definition_its_stub_and_a_re_export(exact):
     hits = [h.path for h in exact("who calls evolve").hits]
     assert hits[0] == "pkg/callers.py", hits
+
+
+def test_a_usage_question_s_target_is_its_identifier_not_its_verb():
+    assert kind.usage_target("where is Factory used") == ["Factory"]
+    assert kind.usage_target("where is _coerce_version used") == ["_coerce_version"]
+    assert kind.usage_target("who raises FrozenInstanceError") == ["FrozenInstanceError"]

@@ -14,6 +14,8 @@ WHY = re.compile(r"^\s*(why|when)\b|\b(commits?|regress\w*)\b"
                  r"|\b(was|were|been|got|who|which|what)\b(\s+\S+){0,4}?\s+(changed?|introduced|removed|added)\b", re.I)
 USAGE = re.compile(r"^\s*(who|what|where|which)\b.*\b(calls?|uses?|used|raises?|imports?|callers?|references?)\b"
                    r"|^\s*(callers|usages?|uses) of\b", re.I)
+VERBS = frozenset("call calls caller callers use uses used usage usages raise raises import imports reference "
+                  "references".split())
 QUALIFIED = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\s*$")
 ERROR_NAME = re.compile(r"\w*(Error|Exception|Warning)")
 ERROR = re.compile(r"\b\w*(Error|Exception|Warning)\b\s*:|Traceback \(most recent|^\s*File \"", re.M)
@@ -44,7 +46,9 @@ def qualifier(query: str) -> tuple[list[str], str]:
 def usage_target(query: str) -> list[str]:
     """The identifiers a usage question is about: "who calls setters.pipe" -> ["setters", "pipe"]."""
     rest = USAGE.sub("", query, count=1)
-    return tokens.query_words(rest) or tokens.query_words(query)
+    # "where is X used": the match took the whole question; its verb is no target (it was `used`).
+    return tokens.query_words(rest) or [w for w in tokens.query_words(query) if w.lower() not in VERBS] \
+        or tokens.query_words(query)
 
 
 def concept_def_ok(name: str, words: list[str]) -> bool:
