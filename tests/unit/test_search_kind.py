@@ -16,6 +16,8 @@ from runner.core.search.manager import SearchManager
     ("Attribute.evolve", "qualified"),
     ("who calls fields", "usage"),
     ("where is Factory used", "usage"),
+    ("which functions raise FrozenInstanceError", "usage"),
+    ("which formats can a plain text file without markup use", "concept"),  # its verb is no usage verb
     ("why did the retry timeout change", "why"),
     ("convert a string like yes to a boolean", "concept"),
     ("copy an instance with some attributes changed", "concept"),  # what code does, not its history

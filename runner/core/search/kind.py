@@ -12,7 +12,11 @@ from runner.core.search import tokens
 # with some attributes changed") is a plain-words one.
 WHY = re.compile(r"^\s*(why|when)\b|\b(commits?|regress\w*)\b"
                  r"|\b(was|were|been|got|who|which|what)\b(\s+\S+){0,4}?\s+(changed?|introduced|removed|added)\b", re.I)
-USAGE = re.compile(r"^\s*(who|what|where|which)\b.*\b(calls?|uses?|used|raises?|imports?|callers?|references?)\b"
+# A usage question names its verb before its target ("who calls X", "which functions raise X", "where is
+# X used"); a question whose verb comes last after many words ("which tags can a pure package use")
+# asks about something else.
+USAGE = re.compile(r"^\s*(who|what|which)(\s+\w+)?\s+(calls?|uses?|raises?|imports?|references?)\b(?=\s+\S)"
+                   r"|^\s*where\s+(is|are)\s+\S+\s+(used|called|raised|imported|referenced)\b"
                    r"|^\s*(callers|usages?|uses) of\b", re.I)
 VERBS = frozenset("call calls caller callers use uses used usage usages raise raises import imports reference "
                   "references".split())
