@@ -46,3 +46,34 @@ def test_a_file_saved_between_two_questions_counts_in_the_second(searched):
                                         "    '''Compare the package version with a tuple.'''\n"
                                         "    return tuple(version) == package.version\n")
     assert ask(QUESTION).hits[0].path == "pkg/tuples.py", [(h.path, h.symbol) for h in ask(QUESTION).hits]
+
+
+# A definition whose name holds two of the question's words (`_path_split`) in a file that says
+# nothing else of it, against the function whose words in context answer it: the standard
+# library's "split a path into directory and file name" answered by importlib's helper (issue 46).
+SPLIT = {
+    "pkg/loader.py": ("def _path_split(spec):\n    '''The spec's origin, for the import system.'''\n"
+                      "    return spec.origin\n"),
+    "pkg/paths.py": ("def split(p):\n    '''Split a pathname into the directory and the file name.'''\n"
+                     "    head, _, tail = p.rpartition('/')\n    return head, tail\n\n\n"
+                     "def dirname(p):\n    '''The directory of a path.'''\n    return split(p)[0]\n"),
+    "pkg/ntpaths.py": ("def split(p):\n    '''Split a Windows path into its directory and file name.'''\n"
+                       "    head, _, tail = p.rpartition(chr(92))\n    return head, tail\n"),
+    **{f"pkg/other{i}.py": f"def path{i}(name):\n    '''A name.'''\n    return name\n" for i in range(4)},
+}
+
+
+def test_a_plain_words_question_shows_definitions_only_from_the_files_its_words_rank(tmp_path):
+    root = tmp_path / "repo"
+    for rel, text in SPLIT.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(root), "start")
+        manager.workspace(str(root)).wait(60)
+        a = manager.query(str(root), "split a path into directory and file name", history=False)
+    finally:
+        manager.close()
+    assert a.hits[0].path in ("pkg/paths.py", "pkg/ntpaths.py"), [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]
+    assert "_path_split" not in [d.name for d in a.definitions], (a.definitions, [(h.path, h.symbol) for h in a.hits])

@@ -11,7 +11,7 @@ from runner.core.search.chunks import language
 from runner.core.search.store import Hit, IndexStore
 
 POOL = 25  # candidates per result asked of BM25: the answer's chunk may rank past the first 80 on one word
-POOL_ROWS = 3000  # chunks the candidates' words may match at most (past the two rarest words)
+POOL_ROWS = 10_000  # chunks the candidates' words may match at most (past the two rarest words)
 # A file in no language the index knows (LICENSE, a wheel's METADATA, a changelog without an
 # extension) tells about the code; a question about what the code does is answered by the code.
 NO_LANGUAGE = 0.5

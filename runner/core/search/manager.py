@@ -18,6 +18,7 @@ HISTORY = re.compile(r"\b(why|when|who|changed?|commits?|history|introduced|remo
                      r"revert\w*|fix(ed|es)?|broke)\b", re.I)
 PER_FILE = 2  # content hits per file at most: more files, not one file's every window
 SNIPPET_LINES = 3
+AGREE = 2  # a plain-words question's definitions come from its best chunks' first files
 # The best hits are shown whole where the reading budget allows (issue 46: an agent reading three
 # lines a hit missed most of the answer): the first hit's definition up to SHOWN_CHARS[0]
 # characters, the second's up to SHOWN_CHARS[1], the rest SNIPPET_LINES lines. Both stay well
@@ -234,6 +235,10 @@ def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked:
     ranking as it is; the others reorder or filter it."""
     if kind == "concept":  # one common word's short definition is not the answer to a question
         defs = [d for d in defs if query_kind.concept_def_ok(d.name, words)]
+        # A name sharing two of the question's words is evidence only where the question's words in
+        # context agree: its file among the best chunks' files, in their order.
+        order = {p: i for i, p in enumerate(list(dict.fromkeys(h.path for h in ranked))[:AGREE])}
+        defs = sorted((d for d in defs if d.path in order), key=lambda d: order[d.path])
     elif kind == "error":  # the message's words are prose: only what it names as written is a definition
         defs = exact.named_in(text, defs)
     elif kind == "qualified":
