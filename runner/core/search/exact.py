@@ -51,10 +51,14 @@ def source_first(items: list, name=lambda d: d.name) -> list:
     return sorted(items, key=lambda d: d.path.endswith(".pyi") and name(d).lower() in in_source)
 
 
-def enclosing_class(root: str, path: str, line: int) -> str:
+def enclosing_class(root: str, path: str, line: int, read: dict | None = None) -> str:
     """The class a definition at `line` is a method of ("" for a module-level one), read from the
-    file's indentation: the index keeps no parents, and a qualifier is checked for a few candidates."""
-    lines = files.read_lines(root, path)
+    file's indentation: the index keeps no parents, and a qualifier is checked for a few candidates
+    (`read`: the files already read for this query, `Class.__init__` has many in one file)."""
+    read = {} if read is None else read
+    if path not in read:
+        read[path] = files.read_lines(root, path)
+    lines = read[path]
     if not 0 < line <= len(lines):
         return ""
     own = len(lines[line - 1]) - len(lines[line - 1].lstrip())

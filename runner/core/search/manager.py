@@ -245,11 +245,12 @@ def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked:
         quals, name = query_kind.qualifier(text)
         n = name.lower()
         # A method's class is its qualifier too (Attribute.evolve): read for the few same-named ones.
+        read: dict = {}
         defs = sorted(defs, key=lambda d: (d.name.lower() != n, -query_kind.qualified_score(
-            d.path, exact.enclosing_class(root, d.path, d.line) if d.name.lower() == n else "", quals)))
+            d.path, exact.enclosing_class(root, d.path, d.line, read) if d.name.lower() == n else "", quals)))
         ranked = sorted(ranked, key=lambda h: (-query_kind.qualified_score(
-            h.path, h.symbol + " " + (exact.enclosing_class(root, h.path, h.start) if h.symbol.lower() == n else ""),
-            quals), n not in h.symbol.lower().split()))
+            h.path, h.symbol + " " + (exact.enclosing_class(root, h.path, h.start, read)
+                                      if h.symbol.lower() == n else ""), quals), n not in h.symbol.lower().split()))
     elif kind == "usage":  # the definition once, then the callers: its other definitions add nothing
         target = words[-1].lower()
         defs = [d for d in defs if d.name.lower() == target][:1]
