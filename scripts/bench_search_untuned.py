@@ -3,9 +3,10 @@ runner's venv) and queries judged from their source before the ranker was touche
 (scripts/search_judged/), scored per category by NDCG@10, recall of the judged lines within a
 200-line reading budget, and the tokens an agent reads to get there.
 
-attrs 23.2.0 was looked at while the ranker was tuned, so it is a dev set now; packaging 24.0 is
-held out (written and committed before the ranker changes it is meant to judge).
-Run: .venv/bin/python scripts/bench_search_untuned.py [--set attrs|packaging]
+attrs 23.2.0 was looked at while the ranker was tuned, so it is a dev set now; packaging 24.0 was
+held out for one round and has been looked at once since; click 8.1.7 is held out now (written and
+committed before the ranker changes it is meant to judge).
+Run: .venv/bin/python scripts/bench_search_untuned.py [--set attrs|packaging|click]
 """
 
 import json
@@ -29,7 +30,8 @@ from runner.core.search.manager import SearchManager  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # name -> (judged queries, its role): the dev set first, the held-out one beside it
-SETS = {"attrs": ("attrs-23.2.0.json", "dev"), "packaging": ("packaging-24.0.json", "held-out")}
+SETS = {"attrs": ("attrs-23.2.0.json", "dev"), "packaging": ("packaging-24.0.json", "seen once"),
+        "click": ("click-8.1.7.json", "held-out")}
 LINE_BUDGET = 200  # lines an agent reads before it stops: the issue's fixed budget
 CHARS_PER_TOKEN = 4  # the usual estimate for code; the same for every system, so the ratio is fair
 

@@ -16,6 +16,8 @@ from runner.core.search.manager import SearchManager
     ("Attribute.evolve", "qualified"),
     ("who calls fields", "usage"),
     ("where is Factory used", "usage"),
+    ("which functions raise FrozenInstanceError", "usage"),
+    ("which formats can a plain text file without markup use", "concept"),  # its verb is no usage verb
     ("why did the retry timeout change", "why"),
     ("convert a string like yes to a boolean", "concept"),
     ("copy an instance with some attributes changed", "concept"),  # what code does, not its history
@@ -146,3 +148,67 @@ def test_a_plain_words_question_meets_its_words_kin_in_code():
     assert concept.match(["recursively", "parse_args"]) == \
         '("recursively" OR "recurs"*) OR ("parse_args" OR ("parse" AND "args"))'
     assert concept.is_prose("turn an instance into a dictionary recursively") and not concept.is_prose("latency histogram")
+
+
+# A pasted error whose message the source builds from two literals, beside exception classes and
+# helpers that share its common words ("attribute", "default", "value"): attrs' _transform_attrs (issue 46).
+EXACT = {
+    "pkg/errors.py": "".join(f"class {n}(ValueError):\n    '''An attribute value error.'''\n\n\n"
+                             for n in ("FrozenAttributeError", "UnannotatedAttributeError", "DefaultValueError")),
+    "pkg/make.py": ("class Attribute:\n    '''One attribute of a class.'''\n\n"
+                    "    def evolve(self, **changes):\n        return self\n\n\n"
+                    "def transform(attrs):\n    had_default = False\n    for a in attrs:\n"
+                    "        if had_default and a.default is None:\n            raise ValueError(\n"
+                    "                'No mandatory attributes allowed after an attribute with a '\n"
+                    "                f'default value or factory.  Attribute in question: {a!r}'\n            )\n"
+                    "        had_default = a.default is not None\n"),
+    "pkg/funcs.py": "def evolve(inst, **changes):\n    '''A copy of inst with changes.'''\n    return inst\n",
+    "pkg/__init__.pyi": "def evolve(inst: object, **changes: object) -> object: ...\n",
+    "pkg/api.py": "from pkg.funcs import evolve\n\n__all__ = ['evolve']\n",  # a re-export calls nothing
+    "pkg/callers.py": ("def rename(inst, name):\n    \"A copy of inst under another name.\"\n"
+                       + "".join(f"    step{i} = inst.step({i})\n" for i in range(12))
+                       + "    return evolve(inst, name=name)\n"),
+    **{f"pkg/noise{i}.py": "".join(f"def default_value{j}(attribute, value, factory):\n"
+                                   f"    '''The default value of an attribute, or its factory.'''\n"
+                                   f"    return value or factory()\n\n\n" for j in range(3)) for i in range(4)},
+}
+
+
+@pytest.fixture(scope="module")
+def exact(tmp_path_factory):
+    root = tmp_path_factory.mktemp("exact")
+    for rel, text in EXACT.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manager = SearchManager(str(tmp_path_factory.mktemp("home")), semantic_layer=False)
+    manager.query(str(root), "start")
+    manager.workspace(str(root)).wait(60)
+    yield lambda q: manager.query(str(root), q, limit=10, history=False)
+    manager.close()
+
+
+def test_a_pasted_error_finds_the_line_that_raises_it_and_no_namesake_exception_class(exact):
+    a = exact("ValueError: No mandatory attributes allowed after an attribute with a default value or factory."
+              "  Attribute in question: Attribute(name='y')")
+    assert a.kind == "error" and a.hits[0].path == "pkg/make.py", [(h.path, h.symbol) for h in a.hits]
+    assert not [d.name for d in a.definitions if d.name.endswith("Error")], a.definitions  # none is named
+
+
+def test_an_identifier_defined_in_a_stub_and_a_source_file_answers_with_the_source(exact):
+    assert exact("evolve").definitions[0].path == "pkg/funcs.py", exact("evolve").definitions
+
+
+def test_a_class_qualifier_picks_the_method_of_that_class(exact):
+    a = exact("Attribute.evolve")
+    assert (a.definitions[0].path, a.definitions[0].line) == ("pkg/make.py", 4), a.definitions
+
+
+def test_a_callers_question_ranks_the_call_sites_before_the_definition_its_stub_and_a_re_export(exact):
+    hits = [h.path for h in exact("who calls evolve").hits]
+    assert hits[0] == "pkg/callers.py", hits
+
+
+def test_a_usage_question_s_target_is_its_identifier_not_its_verb():
+    assert kind.usage_target("where is Factory used") == ["Factory"]
+    assert kind.usage_target("where is _coerce_version used") == ["_coerce_version"]
+    assert kind.usage_target("who raises FrozenInstanceError") == ["FrozenInstanceError"]

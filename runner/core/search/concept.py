@@ -6,10 +6,15 @@ question used to outrank the chunk holding the answer)."""
 import math
 import re
 
-from runner.core.search import tokens
+from runner.core.search import postings, tokens
+from runner.core.search.chunks import language
 from runner.core.search.store import Hit, IndexStore
 
 POOL = 25  # candidates per result asked of BM25: the answer's chunk may rank past the first 80 on one word
+POOL_ROWS = 10_000  # chunks the candidates' words may match at most (past the two rarest words)
+# A file in no language the index knows (LICENSE, a wheel's METADATA, a changelog without an
+# extension) tells about the code; a question about what the code does is answered by the code.
+NO_LANGUAGE = 0.5
 
 
 def is_prose(query: str) -> bool:
@@ -45,35 +50,45 @@ def match(words: list[str]) -> str:
     return " OR ".join(out)
 
 
-def rerank(store: IndexStore, words: list[str], ranked: list[Hit], glob: str | None, lang: str | None) -> list[Hit]:
+def search(store: IndexStore, words: list[str], limit: int, glob: str | None, lang: str | None) -> list[Hit]:
+    """The chunks answering a plain-words question, best first."""
+    spelled = {w.lower(): w for w in reversed(words)}  # the first spelling kept: camelCase has parts
     distinct = list(dict.fromkeys(w.lower() for w in words))
+    posts = {w: postings.of(store, match([spelled[w]]), glob, lang) for w in distinct}
+    # The candidates come from the rarer words (cap POOL_ROWS chunks): BM25 over every chunk that says
+    # "file" or "data" costs tens of ms and the common words still count below, in coverage.
+    chosen, rows = [], 0
+    for w in sorted(distinct, key=lambda w: len(posts[w].chunks)):
+        if len(chosen) >= 2 and rows + len(posts[w].chunks) > POOL_ROWS:
+            break
+        chosen.append(spelled[w])
+        rows += len(posts[w].chunks)
+    pool = store.chunks(match(chosen), limit * POOL, glob, lang)
+    return rerank(store, distinct, posts, pool)
+
+
+def rerank(store: IndexStore, distinct: list[str], posts: dict, ranked: list[Hit]) -> list[Hit]:
     if len(distinct) < 2 or not ranked:
         return ranked
     n_files = max(1, store.file_count())
-    in_chunk: dict[tuple[str, int], set[str]] = {}
-    in_file: dict[str, set[str]] = {}
-    idf: dict[str, float] = {}
-    for w in distinct:
-        files: set[str] = set()
-        for path, start in store.matching(match([w]), glob, lang):
-            in_chunk.setdefault((path, start), set()).add(w)
-            files.add(path)
-        for path in files:
-            in_file.setdefault(path, set()).add(w)
-        idf[w] = math.log(1 + n_files / (1 + len(files)))
+    idf = {w: math.log(1 + n_files / (1 + len(posts[w].files))) for w in distinct}
     total = sum(idf.values()) or 1.0
     # A definition the question names whole keeps the weight it has for every kind (`walk` is the
     # answer to "walk a directory tree"); its coverage below tells it from a one-word namesake.
-    base = {(h.path, h.start): h.score * (2.0 if h.symbol.lower() in distinct else 1.0) for h in ranked}
+    base = {(h.path, h.start): h.score * (2.0 if h.symbol.lower() in distinct else 1.0)
+            * (1.0 if language(h.path) else NO_LANGUAGE) for h in ranked}
     top = max(base.values()) or 1.0
+    paths = {h.path for h in ranked}
+    path_words = {p: _path_words(p) & idf.keys() for p in paths}
+    in_file = {p: {w for w in distinct if p in posts[w].files} | path_words[p] for p in paths}
 
-    def cover(found) -> float:
+    def cover(found: set[str]) -> float:
         return sum(idf[w] for w in found) / total
 
     def score(h: Hit) -> float:
-        named = _path_words(h.path) & idf.keys()  # the file's name is the chunk's context too
-        return (base[(h.path, h.start)] / top) * (0.5 + cover(in_chunk.get((h.path, h.start), set()) | named)) \
-            * (0.5 + cover(in_file.get(h.path, set()) | named))
+        key = (h.path, h.start)  # the file's name is the chunk's context too
+        in_chunk = {w for w in distinct if key in posts[w].chunks} | path_words[h.path]
+        return (base[key] / top) * (0.5 + cover(in_chunk)) * (0.5 + cover(in_file[h.path]))
 
     return sorted(ranked, key=score, reverse=True)
 

@@ -12,8 +12,14 @@ from runner.core.search import tokens
 # with some attributes changed") is a plain-words one.
 WHY = re.compile(r"^\s*(why|when)\b|\b(commits?|regress\w*)\b"
                  r"|\b(was|were|been|got|who|which|what)\b(\s+\S+){0,4}?\s+(changed?|introduced|removed|added)\b", re.I)
-USAGE = re.compile(r"^\s*(who|what|where|which)\b.*\b(calls?|uses?|used|raises?|imports?|callers?|references?)\b"
+# A usage question names its verb before its target ("who calls X", "which functions raise X", "where is
+# X used"); a question whose verb comes last after many words ("which tags can a pure package use")
+# asks about something else.
+USAGE = re.compile(r"^\s*(who|what|which)(\s+\w+)?\s+(calls?|uses?|raises?|imports?|references?)\b(?=\s+\S)"
+                   r"|^\s*where\s+(is|are)\s+\S+\s+(used|called|raised|imported|referenced)\b"
                    r"|^\s*(callers|usages?|uses) of\b", re.I)
+VERBS = frozenset("call calls caller callers use uses used usage usages raise raises import imports reference "
+                  "references".split())
 QUALIFIED = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\s*$")
 ERROR_NAME = re.compile(r"\w*(Error|Exception|Warning)")
 ERROR = re.compile(r"\b\w*(Error|Exception|Warning)\b\s*:|Traceback \(most recent|^\s*File \"", re.M)
@@ -44,7 +50,9 @@ def qualifier(query: str) -> tuple[list[str], str]:
 def usage_target(query: str) -> list[str]:
     """The identifiers a usage question is about: "who calls setters.pipe" -> ["setters", "pipe"]."""
     rest = USAGE.sub("", query, count=1)
-    return tokens.query_words(rest) or tokens.query_words(query)
+    # "where is X used": the match took the whole question; its verb is no target (it was `used`).
+    return tokens.query_words(rest) or [w for w in tokens.query_words(query) if w.lower() not in VERBS] \
+        or tokens.query_words(query)
 
 
 def concept_def_ok(name: str, words: list[str]) -> bool:

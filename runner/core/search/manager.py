@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from plugkit.workspace import find_root
-from runner.core.search import concept, digest, files, history as git_history, kind as query_kind, semantic, tokens
+from runner.core.search import concept, digest, exact, files, history as git_history, kind as query_kind, semantic, tokens
 from runner.core.search.index import Progress, WorkspaceIndex
 from runner.core.search.store import Commit, DefHit, Job, SearchEngine
 from runner.system import git as system_git
@@ -18,6 +18,7 @@ HISTORY = re.compile(r"\b(why|when|who|changed?|commits?|history|introduced|remo
                      r"revert\w*|fix(ed|es)?|broke)\b", re.I)
 PER_FILE = 2  # content hits per file at most: more files, not one file's every window
 SNIPPET_LINES = 3
+AGREE = 2  # a plain-words question's definitions come from its best chunks' first files
 # The best hits are shown whole where the reading budget allows (issue 46: an agent reading three
 # lines a hit missed most of the answer): the first hit's definition up to SHOWN_CHARS[0]
 # characters, the second's up to SHOWN_CHARS[1], the rest SNIPPET_LINES lines. Both stay well
@@ -149,11 +150,12 @@ class SearchManager:
         store = index.store
         defs = _rank_defs(store.defs(match, limit * 5, glob, lang), words, tokens.looks_like_identifier(text))
         if kind == "concept" and concept.is_prose(text):  # by its words in context, not one word's symbol
-            pool = store.chunks(concept.match(words), limit * concept.POOL, glob, lang)
-            ranked = concept.rerank(store, words, pool, glob, lang)
+            ranked = concept.search(store, words, limit, glob, lang)
         else:
             ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
-        defs, ranked = _by_kind(kind, text, words, defs, ranked)
+        if kind == "error" and (phrases := exact.error_phrases(text)):  # the raise site spells the message
+            ranked = exact.phrase_first(store.chunks(phrases, limit, glob, lang), ranked)
+        defs, ranked = _by_kind(kind, text, words, exact.source_first(defs), ranked, index.root)
         if index.vectors is not None and semantic.joins(kind, text):  # plain-words questions only (semantic.py)
             if index.embedding:  # never wait for the filler: BM25 alone until every chunk has its vector
                 note = "vectors still filling ({}/{} chunks): BM25 alone this time".format(*store.embedded())
@@ -237,22 +239,32 @@ def _rank_hits(found, words: list[str]):
     return sorted(found, key=lambda h: h.score * (2.0 if h.symbol.lower() in exact else 1.0), reverse=True)
 
 
-def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked: list) -> tuple[list, list]:
+def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked: list,
+             root: str) -> tuple[list, list]:
     """The rules of query_kind applied: exact-match kinds ("identifier", "error", "why") keep the
     ranking as it is; the others reorder or filter it."""
     if kind == "concept":  # one common word's short definition is not the answer to a question
         defs = [d for d in defs if query_kind.concept_def_ok(d.name, words)]
-    elif kind == "error":  # the message's words are prose: only the exception's own class is a definition
-        defs = [d for d in defs if query_kind.ERROR_NAME.fullmatch(d.name) or query_kind.concept_def_ok(d.name, words)]
+        # A name sharing two of the question's words is evidence only where the question's words in
+        # context agree: its file among the best chunks' files, in their order.
+        order = {p: i for i, p in enumerate(list(dict.fromkeys(h.path for h in ranked))[:AGREE])}
+        defs = sorted((d for d in defs if d.path in order), key=lambda d: order[d.path])
+    elif kind == "error":  # the message's words are prose: only what it names as written is a definition
+        defs = exact.named_in(text, defs)
     elif kind == "qualified":
         quals, name = query_kind.qualifier(text)
         n = name.lower()
-        defs = sorted(defs, key=lambda d: (d.name.lower() != n, -query_kind.qualified_score(d.path, "", quals)))
-        ranked = sorted(ranked, key=lambda h: (-query_kind.qualified_score(h.path, h.symbol, quals),
-                                               n not in h.symbol.lower().split()))
+        # A method's class is its qualifier too (Attribute.evolve): read for the few same-named ones.
+        read: dict = {}
+        defs = sorted(defs, key=lambda d: (d.name.lower() != n, -query_kind.qualified_score(
+            d.path, exact.enclosing_class(root, d.path, d.line, read) if d.name.lower() == n else "", quals)))
+        ranked = sorted(ranked, key=lambda h: (-query_kind.qualified_score(
+            h.path, h.symbol + " " + (exact.enclosing_class(root, h.path, h.start, read)
+                                      if h.symbol.lower() == n else ""), quals), n not in h.symbol.lower().split()))
     elif kind == "usage":  # the definition once, then the callers: its other definitions add nothing
         target = words[-1].lower()
         defs = [d for d in defs if d.name.lower() == target][:1]
+        ranked = exact.usage_sites(root, text, words[-1], ranked)
     return defs, ranked
 
 

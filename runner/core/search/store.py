@@ -41,6 +41,8 @@ class IndexStore(Protocol):
     def matching(self, match: str, glob: str | None, lang: str | None) -> list[tuple[str, int]]: ...
     def file_count(self) -> int: ...
 
+    lock: "Lock"  # held by every call; a reader's cache of this store's answers takes it too (postings.py)
+
 
 class Job(Protocol):
     """Work running in the background (a build, a refresh, the vectors' filling, the model's load)."""

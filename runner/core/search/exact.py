@@ -1,0 +1,107 @@
+"""The exact evidence a query carries, ranked first (issue 46): a pasted error's message as the
+phrases the raising code spells, only the definitions the message names, a source file's definition
+before a stub's declaration of it, and the class a `Class.method` qualifier names."""
+
+import re
+
+from runner.core.search import files, tokens
+
+# Where a pasted message starts: after its exception's name ("ValueError: ", "pkg.mod.BadThing: ").
+MESSAGE = re.compile(r"\b\w*(?:Error|Exception|Warning)\b\s*:\s*")
+PHRASE = 3  # words a phrase of the message holds: short enough to stay inside one literal of a split string
+MAX_PHRASES = 24
+CLASS = re.compile(r"\s*class\s+([A-Za-z_]\w*)")
+CALLED = re.compile(r"([A-Za-z_]\w*)\(")
+
+
+def error_phrases(text: str) -> str | None:
+    """An FTS5 expression matching any PHRASE consecutive words of the message, in order (the words
+    the raise statement spells; the values interpolated into it match nothing), or None when the
+    message is too short to say more than its words do."""
+    found = list(MESSAGE.finditer(text))
+    message = text[found[-1].end():] if found else text
+    words = [m.group(0).lower() for m in tokens.IDENT.finditer(message)]
+    if len(words) < PHRASE:
+        return None
+    grams = list(dict.fromkeys(" ".join(words[i:i + PHRASE]) for i in range(len(words) - PHRASE + 1)))
+    return " OR ".join(f'"{g}"' for g in grams[:MAX_PHRASES])
+
+
+def phrase_first(phrased: list, ranked: list) -> list:
+    """The chunks that spell part of the message first (by how much of it they spell), then the rest."""
+    keys = {(h.path, h.start) for h in phrased}
+    return list(phrased) + [h for h in ranked if (h.path, h.start) not in keys]
+
+
+def named_in(text: str, defs: list) -> list:
+    """The definitions a pasted error names as written (its exception class, `evolve()`): a class
+    that only shares the message's words (FrozenAttributeError for "attribute") is no answer."""
+    named = {m.group(0) for m in tokens.IDENT.finditer(text)}
+    called = {m.group(1) for m in CALLED.finditer(text)}
+    # A plain lowercase word of the message ("eq must be define ... lt, le") names nothing: only a
+    # code-shaped name (a class, snake_case, camelCase) or one written as a call does.
+    return [d for d in defs if d.name in named and (d.name in called or "_" in d.name.strip("_")
+                                                    or d.name[:1].isupper() or bool(tokens.parts(d.name)))]
+
+
+def source_first(items: list, name=lambda d: d.name) -> list:
+    """A stub (.pyi) declares what a source file defines: where both name a thing, the source first
+    (order otherwise kept)."""
+    in_source = {name(d).lower() for d in items if not d.path.endswith(".pyi")}
+    return sorted(items, key=lambda d: d.path.endswith(".pyi") and name(d).lower() in in_source)
+
+
+def enclosing_class(root: str, path: str, line: int, read: dict | None = None) -> str:
+    """The class a definition at `line` is a method of ("" for a module-level one), read from the
+    file's indentation: the index keeps no parents, and a qualifier is checked for a few candidates
+    (`read`: the files already read for this query, `Class.__init__` has many in one file)."""
+    read = {} if read is None else read
+    if path not in read:
+        read[path] = files.read_lines(root, path)
+    lines = read[path]
+    if not 0 < line <= len(lines):
+        return ""
+    own = len(lines[line - 1]) - len(lines[line - 1].lstrip())
+    for text in reversed(lines[:line - 1]):
+        stripped = text.lstrip()
+        indent = len(text) - len(stripped)
+        if stripped and indent < own:
+            m = CLASS.match(text)
+            if m:
+                return m.group(1)
+            if not stripped.startswith(("@", "#")):
+                own = indent  # an enclosing def or block: its own parent is further out
+            if indent == 0:
+                return ""
+    return ""
+
+
+SITES_READ = 40  # candidates whose lines a callers' question reads: the rest keep their BM25 order
+IMPORT = re.compile(r"^\s*(from\s+\S+\s+)?import\b|^\s*__all__\b")
+
+
+def usage_sites(root: str, question: str, target: str, ranked: list) -> list:
+    """The chunks that call (raise, use) the target first, in their order, then the rest: a
+    definition, a stub's declaration, an import or an __all__ entry names it and calls nothing."""
+    if not target.isidentifier():
+        return ranked
+    word = re.escape(target)
+    if re.search(r"\braises?\b", question, re.I):
+        site = re.compile(rf"\braise\s+([\w.]+\.)?{word}\b")
+    elif re.search(r"\bcall(s|ers?)?\b", question, re.I):
+        site = re.compile(rf"(?<![\w.])([\w.]+\.)?{word}\s*\(")
+    else:
+        site = re.compile(rf"\b{word}\b")
+    own = re.compile(rf"^\s*(async\s+)?(def|class)\s+{word}\b")
+    lines: dict[str, list[str]] = {}
+    sites, rest = [], []
+    for i, h in enumerate(ranked):
+        if i >= SITES_READ or h.path.endswith(".pyi"):
+            rest.append(h)
+            continue
+        if h.path not in lines:
+            lines[h.path] = files.read_lines(root, h.path)
+        body = lines[h.path][h.start - 1:h.end]
+        calls = any(site.search(t) and not own.match(t) and not IMPORT.match(t) for t in body)
+        (sites if calls else rest).append(h)
+    return sites + rest

@@ -1,0 +1,79 @@
+"""A plain-words question on a real index (SQLite FTS5, no daemon): the code that does what it asks
+comes before a package's prose about it, and a file saved between two questions counts in the second
+(the words' chunks are kept between queries until the index changes, issue 46)."""
+
+import pytest
+
+from runner.core.search.manager import SearchManager
+
+QUESTION = "compare the package version with a tuple"
+FILES = {
+    # A wheel's METADATA: the package's whole description, every common word of the question in it.
+    "pkg-1.0.dist-info/METADATA": ("Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n\n"
+                                   + "".join(f"pkg helps with chore number {i} of a package.\n" for i in range(20))
+                                   + "You can compare the package version with a tuple, like sys.version_info.\n"),
+    "pkg/_version_info.py": ("class VersionInfo:\n    '''The package's version.'''\n\n"
+                             "    def __eq__(self, other):\n        '''Compare with a tuple.'''\n"
+                             "        return self.as_tuple() == tuple(other)\n"),
+    **{f"pkg/mod{i}.py": f"def helper{i}(value):\n    '''Compare value with {i}.'''\n    return value == {i}\n"
+       for i in range(4)},
+}
+
+
+@pytest.fixture
+def searched(tmp_path):
+    root = tmp_path / "repo"
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    manager.query(str(root), "start")
+    manager.workspace(str(root)).wait(60)
+    yield root, lambda q: manager.query(str(root), q, limit=10, history=False)
+    manager.close()
+
+
+def test_a_plain_words_question_is_answered_by_code_before_a_package_description(searched):
+    _, ask = searched
+    a = ask(QUESTION)
+    assert a.kind == "concept" and a.hits[0].path == "pkg/_version_info.py", [(h.path, h.symbol) for h in a.hits]
+
+
+def test_a_file_saved_between_two_questions_counts_in_the_second(searched):
+    root, ask = searched
+    assert "pkg/tuples.py" not in [h.path for h in ask(QUESTION).hits]
+    (root / "pkg/tuples.py").write_text("def compare_version_tuple(package, version):\n"
+                                        "    '''Compare the package version with a tuple.'''\n"
+                                        "    return tuple(version) == package.version\n")
+    assert ask(QUESTION).hits[0].path == "pkg/tuples.py", [(h.path, h.symbol) for h in ask(QUESTION).hits]
+
+
+# A definition whose name holds two of the question's words (`_path_split`) in a file that says
+# nothing else of it, against the function whose words in context answer it: the standard
+# library's "split a path into directory and file name" answered by importlib's helper (issue 46).
+SPLIT = {
+    "pkg/loader.py": ("def _path_split(spec):\n    '''The spec's origin, for the import system.'''\n"
+                      "    return spec.origin\n"),
+    "pkg/paths.py": ("def split(p):\n    '''Split a pathname into the directory and the file name.'''\n"
+                     "    head, _, tail = p.rpartition('/')\n    return head, tail\n\n\n"
+                     "def dirname(p):\n    '''The directory of a path.'''\n    return split(p)[0]\n"),
+    "pkg/ntpaths.py": ("def split(p):\n    '''Split a Windows path into its directory and file name.'''\n"
+                       "    head, _, tail = p.rpartition(chr(92))\n    return head, tail\n"),
+    **{f"pkg/other{i}.py": f"def path{i}(name):\n    '''A name.'''\n    return name\n" for i in range(4)},
+}
+
+
+def test_a_plain_words_question_shows_definitions_only_from_the_files_its_words_rank(tmp_path):
+    root = tmp_path / "repo"
+    for rel, text in SPLIT.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(root), "start")
+        manager.workspace(str(root)).wait(60)
+        a = manager.query(str(root), "split a path into directory and file name", history=False)
+    finally:
+        manager.close()
+    assert a.hits[0].path in ("pkg/paths.py", "pkg/ntpaths.py"), [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]
+    assert "_path_split" not in [d.name for d in a.definitions], (a.definitions, [(h.path, h.symbol) for h in a.hits])
