@@ -17,6 +17,7 @@ from plugkit.work import cluster
 from runner.node import auth
 
 PROVE_TIMEOUT_S = 60.0  # a node's answer to the challenge (a fresh Ray worker process there)
+HELD_KEPT = 64  # commits remembered per node and project, newest first (as clone.have answers)
 
 
 class Nodes:
@@ -26,6 +27,10 @@ class Nodes:
         self.refused: dict[str, str] = {}  # "id (address)" -> why not ours
         self.load: dict[str, int] = {}  # node id -> this gateway's attempts on it now
         self._asking = threading.Lock()  # one round of challenges at a time: attempts of a wave share it
+        # (node, project) -> the commits its clone holds refs to, as last asked or since sent: a
+        # second task per attempt to ask again would take a second Ray worker process on the node
+        # (its lease races the first's return), and that one is never warm.
+        self.tips: dict[tuple[str, str], list[str]] = {}
 
     def _live(self) -> dict[str, tuple[str, float]]:
         import ray
@@ -78,6 +83,19 @@ class Nodes:
             raise RuntimeError("no node of the cluster proved it is yours (the node key): "
                                + ("; ".join(f"{n}: {w}" for n, w in refused.items()) or "no node offers plugkit_worker"))
         return pick
+
+    def held(self, node: str, repo_key: str) -> list[str] | None:
+        with self.lock:
+            return self.tips.get((node, repo_key))
+
+    def holds(self, node: str, repo_key: str, tips: list[str] | None) -> None:
+        """What the node's clone holds after an attempt; None: unknown (an attempt that did not end
+        well there, its clone perhaps gone), asked again next time."""
+        with self.lock:
+            if tips is None:
+                self.tips.pop((node, repo_key), None)
+            else:
+                self.tips[(node, repo_key)] = list(dict.fromkeys(tips))[:HELD_KEPT]
 
     def release(self, node: str) -> None:
         with self.lock:

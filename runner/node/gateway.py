@@ -81,17 +81,23 @@ class Gateway:
         def say(data: bytes) -> None:
             send(FRAME_OUT, data)
 
+        answered = []
+
+        def answer(rc: int) -> None:
+            if not answered:
+                answered.append(rc)
+                send(FRAME_RC, str(rc).encode())
+
         with self.lock:
             self.live += 1
         try:
-            rc = self._attempt(conn, say)
-            send(FRAME_RC, str(rc).encode())
+            answer(self._attempt(conn, say, answer))
         finally:
             with self.lock:
                 self.live -= 1
             conn.close()
 
-    def _attempt(self, conn: socket.socket, say: placing.Say) -> int:
+    def _attempt(self, conn: socket.socket, say: placing.Say, answer) -> int:
         line = b""
         while not line.endswith(b"\n"):
             chunk = conn.recv(4096)
@@ -109,7 +115,7 @@ class Gateway:
             return CLUSTER_RC
         cancel = placing.Cancel()
         threading.Thread(target=_watch, args=(conn, cancel), daemon=True).start()
-        return placing.place(spec, self.nodes, say, cancel)
+        return placing.place(spec, self.nodes, say, cancel, answer)
 
     def done(self) -> bool:
         """Broken, and every attempt sent to it told why."""

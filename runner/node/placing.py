@@ -134,6 +134,12 @@ class Cancel:
         if gone:
             self._cancel(gen)
 
+    def answered(self) -> None:
+        """The attempt's code is with its driver, which may go now: its Ray task is not cancelled
+        any more (the node tidies up in its worker process, which then stays warm)."""
+        with self.lock:
+            self.gen, self.gone = None, True
+
     def driver_gone(self) -> None:
         with self.lock:
             self.gone, gen = True, self.gen
@@ -150,8 +156,9 @@ class Cancel:
             pass
 
 
-def place(spec: DriverSpec, nodes: choice.Nodes, say: Say, cancel: Cancel) -> int:
-    """The attempt run on a node to its end: the worker's exit code, or one of the node RCs."""
+def place(spec: DriverSpec, nodes: choice.Nodes, say: Say, cancel: Cancel, answer: Callable[[int], None]) -> int:
+    """The attempt run on a node to its end: the worker's exit code, or one of the node RCs (given
+    to `answer` as soon as known, before the node's tidy-up ends)."""
     import ray
     from ray import exceptions as rex
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -174,10 +181,15 @@ def place(spec: DriverSpec, nodes: choice.Nodes, say: Say, cancel: Cancel) -> in
     except RuntimeError as exc:  # no proven node
         tell(str(exc))
         return CLUSTER_RC
+    held = None  # what the node's clone holds after this attempt, once it ended there as it should
     try:
         pinned = NodeAffinitySchedulingStrategy(node, soft=False)
-        have = msg.parse(msg.Have, ray.get(ray.remote(_cached).options(
-            num_cpus=0, max_retries=0, scheduling_strategy=pinned).remote(spec.repo_key)), "list of the node's commits")
+        have = nodes.held(node, spec.repo_key)
+        if have is None:  # the gateway's first attempt of this project there
+            have = msg.parse(msg.Have, ray.get(ray.remote(_cached).options(
+                num_cpus=0, max_retries=0, scheduling_strategy=pinned).remote(spec.repo_key)),
+                "list of the node's commits")
+        tip = _git(spec.local_worktree, "rev-parse", "--verify", "-q", spec.branch).out.decode().strip()
         bundle, count = _bundle(spec.local_worktree, spec.branch, have)
         tell(f"placed on node {node[:12]}: {count} commit(s) sent, {len(have)} ref(s) already there")
         remote = ray.remote(_on_node).options(
@@ -186,7 +198,13 @@ def place(spec: DriverSpec, nodes: choice.Nodes, say: Say, cancel: Cancel) -> in
         gen = remote.remote(None if bundle is None else ray.put(bundle), attempt.model_dump())
         cancel.submitted(gen)
         record(ray_task=gen.completed().task_id().hex())
-        return _follow(spec, gen, record, tell, say)
+        rc, ended = _follow(spec, gen, record, tell, say)
+        if ended:  # fetched there: the next bundle leaves its commits out
+            held = [t for t in (tip, *have) if t] if bundle is not None else have
+            cancel.answered()
+            answer(rc)
+            _drain(gen)  # its worktree and branch out of the node's clone; its worker process kept
+        return rc
     except lost as exc:
         tell(f"node lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
         return NODE_LOST_RC
@@ -202,10 +220,12 @@ def place(spec: DriverSpec, nodes: choice.Nodes, say: Say, cancel: Cancel) -> in
         tell(str(exc))
         return 1
     finally:
+        nodes.holds(node, spec.repo_key, held)
         nodes.release(node)
 
 
-def _follow(spec: DriverSpec, gen, record: Recorder, tell: Callable[[str], None], say: Say) -> int:
+def _follow(spec: DriverSpec, gen, record: Recorder, tell: Callable[[str], None], say: Say) -> tuple[int, bool]:
+    """The attempt's events to its end: (the code to answer, whether it ended as it should there)."""
     import ray
 
     for ref in gen:
@@ -221,17 +241,29 @@ def _follow(spec: DriverSpec, gen, record: Recorder, tell: Callable[[str], None]
             tell(f"on node {said.node[:12]} ({said.ip}), in its Ray worker process {said.pid}")
         elif isinstance(said, msg.Lost):  # its node's runner died or restarted under it: placed again, not stalled
             tell(f"node lost: {said.why}")
-            return NODE_LOST_RC
+            return NODE_LOST_RC, False
         elif isinstance(said, msg.BadObjects):  # the node refused what the worker wrote: held here, as locally
             record(bad_objects=said.why)
             tell(said.why)
-            return BAD_OBJECTS_RC
+            return BAD_OBJECTS_RC, True
         elif isinstance(said, msg.Done):
             if said.bundle:
                 _land_locally(spec.local_worktree, spec.branch, said.bundle)
-            return said.rc
+            return said.rc, True
     tell("node lost: the stream ended before the attempt did")
-    return NODE_LOST_RC
+    return NODE_LOST_RC, False
+
+
+def _drain(gen) -> None:
+    """The rest of the node task's stream: dropped unread, Ray would end the task (and kill its
+    worker process: no warm process there for the next attempt) before its tidy-up ran."""
+    import ray
+
+    try:
+        for ref in gen:
+            ray.get(ref)
+    except Exception:  # noqa: BLE001 - the attempt's answer is given; a tidy-up failing is the node's to sweep
+        pass
 
 
 def _cached(repo_key: str) -> list[str]:

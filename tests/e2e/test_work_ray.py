@@ -294,15 +294,16 @@ def test_attempts_share_the_runners_one_ray_driver_and_a_warm_worker_process_per
     w = RayWork(home, repo, {f"w{i}": commit_file(f"w{i}.txt") for i in range(1, 5)}, cluster)
     for i in range(1, 5):
         w.add(f"w{i}", "--verify", f"test -f w{i}.txt")
+    logs = {}
     for items in (["w1", "w2", "w3"], ["w4"]):  # one after another, then a second run
         w.start("--parallel", "1", "--items", *items)
         run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
         assert run["state"] == "done", run
         assert len(_gateways()) == 1, _gateways()
+        logs.update({i: w.cli("work", "logs", i, "--all").stdout for i in items})
     gateway = _gateways()[0]
     pids: dict[str, set[str]] = {}
-    for i in range(1, 5):
-        log = w.cli("work", "logs", f"w{i}", "--all").stdout
+    for log in logs.values():
         node, pid = re.search(r"on node (\w+) .*in its Ray worker process (\d+)", log).groups()
         pids.setdefault(node, set()).add(pid)
     assert sum(len(p) for p in pids.values()) < 4, pids  # two nodes, four attempts: one at least reused its process
