@@ -2,8 +2,10 @@
 worker nodes of 4 `plugkit_worker` slots each, tests/support/ray_cluster.py): 8 items of a
 fixed-duration `command` worker on 1 node, then on 2 nodes, each run's wall time beside the
 ideal (waves of D seconds: 2 on one node, 1 on two) and the speed-up 2 nodes give; and the
-per-item overhead of remote placement (a worker that only commits) against local. Slow
-(two clusters, ~2 min): --quick reports one row saying how to run it.
+per-item overhead of remote placement (a worker that only commits) against local: warm (the
+runner's Ray gateway and the node's Ray worker process already up, the best of the later runs)
+and cold (the runner's first remote item: the gateway starts, the node proves itself). Slow
+(three clusters, ~3 min): --quick reports one row saying how to run it.
 
 `python scripts/bench_work_ray.py` runs just these rows.
 """
@@ -89,9 +91,10 @@ def case_work_ray(quick: bool) -> list[Row]:
         ideal = -(-ITEMS // (nodes * SLOTS)) * D
         walls[nodes] = wall
         done = run["state"] == "done"
+        bound = 3.0 if nodes == 1 else 1.5  # issue 48 #6: two nodes within 1.5x of ideal
         rows.append(Row(f"{label}, {nodes} node(s) x {SLOTS} slots", _s(wall) if done else f"run {run['state']}: "
                         f"{(run['halt'] or '')[:80]}", f"ideal {_s(ideal)}", f"{wall / ideal:.2f}x",
-                        "done, < 3.00x ideal", done and wall < 3 * ideal))
+                        f"done, < {bound:.2f}x ideal", done and wall < bound * ideal))
     rows.append(Row("work_ray: 2 nodes against 1, same 8 items", _s(walls[2]), _s(walls[1]),
                     f"{walls[2] / walls[1]:.2f}x", "< 1.00x (the second node pays)", walls[2] < walls[1]))
     cluster = ray_cluster.start(workers=1, per_node=1)
@@ -106,9 +109,11 @@ def case_work_ray(quick: bool) -> list[Row]:
     finally:
         box.close()
         cluster.stop()
-    lo, re_ = min(local), min(remote)
-    rows.append(Row("work_ray: one item, trigger to landed, remote vs local", _s(re_), _s(lo), f"+{_s(re_ - lo)}",
-                    "< +10.0 s per item", re_ - lo < 10.0))
+    lo, re_ = min(local), min(remote[1:])
+    rows.append(Row("work_ray: one item, trigger to landed, remote (warm) vs local", _s(re_), _s(lo),
+                    f"+{_s(re_ - lo)}", "< +1.5 s per item (quiet machine)", re_ - lo < 1.5))
+    rows.append(Row("work_ray: the runner's first remote item (its gateway starts) vs local", _s(remote[0]), _s(lo),
+                    f"+{_s(remote[0] - lo)}", "< +10.0 s", remote[0] - lo < 10.0))
     return rows
 
 

@@ -115,7 +115,8 @@ def check_socat():
 def check_sandbox():
     """The worker sandbox's mode and self-test, run as the runner runs it before every worker."""
     try:
-        done = subprocess.run([sys.executable, "-m", "runner.system.sandbox", paths.home()],
+        # -P: a `runner/` package of the repository (the cwd) is never imported in plugkit's place
+        done = subprocess.run([sys.executable, "-P", "-m", "runner.system.sandbox", paths.home()],
                               capture_output=True, text=True, timeout=60)
         line, ok = (done.stdout.strip().splitlines() or ["no answer"])[-1], done.returncode == 0
     except (OSError, subprocess.SubprocessError) as exc:

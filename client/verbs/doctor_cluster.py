@@ -23,7 +23,9 @@ def configured(cwd: str):
 def auth_refusal(address: str):
     """Why `plugkit work` must not start on this cluster for want of Ray's token authentication
     (asked by a process: the client never imports the runner or Ray), or None."""
-    done = subprocess.run([sys.executable, "-c", "import sys; from runner.node import auth; "
+    # -P: the cwd is the person's repository, and a `runner/` package there must not be imported
+    # in plugkit's place (unsandboxed, with Ray's token in the environment).
+    done = subprocess.run([sys.executable, "-P", "-c", "import sys; from runner.node import auth; "
                            "print(auth.token_refusal(sys.argv[1], __import__('os').environ) or '')", address],
                           capture_output=True, text=True, timeout=150)
     if done.returncode != 0:
@@ -37,7 +39,7 @@ def check_cluster():
     if cfg is None or cfg.work_runtime != "ray":
         return
     try:
-        done = subprocess.run([sys.executable, "-m", "runner.node.probe", cfg.work_cluster or ""],
+        done = subprocess.run([sys.executable, "-P", "-m", "runner.node.probe", cfg.work_cluster or ""],
                               capture_output=True, text=True, timeout=180)
         found = json.loads((done.stdout.strip().splitlines() or ["{}"])[-1])
         if "nodes" not in found and "error" not in found:

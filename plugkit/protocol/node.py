@@ -1,9 +1,9 @@
 """What passes between the runner's Ray placement, its driver process and the Ray task on a node
 (`plugkit work --runtime ray`): the driver's program name and exit codes, and one model per message.
 
-    runner (RayPlacement) --DriverSpec (0600 file)--> driver --NodeAttempt (Ray arg)--> node task
-    runner <--Record (file)-- driver <--NodeEvent stream (Ray generator)-- node task
-                              driver <--Proof, NodeFacts (Ray tasks)-- node
+    runner (RayPlacement) --DriverSpec (0600 file)--> driver --its path--> gateway --NodeAttempt (Ray arg)--> node task
+    runner <--Record (file)-- gateway <--NodeEvent stream (Ray generator)-- node task
+                              gateway <--Proof, NodeFacts (Ray tasks)-- node
 
 Each side validates what it receives (never what it sends alone): unknown fields are refused,
 so a node, a driver or a runner of another plugkit version fails with a message naming the
@@ -19,9 +19,11 @@ from plugkit.protocol import Cwd, Environment
 from plugkit.protocol.lifecycle import ItemId
 from plugkit.protocol.work import Network, WorkerName
 
-# The driver: a process the runner starts as the attempt's worker task (runner/node/driver.py).
+# The driver: a process the runner starts as the attempt's worker task (runner/node/driver.py),
+# relaying to the gateway, the runner's one Ray driver per cluster (runner/node/gateway.py).
 # Named, not imported: the runner's core never loads Ray nor the node side's code.
 DRIVER_MODULE = "runner.node.driver"
+GATEWAY_MODULE = "runner.node.gateway"
 
 NODE_LOST_RC = 75  # the node went away: the attempt is killed/node_lost and placed again
 CLUSTER_RC = 76  # the cluster could not be reached or refused the task: a spawn failure
@@ -60,7 +62,8 @@ class DriverSpec(Attempt):
     """The runner to its driver (RayPlacement.launch -> driver.py): a 0600 file read once."""
 
     cluster: str = Field(min_length=1, max_length=1024)  # the Ray address
-    record: Cwd  # the file the driver keeps the Record in (absolute)
+    record: Cwd  # the file the gateway keeps the Record in (absolute)
+    gateway: Cwd  # the gateway's socket (absolute), in the runner's 0700 placement directory
 
 
 class Identity(Message):
@@ -100,6 +103,7 @@ class At(Message):
     node: str = Field(min_length=1, max_length=128)  # the Ray node id
     ip: str = Field(max_length=256)
     dir: str = Field(max_length=4096)  # the node's plugkit directory
+    pid: int = Field(default=0, ge=0)  # the Ray worker process running the attempt (warm: the same between attempts)
 
 
 class Out(Message):

@@ -1,6 +1,7 @@
-"""The Ray placement's programs outside the runner daemon: the driver a runner starts as an
-attempt's worker task (driver.py, on the supervisor's machine), and what its Ray tasks run on a
-node (task.py with clone.py and hosting.py: the attempt held by the node's own runner; auth.py's
+"""The Ray placement's programs outside the runner daemon: on the supervisor's machine the
+gateway, the runner's one Ray driver per cluster (gateway.py, placing an attempt: placing.py,
+choice.py), and the thin driver a runner starts as each attempt's worker task (driver.py); and
+what the gateway's Ray tasks run on a node (task.py with clone.py and hosting.py: the attempt held by the node's own runner; auth.py's
 node-key proof; probe.py for `plugkit doctor`).
 
 Separate processes, never imported by the daemon: runner.core names the driver by its module

@@ -39,7 +39,7 @@ def token_refusal(address: str, env: Mapping[str, str]) -> Optional[str]:
     probe_env = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
     probe_env[cluster.AUTH_MODE_VAR] = "disabled"  # ask as a stranger would: no token sent
     try:
-        done = subprocess.run([sys.executable, "-m", __name__, address], env=probe_env, capture_output=True,
+        done = subprocess.run([sys.executable, "-P", "-m", __name__, address], env=probe_env, capture_output=True,
                               text=True, timeout=CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return f"the Ray cluster at {address} did not answer within {CHECK_TIMEOUT_S:.0f} s"

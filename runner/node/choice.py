@@ -1,78 +1,105 @@
 """Which node of the cluster takes an attempt: of the live nodes offering plugkit_worker, those
-that answer a challenge with the node key (auth.py), and of those the one this supervisor's live
-attempts load least. Run by the driver (driver.py); _prove runs on each node as a Ray task.
+that answer a challenge with the node key (auth.py), and of those the one the gateway's live
+attempts load least. Kept by the gateway (gateway.py) for its life; _prove runs on each node as
+a Ray task.
+
+A node proves itself once per gateway: a Ray node id names one raylet's life (a node restarted
+is a new id, challenged again), and the answer is bound to that id (auth.answer).
 """
 
-import atexit
 import os
 import random
 import secrets
+import threading
 from typing import Callable
 
-from plugkit.protocol.node import DriverSpec
 from plugkit.work import cluster
 from runner.node import auth
-from plugkit import locks
 
 PROVE_TIMEOUT_S = 60.0  # a node's answer to the challenge (a fresh Ray worker process there)
+HELD_KEPT = 64  # commits remembered per node and project, newest first (as clone.have answers)
 
 
-def proven_node(spec: DriverSpec, record: Callable[..., None]) -> str:
-    """The node for this attempt: of the live nodes offering plugkit_worker, those that answer
-    the challenge with the node key (auth.py), the one least loaded (_claim). The ones that did
-    not go on the record with why (record(refused_nodes=...): `work status`, `doctor`); none of
-    ours: RuntimeError."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+class Nodes:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.proven: set[str] = set()  # node ids that answered the challenge
+        self.refused: dict[str, str] = {}  # "id (address)" -> why not ours
+        self.load: dict[str, int] = {}  # node id -> this gateway's attempts on it now
+        self._asking = threading.Lock()  # one round of challenges at a time: attempts of a wave share it
+        # (node, project) -> the commits its clone holds refs to, as last asked or since sent: a
+        # second task per attempt to ask again would take a second Ray worker process on the node
+        # (its lease races the first's return), and that one is never warm.
+        self.tips: dict[tuple[str, str], list[str]] = {}
 
-    key = cluster.read_secret(os.environ.get(cluster.NODE_KEY_VAR, ""))
-    nodes = {n["NodeID"]: (n["NodeManagerAddress"], n["Resources"]["plugkit_worker"]) for n in ray.nodes()
-             if n["Alive"] and n["Resources"].get("plugkit_worker", 0) > 0}
-    challenge = secrets.token_hex(16)
-    asked = {nid: ray.remote(_prove).options(num_cpus=0, max_retries=0, scheduling_strategy=(
-        NodeAffinitySchedulingStrategy(nid, soft=False))).remote(challenge) for nid in nodes}
-    proven, refused = [], {}
-    for nid, ref in asked.items():
-        try:
-            why = auth.verdict(key, challenge, nid, ray.get(ref, timeout=PROVE_TIMEOUT_S))
-        except Exception as exc:  # noqa: BLE001 - a node that cannot answer is not proven
-            why = f"it did not answer the challenge ({type(exc).__name__})"
-        if why is None:
-            proven.append(nid)
-        else:
-            refused[f"{nid[:12]} ({nodes[nid][0]})"] = why
-    record(refused_nodes=refused)
-    if not proven:
-        raise RuntimeError("no node of the cluster proved it is yours (the node key): "
-                           + ("; ".join(f"{n}: {w}" for n, w in refused.items()) or "no node offers plugkit_worker"))
-    return _claim(spec, proven, {nid: nodes[nid][1] for nid in proven})
+    def _live(self) -> dict[str, tuple[str, float]]:
+        import ray
 
+        return {n["NodeID"]: (n["NodeManagerAddress"], n["Resources"]["plugkit_worker"]) for n in ray.nodes()
+                if n["Alive"] and n["Resources"].get("plugkit_worker", 0) > 0}
 
-def _claim(spec: DriverSpec, proven: list[str], slots: dict[str, float]) -> str:
-    """Of the proven nodes, the one this supervisor's live attempts load least for its slots;
-    the choice kept in a claim file (pid, node) until this driver exits. Ray's view of free
-    slots lags: drivers of one wave asking at once would all see every slot free."""
-    folder = os.path.dirname(spec.record)
-    with locks.file_lock(os.path.join(folder, "claims.lock")):
-        load = {nid: 0 for nid in proven}
-        for name in os.listdir(folder):
-            if not name.startswith("claim-"):
-                continue
-            try:
-                with open(os.path.join(folder, name)) as fh:
-                    pid, node = fh.read().split()
-                os.kill(int(pid), 0)
-            except (OSError, ValueError):
-                _unlink(os.path.join(folder, name))  # its driver is gone
-                continue
-            if node in load:
-                load[node] += 1
-        pick = min(proven, key=lambda nid: (load[nid] / max(slots[nid], 1), random.random()))
-        path = os.path.join(folder, f"claim-{os.getpid()}")
-        with open(path, "w") as fh:
-            fh.write(f"{os.getpid()} {pick}")
-    atexit.register(_unlink, path)
-    return pick
+    def _prove_new(self, nodes: dict[str, tuple[str, float]]) -> None:
+        """Challenge the live nodes not yet proven (those refused are asked again: a node may
+        be given its key); their verdicts kept."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        with self._asking:
+            new = [nid for nid in nodes if nid not in self.proven]
+            if not new:
+                return
+            key = cluster.read_secret(os.environ.get(cluster.NODE_KEY_VAR, ""))
+            challenge = secrets.token_hex(16)
+            asked = {nid: ray.remote(_prove).options(num_cpus=0, max_retries=0, scheduling_strategy=(
+                NodeAffinitySchedulingStrategy(nid, soft=False))).remote(challenge) for nid in new}
+            for nid, ref in asked.items():
+                try:
+                    why = auth.verdict(key, challenge, nid, ray.get(ref, timeout=PROVE_TIMEOUT_S))
+                except Exception as exc:  # noqa: BLE001 - a node that cannot answer is not proven
+                    why = f"it did not answer the challenge ({type(exc).__name__})"
+                name = f"{nid[:12]} ({nodes[nid][0]})"
+                with self.lock:
+                    if why is None:
+                        self.proven.add(nid)
+                        self.refused.pop(name, None)
+                    else:
+                        self.refused[name] = why
+
+    def claim(self, record: Callable[..., None]) -> str:
+        """The node for an attempt: of the live nodes that proved they are ours, the one this
+        gateway's live attempts load least for its slots, counted as loaded until release(). The
+        ones that did not prove it go on the record with why (record(refused_nodes=...): `work
+        status`, `doctor`); none of ours: RuntimeError."""
+        nodes = self._live()
+        self._prove_new(nodes)
+        with self.lock:
+            refused = {n: w for n, w in self.refused.items() if n.split()[0] in {i[:12] for i in nodes}}
+            proven = [nid for nid in nodes if nid in self.proven]
+            if proven:
+                pick = min(proven, key=lambda nid: (self.load.get(nid, 0) / max(nodes[nid][1], 1), random.random()))
+                self.load[pick] = self.load.get(pick, 0) + 1
+        record(refused_nodes=refused)
+        if not proven:
+            raise RuntimeError("no node of the cluster proved it is yours (the node key): "
+                               + ("; ".join(f"{n}: {w}" for n, w in refused.items()) or "no node offers plugkit_worker"))
+        return pick
+
+    def held(self, node: str, repo_key: str) -> list[str] | None:
+        with self.lock:
+            return self.tips.get((node, repo_key))
+
+    def holds(self, node: str, repo_key: str, tips: list[str] | None) -> None:
+        """What the node's clone holds after an attempt; None: unknown (an attempt that did not end
+        well there, its clone perhaps gone), asked again next time."""
+        with self.lock:
+            if tips is None:
+                self.tips.pop((node, repo_key), None)
+            else:
+                self.tips[(node, repo_key)] = list(dict.fromkeys(tips))[:HELD_KEPT]
+
+    def release(self, node: str) -> None:
+        with self.lock:
+            self.load[node] = max(0, self.load.get(node, 0) - 1)
 
 
 def _prove(challenge: str) -> dict:
@@ -81,10 +108,3 @@ def _prove(challenge: str) -> dict:
     from runner.node import auth as node_auth
 
     return node_auth.prove(challenge, ray.get_runtime_context().get_node_id())
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass

@@ -1,222 +1,114 @@
-"""The supervisor's end of a remote attempt: a process the runner starts as the item's worker
-task, which places the attempt on the Ray cluster and relays it back.
+"""The supervisor's end of a remote attempt, as the runner's task for the item's worker: a thin
+relay to the run's Ray gateway (gateway.py), which places the attempt on a node.
 
     python -m runner.node.driver SPEC.json
 
-Why a process of its own and not Ray inside the runner: Ray's driver brings threads, gRPC and
-signal handlers into whatever imports it; kept here, the runner's event loop never sees them,
-and the task machinery the runner already has (live output, `work logs --follow`, the stall
-watchdog on output, the kill of the task's tree, the boot reaper after a crash) applies to a
-remote attempt unchanged. Ray's ownership model does the rest: this process owns the Ray task,
-so when it dies (`work stop`, the runner killed -9 and its tasks reaped) Ray kills the task's
-worker process on the node, and the worker's keeper there (keeper.py) kills the worker's group.
+Why a relay and not Ray in this process: every attempt paid for Ray's import, its connection to
+the cluster, the token check and fresh Ray worker processes on every node (4-5 s of a loaded
+2-core machine per item); the gateway pays them once and keeps its node processes warm. This
+process stays the attempt's task, so the task machinery the runner has (live output, `work logs
+--follow`, the stall watchdog on output, the kill of the task's tree, the boot reaper) applies to
+a remote attempt unchanged: when it ends for any reason its connection closes, and the gateway
+cancels the attempt's Ray task, which kills the worker's process on its node (and its keeper
+there the worker's group).
 
-It first checks the cluster turns away a caller without Ray's token, then places the attempt
-only on a node that proved it is ours (choice.py: the node key's challenge, the least loaded);
-it submits one task needing {"plugkit_worker": 1} (max_retries=0: a lost node is ours to
-report and place again, not Ray's to retry silently), sends it the NodeAttempt and reads its
-events (plugkit/protocol/node.py), writes where it landed to the spec's
-`record` file (with the count of the worker's hook calls its node's runner answered: the
-heartbeat RayPlacement.seen reads; and the calls it refused, for the item's `refused`), copies
-the output to stdout as it arrives, fetches the returned bundle into the
-local worktree, and exits with the worker's code, or NODE_LOST_RC when the node went away.
+Standard library only: this runs once per attempt, and importing pydantic and Ray cost more than
+the rest of it. It hands the gateway the spec's path (the gateway reads it once and removes it),
+copies what the gateway frames back (FRAME_OUT: output; FRAME_RC: the worker's exit code, or
+NODE_LOST_RC, CLUSTER_RC, BAD_OBJECTS_RC) and exits with that code.
 """
 
+import json
 import os
-import re
 import signal
+import socket
+import struct
 import sys
-import tempfile
 import time
-from typing import Optional
 
-from plugkit.protocol import node as msg
-from plugkit.protocol.node import BAD_OBJECTS_RC, CLUSTER_RC, NODE_LOST_RC, DriverSpec, NodeAttempt, Record
-from runner.node import auth, choice
-from runner.system import git
-
+FRAME_OUT, FRAME_RC = b"o", b"x"
+HEADER = struct.Struct(">cI")  # a frame: its kind, its length, then its bytes
+NODE_LOST_RC, CLUSTER_RC = 75, 76  # as plugkit/protocol/node.py (not imported: pydantic)
+CONNECT_WAIT_S = 60.0  # the gateway binds its socket before anything slow; a loaded machine is slow
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
     sys.stdout.buffer.write(f"[plugkit ray] {text}\n".encode())
     sys.stdout.flush()
 
 
-def _git(worktree: str, *args: str) -> git.Done:
-    return git.run_sync(worktree, *args, timeout=300)
+def connect(path: str, wait_s: float = CONNECT_WAIT_S) -> socket.socket:
+    """A connection to the gateway's socket, waiting while the gateway task starts. By a relative
+    name from the socket's directory: a unix socket's path is at most 107 bytes, a home's is not."""
+    folder, name = os.path.split(path)
+    os.chdir(folder)  # nothing else here uses the cwd
+    deadline, pause = time.monotonic() + wait_s, 0.01
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(name)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
 
 
-def _bundle(worktree: str, branch: str, have: list[str]) -> tuple[Optional[bytes], int]:
-    """(a bundle of what the node lacks of the branch, how many commits it holds): only the
-    commits not reachable from what the node's clone cache has already travel; None when the
-    node has them all."""
-    known = [h for h in have if _git(worktree, "cat-file", "-e", f"{h}^{{commit}}").rc == 0]
-    count = int(_git(worktree, "rev-list", "--count", branch, "--not", *known, "--").out.strip() or 0)
-    if count == 0:
-        return None, 0
-    with tempfile.TemporaryDirectory(prefix="plugkit-bundle-") as tmp:
-        path = os.path.join(tmp, "base.bundle")
-        done = _git(worktree, "bundle", "create", "-q", path, branch, "--not", *known)
-        if done.rc != 0:
-            raise RuntimeError(f"git bundle of {branch}: {done.err.decode(errors='replace').strip()[-300:]}")
-        with open(path, "rb") as fh:
-            return fh.read(), count
+def read_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
 
 
-# `git worktree add` (the engine starting another item, or the person) writes a placeholder
-# HEAD of zeros for a moment; a fetch that walks every worktree's HEAD then fails on it.
-PLACEHOLDER_HEAD = re.compile(r"bad object worktrees/[^/\s]+/HEAD")
-PLACEHOLDER_WAIT_S = 5.0
-
-
-def _land_locally(worktree: str, branch: str, data: bytes) -> None:
-    """The node's commits onto the item's branch here: its ref only. Nothing is checked out (the
-    runner checks a fresh checkout of the branch's commit), so no file of the worker's is written
-    here by a git that would apply the attributes and filters its commits name."""
-    with tempfile.TemporaryDirectory(prefix="plugkit-bundle-") as tmp:
-        path = os.path.join(tmp, "back.bundle")
-        with open(path, "wb") as fh:
-            fh.write(data)
-        for args in (["fetch", "-q", path, f"refs/heads/{branch}"],
-                     ["update-ref", f"refs/heads/{branch}", "FETCH_HEAD"]):
-            deadline, pause = time.monotonic() + PLACEHOLDER_WAIT_S, 0.01
-            while True:
-                # fsckObjects: what a node sends is re-hashed anyway (index-pack), and checked like a push.
-                done = _git(worktree, "-c", "transfer.fsckObjects=true", *args)
-                said = done.err.decode(errors="replace")
-                if done.rc == 0:
-                    break
-                if not PLACEHOLDER_HEAD.search(said) or time.monotonic() > deadline:
-                    raise RuntimeError(f"git {args[0]} of the node's commits: {said.strip()[-300:]}")
-                time.sleep(pause)
-                pause = min(pause * 2, 0.5)
-
-
-class Recorder:
-    """The attempt's Record, kept in the file RayPlacement.seen reads: rewritten whole on every
-    change (os.replace), so the runner never reads half of one."""
-
-    def __init__(self, path: str) -> None:
-        self.path, self.now = path, Record()
-
-    def __call__(self, **fields) -> None:
-        self.now = Record.model_validate({**self.now.model_dump(), **fields})
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as fh:
-            fh.write(self.now.model_dump_json())
-        os.replace(tmp, self.path)
-
-
-def _attempt(spec: DriverSpec) -> NodeAttempt:
-    """What the node is sent: the attempt, the commit it starts from, and the project's committer
-    identity (a bundle carries no config, so the worker commits on the node as it would here)."""
-    def ask(*args: str) -> str:
-        return git.run_sync(spec.local_worktree, *args, timeout=60).out.decode(errors="replace").strip()
-
-    base = ask("rev-parse", "--verify", "-q", "HEAD")
-    return NodeAttempt(**spec.model_dump(exclude={"cluster", "record"}), base=base,
-                       identity=msg.Identity(name=ask("config", "user.name"), email=ask("config", "user.email")))
+def relay(sock: socket.socket) -> int:
+    """The gateway's frames to stdout until its exit code; NODE_LOST_RC when it went away first
+    (its Ray job ended with it, and the attempt with that: the item is placed again)."""
+    out = sys.stdout.buffer
+    try:
+        while True:
+            kind, size = HEADER.unpack(read_exact(sock, HEADER.size))
+            data = read_exact(sock, size)
+            if kind == FRAME_OUT:
+                out.write(data)
+                out.flush()
+            elif kind == FRAME_RC:
+                return int(data)
+    except (EOFError, OSError, ValueError, struct.error):
+        say("node lost: the Ray gateway went away before the attempt ended")
+        return NODE_LOST_RC
 
 
 def main(argv: list[str]) -> int:
+    spec_path = os.path.abspath(argv[0]) if argv else ""
     try:
-        with open(argv[0]) as fh:
-            spec = msg.parse(DriverSpec, fh.read(), "spec from the runner")
-    except (OSError, msg.Malformed) as exc:
-        _say(str(exc))
+        with open(spec_path) as fh:
+            gateway = json.load(fh)["gateway"]
+        assert isinstance(gateway, str) and os.path.isabs(gateway)
+    except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
+        say(f"a malformed spec from the runner ({type(exc).__name__}: no gateway socket named)")
+        _unlink(spec_path)  # it holds the worker's scoped environment
         return CLUSTER_RC
-    finally:
-        _unlink(argv[0])  # it holds the worker's scoped environment: read once
-    record = Recorder(spec.record)
-    try:
-        attempt = _attempt(spec)
-    except (OSError, git.GitTimeout, msg.Malformed) as exc:  # no HEAD to start from: nothing to send
-        _say(f"the item's worktree {spec.local_worktree}: {exc}")
-        return CLUSTER_RC
-    why = auth.token_refusal(spec.cluster, os.environ)  # every attempt: a cluster can be restarted open
-    if why:
-        _say(why)
-        return CLUSTER_RC
-    auth.keep_loopback(spec.cluster)
-    import ray  # lazily: only a remote attempt's process ever loads Ray
-    from ray import exceptions as rex
 
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    lost = (rex.NodeDiedError, rex.WorkerCrashedError, rex.ObjectLostError, rex.OwnerDiedError,
-            rex.LocalRayletDiedError, rex.RaySystemError, rex.TaskUnschedulableError)
-    try:
-        ray.init(address=spec.cluster, logging_level="ERROR", log_to_driver=False)
-    except Exception as exc:  # noqa: BLE001 - any way of failing to reach it is the same answer
-        _say(f"cannot reach the Ray cluster at {spec.cluster}: {exc}")
-        return CLUSTER_RC
-    try:
-        # Only a node that proved it is ours is a candidate; the freest of them takes the attempt,
-        # pinned, so the bundle holds only the commits that node's clone cache lacks.
-        node = choice.proven_node(spec, record)
-        pinned = NodeAffinitySchedulingStrategy(node, soft=False)
-        have = msg.parse(msg.Have, ray.get(ray.remote(_cached).options(
-            num_cpus=0, max_retries=0, scheduling_strategy=pinned).remote(spec.repo_key)), "list of the node's commits")
-        bundle, count = _bundle(spec.local_worktree, spec.branch, have)
-        _say(f"placed on node {node[:12]}: {count} commit(s) sent, {len(have)} ref(s) already there")
-        remote = ray.remote(_on_node).options(
-            resources={"plugkit_worker": 1}, num_cpus=0, max_retries=0, num_returns="streaming",
-            name=f"plugkit-{spec.session}", scheduling_strategy=pinned)
-        gen = remote.remote(None if bundle is None else ray.put(bundle), attempt.model_dump())
-    except lost as exc:
-        _say(f"node lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
-        return NODE_LOST_RC
-    except (RuntimeError, msg.Malformed) as exc:  # a git failure here, no proven node, a malformed answer
-        _say(str(exc))
-        return CLUSTER_RC
-    record(ray_task=gen.completed().task_id().hex())
-
-    def stop(signum, _frame):  # `work stop`, the stall watchdog: the remote attempt ends with us
-        try:
-            ray.cancel(gen, force=True)
-        finally:
-            os._exit(128 + signum)
+    def stop(signum, _frame):  # `work stop`, the stall watchdog: our socket closes, the gateway cancels
+        os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     try:
-        for ref in gen:
-            said = msg.event(ray.get(ref))
-            if isinstance(said, msg.Out):
-                sys.stdout.buffer.write(said.data)
-                sys.stdout.flush()
-            elif isinstance(said, msg.Beat):  # the worker's hook calls, answered by its node's runner: its heartbeat here
-                record(beats=said.beats)
-            elif isinstance(said, msg.Refused):  # its calls refused on the node: kept on its item here, as locally
-                record(refused=[*record.now.refused, *said.calls])
-            elif isinstance(said, msg.At):
-                record(node=said.node, node_ip=said.ip, node_dir=said.dir)
-                _say(f"on node {said.node[:12]} ({said.ip})")
-            elif isinstance(said, msg.Lost):  # its node's runner died or restarted under it: placed again, not stalled
-                _say(f"node lost: {said.why}")
-                return NODE_LOST_RC
-            elif isinstance(said, msg.BadObjects):  # the node refused what the worker wrote: held here, as locally
-                record(bad_objects=said.why)
-                _say(said.why)
-                return BAD_OBJECTS_RC
-            elif isinstance(said, msg.Done):
-                if said.bundle:
-                    _land_locally(spec.local_worktree, spec.branch, said.bundle)
-                return said.rc
-    except lost as exc:
-        _say(f"node lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
-        return NODE_LOST_RC
-    except rex.RayTaskError as exc:
-        if isinstance(exc.cause, lost):  # the node went away under the task: Ray wraps that too
-            _say(f"node lost: {type(exc.cause).__name__}: {str(exc.cause).splitlines()[0][:300]}")
-            return NODE_LOST_RC
-        _say(f"the attempt failed on its node: {str(exc).splitlines()[-1][:300]}")
-        return 1
-    except (RuntimeError, msg.Malformed) as exc:  # a failed landing of its commits, a malformed event
-        _say(str(exc))
-        return 1
-    _say("node lost: the stream ended before the attempt did")
-    return NODE_LOST_RC
+        sock = connect(gateway)
+    except OSError as exc:
+        say(f"the run's Ray gateway did not answer at {gateway} ({type(exc).__name__}); "
+            "`plugkit work logs` of its task says why")
+        _unlink(spec_path)
+        return CLUSTER_RC
+    sock.sendall(spec_path.encode() + b"\n")
+    return relay(sock)
 
 
 def _unlink(path: str) -> None:
@@ -224,21 +116,6 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
-
-
-def _cached(repo_key: str) -> list[str]:
-    from runner.node import clone
-
-    return clone.have(repo_key)
-
-
-def _on_node(bundle: Optional[bytes], spec: dict):  # a NodeAttempt's data: the node checks it
-    import ray
-
-    from runner.node import task
-
-    ctx = ray.get_runtime_context()
-    yield from task.attempt(bundle, spec, ctx.get_node_id(), ray.util.get_node_ip_address())
 
 
 if __name__ == "__main__":

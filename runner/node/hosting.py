@@ -13,7 +13,7 @@ import subprocess
 import sys
 from typing import Any, Optional
 
-from plugkit import codec, paths
+from plugkit import codec, locks, paths
 from plugkit.protocol.node import NodeAttempt, parse
 from plugkit.protocol.work_host import WorkBeats, WorkHosted, WorkHostedRef, WorkHostParams
 from plugkit.vocab import HOME_TAG
@@ -39,8 +39,19 @@ def start(home: str, cwd: str, root: str) -> str:
         return _running_port(home, port)  # up and answering its token: no client process to spawn on every attempt
     except NodeRunnerError:
         pass
+    # One start at a time: the attempts of a wave arriving on a cold node would each spawn a
+    # `plugkit runner start` (a second of a loaded core each) for the one runner the first starts.
+    with locks.file_lock(os.path.join(root, "runner-start.lock")):
+        try:
+            call(home, "runner.info", {})
+            return _running_port(home, port)
+        except NodeRunnerError:
+            return _start(home, cwd, root, port)
+
+
+def _start(home: str, cwd: str, root: str, port: str) -> str:
     for tries_left in (1, 0):
-        done = subprocess.run([sys.executable, "-m", "client.cli", "runner", "start"], cwd=cwd,
+        done = subprocess.run([sys.executable, "-P", "-m", "client.cli", "runner", "start"], cwd=cwd,
                               env={**os.environ, HOME_TAG: home, PORT_VAR: port}, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=120)
         if done.returncode == 0:

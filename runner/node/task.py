@@ -57,7 +57,7 @@ def attempt(bundle: bytes | None, raw: dict, node_id: str, node_ip: str):
     anything is made of it; each event yielded is a NodeEvent's data."""
     spec = msg.parse(NodeAttempt, raw, "attempt from the driver")
     root = node_dir()
-    yield msg.At(node=node_id, ip=node_ip, dir=root).model_dump()
+    yield msg.At(node=node_id, ip=node_ip, dir=root, pid=os.getpid()).model_dump()
     tmp = begin(root)
     cache, wt, branch = cache_dir(root, spec.repo_key), os.path.join(tmp, "wt"), spec.branch
     home = made(os.path.join(root, "home"))

@@ -13,8 +13,10 @@ import socket
 import sys
 import time
 
+import psutil
 import pytest
 
+from tests.conftest import LEAK_MARK
 from tests.support.work_cli import Work, commit_file
 from tests.support import ray_cluster
 from tests.support.agent import git, make_repo
@@ -269,6 +271,66 @@ def test_doctor_checks_the_configured_cluster_and_the_config_places_the_run(home
     run = w.until(lambda r: r["ended_at"] is not None, timeout=120)
     assert (run["state"], run["runtime"], run["cluster"]) == ("done", "ray", cluster.address), run
     assert w.items(run)["w1"]["node"], run
+
+
+def _gateways() -> list[psutil.Process]:
+    """This test's Ray gateways: the runner's one Ray driver per cluster (runner/node/gateway.py)."""
+    mark = os.environ[LEAK_MARK]
+    found = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if "runner.node.gateway" in " ".join(p.cmdline()) and p.environ().get(LEAK_MARK) == mark:
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_attempts_share_the_runners_one_ray_driver_and_a_warm_worker_process_per_node(home, repo, cluster):
+    """Per item, a new Ray driver (Ray's import, its connection, the token check, each node's proof)
+    and new Ray worker processes on every node cost seconds: the runner's one gateway per cluster
+    places every attempt, across runs, and a node runs the next attempt in the Ray worker process
+    that ran the last one."""
+    w = RayWork(home, repo, {f"w{i}": commit_file(f"w{i}.txt") for i in range(1, 5)}, cluster)
+    for i in range(1, 5):
+        w.add(f"w{i}", "--verify", f"test -f w{i}.txt")
+    logs = {}
+    for items in (["w1", "w2", "w3"], ["w4"]):  # one after another, then a second run
+        w.start("--parallel", "1", "--items", *items)
+        run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
+        assert run["state"] == "done", run
+        assert len(_gateways()) == 1, _gateways()
+        logs.update({i: w.cli("work", "logs", i, "--all").stdout for i in items})
+    gateway = _gateways()[0]
+    pids: dict[str, set[str]] = {}
+    for log in logs.values():
+        node, pid = re.search(r"on node (\w+) .*in its Ray worker process (\d+)", log).groups()
+        pids.setdefault(node, set()).add(pid)
+    assert sum(len(p) for p in pids.values()) < 4, pids  # two nodes, four attempts: one at least reused its process
+    assert all(len(p) == 1 for p in pids.values()), pids
+    home.stop_all()  # the runner's end is the gateway's (and Ray then ends its job's worker processes)
+    assert psutil.wait_procs([gateway], timeout=20)[1] == [], gateway
+
+
+def test_a_runner_package_in_the_repository_never_runs_as_the_driver_or_gateway(tmp_path, home, cluster):
+    """The driver and the gateway run unsandboxed with Ray's token: with the item's worktree or
+    the workspace as cwd, `python -m runner.node.driver` would import a `runner` package the
+    repository holds (a landed change, or plugkit's own repository) before plugkit's."""
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\n')
+    ran = tmp_path / "planted-ran"
+    for name in ("runner/__init__.py", "runner/node/__init__.py"):
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(f"open({str(ran)!r}, 'a').write(__name__ + '\\n')\n")
+    for name in ("driver", "gateway", "placing", "task"):
+        (repo / "runner" / "node" / f"{name}.py").write_text(f"open({str(ran)!r}, 'a').write(__name__ + '\\n')\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a runner package of the project's own")
+    w = RayWork(home, repo, {"w1": commit_file("w1.txt")}, cluster)
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
+    assert not ran.exists(), ran.read_text()
+    assert run["state"] == "done" and (repo / "w1.txt").exists(), run
 
 
 def test_a_node_lost_mid_attempt_lands_from_the_other_node(home, repo, cluster):

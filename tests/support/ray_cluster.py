@@ -44,7 +44,20 @@ def tagged(value_prefix: str) -> list[psutil.Process]:
     return found
 
 
+def _with_children(procs: list[psutil.Process]) -> list[psutil.Process]:
+    """The processes and all their descendants: Ray's agents rewrite their title over their
+    environment, so the tag is no longer readable there (they outlived `stop` as orphans)."""
+    found = {p.pid: p for p in procs}
+    for p in procs:
+        try:
+            found.update({c.pid: c for c in p.children(recursive=True)})
+        except psutil.Error:
+            continue
+    return list(found.values())
+
+
 def _kill(procs: list[psutil.Process]) -> None:
+    procs = _with_children(procs)
     for p in procs:
         try:
             p.send_signal(signal.SIGKILL)

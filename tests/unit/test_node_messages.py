@@ -11,7 +11,7 @@ import pytest
 
 from plugkit.protocol import node as msg
 from plugkit.protocol.work_host import WorkBeats, WorkHosted
-from runner.node import auth, driver, task
+from runner.node import auth, driver, placing, task
 
 SHA = "a" * 40
 ATTEMPT = dict(repo_key="/w/repo", branch="plugkit/w1", local_worktree="/w/repo-wt", argv=["claude", "-p"],
@@ -20,14 +20,15 @@ ATTEMPT = dict(repo_key="/w/repo", branch="plugkit/w1", local_worktree="/w/repo-
 
 # (the message, one valid instance's data, a field and a value of the wrong kind for it)
 SAMPLES = {
-    msg.DriverSpec: ({**ATTEMPT, "cluster": "127.0.0.1:6379", "record": "/h/work/ray/r1-w1-1.record.json"},
+    msg.DriverSpec: ({**ATTEMPT, "cluster": "127.0.0.1:6379", "record": "/h/work/ray/r1-w1-1.record.json",
+                      "gateway": "/h/work/ray/gw-0123456789ab.sock"},
                      "record", "relative/path"),
     msg.NodeAttempt: ({**ATTEMPT, "base": SHA, "identity": {"name": "A", "email": "a@b"}}, "base", "HEAD"),
     msg.Identity: ({"name": "A", "email": "a@b"}, "name", ["A"]),
     msg.Record: ({"ray_task": "ff01", "node": "n" * 56, "node_ip": "10.0.0.2", "node_dir": "/n", "beats": 3,
                   "refused": ["git push"], "refused_nodes": {"n2 (10.0.0.3)": "no key"}, "bad_objects": None},
                  "beats", -1),
-    msg.At: ({"kind": "node", "node": "n" * 56, "ip": "10.0.0.2", "dir": "/n"}, "node", ""),
+    msg.At: ({"kind": "node", "node": "n" * 56, "ip": "10.0.0.2", "dir": "/n", "pid": 4242}, "node", ""),
     msg.Out: ({"kind": "out", "data": b"hello\n"}, "data", 5),
     msg.Beat: ({"kind": "beat", "beats": 4}, "beats", "many"),
     msg.Refused: ({"kind": "refused", "calls": ["rm -rf /"]}, "calls", "rm -rf /"),
@@ -86,14 +87,22 @@ def test_the_node_runners_answers_are_checked_as_its_wire_models():
             msg.parse(model, bad, "answer")
 
 
-def test_the_driver_refuses_a_malformed_spec_before_reaching_any_cluster_and_leaves_no_spec(tmp_path, capfdbinary):
+def test_the_gateway_refuses_a_malformed_spec_before_reaching_any_cluster_and_leaves_no_spec(tmp_path):
     good, _, _ = SAMPLES[msg.DriverSpec]
     path = tmp_path / "a.spec.json"
-    path.write_text(json.dumps({**good, "base": None}))  # the shape before the model: base filled by the driver
+    path.write_text(json.dumps({**good, "base": None}))  # the shape before the model: base filled by the gateway
+    with pytest.raises(msg.Malformed, match=r"^a malformed spec from the runner \(base: Extra inputs"):
+        placing.read_spec(str(path))
+    assert not path.exists()  # it held the worker's scoped environment
+
+
+def test_the_driver_refuses_a_spec_naming_no_gateway_and_leaves_no_spec(tmp_path, capfdbinary):
+    path = tmp_path / "a.spec.json"
+    path.write_text(json.dumps({"cluster": "127.0.0.1:6379", "gateway": "relative.sock"}))
     assert driver.main([str(path)]) == msg.CLUSTER_RC
     said = capfdbinary.readouterr().out.decode()
-    assert said.startswith("[plugkit ray] a malformed spec from the runner (base: Extra inputs"), said
-    assert not path.exists()  # it held the worker's scoped environment
+    assert said.startswith("[plugkit ray] a malformed spec from the runner"), said
+    assert not path.exists()
 
 
 def test_the_node_task_refuses_a_malformed_attempt_before_it_makes_anything(tmp_path, monkeypatch):
@@ -109,3 +118,8 @@ def test_a_proof_of_another_shape_proves_nothing():
     proof = {"uid": 1000, "answer": auth.answer(b"k", "c", "node-a")}
     assert auth.verdict(b"k", "c", "node-a", proof) is None
     assert auth.verdict(b"k", "c", "node-a", {**proof, "uid": "root"}).startswith("a malformed answer to the node-key")
+
+
+def test_the_drivers_exit_codes_are_the_protocols():
+    # The driver imports no pydantic (it runs once per attempt): its copies of the codes must agree.
+    assert (driver.NODE_LOST_RC, driver.CLUSTER_RC) == (msg.NODE_LOST_RC, msg.CLUSTER_RC)

@@ -1,5 +1,5 @@
 """The supervisor's end of a remote attempt fetches the node's commits back into the item's
-worktree (runner.node.driver). Real git, no Ray: another worktree of the
+worktree (runner.node.placing, in the gateway). Real git, no Ray: another worktree of the
 person's repository being added at that moment (its placeholder HEAD of zeros) does not fail
 the landing, and a HEAD that stays broken fails it with git's reason."""
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from runner.node import driver as ray_driver
+from runner.node import placing as ray_driver
 from tests.support.git_repos import commit, g, main_repo, person_git
 
 ZEROS = "0" * 40

@@ -31,6 +31,7 @@ from runner.core.work.install import install_hooks
 from runner.core.work.landing import Landing
 from runner.core.work.model import END, Failed, ItemRun, Run
 from runner.core.work.placement import for_run as placement_for
+from runner.core.work.placement.ray_gateway import Gateways
 from runner.core.work.queue import LandingQueue
 from runner.core.work.refs import RefGuard
 from runner.executors.base import ExecSpec
@@ -56,6 +57,7 @@ class Plumbing:
     kept_refs: Optional[dict] = None  # a dead runner's snapshots, read back at a resume
     # A worker attempt's telemetry variables (runner/core/work/budget.py), its secret registered.
     telemetry: Callable[[ItemRun], dict[str, str]] = lambda it: {}
+    gateways: Optional[Gateways] = None  # the runner's Ray gateways (placement/ray_gateway.py), kept for its life
 
 
 class Attempts(Landing):
@@ -77,7 +79,7 @@ class Attempts(Landing):
         self.pausing: set[str] = set()  # items whose worker a spent budget is ending (its tool call refused)
         self.checked_at: dict[int, str] = {}  # a check task's id -> the commit it checked
         self.refs = RefGuard(p.ws.root, run.id, p.keep_refs, p.kept_refs)
-        self.placement = placement_for(run, p.home)  # where each worker runs; the rest is the same
+        self.placement = placement_for(run, p.home, p.gateways)  # where each worker runs; the rest is the same
         # Set by a runner restart in place: a cancelled attempt leaves its worktree, branch and ref
         # snapshot as a crash would, for the next runner's resume (resume.py).
         self.kept_live = False
@@ -319,7 +321,7 @@ class Attempts(Landing):
                         "PLUGKIT_BRANCH": it.branch, **ports, **p.telemetry(it)})
         environ.update(await containers.open_for(p, run, it, p.gates.config(p.ws), self.docker))  # work_docker
         await ready.setup(p, run, it, p.gates.config(p.ws), environ)  # in its sandbox, before the worker
-        code, environ, stdin = self.placement.launch(it, argv, stdin, environ)
+        code, environ, stdin = await self.placement.launch(it, argv, stdin, environ)
         try:
             task = await p.tasks.exec(ExecSpec(
                 session_id=it.session_id, cwd=it.worktree, lang="worker", code=code,

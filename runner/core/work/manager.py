@@ -24,6 +24,7 @@ from runner.core.work.drive import RunDriver
 from runner.core.work.journal import RunJournal
 from runner.core.work.past import PastRuns
 from runner.core.work.model import ItemRun, Run, RunRequest
+from runner.core.work.placement.ray_gateway import Gateways
 from runner.core.work.store import RunStore
 from runner.executors.worker import caller_task, check_sandbox, program_path
 from runner.system import logs
@@ -49,6 +50,8 @@ class WorkManager:
         self._resuming: dict[str, list[ItemRun]] = {}  # root -> the items a dead runner's run resumes
         self.meters: dict[str, tuple] = {}  # a worker attempt's telemetry secret -> (run, item, Meter): budget.py
         self.days = budget.days.DaySpend(home)  # each workspace's spend per local day (budget.py's day caps)
+        # Per Ray cluster, the one driver every remote attempt relays through: kept across runs.
+        self.gateways = Gateways(tasks, home or os.path.expanduser("~/.plugkit"))
 
     # --- runs ------------------------------------------------------------------------------
 
@@ -168,7 +171,7 @@ class WorkManager:
         attempts = Attempts(run, Plumbing(self.tasks, self.gates, ws, env, self._register, self._unregister,
                                           self.clock, self.home,
                                           lambda snaps: self.store.write_side(run, "refs", snaps), kept_refs,
-                                          lambda it: budget.meter_env(self, run, it)))
+                                          lambda it: budget.meter_env(self, run, it), self.gateways))
         driver = RunDriver(run, attempts, self.store.save, self.clock, earlier, self.journal(run), adopt)
         self.drivers[run.workspace] = driver
         driver.save()

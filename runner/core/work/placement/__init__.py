@@ -12,8 +12,8 @@ from runner.core.tasks.task import Task
 
 
 class Placement(Protocol):
-    def launch(self, it: ItemRun, argv: list[str], stdin: Optional[str], environ: dict[str, str],
-               ) -> tuple[str, dict[str, str], Optional[str]]:
+    async def launch(self, it: ItemRun, argv: list[str], stdin: Optional[str], environ: dict[str, str],
+                     ) -> tuple[str, dict[str, str], Optional[str]]:
         """(the worker task's code, its environ, its stdin) for this attempt."""
         ...
 
@@ -29,8 +29,9 @@ class Placement(Protocol):
         ...
 
 
-def for_run(run: Run, home: Optional[str]) -> Placement:
+def for_run(run: Run, home: Optional[str], gateways=None) -> Placement:
+    """gateways: the runner's Ray gateways (ray_gateway.Gateways), kept for its life."""
     from runner.core.work.placement import local, ray_node
 
     rows = {"local": local.Local, "ray": ray_node.RayPlacement}
-    return rows[run.runtime](run, home)
+    return rows[run.runtime](run, home, gateways)

@@ -16,11 +16,11 @@ def worker_code(argv: list[str], run: Run, item: str, sandbox: Optional[bool] = 
 
 
 class Local:
-    def __init__(self, run: Run, _home: Optional[str]) -> None:
+    def __init__(self, run: Run, _home: Optional[str], _gateways=None) -> None:
         self.run = run
 
-    def launch(self, it: ItemRun, argv: list[str], stdin: Optional[str], environ: dict[str, str],
-               ) -> tuple[str, dict[str, str], Optional[str]]:
+    async def launch(self, it: ItemRun, argv: list[str], stdin: Optional[str], environ: dict[str, str],
+                     ) -> tuple[str, dict[str, str], Optional[str]]:
         return worker_code(argv, self.run, it.id), environ, stdin
 
     def seen(self, it: ItemRun) -> int:

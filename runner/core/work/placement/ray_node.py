@@ -1,5 +1,6 @@
 """The Ray placement, the runner's side: each attempt's worker task is a driver process
-(runner/node/driver.py) that runs the attempt on a cluster node and relays it back.
+(runner/node/driver.py) that relays the attempt through the cluster's gateway (one per runner and
+cluster, ray_gateway.py), which runs it on a cluster node.
 
 What travels: the item branch's history (a bundle), the worker's argv and prompt, and the
 environment its credential scopes let through (built by the attempt exactly as for a local
@@ -12,15 +13,18 @@ from typing import Optional
 
 from plugkit.protocol.node import (BAD_OBJECTS_RC, CLUSTER_RC, DRIVER_MODULE, NODE_LOST_RC, DriverSpec, Malformed,
                                    Record, parse)
+from plugkit.refusals import Refused
 from plugkit.work import cluster, workers
 from runner.core.tasks.task import Task
 from runner.core.work.model import Failed, ItemRun, Run
 from runner.core.work.placement.local import worker_code
+from runner.core.work.placement.ray_gateway import Gateways
 
 
 class RayPlacement:
-    def __init__(self, run: Run, home: Optional[str]) -> None:
-        self.run = run
+    def __init__(self, run: Run, home: Optional[str], gateways: Optional[Gateways]) -> None:
+        assert gateways is not None, "a Ray run needs the runner's gateways"
+        self.run, self.gateways = run, gateways
         self.row = workers.row(run.worker)
         self.home = home or os.path.expanduser("~/.plugkit")
         self.dir = os.path.join(self.home, "work", "ray")
@@ -30,16 +34,21 @@ class RayPlacement:
         base = os.path.join(self.dir, f"{self.run.id}-{it.id}-{it.attempt}")
         return base + ".spec.json", base + ".record.json"
 
-    def launch(self, it: ItemRun, argv: list[str], stdin: Optional[str], environ: dict[str, str],
-               ) -> tuple[str, dict[str, str], Optional[str]]:
+    async def launch(self, it: ItemRun, argv: list[str], stdin: Optional[str], environ: dict[str, str],
+                     ) -> tuple[str, dict[str, str], Optional[str]]:
         assert it.worktree is not None and it.branch is not None and it.session_id is not None
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        driver_env = cluster.driver_env(os.environ, self.home)
+        try:
+            gateway = await self.gateways.ensure(self.run.cluster or "", self.run.workspace, driver_env)
+        except Refused as exc:
+            raise Failed("failed", "spawn_failed", f"the run's Ray gateway: {exc.message}") from None
         spec_path, record = self._paths(it)
         _unlink(record)  # an earlier runner's, for an attempt of the same number
         self.noted[it.id] = 0
         try:
             spec = parse(DriverSpec, dict(
-                cluster=self.run.cluster, repo_key=self.run.workspace, branch=it.branch, local_worktree=it.worktree,
+                cluster=self.run.cluster, gateway=gateway, repo_key=self.run.workspace, branch=it.branch, local_worktree=it.worktree,
                 argv=argv, stdin=stdin or "", env={k: v for k, v in environ.items() if k not in cluster.NEVER_TRAVELS},
                 session=it.session_id, run=self.run.id, item=it.id, attempt=it.attempt, record=record,
                 sandbox=self.run.sandbox, network=self.run.network, kind=self.run.worker,
@@ -51,10 +60,10 @@ class RayPlacement:
         with os.fdopen(fd, "w") as fh:
             fh.write(spec.model_dump_json())
         # The driver is plugkit's own code, not the agent's: it runs unconfined here (it must
-        # reach the cluster); the worker itself is sandboxed on its node as it would be here.
-        code = worker_code([sys.executable, "-m", DRIVER_MODULE, spec_path], self.run,
+        # reach the gateway); the worker itself is sandboxed on its node as it would be here.
+        code = worker_code([sys.executable, "-P", "-m", DRIVER_MODULE, spec_path], self.run,
                            it.id, sandbox=False)
-        return code, cluster.driver_env(os.environ, self.home), None
+        return code, driver_env, None
 
     def record(self, it: ItemRun) -> Record:
         """The driver's record of the attempt; an empty one until it wrote it (or when it is
