@@ -393,11 +393,4 @@ class WorkManager:
                 self.store.save(run)
 
     def snapshot(self) -> dict:
-        return {"runs": [{"workspace": r.workspace, "id": r.id, "state": r.state, "halt": r.halt, "waves": r.waves,
-                          "runtime": r.runtime, "cluster": r.cluster,
-                          "items": {i.id: {"state": i.state, "reason": i.reason, "branch": i.branch,
-                                           "task_id": i.task_id, "last_beat_at": i.last_beat_at,
-                                           "node": i.node, "placement": i.placement,
-                                           "verify": i.verify} for i in r.items.values()}}
-                         for r in self.runs.values()],
-                "workers": len(self._worktrees)}
+        return {"runs": [r.snapshot() for r in self.runs.values()], "workers": len(self._worktrees)}

@@ -217,6 +217,14 @@ class Run:
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def snapshot(self) -> dict[str, Any]:
+        """What runner.snapshot's "work" part shows of it: its state and each item's, in brief."""
+        return {"workspace": self.workspace, "id": self.id, "state": self.state, "halt": self.halt,
+                "waves": self.waves, "runtime": self.runtime, "cluster": self.cluster,
+                "items": {i.id: {"state": i.state, "reason": i.reason, "branch": i.branch, "task_id": i.task_id,
+                                 "last_beat_at": i.last_beat_at, "node": i.node, "placement": i.placement,
+                                 "verify": i.verify} for i in self.items.values()}}
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Run":
         items = {k: ItemRun(**v) for k, v in data.pop("items", {}).items()}
