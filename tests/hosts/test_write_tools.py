@@ -2,18 +2,24 @@
 enforced gates in PLAN (issue 28.7: Qwen Code's `edit` changed a committed file there): the hook
 denies it, the deny reason reaches the model, and the committed file is unchanged. The rows, and
 the write tools without one (and why), are in tests/hosts/write_tools.py; that the table knows
-every tool the hosts register is tests/hosts/test_host_tools.py."""
+every tool the hosts register is tests/hosts/test_host_tools.py.
+
+One real session per host (per model, where the model picks the tools) calls each of its write
+tools in turn, and each tool's refusal is its own test: a host start is most of a run's time
+(Kilo ~20-30 s), and a refused call leaves the file as it was for the next one."""
 
 import subprocess
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from plugkit.host_tools import WRITE, names
-from tests.hosts.hosts import ENFORCED, HOSTS, installed, project, run
+from tests.hosts.hosts import ENFORCED, HOSTS, Run, installed, project, run
 from tests.hosts.more_hosts import MORE_HOSTS, with_model
 from tests.hosts.script import Say, Script
 from tests.hosts.write_tools import FILES, MODEL, PLATFORM, READS, WRITES
-from tests.support.runner_home import cli_argv
+from tests.support.runner_home import Home, cli_argv, free_port
 
 pytestmark = pytest.mark.e2e
 ALL_HOSTS = {**HOSTS, **MORE_HOSTS}
@@ -24,20 +30,65 @@ def test_every_row_is_a_write_tool_of_its_host():
         assert tool in names(PLATFORM.get(host, host), WRITE), (host, tool)
 
 
-@pytest.mark.parametrize("host_name, tool", sorted(WRITES))
-def test_write_tool_is_denied_in_plan_and_the_committed_file_is_unchanged(tmp_path, home, host_name, tool):
+@dataclass
+class Session:
+    work: Path
+    script: Script
+    result: Run
+    turn: dict  # tool -> the script's turn that called it
+
+
+def _play(base: Path, host_name: str, model: str | None) -> Session:
+    """One gated session of the host calling each of its write tools (those its model gets) in turn."""
     host = installed(ALL_HOSTS[host_name])
-    if (host_name, tool) in MODEL:
-        host = with_model(host, MODEL[(host_name, tool)])
-    work, host_home = project(tmp_path, host, cli_argv(), home.env, {**ENFORCED, **FILES},
-                              steps=(("prd", "add", "ship the feature"),))
-    call, kept = WRITES[(host_name, tool)]
-    read = [READS[host_name](str(work / kept))] if kept and host_name in READS else []
-    script = Script([*read, call(str(work)), Say("Stopping here."), Say("Stopping, really."), Say("Done.")])
-    result = run(host, script, work, host_home, env={"PWD": str(work)})
-    why = result.explain()
-    refused = script.reply_to(len(read))
-    assert refused is not None and "PLAN" in refused.newest and "EMIT" in refused.newest, why
+    if model is not None:
+        host = with_model(host, model)
+    tools = sorted(t for (h, t) in WRITES if h == host_name and MODEL.get((h, t)) == model)
+    runner = Home(path=base / "plugkit-home", port=free_port())
+    try:
+        work, host_home = project(base, host, cli_argv(), runner.env, {**ENFORCED, **FILES},
+                                  steps=(("prd", "add", "ship the feature"),))
+        kept = list(dict.fromkeys(WRITES[(host_name, t)][1] for t in tools if WRITES[(host_name, t)][1]))
+        # The hosts' edit tools refuse a file the model has not read: each file is read first.
+        turns = [READS[host_name](str(work / f)) for f in kept] if host_name in READS else []
+        turn = {}
+        for tool in tools:
+            turn[tool] = len(turns)
+            turns.append(WRITES[(host_name, tool)][0](str(work)))
+        script = Script([*turns, Say("Stopping here."), Say("Stopping, really."), Say("Done.")])
+        env = {"PWD": str(work), "PLUGKIT_HOME": str(runner.path), "PLUGKIT_PORT": str(runner.port)}
+        return Session(work, script, run(host, script, work, host_home, env=env), turn)
+    finally:
+        runner.stop_all()  # the host's hooks started it; no test may leave it running
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory):
+    """(host, model) -> its one session, played when its first tool's test asks for it (inside that
+    test, so the leak check covers it) and kept for the rest; a failed session fails each of them."""
+    played: dict = {}
+
+    def session(host_name: str, model: str | None) -> Session:
+        key = (host_name, model)
+        if key not in played:
+            try:
+                played[key] = _play(tmp_path_factory.mktemp(f"{host_name}-{model or 'default'}"), host_name, model)
+            except (Exception, pytest.fail.Exception) as e:  # raised again by each test of the session
+                played[key] = e
+        if not isinstance(played[key], Session):
+            raise played[key]
+        return played[key]
+
+    return session
+
+
+@pytest.mark.parametrize("host_name, tool", sorted(WRITES))
+def test_write_tool_is_denied_in_plan_and_the_committed_file_is_unchanged(sessions, host_name, tool):
+    played = sessions(host_name, MODEL.get((host_name, tool)))
+    work, why = played.work, played.result.explain()
+    refused = played.script.reply_to(played.turn[tool])
+    assert refused is not None and "PLAN" in refused.newest and "EMIT" in refused.newest, f"{tool}: {why}"
+    kept = WRITES[(host_name, tool)][1]
     if kept is None:
         assert not (work / "new.py").exists(), why
     else:
