@@ -277,8 +277,9 @@ def shell_spy(home: Path, marker: Path, names: tuple[str, ...]) -> None:
         (home / rc).write_text(line)
 
 
-def run(host: Host, script: Script, work: Path, home: Path, env: dict | None = None, timeout: float = 100) -> Run:
-    """The host once, headless in `work`, against a fresh fake model playing `script`."""
+def run(host: Host, script: Script, work: Path, home: Path, env: dict | None = None, timeout: float = 300) -> Run:
+    """The host once, headless in `work`, against a fresh fake model playing `script`. `timeout` only
+    ends a hung host: beside a CPU hog on 2 cores a Qwen Code or Kilo run took over 100 s."""
     with ModelServer(script) as server:
         for rel, text in host.files(server.url, str(work)).items():
             path = home / rel
