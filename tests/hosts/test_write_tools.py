@@ -2,11 +2,12 @@
 enforced gates in PLAN (issue 28.7: Qwen Code's `edit` changed a committed file there): the hook
 denies it, the deny reason reaches the model, and the committed file is unchanged. The rows, and
 the write tools without one (and why), are in tests/hosts/write_tools.py; that the table knows
-every tool the hosts register is tests/hosts/test_host_tools.py.
+every tool the hosts register is tests/hosts/test_host_tools.py, and every tool they offer their
+model is here: each session's requests are read for it (plugkit adds no tool to a host).
 
 One real session per host (per model, where the model picks the tools) calls each of its write
 tools in turn, and each tool's refusal is its own test: a host start is most of a run's time
-(Kilo ~20-30 s), and a refused call leaves the file as it was for the next one."""
+(Kilo 20-75 s on a loaded machine), and a refused call leaves the file as it was for the next one."""
 
 import subprocess
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from plugkit.host_tools import WRITE, names
+from plugkit.hosts import BY_PLATFORM
+from tests.hosts.host_sources import FIX, known, offered
 from tests.hosts.hosts import ENFORCED, HOSTS, Run, installed, project, run
 from tests.hosts.more_hosts import MORE_HOSTS, with_model
 from tests.hosts.script import Say, Script
@@ -23,11 +26,17 @@ from tests.support.runner_home import Home, cli_argv, free_port
 
 pytestmark = pytest.mark.e2e
 ALL_HOSTS = {**HOSTS, **MORE_HOSTS}
+# (host, the model it is given, None for its default): one session each
+SESSIONS = sorted({(host, MODEL.get((host, tool))) for host, tool in WRITES}, key=lambda s: (s[0], s[1] or ""))
 
 
 def test_every_row_is_a_write_tool_of_its_host():
     for host, tool in WRITES:
         assert tool in names(PLATFORM.get(host, host), WRITE), (host, tool)
+
+
+def test_every_host_plays_a_session():
+    assert {host for host, _model in SESSIONS} == set(ALL_HOSTS)
 
 
 @dataclass
@@ -96,3 +105,14 @@ def test_write_tool_is_denied_in_plan_and_the_committed_file_is_unchanged(sessio
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=work, capture_output=True,
                             text=True, check=True).stdout
     assert not [line for line in status.splitlines() if line.endswith((".py", ".ipynb"))], status
+
+
+@pytest.mark.parametrize("host_name, model", SESSIONS)
+def test_every_tool_the_host_offers_its_model_is_in_the_table(sessions, host_name, model):
+    played = sessions(host_name, model)
+    seen = set().union(*(offered(s.body) for s in played.script.main))
+    assert seen, played.result.explain()
+    platform = PLATFORM.get(host_name, host_name)
+    unknown = sorted(seen - known(platform))
+    source = BY_PLATFORM[platform].tools.source
+    assert not unknown, f"{source} offers its model tools the table does not know: {unknown}; {FIX}"
