@@ -277,9 +277,10 @@ def shell_spy(home: Path, marker: Path, names: tuple[str, ...]) -> None:
         (home / rc).write_text(line)
 
 
-def run(host: Host, script: Script, work: Path, home: Path, env: dict | None = None, timeout: float = 300) -> Run:
+def run(host: Host, script: Script, work: Path, home: Path, env: dict | None = None, timeout: float = 600) -> Run:
     """The host once, headless in `work`, against a fresh fake model playing `script`. `timeout` only
-    ends a hung host: beside a CPU hog on 2 cores a Qwen Code or Kilo run took over 100 s."""
+    ends a hung host: beside CPU hogs on a shared 2-core machine (load ~16) a Qwen Code run took over
+    100 s and a Kilo start (~20 s of CPU to its first model request) over 300 s."""
     with ModelServer(script) as server:
         for rel, text in host.files(server.url, str(work)).items():
             path = home / rel

@@ -60,9 +60,9 @@ def test_write_refused_and_stop_gate_turns_back_one_stop_while_prd_items_are_ope
     check_write_refused_then_one_stop_turned_back(script, result, work, item)
 
 
-def wait_for(condition, what: str, limit_s: float = 300.0) -> None:
+def wait_for(condition, what: str, limit_s: float = 600.0) -> None:
     """Until condition() holds; a host that never gets there fails naming what it waited for (the
-    limit only ends a hung host: a loaded machine's Kilo took 80-110 s to its first model request)."""
+    limit only ends a hung host: a Kilo start took 80-300 s to its first model request under load)."""
     deadline = time.monotonic() + limit_s
     while not condition():
         if time.monotonic() > deadline:
@@ -107,7 +107,7 @@ def test_plugin_refuses_a_write_and_stop_gate_turns_back_one_idle_without_loop(t
         try:
             wait_for(lambda: "listening" in log.read_text(), f"{name} serve to listen")
             done = subprocess.run([str(host.binary), "run", "--attach", f"http://127.0.0.1:{port}", script.prompt],
-                                  cwd=work, env=env, capture_output=True, text=True, timeout=300,
+                                  cwd=work, env=env, capture_output=True, text=True, timeout=600,
                                   stdin=subprocess.DEVNULL)
             why = f"run: {done.returncode} {done.stderr[-1500:]}\nserve: {log.read_text()[-1500:]}"
             assert done.returncode == 0, why
