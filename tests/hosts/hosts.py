@@ -302,21 +302,6 @@ def run(host: Host, script: Script, work: Path, home: Path, env: dict | None = N
         return Run(subprocess.CompletedProcess(argv, proc.returncode, out, err), script, list(server.unknown))
 
 
-def check_write_refused_then_one_stop_turned_back(script: Script, result: Run, work: Path, item: str) -> None:
-    """The gated run every host plays: a write before EMIT refused (its reason reaching the
-    model, the file never written), the first stop turned back with the open item, the
-    second let through (no further model request: no loop)."""
-    why = result.explain()
-    assert result.proc.returncode == 0, why
-    refused = script.reply_to(0)
-    assert refused is not None and "PLAN" in refused.newest and "EMIT" in refused.newest, why
-    assert not (work / "a.py").exists(), why
-    turned_back = script.reply_to(1)
-    assert turned_back is not None, why
-    assert "not done yet" in turned_back.newest and f"open work items: {item}" in turned_back.newest, why
-    assert script.reply_to(2) is None, why
-
-
 def _harvest(binary: Path, dirname: str, config: str, template: Path) -> None:
     """Run the host once in a scratch project with a plugin dir until its installs land there
     and in HOME's config dir, then keep what it installed as the seeds. An empty template dir

@@ -7,8 +7,14 @@ model is here: each session's requests are read for it (plugkit adds no tool to 
 
 One real session per host (per model, where the model picks the tools) calls each of its write
 tools in turn, and each tool's refusal is its own test: a host start is most of a run's time
-(Kilo 20-75 s on a loaded machine), and a refused call leaves the file as it was for the next one."""
+(Kilo 20-75 s on a loaded machine), and a refused call leaves the file as it was for the next one.
+The same sessions then stop: where a headless run asks its model again after a turned-back stop,
+the Stop gate turns back the first stop with the open item and lets the second through (no loop),
+and the hook stdins Claude Code, Qwen Code, Gemini CLI and Codex sent are recorded and read for
+every field plugkit reads. (OpenCode's and Kilo's `run` ends on idle: test_more_hosts drives their
+Stop gate through `serve`.)"""
 
+import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +24,7 @@ import pytest
 from plugkit.host_tools import WRITE, names
 from plugkit.hosts import BY_PLATFORM
 from tests.hosts.host_sources import FIX, known, offered
-from tests.hosts.hosts import ENFORCED, HOSTS, Run, installed, project, run
+from tests.hosts.hosts import ENFORCED, HOSTS, INSTALLED, Run, installed, project, record_hooks, recorded_hooks, run
 from tests.hosts.more_hosts import MORE_HOSTS, with_model
 from tests.hosts.script import Say, Script
 from tests.hosts.write_tools import FILES, MODEL, PLATFORM, READS, WRITES
@@ -28,6 +34,13 @@ pytestmark = pytest.mark.e2e
 ALL_HOSTS = {**HOSTS, **MORE_HOSTS}
 # (host, the model it is given, None for its default): one session each
 SESSIONS = sorted({(host, MODEL.get((host, tool))) for host, tool in WRITES}, key=lambda s: (s[0], s[1] or ""))
+# The hosts whose headless run asks the model again after a turned-back stop.
+STOPPING = ("claude", "codex", "copilot", "gemini", "qwen")
+STOPS = ("Stop", "AfterAgent")
+# stop_hook_active on the first and second stop. Qwen Code 0.15 sends true on every Stop
+# (hard-coded in its client): plugkit still blocks once, since its loop guard needs the
+# same reason to have been given already, not the flag alone.
+STOP_FLAGS = {"qwen": [True, True]}
 
 
 def test_every_row_is_a_write_tool_of_its_host():
@@ -44,7 +57,10 @@ class Session:
     work: Path
     script: Script
     result: Run
-    turn: dict  # tool -> the script's turn that called it
+    turn: dict  # tool -> the script's turn that called it; "new file": the host's own write of new.py
+    stop: int  # the turn of the first stop
+    item: str  # the open work item
+    hooks: Path | None  # where the hook stdins were recorded (hosts with hooks in a config file)
 
 
 def _play(base: Path, host_name: str, model: str | None) -> Session:
@@ -57,6 +73,11 @@ def _play(base: Path, host_name: str, model: str | None) -> Session:
     try:
         work, host_home = project(base, host, cli_argv(), runner.env, {**ENFORCED, **FILES},
                                   steps=(("prd", "add", "ship the feature"),))
+        item = json.loads((work / ".prd").read_text())[0]["id"]
+        hooks = base / "hooks" if model is None and host.platform in INSTALLED else None
+        if hooks is not None:
+            record_hooks(work, host, cli_argv()[0], hooks)
+            subprocess.run(["git", "commit", "-qam", "record hooks"], cwd=work, check=True, capture_output=True)
         kept = list(dict.fromkeys(WRITES[(host_name, t)][1] for t in tools if WRITES[(host_name, t)][1]))
         # The hosts' edit tools refuse a file the model has not read: each file is read first.
         turns = [READS[host_name](str(work / f)) for f in kept] if host_name in READS else []
@@ -64,9 +85,13 @@ def _play(base: Path, host_name: str, model: str | None) -> Session:
         for tool in tools:
             turn[tool] = len(turns)
             turns.append(WRITES[(host_name, tool)][0](str(work)))
+        if host_name in HOSTS:  # and a file that does not exist yet, written with the host's own write call
+            turn["new file"] = len(turns)
+            turns.append(host.write(str(work / "new.py"), "x = 1\n"))
+        stop = len(turns)
         script = Script([*turns, Say("Stopping here."), Say("Stopping, really."), Say("Done.")])
         env = {"PWD": str(work), "PLUGKIT_HOME": str(runner.path), "PLUGKIT_PORT": str(runner.port)}
-        return Session(work, script, run(host, script, work, host_home, env=env), turn)
+        return Session(work, script, run(host, script, work, host_home, env=env), turn, stop, item, hooks)
     finally:
         runner.stop_all()  # the host's hooks started it; no test may leave it running
 
@@ -116,3 +141,35 @@ def test_every_tool_the_host_offers_its_model_is_in_the_table(sessions, host_nam
     unknown = sorted(seen - known(platform))
     source = BY_PLATFORM[platform].tools.source
     assert not unknown, f"{source} offers its model tools the table does not know: {unknown}; {FIX}"
+
+
+@pytest.mark.parametrize("host_name", sorted(HOSTS))
+def test_a_new_file_written_in_plan_is_refused(sessions, host_name):
+    played = sessions(host_name, None)
+    refused = played.script.reply_to(played.turn["new file"])
+    why = played.result.explain()
+    assert refused is not None and "PLAN" in refused.newest and "EMIT" in refused.newest, why
+    assert not (played.work / "new.py").exists(), why
+
+
+@pytest.mark.parametrize("host_name", STOPPING)
+def test_the_stop_gate_turns_back_one_stop_while_an_item_is_open_then_lets_it_through(sessions, host_name):
+    played = sessions(host_name, None)
+    why = played.result.explain()
+    assert played.result.proc.returncode == 0, why
+    turned_back = played.script.reply_to(played.stop)
+    assert turned_back is not None and "not done yet" in turned_back.newest, why
+    assert f"open work items: {played.item}" in turned_back.newest, why
+    assert played.script.reply_to(played.stop + 1) is None, why  # the second stop let through: no loop
+
+
+@pytest.mark.parametrize("host_name", sorted(HOSTS))
+def test_every_hook_field_plugkit_reads_arrives_from_the_real_host(sessions, host_name):
+    played = sessions(host_name, None)
+    recorded = recorded_hooks(played.hooks)
+    stops = [h.get("stop_hook_active") for h in recorded if h.get("hook_event_name") in STOPS]
+    assert stops == STOP_FLAGS.get(host_name, [False, True]), played.result.explain()
+    for stdin in recorded:  # spelled as plugkit reads it
+        assert isinstance(stdin.get("session_id"), str) and stdin.get("cwd") == str(played.work), stdin
+        if stdin.get("hook_event_name") in ("PreToolUse", "BeforeTool"):
+            assert isinstance(stdin.get("tool_name"), str) and isinstance(stdin.get("tool_input"), dict), stdin
