@@ -132,9 +132,12 @@ def _in_processes(names: list[str], size: Size, jobs: int):
     flag = {Size.SMOKE: ["--smoke"], Size.QUICK: ["--quick"], Size.FULL: []}[size]
 
     def one(name: str) -> list[Row]:
+        began = time.monotonic()
         done = subprocess.run([PY, __file__, *flag, "--json", "--report-only", name], capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"case {name} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        # where a run's time goes, case by case (stderr: --json's stdout stays one document)
+        print(f"bench: {name} took {time.monotonic() - began:.1f} s", file=sys.stderr, flush=True)
         return [Row(**{k: v for k, v in row.items() if k != "group"}) for row in json.loads(done.stdout)]
 
     order = sorted(names, key=lambda n: SLOWEST.index(n) if n in SLOWEST else len(SLOWEST))

@@ -31,11 +31,22 @@ LEAK_MARK = "PLUGKIT_TEST_MARK"
 SLOW_FILES = os.path.join(os.path.dirname(__file__), "slow_files.txt")
 
 
+# A test driving a real agent host gets this long before pytest-timeout ends it (the suite's
+# default, pyproject's 120 s, stays for the rest). It only ends a hung host: beside CPU hogs on a
+# shared 2-core machine one Kilo start (~20 s of CPU) took 80-300 s to its first model request,
+# and a test may run a host more than once (tests/hosts/hosts.py `run` allows one 600 s).
+# A file's own timeout mark wins.
+HOST_TEST_TIMEOUT_S = 1200
+
+
 def pytest_collection_modifyitems(config, items):
     with open(SLOW_FILES) as fh:
         slow = [line.split()[1] for line in fh if line.strip() and not line.startswith("#")]
     rank = {path: i for i, path in enumerate(slow)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+    for item in items:
+        if item.nodeid.startswith("tests/hosts/") and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(HOST_TEST_TIMEOUT_S))
 
 
 def _marked(mark: str) -> list[psutil.Process]:

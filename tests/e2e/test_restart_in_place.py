@@ -14,9 +14,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-import psutil
 import pytest
 
+from tests.support.procs import wait_gone
 from tests.support.runner_home import Home, cli_argv, free_port, rpc
 
 pytestmark = pytest.mark.e2e
@@ -146,7 +146,8 @@ def test_a_restart_in_place_keeps_tasks_running_and_their_output_whole(home: Hom
     pid = _status(home, tmp_path, server_id)["pid"]
     stopped = _cli(home, tmp_path, "runner", "stop")
     assert stopped.returncode == 0 and f"task_{server_id}" in stopped.stdout, stopped.stdout
-    assert _wait(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, 10)
+    # wait_gone: pid_exists, then Process(pid) could race the reaping of the task between them (NoSuchProcess).
+    assert wait_gone(pid, 60)
     assert not _get(web)
     listed = _cli(home, tmp_path, "exec:tasks").stdout
     assert re.search(rf"^task_{server_id}\s.*killed", listed, re.M), listed

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from tests.support.fake_runner import FakeRunner
+from tests.support.load import stretched
 from tests.support.runner_home import Home, cli_argv, free_port, rpc
 
 pytestmark = pytest.mark.e2e
@@ -98,7 +99,8 @@ def test_sigterm_exits_zero_quickly_and_removes_discovery_files(home):
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=10)
     assert proc.returncode == 0
-    assert time.monotonic() - began < 2.0
+    # 2 s on a quiet machine; beside CPU hogs (load 14 on 2 cores) the same stop took 2.4 s of wall
+    assert time.monotonic() - began < stretched(2.0)
     assert not (home.path / "port").exists() and not (home.path / "token").exists()
 
 

@@ -13,7 +13,15 @@ import mmap
 import re
 from pathlib import Path
 
+from plugkit.host_tools import SHELL, WRITE, names
 from tests.hosts.hosts import cache_dir
+
+FIX = "classify each in its row of plugkit/hosts.py (write, shell or other) after reading what it does"
+
+
+def known(platform: str) -> frozenset:
+    """Every tool name the platform's row classifies (write, shell or other)."""
+    return names(platform, WRITE) | names(platform, SHELL) | names(platform, "other")
 
 # host -> the file(s) under node_modules holding its registrations (globs)
 BUNDLES = {

@@ -10,6 +10,7 @@ outside the repo (PLUGKIT_HOSTS_DIR, else ${XDG_CACHE_HOME:-~/.cache}/plugkit-ho
 import json
 import os
 import re
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -277,32 +278,28 @@ def shell_spy(home: Path, marker: Path, names: tuple[str, ...]) -> None:
         (home / rc).write_text(line)
 
 
-def run(host: Host, script: Script, work: Path, home: Path, env: dict | None = None, timeout: float = 100) -> Run:
-    """The host once, headless in `work`, against a fresh fake model playing `script`."""
+def run(host: Host, script: Script, work: Path, home: Path, env: dict | None = None, timeout: float = 600) -> Run:
+    """The host once, headless in `work`, against a fresh fake model playing `script`. `timeout` only
+    ends a hung host: beside CPU hogs on a shared 2-core machine (load ~16) a Qwen Code run took over
+    100 s and a Kilo start (~20 s of CPU to its first model request) over 300 s. A host past it is
+    ended with its children: Kilo's `kilo` is a Node launcher running the real binary as its child,
+    which outlived the launcher's kill and then failed the next test's leak check."""
     with ModelServer(script) as server:
         for rel, text in host.files(server.url, str(work)).items():
             path = home / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
-        proc = subprocess.run([str(host.binary), *host.argv(script.prompt)], cwd=work, stdin=subprocess.DEVNULL,
-                              env=host_env(home, {**host.env(server.url), **(env or {})}), capture_output=True,
-                              text=True, timeout=timeout)
-        return Run(proc, script, list(server.unknown))
-
-
-def check_write_refused_then_one_stop_turned_back(script: Script, result: Run, work: Path, item: str) -> None:
-    """The gated run every host plays: a write before EMIT refused (its reason reaching the
-    model, the file never written), the first stop turned back with the open item, the
-    second let through (no further model request: no loop)."""
-    why = result.explain()
-    assert result.proc.returncode == 0, why
-    refused = script.reply_to(0)
-    assert refused is not None and "PLAN" in refused.newest and "EMIT" in refused.newest, why
-    assert not (work / "a.py").exists(), why
-    turned_back = script.reply_to(1)
-    assert turned_back is not None, why
-    assert "not done yet" in turned_back.newest and f"open work items: {item}" in turned_back.newest, why
-    assert script.reply_to(2) is None, why
+        argv = [str(host.binary), *host.argv(script.prompt)]
+        proc = subprocess.Popen(argv, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=host_env(home, {**host.env(server.url), **(env or {})}), text=True,
+                                start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+        return Run(subprocess.CompletedProcess(argv, proc.returncode, out, err), script, list(server.unknown))
 
 
 def _harvest(binary: Path, dirname: str, config: str, template: Path) -> None:

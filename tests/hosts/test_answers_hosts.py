@@ -23,7 +23,7 @@ def test_until_finds_what_the_agent_was_already_shown(tmp_path, home, name):
     try:
         script = Script([host.shell(f"exec:bash --wait 3\necho Serving HTTP; sleep {seconds}"),
                          host.shell("exec:sleep task_1 30 --until Serving"), Say("Done.")])
-        result = run(host, script, work, host_home, timeout=200)  # Qwen Code takes ~20 s a turn here
+        result = run(host, script, work, host_home)  # Qwen Code takes ~20 s a turn here
     finally:
         kill_all(seconds)
     why = result.explain()

@@ -3,8 +3,9 @@
 install --platform P` (Copilot: .github/hooks/plugkit.json; OpenCode/Kilo: the relay plugin):
 exec: runs in the runner, its output (42) is the tool result the next model request
 carries, the shell never runs the line, and the session context reaches the model; the
-Stop gate turns back one stop while .prd has open items and lets the next one through.
-A host whose package is missing fails, naming the fix.
+Stop gate turns back one stop while .prd has open items and lets the next one through
+(OpenCode and Kilo here; Copilot's write refusal and Stop gate are its session in
+test_write_tools.py). A host whose package is missing fails, naming the fix.
 """
 
 import json
@@ -14,8 +15,7 @@ import time
 
 import pytest
 
-from tests.hosts.hosts import (Host, cache_dir, check_write_refused_then_one_stop_turned_back, gated_project, host_env,
-                               installed, project, run, shell_spy)
+from tests.hosts.hosts import Host, cache_dir, gated_project, host_env, installed, project, run, shell_spy
 from tests.hosts.model_server import ModelServer
 from tests.hosts.more_hosts import MORE_HOSTS
 from tests.hosts.script import Say, Script
@@ -47,21 +47,9 @@ def test_exec_is_run_by_the_runner_and_session_context_reaches_the_model(tmp_pat
     assert script.reply_to(3) is None, why
 
 
-STOP_HOSTS = ("copilot",)
-
-
-@pytest.mark.parametrize("name", STOP_HOSTS)
-def test_write_refused_and_stop_gate_turns_back_one_stop_while_prd_items_are_open(tmp_path, home, name):
-    host = installed(MORE_HOSTS[name])
-    work, host_home, item = gated_project(tmp_path, host, cli_argv(), home.env)
-    script = Script([host.write(str(work / "a.py"), "x = 1\n"), Say("Finished."), Say("Finished, really."),
-                     Say("Never asked for.")])
-    result = run(host, script, work, host_home, env={"PWD": str(work)})
-    check_write_refused_then_one_stop_turned_back(script, result, work, item)
-
-
-def wait_for(condition, what: str, limit_s: float = 60.0) -> None:
-    """Until condition() holds; a host that never gets there fails naming what it waited for."""
+def wait_for(condition, what: str, limit_s: float = 600.0) -> None:
+    """Until condition() holds; a host that never gets there fails naming what it waited for (the
+    limit only ends a hung host: a Kilo start took 80-300 s to its first model request under load)."""
     deadline = time.monotonic() + limit_s
     while not condition():
         if time.monotonic() > deadline:
@@ -106,7 +94,7 @@ def test_plugin_refuses_a_write_and_stop_gate_turns_back_one_idle_without_loop(t
         try:
             wait_for(lambda: "listening" in log.read_text(), f"{name} serve to listen")
             done = subprocess.run([str(host.binary), "run", "--attach", f"http://127.0.0.1:{port}", script.prompt],
-                                  cwd=work, env=env, capture_output=True, text=True, timeout=100,
+                                  cwd=work, env=env, capture_output=True, text=True, timeout=600,
                                   stdin=subprocess.DEVNULL)
             why = f"run: {done.returncode} {done.stderr[-1500:]}\nserve: {log.read_text()[-1500:]}"
             assert done.returncode == 0, why

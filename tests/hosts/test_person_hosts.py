@@ -51,7 +51,7 @@ def test_rejects_a_hidden_approve_from_the_hosts_shell_tool(tmp_path, home, name
     approve = shlex.join(cli_argv()) + f" approve {{}} --cwd {shlex.quote(str(work))}"
     script = Script([host.shell(hidden(approve.format(i), how, f"{i}.out")) for i, how in items.items()]
                     + [Say("Approved.")])
-    result = run(host, script, work, host_home, env={"PWD": str(work)}, timeout=150)
+    result = run(host, script, work, host_home, env={"PWD": str(work)})
     why = result.explain()
     assert result.proc.returncode == 0, why
     for item, how in items.items():
