@@ -18,7 +18,7 @@ import urllib.parse
 from typing import Callable, Iterable
 
 from runner.system.search import bm25
-from runner.system.search.store import SCHEMA_VERSION, Commit, DefHit, Hit, SqliteStore
+from runner.system.search.store import SCHEMA_VERSION, SPAN, Commit, DefHit, Hit, SqliteStore
 
 NEG = -1  # an overlay chunk's rowid is negated where rowids of both meet (vectors): the base's are positive
 
@@ -94,11 +94,14 @@ class OverlayStore(SqliteStore):
     def chunks(self, match, limit, glob=None, lang=None) -> list[Hit]:
         where, args = _filters(glob, lang)
         with self.lock:
-            base = self._db.execute(
-                "SELECT c.path, c.start, c.end, c.symbol, -bm25(c.chunks, 4.0, 1.0) * f.factor AS s "
-                "FROM base.chunks c JOIN base.files f ON f.path = c.path JOIN shared h ON h.path = f.path "
-                f"AND h.sha = f.sha WHERE c.chunks MATCH ?{where} ORDER BY s DESC LIMIT ?",
-                [match, *args, limit]).fetchall()
+            top = self._db.execute(  # by rowid and score first, as SqliteStore.chunks does (why there)
+                f"SELECT c.rowid, -bm25(c.chunks, 4.0, 1.0) * f.factor AS s FROM base.chunks c JOIN base.files f "
+                f"ON f.id = c.rowid / {SPAN} JOIN shared h ON h.path = f.path AND h.sha = f.sha "
+                f"WHERE c.chunks MATCH ?{where} ORDER BY s DESC LIMIT ?", [match, *args, limit]).fetchall()
+            cols = {r: (p, a, b, sym) for r, p, a, b, sym in self._db.execute(
+                "SELECT rowid, path, start, end, symbol FROM base.chunks WHERE rowid IN (SELECT value FROM json_each(?))",
+                (json.dumps([r for r, _ in top]),))}
+            base = [(*cols[r], s) for r, s in top if r in cols]  # a row the base dropped meanwhile: gone
             own = self._db.execute(
                 "SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM main.chunks c "
                 f"JOIN main.files f ON f.path = c.path WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
@@ -224,4 +227,3 @@ class OverlayStore(SqliteStore):
 def _filters(glob: str | None, lang: str | None) -> tuple[str, list]:
     return (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else ""), \
         ([glob] if glob else []) + ([lang] if lang else [])
-
