@@ -209,6 +209,12 @@ def test_chunks_ranked_by_rowid_first_answer_as_the_whole_rows_join_would(tmp_pa
                 for store in (base, over):
                     got = [(h.path, h.start, h.end, round(h.score, 9)) for h in store.chunks(match, limit, glob, lang)]
                     assert got == want if store is base else sorted(got) == sorted(want), (words, glob, lang, limit)
+        # file_count is kept between queries (postings.py asks it per word): a write on either side moves it.
+        assert over.file_count() == len(texts)
+        base.drop_file("pkg/m1.py")  # the main checkout's index, written on its own connection
+        assert over.file_count() == len(texts) - 1
+        over.put_file("pkg/own.py", 0.0, 1, 1.0, "python", *chunks.cut("pkg/own.py", "X = 1\n"), sha="own")
+        assert over.file_count() == len(texts)
     finally:
         over.close()
         base.close()

@@ -33,6 +33,12 @@ class OverlayStore(SqliteStore):
                 raise ValueError(f"the base index {base_path} is of another schema")
         self._stats = bm25.Stats(self._db, self.lock)
         self._base_version: int | None = None
+        self._writes = 0  # bumped by each write of the overlay: file_count's cache key, with the base's data_version
+        self._count: tuple[tuple[int, int], int] | None = None
+
+    def _changed(self) -> None:
+        self._stats.changed()
+        self._writes += 1
 
     # --- what a worktree shares ------------------------------------------------------------------
     def base_shas(self) -> dict[str, str]:
@@ -43,7 +49,7 @@ class OverlayStore(SqliteStore):
         with self.lock:
             super().drop_file(path)
             self._db.execute("INSERT OR REPLACE INTO shared VALUES(?,?,?,?)", (path, mtime, size, sha))
-            self._stats.changed()
+            self._changed()
 
     def stamps(self) -> dict[str, tuple[float, int]]:
         """The overlay's files and the shared ones; a shared file the base has re-indexed (or
@@ -71,7 +77,7 @@ class OverlayStore(SqliteStore):
         with self.lock:
             self._db.execute("DELETE FROM shared WHERE path=?", (path,))
             super().put_file(path, mtime, size, factor, lang, chunks, defs, sha)
-            self._stats.changed()
+            self._changed()
 
     def restamp(self, path: str, mtime: float, size: int) -> None:
         with self.lock:
@@ -82,7 +88,7 @@ class OverlayStore(SqliteStore):
         with self.lock:
             self._db.execute("DELETE FROM shared WHERE path=?", (path,))
             super().drop_file(path)
-            self._stats.changed()
+            self._changed()
 
     def overlay_rows(self) -> dict[str, int]:
         """How small the overlay is: its rows per table (the tests and the bench count them)."""
@@ -136,10 +142,18 @@ class OverlayStore(SqliteStore):
         return [(p, int(s)) for p, s in rows]
 
     def file_count(self) -> int:
+        """Kept until the overlay or the base is written: a plain-words question asks it once per
+        word (postings.py), and the join of `shared` with the base's files costs ms each time."""
         with self.lock:
-            return (self._db.execute("SELECT count(*) FROM main.files").fetchone()[0]
-                    + self._db.execute("SELECT count(*) FROM shared h JOIN base.files f ON f.path = h.path "
-                                       "AND f.sha = h.sha").fetchone()[0])
+            key = (self._writes, self._db.execute("PRAGMA base.data_version").fetchone()[0])
+            if self._count is not None and self._count[0] == key:
+                return self._count[1]
+            count = (self._db.execute("SELECT count(*) FROM main.files").fetchone()[0]
+                     + self._db.execute("SELECT count(*) FROM shared h JOIN base.files f ON f.path = h.path "
+                                        "AND f.sha = h.sha").fetchone()[0])
+            if not self._db.in_transaction:  # a batch may yet roll back what it counted
+                self._count = (key, count)
+            return count
 
     # --- vectors: the base's for shared files, the overlay's own (negated rowids) -------------------
     def vectors(self) -> list[tuple[int, bytes]]:
@@ -180,7 +194,7 @@ class OverlayStore(SqliteStore):
             self._db.execute("DELETE FROM hidden WHERE hash IN (SELECT value FROM json_each(?))",
                              (json.dumps([c.hash for c in commits]),))
             super().add_commits(commits)
-            self._stats.changed()
+            self._changed()
 
     def drop_commits(self, hashes: Iterable[str]) -> None:
         hashes = list(hashes)
@@ -188,7 +202,7 @@ class OverlayStore(SqliteStore):
             super().drop_commits(hashes)
             self._db.execute("INSERT OR IGNORE INTO hidden SELECT hash FROM base.commits "
                              "WHERE hash IN (SELECT value FROM json_each(?))", (json.dumps(hashes),))
-            self._stats.changed()
+            self._changed()
 
     def get_meta(self, key: str) -> str | None:
         value = super().get_meta(key)
