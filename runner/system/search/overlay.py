@@ -33,12 +33,16 @@ class OverlayStore(SqliteStore):
                 raise ValueError(f"the base index {base_path} is of another schema")
         self._stats = bm25.Stats(self._db, self.lock)
         self._base_version: int | None = None
-        self._writes = 0  # bumped by each write of the overlay: file_count's cache key, with the base's data_version
         self._count: tuple[tuple[int, int], int] | None = None
 
     def _changed(self) -> None:
         self._stats.changed()
         self._writes += 1
+
+    def changes(self) -> tuple:
+        """The overlay's writes and the base's (another connection's: its data_version)."""
+        with self.lock:
+            return self._writes, self._db.execute("PRAGMA base.data_version").fetchone()[0]
 
     # --- what a worktree shares ------------------------------------------------------------------
     def base_shas(self) -> dict[str, str]:
@@ -145,7 +149,7 @@ class OverlayStore(SqliteStore):
         """Kept until the overlay or the base is written: a plain-words question asks it once per
         word (postings.py), and the join of `shared` with the base's files costs ms each time."""
         with self.lock:
-            key = (self._writes, self._db.execute("PRAGMA base.data_version").fetchone()[0])
+            key = self.changes()
             if self._count is not None and self._count[0] == key:
                 return self._count[1]
             count = (self._db.execute("SELECT count(*) FROM main.files").fetchone()[0]

@@ -76,6 +76,7 @@ class SqliteStore:
                                    isolation_level=None)
         self.lock = threading.RLock()
         self.vectors_version = 0  # bumped when a chunk vector is written or dropped (semantic.Vectors reloads)
+        self._writes = 0  # bumped by each file written or dropped: changes(), a cache's key (postings.py)
         with self.lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -113,6 +114,7 @@ class SqliteStore:
         expand = self._expand
         with self.lock:
             self.drop_file(path)
+            self._writes += 1
             fid = self._db.execute("INSERT INTO files(path, mtime, size, factor, lang, sha) VALUES(?,?,?,?,?,?)",
                                    (path, mtime, size, factor, lang, sha)).lastrowid
             base = fid * SPAN
@@ -122,6 +124,10 @@ class SqliteStore:
             self._db.executemany("INSERT INTO defs(rowid, name, path, line, kind, raw) VALUES(?,?,?,?,?,?)",
                                  [(base + i, expand(d.name), path, d.line, d.kind, d.name)
                                   for i, d in enumerate(defs[:SPAN])])
+
+    def changes(self) -> tuple:
+        """Moves whenever a file's rows change (a cache of answers is kept until it does)."""
+        return (self._writes,)
 
     def base_shas(self) -> dict[str, str]:
         """The digests of the base index's files a worktree may share (overlay.py); none here."""
@@ -186,6 +192,7 @@ class SqliteStore:
             row = self._db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
             if row is None:
                 return
+            self._writes += 1
             lo, hi = row[0] * SPAN, row[0] * SPAN + SPAN - 1
             self._db.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (lo, hi))
             self._db.execute("DELETE FROM defs WHERE rowid BETWEEN ? AND ?", (lo, hi))
