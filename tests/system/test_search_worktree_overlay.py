@@ -178,6 +178,48 @@ def test_an_overlay_row_scores_as_the_same_row_would_in_the_base(tmp_path):
         base.close()
 
 
+def test_chunks_ranked_by_rowid_first_answer_as_the_whole_rows_join_would(tmp_path):
+    """store.chunks ranks by rowid and score, then reads the chosen rows' columns (issue 46: reading
+    path and start past every matching row's body was most of a plain-words question): the same
+    hits in the same order as the plain join, ties and filters included, in a repository and a worktree."""
+    from runner.core.search import tokens
+    from runner.system.search.overlay import OverlayStore
+    from runner.system.search.store import SqliteStore
+
+    texts = {f"pkg/m{i}.py": f"def handler_{i % 7}(x):\n    return parse_args(x) + {i % 3}\n" for i in range(40)}
+    texts.update({f"docs/n{i}.md": "parse the args, then handler it\n" for i in range(5)})  # equal scores
+    base = SqliteStore(str(tmp_path / "base.sqlite"), tokens.expand)
+    for path, text in texts.items():
+        base.put_file(path, 0.0, len(text), 0.5 if path.endswith(".md") else 1.0, chunks.language(path) or "",
+                      *chunks.cut(path, text), sha="sha-" + path)
+    base.set_meta("built", "now")
+    over = OverlayStore(str(tmp_path / "over.sqlite"), str(tmp_path / "base.sqlite"), tokens.expand)
+    try:
+        for path in texts:
+            over.share(path, 0.0, 1, "sha-" + path)
+        for words in (["parse_args"], ["handler_3", "parse"], ["args", "handler"]):
+            match = tokens.fts_query(words)
+            for glob, lang, limit in ((None, None, 7), (None, None, 500), ("pkg/*", None, 5), (None, "python", 9)):
+                sql = ("SELECT c.path, c.start, c.end, -bm25(chunks, 4.0, 1.0) * f.factor AS s FROM chunks c JOIN "
+                       "files f ON f.path = c.path WHERE chunks MATCH ?" + (" AND f.path GLOB ?" if glob else "")
+                       + (" AND f.lang = ?" if lang else "") + " ORDER BY s DESC LIMIT ?")
+                want = [(p, a, b, round(s, 9)) for p, a, b, s in base._db.execute(
+                    sql, [match] + [x for x in (glob, lang) if x] + [limit])]
+                assert want, (words, glob, lang)
+                for store in (base, over):
+                    got = [(h.path, h.start, h.end, round(h.score, 9)) for h in store.chunks(match, limit, glob, lang)]
+                    assert got == want if store is base else sorted(got) == sorted(want), (words, glob, lang, limit)
+        # file_count is kept between queries (postings.py asks it per word): a write on either side moves it.
+        assert over.file_count() == len(texts)
+        base.drop_file("pkg/m1.py")  # the main checkout's index, written on its own connection
+        assert over.file_count() == len(texts) - 1
+        over.put_file("pkg/own.py", 0.0, 1, 1.0, "python", *chunks.cut("pkg/own.py", "X = 1\n"), sha="own")
+        assert over.file_count() == len(texts)
+    finally:
+        over.close()
+        base.close()
+
+
 def test_every_query_of_the_store_has_a_worktree_version():
     """A query method added to SqliteStore and not to OverlayStore would answer a worktree from its
     overlay alone (the base's files missing): each is listed here or given its overlay version."""

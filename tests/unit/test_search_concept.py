@@ -77,3 +77,27 @@ def test_a_plain_words_question_shows_definitions_only_from_the_files_its_words_
         manager.close()
     assert a.hits[0].path in ("pkg/paths.py", "pkg/ntpaths.py"), [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]
     assert "_path_split" not in [d.name for d in a.definitions], (a.definitions, [(h.path, h.symbol) for h in a.hits])
+
+
+
+def test_a_file_edited_in_place_between_two_questions_counts_in_the_second(tmp_path):
+    """The words' chunks are kept between questions until the index is written: an edit in place
+    changes no file count, yet which chunks hold a word (postings.py)."""
+    from runner.core.search import concept, postings
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.py").write_text("def a():\n    return 1\n")
+    (root / "b.py").write_text("def b():\n    return 2\n")
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(root), "start")
+        manager.workspace(str(root)).wait(60)
+        store = manager.workspace(str(root)).store
+        walrus = concept.match(["walrus"])
+        assert postings.of(store, walrus, None, None).files == {}
+        (root / "a.py").write_text("def a():\n    return 'walrus'\n")  # the same file count
+        manager.query(str(root), "how is the walrus fed")
+        assert postings.of(store, walrus, None, None).files == {"a.py": 1}
+    finally:
+        manager.close()

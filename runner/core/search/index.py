@@ -44,6 +44,7 @@ class WorkspaceIndex:
         self._stop = engine.flag()
         self._progress: Progress | None = None
         self._listed: list[str] = []
+        self._full: list[tuple[str, str]] = []  # (path in the workspace, absolute path) of each listed file
         self._listed_at = 0.0
         self._dirs: dict[str, float] = {}
         self._dir_list: list[str] = []
@@ -187,21 +188,25 @@ class WorkspaceIndex:
             self._listed_at = time.monotonic()
             self._dir_list = sorted({os.path.dirname(p) for p in self._listed} | {""})
             self._dirs = self._dir_stamps()
+            # Joined once per listing, not per query: every file is stat'ed on every query (a file
+            # saved in place moves no directory's mtime), so this loop is most of a warm query.
+            self._full = [(rel, os.path.join(self.root, rel)) for rel in self._listed]
         if self._known is None:
             self._known = self.store.stamps()
         known = self._known
         for rel in self.store.stale_shared():  # a worktree's file the base has re-indexed since: read again
             known[rel] = (-1.0, -1)
         changed, seen = [], set()
-        for rel in self._listed:
+        lstat, regular, stamp_of = os.lstat, stat.S_ISREG, known.get
+        for rel, full in self._full:
             try:  # lstat: a link or a FIFO is not indexed at all (files.read_text would refuse it)
-                st = os.lstat(os.path.join(self.root, rel))
+                st = lstat(full)
             except OSError:
                 continue
-            if not stat.S_ISREG(st.st_mode):
+            if not regular(st.st_mode):
                 continue
             seen.add(rel)
-            if known.get(rel) != (st.st_mtime, st.st_size):
+            if stamp_of(rel) != (st.st_mtime, st.st_size):
                 changed.append((rel, st.st_mtime, st.st_size))
         return changed, [p for p in known if p not in seen]
 

@@ -22,8 +22,8 @@ _caches: "weakref.WeakKeyDictionary[object, tuple[tuple, OrderedDict]]" = weakre
 
 def of(store, expression: str, glob: str | None, lang: str | None) -> Postings:
     """The chunks and files matching an FTS5 expression, from the cache while the index is unchanged
-    (its build stamp and file count: a refresh writes a new stamp)."""
-    stamp = (store.get_meta("built"), store.file_count())
+    (its build stamp and its writes: a file saved in place changes no file count, yet its words)."""
+    stamp = (store.get_meta("built"), store.changes())
     key = (expression, glob, lang)
     with store.lock:
         held = _caches.get(store)

@@ -18,7 +18,7 @@ import urllib.parse
 from typing import Callable, Iterable
 
 from runner.system.search import bm25
-from runner.system.search.store import SCHEMA_VERSION, Commit, DefHit, Hit, SqliteStore
+from runner.system.search.store import SCHEMA_VERSION, SPAN, Commit, DefHit, Hit, SqliteStore
 
 NEG = -1  # an overlay chunk's rowid is negated where rowids of both meet (vectors): the base's are positive
 
@@ -33,6 +33,16 @@ class OverlayStore(SqliteStore):
                 raise ValueError(f"the base index {base_path} is of another schema")
         self._stats = bm25.Stats(self._db, self.lock)
         self._base_version: int | None = None
+        self._count: tuple[tuple[int, int], int] | None = None
+
+    def _changed(self) -> None:
+        self._stats.changed()
+        self._writes += 1
+
+    def changes(self) -> tuple:
+        """The overlay's writes and the base's (another connection's: its data_version)."""
+        with self.lock:
+            return self._writes, self._db.execute("PRAGMA base.data_version").fetchone()[0]
 
     # --- what a worktree shares ------------------------------------------------------------------
     def base_shas(self) -> dict[str, str]:
@@ -43,7 +53,7 @@ class OverlayStore(SqliteStore):
         with self.lock:
             super().drop_file(path)
             self._db.execute("INSERT OR REPLACE INTO shared VALUES(?,?,?,?)", (path, mtime, size, sha))
-            self._stats.changed()
+            self._changed()
 
     def stamps(self) -> dict[str, tuple[float, int]]:
         """The overlay's files and the shared ones; a shared file the base has re-indexed (or
@@ -71,7 +81,7 @@ class OverlayStore(SqliteStore):
         with self.lock:
             self._db.execute("DELETE FROM shared WHERE path=?", (path,))
             super().put_file(path, mtime, size, factor, lang, chunks, defs, sha)
-            self._stats.changed()
+            self._changed()
 
     def restamp(self, path: str, mtime: float, size: int) -> None:
         with self.lock:
@@ -82,7 +92,7 @@ class OverlayStore(SqliteStore):
         with self.lock:
             self._db.execute("DELETE FROM shared WHERE path=?", (path,))
             super().drop_file(path)
-            self._stats.changed()
+            self._changed()
 
     def overlay_rows(self) -> dict[str, int]:
         """How small the overlay is: its rows per table (the tests and the bench count them)."""
@@ -94,11 +104,14 @@ class OverlayStore(SqliteStore):
     def chunks(self, match, limit, glob=None, lang=None) -> list[Hit]:
         where, args = _filters(glob, lang)
         with self.lock:
-            base = self._db.execute(
-                "SELECT c.path, c.start, c.end, c.symbol, -bm25(c.chunks, 4.0, 1.0) * f.factor AS s "
-                "FROM base.chunks c JOIN base.files f ON f.path = c.path JOIN shared h ON h.path = f.path "
-                f"AND h.sha = f.sha WHERE c.chunks MATCH ?{where} ORDER BY s DESC LIMIT ?",
-                [match, *args, limit]).fetchall()
+            top = self._db.execute(  # by rowid and score first, as SqliteStore.chunks does (why there)
+                f"SELECT c.rowid, -bm25(c.chunks, 4.0, 1.0) * f.factor AS s FROM base.chunks c JOIN base.files f "
+                f"ON f.id = c.rowid / {SPAN} JOIN shared h ON h.path = f.path AND h.sha = f.sha "
+                f"WHERE c.chunks MATCH ?{where} ORDER BY s DESC LIMIT ?", [match, *args, limit]).fetchall()
+            cols = {r: (p, a, b, sym) for r, p, a, b, sym in self._db.execute(
+                "SELECT rowid, path, start, end, symbol FROM base.chunks WHERE rowid IN (SELECT value FROM json_each(?))",
+                (json.dumps([r for r, _ in top]),))}
+            base = [(*cols[r], s) for r, s in top if r in cols]  # a row the base dropped meanwhile: gone
             own = self._db.execute(
                 "SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM main.chunks c "
                 f"JOIN main.files f ON f.path = c.path WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
@@ -133,10 +146,18 @@ class OverlayStore(SqliteStore):
         return [(p, int(s)) for p, s in rows]
 
     def file_count(self) -> int:
+        """Kept until the overlay or the base is written: a plain-words question asks it once per
+        word (postings.py), and the join of `shared` with the base's files costs ms each time."""
         with self.lock:
-            return (self._db.execute("SELECT count(*) FROM main.files").fetchone()[0]
-                    + self._db.execute("SELECT count(*) FROM shared h JOIN base.files f ON f.path = h.path "
-                                       "AND f.sha = h.sha").fetchone()[0])
+            key = self.changes()
+            if self._count is not None and self._count[0] == key:
+                return self._count[1]
+            count = (self._db.execute("SELECT count(*) FROM main.files").fetchone()[0]
+                     + self._db.execute("SELECT count(*) FROM shared h JOIN base.files f ON f.path = h.path "
+                                        "AND f.sha = h.sha").fetchone()[0])
+            if not self._db.in_transaction:  # a batch may yet roll back what it counted
+                self._count = (key, count)
+            return count
 
     # --- vectors: the base's for shared files, the overlay's own (negated rowids) -------------------
     def vectors(self) -> list[tuple[int, bytes]]:
@@ -177,7 +198,7 @@ class OverlayStore(SqliteStore):
             self._db.execute("DELETE FROM hidden WHERE hash IN (SELECT value FROM json_each(?))",
                              (json.dumps([c.hash for c in commits]),))
             super().add_commits(commits)
-            self._stats.changed()
+            self._changed()
 
     def drop_commits(self, hashes: Iterable[str]) -> None:
         hashes = list(hashes)
@@ -185,7 +206,7 @@ class OverlayStore(SqliteStore):
             super().drop_commits(hashes)
             self._db.execute("INSERT OR IGNORE INTO hidden SELECT hash FROM base.commits "
                              "WHERE hash IN (SELECT value FROM json_each(?))", (json.dumps(hashes),))
-            self._stats.changed()
+            self._changed()
 
     def get_meta(self, key: str) -> str | None:
         value = super().get_meta(key)
@@ -224,4 +245,3 @@ class OverlayStore(SqliteStore):
 def _filters(glob: str | None, lang: str | None) -> tuple[str, list]:
     return (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else ""), \
         ([glob] if glob else []) + ([lang] if lang else [])
-

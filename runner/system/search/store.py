@@ -76,6 +76,7 @@ class SqliteStore:
                                    isolation_level=None)
         self.lock = threading.RLock()
         self.vectors_version = 0  # bumped when a chunk vector is written or dropped (semantic.Vectors reloads)
+        self._writes = 0  # bumped by each file written or dropped: changes(), a cache's key (postings.py)
         with self.lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -113,6 +114,7 @@ class SqliteStore:
         expand = self._expand
         with self.lock:
             self.drop_file(path)
+            self._writes += 1
             fid = self._db.execute("INSERT INTO files(path, mtime, size, factor, lang, sha) VALUES(?,?,?,?,?,?)",
                                    (path, mtime, size, factor, lang, sha)).lastrowid
             base = fid * SPAN
@@ -122,6 +124,10 @@ class SqliteStore:
             self._db.executemany("INSERT INTO defs(rowid, name, path, line, kind, raw) VALUES(?,?,?,?,?,?)",
                                  [(base + i, expand(d.name), path, d.line, d.kind, d.name)
                                   for i, d in enumerate(defs[:SPAN])])
+
+    def changes(self) -> tuple:
+        """Moves whenever a file's rows change (a cache of answers is kept until it does)."""
+        return (self._writes,)
 
     def base_shas(self) -> dict[str, str]:
         """The digests of the base index's files a worktree may share (overlay.py); none here."""
@@ -186,6 +192,7 @@ class SqliteStore:
             row = self._db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
             if row is None:
                 return
+            self._writes += 1
             lo, hi = row[0] * SPAN, row[0] * SPAN + SPAN - 1
             self._db.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (lo, hi))
             self._db.execute("DELETE FROM defs WHERE rowid BETWEEN ? AND ?", (lo, hi))
@@ -194,14 +201,22 @@ class SqliteStore:
             self._db.execute("DELETE FROM files WHERE id=?", (row[0],))
 
     def chunks(self, match, limit, glob=None, lang=None) -> list[Hit]:
-        sql = ("SELECT c.path, c.start, c.end, c.symbol, -bm25(chunks, 4.0, 1.0) * f.factor AS s "
-               "FROM chunks c JOIN files f ON f.path = c.path WHERE chunks MATCH ?"
-               + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else "")
-               + " ORDER BY s DESC LIMIT ?")
-        args = [match] + ([glob] if glob else []) + ([lang] if lang else []) + [limit]
+        """The best `limit` chunks by BM25 times their file's factor. Ranked by rowid and score alone,
+        joined to their file by id: a row's path, start and symbol sit past its body in the content
+        table, and reading them for each of thousands of matching rows was most of a plain-words
+        question (issue 46); they are read for the `limit` chosen only."""
+        where = (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else "")
+        args = ([glob] if glob else []) + ([lang] if lang else [])
         with self.lock:
-            rows = self._db.execute(sql, args).fetchall()
-        return [Hit(p, int(a), int(b), sym.split("\n")[0], s) for p, a, b, sym, s in rows]
+            top = self._db.execute(
+                "SELECT c.rowid, -bm25(chunks, 4.0, 1.0) * f.factor AS s FROM chunks c JOIN files f "
+                f"ON f.id = c.rowid / {SPAN} WHERE chunks MATCH ?{where} ORDER BY s DESC LIMIT ?",
+                [match, *args, limit]).fetchall()
+            rows = {r: (p, a, b, sym) for r, p, a, b, sym in self._db.execute(
+                "SELECT rowid, path, start, end, symbol FROM chunks WHERE rowid IN (SELECT value FROM json_each(?))",
+                (json.dumps([r for r, _ in top]),))}
+        return [Hit(p, int(a), int(b), sym.split("\n")[0], s) for r, s in top if r in rows
+                for p, a, b, sym in [rows[r]]]
 
     def defs(self, match, limit, glob=None, lang=None) -> list[DefHit]:
         sql = ("SELECT d.raw, d.path, d.line, d.kind, -bm25(defs) * f.factor AS s "
