@@ -70,9 +70,8 @@ async def serve(sock: "socket.socket | Callable[[], socket.socket]", config: Run
     app_runner = await conn_guard.serve(app, sock, guard)
     if isinstance(getattr(lock, "fd", None), int) and app_runner.server.sockets:
         runtime.restart = Restarter(ctx, app_runner.server.sockets[0].fileno(), lock.fd, token).restart
-    # Token first, port last: a client that sees the port file can read the token.
-    paths.write_private(paths.token_file(home), token)
-    paths.write_private(paths.port_file(home), json.dumps({"port": port, "pid": runtime.pid}))
+    # The handlers go in before the discovery files: a client that reads the port file may signal
+    # us at once (a loaded machine can stop this process between the write and the next line).
     def told_to_stop() -> None:
         ctx.tasks.stopping()  # first: a task the same signal's sender also hit ends as killed with us
         runtime.shutdown.set()
@@ -86,6 +85,9 @@ async def serve(sock: "socket.socket | Callable[[], socket.socket]", config: Run
         # The interpreter runs this handler at the main thread's next bytecode once the signal
         # is delivered: before the loop looks at what that select returned.
         signal.signal(signum, lambda _signum, _frame: ctx.tasks.stopping())
+    # Token first, port last: a client that sees the port file can read the token.
+    paths.write_private(paths.token_file(home), token)
+    paths.write_private(paths.port_file(home), json.dumps({"port": port, "pid": runtime.pid}))
     log.info("runner_started", pid=runtime.pid, port=port, home=home,
              runner_id=runtime.runner_id, boot_ms=round((time.time() - runtime.started_at) * 1000, 1))
     try:
