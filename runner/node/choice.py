@@ -84,6 +84,15 @@ class Nodes:
                                + ("; ".join(f"{n}: {w}" for n, w in refused.items()) or "no node offers plugkit_worker"))
         return pick
 
+    def forget(self, node: str) -> None:
+        """A node lost under an attempt: it proves itself again before it takes another. Ray lists
+        a killed node alive for a while, and the proof cached from before would place the retry
+        on it, to be lost a second time; a dead node does not answer the challenge."""
+        with self.lock:
+            self.proven.discard(node)
+            for key in [k for k in self.tips if k[0] == node]:
+                del self.tips[key]
+
     def held(self, node: str, repo_key: str) -> list[str] | None:
         with self.lock:
             return self.tips.get((node, repo_key))

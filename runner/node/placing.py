@@ -199,6 +199,8 @@ def place(spec: DriverSpec, nodes: choice.Nodes, say: Say, cancel: Cancel, answe
         cancel.submitted(gen)
         record(ray_task=gen.completed().task_id().hex())
         rc, ended = _follow(spec, gen, record, tell, say)
+        if rc == NODE_LOST_RC:
+            nodes.forget(node)
         if ended:  # fetched there: the next bundle leaves its commits out
             held = [t for t in (tip, *have) if t] if bundle is not None else have
             cancel.answered()
@@ -207,12 +209,14 @@ def place(spec: DriverSpec, nodes: choice.Nodes, say: Say, cancel: Cancel, answe
         return rc
     except lost as exc:
         tell(f"node lost: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+        nodes.forget(node)
         return NODE_LOST_RC
     except rex.TaskCancelledError:
         return NODE_LOST_RC  # its driver is gone: nobody reads this code
     except rex.RayTaskError as exc:
         if isinstance(exc.cause, lost):  # the node went away under the task: Ray wraps that too
             tell(f"node lost: {type(exc.cause).__name__}: {str(exc.cause).splitlines()[0][:300]}")
+            nodes.forget(node)
             return NODE_LOST_RC
         tell(f"the attempt failed on its node: {str(exc).splitlines()[-1][:300]}")
         return 1
