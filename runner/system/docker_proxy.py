@@ -108,23 +108,9 @@ async def _copy_body(reader: asyncio.StreamReader, writer: Optional[asyncio.Stre
                     writer.write(line)
                 writer.write(line)
                 break
-            left = size + 2
-            while left:
-                part = await reader.read(min(left, CHUNK))
-                if not part:
-                    raise asyncio.IncompleteReadError(b"", left)
-                writer.write(part)
-                left -= len(part)
-                await writer.drain()
+            await _copy(reader, writer, size + 2)
     else:
-        left = int(headers.get("content-length", "0") or 0)
-        while left:
-            part = await reader.read(min(left, CHUNK))
-            if not part:
-                raise asyncio.IncompleteReadError(b"", left)
-            writer.write(part)
-            left -= len(part)
-            await writer.drain()
+        await _copy(reader, writer, int(headers.get("content-length", "0") or 0))
     await writer.drain()
 
 
@@ -275,3 +261,14 @@ async def open_proxy(folder: str, engine_socket: str, owner: request_mod.Owner) 
     proxy = DockerProxy(folder, engine, policy_mod.Policy(owner, engine.lookup, engine.create_volume))
     await proxy.start()
     return proxy
+
+
+async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, left: int) -> None:
+    """Exactly `left` bytes from reader to writer (a body, or one chunk with its CRLF)."""
+    while left:
+        part = await reader.read(min(left, CHUNK))
+        if not part:
+            raise asyncio.IncompleteReadError(b"", left)
+        writer.write(part)
+        left -= len(part)
+        await writer.drain()
