@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # name -> (judged queries, its role): the dev set first, the held-out one beside it
 SETS = {"attrs": ("attrs-23.2.0.json", "dev"), "packaging": ("packaging-24.0.json", "seen once"),
         "click": ("click-8.1.7.json", "held-out")}
+# Held out from every ranker change (judged from the source, committed before any tool ran on them).
+SETS["stdlib"] = ("stdlib-3.11.json", "held-out")
+SETS["markdown"] = ("markdown-3.6.json", "held-out")
+# set -> (the interpreter whose standard library is the corpus, directory names left out of it): such a set
+# reads no wheel. venv is out because plugkit's file list skips it as a virtualenv; every system reads one copy.
+STDLIB_CORPORA = {"stdlib": ("/usr/bin/python3.11", frozenset({"site-packages", "dist-packages", "test", "tests",
+                                                               "idlelib", "__pycache__", "venv"}))}
 LINE_BUDGET = 200  # lines an agent reads before it stops: the issue's fixed budget
 CHARS_PER_TOKEN = 4  # the usual estimate for code; the same for every system, so the ratio is fair
 
@@ -46,8 +54,44 @@ def pin(name: str) -> str:
     return f"{doc['package']}=={doc['version']}"
 
 
+def stdlib_files(stdlib: str, skipped: frozenset) -> list[str]:
+    """The standard library's regular .py files (no links: plugkit reads none) outside the skipped directories."""
+    out = []
+    for d, dirs, names in os.walk(stdlib):
+        dirs[:] = sorted(x for x in dirs if x not in skipped)
+        out += [os.path.relpath(os.path.join(d, n), stdlib) for n in sorted(names)
+                if n.endswith(".py") and not os.path.islink(os.path.join(d, n))]
+    return out
+
+
+def stdlib_corpus(name: str) -> str:
+    """A copy of the filtered standard library under the user's cache, so plugkit, whole-file BM25 and grep
+    read the same files; refused when the interpreter is not the one the judged lines were read from."""
+    python, skipped = STDLIB_CORPORA[name]
+    got = subprocess.run([python, "-c", "import platform, sysconfig; print(platform.python_version()); "
+                          "print(sysconfig.get_paths()['stdlib'])"], capture_output=True, text=True) \
+        if os.path.exists(python) else None
+    version, stdlib = (got.stdout.split("\n") + ["", ""])[:2] if got and got.returncode == 0 else ("", "")
+    if version != judged(name)["version"]:
+        raise SystemExit(f"bench_search_untuned: the {name} set was judged on Python {judged(name)['version']}'s "
+                         f"standard library; {python} is {version or 'missing'}: run with --set of another set")
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "plugkit-bench",
+                         f"{name}-{version}")
+    root = os.path.join(cache, "src")
+    if os.path.isdir(root):
+        return root
+    shutil.rmtree(root + ".tmp", ignore_errors=True)  # a killed run's half copy
+    for rel in stdlib_files(stdlib, skipped):
+        os.makedirs(os.path.dirname(os.path.join(root + ".tmp", rel)), exist_ok=True)
+        shutil.copyfile(os.path.join(stdlib, rel), os.path.join(root + ".tmp", rel))
+    os.replace(root + ".tmp", root)  # whole or absent, as a wheel's
+    return root
+
+
 def corpus_root(name: str = "attrs") -> str:
     """The wheel's files, unpacked once under the user's cache: later runs need no network."""
+    if name in STDLIB_CORPORA:
+        return stdlib_corpus(name)
     package = pin(name)
     cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "plugkit-bench",
                          package.replace("==", "-"))

@@ -1,0 +1,64 @@
+"""The held-out judged sets of scripts/bench_search_untuned.py (the stdlib and Python-Markdown): they load,
+and every judged path and line range is in the corpus the bench builds, which plugkit lists whole."""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.core.search import files
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "scripts"))
+import bench_search_untuned as untuned  # noqa: E402
+
+sys.path.pop(0)
+
+HELD_OUT = ["stdlib", "markdown"]
+CATEGORIES = {"identifier", "concept", "usage", "qualified", "error"}
+needs_stdlib = pytest.mark.skipif(not os.path.exists(untuned.STDLIB_CORPORA["stdlib"][0]),
+                                  reason="needs Debian's python3.11 standard library")
+
+
+@pytest.fixture(scope="module")
+def roots(tmp_path_factory):
+    """Each set's corpus as the bench builds it, under a cache of this test's own (the wheel is fetched once)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        yield {name: untuned.corpus_root(name) for name in HELD_OUT
+               if name != "stdlib" or os.path.exists(untuned.STDLIB_CORPORA["stdlib"][0])}
+
+
+@pytest.mark.parametrize("name", HELD_OUT)
+def test_a_held_out_set_loads_with_its_categories_and_grades(name):
+    assert untuned.SETS[name][1] == "held-out"
+    queries = untuned.load(name)
+    assert CATEGORIES == {q["category"] for q in queries}
+    assert len({q["query"] for q in queries}) == len(queries)  # no query judged twice
+    for q in queries:
+        assert q["relevant"] and all(g in (1, 2) for g in q["relevant"].values()), q
+        assert q["lines"] and all(path in q["relevant"] for path, _, _ in q["lines"]), q
+
+
+@pytest.mark.parametrize("name", [pytest.param("stdlib", marks=needs_stdlib), "markdown"])
+def test_every_judged_path_and_line_range_is_in_the_corpus(roots, name):
+    root = roots[name]
+    for q in untuned.load(name):
+        for path in q["relevant"]:
+            assert os.path.isfile(os.path.join(root, path)), (q["query"], path)
+        for path, start, end in q["lines"]:
+            with open(os.path.join(root, path), errors="replace") as f:
+                text = f.read().splitlines()
+            assert 1 <= start <= end <= len(text), (q["query"], path, start, end)
+            assert text[start - 1].strip() and text[end - 1].strip(), (q["query"], path, start, end)
+
+
+@needs_stdlib
+def test_the_stdlib_corpus_is_filtered_and_plugkit_lists_every_file_the_baselines_read(roots):
+    root = roots["stdlib"]
+    walked = {os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root) for n in names}
+    assert walked and all(p.endswith(".py") for p in walked)
+    parts = {part for p in walked for part in p.split("/")[:-1]}
+    assert not parts & {"test", "tests", "idlelib", "site-packages", "dist-packages", "venv", "__pycache__"}
+    assert "lib2to3/pgen2/tokenize.py" in walked and "json/decoder.py" in walked  # packages kept, tests left out
+    assert set(files.list_files(root)) == walked  # the same files for plugkit and for whole-file BM25 / grep
