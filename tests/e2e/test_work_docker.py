@@ -20,6 +20,7 @@ from tests.support.agent import git, make_repo
 from tests.support.work_cli import Work, commit_file
 from tests.support.escapees import unique_seconds
 from tests.support.procs import wait_gone
+from tests.support.runner_home import cli_argv
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(engine_mod.why_not() is not None, reason=engine_mod.why_not() or "")]
@@ -129,3 +130,43 @@ def test_a_runner_that_died_mid_attempt_leaves_the_workers_containers_to_the_nex
         w.until(lambda r: r["ended_at"] is not None)
     finally:
         engine_mod.docker(engine, "rm", "-f", stranger, "orphan", ok=False)
+
+
+def test_a_workers_exec_tasks_reach_its_proxy_and_a_persons_do_not(home, tmp_path, engine):
+    """`plugkit exec:bash 'docker ...'` typed by the worker (what its hooks tell it to do) runs in
+    a session of its own: it gets the attempt's proxy through the worker's capability, its
+    container is labelled and torn down with the attempt; a person's task naming the worker's
+    session, sandboxed in its worktree, gets none."""
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\nwork_docker = true\n')
+    (repo / ".gitignore").write_text("*.out\nreport.done\ngo\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore what the worker reports")
+    task = ("echo task-host=$DOCKER_HOST; docker run -d --name xbox " + IMAGE + " sleep 600 >/dev/null && "
+            "docker ps --format {{.Names}}")
+    w = Work(home, repo, {"w1": [["shell", f"echo $DOCKER_HOST > host.out; {' '.join(cli_argv())} exec:bash "
+                                           f"'{task}' > exec.out 2>&1; touch report.done; "
+                                           "until [ -f go ]; do sleep 0.05; done"], *commit_file("w1.txt")]})
+    w.env["DOCKER_HOST"] = f"unix://{engine}"
+    w.add("w1", "--verify", "test -f w1.txt")
+    run_id = w.start()["id"]
+    tree = repo / ".plugkit" / "worktrees" / "w1"
+    try:
+        w.until(lambda r: (tree / "report.done").exists() or r["ended_at"] is not None)
+        proxy = (tree / "host.out").read_text().strip()
+        said = (tree / "exec.out").read_text()
+        assert proxy.startswith("unix://") and f"task-host={proxy}\n" in said, (proxy, said)
+        assert "\nxbox\n" in said, said  # its task's `docker ps`: the attempt's own container
+        labels = (engine_mod.inspect(engine, "container", "xbox") or {}).get("Config", {}).get("Labels", {})
+        assert labels.get("plugkit.item") == "w1" and labels.get("plugkit.run") == run_id, labels
+        # A person's task, sandboxed in the worktree under the worker's own session id: no proxy.
+        person = home.cli("exec:bash", "--sandbox", "--session", labels["plugkit.attempt"],
+                          "echo person-host=${DOCKER_HOST:-none}", cwd=str(tree), env={"DOCKER_HOST": ""})
+        assert "person-host=none" in person.stdout, (person.stdout, person.stderr)
+        (tree / "go").write_text("")
+        run = w.until(lambda r: r["ended_at"] is not None)
+        item = w.items(run)["w1"]
+        assert item["state"] == "completed", run
+        assert engine_mod.inspect(engine, "container", "xbox") is None
+        assert "container xbox" in item["teardown"], item
+    finally:
+        engine_mod.docker(engine, "rm", "-f", "xbox", ok=False)

@@ -66,6 +66,13 @@ async def open_for(p, run: Run, it: ItemRun, cfg, held: dict) -> dict[str, str]:
     return {"DOCKER_HOST": f"unix://{proxy.path}"}
 
 
+def socket_of(home: Optional[str], it: ItemRun) -> Optional[str]:
+    """The attempt's proxy socket while it serves (its work_setup gets it as the worker does), or None."""
+    if home is None or it.worktree is None:
+        return None
+    return docker_proxy.existing_socket(home, it.session_id, it.worktree)
+
+
 async def sweep_dead(home: Optional[str]) -> list[str]:
     """At boot: every container, network and volume this home's workers made under a runner that
     is gone, removed from each engine proxied to. What was removed (logged too)."""
