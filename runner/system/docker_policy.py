@@ -19,8 +19,8 @@ import re
 from urllib.parse import quote, unquote
 
 from runner.system.docker_create import CREATE, ContainerRules
-from runner.system.docker_request import (ATTEMPT, PREDEFINED_NETWORKS, Create, Found, Lookup, Owner, Refused,
-                                          Request, json_body, labelled)
+from runner.system.docker_request import (ATTEMPT, PREDEFINED_NETWORKS, Absent, Create, Found, Lookup, Owner,
+                                          Refused, Request, json_body, labelled)
 
 # (methods, path pattern, check): the first row that matches decides. A check is a name of a
 # Policy method; "refuse:<why>" refuses with that line.
@@ -92,7 +92,7 @@ class Policy:
     async def _own(self, kind: str, name: str, what: str) -> Found:
         found = await self.lookup(kind, name)
         if found is None:
-            raise Refused(f"no {kind} {name!r} of yours")  # never says whether a stranger's exists
+            raise Absent(f"no {kind} {name!r} of yours")  # never says whether a stranger's exists
         if not self.owner.owns(found.labels):
             raise Refused(f"{kind} {name!r} is not one this worker created; it acts only on its own ({what} refused)")
         return found

@@ -66,7 +66,7 @@ def existing_socket(home: str, session_id: Optional[str], root: str) -> Optional
 
 def _refusal(status: int, line: str, head_only: bool = False) -> bytes:
     body = json.dumps({"message": line}).encode()
-    reason = {400: "Bad Request", 403: "Forbidden"}.get(status, "Bad Gateway")
+    reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found"}.get(status, "Bad Gateway")
     return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json"
             f"\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + (b"" if head_only else body)
 
@@ -207,7 +207,7 @@ class DockerProxy:
         except request_mod.Refused as exc:
             if req.body is None and not upgrade:
                 await _copy_body(reader, None, headers)
-            writer.write(_refusal(403, exc.line, req.method == "HEAD"))
+            writer.write(_refusal(exc.status, exc.line, req.method == "HEAD"))
             await writer.drain()
             return
         except OSError as exc:  # a lookup the rules needed (EngineError): the engine is gone or confused

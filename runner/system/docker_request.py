@@ -21,9 +21,18 @@ _VERSION = re.compile(r"^/v\d+\.\d+(?=/)")
 class Refused(Exception):
     """What the worker reads (`Error response from daemon: <line>`): what was refused and why."""
 
+    status = 403
+
     def __init__(self, line: str) -> None:
         super().__init__(line)
         self.line = f"plugkit: {line}"
+
+
+class Absent(Refused):
+    """No such object (of the worker's): 404, as the engine says it. A client that inspects before
+    it creates (docker-compose: a network, a volume) creates it on a 404, and stops on a 403."""
+
+    status = 404
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ container and volume are gone, the stranger's still runs, and `work status` says
 """
 
 import os
+import shutil
 import signal
 import time
 
@@ -170,3 +171,74 @@ def test_a_workers_exec_tasks_reach_its_proxy_and_a_persons_do_not(home, tmp_pat
         assert "container xbox" in item["teardown"], item
     finally:
         engine_mod.docker(engine, "rm", "-f", "xbox", ok=False)
+
+
+COMPOSE = f"""version: "3.8"
+services:
+  web:
+    image: {IMAGE}
+    command: sh -c "cat /src/hello > /data/f; sleep 600"
+    volumes: ["data:/data", "./src:/src:ro"]
+    networks: [back]
+  db:
+    image: {IMAGE}
+    command: sleep 600
+    volumes: ["data:/var/db"]
+    networks: [back]
+volumes:
+  data:
+networks:
+  back:
+"""
+# A service asking for the host, one per file: (name, the service's extra lines, the proxy's line)
+HOSTILE = (("priv", "privileged: true", "plugkit: --privileged is refused"),
+           ("hostnet", "network_mode: host", "plugkit: --network=host is refused"),
+           ("root", 'volumes: ["/:/host"]', "plugkit: bind mount of / is refused"))
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None,
+                    reason="no docker-compose (apt-get install docker-compose, or scripts/setup)")
+def test_a_workers_compose_project_is_labelled_and_goes_and_a_hostile_one_is_refused(home, tmp_path, engine):
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\nwork_docker = true\n')
+    (repo / ".gitignore").write_text("*.out\nreport.done\ngo\n")
+    (repo / "docker-compose.yml").write_text(COMPOSE)
+    (repo / "src").mkdir()
+    (repo / "src" / "hello").write_text("from the worktree\n")
+    for name, extra, _line in HOSTILE:
+        (repo / f"{name}.yml").write_text(f'version: "3.8"\nservices:\n  evil:\n    image: {IMAGE}\n'
+                                          f"    command: sleep 600\n    {extra}\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "a compose project, and three that ask for the host")
+    hostile = "".join(f"docker-compose -f {n}.yml -p {n} up -d > {n}.out 2>&1; echo $? >> {n}.out; "
+                      for n, _e, _l in HOSTILE)
+    w = Work(home, repo, {"w1": [["shell", "docker-compose up -d > up.out 2>&1 && docker-compose exec -T web "
+                                           "cat /data/f > data.out 2>&1; " + hostile +
+                                           "touch report.done; until [ -f go ]; do sleep 0.05; done"],
+                                 *commit_file("w1.txt")]})
+    w.env["DOCKER_HOST"] = f"unix://{engine}"
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    tree = repo / ".plugkit" / "worktrees" / "w1"
+    made = (("container", "w1_web_1"), ("container", "w1_db_1"), ("network", "w1_back"), ("volume", "w1_data"))
+    try:
+        w.until(lambda r: (tree / "report.done").exists() or r["ended_at"] is not None)
+        assert (tree / "data.out").read_text() == "from the worktree\n", (tree / "up.out").read_text()
+        for kind, name in made:  # what compose made, through the proxy: the attempt's labels on each
+            found = engine_mod.inspect(engine, kind, name) or {}
+            labels = found.get("Config", found).get("Labels") or {}
+            assert labels.get("plugkit.item") == "w1", (kind, name, found)
+        for name, _extra, line in HOSTILE:
+            said = (tree / f"{name}.out").read_text()
+            assert line in said and said.split()[-1] != "0", said
+            assert engine_mod.inspect(engine, "container", f"{name}_evil_1") is None
+        (tree / "go").write_text("")
+        run = w.until(lambda r: r["ended_at"] is not None)
+        item = w.items(run)["w1"]
+        assert item["state"] == "completed", run
+        for kind, name in made:
+            assert engine_mod.inspect(engine, kind, name) is None, (kind, name)
+            assert f"{kind} {name}" in item["teardown"], item
+    finally:
+        engine_mod.docker(engine, "rm", "-f", "w1_web_1", "w1_db_1", ok=False)
+        engine_mod.docker(engine, "network", "rm", "w1_back", ok=False)
+        engine_mod.docker(engine, "volume", "rm", "-f", "w1_data", ok=False)

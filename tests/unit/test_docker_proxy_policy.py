@@ -133,6 +133,19 @@ async def test_rejects_acting_on_an_object_not_labelled_as_its_own(worktree):
         assert "is not one this worker created" in await refused(pol, method, target), target
 
 
+async def test_an_absent_object_answers_not_found_as_the_engine_would(worktree):
+    # docker-compose inspects a network or volume before it creates it: a 404 makes it create one,
+    # a 403 stops `up`. A stranger's stays a 403.
+    pol, _ = policy(worktree)
+    for target in ("/networks/w1_back", "/volumes/w1_data", "/containers/w1_web_1/json"):
+        with pytest.raises(Refused) as caught:
+            await decide(pol, "GET", target)
+        assert caught.value.status == 404 and "of yours" in caught.value.line, target
+    with pytest.raises(Refused) as caught:
+        await decide(pol, "GET", "/networks/theirnet")
+    assert caught.value.status == 403
+
+
 async def test_acts_on_its_own_by_id_and_lists_only_its_own(worktree):
     pol, _ = policy(worktree)
     req = await decide(pol, "DELETE", "/v1.41/containers/mine?force=1&v=1")
