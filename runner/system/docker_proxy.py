@@ -161,7 +161,7 @@ class DockerProxy:
         (what was removed, what could not be); never raises for an engine that is gone."""
         try:
             await self.close()
-            return await self.engine.remove(f"{request_mod.ATTEMPT}={self.policy.owner.attempt}")
+            return await self.engine.remove(request_mod.ATTEMPT, self.policy.owner.attempt)
         except EngineError as exc:
             return [], [f"containers not looked at: {exc}"]
         finally:
@@ -227,6 +227,8 @@ class DockerProxy:
             lines += ["Connection: Upgrade", f"Upgrade: {headers['upgrade']}"] if upgrade else ["Connection: close"]
             if req.body is not None:
                 lines.append(f"Content-Length: {len(req.body)}")
+                if "content-type" not in headers:  # a commit sent bare: the rules gave it a body
+                    lines.append("Content-Type: application/json")
             else:
                 lines += [f"{k}: {v}" for k, v in fields if k.lower() in ("content-length", "transfer-encoding")]
             up_writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (req.body or b""))

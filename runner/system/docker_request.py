@@ -13,6 +13,11 @@ from urllib.parse import parse_qsl, urlencode
 
 ATTEMPT, RUN, ITEM, HOME, RUNNER = ("plugkit.attempt", "plugkit.run", "plugkit.item", "plugkit.home",
                                     "plugkit.runner")
+# An image's keys for whose it is. Not the container keys: a container inherits its image's labels,
+# so a person's `docker run` of a worker's image would be torn down with the worker's attempt (or
+# swept at boot). An image the proxy lets in carries the container keys empty (matching no filter)
+# and these; the container key -> the image's.
+IMAGE_KEYS = {ATTEMPT: "plugkit.built", HOME: "plugkit.built.home", RUNNER: "plugkit.built.runner"}
 MAX_BODY = 1 << 20  # a create's JSON; a build's context streams through unread
 PREDEFINED_NETWORKS = frozenset({"", "default", "bridge", "none"})
 _VERSION = re.compile(r"^/v\d+\.\d+(?=/)")
@@ -51,6 +56,14 @@ class Owner:
 
     def owns(self, labels: Optional[dict]) -> bool:
         return bool(labels) and labels.get(ATTEMPT) == self.attempt
+
+    def image_labels(self) -> dict[str, str]:
+        """An image it builds or commits: its container keys blanked, whose it is under IMAGE_KEYS."""
+        own = self.labels()
+        return {**{k: "" for k in own}, **{IMAGE_KEYS[k]: own[k] for k in IMAGE_KEYS}}
+
+    def built(self, labels: Optional[dict]) -> bool:
+        return bool(labels) and labels.get(IMAGE_KEYS[ATTEMPT]) == self.attempt
 
 
 @dataclass(frozen=True)
@@ -136,10 +149,12 @@ def canonical(data: Any, shape: Any) -> None:
         canonical(data[name], shape[name])
 
 
-def labelled(given: Any, owner: Owner) -> dict:
-    """The object's labels: the worker's own, none of plugkit's it made up, then the attempt's."""
+def labelled(given: Any, owner: Owner, image: bool = False) -> dict:
+    """The object's labels: the worker's own, none of plugkit's it made up, then the attempt's (an
+    image's: Owner.image_labels; they override its Dockerfile's LABEL and its base image's)."""
     base = given if isinstance(given, dict) else {}
-    return {**{k: v for k, v in base.items() if not str(k).startswith("plugkit.")}, **owner.labels()}
+    return {**{k: v for k, v in base.items() if not str(k).startswith("plugkit.")},
+            **(owner.image_labels() if image else owner.labels())}
 
 
 def inside(path: str, root: str) -> bool:

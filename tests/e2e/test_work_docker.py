@@ -242,3 +242,48 @@ def test_a_workers_compose_project_is_labelled_and_goes_and_a_hostile_one_is_ref
         engine_mod.docker(engine, "rm", "-f", "w1_web_1", "w1_db_1", ok=False)
         engine_mod.docker(engine, "network", "rm", "w1_back", ok=False)
         engine_mod.docker(engine, "volume", "rm", "-f", "w1_data", ok=False)
+
+
+def test_the_images_a_worker_built_go_with_its_attempt_unless_anothers_container_uses_one(home, tmp_path, engine):
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\nwork_docker = true\n')
+    (repo / ".gitignore").write_text("*.out\n*.err\nreport.done\ngo\n")
+    (repo / "ctx").mkdir()
+    for name in ("wgone", "wkept"):  # apart: one Dockerfile would make the second name a cache hit of the first
+        (repo / "ctx" / f"{name}.Dockerfile").write_text(f"FROM {IMAGE}\nRUN echo {name} > /built\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "an image to build")
+    # Each name built twice: the first image's name is taken by the second.
+    builds = "export DOCKER_BUILDKIT=0; " + "".join(
+        f"docker build -q -f ctx/{name}.Dockerfile -t {name}:1 ctx > {name}.out 2>>build.err; docker build -q "
+        f"--label v=2 -f ctx/{name}.Dockerfile -t {name}:1 ctx >> {name}.out 2>>build.err; " for name in ("wgone", "wkept"))
+    w = Work(home, repo, {"w1": [["shell", builds + "touch report.done; until [ -f go ]; do sleep 0.05; done"],
+                                 *commit_file("w1.txt")]})
+    w.env["DOCKER_HOST"] = f"unix://{engine}"
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start()
+    tree = repo / ".plugkit" / "worktrees" / "w1"
+    stranger = f"stranger-{unique_seconds()}"
+    try:
+        w.until(lambda r: (tree / "report.done").exists() or r["ended_at"] is not None)
+        built = {name: (tree / f"{name}.out").read_text().split() for name in ("wgone", "wkept")}
+        for ids in built.values():  # built through its proxy: labelled as built by its attempt
+            assert len(ids) == 2, ((tree / "build.err").read_text(), built)
+            for image in ids:
+                labels = (engine_mod.inspect(engine, "image", image) or {}).get("Config", {}).get("Labels") or {}
+                assert labels.get("plugkit.built", "").endswith("-w1-1"), (image, labels)
+                assert labels.get("plugkit.attempt") == "", labels  # what a container of it inherits: no owner
+        # Someone else's container runs the worker's image: the image stays for it.
+        engine_mod.docker(engine, "run", "-d", "--name", stranger, "wkept:1", "sleep", "600")
+        (tree / "go").write_text("")
+        run = w.until(lambda r: r["ended_at"] is not None)
+        item = w.items(run)["w1"]
+        assert item["state"] == "completed", run
+        # wgone's first build too, untagged by the second (which the legacy builder made on top of it)
+        assert [i for i in built["wgone"] if engine_mod.inspect(engine, "image", i) is not None] == [], item["teardown"]
+        assert "image wgone:1" in item["teardown"], item
+        assert engine_mod.inspect(engine, "image", built["wkept"][1]) is not None, item["teardown"]
+        assert engine_mod.inspect(engine, "image", IMAGE) is not None  # the image it built on: not its own
+        assert (engine_mod.inspect(engine, "container", stranger) or {}).get("State", {}).get("Running"), stranger
+    finally:
+        engine_mod.docker(engine, "rm", "-f", stranger, ok=False)
+        engine_mod.docker(engine, "rmi", "wgone:1", "wkept:1", ok=False)

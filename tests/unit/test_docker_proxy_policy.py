@@ -19,7 +19,8 @@ class FakeEngine:
                         ("volume", "theirvol"): Found("theirvol", stranger), ("network", "mynet"): Found("n1", mine),
                         ("network", "theirnet"): Found("n2", stranger), ("exec", "x1"): Found("x1", stranger),
                         ("image", "postgres:16"): Found("sha256:p", {}), ("image", "myapp:latest"): Found("sha256:a", {}),
-                        ("image", "mine:1"): Found("sha256:m", mine)}
+                        ("image", "mine:1"): Found("sha256:m", owner.image_labels()),
+                        ("image", "run-of-mine:1"): Found("sha256:r", mine)}  # labels a container passed on
         self.made: list[tuple[str, dict]] = []
 
     async def lookup(self, kind: str, name: str):
@@ -189,9 +190,26 @@ async def test_rejects_an_image_name_that_would_stand_in_for_anothers(worktree):
     assert "myapp:latest is refused" in await refused(pol, "POST", "/images/abc/tag?repo=myapp")
     assert "refused" in await refused(pol, "POST", "/commit?container=mine&repo=postgres&tag=16")
     assert "image load is refused" in await refused(pol, "POST", "/images/load")
-    req = await decide(pol, "POST", '/build?t=fresh:1&t=mine:1&labels={"app":"x"}')
-    assert json.loads(req.arg("labels")) == {"app": "x", **pol.owner.labels()}  # its later tag is of its own
+    req = await decide(pol, "POST", '/build?t=fresh:1&t=mine:1&labels={"app":"x","plugkit.built":"other"}')
+    assert json.loads(req.arg("labels")) == {"app": "x", **pol.owner.image_labels()}  # its later tag is of its own
     await decide(pol, "POST", "/images/mine:1/tag?repo=mine&tag=2")
+    # Not an image it built: one that carries a container's labels (a person's commit, a Dockerfile's LABEL).
+    assert "is refused" in await refused(pol, "POST", "/images/abc/tag?repo=run-of-mine&tag=1")
+
+
+async def test_an_image_it_makes_says_so_under_its_own_keys_not_a_containers(worktree):
+    # A container takes its image's labels: a person's container run from the worker's image must
+    # not carry the attempt's container keys (teardown and the boot sweep remove by them).
+    pol, _ = policy(worktree)
+    blank = {k: "" for k in pol.owner.labels()}
+    assert {k: v for k, v in pol.owner.image_labels().items() if k in blank} == blank
+    assert pol.owner.built(pol.owner.image_labels()) and not pol.owner.owns(pol.owner.image_labels())
+    req = await decide(pol, "POST", "/commit?container=mine&repo=snap&tag=1", {"Labels": {"plugkit.attempt": "x"}})
+    assert json.loads(req.body or b"")["Labels"] == pol.owner.image_labels()
+    req = await decide(pol, "POST", "/commit?container=mine&repo=snap&tag=1")
+    assert json.loads(req.body or b"")["Labels"] == pol.owner.image_labels()
+    line = await refused(pol, "POST", "/commit?container=mine&changes=ENV+A%3D1&changes=lAbEl+plugkit.built%3Dother")
+    assert "commit --change LABEL is refused" in line, line
     await decide(pol, "POST", "/images/create?fromImage=postgres&tag=16")  # a pull: the registry's image
 
 

@@ -2,9 +2,9 @@
 
 Opt-in per workspace (`work_docker = true`, a person's setting: config_pin.py), local workers
 only. Before the worker (and its work_setup) starts, the runner serves a proxy socket for its
-session (runner/system/docker_proxy.py), shown in its sandbox as DOCKER_HOST; every container,
-volume and network it creates carries its attempt's labels, and what would hand it the host is
-refused (runner/system/docker_policy.py). teardown.py removes what carries the labels at the
+session (runner/system/docker_proxy.py), shown in its sandbox and its exec: tasks' as DOCKER_HOST;
+every container, volume, network and image it creates carries its attempt's labels, and what would
+hand it the host is refused (runner/system/docker_policy.py). teardown.py removes what carries the labels at the
 attempt's end; a runner that died mid-attempt leaves them to the next one's boot (sweep_dead,
 called by runner/boot/lifespans.py before the dead runs are settled).
 """
@@ -74,7 +74,7 @@ def socket_of(home: Optional[str], it: ItemRun) -> Optional[str]:
 
 
 async def sweep_dead(home: Optional[str]) -> list[str]:
-    """At boot: every container, network and volume this home's workers made under a runner that
+    """At boot: every container, image, network and volume this home's workers made under a runner that
     is gone, removed from each engine proxied to. What was removed (logged too)."""
     if home is None:
         return []
