@@ -15,7 +15,7 @@ from urllib.parse import quote
 import aiohttp
 import psutil
 
-from runner.system.docker_request import HOME, IMAGE_KEYS, RUNNER, Found
+from runner.system.docker_request import BUILT, HOME, RUNNER, Found, built_by
 
 TIMEOUT_S = 30.0
 # kind -> (the list endpoint, the removal of one by its id, how an answer names it, its labels)
@@ -26,9 +26,9 @@ KINDS: dict[str, tuple[str, str, Callable[[dict], str], Callable[[dict], dict]]]
     # The images it built (the proxy labels every build; a commit takes its container's labels),
     # unforced: one a container of anyone else's uses, or tagged by someone else too, the engine
     # keeps (409). Its untagged parents go with it unless another image is built on them.
-    # An image says whose it is under IMAGE_KEYS: read back as the container keys.
+    # An image says whose it is under BUILT: listed by the key, matched by its value read back.
     "image": ("/images/json", "/images/{}", lambda o: (o.get("RepoTags") or [o.get("Id", "")[7:19]])[0],
-              lambda o: {k: (o.get("Labels") or {}).get(v) for k, v in IMAGE_KEYS.items()}),
+              lambda o: built_by(o.get("Labels"))),
     "network": ("/networks", "/networks/{}", lambda o: o.get("Name", ""), lambda o: o.get("Labels") or {}),
     "volume": ("/volumes", "/volumes/{}?force=1", lambda o: o.get("Name", ""), lambda o: o.get("Labels") or {}),
 }
@@ -96,13 +96,12 @@ class Engine:
     async def remove(self, key: str, value: str,
                      keep: Callable[[dict], bool] = lambda labels: False) -> tuple[list[str], list[str]]:
         """Every container, image, network and volume labelled `key`=`value` (an image: under
-        IMAGE_KEYS), unless keep(labels): (what was removed, what could not be). Containers first:
+        BUILT), unless keep(labels): (what was removed, what could not be). Containers first:
         they hold the others."""
         removed: list[str] = []
         notes: list[str] = []
         for kind, (listing, removal, name_of, labels_of) in KINDS.items():
-            label = f"{IMAGE_KEYS[key] if kind == 'image' else key}={value}"
-            filters = quote(json.dumps({"label": [label]}), safe="")
+            filters = quote(json.dumps({"label": [BUILT if kind == "image" else f"{key}={value}"]}), safe="")
             sep = "&" if "?" in listing else "?"
             status, data = await self._call("GET", f"{listing}{sep}filters={filters}")
             found = (data.get("Volumes") if isinstance(data, dict) else data) or []
@@ -110,7 +109,7 @@ class Engine:
                 notes.append(f"{kind}s not listed (the engine answered {status})")
                 continue
             for obj in found:
-                if not isinstance(obj, dict) or keep(labels_of(obj)):
+                if not isinstance(obj, dict) or labels_of(obj).get(key) != value or keep(labels_of(obj)):
                     continue
                 ident = obj.get("Id") or obj.get("Name") or ""
                 gone, _ = await self._call("DELETE", removal.format(quote(ident, safe="")))

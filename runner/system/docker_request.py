@@ -13,11 +13,12 @@ from urllib.parse import parse_qsl, urlencode
 
 ATTEMPT, RUN, ITEM, HOME, RUNNER = ("plugkit.attempt", "plugkit.run", "plugkit.item", "plugkit.home",
                                     "plugkit.runner")
-# An image's keys for whose it is. Not the container keys: a container inherits its image's labels,
-# so a person's `docker run` of a worker's image would be torn down with the worker's attempt (or
-# swept at boot). An image the proxy lets in carries the container keys empty (matching no filter)
-# and these; the container key -> the image's.
-IMAGE_KEYS = {ATTEMPT: "plugkit.built", HOME: "plugkit.built.home", RUNNER: "plugkit.built.runner"}
+# Whose an image is: {"plugkit.attempt": ..., "plugkit.home": ..., "plugkit.runner": ...} as JSON, under
+# one key of its own. Not the container keys: a container inherits its image's labels, so a person's
+# `docker run` of a worker's image would be torn down with the worker's attempt (or swept at boot);
+# an image the proxy lets in has those that removal matches on blank. One key, and two blanks: the
+# engine's legacy builder takes about a second per label.
+BUILT = "plugkit.built"
 MAX_BODY = 1 << 20  # a create's JSON; a build's context streams through unread
 PREDEFINED_NETWORKS = frozenset({"", "default", "bridge", "none"})
 _VERSION = re.compile(r"^/v\d+\.\d+(?=/)")
@@ -58,12 +59,20 @@ class Owner:
         return bool(labels) and labels.get(ATTEMPT) == self.attempt
 
     def image_labels(self) -> dict[str, str]:
-        """An image it builds or commits: its container keys blanked, whose it is under IMAGE_KEYS."""
-        own = self.labels()
-        return {**{k: "" for k in own}, **{IMAGE_KEYS[k]: own[k] for k in IMAGE_KEYS}}
+        """An image it builds or commits: the keys removal matches a container by blanked, whose it is under BUILT."""
+        return {ATTEMPT: "", HOME: "", BUILT: json.dumps({ATTEMPT: self.attempt, HOME: self.home, RUNNER: self.runner})}
 
     def built(self, labels: Optional[dict]) -> bool:
-        return bool(labels) and labels.get(IMAGE_KEYS[ATTEMPT]) == self.attempt
+        return built_by(labels).get(ATTEMPT) == self.attempt
+
+
+def built_by(labels: Optional[dict]) -> dict:
+    """An image's BUILT label read back as container keys ({} when it has none, or not as ours)."""
+    try:
+        found = json.loads((labels or {}).get(BUILT) or "{}")
+    except ValueError:
+        return {}
+    return {k: v for k, v in found.items() if isinstance(v, str)} if isinstance(found, dict) else {}
 
 
 @dataclass(frozen=True)
