@@ -35,9 +35,11 @@ def engine():
         yield sock
 
 
-def tries(stranger: str) -> str:
+def tries(stranger: str, outside: str) -> str:
     """The worker's script: its own container and volume (left running), then what it must not do;
-    each answer into a file the test reads while the worker waits for its go."""
+    each answer into a file the test reads while the worker waits for its go. `outside`: a dir
+    beyond its worktree, which a directory of its worktree swapped for a link between the
+    container's create and its start would hand the engine's mount."""
     refused = [("privileged", f"docker run --privileged {IMAGE} true"),
                ("root", f"docker run -v /:/host {IMAGE} ls /host"),
                ("rm", f"docker rm -f {stranger}"),
@@ -50,6 +52,8 @@ def tries(stranger: str) -> str:
             # attached run and exec: the engine's hijacked streams, both ways through the proxy
             f"echo in | docker run --rm -i {IMAGE} cat > attached.out 2>attached.err; docker exec wbox cat /data/f >> attached.out; "
             + "".join(f"{cmd} > {name}.out 2>&1; echo $? >> {name}.out; " for name, cmd in refused)
+            + f"mkdir d; docker create --name swap -v $PWD/d:/x {IMAGE} cat /x/canary > swap.out 2>&1; "
+            f"rmdir d; ln -s {outside} d; docker start -a swap >> swap.out 2>&1; echo $? >> swap.out; rm d; "
             + "touch report.done; until [ -f go ]; do sleep 0.05; done")
 
 
@@ -62,15 +66,20 @@ def test_a_workers_container_and_volume_go_with_its_attempt_and_it_cannot_reach_
     git(repo, "commit", "-qm", "ignore what the worker reports")
     stranger = f"stranger-{unique_seconds()}"
     engine_mod.docker(engine, "run", "-d", "--name", stranger, IMAGE, "sleep", "600")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "canary").write_text("CANARY-outside-the-worktree\n")
     try:
-        w = Work(home, repo, {"w1": [["shell", tries(stranger)], *commit_file("w1.txt")]})
+        w = Work(home, repo, {"w1": [["shell", tries(stranger, str(outside))], *commit_file("w1.txt")]})
         w.env["DOCKER_HOST"] = f"unix://{engine}"  # who runs `plugkit work` names the engine
         w.add("w1", "--verify", "test -f w1.txt")
         w.start()
         tree = repo / ".plugkit" / "worktrees" / "w1"
         w.until(lambda r: (tree / "report.done").exists() or r["ended_at"] is not None)
         out = {f: (tree / f"{f}.out").read_text() for f in ("ps", "host", "privileged", "root", "rm", "stop", "exec",
-                                                                "image", "attached")}
+                                                                "image", "attached", "swap")}
+        # A bind of a directory it can swap for a link: refused at create, before the engine's mount.
+        assert "CANARY" not in out["swap"] and "only the worktree itself may be bound" in out["swap"], out["swap"]
         # Its own: made through its proxy, labelled with its attempt, running.
         assert out["ps"].split() == ["wbox"], out  # `docker ps` lists its own only, not the stranger's
         assert out["host"].startswith("unix://") and engine not in out["host"], out
@@ -99,7 +108,7 @@ def test_a_workers_container_and_volume_go_with_its_attempt_and_it_cannot_reach_
         assert "volume wsetup" in item["teardown"], item
         assert item["teardown"][:200] in w.cli("work", "status", ok=False).stdout
     finally:
-        engine_mod.docker(engine, "rm", "-f", stranger, "wbox", ok=False)
+        engine_mod.docker(engine, "rm", "-f", stranger, "wbox", "swap", ok=False)
         engine_mod.docker(engine, "volume", "rm", "-f", "wvol", ok=False)
 
 
@@ -181,8 +190,8 @@ COMPOSE = f"""version: "3.8"
 services:
   web:
     image: {IMAGE}
-    command: sh -c "cat /src/hello > /data/f; sleep 600"
-    volumes: ["data:/data", "./src:/src:ro"]
+    command: sh -c "cat /w/src/hello > /data/f; sleep 600"
+    volumes: ["data:/data", ".:/w:ro"]
     networks: [back]
   db:
     image: {IMAGE}
@@ -196,6 +205,7 @@ networks:
 """
 # A service asking for the host, one per file: (name, the service's extra lines, the proxy's line)
 HOSTILE = (("priv", "privileged: true", "plugkit: --privileged is refused"),
+           ("sub", 'volumes: ["./src:/src"]', "plugkit: bind mount of"),  # a path it could swap for a link
            ("hostnet", "network_mode: host", "plugkit: --network=host is refused"),
            ("root", 'volumes: ["/:/host"]', "plugkit: bind mount of / is refused"))
 

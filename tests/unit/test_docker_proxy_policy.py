@@ -90,12 +90,19 @@ async def test_rejects_a_container_that_would_reach_the_host_or_anothers_objects
         assert line.startswith("plugkit: ") and said in line and "\n" not in line, (host, line)
 
 
-async def test_rejects_a_bind_through_a_link_in_the_worktree_and_keeps_one_inside_it(worktree):
+async def test_binds_the_worktree_itself_only_never_a_path_it_could_swap_for_a_link(worktree):
     pol, _ = policy(worktree)
     line = await refused(pol, "POST", "/containers/create", {"HostConfig": {"Binds": [f"{worktree}/root-link:/h"]}})
     assert "bind mount of" in line
-    req = await decide(pol, "POST", "/containers/create", {"HostConfig": {"Binds": [f"{worktree}/data/:/d:ro"]}})
-    assert json.loads(req.body)["HostConfig"]["Binds"] == [f"{os.path.realpath(worktree)}/data:/d:ro"]
+    # A directory or file inside: a link by the time the engine mounts it (at start, at each restart).
+    for src in (f"{worktree}/data/", f"{worktree}/data/../data"):
+        line = await refused(pol, "POST", "/containers/create", {"HostConfig": {"Binds": [f"{src}:/d:ro"]}})
+        assert "only the worktree itself may be bound, not a path inside it" in line, line
+    line = await refused(pol, "POST", "/containers/create", {"HostConfig": {"Mounts": [
+        {"Type": "bind", "Source": f"{worktree}/data", "Target": "/d"}]}})
+    assert "only the worktree itself may be bound" in line, line
+    req = await decide(pol, "POST", "/containers/create", {"HostConfig": {"Binds": [f"{worktree}/data/..:/w:ro"]}})
+    assert json.loads(req.body)["HostConfig"]["Binds"] == [f"{os.path.realpath(worktree)}:/w:ro"]
 
 
 async def test_labels_what_it_creates_and_a_named_volume_made_for_a_container(worktree):
