@@ -302,3 +302,14 @@ def test_the_images_a_worker_built_go_with_its_attempt_unless_anothers_container
     finally:
         engine_mod.docker(engine, "rm", "-f", stranger, ok=False)
         engine_mod.docker(engine, "rmi", "wgone:1", "wkept:1", ok=False)
+
+
+def test_work_docker_is_refused_to_a_worker_outside_the_sandbox(home, tmp_path, engine):
+    # Unsandboxed, it can write its worktree's parent: the one bind the proxy allows could be swapped.
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\nwork_docker = true\n')
+    w = Work(home, repo, {"w1": [["shell", "docker ps > ps.out 2>&1"], *commit_file("w1.txt")]})
+    w.env["DOCKER_HOST"] = f"unix://{engine}"
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.start("--no-sandbox")
+    item = w.items(w.settled())["w1"]
+    assert item["state"] != "completed" and "work_docker needs the worker sandbox" in json.dumps(item), item

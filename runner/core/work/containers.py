@@ -48,6 +48,10 @@ async def open_for(p, run: Run, it: ItemRun, cfg, held: dict) -> dict[str, str]:
     if run.runtime != "local":
         raise _refuse(f"work_docker applies to local workers only, not --runtime {run.runtime} yet; "
                       "run this item with --runtime local")
+    if not run.sandbox:  # outside it the worker can write its worktree's parent: swap the worktree for a
+        # link to / before the engine (root) mounts it, and a bind of the worktree is the host's root
+        raise _refuse("work_docker needs the worker sandbox (a worker outside it could swap its worktree for a "
+                      "link before the container engine mounts it); run without --no-sandbox")
     if p.home is None or it.worktree is None or it.session_id is None:
         raise _refuse("work_docker needs the runner's home; start the runner with `plugkit runner start`")
     try:
