@@ -27,6 +27,9 @@ class Capability:
     session_id: str
     worktree: str  # realpath: every call it makes must name a cwd inside it
     network: str = "host"  # the worker's (plugkit.vocab.WORK_NETWORKS): its exec: tasks get no more
+    # Its attempt's work_docker proxy socket (runner/system/docker_proxy.py), or None: shown to its
+    # exec: tasks as it is to the worker (a task of any other caller never gets it).
+    docker: Optional[str] = None
 
 
 def _digest(token: str) -> bytes:

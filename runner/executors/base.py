@@ -48,6 +48,9 @@ class ExecSpec:
     # NOT_LOOKED_UP until the task.exec handler or the manager looks.
     workspace: Optional[str] = ""
     name: Optional[str] = None  # the caller's label (exec --name), shown in listings
+    # A work attempt's work_docker proxy socket, shown in the task's sandbox as DOCKER_HOST: set by
+    # the runner only (a worker's capability, its work_setup), never from the wire.
+    docker: Optional[str] = None
 
     @property
     def session(self) -> SessionKey:

@@ -27,7 +27,7 @@ from runner.executors import boxed, task_files
 from runner.executors.base import ExecSpec, Outcome, Prepared, SessionKey, TaskIO
 from runner.system import cgroups, clone_spawn, cloned_process
 from runner.system import kill as kill_mod
-from runner.system import docker_proxy, tags
+from runner.system import tags
 
 STREAMS = {1: "stdout", 2: "stderr"}
 # How long a finished root's pipes may stay open (held by a grandchild) before we stop reading.
@@ -165,6 +165,11 @@ class ProcessExecutor:
         return True
 
     async def prepare(self, p: ExecSpec) -> Prepared:
+        if p.docker is not None and not os.path.exists(p.docker):
+            # Its attempt ended (teardown closed the proxy and removed what it made): a task now
+            # would find no engine, or, were the path reused, another attempt's.
+            raise Unavailable("plugkit work: this attempt has ended: its container engine proxy (work_docker) "
+                              "is closed and its containers are removed; nothing more runs for it")
         try:
             # The session cwd finds the workspace's .plugkit/lang plugins (read fresh on every exec).
             language = languages.lookup(p.lang, workspace=p.cwd, root=p.workspace)
@@ -183,9 +188,8 @@ class ProcessExecutor:
 
     async def run(self, io: TaskIO, prepared: Prepared, spec: ExecSpec) -> Outcome:
         layout: Layout = prepared.payload
-        # work_docker: a task in a worker's own session and worktree (its work_setup) gets its proxy
-        docker = docker_proxy.existing_socket(self.spec.home, io.session.session_id, io.session.root)
-        box = boxed.Box(boxed.private_dir(self.spec.tmp_root, io.id), spec.offline, docker) if spec.sandbox else None
+        # work_docker: the runner names the proxy (a worker's exec: tasks, its work_setup), never the wire
+        box = boxed.Box(boxed.private_dir(self.spec.tmp_root, io.id), spec.offline, spec.docker) if spec.sandbox else None
         try:
             rc, compiled = await self.run_steps(io, layout, spec.stdin, spec.env, spec.environ, box)
         finally:

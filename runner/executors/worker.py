@@ -132,7 +132,8 @@ class WorkerExecutor:
         token = cap_file = relay = None
         try:
             if tmp is not None:
-                token, cap_file = await asyncio.to_thread(self._mint, code, spec)
+                docker = docker_proxy.existing_socket(self.home, spec.session_id, spec.cwd)
+                token, cap_file = await asyncio.to_thread(self._mint, code, spec, docker)
                 extra: tuple[str, ...] = ()
                 if code.network != "host":
                     relay, extra, argv = await self._relay(spec, os.path.join(tmp + ".net"), argv)
@@ -140,7 +141,7 @@ class WorkerExecutor:
                 # In a thread: it copies the host's state dir (runner/system/sandbox_home.py).
                 argv = await asyncio.to_thread(sandbox.argv, lay, worker_kind(code.argv[0]), argv,
                                                capability=cap_file, extra=extra,
-                                               docker=docker_proxy.existing_socket(self.home, spec.session_id, spec.cwd))
+                                               docker=docker)
             rc = await self.process.run_argv(io, argv, stdin, spec.env, self._runner_env(tmp), spec.environ)
         except sandbox.SandboxUnavailable as exc:
             raise Unavailable(f"no worker sandbox: {exc}; `plugkit work --no-sandbox` overrides") from None
@@ -165,13 +166,14 @@ class WorkerExecutor:
         relay = await netrelay.open_relay(folder, targets)
         return relay, netrelay.namespace_args(folder), netrelay.wrap(folder, sorted(targets), argv)
 
-    def _mint(self, code: WorkerCode, spec: ExecSpec) -> tuple[Optional[str], Optional[str]]:
+    def _mint(self, code: WorkerCode, spec: ExecSpec, docker: Optional[str]) -> tuple[Optional[str], Optional[str]]:
         """(token, the 0600 file holding it) for this worker; (None, None) in a runner composed
-        without capabilities (unit tests): the token's path then shows nothing at all."""
+        without capabilities (unit tests): the token's path then shows nothing at all. `docker`:
+        its attempt's proxy socket, which its exec: tasks get too (work_docker)."""
         if self.capabilities is None:
             return None, None
         return mint_file(self.capabilities, self.home, Capability(code.run, code.item, spec.session_id,
-                                                                  os.path.realpath(spec.cwd), code.network))
+                                                                  os.path.realpath(spec.cwd), code.network, docker))
 
     def _runner_env(self, tmp: Optional[str]) -> dict[str, str]:
         """Set after the tags: where the worker's hooks find this runner (see the docstring)."""

@@ -1,4 +1,5 @@
-"""Whether a task.exec runs in the worker sandbox (runner/executors/boxed.py).
+"""Whether a task.exec runs in the worker sandbox (runner/executors/boxed.py), and what of its
+worker's it is shown there (its network, its work_docker proxy).
 
 Yes when the caller asks (`plugkit exec:<lang> --sandbox`), always for a sandboxed worker's
 capability (its exec: tasks must not see what its own sandbox hides: the token, the home,
@@ -37,6 +38,13 @@ def offline() -> bool:
     relay is its own; a task of it reaching more than the worker could would be a way out)."""
     cap = CALLER.get()
     return cap is not None and cap.network != "host"
+
+
+def docker() -> Optional[str]:
+    """A worker's exec: task gets its attempt's work_docker proxy (the capability names it): the
+    same socket, labels and teardown as the worker's own `docker`. Nobody else's task does."""
+    cap = CALLER.get()
+    return cap.docker if cap is not None else None
 
 
 async def wanted(ctx: Context, p: TaskExecParams, root: Optional[str]) -> bool:

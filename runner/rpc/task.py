@@ -56,7 +56,8 @@ async def exec_(ctx: Context, p: TaskExecParams) -> TaskResult:
                                      timeout_s=p.timeout_ms / 1000, stdin=p.stdin, env=p.env, environ=p.environ,
                                      detach=p.detach, peer=PEER.get(), caller_pid=p.caller_pid,
                                      sandbox=await exec_sandbox.wanted(ctx, p, workspace),
-                                     offline=exec_sandbox.offline(), workspace=workspace, name=p.name))
+                                     offline=exec_sandbox.offline(), workspace=workspace, name=p.name,
+                                     docker=exec_sandbox.docker()))
     if worker is not None:  # the attempt's trace names every task its worker ran
         journal = ctx.journal_of(worker[1])
         if journal is not None:

@@ -1,5 +1,5 @@
 """A worker's `docker run` / `docker create` checked (work_docker): the HostConfig fields that hand
-it the host refused, its mounts kept inside its worktree or on its own volumes, the containers and
+it the host refused, its binds of its worktree itself only (else on its own volumes), the containers and
 networks it names its own, its published ports on the loopback only. Pure: the lookups are
 docker_policy.Policy's."""
 
@@ -83,20 +83,28 @@ class ContainerRules:
             raise Refused(f"volume {name!r} is not one this worker created; it mounts only its own")
 
     def _bind_source(self, src: str, dst: str, host: dict) -> str:
-        """The source, resolved; the worktree itself gets its `.git` read-only over it inside."""
+        """The worktree itself, resolved, with its `.git` read-only over it inside; nothing else."""
         # Checked here, on the runner's view of the path: a link in the worktree to / resolves
-        # to / and is refused. (A link swapped in after this check is the engine's to follow.)
+        # to / and is refused.
         if not inside(src, self.owner.worktree):
-            raise Refused(f"bind mount of {src} is refused: only paths inside the worktree "
-                          f"({self.owner.worktree}) may be mounted")
+            raise Refused(f"bind mount of {src} is refused: only the worktree itself may be bound "
+                          f"({self.owner.worktree})")
         dot_git = os.path.join(self.owner.worktree, ".git")
         if inside(src, dot_git):
             raise Refused("bind mount of the worktree's .git is refused (it says which repository the runner's "
                           "git reads)")
-        real = os.path.realpath(src)
+        real, tree = os.path.realpath(src), os.path.realpath(self.owner.worktree)
+        # The engine resolves the path again when the container starts (and at every restart): a
+        # directory or file inside the worktree, which the worker can swap for a link to / in
+        # between, hands it the host. The worktree itself it cannot swap: its parent is read-only
+        # to the worker's sandbox and to every container of it.
+        if real != tree:
+            raise Refused(f"bind mount of {src} is refused: only the worktree itself may be bound, not a path "
+                          f"inside it (it could be swapped for a link before the engine mounts it); bind {tree} "
+                          "and use the path inside the container, or use a named volume")
         # The engine is outside the sandbox, which keeps .git read-only: a container writing the
         # worktree's `.git` file would point the runner's own git at a repository it made.
-        if real == os.path.realpath(self.owner.worktree) and os.path.lexists(dot_git):
+        if os.path.lexists(dot_git):
             host["Mounts"] = [*(host.get("Mounts") or []), {"Type": "bind", "Source": dot_git, "ReadOnly": True,
                                                             "Target": dst.rstrip("/") + "/.git"}]
         return real

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import aiohttp
 import psutil
 
-from runner.system.docker_request import HOME, RUNNER, Found
+from runner.system.docker_request import BUILT, HOME, RUNNER, Found, built_by
 
 TIMEOUT_S = 30.0
 # kind -> (the list endpoint, the removal of one by its id, how an answer names it, its labels)
@@ -23,6 +23,12 @@ KINDS: dict[str, tuple[str, str, Callable[[dict], str], Callable[[dict], dict]]]
     # Containers first (force: a running one too; v: its anonymous volumes with it), then what they used.
     "container": ("/containers/json?all=1", "/containers/{}?force=1&v=1",
                   lambda o: ((o.get("Names") or [o.get("Id", "")[:12]])[0]).lstrip("/"), lambda o: o.get("Labels") or {}),
+    # The images it built (the proxy labels every build; a commit takes its container's labels),
+    # unforced: one a container of anyone else's uses, or tagged by someone else too, the engine
+    # keeps (409). Its untagged parents go with it unless another image is built on them.
+    # An image says whose it is under BUILT: listed by the key, matched by its value read back.
+    "image": ("/images/json", "/images/{}", lambda o: (o.get("RepoTags") or [o.get("Id", "")[7:19]])[0],
+              lambda o: built_by(o.get("Labels"))),
     "network": ("/networks", "/networks/{}", lambda o: o.get("Name", ""), lambda o: o.get("Labels") or {}),
     "volume": ("/volumes", "/volumes/{}?force=1", lambda o: o.get("Name", ""), lambda o: o.get("Labels") or {}),
 }
@@ -87,13 +93,15 @@ class Engine:
         if status not in (200, 201):
             raise EngineError(f"the container engine answered {status} making volume {name}")
 
-    async def remove(self, label: str, keep: Callable[[dict], bool] = lambda labels: False) -> tuple[list[str], list[str]]:
-        """Every container, network and volume carrying `label` ("key=value"), unless keep(labels):
-        (what was removed, what could not be). Containers first: they hold the others."""
+    async def remove(self, key: str, value: str,
+                     keep: Callable[[dict], bool] = lambda labels: False) -> tuple[list[str], list[str]]:
+        """Every container, image, network and volume labelled `key`=`value` (an image: under
+        BUILT), unless keep(labels): (what was removed, what could not be). Containers first:
+        they hold the others."""
         removed: list[str] = []
         notes: list[str] = []
-        filters = quote(json.dumps({"label": [label]}), safe="")
         for kind, (listing, removal, name_of, labels_of) in KINDS.items():
+            filters = quote(json.dumps({"label": [BUILT if kind == "image" else f"{key}={value}"]}), safe="")
             sep = "&" if "?" in listing else "?"
             status, data = await self._call("GET", f"{listing}{sep}filters={filters}")
             found = (data.get("Volumes") if isinstance(data, dict) else data) or []
@@ -101,12 +109,14 @@ class Engine:
                 notes.append(f"{kind}s not listed (the engine answered {status})")
                 continue
             for obj in found:
-                if not isinstance(obj, dict) or keep(labels_of(obj)):
+                if not isinstance(obj, dict) or labels_of(obj).get(key) != value or keep(labels_of(obj)):
                     continue
                 ident = obj.get("Id") or obj.get("Name") or ""
                 gone, _ = await self._call("DELETE", removal.format(quote(ident, safe="")))
-                (removed if gone in (200, 204, 404) else notes).append(
-                    f"{kind} {name_of(obj)}" if gone in (200, 204, 404) else f"{kind} {name_of(obj)} not removed ({gone})")
+                if gone in (200, 204, 404):
+                    removed.append(f"{kind} {name_of(obj)}")
+                else:  # 409: in use by what is not the attempt's (a stranger's container of its image)
+                    notes.append(f"{kind} {name_of(obj)} kept ({'in use' if gone == 409 else gone})")
         return removed, notes
 
 
@@ -115,6 +125,6 @@ async def sweep(path: str, home_id: str, runner_id: str) -> tuple[list[str], lis
     gives no attempt its end). The live runner's own objects are kept."""
     engine = Engine(path)
     try:
-        return await engine.remove(f"{HOME}={home_id}", keep=lambda labels: labels.get(RUNNER) == runner_id)
+        return await engine.remove(HOME, home_id, keep=lambda labels: labels.get(RUNNER) == runner_id)
     finally:
         await engine.close()

@@ -19,8 +19,8 @@ import re
 from urllib.parse import quote, unquote
 
 from runner.system.docker_create import CREATE, ContainerRules
-from runner.system.docker_request import (ATTEMPT, PREDEFINED_NETWORKS, Create, Found, Lookup, Owner, Refused,
-                                          Request, json_body, labelled)
+from runner.system.docker_request import (ATTEMPT, PREDEFINED_NETWORKS, Absent, Create, Found, Lookup, Owner,
+                                          Refused, Request, json_body, labelled)
 
 # (methods, path pattern, check): the first row that matches decides. A check is a name of a
 # Policy method; "refuse:<why>" refuses with that line.
@@ -59,7 +59,8 @@ ROUTES: tuple[tuple[str, str, str], ...] = (
 )
 UPDATE_NEVER = ("Devices", "DeviceCgroupRules", "DeviceRequests", "CgroupParent")
 _ROUTES = tuple((frozenset(m.split()), re.compile(p), c) for m, p, c in ROUTES)
-READS_BODY = frozenset({"create_container", "create_exec", "create_volume", "create_network", "connect", "update"})
+READS_BODY = frozenset({"create_container", "create_exec", "create_volume", "create_network", "connect", "update",
+                        "commit"})
 
 
 def route(req: Request) -> tuple[str, tuple[str, ...]]:
@@ -92,7 +93,7 @@ class Policy:
     async def _own(self, kind: str, name: str, what: str) -> Found:
         found = await self.lookup(kind, name)
         if found is None:
-            raise Refused(f"no {kind} {name!r} of yours")  # never says whether a stranger's exists
+            raise Absent(f"no {kind} {name!r} of yours")  # never says whether a stranger's exists
         if not self.owner.owns(found.labels):
             raise Refused(f"{kind} {name!r} is not one this worker created; it acts only on its own ({what} refused)")
         return found
@@ -160,6 +161,16 @@ class Policy:
     async def commit(self, req: Request) -> None:
         await self._own("container", req.arg("container"), "commit of")
         await self._new_name(req.arg("repo"), req.arg("tag"), "commit")
+        # --change is Dockerfile text applied over the labels below: a LABEL there could name
+        # another attempt as the image's builder (its teardown would remove it), however spelled.
+        if any("label" in v.lower() for k, v in req.query if k == "changes"):
+            raise Refused("commit --change LABEL is refused (plugkit's labels say whose an image is); "
+                          "put the label in a Dockerfile and build")
+        # The image would take its container's labels, the attempt's: a container run from it by
+        # anyone would then go with this attempt. It carries the image keys instead.
+        body = json_body(req, {"Labels": None})
+        body["Labels"] = labelled(body.get("Labels"), self.owner, image=True)
+        req.body = json.dumps(body).encode()
 
     async def tag(self, req: Request, name: str) -> None:
         await self._new_name(req.arg("repo"), req.arg("tag"), f"tag of {name}")
@@ -179,7 +190,7 @@ class Policy:
             tag = "latest"
         ref = f"{repo}:{tag}" if tag else repo
         found = await self.lookup("image", ref)
-        if found is not None and not self.owner.owns(found.labels):
+        if found is not None and not self.owner.built(found.labels):
             raise Refused(f"{what} as {ref} is refused: an image of that name exists that this worker did not "
                           "build (others run it); use a new name")
 
@@ -221,7 +232,7 @@ class Policy:
         except ValueError:
             raise Refused("the labels parameter is not JSON") from None
         req.query = [(k, v) for k, v in req.query if k != "labels"] + [
-            ("labels", json.dumps(labelled(given, self.owner)))]
+            ("labels", json.dumps(labelled(given, self.owner, image=True)))]
 
     async def create_container(self, req: Request) -> None:
         body = json_body(req, CREATE)

@@ -66,7 +66,7 @@ def existing_socket(home: str, session_id: Optional[str], root: str) -> Optional
 
 def _refusal(status: int, line: str, head_only: bool = False) -> bytes:
     body = json.dumps({"message": line}).encode()
-    reason = {400: "Bad Request", 403: "Forbidden"}.get(status, "Bad Gateway")
+    reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found"}.get(status, "Bad Gateway")
     return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json"
             f"\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + (b"" if head_only else body)
 
@@ -161,7 +161,7 @@ class DockerProxy:
         (what was removed, what could not be); never raises for an engine that is gone."""
         try:
             await self.close()
-            return await self.engine.remove(f"{request_mod.ATTEMPT}={self.policy.owner.attempt}")
+            return await self.engine.remove(request_mod.ATTEMPT, self.policy.owner.attempt)
         except EngineError as exc:
             return [], [f"containers not looked at: {exc}"]
         finally:
@@ -207,7 +207,7 @@ class DockerProxy:
         except request_mod.Refused as exc:
             if req.body is None and not upgrade:
                 await _copy_body(reader, None, headers)
-            writer.write(_refusal(403, exc.line, req.method == "HEAD"))
+            writer.write(_refusal(exc.status, exc.line, req.method == "HEAD"))
             await writer.drain()
             return
         except OSError as exc:  # a lookup the rules needed (EngineError): the engine is gone or confused
@@ -227,6 +227,8 @@ class DockerProxy:
             lines += ["Connection: Upgrade", f"Upgrade: {headers['upgrade']}"] if upgrade else ["Connection: close"]
             if req.body is not None:
                 lines.append(f"Content-Length: {len(req.body)}")
+                if "content-type" not in headers:  # a commit sent bare: the rules gave it a body
+                    lines.append("Content-Type: application/json")
             else:
                 lines += [f"{k}: {v}" for k, v in fields if k.lower() in ("content-length", "transfer-encoding")]
             up_writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (req.body or b""))

@@ -13,6 +13,12 @@ from urllib.parse import parse_qsl, urlencode
 
 ATTEMPT, RUN, ITEM, HOME, RUNNER = ("plugkit.attempt", "plugkit.run", "plugkit.item", "plugkit.home",
                                     "plugkit.runner")
+# Whose an image is: {"plugkit.attempt": ..., "plugkit.home": ..., "plugkit.runner": ...} as JSON, under
+# one key of its own. Not the container keys: a container inherits its image's labels, so a person's
+# `docker run` of a worker's image would be torn down with the worker's attempt (or swept at boot);
+# an image the proxy lets in has those that removal matches on blank. One key, and two blanks: the
+# engine's legacy builder takes about a second per label.
+BUILT = "plugkit.built"
 MAX_BODY = 1 << 20  # a create's JSON; a build's context streams through unread
 PREDEFINED_NETWORKS = frozenset({"", "default", "bridge", "none"})
 _VERSION = re.compile(r"^/v\d+\.\d+(?=/)")
@@ -21,9 +27,18 @@ _VERSION = re.compile(r"^/v\d+\.\d+(?=/)")
 class Refused(Exception):
     """What the worker reads (`Error response from daemon: <line>`): what was refused and why."""
 
+    status = 403
+
     def __init__(self, line: str) -> None:
         super().__init__(line)
         self.line = f"plugkit: {line}"
+
+
+class Absent(Refused):
+    """No such object (of the worker's): 404, as the engine says it. A client that inspects before
+    it creates (docker-compose: a network, a volume) creates it on a 404, and stops on a 403."""
+
+    status = 404
 
 
 @dataclass(frozen=True)
@@ -42,6 +57,22 @@ class Owner:
 
     def owns(self, labels: Optional[dict]) -> bool:
         return bool(labels) and labels.get(ATTEMPT) == self.attempt
+
+    def image_labels(self) -> dict[str, str]:
+        """An image it builds or commits: the keys removal matches a container by blanked, whose it is under BUILT."""
+        return {ATTEMPT: "", HOME: "", BUILT: json.dumps({ATTEMPT: self.attempt, HOME: self.home, RUNNER: self.runner})}
+
+    def built(self, labels: Optional[dict]) -> bool:
+        return built_by(labels).get(ATTEMPT) == self.attempt
+
+
+def built_by(labels: Optional[dict]) -> dict:
+    """An image's BUILT label read back as container keys ({} when it has none, or not as ours)."""
+    try:
+        found = json.loads((labels or {}).get(BUILT) or "{}")
+    except ValueError:
+        return {}
+    return {k: v for k, v in found.items() if isinstance(v, str)} if isinstance(found, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -127,10 +158,12 @@ def canonical(data: Any, shape: Any) -> None:
         canonical(data[name], shape[name])
 
 
-def labelled(given: Any, owner: Owner) -> dict:
-    """The object's labels: the worker's own, none of plugkit's it made up, then the attempt's."""
+def labelled(given: Any, owner: Owner, image: bool = False) -> dict:
+    """The object's labels: the worker's own, none of plugkit's it made up, then the attempt's (an
+    image's: Owner.image_labels; they override its Dockerfile's LABEL and its base image's)."""
     base = given if isinstance(given, dict) else {}
-    return {**{k: v for k, v in base.items() if not str(k).startswith("plugkit.")}, **owner.labels()}
+    return {**{k: v for k, v in base.items() if not str(k).startswith("plugkit.")},
+            **(owner.image_labels() if image else owner.labels())}
 
 
 def inside(path: str, root: str) -> bool:

@@ -19,7 +19,8 @@ class FakeEngine:
                         ("volume", "theirvol"): Found("theirvol", stranger), ("network", "mynet"): Found("n1", mine),
                         ("network", "theirnet"): Found("n2", stranger), ("exec", "x1"): Found("x1", stranger),
                         ("image", "postgres:16"): Found("sha256:p", {}), ("image", "myapp:latest"): Found("sha256:a", {}),
-                        ("image", "mine:1"): Found("sha256:m", mine)}
+                        ("image", "mine:1"): Found("sha256:m", owner.image_labels()),
+                        ("image", "run-of-mine:1"): Found("sha256:r", mine)}  # labels a container passed on
         self.made: list[tuple[str, dict]] = []
 
     async def lookup(self, kind: str, name: str):
@@ -89,12 +90,19 @@ async def test_rejects_a_container_that_would_reach_the_host_or_anothers_objects
         assert line.startswith("plugkit: ") and said in line and "\n" not in line, (host, line)
 
 
-async def test_rejects_a_bind_through_a_link_in_the_worktree_and_keeps_one_inside_it(worktree):
+async def test_binds_the_worktree_itself_only_never_a_path_it_could_swap_for_a_link(worktree):
     pol, _ = policy(worktree)
     line = await refused(pol, "POST", "/containers/create", {"HostConfig": {"Binds": [f"{worktree}/root-link:/h"]}})
     assert "bind mount of" in line
-    req = await decide(pol, "POST", "/containers/create", {"HostConfig": {"Binds": [f"{worktree}/data/:/d:ro"]}})
-    assert json.loads(req.body)["HostConfig"]["Binds"] == [f"{os.path.realpath(worktree)}/data:/d:ro"]
+    # A directory or file inside: a link by the time the engine mounts it (at start, at each restart).
+    for src in (f"{worktree}/data/", f"{worktree}/data/../data"):
+        line = await refused(pol, "POST", "/containers/create", {"HostConfig": {"Binds": [f"{src}:/d:ro"]}})
+        assert "only the worktree itself may be bound, not a path inside it" in line, line
+    line = await refused(pol, "POST", "/containers/create", {"HostConfig": {"Mounts": [
+        {"Type": "bind", "Source": f"{worktree}/data", "Target": "/d"}]}})
+    assert "only the worktree itself may be bound" in line, line
+    req = await decide(pol, "POST", "/containers/create", {"HostConfig": {"Binds": [f"{worktree}/data/..:/w:ro"]}})
+    assert json.loads(req.body)["HostConfig"]["Binds"] == [f"{os.path.realpath(worktree)}:/w:ro"]
 
 
 async def test_labels_what_it_creates_and_a_named_volume_made_for_a_container(worktree):
@@ -131,6 +139,19 @@ async def test_rejects_acting_on_an_object_not_labelled_as_its_own(worktree):
     pol, _ = policy(worktree)
     for method, target in ANOTHERS:
         assert "is not one this worker created" in await refused(pol, method, target), target
+
+
+async def test_an_absent_object_answers_not_found_as_the_engine_would(worktree):
+    # docker-compose inspects a network or volume before it creates it: a 404 makes it create one,
+    # a 403 stops `up`. A stranger's stays a 403.
+    pol, _ = policy(worktree)
+    for target in ("/networks/w1_back", "/volumes/w1_data", "/containers/w1_web_1/json"):
+        with pytest.raises(Refused) as caught:
+            await decide(pol, "GET", target)
+        assert caught.value.status == 404 and "of yours" in caught.value.line, target
+    with pytest.raises(Refused) as caught:
+        await decide(pol, "GET", "/networks/theirnet")
+    assert caught.value.status == 403
 
 
 async def test_acts_on_its_own_by_id_and_lists_only_its_own(worktree):
@@ -176,9 +197,26 @@ async def test_rejects_an_image_name_that_would_stand_in_for_anothers(worktree):
     assert "myapp:latest is refused" in await refused(pol, "POST", "/images/abc/tag?repo=myapp")
     assert "refused" in await refused(pol, "POST", "/commit?container=mine&repo=postgres&tag=16")
     assert "image load is refused" in await refused(pol, "POST", "/images/load")
-    req = await decide(pol, "POST", '/build?t=fresh:1&t=mine:1&labels={"app":"x"}')
-    assert json.loads(req.arg("labels")) == {"app": "x", **pol.owner.labels()}  # its later tag is of its own
+    req = await decide(pol, "POST", '/build?t=fresh:1&t=mine:1&labels={"app":"x","plugkit.built":"other"}')
+    assert json.loads(req.arg("labels")) == {"app": "x", **pol.owner.image_labels()}  # its later tag is of its own
     await decide(pol, "POST", "/images/mine:1/tag?repo=mine&tag=2")
+    # Not an image it built: one that carries a container's labels (a person's commit, a Dockerfile's LABEL).
+    assert "is refused" in await refused(pol, "POST", "/images/abc/tag?repo=run-of-mine&tag=1")
+
+
+async def test_an_image_it_makes_says_so_under_its_own_keys_not_a_containers(worktree):
+    # A container takes its image's labels: a person's container run from the worker's image must
+    # not carry the attempt's container keys (teardown and the boot sweep remove by them).
+    pol, _ = policy(worktree)
+    image = pol.owner.image_labels()
+    assert image[ATTEMPT] == image["plugkit.home"] == ""  # the keys teardown and the boot sweep match on
+    assert pol.owner.built(pol.owner.image_labels()) and not pol.owner.owns(pol.owner.image_labels())
+    req = await decide(pol, "POST", "/commit?container=mine&repo=snap&tag=1", {"Labels": {"plugkit.attempt": "x"}})
+    assert json.loads(req.body or b"")["Labels"] == pol.owner.image_labels()
+    req = await decide(pol, "POST", "/commit?container=mine&repo=snap&tag=1")
+    assert json.loads(req.body or b"")["Labels"] == pol.owner.image_labels()
+    line = await refused(pol, "POST", "/commit?container=mine&changes=ENV+A%3D1&changes=lAbEl+plugkit.built%3Dother")
+    assert "commit --change LABEL is refused" in line, line
     await decide(pol, "POST", "/images/create?fromImage=postgres&tag=16")  # a pull: the registry's image
 
 

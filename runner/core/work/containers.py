@@ -2,9 +2,9 @@
 
 Opt-in per workspace (`work_docker = true`, a person's setting: config_pin.py), local workers
 only. Before the worker (and its work_setup) starts, the runner serves a proxy socket for its
-session (runner/system/docker_proxy.py), shown in its sandbox as DOCKER_HOST; every container,
-volume and network it creates carries its attempt's labels, and what would hand it the host is
-refused (runner/system/docker_policy.py). teardown.py removes what carries the labels at the
+session (runner/system/docker_proxy.py), shown in its sandbox and its exec: tasks' as DOCKER_HOST;
+every container, volume, network and image it creates carries its attempt's labels, and what would
+hand it the host is refused (runner/system/docker_policy.py). teardown.py removes what carries the labels at the
 attempt's end; a runner that died mid-attempt leaves them to the next one's boot (sweep_dead,
 called by runner/boot/lifespans.py before the dead runs are settled).
 """
@@ -48,6 +48,10 @@ async def open_for(p, run: Run, it: ItemRun, cfg, held: dict) -> dict[str, str]:
     if run.runtime != "local":
         raise _refuse(f"work_docker applies to local workers only, not --runtime {run.runtime} yet; "
                       "run this item with --runtime local")
+    if not run.sandbox:  # outside it the worker can write its worktree's parent: swap the worktree for a
+        # link to / before the engine (root) mounts it, and a bind of the worktree is the host's root
+        raise _refuse("work_docker needs the worker sandbox (a worker outside it could swap its worktree for a "
+                      "link before the container engine mounts it); run without --no-sandbox")
     if p.home is None or it.worktree is None or it.session_id is None:
         raise _refuse("work_docker needs the runner's home; start the runner with `plugkit runner start`")
     try:
@@ -66,8 +70,15 @@ async def open_for(p, run: Run, it: ItemRun, cfg, held: dict) -> dict[str, str]:
     return {"DOCKER_HOST": f"unix://{proxy.path}"}
 
 
+def socket_of(home: Optional[str], it: ItemRun) -> Optional[str]:
+    """The attempt's proxy socket while it serves (its work_setup gets it as the worker does), or None."""
+    if home is None or it.worktree is None:
+        return None
+    return docker_proxy.existing_socket(home, it.session_id, it.worktree)
+
+
 async def sweep_dead(home: Optional[str]) -> list[str]:
-    """At boot: every container, network and volume this home's workers made under a runner that
+    """At boot: every container, image, network and volume this home's workers made under a runner that
     is gone, removed from each engine proxied to. What was removed (logged too)."""
     if home is None:
         return []

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 from plugkit import confined
 from plugkit.vocab import WORK_REJECTED as REJECTED
-from runner.core.work import git
+from runner.core.work import containers, git
 from runner.core.work.model import Failed, ItemRun, Run
 from runner.executors.base import ExecSpec
 from runner.system import port_blocks, worktree_files as files_mod
@@ -161,7 +161,8 @@ async def setup(p, run: Run, it: ItemRun, cfg, environ: dict[str, str]) -> None:
                                        timeout_s=max(SETUP_MIN_S, cfg.verify_timeout_s), environ=environ,
                                        sandbox=run.sandbox, name=f"work_setup {it.id}",
                                        # a loopback-only worker's setup reaches no more than the worker
-                                       offline=run.sandbox and run.network != "host"))
+                                       offline=run.sandbox and run.network != "host",
+                                       docker=containers.socket_of(p.home, it)))  # work_docker: the worker's proxy
     it.setup_task_id = task.id
     await task.done.wait()
     said = f"work_setup ran (task_{task.id})"

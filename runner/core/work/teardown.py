@@ -7,7 +7,8 @@ process group without the sandbox (runner/executors/process.py). The `exec:` tas
 runner for are the runner's tasks in the worker's session: ended here. And a listener on one of
 its leased ports that is neither: ended here when it carries this attempt's tags, named and left
 alone when it is not ours to kill. Then the port lease goes. And under work_docker, the
-containers (forced), networks and volumes carrying its attempt's label, made through its proxy
+containers (forced), the images it built (unless another's container uses one), networks and
+volumes carrying its attempt's label, made through its proxy
 (runner/core/work/containers.py): removed here, once the proxy is closed.
 """
 
