@@ -5,14 +5,17 @@ runner's venv) and queries judged from their source before the ranker was touche
 
 attrs 23.2.0 was looked at while the ranker was tuned, so it is a dev set now; packaging 24.0 was
 held out for one round and has been looked at once since; click 8.1.7 is held out now (written and
-committed before the ranker changes it is meant to judge).
-Run: .venv/bin/python scripts/bench_search_untuned.py [--set attrs|packaging|click]
+committed before the ranker changes it is meant to judge). stdlib is a dev set over the standard library
+of /usr/bin/python3.11 (its test/, lib-dynload/ and config-*/ left out), written before the ranker
+changes of its round: bench_search's own stdlib sets were tuned with the ranker and say nothing untuned.
+Run: .venv/bin/python scripts/bench_search_untuned.py [--set attrs|packaging|click|stdlib]
 """
 
 import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,7 +34,10 @@ from runner.core.search.manager import SearchManager  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 # name -> (judged queries, its role): the dev set first, the held-out one beside it
 SETS = {"attrs": ("attrs-23.2.0.json", "dev"), "packaging": ("packaging-24.0.json", "seen once"),
-        "click": ("click-8.1.7.json", "held-out")}
+        "click": ("click-8.1.7.json", "held-out"), "stdlib": ("stdlib-3.11.json", "dev")}
+# The standard library's directories that are no library code an agent asks about: regrtest's support
+# package, extension modules and the build's Makefile/config.
+STDLIB_SKIP = ("test", "lib-dynload", "__pycache__", "config-3.11-*", "*.pyc")
 LINE_BUDGET = 200  # lines an agent reads before it stops: the issue's fixed budget
 CHARS_PER_TOKEN = 4  # the usual estimate for code; the same for every system, so the ratio is fair
 
@@ -47,7 +53,8 @@ def pin(name: str) -> str:
 
 
 def corpus_root(name: str = "attrs") -> str:
-    """The wheel's files, unpacked once under the user's cache: later runs need no network."""
+    """The wheel's files, unpacked once under the user's cache: later runs need no network (the
+    stdlib: a copy of the installed one without STDLIB_SKIP)."""
     package = pin(name)
     cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "plugkit-bench",
                          package.replace("==", "-"))
@@ -55,6 +62,14 @@ def corpus_root(name: str = "attrs") -> str:
     if os.path.isdir(root):  # made by one os.replace below: whole or absent
         return root
     os.makedirs(cache, exist_ok=True)
+    if name == "stdlib":
+        from bench_search import stdlib_root
+
+        shutil.rmtree(root + ".tmp", ignore_errors=True)
+        shutil.copytree(stdlib_root(), root + ".tmp", ignore=shutil.ignore_patterns(*STDLIB_SKIP),
+                        ignore_dangling_symlinks=True)  # a link copied as its file: both systems read it
+        os.replace(root + ".tmp", root)
+        return root
     got = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
                           "-d", cache, package], capture_output=True, text=True)
     wheels = [f for f in os.listdir(cache) if f.endswith(".whl")]
@@ -202,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         root = corpus_root(name)
         with tempfile.TemporaryDirectory() as home:
             result = evaluate(root, load(name), home)
-        print(f"untuned corpus ({SETS[name][1]}): {pin(name)} ({len(load(name))} judged queries; "
-              "why-changed skipped: a wheel has no history)")
+        skipped = "; ".join(f"{k} skipped: {v}" for k, v in judged(name).get("skipped", {}).items())
+        print(f"untuned corpus ({SETS[name][1]}): {pin(name)} ({len(load(name))} judged queries; {skipped})")
         print("\n".join(report(result)))
     return 0
 
