@@ -171,6 +171,14 @@ EXACT = {
     **{f"pkg/noise{i}.py": "".join(f"def default_value{j}(attribute, value, factory):\n"
                                    f"    '''The default value of an attribute, or its factory.'''\n"
                                    f"    return value or factory()\n\n\n" for j in range(3)) for i in range(4)},
+    # Namesakes of a pasted error's qualified names (the stdlib's tarfile.ReadError beside shutil's, and
+    # asyncio.run() beside bdb's run): the message's qualifier says which one raised it.
+    "pkg/archive.py": ("class ReadError(Exception):\n    '''An archive could not be read.'''\n\n\n"
+                       "def run(main):\n    if main is None:\n"
+                       "        raise RuntimeError('archive.run() cannot be called from a running loop')\n"
+                       "    raise ReadError('file could not be opened successfully')\n"),
+    "pkg/shell.py": ("class ReadError(Exception):\n    '''A shell command could not be read.'''\n\n\n"
+                     "def run(command):\n    '''Run a command in a shell.'''\n    return command\n"),
 }
 
 
@@ -192,6 +200,13 @@ def test_a_pasted_error_finds_the_line_that_raises_it_and_no_namesake_exception_
               "  Attribute in question: Attribute(name='y')")
     assert a.kind == "error" and a.hits[0].path == "pkg/make.py", [(h.path, h.symbol) for h in a.hits]
     assert not [d.name for d in a.definitions if d.name.endswith("Error")], a.definitions  # none is named
+
+
+def test_a_pasted_error_s_qualified_name_answers_with_its_module_and_not_a_namesake(exact):
+    for message in ("pkg.archive.ReadError: file could not be opened successfully",
+                    "RuntimeError: archive.run() cannot be called from a running loop"):
+        a = exact(message)
+        assert a.definitions and {d.path for d in a.definitions} == {"pkg/archive.py"}, (message, a.definitions)
 
 
 def test_an_identifier_defined_in_a_stub_and_a_source_file_answers_with_the_source(exact):

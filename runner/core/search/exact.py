@@ -12,6 +12,7 @@ PHRASE = 3  # words a phrase of the message holds: short enough to stay inside o
 MAX_PHRASES = 24
 CLASS = re.compile(r"\s*class\s+([A-Za-z_]\w*)")
 CALLED = re.compile(r"([A-Za-z_]\w*)\(")
+DOTTED = re.compile(r"((?:[A-Za-z_]\w*\.)+)([A-Za-z_]\w*)")
 
 
 def error_phrases(text: str) -> str | None:
@@ -33,15 +34,34 @@ def phrase_first(phrased: list, ranked: list) -> list:
     return list(phrased) + [h for h in ranked if (h.path, h.start) not in keys]
 
 
-def named_in(text: str, defs: list) -> list:
+def named_in(text: str, defs: list, root: str | None = None) -> list:
     """The definitions a pasted error names as written (its exception class, `evolve()`): a class
     that only shares the message's words (FrozenAttributeError for "attribute") is no answer."""
     named = {m.group(0) for m in tokens.IDENT.finditer(text)}
     called = {m.group(1) for m in CALLED.finditer(text)}
     # A plain lowercase word of the message ("eq must be define ... lt, le") names nothing: only a
     # code-shaped name (a class, snake_case, camelCase) or one written as a call does.
-    return [d for d in defs if d.name in named and (d.name in called or "_" in d.name.strip("_")
-                                                    or d.name[:1].isupper() or bool(tokens.parts(d.name)))]
+    found = [d for d in defs if d.name in named and (d.name in called or "_" in d.name.strip("_")
+                                                     or d.name[:1].isupper() or bool(tokens.parts(d.name)))]
+    return by_qualifier(text, found, root)
+
+
+def by_qualifier(text: str, defs: list, root: str | None) -> list:
+    """A name the message writes with its module or class (`asyncio.run()`, `tarfile.ReadError`)
+    is that module's or class's: a namesake whose path and class disagree with the qualifier (bdb's
+    `run`, shutil's ReadError) is no answer."""
+    quals: dict[str, set[str]] = {}  # name -> its nearest qualifiers (`pkg.archive.X`: archive, not pkg)
+    for m in DOTTED.finditer(text):
+        quals.setdefault(m.group(2), set()).add(m.group(1).rstrip(".").rsplit(".", 1)[-1].lower())
+    read: dict = {}
+
+    def agrees(d) -> bool:
+        hay = set(d.path.lower().replace("\\", "/").replace("/", ".").rsplit(".", 1)[0].split("."))
+        if root is not None:
+            hay.add(enclosing_class(root, d.path, d.line, read).lower())
+        return bool(quals[d.name] & hay)
+
+    return [d for d in defs if d.name not in quals or agrees(d)]
 
 
 def source_first(items: list, name=lambda d: d.name) -> list:

@@ -250,7 +250,7 @@ def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked:
         order = {p: i for i, p in enumerate(list(dict.fromkeys(h.path for h in ranked))[:AGREE])}
         defs = sorted((d for d in defs if d.path in order), key=lambda d: order[d.path])
     elif kind == "error":  # the message's words are prose: only what it names as written is a definition
-        defs = exact.named_in(text, defs)
+        defs = exact.named_in(text, defs, root)
     elif kind == "qualified":
         quals, name = query_kind.qualifier(text)
         n = name.lower()
