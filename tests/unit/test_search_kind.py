@@ -48,6 +48,7 @@ FILES = {
     "pkg/loader.py": ("def load_in_pieces(path, size):\n    '''Read the file in chunks of size bytes.'''\n"
                       "    with open(path, 'rb') as f:\n        while block := f.read(size):\n            yield block\n"),
     "pkg/helper.py": "def helper():\n    return 2\n",
+    "pkg/notes.py": "# helper() returns two: see pkg.helper\nHELPER = 'helper'\n",  # mentions it, calls nothing
     **{f"pkg/user{i}.py": "from pkg.helper import helper\n\n\n" + "".join(
         f"def use{j}():\n    return helper() + {j}\n\n\n" for j in range(4)) for i in range(3)},
 }
@@ -110,6 +111,13 @@ def test_a_usage_question_spreads_over_the_calling_files(searched):
     a = searched("who calls helper")
     top = [h.path for h in a.hits[:4]]
     assert len(set(top)) == 4, top  # the three callers and the definition before any file twice
+
+
+def test_a_callers_question_answers_with_its_callers_not_its_definition_or_a_comment(searched):
+    a = searched("who calls helper")
+    assert not a.definitions, a.definitions  # read first, the definition's file pushed a caller down
+    top = {h.path for h in a.hits[:3]}
+    assert top == {"pkg/user0.py", "pkg/user1.py", "pkg/user2.py"}, [h.path for h in a.hits]
 
 
 def test_an_identifier_keeps_its_exact_definition_first(searched):

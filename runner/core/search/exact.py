@@ -98,13 +98,14 @@ def enclosing_class(root: str, path: str, line: int, read: dict | None = None) -
 
 SITES_READ = 40  # candidates whose lines a callers' question reads: the rest keep their BM25 order
 IMPORT = re.compile(r"^\s*(from\s+\S+\s+)?import\b|^\s*__all__\b")
+COMMENT = re.compile(r"^\s*#")  # a comment that mentions `X()` calls nothing
 
 
-def usage_sites(root: str, question: str, target: str, ranked: list) -> list:
-    """The chunks that call (raise, use) the target first, in their order, then the rest: a
-    definition, a stub's declaration, an import or an __all__ entry names it and calls nothing."""
+def usage_sites(root: str, question: str, target: str, ranked: list) -> tuple[list, list]:
+    """The chunks that call (raise, use) the target, in their order, and the rest: a definition,
+    a stub's declaration, an import or an __all__ entry names it and calls nothing."""
     if not target.isidentifier():
-        return ranked
+        return [], ranked
     word = re.escape(target)
     if re.search(r"\braises?\b", question, re.I):
         site = re.compile(rf"\braise\s+([\w.]+\.)?{word}\b")
@@ -122,6 +123,6 @@ def usage_sites(root: str, question: str, target: str, ranked: list) -> list:
         if h.path not in lines:
             lines[h.path] = files.read_lines(root, h.path)
         body = lines[h.path][h.start - 1:h.end]
-        calls = any(site.search(t) and not own.match(t) and not IMPORT.match(t) for t in body)
+        calls = any(site.search(t) and not (own.match(t) or IMPORT.match(t) or COMMENT.match(t)) for t in body)
         (sites if calls else rest).append(h)
-    return sites + rest
+    return sites, rest
