@@ -135,3 +135,30 @@ def test_a_plain_words_question_ranks_the_file_about_it_above_a_big_file_saying_
     finally:
         manager.close()
     assert a.hits[0].path == "pkg/rotating.py", [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]
+
+
+# A question's English ("like a shell would") said by a chunk about something else: rare in code, those
+# words outweighed the ones that name what the question asks for.
+SHELL = {
+    "pkg/shellwords.py": ("def split_command(line):\n    '''Split a command line into words.'''\n"
+                          "    return line.split()\n"),
+    "pkg/prose.py": ("def describe(words):\n    '''The words as a person would like to read them in a shell, a line each.'''\n"
+                     "    return ' '.join(words)\n"),
+    **{f"pkg/other{i}.py": f"def command{i}(line):\n    '''Run command {i} on a line.'''\n    return line\n"
+       for i in range(4)},
+}
+
+
+def test_a_plain_words_question_is_not_ranked_by_its_english(tmp_path):
+    root = tmp_path / "repo"
+    for rel, text in SHELL.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(root), "start")
+        manager.workspace(str(root)).wait(60)
+        a = manager.query(str(root), "split a command line into words like a shell would", history=False)
+    finally:
+        manager.close()
+    assert a.hits[0].path == "pkg/shellwords.py", [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]

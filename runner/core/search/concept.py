@@ -54,8 +54,17 @@ def match(words: list[str]) -> str:
     return " OR ".join(out)
 
 
+# Words of a question in English that say nothing about the code ("like a shell would", "so that it
+# can"): dropped from a plain-words question's ranking (tokens.STOP has the commonest already).
+PROSE_STOP = frozenset("can could would should will shall may might must has have had having been being its "
+                       "their there these those they them into onto so than then thus also just only very "
+                       "such some like whether instead about i me my we our you your he she his her "
+                       "way ways something anything thing things someone".split())
+
+
 def search(store: IndexStore, words: list[str], limit: int, glob: str | None, lang: str | None) -> list[Hit]:
     """The chunks answering a plain-words question, best first."""
+    words = [w for w in words if w.lower() not in PROSE_STOP] or words
     spelled = {w.lower(): w for w in reversed(words)}  # the first spelling kept: camelCase has parts
     distinct = list(dict.fromkeys(w.lower() for w in words))
     posts = {w: postings.of(store, match([spelled[w]]), glob, lang) for w in distinct}
