@@ -14,12 +14,16 @@ _sizes: "weakref.WeakKeyDictionary[object, tuple[tuple, dict[str, int], float]]"
 
 
 def sizes(store) -> tuple[dict[str, int], float]:
+    """path -> size and the mean size, kept until the index changes (guarded by the store's own
+    lock, as postings.py's cache is: queries run on threads)."""
     stamp = (store.get_meta("built"), store.changes())
-    held = _sizes.get(store)
+    with store.lock:
+        held = _sizes.get(store)
     if held is None or held[0] != stamp:
         got = {p: max(1, s) for p, (_, s) in store.stamps().items()}
         held = (stamp, got, sum(got.values()) / max(1, len(got)))
-        _sizes[store] = held
+        with store.lock:
+            _sizes[store] = held
     return held[1], held[2]
 
 
