@@ -101,3 +101,64 @@ def test_a_file_edited_in_place_between_two_questions_counts_in_the_second(tmp_p
         assert postings.of(store, walrus, None, None).files == {"a.py": 1}
     finally:
         manager.close()
+
+
+# The module about a question (the stdlib's logging/handlers.py for "roll the log over past a size")
+# says its words in chunk after chunk; a big module of other things says them once, in one short
+# function. Whole-file BM25 finds the first; chunk BM25 alone ranked the short function first.
+ROTATE = {
+    "pkg/rotating.py": ("'''Log handlers that rotate their file.'''\n\n\n"
+                        "def should_rotate(stream, limit):\n    '''True when the log file grew past limit.'''\n"
+                        "    return stream.tell() >= limit\n\n\n"
+                        "def rotated(path, n):\n    '''The name of the n-th rotated log file.'''\n"
+                        "    return f'{path}.{n}'\n\n\n"
+                        "def rotate(path, count):\n    '''Rotate the log: each older file takes the next name.'''\n"
+                        + "".join(f"    step{i} = rotated(path, {i})\n" for i in range(8)) + "    return path\n"),
+    "pkg/misc.py": ("def roll(log, limit):\n    '''Rotate the log file past a size limit.'''\n    return log\n\n\n"
+                    + "".join(f"def chore{i}(value):\n    '''Chore {i} on a value.'''\n"
+                              + "".join(f"    v{j} = value + {j}\n" for j in range(12)) + "    return value\n\n\n"
+                              for i in range(30))),
+    **{f"pkg/other{i}.py": f"def size{i}(file):\n    '''The size of a file.'''\n    return {i}\n" for i in range(4)},
+}
+
+
+def test_a_plain_words_question_ranks_the_file_about_it_above_a_big_file_saying_it_once(tmp_path):
+    root = tmp_path / "repo"
+    for rel, text in ROTATE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(root), "start")
+        manager.workspace(str(root)).wait(60)
+        a = manager.query(str(root), "rotate the log file when it grows past a size limit", history=False)
+    finally:
+        manager.close()
+    assert a.hits[0].path == "pkg/rotating.py", [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]
+
+
+# A question's English ("like a shell would") said by a chunk about something else: rare in code, those
+# words outweighed the ones that name what the question asks for.
+SHELL = {
+    "pkg/shellwords.py": ("def split_command(line):\n    '''Split a command line into words.'''\n"
+                          "    return line.split()\n"),
+    "pkg/prose.py": ("def describe(words):\n    '''The words as a person would like to read them in a shell, a line each.'''\n"
+                     "    return ' '.join(words)\n"),
+    **{f"pkg/other{i}.py": f"def command{i}(line):\n    '''Run command {i} on a line.'''\n    return line\n"
+       for i in range(4)},
+}
+
+
+def test_a_plain_words_question_is_not_ranked_by_its_english(tmp_path):
+    root = tmp_path / "repo"
+    for rel, text in SHELL.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(root), "start")
+        manager.workspace(str(root)).wait(60)
+        a = manager.query(str(root), "split a command line into words like a shell would", history=False)
+    finally:
+        manager.close()
+    assert a.hits[0].path == "pkg/shellwords.py", [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]

@@ -48,6 +48,7 @@ FILES = {
     "pkg/loader.py": ("def load_in_pieces(path, size):\n    '''Read the file in chunks of size bytes.'''\n"
                       "    with open(path, 'rb') as f:\n        while block := f.read(size):\n            yield block\n"),
     "pkg/helper.py": "def helper():\n    return 2\n",
+    "pkg/notes.py": "# helper() returns two: see pkg.helper\nHELPER = 'helper'\n",  # mentions it, calls nothing
     **{f"pkg/user{i}.py": "from pkg.helper import helper\n\n\n" + "".join(
         f"def use{j}():\n    return helper() + {j}\n\n\n" for j in range(4)) for i in range(3)},
 }
@@ -112,6 +113,13 @@ def test_a_usage_question_spreads_over_the_calling_files(searched):
     assert len(set(top)) == 4, top  # the three callers and the definition before any file twice
 
 
+def test_a_callers_question_answers_with_its_callers_not_its_definition_or_a_comment(searched):
+    a = searched("who calls helper")
+    assert not a.definitions, a.definitions  # read first, the definition's file pushed a caller down
+    top = {h.path for h in a.hits[:3]}
+    assert top == {"pkg/user0.py", "pkg/user1.py", "pkg/user2.py"}, [h.path for h in a.hits]
+
+
 def test_an_identifier_keeps_its_exact_definition_first(searched):
     assert searched("load_in_pieces").definitions[0].name == "load_in_pieces"
 
@@ -171,6 +179,14 @@ EXACT = {
     **{f"pkg/noise{i}.py": "".join(f"def default_value{j}(attribute, value, factory):\n"
                                    f"    '''The default value of an attribute, or its factory.'''\n"
                                    f"    return value or factory()\n\n\n" for j in range(3)) for i in range(4)},
+    # Namesakes of a pasted error's qualified names (the stdlib's tarfile.ReadError beside shutil's, and
+    # asyncio.run() beside bdb's run): the message's qualifier says which one raised it.
+    "pkg/archive.py": ("class ReadError(Exception):\n    '''An archive could not be read.'''\n\n\n"
+                       "def run(main):\n    if main is None:\n"
+                       "        raise RuntimeError('archive.run() cannot be called from a running loop')\n"
+                       "    raise ReadError('file could not be opened successfully')\n"),
+    "pkg/shell.py": ("class ReadError(Exception):\n    '''A shell command could not be read.'''\n\n\n"
+                     "def run(command):\n    '''Run a command in a shell.'''\n    return command\n"),
 }
 
 
@@ -192,6 +208,13 @@ def test_a_pasted_error_finds_the_line_that_raises_it_and_no_namesake_exception_
               "  Attribute in question: Attribute(name='y')")
     assert a.kind == "error" and a.hits[0].path == "pkg/make.py", [(h.path, h.symbol) for h in a.hits]
     assert not [d.name for d in a.definitions if d.name.endswith("Error")], a.definitions  # none is named
+
+
+def test_a_pasted_error_s_qualified_name_answers_with_its_module_and_not_a_namesake(exact):
+    for message in ("pkg.archive.ReadError: file could not be opened successfully",
+                    "RuntimeError: archive.run() cannot be called from a running loop"):
+        a = exact(message)
+        assert a.definitions and {d.path for d in a.definitions} == {"pkg/archive.py"}, (message, a.definitions)
 
 
 def test_an_identifier_defined_in_a_stub_and_a_source_file_answers_with_the_source(exact):

@@ -1,12 +1,13 @@
 """How a plain-words question ranks chunks: by how much of the question a chunk says in its
 context (its own words and the file around it), weighed by how rare each word is across files,
 not by one rare word's BM25 alone (issue 46: a short definition named by one common word of the
-question used to outrank the chunk holding the answer)."""
+question used to outrank the chunk holding the answer), and by its file's whole-file BM25
+(whole.py: whole-file BM25 found the answer's file more often than chunks alone did)."""
 
 import math
 import re
 
-from runner.core.search import postings, tokens
+from runner.core.search import postings, tokens, whole
 from runner.core.search.chunks import language
 from runner.core.search.store import Hit, IndexStore
 
@@ -15,6 +16,9 @@ POOL_ROWS = 10_000  # chunks the candidates' words may match at most (past the t
 # A file in no language the index knows (LICENSE, a wheel's METADATA, a changelog without an
 # extension) tells about the code; a question about what the code does is answered by the code.
 NO_LANGUAGE = 0.5
+# A chunk's score is times (FILE_FLOOR + its file's whole-file BM25 / the best candidate file's):
+# the file around it counts, yet a chunk that says the question in a weaker file can still lead.
+FILE_FLOOR = 0.5
 
 
 def is_prose(query: str) -> bool:
@@ -50,8 +54,17 @@ def match(words: list[str]) -> str:
     return " OR ".join(out)
 
 
+# Words of a question in English that say nothing about the code ("like a shell would", "so that it
+# can"): dropped from a plain-words question's ranking (tokens.STOP has the commonest already).
+PROSE_STOP = frozenset("can could would should will shall may might must has have had having been being its "
+                       "their there these those they them into onto so than then thus also just only very "
+                       "such some like whether instead about i me my we our you your he she his her "
+                       "way ways something anything thing things someone".split())
+
+
 def search(store: IndexStore, words: list[str], limit: int, glob: str | None, lang: str | None) -> list[Hit]:
     """The chunks answering a plain-words question, best first."""
+    words = [w for w in words if w.lower() not in PROSE_STOP] or words
     spelled = {w.lower(): w for w in reversed(words)}  # the first spelling kept: camelCase has parts
     distinct = list(dict.fromkeys(w.lower() for w in words))
     posts = {w: postings.of(store, match([spelled[w]]), glob, lang) for w in distinct}
@@ -73,6 +86,8 @@ def rerank(store: IndexStore, distinct: list[str], posts: dict, ranked: list[Hit
     n_files = max(1, store.file_count())
     idf = {w: math.log(1 + n_files / (1 + len(posts[w].files))) for w in distinct}
     total = sum(idf.values()) or 1.0
+    files = whole.scores(store, distinct, posts, n_files)
+    best_file = max((files.get(h.path, 0.0) for h in ranked), default=0.0) or 1.0
     # A definition the question names whole keeps the weight it has for every kind (`walk` is the
     # answer to "walk a directory tree"); its coverage below tells it from a one-word namesake.
     base = {(h.path, h.start): h.score * (2.0 if h.symbol.lower() in distinct else 1.0)
@@ -88,7 +103,8 @@ def rerank(store: IndexStore, distinct: list[str], posts: dict, ranked: list[Hit
     def score(h: Hit) -> float:
         key = (h.path, h.start)  # the file's name is the chunk's context too
         in_chunk = {w for w in distinct if key in posts[w].chunks} | path_words[h.path]
-        return (base[key] / top) * (0.5 + cover(in_chunk)) * (0.5 + cover(in_file[h.path]))
+        return ((base[key] / top) * (0.5 + cover(in_chunk)) * (0.5 + cover(in_file[h.path]))
+                * (FILE_FLOOR + files.get(h.path, 0.0) / best_file))
 
     return sorted(ranked, key=score, reverse=True)
 

@@ -12,6 +12,7 @@ PHRASE = 3  # words a phrase of the message holds: short enough to stay inside o
 MAX_PHRASES = 24
 CLASS = re.compile(r"\s*class\s+([A-Za-z_]\w*)")
 CALLED = re.compile(r"([A-Za-z_]\w*)\(")
+DOTTED = re.compile(r"((?:[A-Za-z_]\w*\.)+)([A-Za-z_]\w*)")
 
 
 def error_phrases(text: str) -> str | None:
@@ -33,15 +34,34 @@ def phrase_first(phrased: list, ranked: list) -> list:
     return list(phrased) + [h for h in ranked if (h.path, h.start) not in keys]
 
 
-def named_in(text: str, defs: list) -> list:
+def named_in(text: str, defs: list, root: str | None = None) -> list:
     """The definitions a pasted error names as written (its exception class, `evolve()`): a class
     that only shares the message's words (FrozenAttributeError for "attribute") is no answer."""
     named = {m.group(0) for m in tokens.IDENT.finditer(text)}
     called = {m.group(1) for m in CALLED.finditer(text)}
     # A plain lowercase word of the message ("eq must be define ... lt, le") names nothing: only a
     # code-shaped name (a class, snake_case, camelCase) or one written as a call does.
-    return [d for d in defs if d.name in named and (d.name in called or "_" in d.name.strip("_")
-                                                    or d.name[:1].isupper() or bool(tokens.parts(d.name)))]
+    found = [d for d in defs if d.name in named and (d.name in called or "_" in d.name.strip("_")
+                                                     or d.name[:1].isupper() or bool(tokens.parts(d.name)))]
+    return by_qualifier(text, found, root)
+
+
+def by_qualifier(text: str, defs: list, root: str | None) -> list:
+    """A name the message writes with its module or class (`asyncio.run()`, `tarfile.ReadError`)
+    is that module's or class's: a namesake whose path and class disagree with the qualifier (bdb's
+    `run`, shutil's ReadError) is no answer."""
+    quals: dict[str, set[str]] = {}  # name -> its nearest qualifiers (`pkg.archive.X`: archive, not pkg)
+    for m in DOTTED.finditer(text):
+        quals.setdefault(m.group(2), set()).add(m.group(1).rstrip(".").rsplit(".", 1)[-1].lower())
+    read: dict = {}
+
+    def agrees(d) -> bool:
+        hay = set(d.path.lower().replace("\\", "/").replace("/", ".").rsplit(".", 1)[0].split("."))
+        if root is not None:
+            hay.add(enclosing_class(root, d.path, d.line, read).lower())
+        return bool(quals[d.name] & hay)
+
+    return [d for d in defs if d.name not in quals or agrees(d)]
 
 
 def source_first(items: list, name=lambda d: d.name) -> list:
@@ -78,13 +98,14 @@ def enclosing_class(root: str, path: str, line: int, read: dict | None = None) -
 
 SITES_READ = 40  # candidates whose lines a callers' question reads: the rest keep their BM25 order
 IMPORT = re.compile(r"^\s*(from\s+\S+\s+)?import\b|^\s*__all__\b")
+COMMENT = re.compile(r"^\s*#")  # a comment that mentions `X()` calls nothing
 
 
-def usage_sites(root: str, question: str, target: str, ranked: list) -> list:
-    """The chunks that call (raise, use) the target first, in their order, then the rest: a
-    definition, a stub's declaration, an import or an __all__ entry names it and calls nothing."""
+def usage_sites(root: str, question: str, target: str, ranked: list) -> tuple[list, list]:
+    """The chunks that call (raise, use) the target, in their order, and the rest: a definition,
+    a stub's declaration, an import or an __all__ entry names it and calls nothing."""
     if not target.isidentifier():
-        return ranked
+        return [], ranked
     word = re.escape(target)
     if re.search(r"\braises?\b", question, re.I):
         site = re.compile(rf"\braise\s+([\w.]+\.)?{word}\b")
@@ -102,6 +123,6 @@ def usage_sites(root: str, question: str, target: str, ranked: list) -> list:
         if h.path not in lines:
             lines[h.path] = files.read_lines(root, h.path)
         body = lines[h.path][h.start - 1:h.end]
-        calls = any(site.search(t) and not own.match(t) and not IMPORT.match(t) for t in body)
+        calls = any(site.search(t) and not (own.match(t) or IMPORT.match(t) or COMMENT.match(t)) for t in body)
         (sites if calls else rest).append(h)
-    return sites + rest
+    return sites, rest

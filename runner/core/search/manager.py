@@ -250,7 +250,7 @@ def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked:
         order = {p: i for i, p in enumerate(list(dict.fromkeys(h.path for h in ranked))[:AGREE])}
         defs = sorted((d for d in defs if d.path in order), key=lambda d: order[d.path])
     elif kind == "error":  # the message's words are prose: only what it names as written is a definition
-        defs = exact.named_in(text, defs)
+        defs = exact.named_in(text, defs, root)
     elif kind == "qualified":
         quals, name = query_kind.qualifier(text)
         n = name.lower()
@@ -261,10 +261,13 @@ def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked:
         ranked = sorted(ranked, key=lambda h: (-query_kind.qualified_score(
             h.path, h.symbol + " " + (exact.enclosing_class(root, h.path, h.start, read)
                                       if h.symbol.lower() == n else ""), quals), n not in h.symbol.lower().split()))
-    elif kind == "usage":  # the definition once, then the callers: its other definitions add nothing
+    elif kind == "usage":  # the callers first; the definition once, only where no caller is found
         target = words[-1].lower()
-        defs = [d for d in defs if d.name.lower() == target][:1]
-        ranked = exact.usage_sites(root, text, words[-1], ranked)
+        sites, rest = exact.usage_sites(root, text, words[-1], ranked)
+        # "who calls X" is answered by its callers: the definition's file leading the answer (the
+        # definitions section is read first) pushed a calling file down (issue 46, 3 of 4 sets).
+        defs = [] if sites else [d for d in defs if d.name.lower() == target][:1]
+        ranked = sites + rest
     return defs, ranked
 
 
