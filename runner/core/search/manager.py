@@ -203,9 +203,10 @@ class SearchManager:
 
 def default_engine() -> SearchEngine:
     """The system's engine (runner/system/search/), wired as the composition root wires it."""
+    from runner.system import dirwatch
     from runner.system.search.engine import ThreadEngine
 
-    return ThreadEngine(tokens.expand)
+    return ThreadEngine(tokens.expand, dirwatch.watch)
 
 
 def _root(cwd: str) -> str:
