@@ -111,13 +111,14 @@ class OverlayStore(SqliteStore):
             cols = {r: (p, a, b, sym) for r, p, a, b, sym in self._db.execute(
                 "SELECT rowid, path, start, end, symbol FROM base.chunks WHERE rowid IN (SELECT value FROM json_each(?))",
                 (json.dumps([r for r, _ in top]),))}
-            base = [(*cols[r], s) for r, s in top if r in cols]  # a row the base dropped meanwhile: gone
+            base = [(*cols[r], s, r) for r, s in top if r in cols]  # a row the base dropped meanwhile: gone
             own = self._db.execute(
                 "SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM main.chunks c "
                 f"JOIN main.files f ON f.path = c.path WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
             scores = self._stats.score("chunks", {"symbol": 4.0}, match, [r[0] for r in own])
-        found = [Hit(p, int(a), int(b), sym.split("\n")[0], s) for p, a, b, sym, s in base]
-        found += [Hit(p, int(a), int(b), sym.split("\n")[0], scores[r] * factor) for r, p, a, b, sym, factor in own]
+        found = [Hit(p, int(a), int(b), sym.split("\n")[0], s, r) for p, a, b, sym, s, r in base]
+        found += [Hit(p, int(a), int(b), sym.split("\n")[0], scores[r] * factor, NEG * r)
+                  for r, p, a, b, sym, factor in own]
         return sorted(found, key=lambda h: -h.score)[:limit]
 
     def defs(self, match, limit, glob=None, lang=None) -> list[DefHit]:
@@ -136,14 +137,15 @@ class OverlayStore(SqliteStore):
         return sorted(found, key=lambda d: -d.score)[:limit]
 
     def matching(self, match, glob=None, lang=None) -> list[tuple[str, int]]:
+        """(path, rowid) as SqliteStore.matching, the overlay's own rowids negated as in chunks()."""
         where, args = _filters(glob, lang)
         with self.lock:
             rows = self._db.execute(
-                "SELECT c.path, c.start FROM base.chunks c JOIN base.files f ON f.path = c.path JOIN shared h "
+                f"SELECT f.path, c.rowid FROM base.chunks c JOIN base.files f ON f.id = c.rowid / {SPAN} JOIN shared h "
                 f"ON h.path = f.path AND h.sha = f.sha WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
-            rows += self._db.execute("SELECT c.path, c.start FROM main.chunks c JOIN main.files f ON f.path = c.path "
-                                     f"WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
-        return [(p, int(s)) for p, s in rows]
+            rows += self._db.execute(f"SELECT f.path, {NEG} * c.rowid FROM main.chunks c JOIN main.files f "
+                                     f"ON f.id = c.rowid / {SPAN} WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
+        return rows
 
     def file_count(self) -> int:
         """Kept until the overlay or the base is written: a plain-words question asks it once per
@@ -182,7 +184,7 @@ class OverlayStore(SqliteStore):
                         f"SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM {schema}.chunks c "
                         f"JOIN {schema}.files f ON f.path = c.path{join} "
                         f"WHERE c.rowid IN (SELECT value FROM json_each(?)){where}", [json.dumps(wanted), *args]):
-                    found[sign * r] = Hit(p, int(a), int(b), sym.split("\n")[0], factor)
+                    found[sign * r] = Hit(p, int(a), int(b), sym.split("\n")[0], factor, sign * r)
         return [found[r] for r in rowids if r in found]
 
     # --- commits: the base's the worktree's HEAD reaches, and its own -------------------------------
