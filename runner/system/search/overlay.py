@@ -18,7 +18,7 @@ import urllib.parse
 from typing import Callable, Iterable
 
 from runner.system.search import bm25
-from runner.system.search.store import SCHEMA_VERSION, SPAN, Commit, DefHit, Hit, SqliteStore
+from runner.system.search.store import CONTENT, SCHEMA_VERSION, SPAN, Commit, DefHit, Hit, SqliteStore
 
 NEG = -1  # an overlay chunk's rowid is negated where rowids of both meet (vectors): the base's are positive
 
@@ -31,9 +31,11 @@ class OverlayStore(SqliteStore):
             schema = self._db.execute("SELECT value FROM base.meta WHERE key='schema'").fetchone()
             if schema is None or schema[0] != SCHEMA_VERSION:
                 raise ValueError(f"the base index {base_path} is of another schema")
+            self._db.execute("CREATE TEMP TABLE IF NOT EXISTS live(id INTEGER PRIMARY KEY, factor REAL, path TEXT, lang TEXT)")
         self._stats = bm25.Stats(self._db, self.lock)
         self._base_version: int | None = None
         self._count: tuple[tuple[int, int], int] | None = None
+        self._live_key: tuple | None = None
 
     def _changed(self) -> None:
         self._stats.changed()
@@ -101,15 +103,28 @@ class OverlayStore(SqliteStore):
                     for t in ("files", "chunks", "defs", "commits", "shared", "hidden")}
 
     # --- queries: the base through `shared`, the overlay scored alike -----------------------------
+    def _live(self) -> None:
+        """temp.live: the base's files this worktree has byte for byte (`shared` whose digest is the
+        base's), made again whenever either side was written. Joined by file id, it spares each
+        matching base row a look-up of `shared` by path (a third of a worktree's plain-words question)."""
+        key = self.changes()
+        if key == self._live_key:
+            return
+        self._db.execute("DELETE FROM temp.live")
+        self._db.execute("INSERT INTO temp.live SELECT f.id, f.factor, f.path, f.lang FROM base.files f "
+                         "JOIN shared h ON h.path = f.path AND h.sha = f.sha")
+        self._live_key = None if self._db.in_transaction else key  # a batch may yet roll back
+
     def chunks(self, match, limit, glob=None, lang=None) -> list[Hit]:
         where, args = _filters(glob, lang)
         with self.lock:
+            self._live()
             top = self._db.execute(  # by rowid and score first, as SqliteStore.chunks does (why there)
-                f"SELECT c.rowid, -bm25(c.chunks, 4.0, 1.0) * f.factor AS s FROM base.chunks c JOIN base.files f "
-                f"ON f.id = c.rowid / {SPAN} JOIN shared h ON h.path = f.path AND h.sha = f.sha "
-                f"WHERE c.chunks MATCH ?{where} ORDER BY s DESC LIMIT ?", [match, *args, limit]).fetchall()
+                f"SELECT c.rowid, -bm25(c.chunks, 4.0, 1.0) * f.factor AS s FROM base.chunks c JOIN temp.live f "
+                f"ON f.id = c.rowid / {SPAN} WHERE c.chunks MATCH ?{where} ORDER BY s DESC LIMIT ?",
+                [match, *args, limit]).fetchall()
             cols = {r: (p, a, b, sym) for r, p, a, b, sym in self._db.execute(
-                "SELECT rowid, path, start, end, symbol FROM base.chunks WHERE rowid IN (SELECT value FROM json_each(?))",
+                f"SELECT {CONTENT} FROM base.chunks_content WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps([r for r, _ in top]),))}
             base = [(*cols[r], s, r) for r, s in top if r in cols]  # a row the base dropped meanwhile: gone
             own = self._db.execute(
@@ -124,9 +139,10 @@ class OverlayStore(SqliteStore):
     def defs(self, match, limit, glob=None, lang=None) -> list[DefHit]:
         where, args = _filters(glob, lang)
         with self.lock:
+            self._live()
             base = self._db.execute(
                 "SELECT d.raw, d.path, d.line, d.kind, -bm25(d.defs) * f.factor AS s FROM base.defs d "
-                "JOIN base.files f ON f.path = d.path JOIN shared h ON h.path = f.path AND h.sha = f.sha "
+                f"JOIN temp.live f ON f.id = d.rowid / {SPAN} "
                 f"WHERE d.defs MATCH ?{where} ORDER BY s DESC LIMIT ?", [match, *args, limit]).fetchall()
             own = self._db.execute(
                 "SELECT d.rowid, d.raw, d.path, d.line, d.kind, f.factor FROM main.defs d "
@@ -140,9 +156,9 @@ class OverlayStore(SqliteStore):
         """(path, rowid) as SqliteStore.matching, the overlay's own rowids negated as in chunks()."""
         where, args = _filters(glob, lang)
         with self.lock:
-            rows = self._db.execute(
-                f"SELECT f.path, c.rowid FROM base.chunks c JOIN base.files f ON f.id = c.rowid / {SPAN} JOIN shared h "
-                f"ON h.path = f.path AND h.sha = f.sha WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
+            self._live()
+            rows = self._db.execute(f"SELECT f.path, c.rowid FROM base.chunks c JOIN temp.live f ON f.id = c.rowid / {SPAN} "
+                                    f"WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
             rows += self._db.execute(f"SELECT f.path, {NEG} * c.rowid FROM main.chunks c JOIN main.files f "
                                      f"ON f.id = c.rowid / {SPAN} WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
         return rows
