@@ -160,3 +160,39 @@ def test_a_lost_watch_says_so_and_the_index_stats_every_file_once():
     assert w.follow([(1, dirwatch.IN_CREATE | dirwatch.IN_ISDIR, "__pycache__")]) == set()
     assert w.follow([(2, dirwatch.IN_IGNORED, "")]) is None
     assert dirwatch.parse(dirwatch._HEADER.pack(3, dirwatch.IN_DELETE, 0, 8) + b"x.py\0\0\0\0") == [(3, 0x200, "x.py")]
+
+
+def test_a_watched_workspace_lists_itself_again_only_when_its_tree_says_so(tmp_path, monkeypatch):
+    """With a watch, git ls-files runs for a file made where none was listed or a .gitignore
+    written, not on a clock every query seconds apart pays; an ignored file written again and again
+    lists once; an editor's temporary file gone by the query lists never."""
+    import subprocess
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _tree(ws, 5)
+    (ws / ".gitignore").write_text("*.log\n")
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    lists = []
+    real = index_mod.files.list_files
+    monkeypatch.setattr(index_mod.files, "list_files", lambda root: (lists.append(root), real(root))[1])
+    monkeypatch.setattr(index_mod, "RELIST_S", 1e-9)  # the clock of a workspace without a watch: every query
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(ws), "handler_1")
+        manager.workspace(str(ws)).wait(30)
+        manager.query(str(ws), "handler_1")
+        lists.clear()
+        for i in range(3):
+            (ws / "run.log").write_text(f"line {i}\n")  # ignored, written between every two queries
+            (ws / ".m1.py.swp").write_text("x")
+            (ws / ".m1.py.swp").unlink()
+            assert _found(manager, ws, "handler_1") == ["m1.py"]
+        assert len(lists) == 1
+        (ws / ".gitignore").write_text("*.log\nm2.py\n")
+        assert _found(manager, ws, "handler_2") == []
+        (ws / "fresh.py").write_text("def fresh_one():\n    pass\n")
+        assert _found(manager, ws, "fresh_one") == ["fresh.py"]
+        assert len(lists) == 3
+    finally:
+        manager.close()

@@ -225,8 +225,9 @@ class SqliteStore:
                 for p, a, b, sym in [rows[r]]]
 
     def defs(self, match, limit, glob=None, lang=None) -> list[DefHit]:
+        # Joined to the file by id (a definition's rowid is in its file's range), not by its path.
         sql = ("SELECT d.raw, d.path, d.line, d.kind, -bm25(defs) * f.factor AS s "
-               "FROM defs d JOIN files f ON f.path = d.path WHERE defs MATCH ?"
+               f"FROM defs d JOIN files f ON f.id = d.rowid / {SPAN} WHERE defs MATCH ?"
                + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else "")
                + " ORDER BY s DESC LIMIT ?")
         args = [match] + ([glob] if glob else []) + ([lang] if lang else []) + [limit]
