@@ -17,7 +17,7 @@ RELIST_S = 2.0  # how often a query re-lists the workspace (new and deleted file
 # is redone for them at once, and on this clock only for what happens in .git (`git add -f` of an
 # ignored file, info/exclude): a git ls-files each RELIST_S was 7 ms CPU of every query seconds apart.
 RELIST_WATCHED_S = 30.0
-REARM_S = 60.0  # how long a workspace whose watch could not be armed stats every file before trying again
+REARM_S = 300.0  # how long a workspace whose watch could not be armed (a huge tree: a walk of 8,192 directories) stats every file before trying again
 SYNC_LIMIT = 200  # more changed files than this are indexed in the background instead
 # How long a query waits for the files changed since the last one to be read. The reads run in
 # the index's own (daemon) thread, so one that never returns (a hung network or FUSE mount) holds
