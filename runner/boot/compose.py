@@ -76,12 +76,13 @@ def _work_manager(ctx: Context):  # -> WorkManager, imported on the first work.*
 def _search_manager(home: str, semantic: bool):  # -> SearchManager, imported on the first search.* call
     from runner.core.search import tokens
     from runner.core.search.manager import SearchManager
+    from runner.system import dirwatch
     from runner.system.search.engine import ThreadEngine
 
     # Its indexes live under the home, one SQLite file per workspace; the semantic layer where
     # installed and the operator turned it on. The core ranks; the engine is its OS side
     # (SQLite, threads), built here so runner.core does no OS work of its own.
-    return SearchManager(home, semantic_layer=semantic, engine=ThreadEngine(tokens.expand))
+    return SearchManager(home, semantic_layer=semantic, engine=ThreadEngine(tokens.expand, dirwatch.watch))
 
 
 async def _close_search(manager) -> None:

@@ -55,3 +55,144 @@ def test_a_reopened_index_is_not_rebuilt_and_a_partial_answer_says_so(tmp_path, 
         assert second.workspace(str(ws)).store.get_meta("built") == built
     finally:
         second.close()
+
+
+def _inotify_fds() -> int:
+    import os
+
+    return sum(os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify" for fd in os.listdir("/proc/self/fd")
+               if os.path.exists(f"/proc/self/fd/{fd}"))
+
+
+def _found(manager, ws, word: str) -> list[str]:
+    a = manager.query(str(ws), word)
+    return sorted({d.path for d in a.definitions} | {h.path for h in a.hits})
+
+
+def test_every_change_between_two_queries_is_seen_by_the_second_without_a_stat_of_every_file(tmp_path, monkeypatch):
+    """The watch replaces the per-query stat of every file: an in-place edit (no directory mtime
+    moves), a file in a new directory, a delete, a rename and a file replaced by a link to a file
+    outside (never followed) are each answered at the very next query; one index, one watch."""
+    import os
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _tree(ws, 60)
+    (tmp_path / "secret.py").write_text("def outside_secret_word():\n    pass\n")
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    fds = _inotify_fds()
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(ws), "handler_1")
+        manager.workspace(str(ws)).wait(30)
+        manager.query(str(ws), "handler_1")
+        assert _inotify_fds() == fds + 1  # one watch for the workspace
+        stats = []
+        real_lstat = os.lstat
+
+        def counted(path, *args, **kwargs):  # the index's own stats, not a snippet's confined read
+            if sys._getframe(1).f_code.co_filename == index_mod.__file__:
+                stats.append(path)
+            return real_lstat(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "lstat", counted)
+        assert _found(manager, ws, "handler_2") == ["m2.py"]
+        assert len(stats) < 5, stats  # nothing changed: no file stat'ed
+        with open(ws / "m3.py", "r+") as f:  # in place: the directory's mtime stays
+            f.write("def edited_in_place_3():  ")
+        assert _found(manager, ws, "edited_in_place_3") == ["m3.py"]
+        (ws / "pkg" / "deep").mkdir(parents=True)
+        (ws / "pkg" / "deep" / "new_mod.py").write_text("def in_a_new_directory():\n    pass\n")
+        assert _found(manager, ws, "in_a_new_directory") == ["pkg/deep/new_mod.py"]
+        (ws / "pkg" / "deep" / "later.py").write_text("def later_in_that_directory():\n    pass\n")
+        assert _found(manager, ws, "later_in_that_directory") == ["pkg/deep/later.py"]
+        (ws / "m4.py").unlink()
+        assert _found(manager, ws, "handler_4") == []
+        (ws / "m5.py").rename(ws / "renamed_5.py")
+        assert _found(manager, ws, "handler_5") == ["renamed_5.py"]
+        (ws / "m6.py").unlink()
+        (ws / "m6.py").symlink_to(tmp_path / "secret.py")
+        assert _found(manager, ws, "handler_6") == []
+        assert _found(manager, ws, "outside_secret_word") == []
+        stats.clear()
+        assert _found(manager, ws, "handler_7") == ["m7.py"]
+        assert len(stats) < 5, stats  # the watch survived the new directory: still no stat of every file
+    finally:
+        manager.close()
+    assert _inotify_fds() == fds  # the watch ended with its index
+
+
+def test_without_a_watch_every_change_is_still_seen(tmp_path, monkeypatch):
+    """No inotify to be had (another OS, out of instances, a tree too large): every file is stat'ed."""
+    from runner.system import dirwatch
+
+    monkeypatch.setattr(dirwatch, "watch", lambda root, skip: None)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _tree(ws, 10)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(ws), "handler_1")
+        manager.workspace(str(ws)).wait(30)
+        with open(ws / "m3.py", "r+") as f:
+            f.write("def edited_in_place_3():  ")
+        assert _found(manager, ws, "edited_in_place_3") == ["m3.py"]
+        (ws / "sub").mkdir()
+        (ws / "sub" / "n.py").write_text("def in_a_new_directory():\n    pass\n")
+        assert _found(manager, ws, "in_a_new_directory") == ["sub/n.py"]
+        (ws / "m4.py").unlink()
+        assert _found(manager, ws, "handler_4") == []
+    finally:
+        manager.close()
+
+
+def test_a_lost_watch_says_so_and_the_index_stats_every_file_once():
+    """A queue overflow, a directory made or a watch gone cannot be followed file by file."""
+    from runner.system import dirwatch
+
+    w = dirwatch.DirWatch.__new__(dirwatch.DirWatch)
+    w._dirs, w._skip = {1: "", 2: "pkg"}, frozenset({".git", "__pycache__"})
+    assert w.follow([(1, dirwatch.IN_MODIFY, "a.py"), (2, dirwatch.IN_MOVED_TO, "b.py")]) == {"a.py", "pkg/b.py"}
+    assert w.follow([(-1, dirwatch.IN_Q_OVERFLOW, "")]) is None
+    assert w.follow([(1, dirwatch.IN_CREATE | dirwatch.IN_ISDIR, "new")]) is None
+    assert w.follow([(1, dirwatch.IN_CREATE | dirwatch.IN_ISDIR, "__pycache__")]) == set()
+    assert w.follow([(2, dirwatch.IN_IGNORED, "")]) is None
+    assert dirwatch.parse(dirwatch._HEADER.pack(3, dirwatch.IN_DELETE, 0, 8) + b"x.py\0\0\0\0") == [(3, 0x200, "x.py")]
+
+
+def test_a_watched_workspace_lists_itself_again_only_when_its_tree_says_so(tmp_path, monkeypatch):
+    """With a watch, git ls-files runs for a file made where none was listed or a .gitignore
+    written, not on a clock every query seconds apart pays; an ignored file written again and again
+    lists once; an editor's temporary file gone by the query lists never."""
+    import subprocess
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _tree(ws, 5)
+    (ws / ".gitignore").write_text("*.log\n")
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    lists = []
+    real = index_mod.files.list_files
+    monkeypatch.setattr(index_mod.files, "list_files", lambda root: (lists.append(root), real(root))[1])
+    monkeypatch.setattr(index_mod, "RELIST_S", 1e-9)  # the clock of a workspace without a watch: every query
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(ws), "handler_1")
+        manager.workspace(str(ws)).wait(30)
+        manager.query(str(ws), "handler_1")
+        lists.clear()
+        for i in range(3):
+            (ws / "run.log").write_text(f"line {i}\n")  # ignored, written between every two queries
+            (ws / ".m1.py.swp").write_text("x")
+            (ws / ".m1.py.swp").unlink()
+            assert _found(manager, ws, "handler_1") == ["m1.py"]
+        assert len(lists) == 1
+        (ws / ".gitignore").write_text("*.log\nm2.py\n")
+        assert _found(manager, ws, "handler_2") == []
+        (ws / "fresh.py").write_text("def fresh_one():\n    pass\n")
+        assert _found(manager, ws, "fresh_one") == ["fresh.py"]
+        assert len(lists) == 3
+    finally:
+        manager.close()

@@ -220,6 +220,43 @@ def test_chunks_ranked_by_rowid_first_answer_as_the_whole_rows_join_would(tmp_pa
         base.close()
 
 
+def test_matching_names_each_chunk_by_the_rowid_its_hit_carries(tmp_path):
+    """store.matching answers (path, rowid) without reading the content table (issue 46), in a
+    repository and a worktree (the overlay's own rows negated); a class's own window and its method
+    that begin on one line stay two chunks (keyed by (path, start) they shared one score)."""
+    from runner.core.search import tokens
+    from runner.system.search.overlay import OverlayStore
+    from runner.system.search.store import SqliteStore
+
+    # The class's own lines (1, 2 and the last) are cut in 30-line windows from line 1: the windows
+    # at 31 and 61 begin where a method does.
+    methods = "".join(f"    def method_{i}(self):\n        return compare_tuple({i})\n" for i in range(40))
+    texts = {"ver.py": f"class Version:\n    \"\"\"compare_tuple of a version.\"\"\"\n{methods}    last = 1\n",
+             **{f"m{i}.py": f"def handler_{i}(x):\n    return compare_tuple(x)\n" for i in range(20)}}
+    base = SqliteStore(str(tmp_path / "base.sqlite"), tokens.expand)
+    for path, text in texts.items():
+        base.put_file(path, 0.0, len(text), 1.0, "python", *chunks.cut(path, text), sha="sha-" + path)
+    base.set_meta("built", "now")
+    over = OverlayStore(str(tmp_path / "over.sqlite"), str(tmp_path / "base.sqlite"), tokens.expand)
+    try:
+        for path in texts:
+            if path in ("ver.py", "m3.py"):
+                over.put_file(path, 0.0, 1, 1.0, "python", *chunks.cut(path, texts[path]), sha="own")
+            else:
+                over.share(path, 0.0, 1, "sha-" + path)
+        match = tokens.fts_query(["compare_tuple"])
+        for store in (base, over):
+            hits = store.chunks(match, 500)
+            assert sorted(store.matching(match)) == sorted((h.path, h.rowid) for h in hits)
+            ver = [h for h in hits if h.path == "ver.py"]
+            assert len({h.rowid for h in ver}) == len(ver) > len({h.start for h in ver})  # shared first lines
+            assert [h.path for h in store.chunks_at([h.rowid for h in hits[:5]])] == [h.path for h in hits[:5]]
+        assert all(r < 0 for p, r in over.matching(match) if p in ("ver.py", "m3.py"))
+    finally:
+        over.close()
+        base.close()
+
+
 def test_every_query_of_the_store_has_a_worktree_version():
     """A query method added to SqliteStore and not to OverlayStore would answer a worktree from its
     overlay alone (the base's files missing): each is listed here or given its overlay version."""

@@ -90,7 +90,7 @@ def rerank(store: IndexStore, distinct: list[str], posts: dict, ranked: list[Hit
     best_file = max((files.get(h.path, 0.0) for h in ranked), default=0.0) or 1.0
     # A definition the question names whole keeps the weight it has for every kind (`walk` is the
     # answer to "walk a directory tree"); its coverage below tells it from a one-word namesake.
-    base = {(h.path, h.start): h.score * (2.0 if h.symbol.lower() in distinct else 1.0)
+    base = {h.rowid: h.score * (2.0 if h.symbol.lower() in distinct else 1.0)
             * (1.0 if language(h.path) else NO_LANGUAGE) for h in ranked}
     top = max(base.values()) or 1.0
     paths = {h.path for h in ranked}
@@ -101,9 +101,8 @@ def rerank(store: IndexStore, distinct: list[str], posts: dict, ranked: list[Hit
         return sum(idf[w] for w in found) / total
 
     def score(h: Hit) -> float:
-        key = (h.path, h.start)  # the file's name is the chunk's context too
-        in_chunk = {w for w in distinct if key in posts[w].chunks} | path_words[h.path]
-        return ((base[key] / top) * (0.5 + cover(in_chunk)) * (0.5 + cover(in_file[h.path]))
+        in_chunk = {w for w in distinct if h.rowid in posts[w].chunks} | path_words[h.path]  # its file's name too
+        return ((base[h.rowid] / top) * (0.5 + cover(in_chunk)) * (0.5 + cover(in_file[h.path]))
                 * (FILE_FLOOR + files.get(h.path, 0.0) / best_file))
 
     return sorted(ranked, key=score, reverse=True)

@@ -169,9 +169,11 @@ class SearchManager:
         else:  # otherwise only commits that match every word
             commits = [c for c, _ in store.commits(_all(words), 2)]
         whole = () if kind == "usage" else SHOWN_CHARS  # a caller is its call line: more files, not more lines
+        needles = {w.lower() for w in words} | {p for w in words for p in tokens.parts(w)}
+        read: dict[str, list[str]] = {}  # a file two hits are in is read once
         return Answer(index.root, defs[:limit],
-                      [_snippet(index.root, h, words, whole[i] if i < len(whole) else 0) for i, h in enumerate(hits)],
-                      commits, index.progress(), kind, note)
+                      [_snippet(index.root, h, needles, whole[i] if i < len(whole) else 0, read)
+                       for i, h in enumerate(hits)], commits, index.progress(), kind, note)
 
     def digest(self, cwd: str) -> tuple[str, str, bool]:
         """(root, the digest text, whether it came from the cache): rebuilt only when a manifest,
@@ -203,9 +205,10 @@ class SearchManager:
 
 def default_engine() -> SearchEngine:
     """The system's engine (runner/system/search/), wired as the composition root wires it."""
+    from runner.system import dirwatch
     from runner.system.search.engine import ThreadEngine
 
-    return ThreadEngine(tokens.expand)
+    return ThreadEngine(tokens.expand, dirwatch.watch)
 
 
 def _root(cwd: str) -> str:
@@ -290,12 +293,14 @@ def _per_file(ranked):
     return out
 
 
-def _snippet(root: str, hit, words: list[str], chars: int = 0) -> ContentHit:
+def _snippet(root: str, hit, needles: set[str], chars: int, read: dict[str, list[str]]) -> ContentHit:
     """The chunk from its first line on, up to `chars` characters of whole lines, when that is
-    more than the best three; else up to three whole lines, those naming the most query words."""
-    needles = {w.lower() for w in words} | {p for w in words for p in tokens.parts(w)}
-    lines = files.read_lines(root, hit.path)[hit.start - 1:hit.end]  # never through a link (files.py)
-    scored = sorted(((sum(n in line.lower() for n in needles), i) for i, line in enumerate(lines)),
+    more than the best three; else up to three whole lines, those naming the most query words
+    (needles: the words and their parts, lowercased). read: the lines of files read so far."""
+    if hit.path not in read:
+        read[hit.path] = files.read_lines(root, hit.path)  # never through a link (files.py)
+    lines = read[hit.path][hit.start - 1:hit.end]
+    scored = sorted(((sum(n in low for n in needles), i) for i, line in enumerate(lines) for low in [line.lower()]),
                     key=lambda t: (-t[0], t[1]))
     picked = sorted(i for s, i in scored[:SNIPPET_LINES] if s > 0) or list(range(min(1, len(lines))))
     whole, used = [], 0

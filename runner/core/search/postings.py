@@ -11,7 +11,7 @@ MAX_WORDS = 512  # words kept per index: a few MiB at most on a 2,000-file repos
 
 @dataclass(frozen=True)
 class Postings:
-    chunks: frozenset[tuple[str, int]]  # (path, start) of each chunk holding the word
+    chunks: frozenset[int]  # the rowid (Hit.rowid) of each chunk holding the word
     files: dict[str, int]  # path -> how many of its chunks hold it
 
 
@@ -38,7 +38,7 @@ def of(store, expression: str, glob: str | None, lang: str | None) -> Postings:
     files: dict[str, int] = {}
     for path, _ in found:
         files[path] = files.get(path, 0) + 1
-    got = Postings(frozenset(found), files)
+    got = Postings(frozenset(r for _, r in found), files)
     with store.lock:
         cache[key] = got
         while len(cache) > MAX_WORDS:

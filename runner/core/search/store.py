@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, Protocol
 from runner.core.search.chunks import Chunk, Definition
 from runner.system.search.store import Commit, DefHit, Hit
 
-__all__ = ["Commit", "DefHit", "Hit", "IndexStore", "Job", "Flag", "Lock", "SearchEngine"]
+__all__ = ["Commit", "DefHit", "Hit", "IndexStore", "Job", "Flag", "Lock", "SearchEngine", "Watch"]
 
 
 class IndexStore(Protocol):
@@ -38,7 +38,7 @@ class IndexStore(Protocol):
     def vectors(self) -> list[tuple[int, bytes]]: ...
     def clear_vectors(self) -> None: ...
     def chunks_at(self, rowids: list[int], glob: str | None, lang: str | None) -> list[Hit]: ...
-    def matching(self, match: str, glob: str | None, lang: str | None) -> list[tuple[str, int]]: ...
+    def matching(self, match: str, glob: str | None, lang: str | None) -> list[tuple[str, int]]: ...  # (path, Hit.rowid)
     def file_count(self) -> int: ...
     def changes(self) -> tuple: ...  # moves whenever a file's rows change (postings.py's cache key)
 
@@ -64,6 +64,13 @@ class Lock(Protocol):
     def __exit__(self, *exc: object) -> Any: ...
 
 
+class Watch(Protocol):
+    """Which files under a workspace changed since it was last asked (runner/system/dirwatch.py)."""
+
+    def changes(self) -> set[str] | None: ...  # None: lost track, stat every file (and arm a new one)
+    def close(self) -> None: ...
+
+
 class SearchEngine(Protocol):
     """The OS side of search: its stores on disk, its locks and its background work."""
 
@@ -74,3 +81,4 @@ class SearchEngine(Protocol):
     def flag(self) -> Flag: ...
     def main_root(self, root: str) -> str | None: ...
     def built(self, path: str) -> bool: ...  # the index at path is complete: a worktree may share it
+    def watch(self, root: str, skip: frozenset[str]) -> Watch | None: ...  # None: none to be had here

@@ -20,10 +20,15 @@ class Stats:
         self._db = db
         self._lock = lock
         self._docs: dict[str, dict[int, tuple[int, dict[tuple[str, str], int]]]] = {}
+        # (schema, table, phrase, prefix) -> idf, until either side is written: each is a count of
+        # the rows matching it, ms for a common word, asked by every query the overlay answers.
+        self._idfs: dict[tuple[str, str, str, bool], float] = {}
+        self._base_version: int | None = None
 
     def changed(self) -> None:
         """The overlay was written: its rows' term counts are read again."""
         self._docs.clear()
+        self._idfs.clear()
 
     def score(self, table: str, weights: dict[str, float], match: str, rowids: list[int]) -> dict[int, float]:
         """rowid -> bm25 (higher is better) of these overlay rows of `table` for `match`; a column
@@ -31,6 +36,10 @@ class Stats:
         if not rowids:
             return {}
         with self._lock:
+            version = self._db.execute("PRAGMA base.data_version").fetchone()[0]
+            if version != self._base_version:
+                self._idfs.clear()
+                self._base_version = version
             schema = "base"
             n_row, avgdl = self._totals(schema, table)
             if n_row == 0:  # an empty base: the overlay's own statistics are all there is
@@ -61,6 +70,12 @@ class Stats:
         return values[0], sum(values[1:]) / values[0]
 
     def _idf(self, schema: str, table: str, text: str, prefix: bool, n_row: int) -> float:
+        key = (schema, table, text, prefix)
+        if key not in self._idfs:
+            self._idfs[key] = self._count_idf(schema, table, text, prefix, n_row)
+        return self._idfs[key]
+
+    def _count_idf(self, schema: str, table: str, text: str, prefix: bool, n_row: int) -> float:
         phrase = '"' + text.replace('"', "") + '"' + ("*" if prefix else "")
         hits = self._db.execute(f"SELECT count(*) FROM {schema}.{table} t WHERE t.{table} MATCH ?",
                                 (phrase,)).fetchone()[0]

@@ -29,9 +29,11 @@ class ThreadJob:
 
 
 class ThreadEngine:
-    def __init__(self, expand: Callable[[str], str]) -> None:
-        """expand: what the index tokenizes of a text (core's tokens.expand)."""
+    def __init__(self, expand: Callable[[str], str], watch: Callable[[str, frozenset[str]], Any] | None = None) -> None:
+        """expand: what the index tokenizes of a text (core's tokens.expand); watch: what tells a
+        workspace's changed files (runner/system/dirwatch.py), None to stat every file each query."""
         self._expand = expand
+        self._watch = watch
 
     def open_store(self, path: str, base: str | None = None) -> SqliteStore:
         """A worktree's store is an overlay over its repository's index once that one is built;
@@ -54,6 +56,9 @@ class ThreadEngine:
 
     def built(self, path: str) -> bool:
         return _built(path)
+
+    def watch(self, root: str, skip: frozenset[str]):
+        return self._watch(root, skip) if self._watch is not None else None
 
     def main_root(self, root: str) -> str | None:
         """The main checkout of the repository `root` is a linked worktree of, else None."""

@@ -18,7 +18,7 @@ import urllib.parse
 from typing import Callable, Iterable
 
 from runner.system.search import bm25
-from runner.system.search.store import SCHEMA_VERSION, SPAN, Commit, DefHit, Hit, SqliteStore
+from runner.system.search.store import CONTENT, SCHEMA_VERSION, SPAN, Commit, DefHit, Hit, SqliteStore
 
 NEG = -1  # an overlay chunk's rowid is negated where rowids of both meet (vectors): the base's are positive
 
@@ -31,9 +31,11 @@ class OverlayStore(SqliteStore):
             schema = self._db.execute("SELECT value FROM base.meta WHERE key='schema'").fetchone()
             if schema is None or schema[0] != SCHEMA_VERSION:
                 raise ValueError(f"the base index {base_path} is of another schema")
+            self._db.execute("CREATE TEMP TABLE IF NOT EXISTS live(id INTEGER PRIMARY KEY, factor REAL, path TEXT, lang TEXT)")
         self._stats = bm25.Stats(self._db, self.lock)
         self._base_version: int | None = None
         self._count: tuple[tuple[int, int], int] | None = None
+        self._live_key: tuple | None = None
 
     def _changed(self) -> None:
         self._stats.changed()
@@ -101,31 +103,46 @@ class OverlayStore(SqliteStore):
                     for t in ("files", "chunks", "defs", "commits", "shared", "hidden")}
 
     # --- queries: the base through `shared`, the overlay scored alike -----------------------------
+    def _live(self) -> None:
+        """temp.live: the base's files this worktree has byte for byte (`shared` whose digest is the
+        base's), made again whenever either side was written. Joined by file id, it spares each
+        matching base row a look-up of `shared` by path (a third of a worktree's plain-words question)."""
+        key = self.changes()
+        if key == self._live_key:
+            return
+        self._db.execute("DELETE FROM temp.live")
+        self._db.execute("INSERT INTO temp.live SELECT f.id, f.factor, f.path, f.lang FROM base.files f "
+                         "JOIN shared h ON h.path = f.path AND h.sha = f.sha")
+        self._live_key = None if self._db.in_transaction else key  # a batch may yet roll back
+
     def chunks(self, match, limit, glob=None, lang=None) -> list[Hit]:
         where, args = _filters(glob, lang)
         with self.lock:
+            self._live()
             top = self._db.execute(  # by rowid and score first, as SqliteStore.chunks does (why there)
-                f"SELECT c.rowid, -bm25(c.chunks, 4.0, 1.0) * f.factor AS s FROM base.chunks c JOIN base.files f "
-                f"ON f.id = c.rowid / {SPAN} JOIN shared h ON h.path = f.path AND h.sha = f.sha "
-                f"WHERE c.chunks MATCH ?{where} ORDER BY s DESC LIMIT ?", [match, *args, limit]).fetchall()
+                f"SELECT c.rowid, -bm25(c.chunks, 4.0, 1.0) * f.factor AS s FROM base.chunks c JOIN temp.live f "
+                f"ON f.id = c.rowid / {SPAN} WHERE c.chunks MATCH ?{where} ORDER BY s DESC LIMIT ?",
+                [match, *args, limit]).fetchall()
             cols = {r: (p, a, b, sym) for r, p, a, b, sym in self._db.execute(
-                "SELECT rowid, path, start, end, symbol FROM base.chunks WHERE rowid IN (SELECT value FROM json_each(?))",
+                f"SELECT {CONTENT} FROM base.chunks_content WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps([r for r, _ in top]),))}
-            base = [(*cols[r], s) for r, s in top if r in cols]  # a row the base dropped meanwhile: gone
+            base = [(*cols[r], s, r) for r, s in top if r in cols]  # a row the base dropped meanwhile: gone
             own = self._db.execute(
                 "SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM main.chunks c "
                 f"JOIN main.files f ON f.path = c.path WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
             scores = self._stats.score("chunks", {"symbol": 4.0}, match, [r[0] for r in own])
-        found = [Hit(p, int(a), int(b), sym.split("\n")[0], s) for p, a, b, sym, s in base]
-        found += [Hit(p, int(a), int(b), sym.split("\n")[0], scores[r] * factor) for r, p, a, b, sym, factor in own]
+        found = [Hit(p, int(a), int(b), sym.split("\n")[0], s, r) for p, a, b, sym, s, r in base]
+        found += [Hit(p, int(a), int(b), sym.split("\n")[0], scores[r] * factor, NEG * r)
+                  for r, p, a, b, sym, factor in own]
         return sorted(found, key=lambda h: -h.score)[:limit]
 
     def defs(self, match, limit, glob=None, lang=None) -> list[DefHit]:
         where, args = _filters(glob, lang)
         with self.lock:
+            self._live()
             base = self._db.execute(
                 "SELECT d.raw, d.path, d.line, d.kind, -bm25(d.defs) * f.factor AS s FROM base.defs d "
-                "JOIN base.files f ON f.path = d.path JOIN shared h ON h.path = f.path AND h.sha = f.sha "
+                f"JOIN temp.live f ON f.id = d.rowid / {SPAN} "
                 f"WHERE d.defs MATCH ?{where} ORDER BY s DESC LIMIT ?", [match, *args, limit]).fetchall()
             own = self._db.execute(
                 "SELECT d.rowid, d.raw, d.path, d.line, d.kind, f.factor FROM main.defs d "
@@ -136,14 +153,15 @@ class OverlayStore(SqliteStore):
         return sorted(found, key=lambda d: -d.score)[:limit]
 
     def matching(self, match, glob=None, lang=None) -> list[tuple[str, int]]:
+        """(path, rowid) as SqliteStore.matching, the overlay's own rowids negated as in chunks()."""
         where, args = _filters(glob, lang)
         with self.lock:
-            rows = self._db.execute(
-                "SELECT c.path, c.start FROM base.chunks c JOIN base.files f ON f.path = c.path JOIN shared h "
-                f"ON h.path = f.path AND h.sha = f.sha WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
-            rows += self._db.execute("SELECT c.path, c.start FROM main.chunks c JOIN main.files f ON f.path = c.path "
-                                     f"WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
-        return [(p, int(s)) for p, s in rows]
+            self._live()
+            rows = self._db.execute(f"SELECT f.path, c.rowid FROM base.chunks c JOIN temp.live f ON f.id = c.rowid / {SPAN} "
+                                    f"WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
+            rows += self._db.execute(f"SELECT f.path, {NEG} * c.rowid FROM main.chunks c JOIN main.files f "
+                                     f"ON f.id = c.rowid / {SPAN} WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
+        return rows
 
     def file_count(self) -> int:
         """Kept until the overlay or the base is written: a plain-words question asks it once per
@@ -182,7 +200,7 @@ class OverlayStore(SqliteStore):
                         f"SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM {schema}.chunks c "
                         f"JOIN {schema}.files f ON f.path = c.path{join} "
                         f"WHERE c.rowid IN (SELECT value FROM json_each(?)){where}", [json.dumps(wanted), *args]):
-                    found[sign * r] = Hit(p, int(a), int(b), sym.split("\n")[0], factor)
+                    found[sign * r] = Hit(p, int(a), int(b), sym.split("\n")[0], factor, sign * r)
         return [found[r] for r in rowids if r in found]
 
     # --- commits: the base's the worktree's HEAD reaches, and its own -------------------------------

@@ -10,6 +10,9 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+# A chunk's (rowid, path, start, end, symbol) read from FTS5's own content table (its columns c0..c4 in
+# the order the table declares them): through the full-text table each row costs half as much again.
+CONTENT = "id, c2, c3, c4, c0"
 SPAN = 100_000  # chunks (and definitions) per file at most: 1 MiB / 30-line windows is far below
 TOKENIZE = "unicode61 tokenchars '_'"  # snake_case stays one token; expand() adds its parts
 
@@ -42,6 +45,9 @@ class Hit:
     end: int
     symbol: str
     score: float  # higher is better
+    # The chunk in its store, as matching() names it: its file's id * SPAN + its number (an overlay's
+    # own negated). Not (path, start): a file's chunks may share a first line.
+    rowid: int = 0
 
 
 @dataclass(frozen=True)
@@ -179,7 +185,7 @@ class SqliteStore:
         args = [json.dumps(rowids)] + ([glob] if glob else []) + ([lang] if lang else [])
         with self.lock:
             rows = {r[0]: r[1:] for r in self._db.execute(sql, args)}
-        return [Hit(p, int(a), int(b), sym.split("\n")[0], factor)
+        return [Hit(p, int(a), int(b), sym.split("\n")[0], factor, r)
                 for r in rowids if r in rows for p, a, b, sym, factor in [rows[r]]]
 
     def restamp(self, path: str, mtime: float, size: int) -> None:
@@ -213,14 +219,15 @@ class SqliteStore:
                 f"ON f.id = c.rowid / {SPAN} WHERE chunks MATCH ?{where} ORDER BY s DESC LIMIT ?",
                 [match, *args, limit]).fetchall()
             rows = {r: (p, a, b, sym) for r, p, a, b, sym in self._db.execute(
-                "SELECT rowid, path, start, end, symbol FROM chunks WHERE rowid IN (SELECT value FROM json_each(?))",
+                f"SELECT {CONTENT} FROM chunks_content WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps([r for r, _ in top]),))}
-        return [Hit(p, int(a), int(b), sym.split("\n")[0], s) for r, s in top if r in rows
+        return [Hit(p, int(a), int(b), sym.split("\n")[0], s, r) for r, s in top if r in rows
                 for p, a, b, sym in [rows[r]]]
 
     def defs(self, match, limit, glob=None, lang=None) -> list[DefHit]:
+        # Joined to the file by id (a definition's rowid is in its file's range), not by its path.
         sql = ("SELECT d.raw, d.path, d.line, d.kind, -bm25(defs) * f.factor AS s "
-               "FROM defs d JOIN files f ON f.path = d.path WHERE defs MATCH ?"
+               f"FROM defs d JOIN files f ON f.id = d.rowid / {SPAN} WHERE defs MATCH ?"
                + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else "")
                + " ORDER BY s DESC LIMIT ?")
         args = [match] + ([glob] if glob else []) + ([lang] if lang else []) + [limit]
@@ -229,13 +236,15 @@ class SqliteStore:
         return [DefHit(n, p, int(line), k, s) for n, p, line, k, s in rows]
 
     def matching(self, match, glob=None, lang=None) -> list[tuple[str, int]]:
-        """(path, start) of every chunk the expression matches, unranked: which chunks and files
-        hold a word at all (a plain-words question's coverage, concept.py)."""
-        sql = ("SELECT c.path, c.start FROM chunks c" + (" JOIN files f ON f.path = c.path" if glob or lang else "")
-               + " WHERE chunks MATCH ?" + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else ""))
+        """(path, rowid) of every chunk the expression matches, unranked: which chunks and files
+        hold a word at all (a plain-words question's coverage, concept.py). The path is its file's,
+        joined by id: a chunk's own columns sit past its body in the content table, and reading
+        them for each of thousands of rows was 4-5x the match itself."""
+        sql = (f"SELECT f.path, c.rowid FROM chunks c JOIN files f ON f.id = c.rowid / {SPAN} WHERE chunks MATCH ?"
+               + (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else ""))
         args = [match] + ([glob] if glob else []) + ([lang] if lang else [])
         with self.lock:
-            return [(p, int(s)) for p, s in self._db.execute(sql, args)]
+            return self._db.execute(sql, args).fetchall()
 
     def file_count(self) -> int:
         with self.lock:
