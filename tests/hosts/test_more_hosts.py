@@ -25,6 +25,7 @@ from tests.hosts.hosts import (ENFORCED, Host, Run, cache_dir, gated_project, ho
 from tests.hosts.model_server import ModelServer
 from tests.hosts.more_hosts import MORE_HOSTS
 from tests.hosts.script import Say, Script
+from tests.hosts.sessions import once_each
 from tests.support.runner_home import Home, cli_argv, free_port
 
 pytestmark = pytest.mark.e2e
@@ -69,22 +70,8 @@ def _play(base: Path, name: str) -> Session:
 
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory):
-    """host -> its one session, played when its first test asks for it (inside that test, so the
-    leak check covers it) and kept for the rest; a failed session fails each of them. A host start
-    is most of a test's time (Kilo ~30 s of CPU): each fact below is its own test of one session."""
-    played: dict = {}
-
-    def session(name: str) -> Session:
-        if name not in played:
-            try:
-                played[name] = _play(tmp_path_factory.mktemp(name), name)
-            except (Exception, pytest.fail.Exception) as e:  # raised again by each test of the session
-                played[name] = e
-        if not isinstance(played[name], Session):
-            raise played[name]
-        return played[name]
-
-    return session
+    """host -> its one session (tests/hosts/sessions.py)."""
+    return once_each(tmp_path_factory, _play)
 
 
 @pytest.mark.parametrize("name", list(MORE_HOSTS))
