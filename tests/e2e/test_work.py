@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.agent import git
 from tests.support.escapees import gone, kill_all, unique_seconds
+from tests.support.load import stretched
 from tests.support.person import person_cli
 from tests.support.procs import wait_gone
 from tests.support.runner_home import rpc
@@ -104,7 +105,8 @@ def test_a_silent_worker_is_ended_stalled_and_a_quiet_one_beating_through_hooks_
                           "w2": [["beat", 5, 1.0], *commit_file("w2.txt")]})
     w.add("w1", "--verify", "true")
     w.add("w2", "--verify", "test -f w2.txt")
-    w.start("--stall-min", "0.05")  # 3 s
+    # 3 s, three beats' worth; stretched on a loaded machine, where a beat (a CLI start) takes longer
+    w.start("--stall-min", f"{stretched(3.0) / 60:.3g}")
     run = w.until(lambda r: r["ended_at"] is not None or all(
         i["state"] in ("completed", "blocked") for i in r["items"]), timeout=100)
     items = w.items(run)

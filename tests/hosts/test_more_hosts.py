@@ -1,28 +1,37 @@
 """plugkit inside the real Copilot CLI, OpenCode and Kilo (npm `@github/copilot`,
 `opencode-ai`, `@kilocode/cli`), headless against the scripted fake model, after `plugkit
-install --platform P` (Copilot: .github/hooks/plugkit.json; OpenCode/Kilo: the relay plugin):
-exec: runs in the runner, its output (42) is the tool result the next model request
-carries, the shell never runs the line, and the session context reaches the model; the
-Stop gate turns back one stop while .prd has open items and lets the next one through
-(OpenCode and Kilo here; Copilot's write refusal and Stop gate are its session in
-test_write_tools.py). A host whose package is missing fails, naming the fix.
+install --platform P` (Copilot: .github/hooks/plugkit.json; OpenCode/Kilo: the relay plugin).
+One gated session per host (three critical items open) shows: exec: runs in the runner, its
+output (42) is the tool result the next model request carries, the shell never runs the line,
+and the session context reaches the model; and a hidden approve from the host's shell tool, in
+each of three ways (tests/hosts/hidden_approve.py), is refused. The Stop gate turns back one
+stop while .prd has open items and lets the next one through (OpenCode and Kilo here; Copilot's
+write refusal and Stop gate are its session in test_write_tools.py). A host whose package is
+missing fails, naming the fix.
 """
 
 import json
 import socket
 import subprocess
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
-from tests.hosts.hosts import Host, cache_dir, gated_project, host_env, installed, project, run, shell_spy
+from tests.hosts.hidden_approve import ITEMS, STEPS, refusals, turns
+from tests.hosts.hosts import (ENFORCED, Host, Run, cache_dir, gated_project, host_env, installed, project, run,
+                               shell_spy)
 from tests.hosts.model_server import ModelServer
 from tests.hosts.more_hosts import MORE_HOSTS
 from tests.hosts.script import Say, Script
-from tests.support.runner_home import cli_argv
+from tests.hosts.sessions import once_each
+from tests.support.runner_home import Home, cli_argv, free_port
 
 pytestmark = pytest.mark.e2e
 SPIED = ("exec:python", "exec:bash", "spy-check")
+# The hosts whose headless run asks the model again after the Stop gate turned back a stop.
+ASKS_AGAIN = ("copilot",)
 
 
 @pytest.fixture(params=list(MORE_HOSTS))
@@ -30,21 +39,69 @@ def host(request) -> Host:
     return installed(MORE_HOSTS[request.param])
 
 
-def test_exec_is_run_by_the_runner_and_session_context_reaches_the_model(tmp_path, home, host):
-    work, host_home = project(tmp_path, host, cli_argv(), home.env)
-    marker = tmp_path / "shell-ran"
-    shell_spy(host_home, marker, SPIED)
-    script = Script([host.shell("exec:python\nprint(6*7)"), host.shell("spy-check"), Say("It ran.")])
-    result = run(host, script, work, host_home, env={"PWD": str(work)})
-    why = result.explain()
-    assert result.proc.returncode == 0, why
+@dataclass
+class Session:
+    work: Path
+    script: Script
+    result: Run
+    shell_ran: list[str]  # the spied programs the host's shell ran, in order
+    listing: dict  # `plugkit approve --list --json` once the host was done
+
+
+def _play(base: Path, name: str) -> Session:
+    """One gated session of the host (three critical items open): exec: through its shell tool,
+    a line that is not intercepted, then a hidden approve of each item (tests/hosts/hidden_approve.py)."""
+    host = installed(MORE_HOSTS[name])
+    runner = Home(path=base / "plugkit-home", port=free_port())
+    try:
+        work, host_home = project(base, host, cli_argv(), runner.env, dict(ENFORCED), steps=STEPS)
+        marker = base / "shell-ran"
+        shell_spy(host_home, marker, SPIED)
+        script = Script([host.shell("exec:python\nprint(6*7)"), host.shell("spy-check"),
+                         *turns(host, cli_argv(), work), Say("It ran, and approved."), Say("Done, really.")])
+        env = {"PWD": str(work), "PLUGKIT_HOME": str(runner.path), "PLUGKIT_PORT": str(runner.port)}
+        result = run(host, script, work, host_home, env=env)
+        ran = [line.split()[0].rsplit("/", 1)[-1] for line in marker.read_text().splitlines()] if marker.exists() else []
+        listing = json.loads(runner.cli("approve", "--list", "--json", "--cwd", str(work)).stdout)
+        return Session(work, script, result, ran, listing)
+    finally:
+        runner.stop_all()  # the host's hooks started it; no test may leave it running
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory):
+    """host -> its one session (tests/hosts/sessions.py)."""
+    return once_each(tmp_path_factory, _play)
+
+
+@pytest.mark.parametrize("name", list(MORE_HOSTS))
+def test_exec_is_run_by_the_runner_and_session_context_reaches_the_model(sessions, name):
+    played = sessions(name)
+    script, why = played.script, played.result.explain()
+    assert played.result.proc.returncode == 0, why
     first = script.main[0] if script.main else None
     assert first is not None and "plugkit: to run code" in first.everything, why
     reply = script.reply_to(0)
     assert reply is not None and "42" in reply.newest and "ran as task_" in reply.newest, why
     # spy-check (not intercepted) reached the shell and found the spies first on PATH; exec:python never did.
-    assert [line.split()[0].rsplit("/", 1)[-1] for line in marker.read_text().splitlines()] == ["spy-check"], why
-    assert script.reply_to(3) is None, why
+    assert played.shell_ran == ["spy-check"], why
+    # The session ends on the final text: OpenCode's and Kilo's `run` end on idle; Copilot CLI asks
+    # its model again after the Stop gate turned back the first stop (items are open), once.
+    final = len(script.turns) - 2
+    if name in ASKS_AGAIN:
+        turned_back = script.reply_to(final)
+        assert turned_back is not None and "not done yet" in turned_back.newest, why
+        final += 1
+    assert script.reply_to(final) is None, why
+
+
+@pytest.mark.parametrize("name", list(MORE_HOSTS))
+def test_rejects_a_hidden_approve_from_the_hosts_shell_tool(sessions, name):
+    played = sessions(name)
+    why = played.result.explain()
+    assert played.result.proc.returncode == 0, why
+    assert refusals(played.work) == [], why
+    assert played.listing["approvals"] == [] and played.listing["waiting"] == list(ITEMS), played.listing
 
 
 def wait_for(condition, what: str, limit_s: float = 600.0) -> None:

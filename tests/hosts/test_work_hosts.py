@@ -13,6 +13,7 @@ from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Hang, Say, Script, Scripts
 from tests.hosts.work_run import FOUR, committing, four_scripts, make_repo, prompt_line
 from tests.support.agent import git
+from tests.support.load import stretched
 from tests.support.person import at_terminal
 from tests.support.runner_home import cli_argv
 
@@ -82,7 +83,9 @@ def test_done_on_a_red_check_is_not_completed_and_a_hanging_worker_is_ended_stal
         lazy = Script([host.shell("echo notes > notes.txt && git add -A && git commit -qm notes"),
                        Say("All done: the feature works and the tests pass.")], prompt=prompt_line("lazy"))
         server.script = Scripts([lazy, Script([Hang()], prompt=prompt_line("hang"))])
-        work.cli("work", "--worker", "claude-code", "--stall-min", "0.1")
+        # 6 s of silence ends the hanging worker; stretched on a loaded machine, where the lazy (real
+        # Claude Code) worker went 6 s between hook calls and was ended stalled too (load 12, 2 cores).
+        work.cli("work", "--worker", "claude-code", "--stall-min", f"{stretched(6.0) / 60:.3g}")
         run = work.until(lambda r: r["ended_at"] is not None)
         got = items(run)
         why = json.dumps(run, indent=1)

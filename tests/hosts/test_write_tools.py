@@ -27,6 +27,7 @@ from tests.hosts.host_sources import FIX, known, offered
 from tests.hosts.hosts import ENFORCED, HOSTS, INSTALLED, Run, installed, project, record_hooks, recorded_hooks, run
 from tests.hosts.more_hosts import MORE_HOSTS, with_model
 from tests.hosts.script import Say, Script
+from tests.hosts.sessions import once_each
 from tests.hosts.write_tools import FILES, MODEL, PLATFORM, READS, WRITES
 from tests.support.runner_home import Home, cli_argv, free_port
 
@@ -98,22 +99,8 @@ def _play(base: Path, host_name: str, model: str | None) -> Session:
 
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory):
-    """(host, model) -> its one session, played when its first tool's test asks for it (inside that
-    test, so the leak check covers it) and kept for the rest; a failed session fails each of them."""
-    played: dict = {}
-
-    def session(host_name: str, model: str | None) -> Session:
-        key = (host_name, model)
-        if key not in played:
-            try:
-                played[key] = _play(tmp_path_factory.mktemp(f"{host_name}-{model or 'default'}"), host_name, model)
-            except (Exception, pytest.fail.Exception) as e:  # raised again by each test of the session
-                played[key] = e
-        if not isinstance(played[key], Session):
-            raise played[key]
-        return played[key]
-
-    return session
+    """(host, model) -> its one session (tests/hosts/sessions.py)."""
+    return once_each(tmp_path_factory, _play)
 
 
 @pytest.mark.parametrize("host_name, tool", sorted(WRITES))
