@@ -4,6 +4,7 @@ not by one rare word's BM25 alone (issue 46: a short definition named by one com
 question used to outrank the chunk holding the answer), and by its file's whole-file BM25
 (whole.py: whole-file BM25 found the answer's file more often than chunks alone did)."""
 
+import functools
 import math
 import re
 
@@ -121,7 +122,8 @@ def _path_words(path: str) -> set[str]:
     return {w for part in re.split(r"[/._\\-]+", path.lower()) for w in [part] + tokens.parts(part)}
 
 
-def title(path: str) -> set[str]:
+@functools.lru_cache(maxsize=8192)  # a question's ~250 candidate files, mostly the same ones query after query
+def title(path: str) -> frozenset[str]:
     """The words a file is named by: its name without extension or underscores (a package's
     __init__.py: the package's), that name's stem and its parts ("_textwrap" -> textwrap, "tag_utils"
     -> tag, utils)."""
@@ -130,4 +132,4 @@ def title(path: str) -> set[str]:
     if name == "__init__" and len(parts) > 1:
         name = parts[-2]
     name = name.strip("_").lower()
-    return {name, stem(name), *tokens.parts(name), *name.split("_")}
+    return frozenset({name, stem(name), *tokens.parts(name), *name.split("_")})
