@@ -162,3 +162,34 @@ def test_a_plain_words_question_is_not_ranked_by_its_english(tmp_path):
     finally:
         manager.close()
     assert a.hits[0].path == "pkg/shellwords.py", [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]
+
+
+# A module named by a word of the question (base64.py) against a function elsewhere named by another
+# of its words (`encode`, which the definitions' weight favours): the module is about the question
+# (stdlib's "encode bytes as base64 text" answered by xmlrpc's client before base64.py).
+TITLED = {
+    "pkg/base64.py": "def b64encode(s):\n    '''Encode the bytes-like object s as text.'''\n    return s\n",
+    "pkg/codec.py": "def encode(data):\n    '''Encode bytes.'''\n    return data\n",
+    **{f"pkg/other{i}.py": f"def text{i}(name):\n    '''Some text.'''\n    return name\n" for i in range(4)},
+}
+
+
+def test_a_plain_words_question_ranks_the_module_it_names_first(tmp_path):
+    from runner.core.search import concept
+
+    root = tmp_path / "repo"
+    for rel, text in TITLED.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(root), "start")
+        manager.workspace(str(root)).wait(60)
+        a = manager.query(str(root), "encode bytes as base64 text", history=False)
+    finally:
+        manager.close()
+    assert a.kind == "concept" and [h.path for h in a.hits][:2] == ["pkg/base64.py", "pkg/codec.py"], \
+        [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]
+    # The words a file is named by: a package's __init__ by its package, a compound name by its parts.
+    assert concept.stem("marker") in concept.title("packaging/markers.py")  # "marker" meets markers.py
+    assert "re" in concept.title("re/__init__.py") and {"tag", "utils"} <= concept.title("pkg/_tag_utils.py")
