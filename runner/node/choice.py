@@ -46,7 +46,7 @@ class Nodes:
                     self.short.pop(n["NodeID"], None)
         return {n["NodeID"]: (n["NodeManagerAddress"], n["Resources"]["plugkit_worker"]) for n in live}
 
-    def _prove_new(self, nodes: dict[str, tuple[str, float]]) -> None:
+    def _prove_new(self, nodes: dict[str, tuple[str, float]], meanwhile: Callable[[], None] = lambda: None) -> None:
         """Challenge the live nodes not yet proven (those refused are asked again: a node may
         be given its key); their verdicts kept."""
         import ray
@@ -55,11 +55,13 @@ class Nodes:
         with self._asking:
             new = [nid for nid in nodes if nid not in self.proven]
             if not new:
+                meanwhile()
                 return
             key = cluster.read_secret(os.environ.get(cluster.NODE_KEY_VAR, ""))
             challenge = secrets.token_hex(16)
             asked = {nid: ray.remote(_prove).options(num_cpus=0, max_retries=0, scheduling_strategy=(
                 NodeAffinitySchedulingStrategy(nid, soft=False))).remote(challenge) for nid in new}
+            meanwhile()  # after the challenges: they take the first process each node has
             for nid, ref in asked.items():
                 try:
                     why = auth.verdict(key, challenge, nid, ray.get(ref, timeout=PROVE_TIMEOUT_S))
@@ -73,9 +75,10 @@ class Nodes:
                     else:
                         self.refused[name] = why
 
-    def prove_live(self) -> None:
-        """Every live node offering plugkit_worker challenged now (warm.py), not at the first claim."""
-        self._prove_new(self._live())
+    def prove_live(self, meanwhile: Callable[[], None]) -> None:
+        """Every live node offering plugkit_worker challenged now (warm.py), not at the first
+        claim; `meanwhile` runs once the challenges are sent (at once when none is needed)."""
+        self._prove_new(self._live(), meanwhile)
 
     def claim(self, record: Callable[..., None]) -> str:
         """The node for an attempt: of the live nodes that proved they are ours, the one this
