@@ -327,7 +327,7 @@ def _ray_workers(cluster, node: str) -> set[int]:
 
 def _holds(node_dir, since: float) -> int:
     """How many of the node's Ray worker processes the latest warm-up round since `since` held
-    at once (runner/node/warm.py: each leaves its file when it has seen the round's whole count)."""
+    at once (runner/node/warm.py: each writes its file once its process runs; the files stay)."""
     rounds: dict[str, int] = {}
     folder = node_dir / "warm"
     for f in folder.iterdir() if folder.is_dir() else ():
