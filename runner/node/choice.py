@@ -26,6 +26,7 @@ class Nodes:
         self.proven: set[str] = set()  # node ids that answered the challenge
         self.refused: dict[str, str] = {}  # "id (address)" -> why not ours
         self.load: dict[str, int] = {}  # node id -> this gateway's attempts on it now
+        self.short: dict[str, str] = {}  # node id -> why it cannot run its slots at once (shortfall)
         self._asking = threading.Lock()  # one round of challenges at a time: attempts of a wave share it
         # (node, project) -> the commits its clone holds refs to, as last asked or since sent: a
         # second task per attempt to ask again would take a second Ray worker process on the node
@@ -35,10 +36,17 @@ class Nodes:
     def _live(self) -> dict[str, tuple[str, float]]:
         import ray
 
-        return {n["NodeID"]: (n["NodeManagerAddress"], n["Resources"]["plugkit_worker"]) for n in ray.nodes()
-                if n["Alive"] and n["Resources"].get("plugkit_worker", 0) > 0}
+        live = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("plugkit_worker", 0) > 0]
+        with self.lock:
+            for n in live:
+                why = shortfall(n["Resources"])
+                if why:
+                    self.short[n["NodeID"]] = why
+                else:
+                    self.short.pop(n["NodeID"], None)
+        return {n["NodeID"]: (n["NodeManagerAddress"], n["Resources"]["plugkit_worker"]) for n in live}
 
-    def _prove_new(self, nodes: dict[str, tuple[str, float]]) -> None:
+    def _prove_new(self, nodes: dict[str, tuple[str, float]], meanwhile: Callable[[], None] = lambda: None) -> None:
         """Challenge the live nodes not yet proven (those refused are asked again: a node may
         be given its key); their verdicts kept."""
         import ray
@@ -47,11 +55,13 @@ class Nodes:
         with self._asking:
             new = [nid for nid in nodes if nid not in self.proven]
             if not new:
+                meanwhile()
                 return
             key = cluster.read_secret(os.environ.get(cluster.NODE_KEY_VAR, ""))
             challenge = secrets.token_hex(16)
             asked = {nid: ray.remote(_prove).options(num_cpus=0, max_retries=0, scheduling_strategy=(
                 NodeAffinitySchedulingStrategy(nid, soft=False))).remote(challenge) for nid in new}
+            meanwhile()  # after the challenges: they take the first process each node has
             for nid, ref in asked.items():
                 try:
                     why = auth.verdict(key, challenge, nid, ray.get(ref, timeout=PROVE_TIMEOUT_S))
@@ -64,6 +74,11 @@ class Nodes:
                         self.refused.pop(name, None)
                     else:
                         self.refused[name] = why
+
+    def prove_live(self, meanwhile: Callable[[], None]) -> None:
+        """Every live node offering plugkit_worker challenged now (warm.py), not at the first
+        claim; `meanwhile` runs once the challenges are sent (at once when none is needed)."""
+        self._prove_new(self._live(), meanwhile)
 
     def claim(self, record: Callable[..., None]) -> str:
         """The node for an attempt: of the live nodes that proved they are ours, the one this
@@ -109,6 +124,18 @@ class Nodes:
     def release(self, node: str) -> None:
         with self.lock:
             self.load[node] = max(0, self.load.get(node, 0) - 1)
+
+
+def shortfall(resources: dict[str, float]) -> str | None:
+    """Why a node runs fewer of its slots' attempts at once than it offers, or None. Ray sizes a
+    node's pool of worker processes by its CPU count: it keeps at most that many warm and starts
+    at most that many at a time (and no more than the machine's cores), whatever plugkit_worker
+    says. A node of 4 slots and 1 CPU ran a wave of 4 one after another, each in a fresh process."""
+    slots, cpus = int(resources.get("plugkit_worker", 0)), int(resources.get("CPU", 0))
+    if cpus >= slots:
+        return None
+    return (f"it offers {slots} plugkit_worker slot(s) but {cpus} CPU(s): Ray keeps {cpus} worker process(es) "
+            f"warm there, so attempts wait for fresh ones; `ray start --num-cpus {slots}` (or more) on it")
 
 
 def _prove(challenge: str) -> dict:

@@ -28,7 +28,7 @@ import threading
 
 from plugkit.protocol import node as msg
 from plugkit.protocol.node import CLUSTER_RC
-from runner.node import auth, choice, placing
+from runner.node import auth, choice, placing, warm
 from runner.node.driver import FRAME_OUT, FRAME_RC, HEADER
 
 BROKEN_LINGER_S = 2.0  # a broken gateway answers the attempts already sent to it, then ends
@@ -62,6 +62,8 @@ class Gateway:
                 except Exception as exc:  # noqa: BLE001 - any way of failing to reach it is the same answer
                     why = f"cannot reach the Ray cluster at {self.cluster}: {exc}"
             self.broken = why
+            if why is None:  # the nodes proven and warmed now, before the first attempt needs them
+                warm.start(self.nodes)
         except Exception as exc:  # noqa: BLE001 - no attempt goes through a gateway that did not start
             self.broken = f"the Ray gateway could not start: {type(exc).__name__}: {str(exc)[:300]}"
         finally:

@@ -192,6 +192,9 @@ def place(spec: DriverSpec, nodes: choice.Nodes, say: Say, cancel: Cancel, answe
         tip = _git(spec.local_worktree, "rev-parse", "--verify", "-q", spec.branch).out.decode().strip()
         bundle, count = _bundle(spec.local_worktree, spec.branch, have)
         tell(f"placed on node {node[:12]}: {count} commit(s) sent, {len(have)} ref(s) already there")
+        short = nodes.short.get(node)
+        if short:
+            tell(f"node {node[:12]}: {short}")
         remote = ray.remote(_on_node).options(
             resources={"plugkit_worker": 1}, num_cpus=0, max_retries=0, num_returns="streaming",
             name=f"plugkit-{spec.session}", scheduling_strategy=pinned)

@@ -23,6 +23,7 @@ from tests.support.agent import git, make_repo
 from tests.support.escapees import escapees, gone, kill_all, unique_seconds
 from tests.support.runner_home import cli_argv, rpc
 from tests.support.ray_work import RayWork
+from tests.support.person import person_cli
 
 # The module's cluster starts inside its first test, and every attempt asks the cluster for its
 # token check and each node for the node-key challenge: more than the default 120 s on a loaded VM.
@@ -310,6 +311,59 @@ def test_attempts_share_the_runners_one_ray_driver_and_a_warm_worker_process_per
     assert all(len(p) == 1 for p in pids.values()), pids
     home.stop_all()  # the runner's end is the gateway's (and Ray then ends its job's worker processes)
     assert psutil.wait_procs([gateway], timeout=20)[1] == [], gateway
+
+
+def _ray_workers(cluster, node: str) -> set[int]:
+    """The node's Ray worker processes (each retitles itself ray::...), whosever job they serve."""
+    found = set()
+    for p in ray_cluster.tagged(f"{cluster.name}/{node}"):
+        try:
+            if p.cmdline()[:1] and p.cmdline()[0].startswith("ray::"):
+                found.add(p.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _holds(node_dir, since: float) -> int:
+    """How many of the node's Ray worker processes the latest warm-up round since `since` held
+    at once (runner/node/warm.py: each writes its file once its process runs; the files stay)."""
+    rounds: dict[str, int] = {}
+    folder = node_dir / "warm"
+    for f in folder.iterdir() if folder.is_dir() else ():
+        if f.stat().st_mtime >= since:
+            rounds[f.name.split("-")[0]] = rounds.get(f.name.split("-")[0], 0) + 1
+    return max(rounds.values(), default=0)
+
+
+def test_a_ray_run_warms_every_node_before_its_first_attempt(home, repo, cluster):
+    """A wave met cold nodes one step after another: the gateway started at the first attempt,
+    then each node's proof, then Ray worker processes started a few at a time, then the node's
+    runner. The run starts its gateway, which proves each node and starts a warm Ray worker
+    process per slot there while the run has not placed anything yet (here: its one item waits
+    for a person's approval), and the attempt then runs in one of them."""
+    w = RayWork(home, repo, {"w1": commit_file("w1.txt")}, cluster)
+    w.add("w1", "--verify", "test -f w1.txt", "--risk", "critical")
+    began = time.time() - 1
+    w.start()
+    run = w.settled()
+    assert run["state"] == "waiting" and w.items(run)["w1"]["state"] == "waiting", run
+    deadline, held, warm = time.monotonic() + 120, {}, {}
+    while time.monotonic() < deadline:  # each node's slots held by processes of the gateway's job, nothing placed
+        held = {n: _holds(d, began) for n, d in cluster.nodes.items()}
+        if all(h >= 2 for h in held.values()):
+            break
+        time.sleep(0.5)
+    assert len(_gateways()) == 1 and all(h >= 2 for h in held.values()), (_gateways(), held)
+    warm = set().union(*(_ray_workers(cluster, n) for n in cluster.nodes))
+    assert w.items(w.status())["w1"]["state"] == "waiting"  # nothing was placed to make them
+    assert person_cli(w.home, "approve", "w1", cwd=w.repo, env=w.env).returncode == 0
+    run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
+    assert run["state"] == "done", run
+    log = w.cli("work", "logs", "w1", "--all").stdout
+    pid = int(re.search(r"in its Ray worker process (\d+)", log).group(1))
+    assert pid in warm, (pid, warm, log[-2000:])  # no process started for it: it found one waiting
+    assert "--num-cpus" not in log, log  # the test nodes' CPUs cover their slots (choice.shortfall)
 
 
 def test_a_runner_package_in_the_repository_never_runs_as_the_driver_or_gateway(tmp_path, home, cluster):

@@ -30,7 +30,7 @@ from tests.support.runner_home import free_port
 
 TAG = "PLUGKIT_TEST_RAY"
 RAY = str(Path(sys.executable).with_name("ray"))
-SMALL = ["--num-cpus", "1", "--object-store-memory", "80000000", "--disable-usage-stats"]
+SMALL = ["--object-store-memory", "80000000", "--disable-usage-stats"]
 
 
 def tagged(value_prefix: str) -> list[psutil.Process]:
@@ -135,12 +135,12 @@ def start(workers: int = 2, per_node: int = 2) -> Cluster:
         for path in (root / "auth_token", root / "node_key"):
             make_secret(str(path))
         _start(["--head", "--port", str(port), "--include-dashboard=false", "--temp-dir", str(root / "h"),
-                "--resources", json.dumps({"plugkit_worker": 0}), *SMALL], _env(name, "head", None, cluster.secrets))
+                "--resources", json.dumps({"plugkit_worker": 0}), "--num-cpus", "1", *SMALL], _env(name, "head", None, cluster.secrets))
         for i in range(1, workers + 1):
             node_dir = root / f"n{i}"
             node_dir.mkdir()
             _start(["--address", cluster.address, "--temp-dir", str(node_dir / "t"),
-                    "--resources", json.dumps({"plugkit_worker": per_node}), *SMALL],
+                    "--resources", json.dumps({"plugkit_worker": per_node}), "--num-cpus", str(per_node), *SMALL],
                    _env(name, f"n{i}", node_dir, cluster.secrets))
             cluster.nodes[f"n{i}"] = node_dir
         deadline = time.monotonic() + 60

@@ -7,6 +7,7 @@ environment its credential scopes let through (built by the attempt exactly as f
 worker). What never does: the supervisor's $PLUGKIT_HOME, its port, its token.
 """
 
+import asyncio
 import os
 import sys
 from typing import Optional
@@ -29,6 +30,25 @@ class RayPlacement:
         self.home = home or os.path.expanduser("~/.plugkit")
         self.dir = os.path.join(self.home, "work", "ray")
         self.noted: dict[str, int] = {}  # item -> how many of its attempt's refused calls are on it
+        self.early = self._start_gateway()
+
+    def _start_gateway(self) -> Optional["asyncio.Task"]:
+        """The gateway started with the run, not with its first attempt: it connects, proves and
+        warms the nodes (runner/node/warm.py) while the first worktrees are made. An answer it
+        cannot give here is the first launch's to give, which asks again."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # built outside the runner's loop (a test of the placement alone)
+            return None
+
+        async def ensure() -> None:
+            try:
+                await self.gateways.ensure(self.run.cluster or "", self.run.workspace,
+                                           cluster.driver_env(os.environ, self.home))
+            except Refused:
+                pass
+
+        return loop.create_task(ensure())
 
     def _paths(self, it: ItemRun) -> tuple[str, str]:
         base = os.path.join(self.dir, f"{self.run.id}-{it.id}-{it.attempt}")
