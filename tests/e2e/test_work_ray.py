@@ -16,13 +16,12 @@ import time
 import psutil
 import pytest
 
-from tests.conftest import LEAK_MARK
 from tests.support.work_cli import Work, commit_file
 from tests.support import ray_cluster
 from tests.support.agent import git, make_repo
 from tests.support.escapees import escapees, gone, kill_all, unique_seconds
 from tests.support.runner_home import cli_argv, rpc
-from tests.support.ray_work import RayWork
+from tests.support.ray_work import RayWork, attempt_dirs, gateways, holds, node_dirs, ray_workers
 from tests.support.person import person_cli
 
 # The module's cluster starts inside its first test, and every attempt asks the cluster for its
@@ -40,11 +39,6 @@ def cluster():
 @pytest.fixture
 def repo(tmp_path):
     return make_repo(tmp_path / "repo", 'gates = "advisory"\n')
-
-
-
-def node_dirs(run: dict) -> set[str]:
-    return {i["node"] for i in run["items"] if i.get("node")}
 
 
 def test_four_items_land_as_locally_with_items_on_both_nodes(home, repo, cluster):
@@ -274,19 +268,6 @@ def test_doctor_checks_the_configured_cluster_and_the_config_places_the_run(home
     assert w.items(run)["w1"]["node"], run
 
 
-def _gateways() -> list[psutil.Process]:
-    """This test's Ray gateways: the runner's one Ray driver per cluster (runner/node/gateway.py)."""
-    mark = os.environ[LEAK_MARK]
-    found = []
-    for p in psutil.process_iter(["pid"]):
-        try:
-            if "runner.node.gateway" in " ".join(p.cmdline()) and p.environ().get(LEAK_MARK) == mark:
-                found.append(p)
-        except psutil.Error:
-            continue
-    return found
-
-
 def test_attempts_share_the_runners_one_ray_driver_and_a_warm_worker_process_per_node(home, repo, cluster):
     """Per item, a new Ray driver (Ray's import, its connection, the token check, each node's proof)
     and new Ray worker processes on every node cost seconds: the runner's one gateway per cluster
@@ -300,9 +281,9 @@ def test_attempts_share_the_runners_one_ray_driver_and_a_warm_worker_process_per
         w.start("--parallel", "1", "--items", *items)
         run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
         assert run["state"] == "done", run
-        assert len(_gateways()) == 1, _gateways()
+        assert len(gateways()) == 1, gateways()
         logs.update({i: w.cli("work", "logs", i, "--all").stdout for i in items})
-    gateway = _gateways()[0]
+    gateway = gateways()[0]
     pids: dict[str, set[str]] = {}
     for log in logs.values():
         node, pid = re.search(r"on node (\w+) .*in its Ray worker process (\d+)", log).groups()
@@ -311,29 +292,6 @@ def test_attempts_share_the_runners_one_ray_driver_and_a_warm_worker_process_per
     assert all(len(p) == 1 for p in pids.values()), pids
     home.stop_all()  # the runner's end is the gateway's (and Ray then ends its job's worker processes)
     assert psutil.wait_procs([gateway], timeout=20)[1] == [], gateway
-
-
-def _ray_workers(cluster, node: str) -> set[int]:
-    """The node's Ray worker processes (each retitles itself ray::...), whosever job they serve."""
-    found = set()
-    for p in ray_cluster.tagged(f"{cluster.name}/{node}"):
-        try:
-            if p.cmdline()[:1] and p.cmdline()[0].startswith("ray::"):
-                found.add(p.pid)
-        except psutil.Error:
-            continue
-    return found
-
-
-def _holds(node_dir, since: float) -> int:
-    """How many of the node's Ray worker processes the latest warm-up round since `since` held
-    at once (runner/node/warm.py: each writes its file once its process runs; the files stay)."""
-    rounds: dict[str, int] = {}
-    folder = node_dir / "warm"
-    for f in folder.iterdir() if folder.is_dir() else ():
-        if f.stat().st_mtime >= since:
-            rounds[f.name.split("-")[0]] = rounds.get(f.name.split("-")[0], 0) + 1
-    return max(rounds.values(), default=0)
 
 
 def test_a_ray_run_warms_every_node_before_its_first_attempt(home, repo, cluster):
@@ -350,12 +308,12 @@ def test_a_ray_run_warms_every_node_before_its_first_attempt(home, repo, cluster
     assert run["state"] == "waiting" and w.items(run)["w1"]["state"] == "waiting", run
     deadline, held, warm = time.monotonic() + 120, {}, {}
     while time.monotonic() < deadline:  # each node's slots held by processes of the gateway's job, nothing placed
-        held = {n: _holds(d, began) for n, d in cluster.nodes.items()}
+        held = {n: holds(d, began) for n, d in cluster.nodes.items()}
         if all(h >= 2 for h in held.values()):
             break
         time.sleep(0.5)
-    assert len(_gateways()) == 1 and all(h >= 2 for h in held.values()), (_gateways(), held)
-    warm = set().union(*(_ray_workers(cluster, n) for n in cluster.nodes))
+    assert len(gateways()) == 1 and all(h >= 2 for h in held.values()), (gateways(), held)
+    warm = set().union(*(ray_workers(cluster, n) for n in cluster.nodes))
     assert w.items(w.status())["w1"]["state"] == "waiting"  # nothing was placed to make them
     assert person_cli(w.home, "approve", "w1", cwd=w.repo, env=w.env).returncode == 0
     run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
@@ -391,23 +349,17 @@ def test_a_node_lost_mid_attempt_lands_from_the_other_node(home, repo, cluster):
     # Last in the module: it takes a node away from the cluster.
     w = RayWork(home, repo, {"w1": [[["say", "started"], ["sleep", 60]], commit_file("w1.txt")]}, cluster)
     w.add("w1", "--verify", "test -f w1.txt")
-    before = {n: _attempt_dirs(d) for n, d in cluster.nodes.items()}  # what earlier tests' attempts left
+    before = {n: attempt_dirs(d) for n, d in cluster.nodes.items()}  # what earlier tests' attempts left
     w.start()
     run = w.until(lambda r: w.items(r)["w1"].get("node") and w.items(r)["w1"]["state"] == "running", timeout=90)
     first = w.items(run)["w1"]["node"]
-    record = next(n for n, d in cluster.nodes.items() if _attempt_dirs(d) - before[n])
+    record = next(n for n, d in cluster.nodes.items() if attempt_dirs(d) - before[n])
     cluster.kill_node(record)
     run = w.until(lambda r: r["ended_at"] is not None, timeout=150)
     it = w.items(run)["w1"]
     assert (run["state"], it["state"]) == ("done", "completed"), json.dumps(run, indent=1)
     assert it["node_losses"] == 1 and it["node"] != first, (it, w.cli("work", "logs", "w1", "--all").stdout[-3000:])
     assert (repo / "w1.txt").exists()
-
-
-def _attempt_dirs(node_dir) -> set[str]:
-    """The attempt directories under the node's tmp: a new one is the attempt running there."""
-    tmp = node_dir / "tmp"
-    return {p.name for p in tmp.iterdir()} if tmp.is_dir() else set()
 
 
 def test_a_worker_forging_an_object_on_its_node_is_held_and_nothing_of_it_lands(home, repo, cluster):
