@@ -6,6 +6,21 @@ import pytest
 
 from runner.core.search.manager import SearchManager
 
+
+def _ask(tmp_path, files: dict[str, str], question: str):
+    """`question`'s answer over a repository of `files`, once its index is built (no history)."""
+    root = tmp_path / "repo"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(root), "start")
+        manager.workspace(str(root)).wait(60)
+        return manager.query(str(root), question, history=False)
+    finally:
+        manager.close()
+
 QUESTION = "compare the package version with a tuple"
 FILES = {
     # A wheel's METADATA: the package's whole description, every common word of the question in it.
@@ -64,20 +79,9 @@ SPLIT = {
 
 
 def test_a_plain_words_question_shows_definitions_only_from_the_files_its_words_rank(tmp_path):
-    root = tmp_path / "repo"
-    for rel, text in SPLIT.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
-    try:
-        manager.query(str(root), "start")
-        manager.workspace(str(root)).wait(60)
-        a = manager.query(str(root), "split a path into directory and file name", history=False)
-    finally:
-        manager.close()
+    a = _ask(tmp_path, SPLIT, "split a path into directory and file name")
     assert a.hits[0].path in ("pkg/paths.py", "pkg/ntpaths.py"), [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]
     assert "_path_split" not in [d.name for d in a.definitions], (a.definitions, [(h.path, h.symbol) for h in a.hits])
-
 
 
 def test_a_file_edited_in_place_between_two_questions_counts_in_the_second(tmp_path):
@@ -123,17 +127,7 @@ ROTATE = {
 
 
 def test_a_plain_words_question_ranks_the_file_about_it_above_a_big_file_saying_it_once(tmp_path):
-    root = tmp_path / "repo"
-    for rel, text in ROTATE.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
-    try:
-        manager.query(str(root), "start")
-        manager.workspace(str(root)).wait(60)
-        a = manager.query(str(root), "rotate the log file when it grows past a size limit", history=False)
-    finally:
-        manager.close()
+    a = _ask(tmp_path, ROTATE, "rotate the log file when it grows past a size limit")
     assert a.hits[0].path == "pkg/rotating.py", [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]
 
 
@@ -150,17 +144,7 @@ SHELL = {
 
 
 def test_a_plain_words_question_is_not_ranked_by_its_english(tmp_path):
-    root = tmp_path / "repo"
-    for rel, text in SHELL.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
-    try:
-        manager.query(str(root), "start")
-        manager.workspace(str(root)).wait(60)
-        a = manager.query(str(root), "split a command line into words like a shell would", history=False)
-    finally:
-        manager.close()
+    a = _ask(tmp_path, SHELL, "split a command line into words like a shell would")
     assert a.hits[0].path == "pkg/shellwords.py", [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]
 
 
@@ -177,17 +161,7 @@ TITLED = {
 def test_a_plain_words_question_ranks_the_module_it_names_first(tmp_path):
     from runner.core.search import concept
 
-    root = tmp_path / "repo"
-    for rel, text in TITLED.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
-    try:
-        manager.query(str(root), "start")
-        manager.workspace(str(root)).wait(60)
-        a = manager.query(str(root), "encode bytes as base64 text", history=False)
-    finally:
-        manager.close()
+    a = _ask(tmp_path, TITLED, "encode bytes as base64 text")
     assert a.kind == "concept" and [h.path for h in a.hits][:2] == ["pkg/base64.py", "pkg/codec.py"], \
         [(h.path, h.symbol, round(h.score, 2)) for h in a.hits]
     # The words a file is named by: a package's __init__ by its package, a compound name by its parts.
