@@ -9,8 +9,11 @@ they are dev sets too. stdlib-dev is a dev set over the standard library of /usr
 test/, lib-dynload/ and config-*/ left out), judged from the source before the ranker changes of its
 round: bench_search's own stdlib sets were tuned with the ranker and say nothing untuned. What is
 untuned is a set nobody ranking has seen: stdlib (the same library, other queries) and markdown 3.6,
-written by another hand while the ranker changed and never shown to it.
-Run: .venv/bin/python scripts/bench_search_untuned.py [--set attrs|packaging|click|stdlib-dev|stdlib|markdown]
+written by another hand while the ranker changed and never shown to it. Both were looked at once since,
+so issue 46's round has new ones, written and judged from the source by a hand that never touched the
+ranker: rich 13.7.1 and stdlib-h46 (the stdlib set's corpus, questions about modules no other set asks about).
+Run: .venv/bin/python scripts/bench_search_untuned.py
+     [--set attrs|packaging|click|stdlib-dev|stdlib|markdown|rich|stdlib-h46]
 """
 
 import json
@@ -40,6 +43,8 @@ SETS = {"attrs": ("attrs-23.2.0.json", "dev"), "packaging": ("packaging-24.0.jso
 # Held out from every ranker change (judged from the source, committed before any tool ran on them).
 SETS["stdlib"] = ("stdlib-3.11.json", "held-out")
 SETS["markdown"] = ("markdown-3.6.json", "held-out")
+SETS["rich"] = ("rich-13.7.1.json", "held-out")
+SETS["stdlib-h46"] = ("stdlib-h46-3.11.json", "held-out")
 # set -> (the interpreter whose standard library is the corpus, directory names left out of it): such a set
 # reads no wheel. venv is out because plugkit's file list skips it as a virtualenv; every system reads one copy.
 # The dev set's corpus keeps what its judge read: all but regrtest's support package and the build's files.
@@ -47,6 +52,7 @@ STDLIB_CORPORA = {"stdlib": ("/usr/bin/python3.11", frozenset({"site-packages", 
                                                                "idlelib", "__pycache__", "venv"})),
                   "stdlib-dev": ("/usr/bin/python3.11", frozenset({"test", "lib-dynload", "__pycache__",
                                                                    "config-3.11-x86_64-linux-gnu"}))}
+STDLIB_CORPORA["stdlib-h46"] = STDLIB_CORPORA["stdlib"]  # the same files, other questions
 LINE_BUDGET = 200  # lines an agent reads before it stops: the issue's fixed budget
 CHARS_PER_TOKEN = 4  # the usual estimate for code; the same for every system, so the ratio is fair
 
@@ -82,8 +88,9 @@ def stdlib_corpus(name: str) -> str:
     if version != judged(name)["version"]:
         raise SystemExit(f"bench_search_untuned: the {name} set was judged on Python {judged(name)['version']}'s "
                          f"standard library; {python} is {version or 'missing'}: run with --set of another set")
+    first = next(k for k, v in STDLIB_CORPORA.items() if v == STDLIB_CORPORA[name])  # one copy per corpus rule
     cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "plugkit-bench",
-                         f"{name}-{version}")
+                         f"{first}-{version}")
     root = os.path.join(cache, "src")
     if os.path.isdir(root):
         return root

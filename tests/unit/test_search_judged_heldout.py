@@ -1,5 +1,5 @@
-"""The held-out judged sets of scripts/bench_search_untuned.py (the stdlib and Python-Markdown): they load,
-and every judged path and line range is in the corpus the bench builds, which plugkit lists whole."""
+"""The held-out judged sets of scripts/bench_search_untuned.py (two over the stdlib, Python-Markdown, rich):
+they load, and every judged path and line range is in the corpus the bench builds, which plugkit lists whole."""
 
 import os
 import sys
@@ -14,7 +14,7 @@ import bench_search_untuned as untuned  # noqa: E402
 
 sys.path.pop(0)
 
-HELD_OUT = ["stdlib", "markdown"]
+HELD_OUT = ["stdlib", "markdown", "rich", "stdlib-h46"]
 CATEGORIES = {"identifier", "concept", "usage", "qualified", "error"}
 needs_stdlib = pytest.mark.skipif(not os.path.exists(untuned.STDLIB_CORPORA["stdlib"][0]),
                                   reason="needs Debian's python3.11 standard library")
@@ -26,7 +26,7 @@ def roots(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
         yield {name: untuned.corpus_root(name) for name in HELD_OUT
-               if name != "stdlib" or os.path.exists(untuned.STDLIB_CORPORA["stdlib"][0])}
+               if name not in untuned.STDLIB_CORPORA or os.path.exists(untuned.STDLIB_CORPORA[name][0])}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)
@@ -40,7 +40,8 @@ def test_a_held_out_set_loads_with_its_categories_and_grades(name):
         assert q["lines"] and all(path in q["relevant"] for path, _, _ in q["lines"]), q
 
 
-@pytest.mark.parametrize("name", [pytest.param("stdlib", marks=needs_stdlib), "markdown"])
+@pytest.mark.parametrize("name", [pytest.param("stdlib", marks=needs_stdlib), "markdown", "rich",
+                                  pytest.param("stdlib-h46", marks=needs_stdlib)])
 def test_every_judged_path_and_line_range_is_in_the_corpus(roots, name):
     root = roots[name]
     for q in untuned.load(name):
@@ -62,3 +63,23 @@ def test_the_stdlib_corpus_is_filtered_and_plugkit_lists_every_file_the_baseline
     assert not parts & {"test", "tests", "idlelib", "site-packages", "dist-packages", "venv", "__pycache__"}
     assert "lib2to3/pgen2/tokenize.py" in walked and "json/decoder.py" in walked  # packages kept, tests left out
     assert set(files.list_files(root)) == walked  # the same files for plugkit and for whole-file BM25 / grep
+
+
+def test_a_held_out_set_asks_no_question_another_set_asks():
+    asked: dict[str, str] = {}
+    for name in untuned.SETS:
+        for q in untuned.load(name):
+            assert asked.setdefault(q["query"], name) == name, (q["query"], asked[q["query"]], name)
+
+
+def test_the_second_stdlib_set_asks_about_modules_the_earlier_stdlib_sets_do_not():
+    """Only a callers' answer may name a file the stdlib and stdlib-dev sets judged (a caller of the new module)."""
+    earlier = {path for name in ("stdlib", "stdlib-dev") for q in untuned.load(name) for path in q["relevant"]}
+    for q in untuned.load("stdlib-h46"):
+        assert q["category"] == "usage" or not set(q["relevant"]) & earlier, q["query"]
+
+
+@needs_stdlib
+def test_the_second_stdlib_set_reads_the_stdlib_sets_copy(roots):
+    assert untuned.STDLIB_CORPORA["stdlib-h46"] == untuned.STDLIB_CORPORA["stdlib"]
+    assert roots["stdlib-h46"] == roots["stdlib"]  # one copy of the same files, not a second one
