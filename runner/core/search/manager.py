@@ -153,9 +153,13 @@ class SearchManager:
             ranked = concept.search(store, words, limit, glob, lang)
         else:
             ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
+        phrased = []
         if kind == "error" and (phrases := exact.error_phrases(text)):  # the raise site spells the message
-            ranked = exact.phrase_first(store.chunks(phrases, limit, glob, lang), ranked)
+            phrased = store.chunks(phrases, limit, glob, lang)
+            ranked = exact.phrase_first(phrased, ranked)
         defs, ranked = _by_kind(kind, text, words, exact.source_first(defs), ranked, index.root)
+        if phrased:  # the definition that raises it first: the message's named classes are what it is about
+            defs = exact.raiser_first(store, phrased, defs, glob, lang)
         if index.vectors is not None and semantic.joins(kind, text):  # plain-words questions only (semantic.py)
             if index.embedding:  # never wait for the filler: BM25 alone until every chunk has its vector
                 note = "vectors still filling ({}/{} chunks): BM25 alone this time".format(*store.embedded())
