@@ -106,8 +106,7 @@ def rerank(store: IndexStore, distinct: list[str], posts: dict, ranked: list[Hit
     def cover(found: set[str]) -> float:
         return sum(idf[w] for w in found) / total
 
-    said = set(distinct) | {stem(w) for w in distinct}
-    titled = {p: TITLED if title(p) & said else 1.0 for p in paths}
+    titled = {p: TITLED if named_by(p, distinct) else 1.0 for p in paths}
 
     def score(h: Hit) -> float:
         in_chunk = {w for w in distinct if h.rowid in posts[w].chunks} | path_words[h.path]  # its file's name too
@@ -119,6 +118,13 @@ def rerank(store: IndexStore, distinct: list[str], posts: dict, ranked: list[Hit
 
 def _path_words(path: str) -> set[str]:
     return {w for part in re.split(r"[/._\\-]+", path.lower()) for w in [part] + tokens.parts(part)}
+
+
+def named_by(path: str, words: list[str], package: bool = False) -> bool:
+    """The file is named by a word of the question (markers.py for "check an environment marker"); with
+    package, its directories count too (urllib/request.py for "where does urllib follow a redirect")."""
+    said = {w.lower() for w in words} | {stem(w) for w in words}
+    return bool(title(path) & said or package and _path_words(path) & said)
 
 
 @functools.lru_cache(maxsize=8192)  # a question's ~250 candidate files, mostly the same ones query after query
