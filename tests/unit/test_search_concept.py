@@ -198,3 +198,14 @@ def test_a_definition_in_a_package_the_question_names_still_answers_it(tmp_path)
     assert [(d.name, d.path) for d in a.definitions][:1] == [("HTTPRedirectHandler", "lib/urllib/request.py")], \
         (a.definitions, [(h.path, h.symbol) for h in a.hits])
 
+
+
+def test_a_module_is_named_by_a_word_its_run_together_name_begins_with():
+    from runner.core.search import concept
+
+    assert concept.named_by("packaging/_musllinux.py", ["detect", "musl", "libc"])
+    assert concept.named_by("multiprocessing/forkserver.py", ["processes", "forked"])  # by the word's stem
+    assert not concept.named_by("pkg/setup.py", ["se", "it"])  # two letters begin too many names
+    assert not concept.named_by("hashlib.py", ["has"])  # "has" is English, not a name
+    assert concept.named_by("lib/urllib/request.py", ["urllib"], package=True)
+    assert not concept.named_by("lib/urllib/request.py", ["urllib"])
