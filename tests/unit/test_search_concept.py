@@ -167,3 +167,45 @@ def test_a_plain_words_question_ranks_the_module_it_names_first(tmp_path):
     # The words a file is named by: a package's __init__ by its package, a compound name by its parts.
     assert concept.stem("marker") in concept.title("packaging/markers.py")  # "marker" meets markers.py
     assert "re" in concept.title("re/__init__.py") and {"tag", "utils"} <= concept.title("pkg/_tag_utils.py")
+
+
+# The module a question names (argparse.py) leading its answer, and a namesake elsewhere sharing three of
+# its common words (http.client's LineTooLong for "the usage line when it is too long"): the namesake is
+# no definition of the answer. One in a package the question names (urllib/request.py) still is.
+NAMED = {
+    "pkg/argparse.py": ("class HelpFormatter:\n    def format_usage(self, usage, width):\n"
+                        "        '''Wrap the usage line when it is too long for the width.'''\n"
+                        "        return usage.wrap(width)\n"),
+    "pkg/client.py": ("class LineTooLong(Exception):\n    '''A header line was too long to read.'''\n\n\n"
+                      "def read_line(f):\n    '''Read a line; a long one raises LineTooLong.'''\n    return f.readline()\n"),
+    # A fixer named after urllib that says the question's words more often than the handler does.
+    "lib/fix_urllib.py": ("# Fix urllib imports: where urllib's http redirect names moved, follow them.\n"
+                          "MAPPING = {'urllib': ['http', 'redirect', 'follow'], 'urllib2': ['redirect', 'http']}\n"),
+    "lib/urllib/request.py": ("class HTTPRedirectHandler:\n    '''Follow an HTTP redirect to its new location.'''\n"
+                              "    def redirect_request(self, req):\n        return req\n"),
+    **{f"pkg/other{i}.py": f"def text{i}(name):\n    '''Some text about line {i}.'''\n    return name\n" for i in range(4)},
+}
+
+
+def test_a_module_the_question_names_is_not_passed_over_for_a_namesake_definition_elsewhere(tmp_path):
+    a = _ask(tmp_path, NAMED, "how does argparse wrap the usage line when it is too long")
+    assert a.hits[0].path == "pkg/argparse.py", [(h.path, h.symbol) for h in a.hits]
+    assert "pkg/client.py" not in {d.path for d in a.definitions}, a.definitions
+
+
+def test_a_definition_in_a_package_the_question_names_still_answers_it(tmp_path):
+    a = _ask(tmp_path, NAMED, "where does urllib follow an http redirect")
+    assert [(d.name, d.path) for d in a.definitions][:1] == [("HTTPRedirectHandler", "lib/urllib/request.py")], \
+        (a.definitions, [(h.path, h.symbol) for h in a.hits])
+
+
+
+def test_a_module_is_named_by_a_word_its_run_together_name_begins_with():
+    from runner.core.search import concept
+
+    assert concept.named_by("packaging/_musllinux.py", ["detect", "musl", "libc"])
+    assert concept.named_by("multiprocessing/forkserver.py", ["processes", "forked"])  # by the word's stem
+    assert not concept.named_by("pkg/setup.py", ["se", "it"])  # two letters begin too many names
+    assert not concept.named_by("hashlib.py", ["has"])  # "has" is English, not a name
+    assert concept.named_by("lib/urllib/request.py", ["urllib"], package=True)
+    assert not concept.named_by("lib/urllib/request.py", ["urllib"])

@@ -12,6 +12,8 @@ from runner.core.search.manager import SearchManager
     ("FrozenInstanceError", "identifier"),
     ("TypeError: evolve() missing 1 required positional argument: 'inst'", "error"),
     ('Traceback (most recent call last):\n  File "x.py", line 1', "error"),
+    ("pkg.requirements.InvalidRequirement: Expected end or semicolon", "error"),  # no Error in its name
+    ("note: see pkg.mod for how it is done", "concept"),
     ("attr.validators.optional", "qualified"),
     ("Attribute.evolve", "qualified"),
     ("who calls fields", "usage"),
@@ -187,6 +189,12 @@ EXACT = {
                        "    raise ReadError('file could not be opened successfully')\n"),
     "pkg/shell.py": ("class ReadError(Exception):\n    '''A shell command could not be read.'''\n\n\n"
                      "def run(command):\n    '''Run a command in a shell.'''\n    return command\n"),
+    # The type a message says it expected, defined apart from the function that raises it (Python-Markdown's
+    # registerExtensions and its Extension class): the raise site is the answer, the class what it is about.
+    "pkg/plugins.py": "class Plugin:\n    \"A plugin of the pipeline.\"\n\n    def setup(self):\n        return self\n",
+    "pkg/registry.py": ("def register_all(items):\n    for item in items:\n        if not hasattr(item, 'setup'):\n"
+                        "            raise TypeError(f'Plugin {item!r} must be of type: pkg.plugins.Plugin')\n"
+                        "        item.setup()\n"),
 }
 
 
@@ -235,3 +243,11 @@ def test_a_usage_question_s_target_is_its_identifier_not_its_verb():
     assert kind.usage_target("where is Factory used") == ["Factory"]
     assert kind.usage_target("where is _coerce_version used") == ["_coerce_version"]
     assert kind.usage_target("who raises FrozenInstanceError") == ["FrozenInstanceError"]
+
+
+def test_a_pasted_error_lists_the_definition_that_raises_it_before_the_class_it_names(exact):
+    for message in ('TypeError: Plugin "builtins.dict" must be of type: pkg.plugins.Plugin',
+                    "pkg.errors.BadPlugin: Plugin 3 must be of type: pkg.plugins.Plugin"):  # no Error in its name
+        a = exact(message)
+        assert a.kind == "error" and [(d.name, d.path) for d in a.definitions][:2] == [
+            ("register_all", "pkg/registry.py"), ("Plugin", "pkg/plugins.py")], (message, a.definitions)

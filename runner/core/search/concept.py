@@ -25,6 +25,7 @@ FILE_FLOOR = 0.5
 # coverage already, as one word among the others; a module is named for what it does. 1.25 and 1.5
 # kept or raised the concept NDCG@10 of every dev set and of bench_search's tuned plain-words set.
 TITLED = 1.25
+PREFIX_MIN = 3  # letters a word needs to name the file whose name it begins ("re" begins too many)
 
 
 def is_prose(query: str) -> bool:
@@ -106,8 +107,7 @@ def rerank(store: IndexStore, distinct: list[str], posts: dict, ranked: list[Hit
     def cover(found: set[str]) -> float:
         return sum(idf[w] for w in found) / total
 
-    said = set(distinct) | {stem(w) for w in distinct}
-    titled = {p: TITLED if title(p) & said else 1.0 for p in paths}
+    titled = {p: TITLED if named_by(p, distinct) else 1.0 for p in paths}
 
     def score(h: Hit) -> float:
         in_chunk = {w for w in distinct if h.rowid in posts[w].chunks} | path_words[h.path]  # its file's name too
@@ -119,6 +119,18 @@ def rerank(store: IndexStore, distinct: list[str], posts: dict, ranked: list[Hit
 
 def _path_words(path: str) -> set[str]:
     return {w for part in re.split(r"[/._\\-]+", path.lower()) for w in [part] + tokens.parts(part)}
+
+
+def named_by(path: str, words: list[str], package: bool = False) -> bool:
+    """The file is named by a word of the question (markers.py for "check an environment marker"), or
+    its name begins with one (a module's name is often two words run together: _musllinux.py for "musl",
+    forkserver.py for "forked"); with package, its directories count too (urllib/request.py for "where
+    does urllib follow a redirect")."""
+    kept = [w.lower() for w in words if w.lower() not in PROSE_STOP]
+    said = set(kept) | {stem(w) for w in kept}
+    named = title(path)
+    return bool(named & said or any(n.startswith(w) for n in named for w in said if len(w) >= PREFIX_MIN)
+                or package and _path_words(path) & said)
 
 
 @functools.lru_cache(maxsize=8192)  # a question's ~250 candidate files, mostly the same ones query after query

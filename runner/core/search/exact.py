@@ -5,9 +5,10 @@ before a stub's declaration of it, and the class a `Class.method` qualifier name
 import re
 
 from runner.core.search import files, tokens
+from runner.core.search.kind import QUALIFIED_RAISE
 
 # Where a pasted message starts: after its exception's name ("ValueError: ", "pkg.mod.BadThing: ").
-MESSAGE = re.compile(r"\b\w*(?:Error|Exception|Warning)\b\s*:\s*")
+MESSAGE = re.compile(r"\b\w*(?:Error|Exception|Warning)\b\s*:\s*|" + QUALIFIED_RAISE, re.M)
 PHRASE = 3  # words a phrase of the message holds: short enough to stay inside one literal of a split string
 MAX_PHRASES = 24
 CLASS = re.compile(r"\s*class\s+([A-Za-z_]\w*)")
@@ -32,6 +33,21 @@ def phrase_first(phrased: list, ranked: list) -> list:
     """The chunks that spell part of the message first (by how much of it they spell), then the rest."""
     keys = {(h.path, h.start) for h in phrased}
     return list(phrased) + [h for h in ranked if (h.path, h.start) not in keys]
+
+
+def raiser_first(store, phrased: list, defs: list, glob: str | None, lang: str | None) -> list:
+    """The definition whose chunk spells most of a pasted message (the function that raises it,
+    issue 46: a pasted error is answered by its raise site) before the definitions the message
+    names (its exception class, the type it expected), which tell what failed but not where."""
+    for h in phrased:
+        if not tokens.IDENT.fullmatch(h.symbol):  # a window of module-level code, or of several definitions
+            continue
+        own = [d for d in store.defs(tokens.fts_query([h.symbol]), 20, glob, lang)
+               if d.path == h.path and d.name == h.symbol and h.start <= d.line <= h.end]
+        if own:
+            return own[:1] + [d for d in defs if (d.path, d.line) != (own[0].path, own[0].line)]
+        break
+    return defs
 
 
 def named_in(text: str, defs: list, root: str | None = None) -> list:

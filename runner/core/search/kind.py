@@ -22,7 +22,10 @@ VERBS = frozenset("call calls caller callers use uses used usage usages raise ra
                   "references".split())
 QUALIFIED = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\s*$")
 ERROR_NAME = re.compile(r"\w*(Error|Exception|Warning)")
-ERROR = re.compile(r"\b\w*(Error|Exception|Warning)\b\s*:|Traceback \(most recent|^\s*File \"", re.M)
+# A traceback's last line names its exception with the module it lives in ("packaging.requirements.
+# InvalidRequirement: Expected end ..."): an exception class need not end in Error to be raised.
+QUALIFIED_RAISE = r"^\s*(?:[a-z_]\w*\.)+[A-Z]\w*:\s"
+ERROR = re.compile(r"\b\w*(Error|Exception|Warning)\b\s*:|Traceback \(most recent|^\s*File \"|" + QUALIFIED_RAISE, re.M)
 
 
 def classify(query: str) -> str:

@@ -153,9 +153,13 @@ class SearchManager:
             ranked = concept.search(store, words, limit, glob, lang)
         else:
             ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
+        phrased = []
         if kind == "error" and (phrases := exact.error_phrases(text)):  # the raise site spells the message
-            ranked = exact.phrase_first(store.chunks(phrases, limit, glob, lang), ranked)
+            phrased = store.chunks(phrases, limit, glob, lang)
+            ranked = exact.phrase_first(phrased, ranked)
         defs, ranked = _by_kind(kind, text, words, exact.source_first(defs), ranked, index.root)
+        if phrased:  # the definition that raises it first: the message's named classes are what it is about
+            defs = exact.raiser_first(store, phrased, defs, glob, lang)
         if index.vectors is not None and semantic.joins(kind, text):  # plain-words questions only (semantic.py)
             if index.embedding:  # never wait for the filler: BM25 alone until every chunk has its vector
                 note = "vectors still filling ({}/{} chunks): BM25 alone this time".format(*store.embedded())
@@ -250,8 +254,15 @@ def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked:
         defs = [d for d in defs if query_kind.concept_def_ok(d.name, words)]
         # A name sharing two of the question's words is evidence only where the question's words in
         # context agree: its file among the best chunks' files, in their order.
-        order = {p: i for i, p in enumerate(list(dict.fromkeys(h.path for h in ranked))[:AGREE])}
-        defs = sorted((d for d in defs if d.path in order), key=lambda d: order[d.path])
+        first = list(dict.fromkeys(h.path for h in ranked))[:AGREE]
+        order = {p: i for i, p in enumerate(first)}
+        # A module the question names (argparse.py, markers.py) leading the chunks is not passed over
+        # for a namesake elsewhere that shares two common words (http.client's LineTooLong for "the
+        # usage line when it is too long"), unless that one's module or package is named by it too.
+        lead = bool(first) and concept.named_by(first[0], words)
+        defs = sorted((d for d in defs if d.path in order and (
+            d.path == first[0] or not lead or concept.named_by(d.path, words, package=True))),
+                      key=lambda d: order[d.path])
     elif kind == "error":  # the message's words are prose: only what it names as written is a definition
         defs = exact.named_in(text, defs, root)
     elif kind == "qualified":
