@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass
 
 from plugkit.workspace import find_root
-from runner.core.search import concept, digest, exact, files, history as git_history, kind as query_kind, semantic, tokens
+from runner.core.search import (concept, digest, exact, files, history as git_history, kind as query_kind, plan, semantic,
+                                tokens)
 from runner.core.search.index import Progress, WorkspaceIndex
 from runner.core.search.store import Commit, DefHit, Job, SearchEngine
 from runner.system import git as system_git
@@ -152,7 +153,7 @@ class SearchManager:
         if kind == "concept" and concept.is_prose(text):  # by its words in context, not one word's symbol
             ranked = concept.search(store, words, limit, glob, lang)
         else:
-            ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
+            ranked = _rank_hits(plan.chunks(store, words, limit * 8, glob, lang), words)  # common words rescore
         if kind == "error" and (phrases := exact.error_phrases(text)):  # the raise site spells the message
             ranked = exact.phrase_first(store.chunks(phrases, limit, glob, lang), ranked)
         defs, ranked = _by_kind(kind, text, words, exact.source_first(defs), ranked, index.root)

@@ -61,13 +61,7 @@ class Stats:
         return out
 
     def _totals(self, schema: str, table: str) -> tuple[int, float]:
-        """(rows, average tokens per row) from FTS5's averages record: a varint row count, then
-        one varint per column of tokens in it."""
-        row = self._db.execute(f"SELECT block FROM {schema}.{table}_data WHERE id=1").fetchone()
-        values = _varints(row[0]) if row and row[0] else []
-        if not values or values[0] == 0:
-            return 0, 0.0
-        return values[0], sum(values[1:]) / values[0]
+        return totals(self._db, schema, table)
 
     def _idf(self, schema: str, table: str, text: str, prefix: bool, n_row: int) -> float:
         key = (schema, table, text, prefix)
@@ -97,7 +91,17 @@ class Stats:
         return self._docs[table]
 
 
-def _varints(data: bytes) -> list[int]:
+def totals(db: sqlite3.Connection, schema: str, table: str) -> tuple[int, float]:
+    """(rows, average tokens per row) from FTS5's averages record: a varint row count, then
+    one varint per column of tokens in it."""
+    row = db.execute(f"SELECT block FROM {schema}.{table}_data WHERE id=1").fetchone()
+    values = varints(row[0]) if row and row[0] else []
+    if not values or values[0] == 0:
+        return 0, 0.0
+    return values[0], sum(values[1:]) / values[0]
+
+
+def varints(data: bytes) -> list[int]:
     """SQLite's varints (big-endian 7 bits a byte, the ninth byte whole), as FTS5 writes them."""
     out, i = [], 0
     while i < len(data):

@@ -10,6 +10,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from runner.system.search.rescore import Groups, Rescorer
+
 # A chunk's (rowid, path, start, end, symbol) read from FTS5's own content table (its columns c0..c4 in
 # the order the table declares them): through the full-text table each row costs half as much again.
 CONTENT = "id, c2, c3, c4, c0"
@@ -83,6 +85,8 @@ class SqliteStore:
         self.lock = threading.RLock()
         self.vectors_version = 0  # bumped when a chunk vector is written or dropped (semantic.Vectors reloads)
         self._writes = 0  # bumped by each file written or dropped: changes(), a cache's key (postings.py)
+        self._rescorer = Rescorer(self._db, "chunks", (4.0, 1.0))  # the weights chunks() gives bm25
+        self._counts: tuple[tuple, dict[str, int]] = ((), {})  # count()'s, kept while changes() stays
         with self.lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -206,23 +210,42 @@ class SqliteStore:
                 self.vectors_version += 1
             self._db.execute("DELETE FROM files WHERE id=?", (row[0],))
 
-    def chunks(self, match, limit, glob=None, lang=None) -> list[Hit]:
+    def chunks(self, match, limit, glob=None, lang=None, rescore: Groups = ()) -> list[Hit]:
         """The best `limit` chunks by BM25 times their file's factor. Ranked by rowid and score alone,
         joined to their file by id: a row's path, start and symbol sit past its body in the content
         table, and reading them for each of thousands of matching rows was most of a plain-words
-        question (issue 46); they are read for the `limit` chosen only."""
+        question (issue 46); they are read for the `limit` chosen only. rescore: words left out of
+        the match (too common to retrieve by), their bm25 share added to the `limit` candidates the
+        match ranks first (rescore.py), as if they had been ORed into it, and the candidates re-sorted."""
         where = (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else "")
         args = ([glob] if glob else []) + ([lang] if lang else [])
         with self.lock:
             top = self._db.execute(
-                "SELECT c.rowid, -bm25(chunks, 4.0, 1.0) * f.factor AS s FROM chunks c JOIN files f "
-                f"ON f.id = c.rowid / {SPAN} WHERE chunks MATCH ?{where} ORDER BY s DESC LIMIT ?",
+                "SELECT c.rowid, -bm25(chunks, 4.0, 1.0) AS s, f.factor FROM chunks c JOIN files f "
+                f"ON f.id = c.rowid / {SPAN} WHERE chunks MATCH ?{where} ORDER BY s * f.factor DESC LIMIT ?",
                 [match, *args, limit]).fetchall()
+            top = rescored(top, self._rescorer.shares(self.changes(), "main", "main", [r for r, _, _ in top], rescore),
+                            limit)
             rows = {r: (p, a, b, sym) for r, p, a, b, sym in self._db.execute(
                 f"SELECT {CONTENT} FROM chunks_content WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps([r for r, _ in top]),))}
         return [Hit(p, int(a), int(b), sym.split("\n")[0], s, r) for r, s in top if r in rows
                 for p, a, b, sym in [rows[r]]]
+
+    def count(self, match) -> int:
+        """How many chunks the expression matches (a query's plan: which words retrieve candidates),
+        kept until the index changes."""
+        with self.lock:
+            stamp = self.changes()
+            if self._counts[0] != stamp or len(self._counts[1]) > 4096:
+                self._counts = (stamp, {})
+            counts = self._counts[1]
+            if match not in counts:
+                counts[match] = self._count_rows(match)
+            return counts[match]
+
+    def _count_rows(self, match) -> int:
+        return self._db.execute("SELECT count(*) FROM chunks WHERE chunks MATCH ?", (match,)).fetchone()[0]
 
     def defs(self, match, limit, glob=None, lang=None) -> list[DefHit]:
         # Joined to the file by id (a definition's rowid is in its file's range), not by its path.
@@ -278,6 +301,14 @@ class SqliteStore:
             subject, body, paths = json.loads(raw)
             out.append((Commit(h, d, subject, body, tuple(paths)), score))
         return out
+
+
+def rescored(top: list[tuple[int, float, float]], shares: dict[int, float], limit: int) -> list[tuple[int, float]]:
+    """(rowid, score) of the best `limit` of (rowid, bm25, factor) once each row's share is added."""
+    scored = [(r, (s + shares.get(r, 0.0)) * f) for r, s, f in top]
+    if shares:
+        scored.sort(key=lambda t: -t[1])
+    return scored[:limit]
 
 
 class _Batch:
