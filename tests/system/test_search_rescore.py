@@ -4,7 +4,7 @@ whole expression, in a repository's index and in a worktree's overlay (real SQLi
 
 import pytest
 
-from runner.core.search import chunks, plan, tokens
+from runner.core.search import chunks, concept, plan, tokens
 from runner.system.search.overlay import OverlayStore
 from runner.system.search.store import SqliteStore
 
@@ -81,3 +81,29 @@ def test_the_rarest_words_retrieve_and_a_small_query_is_left_whole(stores):
     assert plan.split(base, ["value"], cap=1) == (["value"], [])  # one word retrieves, however common
     assert plan.split(base, ["value", "NoneType"], cap=1)[0] == ["NoneType"]  # the rarer, past the cap
     assert plan.groups(["NoneType", "walrus"]) == (("nonetype",), ("none", "type"), ("walrus",))
+
+
+def test_a_plain_words_pool_rescored_keeps_its_stems_scores(stores):
+    """concept.search's pool: each word whole or as its stem's prefix (`"valu"*` for values); the
+    stems the common words add score in the candidates as FTS5 scores the prefix phrase."""
+    for store in stores:
+        words = ["walrus", "values", "checks", "NoneType"]
+        find, rest = ["walrus"], ["values", "checks", "NoneType"]
+        assert {g for g in plan.groups(rest, concept.stem)} >= {("valu*",), ("check*",)}
+        whole = {h.rowid: h.score for h in store.chunks(concept.match(words), 10_000)}
+        got = store.chunks(concept.match(find), 500, None, None, plan.groups(rest, concept.stem))
+        assert len(got) == len(store.matching(concept.match(find)))
+        for h in got:
+            assert h.score == pytest.approx(whole[h.rowid], rel=1e-9), (h.path, h.start)
+
+
+def test_a_worktrees_own_row_with_one_part_of_a_compound_word_scores_as_in_the_base(stores):
+    """`type(value)` holds `type` and not `none`: FTS5 counts neither part of NoneType there (they are
+    an AND), and the overlay's own copy of the chunk (bm25.py) must not count `type` either."""
+    base, over = stores
+    match = tokens.fts_query(["walrus", "NoneType"])
+    for store in (base, over):
+        row = [h for h in store.chunks(match, 500) if h.path == "pkg/m0.py" and h.symbol == "walrus_value_feeder"]
+        assert row and row[0].score == pytest.approx(
+            [h.score for h in store.chunks(tokens.fts_query(["walrus"]), 500) if h.rowid == row[0].rowid][0], rel=1e-9)
+    assert all(h.rowid < 0 for h in over.chunks(match, 500) if h.path == "pkg/m0.py")  # its own rows, scored by bm25.py
