@@ -8,7 +8,7 @@ import functools
 import math
 import re
 
-from runner.core.search import postings, tokens, whole
+from runner.core.search import plan, postings, tokens, whole
 from runner.core.search.chunks import language
 from runner.core.search.store import Hit, IndexStore
 
@@ -82,7 +82,11 @@ def search(store: IndexStore, words: list[str], limit: int, glob: str | None, la
             break
         chosen.append(spelled[w])
         rows += len(posts[w].chunks)
-    pool = store.chunks(match(chosen), limit * POOL, glob, lang)
+    # The rarest of them retrieve and the others' bm25 share is added to what they found (plan.py): the
+    # candidates' scores as before, for a fraction of the rows scored.
+    keep = plan.pick({w: len(posts[w.lower()].chunks) for w in chosen})
+    find, rest = [w for w in chosen if w in keep], [w for w in chosen if w not in keep]
+    pool = store.chunks(match(find), limit * POOL, glob, lang, plan.groups(rest, stem))
     return rerank(store, distinct, posts, pool)
 
 
