@@ -196,3 +196,27 @@ def test_a_watched_workspace_lists_itself_again_only_when_its_tree_says_so(tmp_p
         assert len(lists) == 3
     finally:
         manager.close()
+
+
+def test_a_finished_build_merges_its_segments_while_saved_files_are_still_indexed(tmp_path):
+    """The build's batches leave a segment each; the index merges them in its own job once built
+    (runner/system/search/store.py compact), and a file saved meanwhile is searchable at the next query."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _tree(ws, 4 * index_mod.BATCH + 3)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(ws), "handler_7")
+        index = manager.workspace(str(ws))
+        index.wait(60)
+        (ws / "saved.py").write_text("def freshly_saved_walrus():\n    pass\n")
+        assert [d.path for d in manager.query(str(ws), "freshly_saved_walrus").definitions] == ["saved.py"]
+        index._compactor.join(60)
+        assert not index._compactor.alive()
+        store = index.store
+        with store.lock:
+            segments = store._db.execute("SELECT count(DISTINCT segid) FROM chunks_idx").fetchone()[0]
+        assert segments <= 2  # the build's one, and the saved file's own if it came after the merge
+        assert [d.path for d in manager.query(str(ws), "handler_7").definitions] == ["m7.py"]
+    finally:
+        manager.close()

@@ -107,3 +107,33 @@ def test_a_worktrees_own_row_with_one_part_of_a_compound_word_scores_as_in_the_b
         assert row and row[0].score == pytest.approx(
             [h.score for h in store.chunks(tokens.fts_query(["walrus"]), 500) if h.rowid == row[0].rowid][0], rel=1e-9)
     assert all(h.rowid < 0 for h in over.chunks(match, 500) if h.path == "pkg/m0.py")  # its own rows, scored by bm25.py
+
+
+def _segments(store, table: str = "chunks") -> int:
+    return store._db.execute(f"SELECT count(DISTINCT segid) FROM main.{table}_idx").fetchone()[0]
+
+
+def test_a_built_index_is_merged_into_one_segment_and_answers_the_same(tmp_path):
+    """A build writes in batches, each a segment FTS5 looks every query word up in: compact() merges
+    them in short steps (runner/system/search/store.py), and every score stays what it was."""
+    store = SqliteStore(str(tmp_path / "index.sqlite"), tokens.expand)
+    try:
+        paths = list(TEXTS)
+        for i in range(0, len(paths), 5):  # as the index's build does: a transaction per batch
+            with store.batch() as s:
+                for path in paths[i:i + 5]:
+                    _put(s, path, TEXTS[path], "sha")
+        assert _segments(store) > 1
+        asked = [tokens.fts_query(w) for w in QUESTIONS] + [concept.match(["values", "checks"])]
+        before = [[(h.rowid, h.score) for h in store.chunks(m, 500)] for m in asked]
+        defs = [[(d.path, d.line, d.score) for d in store.defs(m, 500)] for m in asked]
+        steps = 0
+        while store.compact():
+            steps += 1
+            assert steps < 1000
+        assert _segments(store) == 1 and _segments(store, "defs") == 1
+        assert [[(h.rowid, h.score) for h in store.chunks(m, 500)] for m in asked] == before
+        assert [[(d.path, d.line, d.score) for d in store.defs(m, 500)] for m in asked] == defs
+        assert not store.compact()  # nothing left: a query's next lookups probe one segment
+    finally:
+        store.close()

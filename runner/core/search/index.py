@@ -23,6 +23,7 @@ SYNC_LIMIT = 200  # more changed files than this are indexed in the background i
 # the index's own (daemon) thread, so one that never returns (a hung network or FUSE mount) holds
 # neither the query nor the runner's stop: the query answers from the index as it is.
 READ_WAIT_S = 5.0
+COMPACT_STEPS = 10_000  # a bound on the merge steps after a build (a 2,000-file repository takes ~20)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class WorkspaceIndex:
         self.vectors: semantic.Vectors | None = None
         self._embedder_thread: Job | None = None
         self._thread: Job | None = None
+        self._compactor: Job | None = None  # the segments merged after a build, beside the refreshes
         self._stop = engine.flag()
         self._progress: Progress | None = None
         self._listed: list[str] = []
@@ -153,7 +155,7 @@ class WorkspaceIndex:
 
     def close(self) -> None:
         self._stop.set()
-        for thread in (self._thread, self._embedder_thread):
+        for thread in (self._thread, self._embedder_thread, self._compactor):
             if thread is not None:
                 thread.join(10)
         held = self._refresh_lock.acquire(timeout=READ_WAIT_S)  # a query's prepare may be reading the watch
@@ -195,11 +197,22 @@ class WorkspaceIndex:
                 self._progress = Progress(min(total, i + BATCH), total)
             self._history()
             self.store.set_meta("built", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            # Its own job: a query's refresh of a saved file need not wait for the merge to end.
+            self._compactor = self._engine.start(f"search-compact {self.root}", self._compact)
             self._embed_later()
         except Exception:  # noqa: BLE001 - a broken build must not take the runner down; the next query retries
             self.store.set_meta("build_error", "1")
         finally:
             self._progress = None
+
+    def _compact(self) -> None:
+        """The build's many small segments merged, one short step under the store's lock at a time."""
+        try:
+            for _ in range(COMPACT_STEPS):
+                if self._stop.is_set() or not self.store.compact():
+                    return
+        except Exception:  # noqa: BLE001 - an index closed meanwhile, a full disk: it answers as it is, only slower
+            return
 
     def _diff(self, force_list: bool) -> tuple[list[tuple[str, float, int]], list[str]]:
         """(changed or new files with their mtime and size, files gone) against the store."""

@@ -44,6 +44,7 @@ class IndexStore(Protocol):
     def chunks_at(self, rowids: list[int], glob: str | None, lang: str | None) -> list[Hit]: ...
     def matching(self, match: str, glob: str | None, lang: str | None) -> list[tuple[str, int]]: ...  # (path, Hit.rowid)
     def file_count(self) -> int: ...
+    def compact(self) -> bool: ...  # one bounded step of merging the index's segments; True: more to do
     def changes(self) -> tuple: ...  # moves whenever a file's rows change (postings.py's cache key)
 
     lock: "Lock"  # held by every call; a reader's cache of this store's answers takes it too (postings.py)

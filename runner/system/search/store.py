@@ -38,6 +38,8 @@ CREATE TABLE IF NOT EXISTS hidden(hash TEXT PRIMARY KEY);
 # (a restart after an upgrade costs one build, not a query error).
 SCHEMA_VERSION = "3"
 TABLES = ("files", "chunks", "defs", "commits", "vectors", "shared", "hidden", "meta")
+FTS_TABLES = ("chunks", "defs", "commits")
+MERGE_PAGES = 200  # pages one compaction step writes (tens of ms): a query waits for one step at most
 
 
 @dataclass(frozen=True)
@@ -272,6 +274,19 @@ class SqliteStore:
     def file_count(self) -> int:
         with self.lock:
             return self._db.execute("SELECT count(*) FROM files").fetchone()[0]
+
+    def compact(self) -> bool:
+        """One step of merging each full-text table's segments into one (FTS5's 'merge' with a negative
+        page count takes every level): a build written in batches leaves many segments, and each word
+        of a query is looked up in every one (issue 46: a pasted error's definitions 1.8 -> 0.6 ms, its
+        phrases 3.4 -> 2.1). True while a table had work left (FTS5 makes 2+ changes when it merges)."""
+        worked = False
+        with self.lock:
+            for table in FTS_TABLES:
+                before = self._db.total_changes
+                self._db.execute(f"INSERT INTO main.{table}({table}, rank) VALUES('merge', ?)", (-MERGE_PAGES,))
+                worked = worked or self._db.total_changes - before >= 2
+        return worked
 
     def add_commits(self, commits: Iterable[Commit]) -> None:
         expand = self._expand
