@@ -153,7 +153,8 @@ class SearchManager:
         if kind == "concept" and concept.is_prose(text):  # by its words in context, not one word's symbol
             ranked = concept.search(store, words, limit, glob, lang)
         else:
-            ranked = _rank_hits(plan.chunks(store, words, limit * 8, glob, lang), words)  # common words rescore
+            cap = plan.ERROR_ROWS if kind == "error" else plan.RETRIEVE_ROWS  # common words rescore (plan.py)
+            ranked = _rank_hits(plan.chunks(store, words, limit * 8, glob, lang, cap), words)
         if kind == "error" and (phrases := exact.error_phrases(text)):  # the raise site spells the message
             ranked = exact.phrase_first(store.chunks(phrases, limit, glob, lang), ranked)
         defs, ranked = _by_kind(kind, text, words, exact.source_first(defs), ranked, index.root)
