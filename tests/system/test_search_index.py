@@ -196,3 +196,78 @@ def test_a_watched_workspace_lists_itself_again_only_when_its_tree_says_so(tmp_p
         assert len(lists) == 3
     finally:
         manager.close()
+
+
+def test_a_finished_build_merges_its_segments_while_saved_files_are_still_indexed(tmp_path):
+    """The build's batches leave a segment each; the index merges them in its own job once built
+    (runner/system/search/store.py compact), and a file saved meanwhile is searchable at the next query."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _tree(ws, 4 * index_mod.BATCH + 3)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(ws), "handler_7")
+        index = manager.workspace(str(ws))
+        index.wait(60)
+        (ws / "saved.py").write_text("def freshly_saved_walrus():\n    pass\n")
+        assert [d.path for d in manager.query(str(ws), "freshly_saved_walrus").definitions] == ["saved.py"]
+        index._compactor.join(60)
+        assert not index._compactor.alive()
+        store = index.store
+        with store.lock:
+            segments = store._db.execute("SELECT count(DISTINCT segid) FROM chunks_idx").fetchone()[0]
+        assert segments <= 2  # the build's one, and the saved file's own if it came after the merge
+        assert [d.path for d in manager.query(str(ws), "handler_7").definitions] == ["m7.py"]
+    finally:
+        manager.close()
+
+
+def test_head_moving_any_way_is_seen_by_the_next_query_and_a_still_head_runs_no_git(tmp_path, monkeypatch):
+    """HEAD's own files say whether it moved (history.head_files): a commit, an amend, a reset, a
+    checkout, an update-ref, in the repository and in a linked worktree, each seen at the next query
+    with the clock's re-check out of the way; queries while HEAD stands still run no git."""
+    from runner.core.search import history
+    from tests.support.search_repo import commit, git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    commit(repo, {"a.py": "def first():\n    pass\n"}, "Start the quokka ledger")
+    monkeypatch.setattr(index_mod, "HEAD_RECHECK_S", 1e9)
+    asked = []
+    real = history.head
+    monkeypatch.setattr(index_mod.history, "head", lambda root: (asked.append(root), real(root))[1])
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+
+    def subjects(where) -> set[str]:
+        return {c.subject for c in manager.query(str(where), "quokka", history=True).commits}
+
+    try:
+        manager.query(str(repo), "first")
+        manager.workspace(str(repo)).wait(30)
+        assert subjects(repo) == {"Start the quokka ledger"}
+        asked.clear()
+        for _ in range(3):
+            assert subjects(repo) == {"Start the quokka ledger"}
+        assert asked == []  # HEAD stood still: no git spawned
+        commit(repo, {"b.py": "x = 1\n"}, "Feed the quokka")
+        assert subjects(repo) == {"Start the quokka ledger", "Feed the quokka"}
+        git(repo, "commit", "-q", "--amend", "-m", "Water the quokka")
+        assert subjects(repo) == {"Start the quokka ledger", "Water the quokka"}
+        first = git(repo, "rev-list", "--max-parents=0", "HEAD")
+        git(repo, "reset", "-q", "--hard", first)
+        assert subjects(repo) == {"Start the quokka ledger"}
+        git(repo, "checkout", "-q", "-b", "side")
+        commit(repo, {"c.py": "y = 2\n"}, "Brush the quokka")
+        git(repo, "checkout", "-q", "main")
+        assert subjects(repo) == {"Start the quokka ledger"}
+        git(repo, "update-ref", "refs/heads/main", git(repo, "rev-parse", "side"))
+        assert subjects(repo) == {"Start the quokka ledger", "Brush the quokka"}
+        tree = tmp_path / "tree"
+        git(repo, "worktree", "add", "-q", "-b", "feature", str(tree))
+        assert subjects(tree) == {"Start the quokka ledger", "Brush the quokka"}
+        commit(tree, {"d.py": "z = 3\n"}, "Weigh the quokka")
+        assert subjects(tree) == {"Start the quokka ledger", "Brush the quokka", "Weigh the quokka"}
+        assert subjects(repo) == {"Start the quokka ledger", "Brush the quokka"}
+    finally:
+        manager.close()

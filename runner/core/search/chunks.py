@@ -2,6 +2,7 @@
 elsewhere; with the definitions (name -> line) each language's table of patterns finds."""
 
 import ast
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ class Chunk:
     text: str
 
 
+@functools.lru_cache(maxsize=8192)  # asked for each of a plain-words question's ~250 candidates
 def language(path: str) -> str:
     return LANGS.get(os.path.splitext(path)[1].lower(), "")
 

@@ -8,7 +8,7 @@ import functools
 import math
 import re
 
-from runner.core.search import postings, tokens, whole
+from runner.core.search import plan, postings, tokens, whole
 from runner.core.search.chunks import language
 from runner.core.search.store import Hit, IndexStore
 
@@ -83,7 +83,11 @@ def search(store: IndexStore, words: list[str], limit: int, glob: str | None, la
             break
         chosen.append(spelled[w])
         rows += len(posts[w].chunks)
-    pool = store.chunks(match(chosen), limit * POOL, glob, lang)
+    # The rarest of them retrieve and the others' bm25 share is added to what they found (plan.py): the
+    # candidates' scores as before, for a fraction of the rows scored.
+    keep = plan.pick({w: len(posts[w.lower()].chunks) for w in chosen})
+    find, rest = [w for w in chosen if w in keep], [w for w in chosen if w not in keep]
+    pool = store.chunks(match(find), limit * POOL, glob, lang, plan.groups(rest, stem))
     return rerank(store, distinct, posts, pool)
 
 
@@ -93,14 +97,14 @@ def rerank(store: IndexStore, distinct: list[str], posts: dict, ranked: list[Hit
     n_files = max(1, store.file_count())
     idf = {w: math.log(1 + n_files / (1 + len(posts[w].files))) for w in distinct}
     total = sum(idf.values()) or 1.0
-    files = whole.scores(store, distinct, posts, n_files)
+    paths = {h.path for h in ranked}
+    files = whole.scores(store, distinct, posts, n_files, paths)
     best_file = max((files.get(h.path, 0.0) for h in ranked), default=0.0) or 1.0
     # A definition the question names whole keeps the weight it has for every kind (`walk` is the
     # answer to "walk a directory tree"); its coverage below tells it from a one-word namesake.
     base = {h.rowid: h.score * (2.0 if h.symbol.lower() in distinct else 1.0)
             * (1.0 if language(h.path) else NO_LANGUAGE) for h in ranked}
     top = max(base.values()) or 1.0
-    paths = {h.path for h in ranked}
     path_words = {p: _path_words(p) & idf.keys() for p in paths}
     in_file = {p: {w for w in distinct if p in posts[w].files} | path_words[p] for p in paths}
 
@@ -117,8 +121,9 @@ def rerank(store: IndexStore, distinct: list[str], posts: dict, ranked: list[Hit
     return sorted(ranked, key=score, reverse=True)
 
 
-def _path_words(path: str) -> set[str]:
-    return {w for part in re.split(r"[/._\\-]+", path.lower()) for w in [part] + tokens.parts(part)}
+@functools.lru_cache(maxsize=8192)  # as title(): the same candidate files query after query
+def _path_words(path: str) -> frozenset[str]:
+    return frozenset(w for part in re.split(r"[/._\\-]+", path.lower()) for w in [part] + tokens.parts(part))
 
 
 def named_by(path: str, words: list[str], package: bool = False) -> bool:

@@ -2,6 +2,7 @@
 removed, bounded), read with `git log`. Reconciled with what HEAD reaches (`git rev-list`): a
 new commit costs one short log, and a commit amended or rebased away leaves the index."""
 
+import os
 from typing import Iterable
 
 from runner.core.search.store import Commit
@@ -27,6 +28,37 @@ def git_dir(root: str) -> str | None:
     except (OSError, system_git.GitTimeout):
         return None
     return out.out.decode(errors="replace").strip() if out.rc == 0 else None
+
+
+def common_dir(gitdir: str) -> str:
+    """The directory a linked worktree's git dir shares refs with (its `commondir` file), else itself."""
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="replace") as f:
+            return os.path.normpath(os.path.join(gitdir, f.read(4096).strip()))
+    except OSError:
+        return gitdir
+
+
+def head_files(gitdir: str, commondir: str) -> tuple:
+    """What moves when HEAD does, without running git: what HEAD says (a branch or a hash), that
+    branch's loose ref, packed-refs and a reftable's list (a commit, a reset, an update-ref replace
+    one of them: a new inode), and HEAD's reflog; each file's (inode, mtime, size)."""
+    try:
+        with open(os.path.join(gitdir, "HEAD"), "rb") as f:
+            said = f.read(4096)
+    except OSError:
+        said = b""
+    ref = said[5:].strip().decode(errors="replace") if said.startswith(b"ref: ") else ""
+    ref = ref if ref.startswith("refs/") and ".." not in ref.split("/") else ""  # only stat'ed, never read
+    out: list = [said]
+    for path in (os.path.join(commondir, ref) if ref else "", os.path.join(commondir, "packed-refs"),
+                 os.path.join(commondir, "reftable", "tables.list"), os.path.join(gitdir, "logs", "HEAD")):
+        try:
+            st = os.stat(path) if path else None
+            out.append(st and (st.st_ino, st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 def head(root: str) -> str | None:

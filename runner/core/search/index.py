@@ -23,6 +23,8 @@ SYNC_LIMIT = 200  # more changed files than this are indexed in the background i
 # the index's own (daemon) thread, so one that never returns (a hung network or FUSE mount) holds
 # neither the query nor the runner's stop: the query answers from the index as it is.
 READ_WAIT_S = 5.0
+HEAD_RECHECK_S = 60.0  # HEAD asked of git this often even when its files say nothing moved
+COMPACT_STEPS = 10_000  # a bound on the merge steps after a build (a 2,000-file repository takes ~20)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class WorkspaceIndex:
         self.vectors: semantic.Vectors | None = None
         self._embedder_thread: Job | None = None
         self._thread: Job | None = None
+        self._compactor: Job | None = None  # the segments merged after a build, beside the refreshes
         self._stop = engine.flag()
         self._progress: Progress | None = None
         self._listed: list[str] = []
@@ -60,6 +63,7 @@ class WorkspaceIndex:
         self._watch_tried = -REARM_S
         self._unlisted: set[str] = set()  # paths the watch saw that the last listing had not
         self._gitdir: str | None = None  # "" when the workspace is no repository
+        self._commondir = ""  # where its refs are: the repository's for a linked worktree
         self._head_stamp: tuple | None = None
         self._refresh_lock = engine.lock()
 
@@ -153,7 +157,7 @@ class WorkspaceIndex:
 
     def close(self) -> None:
         self._stop.set()
-        for thread in (self._thread, self._embedder_thread):
+        for thread in (self._thread, self._embedder_thread, self._compactor):
             if thread is not None:
                 thread.join(10)
         held = self._refresh_lock.acquire(timeout=READ_WAIT_S)  # a query's prepare may be reading the watch
@@ -195,11 +199,22 @@ class WorkspaceIndex:
                 self._progress = Progress(min(total, i + BATCH), total)
             self._history()
             self.store.set_meta("built", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            # Its own job: a query's refresh of a saved file need not wait for the merge to end.
+            self._compactor = self._engine.start(f"search-compact {self.root}", self._compact)
             self._embed_later()
         except Exception:  # noqa: BLE001 - a broken build must not take the runner down; the next query retries
             self.store.set_meta("build_error", "1")
         finally:
             self._progress = None
+
+    def _compact(self) -> None:
+        """The build's many small segments merged, one short step under the store's lock at a time."""
+        try:
+            for _ in range(COMPACT_STEPS):
+                if self._stop.is_set() or not self.store.compact():
+                    return
+        except Exception:  # noqa: BLE001 - an index closed meanwhile, a full disk: it answers as it is, only slower
+            return
 
     def _diff(self, force_list: bool) -> tuple[list[tuple[str, float, int]], list[str]]:
         """(changed or new files with their mtime and size, files gone) against the store."""
@@ -325,19 +340,15 @@ class WorkspaceIndex:
                                                    self.store, self.root, self.embedder, self._stop)
 
     def _git_stamp(self) -> tuple | None:
-        """Cheap proof that HEAD has not moved: git rewrites HEAD or appends to logs/HEAD on every
-        commit, checkout and reset. Re-read at least every RELIST_S all the same."""
+        """Cheap proof that HEAD has not moved, read from git's files (history.head_files); asked of git
+        at least every HEAD_RECHECK_S all the same (issue 46: asking it every RELIST_S spawned a git
+        for each query an agent asks seconds apart, 10-30 ms of it)."""
         if self._gitdir is None:
             self._gitdir = history.git_dir(self.root) or ""
+            self._commondir = history.common_dir(self._gitdir) if self._gitdir else ""
         if not self._gitdir:
             return None
-        out = [int(time.monotonic() // RELIST_S)]
-        for name in ("HEAD", "logs/HEAD"):
-            try:
-                out.append(os.stat(os.path.join(self._gitdir, name)).st_mtime_ns)
-            except OSError:
-                out.append(0)
-        return tuple(out)
+        return (int(time.monotonic() // HEAD_RECHECK_S), *history.head_files(self._gitdir, self._commondir))
 
     def _history(self) -> None:
         stamp = self._git_stamp()
@@ -359,3 +370,4 @@ class WorkspaceIndex:
             s.drop_commits(drop)
             s.add_commits(found)
             s.set_meta("head", now)
+

@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass
 
 from plugkit.workspace import find_root
-from runner.core.search import concept, digest, exact, files, history as git_history, kind as query_kind, semantic, tokens
+from runner.core.search import (concept, digest, exact, files, history as git_history, kind as query_kind, plan, semantic,
+                                tokens)
 from runner.core.search.index import Progress, WorkspaceIndex
 from runner.core.search.store import Commit, DefHit, Job, SearchEngine
 from runner.system import git as system_git
@@ -152,7 +153,8 @@ class SearchManager:
         if kind == "concept" and concept.is_prose(text):  # by its words in context, not one word's symbol
             ranked = concept.search(store, words, limit, glob, lang)
         else:
-            ranked = _rank_hits(store.chunks(match, limit * 8, glob, lang), words)
+            cap = plan.ERROR_ROWS if kind == "error" else plan.RETRIEVE_ROWS  # common words rescore (plan.py)
+            ranked = _rank_hits(plan.chunks(store, words, limit * 8, glob, lang, cap), words)
         phrased = []
         if kind == "error" and (phrases := exact.error_phrases(text)):  # the raise site spells the message
             phrased = store.chunks(phrases, limit, glob, lang)
@@ -176,7 +178,7 @@ class SearchManager:
         needles = {w.lower() for w in words} | {p for w in words for p in tokens.parts(w)}
         read: dict[str, list[str]] = {}  # a file two hits are in is read once
         return Answer(index.root, defs[:limit],
-                      [_snippet(index.root, h, needles, whole[i] if i < len(whole) else 0, read)
+                      [_snippet(index.root, h, needles, whole[i] if i < len(whole) else 0, read, store)
                        for i, h in enumerate(hits)], commits, index.progress(), kind, note)
 
     def digest(self, cwd: str) -> tuple[str, str, bool]:
@@ -304,12 +306,13 @@ def _per_file(ranked):
     return out
 
 
-def _snippet(root: str, hit, needles: set[str], chars: int, read: dict[str, list[str]]) -> ContentHit:
+def _snippet(root: str, hit, needles: set[str], chars: int, read: dict[str, list[str]], keep=None) -> ContentHit:
     """The chunk from its first line on, up to `chars` characters of whole lines, when that is
     more than the best three; else up to three whole lines, those naming the most query words
-    (needles: the words and their parts, lowercased). read: the lines of files read so far."""
+    (needles: the words and their parts, lowercased). read: the lines of files read so far; keep:
+    the index's store, which keeps them between queries (files.read_lines)."""
     if hit.path not in read:
-        read[hit.path] = files.read_lines(root, hit.path)  # never through a link (files.py)
+        read[hit.path] = files.read_lines(root, hit.path, keep)  # never through a link (files.py)
     lines = read[hit.path][hit.start - 1:hit.end]
     scored = sorted(((sum(n in low for n in needles), i) for i, line in enumerate(lines) for low in [line.lower()]),
                     key=lambda t: (-t[0], t[1]))

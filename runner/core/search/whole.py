@@ -27,15 +27,17 @@ def sizes(store) -> tuple[dict[str, int], float]:
     return held[1], held[2]
 
 
-def scores(store, distinct: list[str], posts: dict, n_files: int) -> dict[str, float]:
+def scores(store, distinct: list[str], posts: dict, n_files: int, paths=None) -> dict[str, float]:
     """path -> the file's BM25 over the question's words (a word's frequency in a file: how many
-    of its chunks hold it), for every file holding any of them."""
+    of its chunks hold it), for every file holding any of them, or for these paths only (a common
+    word is in thousands of files, and a question ranks the files of its candidates alone)."""
     size, mean = sizes(store)
     out: dict[str, float] = {}
     for w in distinct:
         files = posts[w].files
         idf = math.log(1 + (n_files - len(files) + 0.5) / (len(files) + 0.5))
-        for p, tf in files.items():
+        held = files.items() if paths is None else ((p, files[p]) for p in paths if p in files)
+        for p, tf in held:
             norm = K1 * (1 - B + B * size.get(p, mean) / mean)
             out[p] = out.get(p, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
     return out

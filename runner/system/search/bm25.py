@@ -11,6 +11,7 @@ import threading
 
 K1, B = 1.2, 0.75
 PHRASE = re.compile(r'"([^"]*)"(\*?)')  # the phrases of a MATCH expression, a prefix one with its *
+AND_GROUP = re.compile(r'\((?:"[^"]*"\*? AND )+"[^"]*"\*?\)')  # a compound word's parts: ("none" AND "type")
 
 
 class Stats:
@@ -45,29 +46,28 @@ class Stats:
             if n_row == 0:  # an empty base: the overlay's own statistics are all there is
                 schema = "main"
                 n_row, avgdl = self._totals(schema, table)
-            phrases = [(text.lower(), star == "*") for text, star in PHRASE.findall(match)]
+            found = list(PHRASE.finditer(match))
+            phrases = [(m.group(1).lower(), m.group(2) == "*") for m in found]
             idf = [self._idf(schema, table, text, prefix, n_row) for text, prefix in phrases]
             docs = self._overlay_docs(table)
+        # A compound word's parts are an AND (tokens.fts_query): where one is missing FTS5 counts none of them.
+        spans = [m.span() for m in AND_GROUP.finditer(match)]
+        group = [next((i for i, (a, b) in enumerate(spans) if a <= m.start() < b), None) for m in found]
         out = {}
         for rowid in rowids:
             dl, counts = docs.get(rowid, (0, {}))
+            freqs = [sum(n * weights.get(col, 1.0) for (term, col), n in counts.items()
+                         if term == text or (prefix and term.startswith(text))) for text, prefix in phrases]
+            missing = {g for g, f in zip(group, freqs) if g is not None and not f}
             total = 0.0
-            for (text, prefix), weight in zip(phrases, idf):
-                f = sum(n * weights.get(col, 1.0) for (term, col), n in counts.items()
-                        if term == text or (prefix and term.startswith(text)))
-                if f:
+            for f, weight, g in zip(freqs, idf, group):
+                if f and g not in missing:
                     total += weight * (f * (K1 + 1)) / (f + K1 * (1 - B + B * dl / max(avgdl, 1e-9)))
             out[rowid] = total
         return out
 
     def _totals(self, schema: str, table: str) -> tuple[int, float]:
-        """(rows, average tokens per row) from FTS5's averages record: a varint row count, then
-        one varint per column of tokens in it."""
-        row = self._db.execute(f"SELECT block FROM {schema}.{table}_data WHERE id=1").fetchone()
-        values = _varints(row[0]) if row and row[0] else []
-        if not values or values[0] == 0:
-            return 0, 0.0
-        return values[0], sum(values[1:]) / values[0]
+        return totals(self._db, schema, table)
 
     def _idf(self, schema: str, table: str, text: str, prefix: bool, n_row: int) -> float:
         key = (schema, table, text, prefix)
@@ -97,7 +97,17 @@ class Stats:
         return self._docs[table]
 
 
-def _varints(data: bytes) -> list[int]:
+def totals(db: sqlite3.Connection, schema: str, table: str) -> tuple[int, float]:
+    """(rows, average tokens per row) from FTS5's averages record: a varint row count, then
+    one varint per column of tokens in it."""
+    row = db.execute(f"SELECT block FROM {schema}.{table}_data WHERE id=1").fetchone()
+    values = varints(row[0]) if row and row[0] else []
+    if not values or values[0] == 0:
+        return 0, 0.0
+    return values[0], sum(values[1:]) / values[0]
+
+
+def varints(data: bytes) -> list[int]:
     """SQLite's varints (big-endian 7 bits a byte, the ninth byte whole), as FTS5 writes them."""
     out, i = [], 0
     while i < len(data):

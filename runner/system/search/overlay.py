@@ -18,7 +18,8 @@ import urllib.parse
 from typing import Callable, Iterable
 
 from runner.system.search import bm25
-from runner.system.search.store import CONTENT, SCHEMA_VERSION, SPAN, Commit, DefHit, Hit, SqliteStore
+from runner.system.search.store import (CONTENT, SCHEMA_VERSION, SPAN, Commit, DefHit, Hit,
+                                           SqliteStore, rescored)
 
 NEG = -1  # an overlay chunk's rowid is negated where rowids of both meet (vectors): the base's are positive
 
@@ -115,14 +116,16 @@ class OverlayStore(SqliteStore):
                          "JOIN shared h ON h.path = f.path AND h.sha = f.sha")
         self._live_key = None if self._db.in_transaction else key  # a batch may yet roll back
 
-    def chunks(self, match, limit, glob=None, lang=None) -> list[Hit]:
+    def chunks(self, match, limit, glob=None, lang=None, rescore=()) -> list[Hit]:
         where, args = _filters(glob, lang)
         with self.lock:
             self._live()
+            stamp = self.changes()
             top = self._db.execute(  # by rowid and score first, as SqliteStore.chunks does (why there)
-                f"SELECT c.rowid, -bm25(c.chunks, 4.0, 1.0) * f.factor AS s FROM base.chunks c JOIN temp.live f "
-                f"ON f.id = c.rowid / {SPAN} WHERE c.chunks MATCH ?{where} ORDER BY s DESC LIMIT ?",
+                f"SELECT c.rowid, -bm25(c.chunks, 4.0, 1.0) AS s, f.factor FROM base.chunks c JOIN temp.live f "
+                f"ON f.id = c.rowid / {SPAN} WHERE c.chunks MATCH ?{where} ORDER BY s * f.factor DESC LIMIT ?",
                 [match, *args, limit]).fetchall()
+            top = rescored(top, self._rescorer.shares(stamp, "base", "base", [r for r, _, _ in top], rescore), limit)
             cols = {r: (p, a, b, sym) for r, p, a, b, sym in self._db.execute(
                 f"SELECT {CONTENT} FROM base.chunks_content WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps([r for r, _ in top]),))}
@@ -131,10 +134,18 @@ class OverlayStore(SqliteStore):
                 "SELECT c.rowid, c.path, c.start, c.end, c.symbol, f.factor FROM main.chunks c "
                 f"JOIN main.files f ON f.path = c.path WHERE c.chunks MATCH ?{where}", [match, *args]).fetchall()
             scores = self._stats.score("chunks", {"symbol": 4.0}, match, [r[0] for r in own])
+            # The overlay's rows with the base's statistics, as bm25.py scores them (its own where the base is empty).
+            shares = (self._rescorer.shares(stamp, "base", "main", [r[0] for r in own], rescore)
+                      or self._rescorer.shares(stamp, "main", "main", [r[0] for r in own], rescore))
         found = [Hit(p, int(a), int(b), sym.split("\n")[0], s, r) for p, a, b, sym, s, r in base]
-        found += [Hit(p, int(a), int(b), sym.split("\n")[0], scores[r] * factor, NEG * r)
+        found += [Hit(p, int(a), int(b), sym.split("\n")[0], (scores[r] + shares.get(r, 0.0)) * factor, NEG * r)
                   for r, p, a, b, sym, factor in own]
         return sorted(found, key=lambda h: -h.score)[:limit]
+
+    def _count_rows(self, match) -> int:
+        """The base's rows and the overlay's (a plan's estimate: which words are common here)."""
+        return sum(self._db.execute(f"SELECT count(*) FROM {schema}.chunks t WHERE t.chunks MATCH ?",
+                                    (match,)).fetchone()[0] for schema in ("base", "main"))
 
     def defs(self, match, limit, glob=None, lang=None) -> list[DefHit]:
         where, args = _filters(glob, lang)

@@ -10,6 +10,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from runner.system.search.rescore import Groups, Rescorer
+
 # A chunk's (rowid, path, start, end, symbol) read from FTS5's own content table (its columns c0..c4 in
 # the order the table declares them): through the full-text table each row costs half as much again.
 CONTENT = "id, c2, c3, c4, c0"
@@ -36,6 +38,8 @@ CREATE TABLE IF NOT EXISTS hidden(hash TEXT PRIMARY KEY);
 # (a restart after an upgrade costs one build, not a query error).
 SCHEMA_VERSION = "3"
 TABLES = ("files", "chunks", "defs", "commits", "vectors", "shared", "hidden", "meta")
+FTS_TABLES = ("chunks", "defs", "commits")
+MERGE_PAGES = 200  # pages one compaction step writes (tens of ms): a query waits for one step at most
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class SqliteStore:
         self.lock = threading.RLock()
         self.vectors_version = 0  # bumped when a chunk vector is written or dropped (semantic.Vectors reloads)
         self._writes = 0  # bumped by each file written or dropped: changes(), a cache's key (postings.py)
+        self._rescorer = Rescorer(self._db, "chunks", (4.0, 1.0))  # the weights chunks() gives bm25
+        self._counts: tuple[tuple, dict[str, int]] = ((), {})  # count()'s, kept while changes() stays
         with self.lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -206,23 +212,42 @@ class SqliteStore:
                 self.vectors_version += 1
             self._db.execute("DELETE FROM files WHERE id=?", (row[0],))
 
-    def chunks(self, match, limit, glob=None, lang=None) -> list[Hit]:
+    def chunks(self, match, limit, glob=None, lang=None, rescore: Groups = ()) -> list[Hit]:
         """The best `limit` chunks by BM25 times their file's factor. Ranked by rowid and score alone,
         joined to their file by id: a row's path, start and symbol sit past its body in the content
         table, and reading them for each of thousands of matching rows was most of a plain-words
-        question (issue 46); they are read for the `limit` chosen only."""
+        question (issue 46); they are read for the `limit` chosen only. rescore: words left out of
+        the match (too common to retrieve by), their bm25 share added to the `limit` candidates the
+        match ranks first (rescore.py), as if they had been ORed into it, and the candidates re-sorted."""
         where = (" AND f.path GLOB ?" if glob else "") + (" AND f.lang = ?" if lang else "")
         args = ([glob] if glob else []) + ([lang] if lang else [])
         with self.lock:
             top = self._db.execute(
-                "SELECT c.rowid, -bm25(chunks, 4.0, 1.0) * f.factor AS s FROM chunks c JOIN files f "
-                f"ON f.id = c.rowid / {SPAN} WHERE chunks MATCH ?{where} ORDER BY s DESC LIMIT ?",
+                "SELECT c.rowid, -bm25(chunks, 4.0, 1.0) AS s, f.factor FROM chunks c JOIN files f "
+                f"ON f.id = c.rowid / {SPAN} WHERE chunks MATCH ?{where} ORDER BY s * f.factor DESC LIMIT ?",
                 [match, *args, limit]).fetchall()
+            top = rescored(top, self._rescorer.shares(self.changes(), "main", "main", [r for r, _, _ in top], rescore),
+                            limit)
             rows = {r: (p, a, b, sym) for r, p, a, b, sym in self._db.execute(
                 f"SELECT {CONTENT} FROM chunks_content WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps([r for r, _ in top]),))}
         return [Hit(p, int(a), int(b), sym.split("\n")[0], s, r) for r, s in top if r in rows
                 for p, a, b, sym in [rows[r]]]
+
+    def count(self, match) -> int:
+        """How many chunks the expression matches (a query's plan: which words retrieve candidates),
+        kept until the index changes."""
+        with self.lock:
+            stamp = self.changes()
+            if self._counts[0] != stamp or len(self._counts[1]) > 4096:
+                self._counts = (stamp, {})
+            counts = self._counts[1]
+            if match not in counts:
+                counts[match] = self._count_rows(match)
+            return counts[match]
+
+    def _count_rows(self, match) -> int:
+        return self._db.execute("SELECT count(*) FROM chunks WHERE chunks MATCH ?", (match,)).fetchone()[0]
 
     def defs(self, match, limit, glob=None, lang=None) -> list[DefHit]:
         # Joined to the file by id (a definition's rowid is in its file's range), not by its path.
@@ -249,6 +274,19 @@ class SqliteStore:
     def file_count(self) -> int:
         with self.lock:
             return self._db.execute("SELECT count(*) FROM files").fetchone()[0]
+
+    def compact(self) -> bool:
+        """One step of merging each full-text table's segments into one (FTS5's 'merge' with a negative
+        page count takes every level): a build written in batches leaves many segments, and each word
+        of a query is looked up in every one (issue 46: a pasted error's definitions 1.8 -> 0.6 ms, its
+        phrases 3.4 -> 2.1). True while a table had work left (FTS5 makes 2+ changes when it merges)."""
+        worked = False
+        with self.lock:
+            for table in FTS_TABLES:
+                before = self._db.total_changes
+                self._db.execute(f"INSERT INTO main.{table}({table}, rank) VALUES('merge', ?)", (-MERGE_PAGES,))
+                worked = worked or self._db.total_changes - before >= 2
+        return worked
 
     def add_commits(self, commits: Iterable[Commit]) -> None:
         expand = self._expand
@@ -278,6 +316,14 @@ class SqliteStore:
             subject, body, paths = json.loads(raw)
             out.append((Commit(h, d, subject, body, tuple(paths)), score))
         return out
+
+
+def rescored(top: list[tuple[int, float, float]], shares: dict[int, float], limit: int) -> list[tuple[int, float]]:
+    """(rowid, score) of the best `limit` of (rowid, bm25, factor) once each row's share is added."""
+    scored = [(r, (s + shares.get(r, 0.0)) * f) for r, s, f in top]
+    if shares:
+        scored.sort(key=lambda t: -t[1])
+    return scored[:limit]
 
 
 class _Batch:
