@@ -15,6 +15,7 @@ and cold (the runner's first remote item: the gateway starts, the node proves it
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -65,6 +66,35 @@ class Project:
             run = self.cli("work", "status", "--wait", "5")["run"]
             if run["ended_at"] is not None:
                 return time.monotonic() - began, run
+
+
+STAMP = re.compile(r"\[plugkit ray\] (placed on node|on node|the worker ended on its node|its commits are on)"
+                   r".*\[\+([0-9.]+) s\]")
+STEPS = (("placed on node", "placed"), ("on node", "on node"), ("the worker ended on its node", "node end"),
+         ("its commits are on", "back"))
+
+
+def breakdown(project: "Project", run: dict) -> list[str]:
+    """Where each item's time went, in seconds from the run's start: the runner's phases (work status)
+    and the gateway's stamps in the worker's log (seconds from its receipt of the attempt)."""
+    t0, lines = run["started_at"], []
+    lines.append("item  spawn  term  check->ok  queued  turn  recheck  landed  done | on node: placed  start  end  back")
+    for it in sorted(run["items"], key=lambda i: i["phases"].get("queued", 1e18)):
+        ph = {k: v - t0 for k, v in it["phases"].items()}
+        log = subprocess.run([PLUGKIT, "work", "logs", it["id"], "--all"], env=project.env, cwd=project.repo,
+                             capture_output=True, text=True, timeout=60).stdout
+        got = {}
+        for m in STAMP.finditer(log):
+            got.setdefault(dict(STEPS)[m.group(1)], float(m.group(2)))
+
+        def f(x) -> str:
+            return "-" if x is None else f"{x:.1f}"
+
+        lines.append(f"{it['id']:>4}  {f(ph.get('spawn'))}  {f(ph.get('terminate'))}  {f(ph.get('check'))}->"
+                     f"{f(ph.get('checked'))}  {f(ph.get('queued'))}  {f(ph.get('turn'))}  {f(ph.get('recheck'))}  "
+                     f"{f(ph.get('landed'))}  {f((it['ended_at'] or t0) - t0)} | {f(got.get('placed'))}  "
+                     f"{f(got.get('on node'))}  {f(got.get('node end'))}  {f(got.get('back'))}")
+    return lines
 
 
 def _item_s(run: dict) -> float:
