@@ -53,6 +53,9 @@ CONFLICT_READ = 64 << 10  # bytes of each conflicted file kept for its hunks
 class Integrated:
     sha: str  # the commit that, once verified, becomes the starting branch's tip
     changed: bool  # differs from the branch tip the worker left: verify it again before landing
+    # The scratch checkout holds exactly `sha`, made by the runner for this (a rebase in a fresh
+    # checkout): the check may run there without a second checkout of the same tree.
+    checked_out: bool = False
 
 
 async def _git(cwd: str, *args: str, input: bytes | None = None) -> tuple[int, str, str]:
@@ -252,7 +255,7 @@ async def _integrate_ff(root: str, scratch: str, branch: str, left: str, onto: s
     rebased = await tip(scratch, "HEAD")
     if move:
         await rebased_to(root, branch, onto, rebased)
-    return Integrated(rebased, True)
+    return Integrated(rebased, True, checked_out=True)
 
 
 async def rebased_to(root: str, branch: str, onto: str, sha: str) -> None:

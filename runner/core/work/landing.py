@@ -34,14 +34,16 @@ class Landing:
     checked_at: dict[int, str]
     check_dir: Callable[[ItemRun], str]
 
-    async def _verify(self, it: ItemRun, check: str, cfg, sha: str) -> Task:
+    async def _verify(self, it: ItemRun, check: str, cfg, sha: str, fresh: bool = False) -> Task:
         """The check, run by the runner on a fresh checkout of `sha`: the evidence, not the worker's
-        word, on exactly the committed tree (the receipt names `sha`)."""
+        word, on exactly the committed tree (the receipt names `sha`). `fresh`: the check dir is
+        one already (the runner's rebase there just made it; nothing has run in it since)."""
         p = self.p
         assert it.session_id is not None
         where = self.check_dir(it)
         it.phase("check", p.clock())
-        await git.checkout(p.ws.root, where, sha)
+        if not fresh:
+            await git.checkout(p.ws.root, where, sha)
         # The check runs the worker's code (what its tests import): it holds what the worker held,
         # the caller's PATH and venv but only its credential scopes (plugkit/work/scopes.py), and
         # in the worker's sandbox it reads no more of the runner's files than the worker.
@@ -115,7 +117,7 @@ class Landing:
                 if entry is not None:
                     self.queue.move(entry, "checking")
                 try:
-                    guess.verified = await self._verify(it, check, cfg, guess.done.sha)
+                    guess.verified = await self._verify(it, check, cfg, guess.done.sha, fresh=guess.done.checked_out)
                 except Failed as exc:
                     guess.failed = exc
             return guess
