@@ -81,14 +81,15 @@ class Landing:
         ahead = self.train.ahead(run.queue, entry)
         guessing = self.train.start(entry, lambda leaves: self._guess(it, item, check, cfg, sha, ahead, leaves))
         try:
-            async with self.queue.turn(entry), self.land_lock:
+            async with self.queue.turn(entry):
                 it.phase("turn", p.clock())
                 self.queue.move(entry, "rebasing")
-                before = await git.tip(p.ws.root, run.branch)
-                guess = await settled(guessing)
-                if guess is None or guess.base != before:  # an entry ahead left, or the branch moved
-                    guess = await self._guess(it, item, check, cfg, sha, base=before, entry=entry)
-                await self._landed(it, item, check, entry, guess, verified, before)
+                guess = await settled(guessing)  # not under the landing lock: workers starting and ending take it
+                async with self.land_lock:
+                    before = await git.tip(p.ws.root, run.branch)
+                    if guess is None or guess.base != before:  # an entry ahead left, or the branch moved
+                        guess = await self._guess(it, item, check, cfg, sha, base=before, entry=entry)
+                    await self._landed(it, item, check, entry, guess, verified, before)
         finally:
             await self.train.end(entry, guessing)
 

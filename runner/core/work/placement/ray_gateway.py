@@ -12,17 +12,21 @@ import sys
 from typing import Optional
 
 from plugkit.protocol.node import GATEWAY_MODULE
+from plugkit.work import cluster as cluster_env
+from plugkit.work.cluster import GATEWAY_CHECKED
 from runner.core.tasks.manager import TaskManager
 from runner.core.tasks.task import Task
 from runner.executors.base import ExecSpec
 from plugkit.vocab import WORKER_LANG
 
 GATEWAY_TIMEOUT_S = 30 * 24 * 3600.0  # the runner's life, in practice: it ends with the runner
+CHECK_MODULE = "runner.node.auth"  # `--refusal HOST:PORT`: why not this cluster (its token), or nothing
+CHECK_TIMEOUT_S = 150.0
 
 
 class Gateways:
     def __init__(self, tasks: TaskManager, home: str) -> None:
-        self.tasks = tasks
+        self.tasks, self.home = tasks, home
         self.dir = os.path.join(home, "work", "ray")
         self.live: dict[str, Task] = {}  # cluster address -> its gateway's task
         self.lock = asyncio.Lock()
@@ -44,3 +48,25 @@ class Gateways:
                     code=json.dumps({"argv": argv, "sandbox": False}), timeout_s=GATEWAY_TIMEOUT_S, stdin="",
                     environ=environ, detach=True, name="ray gateway"))
         return path
+
+    async def refusal(self, cluster: str, cwd: str) -> Optional[str]:
+        """Why no run may use this cluster for want of Ray's token authentication, or None. Asked once
+        per gateway: while the cluster's gateway lives and said its token check passed, that answer
+        holds (a GCS restarted open is a new cluster its connection does not follow: it ends), and a
+        run starts at once; else the check runs now, in a task of its own (Ray never loads here)."""
+        task = self.live.get(cluster)
+        if task is not None and not task.finished and GATEWAY_CHECKED in self._said(task):
+            return None
+        argv = [sys.executable, "-P", "-m", CHECK_MODULE, "--refusal", cluster]
+        check = await self.tasks.exec(ExecSpec(
+            session_id="plugkit-ray-check", cwd=cwd, lang=WORKER_LANG, code=json.dumps({"argv": argv, "sandbox": False}),
+            timeout_s=CHECK_TIMEOUT_S, stdin="", environ=cluster_env.driver_env(os.environ, self.home), detach=True,
+            name="ray token check"))
+        await check.done.wait()
+        said = self._said(check).strip()
+        if check.state != "completed" or check.exit_code != 0:
+            return f"the token check of the Ray cluster at {cluster} failed: {(said.splitlines() or [check.message])[-1][:300]}"
+        return said.splitlines()[-1][:600] if said else None
+
+    def _said(self, task: Task) -> str:
+        return "".join(text for _stream, text in self.tasks.read(task, 0, 16 << 10).chunks)
