@@ -118,7 +118,8 @@ def verdict(key: Optional[bytes | str], challenge: str, node_id: str, said: obje
 
 
 def _probe(address: str) -> tuple[int, str]:
-    """Ask the GCS without a token, in this process (whose Ray auth mode must be "disabled"):
+    """Ask the GCS without a token, in this process (run with a stranger's environment, no pydantic:
+    token_refusal waits on it):
     (0 refused, OPEN_RC answered, UNREACHABLE_RC not reached; what went wrong)."""
     from ray._raylet import GcsClient
     from ray.exceptions import AuthenticationError
@@ -133,18 +134,6 @@ def _probe(address: str) -> tuple[int, str]:
 
 
 def main(argv: list[str]) -> int:
-    """`HOST:PORT`: the probe (exit code as the module says); `--refusal HOST:PORT`: token_refusal's
-    answer printed (empty: none), asked in this one process (no pydantic): what the runner runs
-    before a run on a cluster starts when no live gateway of its has checked it already
-    (runner/core/work/placement/ray_gateway.py)."""
-    if argv[:1] == ["--refusal"]:
-        address = argv[1]
-        if not cluster.uses_tls(os.environ):
-            stranger = _stranger(os.environ)  # before Ray is imported: it reads its auth mode once
-            os.environ.clear()
-            os.environ.update(stranger)
-            print(_refusal(address, *_probe(address)) or "")
-        return 0
     rc, said = _probe(argv[0])
     if said:
         print(said)

@@ -20,8 +20,8 @@ from runner.executors.base import ExecSpec
 from plugkit.vocab import WORKER_LANG
 
 GATEWAY_TIMEOUT_S = 30 * 24 * 3600.0  # the runner's life, in practice: it ends with the runner
-CHECK_MODULE = "runner.node.auth"  # `--refusal HOST:PORT`: why not this cluster (its token), or nothing
-CHECK_TIMEOUT_S = 150.0
+CHECK_TIMEOUT_S = 150.0  # the gateway's token check (auth.CHECK_TIMEOUT_S) and its start on a loaded machine
+GATEWAY_SAYS, GATEWAY_ENDS = "plugkit ray gateway: ", "; ending"  # its last line when it could not start
 
 
 class Gateways:
@@ -50,23 +50,23 @@ class Gateways:
         return path
 
     async def refusal(self, cluster: str, cwd: str) -> Optional[str]:
-        """Why no run may use this cluster for want of Ray's token authentication, or None. Asked once
-        per gateway: while the cluster's gateway lives and said its token check passed, that answer
-        holds (a GCS restarted open is a new cluster its connection does not follow: it ends), and a
-        run starts at once; else the check runs now, in a task of its own (Ray never loads here)."""
-        task = self.live.get(cluster)
-        if task is not None and not task.finished and GATEWAY_CHECKED in self._said(task):
+        """Why no run may use this cluster for want of Ray's token authentication, or None: the
+        cluster's gateway's own token check (runner/node/gateway.py), which it makes before anything
+        reaches the cluster with the token. A live gateway that passed it answers at once (a GCS
+        restarted open is a new cluster its connection does not follow: it ends); else the gateway
+        is started here, its check and Ray's import side by side, and the run waits for the check
+        only, not for a check of its own before the gateway's (two probes and two Ray imports)."""
+        await self.ensure(cluster, cwd, cluster_env.driver_env(os.environ, self.home))
+        task = self.live[cluster]
+        waited = await self.tasks.wait(task, CHECK_TIMEOUT_S, GATEWAY_CHECKED, None, 0)
+        if waited.matched or GATEWAY_CHECKED in self._said(task):
             return None
-        argv = [sys.executable, "-P", "-m", CHECK_MODULE, "--refusal", cluster]
-        check = await self.tasks.exec(ExecSpec(
-            session_id="plugkit-ray-check", cwd=cwd, lang=WORKER_LANG, code=json.dumps({"argv": argv, "sandbox": False}),
-            timeout_s=CHECK_TIMEOUT_S, stdin="", environ=cluster_env.driver_env(os.environ, self.home), detach=True,
-            name="ray token check"))
-        await check.done.wait()
-        said = self._said(check).strip()
-        if check.state != "completed" or check.exit_code != 0:
-            return f"the token check of the Ray cluster at {cluster} failed: {(said.splitlines() or [check.message])[-1][:300]}"
-        return said.splitlines()[-1][:600] if said else None
+        if not task.finished:
+            return f"the Ray cluster at {cluster} did not answer the token check within {CHECK_TIMEOUT_S:.0f} s"
+        lines = self._said(task).strip().splitlines()
+        said = [ln[len(GATEWAY_SAYS):].removesuffix(GATEWAY_ENDS) for ln in lines
+                if ln.startswith(GATEWAY_SAYS) and ln.endswith(GATEWAY_ENDS)]
+        return (said or [f"its Ray gateway ended: {(lines or [task.message])[-1][:300]}"])[-1][:600]
 
     def _said(self, task: Task) -> str:
         return "".join(text for _stream, text in self.tasks.read(task, 0, 16 << 10).chunks)
