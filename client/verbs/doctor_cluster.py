@@ -20,19 +20,6 @@ def configured(cwd: str):
         return None
 
 
-def auth_refusal(address: str):
-    """Why `plugkit work` must not start on this cluster for want of Ray's token authentication
-    (asked by a process: the client never imports the runner or Ray), or None."""
-    # -P: the cwd is the person's repository, and a `runner/` package there must not be imported
-    # in plugkit's place (unsandboxed, with Ray's token in the environment).
-    done = subprocess.run([sys.executable, "-P", "-c", "import sys; from runner.node import auth; "
-                           "print(auth.token_refusal(sys.argv[1], __import__('os').environ) or '')", address],
-                          capture_output=True, text=True, timeout=150)
-    if done.returncode != 0:
-        return (done.stderr.strip().splitlines() or ["the check of the cluster failed"])[-1][:300]
-    return done.stdout.strip() or None
-
-
 def check_cluster():
     """The Ray cluster the workspace here sends workers to (work_runtime = "ray"), if any."""
     cfg = configured(os.getcwd())
@@ -72,19 +59,3 @@ def cluster_rows(address, found: dict):
         hosts = ", ".join(f"{k} {v}" for k, v in n.get("hosts", {}).items()) or "no worker host on its PATH"
         yield "ok", f"ray node {n['node']}", (f"{n['ip']}: {n['plugkit_worker']} slot(s), plugkit {n['plugkit']}, "
                                                f"python {n['python']}, {hosts}"), ""
-
-
-def run_refusal(a) -> str | None:
-    """A cluster without Ray's token authentication is refused before the run starts (every
-    attempt's driver asks again: a cluster can be restarted open)."""
-    cfg = configured(a.cwd or os.getcwd())
-    runtime = a.runtime or (cfg.work_runtime if cfg else None)
-    address = a.cluster or (cfg.work_cluster if cfg else None)
-    if runtime != "ray" or not address:
-        return None  # the runner says what is missing (no --cluster, not HOST:PORT, not loopback)
-    from plugkit.work import cluster
-
-    if cluster.host_of(address) is None or not (cluster.is_loopback(cluster.host_of(address))
-                                                or a.allow_remote_cluster or cluster.uses_tls(os.environ)):
-        return None  # the runner's refusal of the address comes first
-    return auth_refusal(address)

@@ -166,12 +166,6 @@ def main(argv: list[str]) -> int:
     params.update(_cap_params(a))
     if a.allow_remote_cluster:
         params["allow_remote_cluster"] = True
-    from client.verbs import doctor_cluster  # here: only a run names a cluster
-
-    why = doctor_cluster.run_refusal(a)
-    if why:
-        print(f"plugkit work: {why}", file=sys.stderr)
-        return 1
     result = _call(a, "work.start", **params)
     if a.wait <= 0:
         return _print(a, result, show.run_lines(result["run"]))

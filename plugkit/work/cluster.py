@@ -26,6 +26,9 @@ TLS_VAR = "RAY_USE_TLS"
 AUTH_MODE_VAR, TOKEN_PATH_VAR, TOKEN_VAR = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_TOKEN"  # Ray's names
 LOOPBACK_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray keeps 127.0.0.1 as the node's address
 NODE_KEY_VAR = "PLUGKIT_NODE_KEY"  # the node key's file, on the supervisor and on `ray start` of its nodes
+# What a gateway (runner/node/gateway.py) prints once its cluster turned away a caller without the
+# token: while it lives, a run on that cluster needs no check of its own (its connection dies with the GCS).
+GATEWAY_CHECKED = "plugkit ray gateway: the cluster demands its token"
 # Never shipped to a node: how to reach (and drive) the supervisor's runner, and the cluster's secrets.
 NEVER_TRAVELS = frozenset({HOME_TAG, "PLUGKIT_PORT", "PLUGKIT_TOKEN", TOKEN_PATH_VAR, TOKEN_VAR,
                            NODE_KEY_VAR}) | TAG_NAMES

@@ -23,7 +23,6 @@ import subprocess
 import sys
 from typing import Mapping, Optional
 
-from plugkit.protocol.node import Malformed, Proof, parse
 from plugkit.work import cluster
 
 CHECK_TIMEOUT_S = 90.0
@@ -36,21 +35,30 @@ def token_refusal(address: str, env: Mapping[str, str]) -> Optional[str]:
     caller without the token."""
     if cluster.uses_tls(env):
         return None
-    probe_env = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
-    probe_env[cluster.AUTH_MODE_VAR] = "disabled"  # ask as a stranger would: no token sent
     try:
-        done = subprocess.run([sys.executable, "-P", "-m", __name__, address], env=probe_env, capture_output=True,
+        done = subprocess.run([sys.executable, "-P", "-m", __name__, address], env=_stranger(env), capture_output=True,
                               text=True, timeout=CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return f"the Ray cluster at {address} did not answer within {CHECK_TIMEOUT_S:.0f} s"
-    if done.returncode == 0:
+    return _refusal(address, done.returncode, done.stdout.strip() or done.stderr.strip())
+
+
+def _stranger(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` as a stranger's: no token sent."""
+    probe_env = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
+    probe_env[cluster.AUTH_MODE_VAR] = "disabled"
+    return probe_env
+
+
+def _refusal(address: str, rc: int, said: str) -> Optional[str]:
+    """token_refusal's answer from the probe's exit code and what it said."""
+    if rc == 0:
         return None
-    if done.returncode == OPEN_RC:
+    if rc == OPEN_RC:
         return (f"refusing the Ray cluster at {address}: it runs without token authentication, so any local "
                 "user (or anyone who reaches its ports) can run code as its nodes' users. Start it with "
                 "RAY_AUTH_MODE=token and the token from `plugkit work ray-secrets` (README: plugkit work on Ray)")
-    said = (done.stdout.strip().splitlines() or done.stderr.strip().splitlines() or ["no answer"])[-1]
-    return f"cannot reach the Ray cluster at {address}: {said[:300]}"
+    return f"cannot reach the Ray cluster at {address}: {(said.splitlines() or ['no answer'])[-1][:300]}"
 
 
 def keep_loopback(address: str) -> None:
@@ -80,6 +88,8 @@ def answer(key: bytes | str, challenge: str, node_id: str) -> str:
 def prove(challenge: str, node_id: str) -> dict:
     """On a node (a Ray task, as the node's user): a Proof's data, the answer with the key its
     `ray start` environment names (PLUGKIT_NODE_KEY), or why there is none."""
+    from plugkit.protocol.node import Proof  # here: the client's check of a cluster needs no pydantic
+
     path = os.environ.get(cluster.NODE_KEY_VAR)
     if not path:
         return Proof(uid=os.geteuid(), why="the node was started without PLUGKIT_NODE_KEY").model_dump()
@@ -92,6 +102,8 @@ def prove(challenge: str, node_id: str) -> dict:
 
 def verdict(key: Optional[bytes | str], challenge: str, node_id: str, said: object) -> Optional[str]:
     """Why this node is not ours (None: it proved it is); `said` is its Proof's data."""
+    from plugkit.protocol.node import Malformed, Proof, parse
+
     if key is None:
         return "this supervisor has no node key (`plugkit work ray-secrets` makes it)"
     try:
@@ -105,18 +117,27 @@ def verdict(key: Optional[bytes | str], challenge: str, node_id: str, said: obje
     return None
 
 
-def main(argv: list[str]) -> int:
+def _probe(address: str) -> tuple[int, str]:
+    """Ask the GCS without a token, in this process (run with a stranger's environment, no pydantic:
+    token_refusal waits on it):
+    (0 refused, OPEN_RC answered, UNREACHABLE_RC not reached; what went wrong)."""
     from ray._raylet import GcsClient
     from ray.exceptions import AuthenticationError
 
     try:
-        GcsClient(address=argv[0]).get_all_node_info(timeout=30)
+        GcsClient(address=address).get_all_node_info(timeout=30)
     except AuthenticationError:
-        return 0
+        return 0, ""
     except Exception as exc:  # noqa: BLE001 - unreachable in any way is one answer
-        print(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300])
-        return UNREACHABLE_RC
-    return OPEN_RC
+        return UNREACHABLE_RC, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    return OPEN_RC, ""
+
+
+def main(argv: list[str]) -> int:
+    rc, said = _probe(argv[0])
+    if said:
+        print(said)
+    return rc
 
 
 if __name__ == "__main__":

@@ -163,8 +163,10 @@ def place(spec: DriverSpec, nodes: choice.Nodes, say: Say, cancel: Cancel, answe
     from ray import exceptions as rex
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    def tell(text: str) -> None:
-        say(f"[plugkit ray] {text}\n".encode())
+    began = time.monotonic()
+
+    def tell(text: str) -> None:  # each line says when, from the gateway's receipt of the attempt
+        say(f"[plugkit ray] {text} [+{time.monotonic() - began:.2f} s]\n".encode())
 
     record = Recorder(spec.record)
     try:
@@ -254,8 +256,11 @@ def _follow(spec: DriverSpec, gen, record: Recorder, tell: Callable[[str], None]
             tell(said.why)
             return BAD_OBJECTS_RC, True
         elif isinstance(said, msg.Done):
+            tell(f"the worker ended on its node (code {said.rc}); "
+                 + (f"its commits back ({len(said.bundle)} bytes)" if said.bundle else "no new commits"))
             if said.bundle:
                 _land_locally(spec.local_worktree, spec.branch, said.bundle)
+                tell(f"its commits are on {spec.branch} here")
             return said.rc, True
     tell("node lost: the stream ended before the attempt did")
     return NODE_LOST_RC, False

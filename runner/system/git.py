@@ -190,6 +190,7 @@ async def unregister(root: str, path: str) -> None:
     """Remove the worktree at `path` (edits in it dropped) and prune; the caller holds registry(root)."""
     if os.path.exists(path) and await registered(root, path):
         await out(root, "worktree", "remove", "--force", "--force", path)  # twice: even if locked
+        return  # its registration went with it: no prune (one git less per checkout, under the lock)
     await out(root, "worktree", "prune")
 
 

@@ -34,6 +34,7 @@ from runner.core.work.placement import for_run as placement_for
 from runner.core.work.placement.ray_gateway import Gateways
 from runner.core.work.queue import LandingQueue
 from runner.core.work.refs import RefGuard
+from runner.core.work.train import Train
 from runner.executors.base import ExecSpec
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from runner.system import logs
@@ -74,6 +75,7 @@ class Attempts(Landing):
         self.land_lock = asyncio.Lock()  # one landing at a time: each lands on the tip the last one left
         # Green branches wait their turn to land, oldest green first (queue.py); saved with the run.
         self.queue = LandingQueue(run, p.clock, self.changed.set)
+        self.train = Train()  # each queued branch's guess of what it lands as, checked beside the others
         self.live: dict[str, Task] = {}
         self.docker: dict[str, DockerProxy] = {}  # work_docker: each live attempt's proxy (containers.py)
         self.pausing: set[str] = set()  # items whose worker a spent budget is ending (its tool call refused)

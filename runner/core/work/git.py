@@ -53,6 +53,9 @@ CONFLICT_READ = 64 << 10  # bytes of each conflicted file kept for its hunks
 class Integrated:
     sha: str  # the commit that, once verified, becomes the starting branch's tip
     changed: bool  # differs from the branch tip the worker left: verify it again before landing
+    # The scratch checkout holds exactly `sha`, made by the runner for this (a rebase in a fresh
+    # checkout): the check may run there without a second checkout of the same tree.
+    checked_out: bool = False
 
 
 async def _git(cwd: str, *args: str, input: bytes | None = None) -> tuple[int, str, str]:
@@ -243,20 +246,25 @@ async def _attempt(cwd: str, what: str, args: tuple[str, ...], fix: str) -> None
 
 
 async def _integrate_ff(root: str, scratch: str, branch: str, left: str, onto: str, t: str,
-                        message: str) -> Integrated:
-    ref = f"refs/heads/{branch}"
+                        message: str, move: bool) -> Integrated:
     if await is_ancestor(root, t, left):
         return Integrated(left, False)
     await checkout(root, scratch, left)  # the runner's own checkout: never the worker's worktree
     await _attempt(scratch, "rebase", ("rebase", t),
                    f"the branch {branch} no longer rebases onto {onto}; a person resolves it")
     rebased = await tip(scratch, "HEAD")
-    await run(root, "update-ref", "-m", f"plugkit work: rebased onto {onto}", ref, rebased)
-    return Integrated(rebased, True)
+    if move:
+        await rebased_to(root, branch, onto, rebased)
+    return Integrated(rebased, True, checked_out=True)
+
+
+async def rebased_to(root: str, branch: str, onto: str, sha: str) -> None:
+    """`branch` moved to its rebase onto `onto` (ff mode: what lands is the branch's tip)."""
+    await run(root, "update-ref", "-m", f"plugkit work: rebased onto {onto}", f"refs/heads/{branch}", sha)
 
 
 async def _integrate_merge(root: str, scratch: str, branch: str, left: str, onto: str, t: str,
-                           message: str) -> Integrated:
+                           message: str, move: bool) -> Integrated:
     fix = f"{branch} and {onto} changed the same lines; a person merges them"
     if await _git_version(root) < (2, 38):  # no merge-tree --write-tree: merge in a checkout of the runner's
         await checkout(root, scratch, t)
@@ -280,17 +288,18 @@ _INTEGRATE = {"ff": _integrate_ff, "merge": _integrate_merge}
 
 
 async def integrate(root: str, scratch: str, branch: str, onto: str, mode: str, message: str,
-                    sha: str | None = None) -> Integrated:
-    """Prepare `branch` (at `sha`, the commit that was checked; default its tip) to land on `onto`:
-    as is, rebased (ff) or as a merge commit (merge). What needs a checkout is done in `scratch`,
-    a runner-owned one made anew here (a rebase moves `branch` to its result); the worker's
+                    sha: str | None = None, base: str | None = None, move: bool = True) -> Integrated:
+    """Prepare `branch` (at `sha`, the commit that was checked; default its tip) to land on `onto`
+    (at `base`: a tip expected there; default its tip now): as is, rebased (ff) or as a merge commit
+    (merge). What needs a checkout is done in `scratch`, a runner-owned one made anew here (a rebase
+    moves `branch` to its result unless not `move`: rebased_to does it once it lands); the worker's
     worktree is never touched. `sha`, not the branch read again: a check running the worker's
     code could move the branch after it was checked."""
     if mode not in _INTEGRATE:
         raise GitError(f"unknown merge mode {mode!r}: use one of {', '.join(_INTEGRATE)}")
-    t = await tip(root, f"refs/heads/{onto}")
+    t = base or await tip(root, f"refs/heads/{onto}")
     left = sha or await tip(root, f"refs/heads/{branch}")
-    return await _INTEGRATE[mode](root, scratch, branch, left, onto, t, message)
+    return await _INTEGRATE[mode](root, scratch, branch, left, onto, t, message, move)
 
 
 async def _on_branch(root: str, onto: str) -> None:

@@ -134,6 +134,8 @@ class WorkManager:
                 raise Forbidden(why)
             if importlib.util.find_spec("ray") is None:  # found, not imported: only the drivers import it
                 raise Invalid("--runtime ray needs Ray beside plugkit: pip install 'plugkit[ray]'")
+            if why := await self.gateways.refusal(address, root):  # a cluster without token authentication
+                raise Forbidden(why)
         caps = budget.days.at_start(dict(p.caps), cfg)  # with the workspace's day caps (the lower of the two)
         if why := budget.refusal(p.worker, caps, runtime):
             raise Invalid(why)
