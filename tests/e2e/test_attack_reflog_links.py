@@ -59,3 +59,20 @@ def test_a_live_worker_plants_no_reflog_link_for_a_branch_the_runner_creates_lat
     logs = w.cli("work", "logs", "a1", "--all").stdout
     assert "PLANT next_reflog" in logs, logs
     assert victim.read_text() == "ORIGINAL\n", (victim.read_text(), logs, run)
+
+
+def test_a_worker_that_committed_in_its_own_refs_dir_is_not_told_it_committed_nothing(home, tmp_path):
+    """Its commit moves only its own refs dir until it ends: the Stop check reads that, not the
+    repository's stale branch (which would show the committed file as an uncommitted change)."""
+    repo = make_repo(tmp_path / "repo", 'gates = "advisory"\n')
+    w = Work(home, repo, {"w1": [["write", "w1.txt", "done\n"], ["commit", "add w1.txt"], ["stop"]],
+                          "w2": [["write", "w2.txt", "done\n"], ["stop"], ["commit", "add w2.txt"]]})
+    w.add("w1", "--verify", "test -f w1.txt")
+    w.add("w2", "--verify", "test -f w2.txt")
+    w.start()
+    run = w.until(lambda r: r["ended_at"] is not None)
+    said = {i: [ln for ln in w.cli("work", "logs", i).stdout.splitlines() if ln.startswith("stop answer:")]
+            for i in ("w1", "w2")}
+    assert len(said["w1"]) == 1 and "block" not in said["w1"][0], said  # committed: let through
+    assert "1 uncommitted change(s) (w2.txt)" in said["w2"][0] and '"block"' in said["w2"][0], said
+    assert {i["state"] for i in run["items"]} == {"completed"}, run
