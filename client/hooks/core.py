@@ -49,6 +49,10 @@ class RunnerDown(ClientError):
     pass
 
 
+class TooBig(Exception):
+    """The event on stdin is over STDIN_CAP: read no further (the rest is drained unkept)."""
+
+
 def note(text: str) -> None:
     sys.stderr.write(f"plugkit hook: {text}\n")
 
@@ -78,7 +82,10 @@ def main(argv: list[str]) -> int:
 def respond(module, event_name: str, platform: str) -> int:
     row = module.EVENTS.get(event_name)
     if row is None:
-        read_stdin()  # drained, so the platform's write does not fail
+        try:
+            read_stdin()  # drained, so the platform's write does not fail
+        except TooBig:
+            pass
         note(f"{platform} has no event {event_name!r} that plugkit handles; doing nothing")
         return emit(module.NOOP_OUTPUT, 0)
     kind, render = row
@@ -106,7 +113,10 @@ def emit(out: bytes, code: int) -> int:
 
 
 def handle(kind: str, platform: str) -> Answer:
-    raw = read_stdin()
+    try:
+        raw = read_stdin()
+    except TooBig:
+        return unread(kind, f"the event is over {STDIN_CAP >> 20} MiB, more than plugkit reads")
     if raw is None:
         return failed(kind, f"no event JSON arrived on stdin within {STDIN_BUDGET_S:g}s")
     try:
@@ -116,7 +126,7 @@ def handle(kind: str, platform: str) -> Answer:
         event = parse_event(kind, platform, normalize(data) if normalize else data)
     except (ValueError, BadEvent) as exc:
         why = str(exc) if isinstance(exc, BadEvent) else "stdin is not valid JSON"
-        return failed(kind, f"malformed event: {why}")
+        return unread(kind, f"malformed event: {why}")
     try:
         return HANDLERS[kind](event)
     except RpcFailure as exc:  # the runner answered: an error of ours or the call's, not a runner down
@@ -125,6 +135,20 @@ def handle(kind: str, platform: str) -> Answer:
         return failed(kind, str(exc).splitlines()[0], event, unreachable=True)
     except Exception as exc:
         return failed(kind, internal_error(exc), event)
+
+
+def unread(kind: str, why: str) -> Answer:
+    """No check ran on a tool call whose event could not be read: where the hook runs (the host's
+    project directory) enforces its gates, that is a write nobody checked, so it is denied, as
+    with no runner; elsewhere failed() (open unless PLUGKIT_HOOKS_FAIL=closed)."""
+    if kind == "pre_tool":
+        from client.hooks.fail_closed import unread_answer
+
+        answer = unread_answer(why, os.getcwd())
+        if answer is not None:
+            note(f"{why}; denying (gates enforced here)")
+            return answer
+    return failed(kind, why)
 
 
 def internal_error(exc: Exception) -> str:
@@ -179,8 +203,21 @@ def read_stdin(budget_s: float | None = None) -> bytes | None:
             return b"".join(chunks)
         size += len(chunk)
         if size > STDIN_CAP:
-            return None
+            _drain(deadline)
+            raise TooBig()
         chunks.append(chunk)
+
+
+def _drain(deadline: float) -> None:
+    """The rest of stdin read and dropped until EOF or the deadline: the platform's write ends."""
+    import select
+
+    try:
+        while time.monotonic() < deadline and select.select([0], [], [], deadline - time.monotonic())[0]:
+            if not os.read(0, 1 << 16):
+                return
+    except (OSError, ValueError):
+        return
 
 
 def call(method: str, params: dict, start: bool = False, timeout: float = RPC_TIMEOUT_S) -> dict:

@@ -29,3 +29,19 @@ def enforced_answer(kind: str, why: str, event: Event) -> Answer | None:
     line = (f"plugkit gates are enforced in {root} and no runner answers ({why}); run "
             f"`plugkit runner restart`, then retry")
     return Answer("deny", line) if kind == "pre_tool" else Answer(block=True, reason=line)
+
+
+def unread_answer(why: str, cwd: str) -> Answer | None:
+    """A tool call whose event the hook could not read (too big, not JSON): which tool it is, and
+    what it writes, are unknown. Under enforced gates at `cwd` (the host runs its hooks in the
+    project) it is denied: padding a file past the hook's cap must not walk around the gates."""
+    from plugkit.enforce_pins import enforcing
+
+    try:
+        root = enforcing(cwd)
+    except (OSError, ValueError):
+        return None
+    if root is None:
+        return None
+    return Answer("deny", f"plugkit gates are enforced in {root} and this tool call could not be checked "
+                          f"({why}); write the file in smaller pieces")
