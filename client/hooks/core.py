@@ -42,7 +42,8 @@ USAGE = f"""usage: plugkit hook <Event> [--platform {'|'.join(PLATFORMS)}]
 
 Called by an agent platform's hooks with the event JSON on stdin; prints that
 platform's answer. Installed by `plugkit install --platform P`. Fails open (allow,
-no-op) when anything goes wrong, unless PLUGKIT_HOOKS_FAIL=closed."""
+no-op) when anything goes wrong, unless PLUGKIT_HOOKS_FAIL=closed or the workspace
+enforces its gates (then a write it could not check is denied)."""
 
 
 class RunnerDown(ClientError):
