@@ -10,11 +10,19 @@ import subprocess
 
 import pytest
 
-from tests.e2e.test_exec_stdin import READ_ALL, env_of
 from tests.support.runner_home import cli_argv
 
 pytestmark = pytest.mark.e2e
-CODE = "import hashlib\n" + READ_ALL
+CODE = ("import hashlib, sys\ndata = sys.stdin.buffer.read()\n"
+        "print(len(data), hashlib.sha256(data).hexdigest())")
+HOST_MARKERS = ("CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "QWEN_CODE", "GEMINI_CLI", "CODEX_THREAD_ID",
+                "CODEX_SESSION_ID", "COPILOT_CLI", "COPILOT_AGENT_SESSION_ID", "OPENCODE", "OPENCODE_PID",
+                "KILO", "KILO_PID")
+
+
+def env_of(home, **more: str) -> dict:
+    """The home's environment with no agent host's marker (the suite may itself run under one)."""
+    return {**{k: v for k, v in home.env.items() if k not in HOST_MARKERS}, **more}
 
 
 @pytest.mark.parametrize("size", [200_000, 2_000_000])
