@@ -57,11 +57,13 @@ async def _take_branch(root: str, it: ItemRun) -> Failed | None:
                                                     f"`plugkit prd update {it.id} --status pending`")
     if found.links:
         return Failed("blocked", "symbolic_ref", f"the worker planted symbolic refs or links where refs are written "
-                                                 f"({', '.join(found.links[:4])}): never followed, never imported; a "
-                                                 f"person looks before `plugkit prd update {it.id} --status pending`")
+                                                 f"({', '.join(found.links[:4])}): never followed, never imported, kept "
+                                                 f"in {worker_refs.private_dir(it.worktree)}; a person looks before "
+                                                 f"`plugkit prd update {it.id} --status pending`")
     if found.strays:
         return Failed(REJECTED, "refs_moved", f"the worker wrote refs only the runner moves ({', '.join(found.strays[:4])})"
-                                              f": never imported; a person looks before "
+                                              f": never imported, kept in {worker_refs.private_dir(it.worktree)}; "
+                                              "a person looks before "
                                               f"`plugkit prd update {it.id} --status pending`")
     return None
 
