@@ -26,6 +26,7 @@ import time
 from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_event, shell_command, slim
 from plugkit import codec
 from client.wire.rpc import ClientError, RpcFailure
+from plugkit.errors import LIMIT
 from plugkit.hosts import HOSTS
 from plugkit.vocab import SESSION_ID_TAG
 
@@ -131,6 +132,8 @@ def handle(kind: str, platform: str) -> Answer:
     try:
         return HANDLERS[kind](event)
     except RpcFailure as exc:  # the runner answered: an error of ours or the call's, not a runner down
+        if exc.code == LIMIT:  # too big for the runner to take (a padded command): nobody checked it
+            return unread(kind, str(exc).splitlines()[0])
         return failed(kind, str(exc).splitlines()[0], event)
     except ClientError as exc:
         return failed(kind, str(exc).splitlines()[0], event, unreachable=True)
@@ -139,13 +142,14 @@ def handle(kind: str, platform: str) -> Answer:
 
 
 def unread(kind: str, why: str) -> Answer:
-    """No check ran on a tool call whose event could not be read: where the hook runs (the host's
-    project directory) enforces its gates, that is a write nobody checked, so it is denied, as
-    with no runner; elsewhere failed() (open unless PLUGKIT_HOOKS_FAIL=closed)."""
+    """No check ran on a tool call whose event could not be read, or that was too big for the
+    runner to take: where the hook runs (the host's project directory) enforces its gates, or in
+    a `plugkit work` worker (its policy is no advice), that is a call nobody checked, so it is
+    denied, as with no runner; elsewhere failed() (open unless PLUGKIT_HOOKS_FAIL=closed)."""
     if kind == "pre_tool":
         from client.hooks.fail_closed import unread_answer
 
-        answer = unread_answer(why, os.getcwd())
+        answer = unread_answer(why, os.getcwd(), worker=bool(os.environ.get(SESSION_ID_TAG)))
         if answer is not None:
             note(f"{why}; denying (gates enforced here)")
             return answer
