@@ -26,6 +26,7 @@ import time
 from client.hooks.events import NOOP, Answer, BadEvent, Event, is_exec, parse_event, shell_command, slim
 from plugkit import codec
 from client.wire.rpc import ClientError, RpcFailure
+from plugkit.errors import LIMIT
 from plugkit.hosts import HOSTS
 from plugkit.vocab import SESSION_ID_TAG
 
@@ -42,11 +43,16 @@ USAGE = f"""usage: plugkit hook <Event> [--platform {'|'.join(PLATFORMS)}]
 
 Called by an agent platform's hooks with the event JSON on stdin; prints that
 platform's answer. Installed by `plugkit install --platform P`. Fails open (allow,
-no-op) when anything goes wrong, unless PLUGKIT_HOOKS_FAIL=closed."""
+no-op) when anything goes wrong, unless PLUGKIT_HOOKS_FAIL=closed or the workspace
+enforces its gates (then a write it could not check is denied)."""
 
 
 class RunnerDown(ClientError):
     pass
+
+
+class TooBig(Exception):
+    """The event on stdin is over STDIN_CAP: read no further (the rest is drained unkept)."""
 
 
 def note(text: str) -> None:
@@ -78,7 +84,10 @@ def main(argv: list[str]) -> int:
 def respond(module, event_name: str, platform: str) -> int:
     row = module.EVENTS.get(event_name)
     if row is None:
-        read_stdin()  # drained, so the platform's write does not fail
+        try:
+            read_stdin()  # drained, so the platform's write does not fail
+        except TooBig:
+            pass
         note(f"{platform} has no event {event_name!r} that plugkit handles; doing nothing")
         return emit(module.NOOP_OUTPUT, 0)
     kind, render = row
@@ -106,7 +115,10 @@ def emit(out: bytes, code: int) -> int:
 
 
 def handle(kind: str, platform: str) -> Answer:
-    raw = read_stdin()
+    try:
+        raw = read_stdin()
+    except TooBig:
+        return unread(kind, f"the event is over {STDIN_CAP >> 20} MiB, more than plugkit reads")
     if raw is None:
         return failed(kind, f"no event JSON arrived on stdin within {STDIN_BUDGET_S:g}s")
     try:
@@ -116,15 +128,32 @@ def handle(kind: str, platform: str) -> Answer:
         event = parse_event(kind, platform, normalize(data) if normalize else data)
     except (ValueError, BadEvent) as exc:
         why = str(exc) if isinstance(exc, BadEvent) else "stdin is not valid JSON"
-        return failed(kind, f"malformed event: {why}")
+        return unread(kind, f"malformed event: {why}")
     try:
         return HANDLERS[kind](event)
     except RpcFailure as exc:  # the runner answered: an error of ours or the call's, not a runner down
+        if exc.code == LIMIT:  # too big for the runner to take (a padded command): nobody checked it
+            return unread(kind, str(exc).splitlines()[0])
         return failed(kind, str(exc).splitlines()[0], event)
     except ClientError as exc:
         return failed(kind, str(exc).splitlines()[0], event, unreachable=True)
     except Exception as exc:
         return failed(kind, internal_error(exc), event)
+
+
+def unread(kind: str, why: str) -> Answer:
+    """No check ran on a tool call whose event could not be read, or that was too big for the
+    runner to take: where the hook runs (the host's project directory) enforces its gates, or in
+    a `plugkit work` worker (its policy is no advice), that is a call nobody checked, so it is
+    denied, as with no runner; elsewhere failed() (open unless PLUGKIT_HOOKS_FAIL=closed)."""
+    if kind == "pre_tool":
+        from client.hooks.fail_closed import unread_answer
+
+        answer = unread_answer(why, os.getcwd(), worker=bool(os.environ.get(SESSION_ID_TAG)))
+        if answer is not None:
+            note(f"{why}; denying (gates enforced here)")
+            return answer
+    return failed(kind, why)
 
 
 def internal_error(exc: Exception) -> str:
@@ -179,8 +208,21 @@ def read_stdin(budget_s: float | None = None) -> bytes | None:
             return b"".join(chunks)
         size += len(chunk)
         if size > STDIN_CAP:
-            return None
+            _drain(deadline)
+            raise TooBig()
         chunks.append(chunk)
+
+
+def _drain(deadline: float) -> None:
+    """The rest of stdin read and dropped until EOF or the deadline: the platform's write ends."""
+    import select
+
+    try:
+        while time.monotonic() < deadline and select.select([0], [], [], deadline - time.monotonic())[0]:
+            if not os.read(0, 1 << 16):
+                return
+    except (OSError, ValueError):
+        return
 
 
 def call(method: str, params: dict, start: bool = False, timeout: float = RPC_TIMEOUT_S) -> dict:

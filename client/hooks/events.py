@@ -12,6 +12,7 @@ from plugkit.host_tools import SHELL_TOOLS  # tool name -> the tool_input key of
 # The gates read paths and commands, not contents: a 5 MB Write must not outgrow the
 # runner's 1 MiB body cap and turn into a failed check.
 SLIM_AT = 64 << 10
+SLIM_NESTED_AT = 1 << 10  # a string inside a list or object (MultiEdit's edits): contents, never a path
 PATCH_KEYS = ("input", "patch")  # apply_patch: the file names live in its `*** ... File:` headers
 
 
@@ -90,13 +91,19 @@ def is_exec(command: str) -> bool:
 
 
 def slim(tool_input: dict) -> dict:
-    """tool_input with long contents cut (the gates need paths and commands only)."""
-    out = {}
-    for key, value in tool_input.items():
-        if isinstance(value, str) and len(value) > SLIM_AT and key not in ("command", "cmd"):
-            if key in PATCH_KEYS:
-                value = "\n".join(line for line in value.splitlines() if line.startswith("*** "))
-            else:
-                value = value[:SLIM_AT]
-        out[key] = value
-    return out
+    """tool_input with long contents cut (the gates need paths and commands only), in lists and
+    objects too (MultiEdit's edits): what is left must fit the runner's request limit, else the
+    call is one nobody could check (core.unread)."""
+    return {key: _slim(key, value, SLIM_AT) for key, value in tool_input.items()}
+
+
+def _slim(key, value, at: int):
+    if isinstance(value, dict):
+        return {k: _slim(k, v, SLIM_NESTED_AT) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_slim(key, v, SLIM_NESTED_AT) for v in value]
+    if isinstance(value, str) and len(value) > at and key not in ("command", "cmd"):
+        if key in PATCH_KEYS:
+            return "\n".join(line for line in value.splitlines() if line.startswith("*** "))
+        return value[:at]
+    return value

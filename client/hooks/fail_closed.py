@@ -29,3 +29,23 @@ def enforced_answer(kind: str, why: str, event: Event) -> Answer | None:
     line = (f"plugkit gates are enforced in {root} and no runner answers ({why}); run "
             f"`plugkit runner restart`, then retry")
     return Answer("deny", line) if kind == "pre_tool" else Answer(block=True, reason=line)
+
+
+def unread_answer(why: str, cwd: str, worker: bool = False) -> Answer | None:
+    """A tool call whose event the hook could not read (too big, not JSON), or the runner could
+    not take: which tool it is, and what it does, are unchecked. Under enforced gates at `cwd`
+    (the host runs its hooks in the project), or from a `plugkit work` worker, it is denied:
+    padding a file or a command past a cap must not walk around the gates or the worker policy."""
+    if worker:
+        return Answer("deny", f"plugkit work: this tool call could not be checked ({why}); "
+                              "make it smaller (a long command: a script file it runs)")
+    from plugkit.enforce_pins import enforcing
+
+    try:
+        root = enforcing(cwd)
+    except (OSError, ValueError):
+        return None
+    if root is None:
+        return None
+    return Answer("deny", f"plugkit gates are enforced in {root} and this tool call could not be checked "
+                          f"({why}); write the file in smaller pieces")

@@ -177,7 +177,13 @@ def follow_started(client, follower: follow.Follower, info: dict, first_output: 
         # Always one line naming the task: `mutable resolve`, `evidence add` and
         # exec:status need its id, and a foreground run would otherwise never say it.
         sink.note(end_line(info))
-    return 0 if running else render.exit_code(info)
+    code = 0 if running else render.exit_code(info)
+    if feed is not None and feed.failure is not None:  # never an exit 0 on input that never arrived
+        end = f"; end it with `plugkit exec:close task_{tid}`" if running else ""
+        print(f"plugkit: task_{tid}'s stdin was cut short ({feed.failure}){end}",
+              file=sys.stderr)
+        return code or 1
+    return code
 
 
 def _follow_fed(follower: follow.Follower, info: dict, deadline: float, feed: exec_stdin.Feed | None):

@@ -16,6 +16,11 @@ import sys
 # request, no wait); a longer or slower one is streamed in chunks after it.
 READ_AHEAD = 256 << 10
 CHUNK = 64 << 10  # under the wire's bound on task.input data (max_code_bytes characters)
+# What a request carries is JSON: a control character or NUL is six bytes there (\u0000), a
+# character past the BMP twelve. The read-ahead goes with task.exec only while its JSON is this
+# small, and every task.input carries at most CHUNK characters (under 1 MiB, the runner's body
+# limit by default, whatever they are): else the runner refuses the request (HTTP 413).
+INLINE_JSON = 256 << 10
 CLOSED, OPEN, DATA, STREAM, TERMINAL = "closed", "open", "data", "stream", "terminal"
 
 
@@ -45,6 +50,7 @@ class Feed:
         self.progress = 0  # bumped by every delivery and by the end: the follower waits on it
         self.live = mode in (STREAM, TERMINAL)
         self.sent = len(head)
+        self.failure: str | None = None  # why the input was cut short (the pump's refusal), if it was
         if self.live:  # threading only when a thread will carry it: `exec` with no stdin stays lean
             import threading
 
@@ -72,16 +78,17 @@ class Feed:
             self._changed.notify_all()
 
     def _pump(self, me, tid: int) -> None:
-        from client.wire.rpc import ClientError
+        from client.wire.rpc import ClientError, RpcFailure
         from client.wire.session import connect
+        from plugkit import errors
 
         client = None
         try:
             client = connect(start=False)
             if client is None:
                 return
-            if self.head:
-                client.call("task.input", me.ref(tid, data=self.head), timeout=30)
+            for at in range(0, len(self.head), CHUNK):
+                client.call("task.input", me.ref(tid, data=self.head[at:at + CHUNK]), timeout=30)
                 self._bump()
             while True:
                 raw = os.read(self.fd, CHUNK)
@@ -91,9 +98,15 @@ class Feed:
                 self._bump(live=bool(raw))
                 if not raw:
                     return
-        except (ClientError, OSError):
-            # The task ended or closed its stdin (`yes | exec:bash 'head -1'`), or a terminal
-            # we were put in the background of (EIO, SIGTTIN ignored): nothing more to carry.
+        except RpcFailure as exc:
+            # The task ended or closed its stdin (`yes | exec:bash 'head -1'`): nothing more to
+            # carry. Anything else cut the input short, and exec must not end as if it had not.
+            if exc.code not in (errors.CONFLICT, errors.NOT_FOUND):
+                self.failure = exc.message
+        except ClientError as exc:  # the runner lost, or refused the request
+            self.failure = str(exc)
+        except OSError:
+            # A terminal we were put in the background of (EIO, SIGTTIN ignored): nothing more to carry.
             pass
         finally:
             self._bump(live=False)
@@ -115,7 +128,13 @@ def plan(opts: dict, code_from_stdin: bool) -> Feed:
     if os.isatty(fd):
         return _terminal(fd)
     head, ended = _read_ahead(fd)
-    return Feed(DATA if ended else STREAM, head, fd)
+    if ended:
+        feed = Feed(DATA, head, fd)
+        from plugkit import codec
+
+        if len(codec.dumps(feed.head)) <= INLINE_JSON:
+            return feed
+    return Feed(STREAM, head, fd)  # the pump sends it in pieces, then reads on to the end
 
 
 def _terminal(fd: int) -> Feed:

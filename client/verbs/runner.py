@@ -306,6 +306,9 @@ def _render(line: str, args: argparse.Namespace) -> str | None:
 
 
 def logs(args: argparse.Namespace) -> int:
+    from client.show.terminal_text import guard_output
+
+    guard_output()  # the log holds what workers named (refs, files, errors): no control sequence of theirs
     path = paths.log_file()
     try:
         fh = open(path, encoding="utf-8", errors="replace")

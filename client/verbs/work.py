@@ -142,6 +142,9 @@ def _wait_ms(seconds: float) -> int:
 
 @names_next("work")
 def main(argv: list[str]) -> int:
+    from client.show.terminal_text import guard_output
+
+    guard_output()  # a worker's output, commit subjects and file names carry no control sequence to the terminal
     if argv and argv[0] in SUBS:
         return SUB_MAINS[argv[0]](argv[1:])
     a = _start_parser().parse_args(argv)

@@ -9,6 +9,7 @@ import os
 
 from client import ClientError  # at the package root, as client.args needs it too; callers still import it here
 from plugkit import SERVICE, codec, paths
+from plugkit.errors import LIMIT
 from plugkit.wire import Connection
 from plugkit.vocab import SANDBOXED_TAG
 
@@ -182,6 +183,11 @@ class Client:
             raise RunnerUnavailable(
                 f"lost the runner during {method} ({exc.__class__.__name__}); "
                 "check `plugkit runner status`") from None
+        if status == 413:  # the runner is fine; this request is too big for it: a restart changes nothing
+            size = len(codec.dumps({"params": params or {}}))
+            raise RpcFailure(LIMIT, f"{method}'s request ({size >> 10} KiB as JSON) is over the runner's body limit "
+                                    "(PLUGKIT_MAX_BODY_BYTES, 1 MiB by default): pass large code as a file it reads, "
+                                    "large input on stdin")
         if status != 200:
             raise RunnerUnavailable(f"runner refused {method} (HTTP {status}); try `plugkit runner restart`")
         reply = codec.loads(payload)

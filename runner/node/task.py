@@ -37,7 +37,7 @@ from plugkit.vocab import HOME_TAG, SANDBOXED_TAG, SESSION_ID_TAG
 from plugkit.work.cluster import NEVER_TRAVELS
 from runner.node import hosting, keeper
 from runner.node.clone import begin, cache_dir, checkout, git, lock, made, node_dir, tidy
-from runner.system import worker_objects
+from runner.system import worker_objects, worker_refs
 
 PORT_VAR = hosting.PORT_VAR  # the node runner's port: set on `ray start`, else chosen for the node
 RUNNER_MISSES = 2  # polls in a row its runner did not answer for the attempt: gone or restarted
@@ -66,6 +66,7 @@ def attempt(bundle: bytes | None, raw: dict, node_id: str, node_ip: str):
         # As locally: the clone's store is never writable from the sandbox; the worker's objects go
         # to its own dir and enter the clone only once checked (runner/system/worker_objects.py).
         worker_objects.prepare(wt, cache)
+        worker_refs.prepare(wt, cache, branch)  # its branch in its own refs dir: none of the clone's shared
         with lock(cache):  # the clone's one config file: two attempts starting on one node raced on its lock
             for key, value in (("user.name", spec.identity.name), ("user.email", spec.identity.email)):
                 if value:
@@ -145,6 +146,9 @@ def _supervise(argv: list[str], wt: str, env: dict[str, str], spec: NodeAttempt,
             return
         # In the clone, not the worktree: the worktree's git config is the worker's to write.
         ref = f"refs/heads/{branch}"
+        found = worker_refs.read(wt, branch)  # its tip, a hash read with no link followed
+        if found.tip is not None and found.tip != found.given:
+            git(cache, "update-ref", "--no-deref", ref, found.tip)
         ahead = int(git(cache, "rev-list", "--count", f"{spec.base}..{ref}").strip() or 0)
         back = None
         if ahead:

@@ -6,15 +6,16 @@ What the worker sees (rows below, applied in order; a later mount covers an earl
   - its worktree read-write, and a private temp dir (TMPDIR) nobody else shares;
   - the main checkout's working files: not at all (an empty tmpfs over the repository);
   - the repository's .git read-only, except what a commit on its own branch writes: its own
-    worktree admin dir (HEAD, index), refs/heads/plugkit/ plus its reflog dir, and objects,
-    which go to the worker's own object dir shown at .git/objects (the real store read-only
-    inside it; runner/system/worker_objects.py imports what it wrote, checked). In that admin
+    worktree admin dir (HEAD, index); its branch's ref and reflog, in its own dirs shown over
+    refs/heads/plugkit/ and its reflog dir (runner/system/worker_refs.py: the runner takes the
+    tip from there); and objects, which go to the worker's own object dir shown at .git/objects
+    (the real store read-only inside it; runner/system/worker_objects.py imports what it wrote, checked). In that admin
     dir what says which repository and config the worktree has (config.worktree, gitdir,
     commondir) and the worktree's own `.git` file stay read-only: git run on the worktree
     outside the sandbox must not run a program the worker named there. A commit updates
     refs/heads/plugkit/<id> through a lock file created in that directory, so the directory
-    must be writable; that reaches the other items' plugkit/* branches too, which the
-    runner's RefGuard snapshots and puts back. main, the run's branch and tags stay read-only;
+    shown there is writable: the worker's own copy, which no other worker and no git outside
+    ever writes through. main, the run's branch, tags and the other items' branches stay read-only;
   - $PLUGKIT_HOME: an empty tmpfs, except what a worker's hooks and `exec:` need to reach this
     runner, read-only: the port file, and at the token's path the worker's own capability
     (plugkit/work/capabilities.py), never the runner's token; the ledger, logs, gates state
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from plugkit.hosts import COMMAND, HOSTS
-from runner.system import landlock, sandbox_home, worker_objects
+from runner.system import landlock, sandbox_home, worker_objects, worker_refs
 
 PROGRAM = "bwrap"
 # Under $HOME: hidden unless a scope grants them. A directory gets an empty tmpfs, a file /dev/null.
@@ -79,6 +80,9 @@ class Layout:
     # The worker's own object dir (runner/system/worker_objects.py), shown at <git_dir>/objects with
     # the real store read-only inside it; None: the real store is only read-only, like the rest.
     objects: Optional[str] = None
+    # The worker's own refs dir (runner/system/worker_refs.py), shown over refs/heads/plugkit/ and its
+    # reflogs; None: those stay read-only.
+    refs: Optional[str] = None
 
 
 def layout(worktree: str, home: str, env: Mapping[str, str], tmp: str) -> Layout:
@@ -95,8 +99,9 @@ def layout(worktree: str, home: str, env: Mapping[str, str], tmp: str) -> Layout
         pass  # not a linked worktree (a plain dir): only the worktree itself is granted
     homes = {os.path.realpath(h) for h in (env.get("HOME"), os.path.expanduser("~")) if h}
     objects = worker_objects.existing(worktree) if git_dir is not None else None
+    refs = worker_refs.existing(worktree) if git_dir is not None else None
     return Layout(worktree, repo, git_dir, admin, os.path.realpath(home), tuple(sorted(homes)), tmp,
-                  sandbox_home.named_files(env), objects)
+                  sandbox_home.named_files(env), objects, refs)
 
 
 def _exists(path: str) -> bool:
@@ -130,10 +135,13 @@ def mounts(lay: Layout, kind: str, granted: tuple[str, ...] = (), capability: Op
         store = os.path.join(lay.git_dir, "objects")
         if lay.objects is not None and os.path.isdir(store):
             args += ["--bind", lay.objects, store, "--ro-bind", store, os.path.join(store, worker_objects.STORE)]
-        for rel in ("refs/heads/plugkit", "logs/refs/heads/plugkit"):
+        # Its own branch's ref and reflog in its own dirs (runner/system/worker_refs.py): the
+        # repository's refs/heads/plugkit/ is shared with every other worker and the runner's git,
+        # and a link or symbolic ref planted there is followed outside. None: read-only, like the rest.
+        for rel, sub in worker_refs.SHOWN if lay.refs is not None else ():
             path = os.path.join(lay.git_dir, rel)
             if os.path.isdir(path):
-                args += ["--bind", path, path]
+                args += ["--bind", os.path.join(lay.refs, sub), path]
         if lay.admin is not None:
             args += ["--bind", lay.admin, lay.admin]
     # Whatever above covered it (the home may sit under $HOME or the repo), the home is hidden.

@@ -177,3 +177,16 @@ def write_env(worktree: str, values: dict[str, str]) -> None:
         os.close(fd)
 
 
+
+
+def private_parent(path: str) -> None:
+    """The directory holding the worktrees (path's parent) made, or kept, the person's alone
+    (0700): what a worker leaves in its worktree (a file a container of its, running as root,
+    made setuid there) must be reachable by no other local user. Never through a link."""
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, mode=0o700, exist_ok=True)
+    st = os.lstat(parent)
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotCopied(f"{parent} is not a directory (a link?); remove it and run `plugkit work` again")
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        os.chmod(parent, 0o700)

@@ -197,8 +197,12 @@ def _kill_runner(home) -> None:
 
 
 def _branch_moved(repo: Path, branch: str) -> bool:
-    ref = subprocess.run(["git", "-C", str(repo), "rev-parse", "-q", "--verify", f"refs/heads/{branch}"],
-                         capture_output=True, text=True).stdout.strip()
+    """The live worker committed: its branch moved in its own refs dir (runner/system/worker_refs.py),
+    which the repository's ref follows only once the worker has ended."""
+    own = repo / ".plugkit" / "worktrees" / f".refs-{branch.removeprefix('plugkit/')}" / "heads" / branch.removeprefix("plugkit/")
+    ref = own.read_text().strip() if own.is_file() else subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "-q", "--verify", f"refs/heads/{branch}"],
+        capture_output=True, text=True).stdout.strip()
     return bool(ref) and ref != git(repo, "rev-parse", "main").strip()
 
 

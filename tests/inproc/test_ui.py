@@ -194,3 +194,23 @@ async def test_no_page_path_spelling_reaches_rpc_or_debug_without_the_token(make
             head = answer.split(b"\r\n", 1)[0]
             assert b'"result"' not in answer and b'"runner"' not in answer, (method, path, answer[:300])
             assert head.split()[1] in (b"401", b"404", b"405", b"400"), (method, path, head)
+
+
+async def test_a_login_navigation_from_a_local_file_signs_in_and_nothing_else_from_another_site_does(make_client):
+    """`plugkit ui --open` hands the browser a local file that goes to the link: another site to
+    the browser. That top-level navigation is let in, once, and answered with a page of ours that
+    goes on to /ui (a redirect would carry the other site's navigation, with no Strict cookie);
+    a fetch or a frame another site starts is not."""
+    client = await make_client()
+    nav = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+    for other in ({**nav, "Sec-Fetch-Mode": "cors"}, {**nav, "Sec-Fetch-Dest": "iframe"},
+                  {**nav, "Origin": "http://evil.example"}):
+        query = await mint(client)
+        refused = await client.get("/ui/login" + query, headers=other, allow_redirects=False)
+        assert refused.status == 403, other
+    query = await mint(client)
+    first = await client.get("/ui/login" + query, headers=nav, allow_redirects=False)
+    assert first.status == 200 and 'content="0;url=/ui"' in await first.text()
+    assert first.cookies[f"plugkit_ui_{client.runtime.port}"]["samesite"] == "Strict"
+    assert first.headers["X-Frame-Options"] == "DENY"
+    assert (await client.get("/ui/login" + query, headers=nav, allow_redirects=False)).status == 403

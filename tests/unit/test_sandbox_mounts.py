@@ -45,7 +45,8 @@ def test_hidden_writable_and_in_an_order_that_keeps_it(tmp_path):
     assert os.path.join(lay.home, "receipts.ed25519") not in ro + binds  # the receipts' signing key neither
     assert lay.git_dir in ro and lay.admin in binds
     assert f"{lay.git_dir}/objects" not in binds  # no private object dir made: the store stays read-only
-    assert f"{lay.git_dir}/refs/heads/plugkit" in binds and f"{lay.git_dir}/refs/heads" not in binds
+    # No private refs dir made: the repository's refs, the other items' branches too, stay read-only.
+    assert not any(b.startswith(f"{lay.git_dir}/refs") or b.startswith(f"{lay.git_dir}/logs") for b in binds)
     assert f"{user}/.claude" in binds and os.path.isdir(f"{user}/.claude")  # the host's state dir, made
     source = args[args.index(f"{user}/.claude") - 1]  # ... and bound from a private copy, never itself
     assert source.startswith(lay.tmp + "/") and os.path.isdir(source)
@@ -144,3 +145,20 @@ def test_a_docker_worker_sees_its_proxy_socket_alone_read_only_and_named_by_dock
     assert len(setenv) == 1 and setenv[0] > unset and args[setenv[0] + 2] == f"unix://{folder}/sock"
     plain = sandbox.argv(lay, "command", ["true"])
     assert ["--setenv", "DOCKER_HOST"] not in [plain[i:i + 2] for i in range(len(plain))]
+
+
+def test_a_workers_branch_is_written_in_its_own_refs_dir_never_the_shared_one(tmp_path):
+    """refs/heads/plugkit/ is shared by every worker and the runner's git: what a worker planted
+    there (a link at a sibling's reflog) would be followed outside. Its own dir is bound there."""
+    lay = _layout(tmp_path)
+    (tmp_path / "repo" / ".git" / "logs" / "refs" / "heads" / "plugkit").mkdir(parents=True)
+    private = tmp_path / "repo" / ".plugkit" / "worktrees" / ".refs-w1"
+    for sub in ("heads", "logs"):
+        (private / sub).mkdir(parents=True)
+    lay = sandbox.layout(lay.worktree, lay.home, {"HOME": str(tmp_path / "user")}, lay.tmp)
+    assert lay.refs == str(private)
+    args = sandbox.mounts(lay, "claude-code")
+    for shown, sub in (("refs/heads/plugkit", "heads"), ("logs/refs/heads/plugkit", "logs")):
+        dest = f"{lay.git_dir}/{shown}"
+        assert dest in _pairs(args, "--bind") and args[args.index(dest) - 1] == str(private / sub)
+        assert args.index(dest) > args.index(lay.git_dir)  # over the read-only .git, not under it

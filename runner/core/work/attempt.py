@@ -218,7 +218,7 @@ class Attempts(Landing):
             excludes = ([f"/{self.row.hooks_file}*"] if self.row.hooks_file else []) + prep.excludes
             if kept is None or kept[1]:
                 await git.add_worktree(p.ws.root, it.worktree, it.branch, kept[1] if kept else base, excludes)
-            await objects.fresh(p.ws.root, it.worktree)  # gitstore: the worker's own object dir
+            await objects.fresh(p.ws.root, it.worktree, it.branch)  # gitstore: the worker's own object dir
         except git.GitError as exc:
             raise Failed("failed", "spawn_failed", str(exc)) from None
         try:

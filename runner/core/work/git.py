@@ -7,7 +7,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from runner.system import git as system_git
+from runner.system import git as system_git, worktree_files
 
 TIMEOUT_S = 120.0
 
@@ -129,6 +129,10 @@ async def _enable_worktree_config(root: str) -> None:
 async def add_worktree(root: str, path: str, branch: str, base: str, excludes: list[str]) -> None:
     """A worktree at `path` on `branch` (created or reset to `base`), ignoring `excludes` there only."""
     path = os.path.join(root, path)
+    try:  # its parent the person's alone: nothing a worker leaves there is another user's to run
+        await asyncio.to_thread(worktree_files.private_parent, path)
+    except (OSError, worktree_files.NotCopied) as exc:
+        raise GitError(f"the worktrees' directory for {path}: {exc}") from None
     async with system_git.registry(root):
         await _remove_worktree(root, path)  # a registration left by an earlier attempt of this item
         await run(root, "worktree", "add", "--no-track", "-B", branch, path, base)

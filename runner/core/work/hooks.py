@@ -13,6 +13,7 @@ have ItemRun's names, and its commits are counted from the commit it started at 
 clone has no run branch to count from).
 """
 
+import asyncio
 import os
 from typing import Optional
 
@@ -20,7 +21,7 @@ from plugkit.work import policy
 from runner.core.work import git
 from runner.core.work.hosted import Hosted
 from runner.core.work.model import ItemRun
-from runner.system import logs
+from runner.system import logs, worker_refs
 
 log = logs.get("plugkit.work")
 
@@ -67,6 +68,11 @@ async def stop(it: Worker, repo: str, base: str) -> tuple[bool, str]:
     """Turned back once per attempt while its branch is not ahead of `base` in `repo` (the run's
     branch in its workspace; for a hosted attempt, the commit it started at in its worktree)."""
     if it.worktree is None or it.branch is None or it.stop_blocked >= it.attempt:
+        return False, ""
+    found = await asyncio.to_thread(worker_refs.read, it.worktree, it.branch)
+    if found.given is not None and found.tip != found.given:
+        # It committed: its branch moved in its own refs dir (runner/system/worker_refs.py), which the
+        # runner's git reads only once it has ended; its new commits are in its own object dir too.
         return False, ""
     try:
         dirty = await git.worker_dirty(it.worktree)

@@ -157,7 +157,9 @@ class RefGuard:
         return []
 
 
-WRITABLE = ("refs/heads/plugkit", "logs/refs/heads/plugkit")  # what a sandbox binds writable (sandbox.py)
+# Where a worker run without a sandbox (--no-sandbox) writes its branch itself; a sandboxed one writes
+# its own copy (runner/system/worker_refs.py), but a link found here is still never followed.
+WRITABLE = ("refs/heads/plugkit", "logs/refs/heads/plugkit")
 
 
 def _symbolic(path: str) -> bool:

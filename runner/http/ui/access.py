@@ -75,13 +75,15 @@ class Access:
         expires = self.sessions.get(_digest(value)) if value else None
         return expires is not None and expires > self.clock()
 
-    def foreign(self, request: web.Request) -> Optional[web.Response]:
-        """The refusal of a request another site's page made, else None."""
+    def foreign(self, request: web.Request, navigation: bool = False) -> Optional[web.Response]:
+        """The refusal of a request another site's page made, else None. `navigation`: a top-level
+        GET navigation from another site is let through (the login link: `plugkit ui --open`
+        hands the browser a local file that goes there, and a file is another site to it)."""
         origin = request.headers.get("Origin")
         if origin is not None and origin != f"http://{request.host}":
             return refuse(request, 403, "foreign_origin", "cross-origin requests are refused")
         site = request.headers.get("Sec-Fetch-Site")
-        if site is not None and site not in SAME_SITE:
+        if site is not None and site not in SAME_SITE and not (navigation and cross_site_navigation(request)):
             return refuse(request, 403, "cross_site", "requests another site started are refused")
         return None
 
@@ -92,6 +94,14 @@ class Access:
                 del table[key]
         while len(table) >= cap:
             del table[next(iter(table))]  # oldest first: dicts keep insertion order
+
+
+def cross_site_navigation(request: web.Request) -> bool:
+    """A top-level page load another site (or a local file) started: no script of that site reads
+    the answer, and a login secret only a token holder could mint is all it can carry."""
+    h = request.headers
+    return (request.method == "GET" and h.get("Sec-Fetch-Site") in ("cross-site", "same-site")
+            and h.get("Sec-Fetch-Mode") == "navigate" and h.get("Sec-Fetch-Dest") == "document")
 
 
 def guarded(response: web.StreamResponse) -> web.StreamResponse:

@@ -8,12 +8,15 @@ from aiohttp import web
 
 from runner.http.replies import error, reply
 from runner.http.ui import data
-from runner.http.ui.access import LINK_TTL_S, NO_SESSION, Access, guarded, refuse, set_cookie
+from runner.http.ui.access import LINK_TTL_S, NO_SESSION, Access, cross_site_navigation, guarded, refuse, set_cookie
 from runner.http.ui.events import KEEPALIVE_S, Watcher
 from runner.rpc.context import Context
 
 STATIC = os.path.join(os.path.dirname(__file__), "static")
 ASSETS = {"app.js": "text/javascript", "app.css": "text/css"}
+# The login's answer to a navigation another site (a local file) started: on to the page, same-site.
+ONWARD = (b'<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
+          b'<meta http-equiv="refresh" content="0;url=/ui"><title>plugkit</title><a href="/ui">the page</a>')
 API = sorted([*data.READERS, *data.ASYNC_READERS, "events"])
 
 
@@ -38,13 +41,18 @@ class Page:
                       "expires_in_s": LINK_TTL_S})
 
     async def login(self, request: web.Request) -> web.StreamResponse:
-        foreign = self.access.foreign(request)
+        foreign = self.access.foreign(request, navigation=True)
         if foreign is not None:
             return foreign
         value = self.access.redeem(request.query.get("t", ""))
         if value is None:
             return refuse(request, 403, "bad_link", "this login link was used or expired: run `plugkit ui` for a new one")
-        response = web.Response(status=303, headers={"Location": "/ui"})
+        if cross_site_navigation(request):
+            # A redirect would carry on the other site's navigation, and the browser sends no
+            # SameSite=Strict cookie in it: this page of ours goes to /ui itself, same-site.
+            response = web.Response(status=200, body=ONWARD, content_type="text/html", charset="utf-8")
+        else:
+            response = web.Response(status=303, headers={"Location": "/ui"})
         set_cookie(response, self.access.cookie, value)
         return guarded(response)
 
