@@ -12,8 +12,10 @@ untuned is a set nobody ranking has seen: stdlib (the same library, other querie
 written by another hand while the ranker changed and never shown to it. Both were looked at once since,
 so issue 46's round has new ones, written and judged from the source by a hand that never touched the
 ranker: rich 13.7.1 and stdlib-h46 (the stdlib set's corpus, questions about modules no other set asks about).
+Those two were seen by the people ranking within the round, so a third hand wrote two more the same way, over
+packages no set used: docutils 0.21.2 and werkzeug 3.0.3, committed before any tool ranked them.
 Run: .venv/bin/python scripts/bench_search_untuned.py
-     [--set attrs|packaging|click|stdlib-dev|stdlib|markdown|rich|stdlib-h46]
+     [--set attrs|packaging|click|stdlib-dev|stdlib|markdown|rich|stdlib-h46|docutils|werkzeug]
 """
 
 import json
@@ -45,6 +47,8 @@ SETS["stdlib"] = ("stdlib-3.11.json", "held-out")
 SETS["markdown"] = ("markdown-3.6.json", "held-out")
 SETS["rich"] = ("rich-13.7.1.json", "held-out")
 SETS["stdlib-h46"] = ("stdlib-h46-3.11.json", "held-out")
+SETS["docutils"] = ("docutils-0.21.2.json", "held-out")
+SETS["werkzeug"] = ("werkzeug-3.0.3.json", "held-out")
 # set -> (the interpreter whose standard library is the corpus, directory names left out of it): such a set
 # reads no wheel. venv is out because plugkit's file list skips it as a virtualenv; every system reads one copy.
 # The dev set's corpus keeps what its judge read: all but regrtest's support package and the build's files.
