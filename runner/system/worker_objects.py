@@ -43,21 +43,31 @@ class BadObjects(Exception):
     """The worker's object directory holds something that may not enter the store; one line."""
 
 
-def private_dir(worktree: str) -> str:
+def beside(worktree: str, prefix: str) -> str:
+    """A worker's private dir of one kind (prefix): beside its worktree, outside the real .git."""
     worktree = os.path.realpath(worktree)
-    return os.path.join(os.path.dirname(worktree), PREFIX + os.path.basename(worktree))
+    return os.path.join(os.path.dirname(worktree), prefix + os.path.basename(worktree))
 
 
-def existing(worktree: str) -> Optional[str]:
-    """The worktree's private object dir if the runner made one (a real dir, not a link), else None."""
-    path = private_dir(worktree)
+def real_dir(path: str) -> Optional[str]:
+    """path if it is a real dir (not a link to one: the runner made it, nothing followed), else None."""
     try:
         return path if stat.S_ISDIR(os.lstat(path).st_mode) else None
     except OSError:
         return None
 
 
-def _env(extra: Optional[dict[str, str]] = None) -> dict[str, str]:
+def private_dir(worktree: str) -> str:
+    return beside(worktree, PREFIX)
+
+
+def existing(worktree: str) -> Optional[str]:
+    """The worktree's private object dir if the runner made one, else None."""
+    return real_dir(private_dir(worktree))
+
+
+def git_env(extra: Optional[dict[str, str]] = None) -> dict[str, str]:
+    """The environment for the runner's git on a repository: no variable may point it elsewhere."""
     env = {k: v for k, v in os.environ.items() if k not in REPO_ENV and not k.startswith("GIT_CONFIG_KEY_")
            and not k.startswith("GIT_CONFIG_VALUE_")}
     env.update({"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}, **(extra or {}))
@@ -65,7 +75,7 @@ def _env(extra: Optional[dict[str, str]] = None) -> dict[str, str]:
 
 
 def _git(git_dir: str, *args: str, env: Optional[dict[str, str]] = None, stdin=None) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", f"--git-dir={git_dir}", *args], env=_env(env), stdin=stdin,
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], env=git_env(env), stdin=stdin,
                           capture_output=True, timeout=TIMEOUT_S)
 
 
@@ -154,7 +164,7 @@ def _unpack(git_dir: str, packs: list[str], scratch: str) -> None:
     env = {"GIT_OBJECT_DIRECTORY": scratch, "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.path.join(git_dir, "objects")}
     for pack in packs:
         data = _read_regular(pack, 8 * MAX_OBJECT)
-        done = subprocess.run(["git", f"--git-dir={git_dir}", "unpack-objects", "-q"], input=data, env=_env(env),
+        done = subprocess.run(["git", f"--git-dir={git_dir}", "unpack-objects", "-q"], input=data, env=git_env(env),
                               capture_output=True, timeout=TIMEOUT_S)
         if done.returncode != 0:
             why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
@@ -197,7 +207,7 @@ def take(worktree: str, git_dir: str) -> int:
             objects.update(_loose(scratch, hexlen, algo))
     if objects:
         done = subprocess.run(["git", f"--git-dir={git_dir}", "index-pack", "--strict", "--stdin"],
-                              input=_pack(objects, algo), env=_env(), capture_output=True, timeout=TIMEOUT_S)
+                              input=_pack(objects, algo), env=git_env(), capture_output=True, timeout=TIMEOUT_S)
         if done.returncode != 0:
             why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
             raise BadObjects(f"the worker's objects fail git's check ({why[0][:200]})")

@@ -26,6 +26,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Optional
 
+from runner.system import worker_objects
+
 PREFIX = ".refs-"      # the private dir of worktree W: <dirname W>/.refs-<basename W>
 NAMESPACE = "plugkit/"  # the branches a worker's commits may move (its own one of them)
 # (path under the git dir the sandbox shows, the private subdir shown there)
@@ -33,8 +35,6 @@ SHOWN: tuple[tuple[str, str], ...] = (("refs/heads/plugkit", "heads"), ("logs/re
 GIVEN = "given"  # beside the shown dirs (the worker never sees it): the tip its branch was given
 _HASH = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _MAX_REF = 256
-_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-             "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE")
 
 
 @dataclass(frozen=True)
@@ -47,17 +47,12 @@ class Found:
 
 
 def private_dir(worktree: str) -> str:
-    worktree = os.path.realpath(worktree)
-    return os.path.join(os.path.dirname(worktree), PREFIX + os.path.basename(worktree))
+    return worker_objects.beside(worktree, PREFIX)
 
 
 def existing(worktree: str) -> Optional[str]:
     """The worktree's private refs dir if the runner made one (a real dir, not a link), else None."""
-    path = private_dir(worktree)
-    try:
-        return path if stat.S_ISDIR(os.lstat(path).st_mode) else None
-    except OSError:
-        return None
+    return worker_objects.real_dir(private_dir(worktree))
 
 
 def discard(worktree: str) -> None:
@@ -82,9 +77,8 @@ def prepare(worktree: str, git_dir: str, branch: str) -> str:
     path = private_dir(worktree)
     for _, sub in SHOWN:
         os.makedirs(os.path.join(path, sub, *names[:-1]), mode=0o755)
-    env = {k: v for k, v in os.environ.items() if k not in _ENV_DROP}
     done = subprocess.run(["git", f"--git-dir={git_dir}", "rev-parse", "-q", "--verify", f"refs/heads/{branch}"],
-                          capture_output=True, text=True, env=env, timeout=60)
+                          capture_output=True, text=True, env=worker_objects.git_env(), timeout=60)
     tip = done.stdout.strip()
     if done.returncode == 0 and _HASH.fullmatch(tip):
         for where in (os.path.join(path, "heads", *names), os.path.join(path, GIVEN)):
