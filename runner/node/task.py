@@ -41,7 +41,7 @@ from plugkit.protocol.work_host import WorkRead
 from plugkit.vocab import HOME_TAG, SESSION_ID_TAG
 from plugkit.work.cluster import NEVER_TRAVELS
 from runner.node import hosting
-from runner.node.clone import begin, cache_dir, checkout, git, lock, made, node_dir, tidy
+from runner.node.clone import begin, cache_dir, checkout, config, git, lock, made, node_dir, tidy
 from runner.system import worker_objects
 
 PORT_VAR = hosting.PORT_VAR  # the node runner's port: set on `ray start`, else chosen for the node
@@ -66,7 +66,7 @@ def attempt(bundle: bytes | None, raw: dict, node_id: str, node_ip: str):
         with lock(cache):  # the clone's one config file: two attempts starting on one node raced on its lock
             for key, value in (("user.name", spec.identity.name), ("user.email", spec.identity.email)):
                 if value:
-                    git(wt, "config", key, value)
+                    config(wt, key, value)
         # The prompt and argv name the supervisor's worktree: on this node the worker's is here.
         argv = [a.replace(spec.local_worktree, wt) for a in spec.argv]
         env = {k: v for k, v in spec.env.items() if k not in NEVER_TRAVELS}

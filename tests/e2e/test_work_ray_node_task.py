@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
@@ -105,6 +106,14 @@ class Attempt:
         return next(t for t in snap["tasks"] if t["session_id"] == self.session)
 
 
+def _both_up(seconds: str) -> bool:
+    """Until the worker and its detached child both run ("up" is said before they exec sleep)."""
+    deadline = time.monotonic() + 60
+    while len(escapees(seconds)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return len(escapees(seconds)) == 2
+
+
 def _tagged_task(pid: int) -> str:
     return psutil.Process(pid).environ().get("PLUGKIT_TASK_ID", "")
 
@@ -117,6 +126,9 @@ def test_the_worker_is_the_node_runners_task_and_its_detached_child_goes_with_it
         a.until("ready")
         task = a.task()
         assert task["lang"] == "worker" and task["state"] == "running", task
+        deadline = time.monotonic() + 60
+        while not escapees(seconds) and time.monotonic() < deadline:
+            time.sleep(0.1)
         left = escapees(seconds)
         assert left and all(_tagged_task(p) == str(task["task_id"]) for p in left), left  # its tree is the task's
         assert not any(p.pid == at["pid"] for p in psutil.Process(left[0]).parents())  # not under the Ray worker
@@ -135,7 +147,7 @@ def test_ray_cancel_ends_the_worker_and_its_children(tmp_path, cluster):
     a = Attempt(tmp_path, cluster, f"setsid sleep {seconds} & echo up; exec sleep {seconds}", "w2")
     try:
         a.until("ready")
-        assert len(escapees(seconds)) == 2
+        assert _both_up(seconds)
         task_id = a.task()["task_id"]
         a.say("cancel")
         a.until("over")
@@ -153,7 +165,7 @@ def test_the_ray_worker_process_killed_leaves_nothing_running_on_the_node(tmp_pa
     try:
         at = a.until("node")
         a.until("ready")
-        assert len(escapees(seconds)) == 2
+        assert _both_up(seconds)
         os.kill(at["pid"], signal.SIGKILL)  # no `finally` runs there: the node's runner alone ends it
         assert gone(seconds, within=60), "the worker outlived the Ray worker process running its attempt"
         a.say("read")
