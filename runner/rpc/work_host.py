@@ -63,7 +63,8 @@ READ_MAX_BYTES = 256 << 10  # one work.read's output at most: a NodeEvent Out st
 
 @rpc(WorkRunParams)
 async def run(ctx: Context, p: WorkRunParams) -> WorkRunning:
-    """work.run {work.host's params, argv, stdin?, env, sandbox?=true} -> {task_id}
+    """work.run {worktree, session_id, run, item, attempt, branch, base, owner_pid, network?=host,
+    base_urls?, argv, stdin?, env, sandbox?=true} -> {task_id}
 
     Hosts the attempt as work.host does (its hook calls answered as a `plugkit work` worker's,
     counted as heartbeats) and starts its worker as a task of this runner, in the worker's
@@ -72,8 +73,10 @@ async def run(ctx: Context, p: WorkRunParams) -> WorkRunning:
     network "loopback-model", its own cgroup, the kill of its whole tree. The task is tied to
     owner_pid (a pidfd): when that process ends, the task is killed (reason host_gone) and the
     hosting goes. Read it with work.read; end it with work.unhost.
-    Example: {"method":"work.run","params":{...work.host's..., "argv":["claude","-p"],
-              "stdin":"the prompt","env":{"PATH":"/usr/bin","HOME":"/n/home"}}}
+    Example: {"method":"work.run","params":{"worktree":"/n/tmp/attempt-x/wt","session_id":
+              "plugkit-work-ab12cd34-w1-1","run":"ab12cd34","item":"w1","attempt":1,"branch":"plugkit/w1",
+              "base":"<40 hex>","owner_pid":4242,"argv":["claude","-p"],"stdin":"the prompt",
+              "env":{"PATH":"/usr/bin","HOME":"/n/home"}}}
     """
     assert ctx.hosted is not None
     if not os.path.isdir(p.worktree):
@@ -99,7 +102,7 @@ async def run(ctx: Context, p: WorkRunParams) -> WorkRunning:
 
 @rpc(WorkReadParams)
 async def read(ctx: Context, p: WorkReadParams) -> WorkRead:
-    """work.read {session_id, cursor?=0, wait_s?=0} -> {task_id, data, cursor, dropped, beats,
+    """work.read {session_id, cursor?=0, wait_s?=0.0} -> {task_id, data, cursor, dropped, beats,
     refusals, refused, ended, state, reason?, exit_code?, signal?}
 
     The worker's output from `cursor` (waiting up to wait_s for some, or for its end), with its
