@@ -3,7 +3,7 @@ its task, read that task's output, heartbeats and end, end it (the runner's end:
 runner/rpc/work_host.py).
 
 Plugkit's own code running as the node's user, so it uses that runner's real token; the worker
-never does (it is shown the capability work.host mints). Standard library and plugkit's kernel
+never does (it is shown the capability its worker task is minted). Standard library and plugkit's kernel
 only, like task.py: its calls go through plugkit.wire, the one small RPC client the `plugkit`
 client uses too (the runner never imports the client).
 """
@@ -122,7 +122,6 @@ def run(home: str, wt: str, spec: NodeAttempt, env: dict[str, str], argv: list[s
     params = WorkRunParams(
         worktree=wt, session_id=spec.session, run=spec.run, item=spec.item, attempt=spec.attempt,
         branch=spec.branch, base=spec.base, owner_pid=os.getpid(), network=spec.network,
-        base_urls={k: v for k, v in env.items() if k.endswith("_BASE_URL")},
         argv=argv, stdin=stdin, env=env, sandbox=spec.sandbox)
     return parse(WorkRunning, call(home, "work.run", params.model_dump(), RUN_TIMEOUT_S),
                  "work.run answer of the node's runner")

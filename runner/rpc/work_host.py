@@ -1,19 +1,19 @@
-"""work.run, work.read, work.unhost (work.host, work.beats) — this runner runs an attempt that a
-supervisor on another machine placed here (`plugkit work --runtime ray`: a Ray node's runner).
+"""work.run, work.read, work.unhost — this runner runs an attempt that a supervisor on another
+machine placed here (`plugkit work --runtime ray`: a Ray node's runner).
 
 Called by the node side (runner/node/task.py) with this runner's own token;
 a worker's capability is refused them (runner/rpc/scope.py's table has no row for them).
-Errors: -32602 bad params; -32001 the owner process is gone (work.host, work.run), no worker
-run here for the session (work.read); -32006 an endpoint the worker's loopback-only network
-cannot relay, no worker sandbox here, the worker program not on PATH (work.host, work.run).
+Errors: -32602 bad params; -32001 the owner process is gone (work.run), no worker run here for
+the session (work.read); -32006 an endpoint the worker's loopback-only network cannot relay, no
+worker sandbox here, the worker program not on PATH (work.run).
 """
 
 import asyncio
 import json
 import os
 
-from plugkit.protocol.work_host import (WorkBeats, WorkHosted, WorkHostedRef, WorkHostParams, WorkRead,
-                                       WorkReadParams, WorkRelay, WorkRunning, WorkRunParams, WorkUnhosted)
+from plugkit.protocol.work_host import (WorkHostedRef, WorkRead, WorkReadParams, WorkRunning, WorkRunParams,
+                                       WorkUnhosted)
 from plugkit.refusals import Invalid, NotFound
 from plugkit.vocab import WORKER_LANG
 from runner.core.work.hosted import Hosted
@@ -24,39 +24,6 @@ from runner.system import logs
 log = logs.get("plugkit.work")
 
 
-@rpc(WorkHostParams)
-async def host(ctx: Context, p: WorkHostParams) -> WorkHosted:
-    """work.host {worktree, session_id, run, item, attempt, branch, base, owner_pid, network?=host, base_urls?}
-    -> {capability, relay?: {folder, ports}}
-
-    From now until work.unhost (or until the owner process is gone), a hook call carrying
-    worker_session = session_id from inside the worktree is answered as a `plugkit work`
-    worker's: the destructive-command policy at PreToolUse (and on its exec: code), Stop turned
-    back once while nothing is committed past `base`, context lines naming the item; each one
-    counted (work.beats). `capability`: a 0600 file holding a capability scoped to the worktree,
-    session and item, for the worker's sandbox to show at the token's path. network
-    "loopback-model": this runner starts the worker's relay to the endpoints base_urls name and to
-    itself, and `relay` says where its sockets are and which ports the inside half listens on.
-    Hosting the same session again replaces the earlier one (its capability revoked).
-    Example: {"method":"work.host","params":{"worktree":"/n/tmp/attempt-x/wt","session_id":
-              "plugkit-work-ab12cd34-w1-1","run":"ab12cd34","item":"w1","attempt":1,
-              "branch":"plugkit/w1","base":"<40 hex>","owner_pid":4242}}
-    """
-    assert ctx.hosted is not None
-    if not os.path.isdir(p.worktree):
-        raise Invalid(f"no worktree at {p.worktree}")
-    attempt = Hosted(run=p.run, id=p.item, attempt=p.attempt, session_id=p.session_id, worktree=p.worktree,
-                     branch=p.branch, base=p.base, owner=(p.owner_pid, 0.0), network=p.network)
-    try:
-        h = await ctx.hosted.host(attempt, dict(p.base_urls), ctx.runtime.port)
-    except ProcessLookupError as exc:
-        raise NotFound(str(exc)) from None
-    log.info("work_attempt_hosted", run=p.run, item=p.item, attempt=p.attempt, session_id=p.session_id,
-             network=p.network)
-    relay = None if h.relay is None else WorkRelay(folder=h.relay.folder, ports=sorted(h.relay.targets))
-    return WorkHosted(capability=h.capability, relay=relay)
-
-
 WORKER_TIMEOUT_S = 7 * 24 * 3600.0  # the supervisor's stall watchdog and budget end a worker, not this
 READ_MAX_BYTES = 256 << 10  # one work.read's output at most: a NodeEvent Out stays under its 1 MiB
 
@@ -64,11 +31,14 @@ READ_MAX_BYTES = 256 << 10  # one work.read's output at most: a NodeEvent Out st
 @rpc(WorkRunParams)
 async def run(ctx: Context, p: WorkRunParams) -> WorkRunning:
     """work.run {worktree, session_id, run, item, attempt, branch, base, owner_pid, network?=host,
-    base_urls?, argv, stdin?, env, sandbox?=true} -> {task_id}
+    argv, stdin?, env, sandbox?=true} -> {task_id}
 
-    Hosts the attempt as work.host does (its hook calls answered as a `plugkit work` worker's,
-    counted as heartbeats) and starts its worker as a task of this runner, in the worker's
-    session, through the worker executor a local worker runs by: its sandbox (fails closed),
+    From now until work.unhost (or until the owner process is gone), a hook call carrying
+    worker_session = session_id from inside the worktree is answered as a `plugkit work`
+    worker's: the destructive-command policy at PreToolUse (and on its exec: code), Stop turned
+    back once while nothing is committed past `base`, context lines naming the item; each one
+    counted (the heartbeat work.read reports). Its worker is started as a task of this runner,
+    in the worker's session, through the worker executor a local worker runs by: its sandbox (fails closed),
     a capability scoped to its item shown at the token's path, its relay under
     network "loopback-model", its own cgroup, the kill of its whole tree. The task is tied to
     owner_pid (a pidfd): when that process ends, the task is killed (reason host_gone) and the
@@ -82,9 +52,9 @@ async def run(ctx: Context, p: WorkRunParams) -> WorkRunning:
     if not os.path.isdir(p.worktree):
         raise Invalid(f"no worktree at {p.worktree}")
     attempt = Hosted(run=p.run, id=p.item, attempt=p.attempt, session_id=p.session_id, worktree=p.worktree,
-                     branch=p.branch, base=p.base, owner=(p.owner_pid, 0.0), network=p.network)
+                     branch=p.branch, base=p.base, owner=p.owner_pid, network=p.network)
     try:
-        h = await ctx.hosted.host(attempt, dict(p.base_urls), ctx.runtime.port, run=True)
+        h = ctx.hosted.host(attempt)
     except ProcessLookupError as exc:
         raise NotFound(str(exc)) from None
     code = json.dumps({"argv": p.argv, "sandbox": p.sandbox, "run": p.run, "item": p.item, "network": p.network})
@@ -94,7 +64,7 @@ async def run(ctx: Context, p: WorkRunParams) -> WorkRunning:
     except BaseException:
         ctx.hosted.unhost(p.session_id)
         raise
-    ctx.hosted.set_task(p.session_id, task, lambda: ctx.tasks.end(task, "killed", "host_gone"))
+    ctx.hosted.set_task(h, task, lambda: ctx.tasks.end(task, "killed", "host_gone"))
     log.info("work_attempt_run", run=p.run, item=p.item, attempt=p.attempt, session_id=p.session_id,
              task_id=task.id, owner=p.owner_pid, network=p.network, sandbox=p.sandbox)
     return WorkRunning(task_id=task.id)
@@ -132,21 +102,6 @@ async def read(ctx: Context, p: WorkReadParams) -> WorkRead:
 
 
 @rpc(WorkHostedRef)
-async def beats(ctx: Context, p: WorkHostedRef) -> WorkBeats:
-    """work.beats {session_id} -> {beats, hosted, refusals, refused}
-
-    How many of the hosted worker's calls this runner has answered (hooks, exec:); hosted false
-    once it is not hosted here (never was, unhosted, its owner gone, this runner restarted).
-    refusals: how many of its calls its capability was refused; refused: the last 20 of them.
-    """
-    assert ctx.hosted is not None
-    h = ctx.hosted.get(p.session_id)
-    if h is None:
-        return WorkBeats()
-    return WorkBeats(beats=h.beats, hosted=True, refusals=h.refusals, refused=list(h.refused))
-
-
-@rpc(WorkHostedRef)
 async def unhost(ctx: Context, p: WorkHostedRef) -> WorkUnhosted:
     """work.unhost {session_id} -> {unhosted}
 
@@ -163,4 +118,4 @@ async def unhost(ctx: Context, p: WorkHostedRef) -> WorkUnhosted:
     return WorkUnhosted(unhosted=done)
 
 
-METHODS = {"work.host": host, "work.beats": beats, "work.unhost": unhost, "work.run": run, "work.read": read}
+METHODS = {"work.run": run, "work.read": read, "work.unhost": unhost}

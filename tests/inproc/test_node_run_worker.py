@@ -12,39 +12,9 @@ import sys
 
 import psutil
 
-from tests.inproc.test_hosted_attempt import SESSION, _git, _host, _worktree
 from tests.support.escapees import escapees, kill_all, unique_seconds
 from tests.support.inproc import RpcError, call
-
-PATH = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")}
-
-
-def _run(wt, base, owner: int, script: str, sandbox: bool = False) -> dict:
-    return dict(**_host(wt, base, owner), argv=["sh", "-c", script], stdin="", env=PATH, sandbox=sandbox)
-
-
-def _node_worktree(tmp_path):
-    """As a node makes it (runner/node/clone.py): a worktree of a bare clone cache, its objects
-    written to a directory of its own (runner/system/worker_objects.py)."""
-    from runner.system import worker_objects
-
-    wt, base = _worktree(tmp_path)
-    cache = tmp_path / "cache.git"
-    _git(tmp_path, "clone", "-q", "--bare", "--single-branch", "--branch", "main", str(tmp_path / "attempt" / "clone"), str(cache))
-    node_wt = tmp_path / "node-wt"
-    _git(cache, "worktree", "add", "-q", "-b", "plugkit/w1", str(node_wt), base)
-    worker_objects.prepare(str(node_wt), str(cache))
-    return node_wt, base
-
-
-async def _read_to_end(client, session: str = SESSION) -> tuple[str, dict]:
-    out, cursor = [], 0
-    while True:
-        got = await call(client, "work.read", session_id=session, cursor=cursor, wait_s=2)
-        out.append(got["data"])
-        cursor = got["cursor"]
-        if got["ended"]:
-            return "".join(out), got
+from tests.support.node_attempt import SESSION, node_worktree, read_to_end, run_params
 
 
 async def _gone(seconds: str, within: float = 30) -> bool:
@@ -62,14 +32,14 @@ async def _status(client, wt, task_id: int) -> dict:
 
 async def test_the_worker_is_the_runners_task_read_by_cursor_to_its_end(make_client, tmp_path):
     client = await make_client()
-    wt, base = _worktree(tmp_path)
-    started = await call(client, "work.run", **_run(wt, base, os.getpid(), "echo one; echo two >&2; exit 3"))
+    wt, base = node_worktree(tmp_path)
+    started = await call(client, "work.run", **run_params(wt, base, os.getpid(), "echo one; echo two >&2; exit 3"))
     task_id = started["task_id"]
     listed = await call(client, "task.list", session_id=SESSION, cwd=str(wt))
     assert task_id in [t["task_id"] for t in listed["tasks"]], listed  # a person on the node sees it
     hosted = (await call(client, "debug.snapshot"))["snapshot"]["hosted"]
     assert hosted[SESSION]["task"] == f"task_{task_id}", hosted
-    out, end = await _read_to_end(client)
+    out, end = await read_to_end(client)
     assert "one" in out and "two" in out, out
     assert (end["ended"], end["state"], end["exit_code"], end["task_id"]) == (True, "failed", 3, task_id), end
     again = await call(client, "work.read", session_id=SESSION, cursor=end["cursor"])
@@ -84,12 +54,12 @@ async def test_the_worker_is_the_runners_task_read_by_cursor_to_its_end(make_cli
 
 async def test_its_owner_killed_takes_the_worker_and_its_detached_child(make_client, tmp_path):
     client = await make_client()
-    wt, base = _worktree(tmp_path)
+    wt, base = node_worktree(tmp_path)
     seconds = unique_seconds()
     owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     try:
         script = f"setsid sleep {seconds} & echo up; exec sleep {seconds}"
-        task_id = (await call(client, "work.run", **_run(wt, base, owner.pid, script)))["task_id"]
+        task_id = (await call(client, "work.run", **run_params(wt, base, owner.pid, script)))["task_id"]
         for _ in range(600):
             if len(escapees(seconds)) == 2:
                 break
@@ -114,11 +84,11 @@ async def test_its_owner_killed_takes_the_worker_and_its_detached_child(make_cli
 
 async def test_unhost_ends_the_worker_and_its_detached_child_before_it_answers(make_client, tmp_path):
     client = await make_client()
-    wt, base = _worktree(tmp_path)
+    wt, base = node_worktree(tmp_path)
     seconds = unique_seconds()
     try:
         script = f"setsid sleep {seconds} & echo up; exec sleep {seconds}"
-        task_id = (await call(client, "work.run", **_run(wt, base, os.getpid(), script)))["task_id"]
+        task_id = (await call(client, "work.run", **run_params(wt, base, os.getpid(), script)))["task_id"]
         got = await call(client, "work.read", session_id=SESSION, wait_s=10)
         assert "up" in got["data"] and not got["ended"], got
         assert (await call(client, "work.unhost", session_id=SESSION))["unhosted"]
@@ -131,11 +101,11 @@ async def test_unhost_ends_the_worker_and_its_detached_child_before_it_answers(m
 
 async def test_rejects_a_run_for_an_owner_that_is_gone_and_starts_nothing(make_client, tmp_path):
     client = await make_client()
-    wt, base = _worktree(tmp_path)
+    wt, base = node_worktree(tmp_path)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     try:
-        await call(client, "work.run", **_run(wt, base, dead.pid, "echo ran"))
+        await call(client, "work.run", **run_params(wt, base, dead.pid, "echo ran"))
         raise AssertionError("ran a worker for an owner that is gone")
     except RpcError as exc:
         assert "no process" in str(exc)
@@ -145,10 +115,10 @@ async def test_rejects_a_run_for_an_owner_that_is_gone_and_starts_nothing(make_c
 
 async def test_in_its_sandbox_the_worker_sees_a_capability_not_the_runners_token(make_client, tmp_path):
     client = await make_client()
-    wt, base = _node_worktree(tmp_path)
-    await call(client, "work.run", **_run(wt, base, os.getpid(), 'cat "$PLUGKIT_HOME/token"; touch made-here',
+    wt, base = node_worktree(tmp_path)
+    await call(client, "work.run", **run_params(wt, base, os.getpid(), 'cat "$PLUGKIT_HOME/token"; touch made-here',
                                            sandbox=True))
-    out, end = await _read_to_end(client)
+    out, end = await read_to_end(client)
     assert end["exit_code"] == 0, (out, end)
     seen = out.strip().splitlines()[-1]
     assert seen.startswith("pkw_") and seen != client.runtime.token, out
