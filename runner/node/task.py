@@ -3,11 +3,12 @@
 Receives the item branch's history as a git bundle (through Ray's object store), fetches it
 into a node-local clone cache (one bare repo per project under the node's directory, so git
 objects a node already has stay there between attempts), makes the worktree there, has the
-node's own runner run the worker as its task (work.run) and yields as it goes (plugkit/protocol/node.py's NodeEvent, as
-plain data): At once, Out per chunk of output, Beat when the worker made hook calls since the last
-one (how many so far), Refused for its calls the capability was refused on the node, then Done
-(exit code, thin bundle of the new commits or None), preceded by BadObjects when the worker wrote
-an object that may not enter the clone (nothing travels back then); or Lost when the node's
+node's own runner run the worker as its task (work.run) and yields as it goes
+(plugkit/protocol/node.py's NodeEvent, as plain data): At once, Out per chunk of output, Beat
+when the worker made hook calls since the last one (how many so far), Refused for its calls the
+capability was refused on the node, then Done (exit code, thin bundle of the new commits or
+None), preceded by BadObjects when the worker wrote an object that may not enter the clone
+(nothing travels back then); or Lost when the node's
 runner running the attempt died or restarted under it.
 
 One supervisor of the worker process on the node: its runner, as for a local worker (the
