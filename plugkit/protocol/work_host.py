@@ -1,4 +1,4 @@
-"""work.host, work.beats, work.unhost — a node's runner hosting an attempt placed on it by a
+"""work.run, work.read, work.unhost — a node's runner running an attempt placed on it by a
 supervisor elsewhere (`plugkit work --runtime ray`): the wire contract.
 
 Called by plugkit's own node-side code (runner/node/task.py) with the node
@@ -9,14 +9,17 @@ from typing import Annotated, Optional
 
 from pydantic import Field
 
-from plugkit.protocol import Cwd, Params, Result, SessionId
+from plugkit.protocol import Cwd, Environment, Offset, Params, Result, SessionId, TaskId
 from plugkit.protocol.lifecycle import ItemId
 from plugkit.protocol.work import Network
 
 Sha = Annotated[str, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]  # sha1 or sha256 object names
 
 
-class WorkHostParams(Params):
+class WorkRunParams(Params):
+    """The attempt hosted and its worker started as a task of this runner (its worker executor:
+    the sandbox, the capability, the relay, the cgroup, the kill of its tree), tied to owner_pid's life."""
+
     worktree: Cwd  # the attempt's worktree on this node
     session_id: str = SessionId  # the worker's session tag (its hooks carry it as worker_session)
     run: str = Field(min_length=1, max_length=64)
@@ -24,32 +27,45 @@ class WorkHostParams(Params):
     attempt: int = Field(ge=1, le=1000)
     branch: str = Field(min_length=1, max_length=255)
     base: Sha  # the commit the attempt started from: its Stop counts commits ahead of it
-    owner_pid: int = Field(ge=1)  # the node-side process holding the attempt: gone, the hosting ends
-    network: Network = "host"  # the run's; "loopback-model": this runner holds the worker's relay
-    # The worker's model endpoints (its *_BASE_URL variables): what its relay reaches besides this runner.
-    base_urls: dict[Annotated[str, Field(max_length=256, pattern=r"_BASE_URL$")],
-                    Annotated[str, Field(max_length=2048)]] = Field(default={}, max_length=32)
+    owner_pid: int = Field(ge=1)  # the node-side process holding the attempt: gone, the task is killed
+    # The run's; "loopback-model": this runner holds the worker's relay to the model endpoints its
+    # env's *_BASE_URL variables name, and to itself.
+    network: Network = "host"
+    argv: list[Annotated[str, Field(min_length=1, max_length=1 << 20)]] = Field(min_length=1, max_length=4096)
+    stdin: str = Field(default="", max_length=16 << 20)  # the prompt, written then closed
+    env: Environment  # the worker's whole environment (the supervisor's scopes, this node's home)
+    sandbox: bool = True  # False only for a person's --no-sandbox
 
 
-class WorkRelay(Result):
-    folder: str  # the relay's sockets and the sandbox's /etc/hosts (netrelay.namespace_args binds them)
-    ports: list[int]  # the loopback ports the inside half listens on (netrelay.wrap)
+class WorkRunning(Result):
+    task_id: int  # the worker's task on this runner (exec:tasks in its session, debug.snapshot)
 
 
-class WorkHosted(Result):
-    capability: str  # a 0600 file holding the worker's capability, shown at the token's path in its sandbox
-    relay: Optional[WorkRelay] = None  # network "loopback-model" only
+class WorkReadParams(Params):
+    session_id: str = SessionId
+    cursor: Offset = 0  # where the last read ended (0: from the start)
+    wait_s: float = Field(default=0.0, ge=0.0, le=30.0)  # until new output or the end, at most this long
+
+
+class WorkRead(Result):
+    """The worker's output from `cursor`, its heartbeat and its end, in one answer."""
+
+    task_id: TaskId
+    data: str = ""  # its output (stdout and stderr as they came)
+    cursor: int  # the next read's
+    dropped: int = 0  # bytes lost to the output cap before `cursor`
+    beats: int = 0  # its calls this runner answered so far (hooks, exec:)
+    refusals: int = 0  # its calls its capability was refused, ever
+    refused: list[str] = []  # the last of them, newest last
+    ended: bool = False  # True: the task is over and `data` held the last of its output
+    state: str = "running"
+    reason: Optional[str] = None
+    exit_code: Optional[int] = None
+    signal: Optional[int] = None
 
 
 class WorkHostedRef(Params):
     session_id: str = SessionId
-
-
-class WorkBeats(Result):
-    beats: int = 0  # the worker's hook calls this runner has answered so far
-    hosted: bool = False  # False: not hosted here (never, unhosted, or its owner gone)
-    refusals: int = 0  # its calls its capability was refused, ever
-    refused: list[str] = []  # the last of them, newest last (what each tried)
 
 
 class WorkUnhosted(Result):

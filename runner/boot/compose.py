@@ -35,7 +35,7 @@ def compose(config: RunnerConfig, token: str, runner_id: str, namespaces: tuple 
                                          retention_s=limits.ledger_retention_s, max_rows=limits.ledger_max_rows),
                           journal=paths.ledger_file(config.home))
     capabilities = Capabilities()  # minted by the worker executor, checked by the HTTP guard
-    hosted = HostedAttempts(capabilities, config.home)  # a node's runner: attempts a remote supervisor placed here
+    hosted = HostedAttempts()  # a node's runner: attempts a remote supervisor placed here
     executors = registry.build(registry.ExecutorContext(
         runner_id=runner_id, home=config.home, limits=limits,
         chromium=config.chromium, browser_idle_s=config.browser_idle_s, python=config.python,

@@ -33,6 +33,14 @@ def git(cwd: str, *args: str, data: bytes | None = None) -> bytes:
     return done.out
 
 
+def config(cwd: str, key: str, value: str) -> None:
+    """A setting of the clone's one config file, written only when it differs: once set, no
+    attempt takes config.lock for it again (seen once under load: a config.lock in the clone
+    failed an item's two attempts on that node, each at its `git config gc.auto`)."""
+    if system_git.run_sync(cwd, "config", "--get", key, timeout=60).out.decode().strip() != value:
+        git(cwd, "config", key, value)
+
+
 def cache_dir(root: str, repo_key: str) -> str:
     return os.path.join(root, "clones", hashlib.sha256(repo_key.encode()).hexdigest()[:16] + ".git")
 
@@ -63,7 +71,7 @@ def _fetch(cache: str, bundle: bytes | None, branch: str, tmp: str) -> None:
         git(os.path.dirname(cache), "init", "-q", "--bare", cache)
     # No automatic gc: a worker's commit would start one outside the lock, racing the other
     # attempts' worktrees (set on every attempt: a clone made by an older plugkit has it too).
-    git(cache, "config", "gc.auto", "0")
+    config(cache, "gc.auto", "0")
     if bundle is None:  # the node had every commit already
         return
     path = os.path.join(tmp, "in.bundle")

@@ -1,8 +1,9 @@
-"""The node side's seat at its node's own runner: start it, host the attempt there, poll its
-heartbeats, end the hosting (the runner's end: runner/rpc/work_host.py).
+"""The node side's seat at its node's own runner: start it, have it run the attempt's worker as
+its task, read that task's output, heartbeats and end, end it (the runner's end:
+runner/rpc/work_host.py).
 
 Plugkit's own code running as the node's user, so it uses that runner's real token; the worker
-never does (it is shown the capability work.host mints). Standard library and plugkit's kernel
+never does (it is shown the capability its worker task is minted). Standard library and plugkit's kernel
 only, like task.py: its calls go through plugkit.wire, the one small RPC client the `plugkit`
 client uses too (the runner never imports the client).
 """
@@ -15,11 +16,12 @@ from typing import Any, Optional
 
 from plugkit import codec, locks, paths
 from plugkit.protocol.node import NodeAttempt, parse
-from plugkit.protocol.work_host import WorkBeats, WorkHosted, WorkHostedRef, WorkHostParams
+from plugkit.protocol.work_host import WorkRead, WorkReadParams, WorkRunning, WorkRunParams
 from plugkit.vocab import HOME_TAG
 from plugkit.wire import Connection
 
 RPC_TIMEOUT_S = 10.0
+RUN_TIMEOUT_S = 120.0  # work.run: the sandbox's self-test and its home copied, on a loaded node
 PORT_VAR = "PLUGKIT_PORT"
 PORT_FILE = "runner-port"  # in the node's directory
 
@@ -88,7 +90,7 @@ def _kept_port(root: str, fresh: bool) -> str:
     return port
 
 
-def call(home: str, method: str, params: dict) -> Any:
+def call(home: str, method: str, params: dict, timeout: float = RPC_TIMEOUT_S) -> Any:
     """One JSON-RPC call to the runner whose home this is (plugkit.wire: the client's own way of
     calling its runner); its result, or NodeRunnerError."""
     try:
@@ -99,7 +101,7 @@ def call(home: str, method: str, params: dict) -> Any:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise NodeRunnerError(f"the node's runner is not up ({exc.__class__.__name__})") from None
     try:
-        conn = Connection(port, timeout=RPC_TIMEOUT_S)
+        conn = Connection(port, timeout=timeout)
         try:
             status, payload = conn.rpc(token, 1, method, params)
         finally:
@@ -114,28 +116,32 @@ def call(home: str, method: str, params: dict) -> Any:
     return answer.get("result")
 
 
-def host(home: str, wt: str, spec: NodeAttempt, env: dict[str, str]) -> WorkHosted:
-    """The attempt hosted by the node's runner: the file holding the worker's capability, and the
-    relay of its loopback-only network (or None)."""
-    params = WorkHostParams(
+def run(home: str, wt: str, spec: NodeAttempt, env: dict[str, str], argv: list[str], stdin: str) -> WorkRunning:
+    """The attempt's worker started as a task of the node's runner (work.run), tied to this
+    process's life: when the Ray worker process running the attempt ends, that runner kills it."""
+    params = WorkRunParams(
         worktree=wt, session_id=spec.session, run=spec.run, item=spec.item, attempt=spec.attempt,
         branch=spec.branch, base=spec.base, owner_pid=os.getpid(), network=spec.network,
-        base_urls={k: v for k, v in env.items() if k.endswith("_BASE_URL")})
-    return parse(WorkHosted, call(home, "work.host", params.model_dump()), "work.host answer of the node's runner")
+        argv=argv, stdin=stdin, env=env, sandbox=spec.sandbox)
+    return parse(WorkRunning, call(home, "work.run", params.model_dump(), RUN_TIMEOUT_S),
+                 "work.run answer of the node's runner")
 
 
-def heard(home: str, session: str) -> Optional[WorkBeats]:
-    """What the node's runner heard of the hosted worker (work.beats); None when it cannot say."""
+def read(home: str, session: str, cursor: int, wait_s: float) -> Optional[WorkRead]:
+    """The worker's output from cursor, its heartbeat and its end (work.read, waiting up to
+    wait_s for news); None when the node's runner does not answer or no longer runs it."""
     try:
-        result = call(home, "work.beats", WorkHostedRef(session_id=session).model_dump())
+        result = call(home, "work.read", WorkReadParams(session_id=session, cursor=cursor, wait_s=wait_s).model_dump(),
+                      RPC_TIMEOUT_S + wait_s)
     except NodeRunnerError:
         return None
-    beats = parse(WorkBeats, result, "work.beats answer of the node's runner")
-    return beats if beats.hosted else None
+    return parse(WorkRead, result, "work.read answer of the node's runner")
 
 
 def unhost(home: str, session: str) -> None:
+    """The worker's task killed with its whole tree (answered once it is gone), its capability
+    revoked, the hosting ended."""
     try:
-        call(home, "work.unhost", {"session_id": session})
+        call(home, "work.unhost", {"session_id": session}, RUN_TIMEOUT_S)
     except NodeRunnerError:
         pass  # a runner that is gone hosts nothing: its capabilities died with it

@@ -93,7 +93,7 @@ class Context:
     hooks: HookMemory = field(default_factory=HookMemory)
     # The sandboxed workers' capabilities: the worker executor mints them, the HTTP guard reads them.
     capabilities: Capabilities = field(default_factory=Capabilities)
-    # The attempts this runner hosts for a supervisor elsewhere (a Ray node's runner): work.host.
+    # The attempts this runner hosts for a supervisor elsewhere (a Ray node's runner): work.run.
     # None: built from the capabilities and the home below (the composition root passes its own).
     hosted: Optional[HostedAttempts] = None
     # Built on first use. None: a runner composed without gates; every hook call is allowed.
@@ -107,7 +107,7 @@ class Context:
 
     def __post_init__(self) -> None:
         if self.hosted is None:
-            self.hosted = HostedAttempts(self.capabilities, self.runtime.home)
+            self.hosted = HostedAttempts()
 
     def freeze(self) -> "Context":
         object.__setattr__(self, "_frozen", True)

@@ -10,7 +10,7 @@ import typing
 import pytest
 
 from plugkit.protocol import node as msg
-from plugkit.protocol.work_host import WorkBeats, WorkHosted
+from plugkit.protocol.work_host import WorkRead, WorkRunning
 from runner.node import auth, driver, placing, task
 
 SHA = "a" * 40
@@ -81,8 +81,8 @@ def test_a_nodes_list_of_commits_must_be_object_names():
 
 
 def test_the_node_runners_answers_are_checked_as_its_wire_models():
-    assert msg.parse(WorkBeats, {"beats": 2, "hosted": True, "refusals": 0, "refused": []}, "answer").beats == 2
-    for model, bad in [(WorkBeats, {"beats": 2, "hosted": True, "later": 1}), (WorkHosted, {"relay": None})]:
+    assert msg.parse(WorkRead, {"task_id": 3, "cursor": 9, "beats": 2, "data": "hi"}, "answer").beats == 2
+    for model, bad in [(WorkRead, {"task_id": 3, "cursor": 9, "later": 1}), (WorkRunning, {"relay": None})]:
         with pytest.raises(msg.Malformed, match="^a malformed answer"):
             msg.parse(model, bad, "answer")
 

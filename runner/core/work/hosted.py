@@ -1,34 +1,29 @@
-"""HostedAttempts: the attempts this runner hosts for a supervisor on another machine
-(`plugkit work --runtime ray`: the node's runner; the node side registers each attempt it
-runs here through work.host).
+"""HostedAttempts: the attempts this runner runs for a supervisor on another machine
+(`plugkit work --runtime ray`: the node's runner; the node side starts each attempt's worker
+here through work.run).
 
-A hosted attempt is met the way a local runner meets its own worker: the hook path routes a
-call carrying its session tag to the worker policy, the commit check and the item's context
-(runner/core/work/hooks.py), its `exec:` code meets the policy, and it holds a capability
-scoped to its worktree, minted by the same code as a local worker's. Each hook call it makes
-here is counted: the node side relays the count to the supervisor as the worker's heartbeat.
+The worker is a task of this runner, started by the same worker executor as a local worker (its
+sandbox, the capability scoped to its worktree that the sandbox shows at the token's path, its
+relay under `--network loopback-model`, its cgroup and the kill of its tree), and it is met the
+way a local runner meets its own worker: the hook path routes a call carrying its session tag
+to the worker policy, the commit check and the item's context (runner/core/work/hooks.py), and
+its `exec:` code meets the policy. Each hook call it makes here is counted: the node side
+relays the count to the supervisor as the worker's heartbeat (work.read).
 
-Under `--network loopback-model` this runner also holds the worker's relay, as it does for its
-own workers (runner/system/netrelay.py): the worker's namespace reaches its model endpoints
-and this runner, nothing else.
+Its owner, the Ray worker process running the attempt, is watched by a pidfd
+(runner/system/pidfd_watch.py): when it ends (a force cancel, the raylet killing it) the task is
+killed with everything it started and the hosting goes. No guard process, no poll of /proc.
 
-Memory only, so a restarted runner hosts nothing (its capabilities and relays died with it). An
-attempt whose owner (the node-side process that registered it) is gone is dropped on the next
-look: a force-cancelled Ray task never reaches its own unhost.
+Memory only, so a restarted runner hosts nothing (its capabilities and relays died with it).
 """
 
+import asyncio
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Awaitable, Callable, Optional
 
-import psutil
-
-from plugkit.work.capabilities import Capabilities, Capability
 from runner.core.work.model import with_refused
-from runner.executors.worker import drop_file, mint_file, relay_targets
-from runner.system import netrelay
+from runner.system import pidfd_watch
 
 
 @dataclass
@@ -42,74 +37,72 @@ class Hosted:
     worktree: str  # realpath
     branch: str
     base: str  # the commit it started from: the Stop check counts commits ahead of it
-    owner: tuple[int, float]  # (pid, create time) of the node-side process holding it
-    token: str = ""
-    capability: str = ""  # the file holding the token
+    owner: int  # the pid of the node-side process holding it (the Ray worker process)
     network: str = "host"  # plugkit.vocab.WORK_NETWORKS
-    relay: Optional[netrelay.Relay] = None  # its loopback-only network's outside half, held here
     beats: int = 0
     refused: list[str] = field(default_factory=list)  # its calls the capability refused, newest last
     refusals: int = 0  # how many ever (the list keeps the last MAX_REFUSED): the node side relays new ones
     stop_blocked: int = 0  # the attempt number whose Stop was turned back (once per attempt)
-
-
-def _started(pid: int) -> Optional[float]:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return None
+    task: Any = None  # the worker's task on this runner, once started
+    stop: Optional[Callable[[], Awaitable[None]]] = None  # ends that task (its whole tree)
+    watch: Optional[pidfd_watch.Watch] = None  # its owner's end
 
 
 class HostedAttempts:
-    def __init__(self, capabilities: Capabilities, home: str) -> None:
-        self.capabilities, self.home = capabilities, os.path.abspath(home)
+    def __init__(self) -> None:
         self._by_session: dict[str, Hosted] = {}
+        self._stopping: set[asyncio.Task] = set()  # tasks of owners gone, being ended
 
-    async def host(self, h: Hosted, environ: dict[str, str], port: int) -> Hosted:
-        """Registers it (an earlier hosting of the same session is ended first), mints its
-        capability and, for a loopback-only network, starts its relay to the endpoints `environ`
-        names and to this runner on `port`. `h.owner` holds the pid only: its start time is read here."""
+    def host(self, h: Hosted) -> Hosted:
+        """Registers it (an earlier hosting of the same session is ended first) and watches its
+        owner. ProcessLookupError: the owner is gone already."""
         self.unhost(h.session_id)
-        started = _started(h.owner[0])
-        if started is None:
-            raise ProcessLookupError(f"no process {h.owner[0]} to hold the attempt")
-        h.owner = (h.owner[0], started)
         h.worktree = os.path.realpath(h.worktree)
-        if h.network != "host":
-            targets = relay_targets(environ, port)  # Unavailable before anything is held
-            h.relay = await netrelay.open_relay(tempfile.mkdtemp(prefix="plugkit-hosted-") + ".net", targets)
-        h.token, h.capability = mint_file(self.capabilities, self.home,
-                                          Capability(h.run, h.id, h.session_id, h.worktree, h.network))
+        try:
+            h.watch = pidfd_watch.watch(h.owner, lambda: self._owner_gone(h))
+        except ProcessLookupError:
+            raise ProcessLookupError(f"no process {h.owner} to hold the attempt") from None
         self._by_session[h.session_id] = h
         return h
 
-    def unhost(self, session_id: str) -> bool:
+    def set_task(self, h: Hosted, task: Any, stop: Callable[[], Awaitable[None]]) -> None:
+        """Its worker's task, and how to end it: ended when its owner goes or it is unhosted."""
+        if self._by_session.get(h.session_id) is not h:  # its owner went while the task was starting
+            self._end(stop)
+            return
+        h.task, h.stop = task, stop
+
+    def _owner_gone(self, h: Hosted) -> None:
+        if self._by_session.get(h.session_id) is h:
+            self.unhost(h.session_id)
+
+    def _end(self, stop: Callable[[], Awaitable[None]]) -> None:
+        ending = asyncio.ensure_future(stop())
+        self._stopping.add(ending)
+        ending.add_done_callback(self._stopping.discard)
+
+    def unhost(self, session_id: str, end_task: bool = True) -> bool:
+        """Ends the hosting; a task it holds is ended too (in the background: work.unhost awaits
+        it itself). end_task False: the runner is stopping, and its task manager kills every task."""
         h = self._by_session.pop(session_id, None)
         if h is None:
             return False
-        drop_file(self.capabilities, h.token, h.capability)
-        if h.relay is not None:
-            h.relay.abort()
-            shutil.rmtree(h.relay.folder, True)
-            os.rmdir(h.relay.folder.removesuffix(".net"))
+        if h.watch is not None:
+            h.watch.cancel()
+        if h.stop is not None and end_task:
+            self._end(h.stop)
         return True
 
     def close(self) -> None:
         """The runner stops: nothing stays hosted."""
         for session_id in list(self._by_session):
-            self.unhost(session_id)
-
-    def _prune(self) -> None:
-        gone = [s for s, h in self._by_session.items() if _started(h.owner[0]) != h.owner[1]]
-        for session_id in gone:
-            self.unhost(session_id)
+            self.unhost(session_id, end_task=False)
 
     def at(self, cwd: str, session_id: Optional[str] = None) -> Optional[Hosted]:
         """The hosted attempt whose worktree holds cwd (and, when given, whose session this is),
         its heartbeat counted; None elsewhere. Costs nothing on a runner hosting nothing."""
         if not self._by_session:
             return None
-        self._prune()
         real = os.path.realpath(cwd)
         for h in self._by_session.values():
             if (real == h.worktree or real.startswith(h.worktree + os.sep)) and session_id in (None, h.session_id):
@@ -119,7 +112,6 @@ class HostedAttempts:
 
     def get(self, session_id: str) -> Optional[Hosted]:
         """The hosted attempt of this session, or None when it is not hosted (any more)."""
-        self._prune()
         return self._by_session.get(session_id)
 
     def refused(self, session_id: str, what: str) -> None:
@@ -134,4 +126,5 @@ class HostedAttempts:
 
     def snapshot(self) -> dict:
         return {s: {"item": h.id, "attempt": h.attempt, "worktree": h.worktree, "beats": h.beats,
-                    "owner": h.owner[0]} for s, h in self._by_session.items()}
+                    "owner": h.owner, "task": f"task_{h.task.id}" if h.task is not None else None}
+                for s, h in self._by_session.items()}
