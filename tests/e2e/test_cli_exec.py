@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_runner import FakeRunner
+from tests.support.load import stretched
 from tests.support.runner_home import ROOT, cli_argv, rpc
 
 pytestmark = pytest.mark.e2e
@@ -264,7 +265,7 @@ def test_broken_pipe_ends_quietly_promptly_and_kills_the_task(home):
     took = time.monotonic() - began
     assert result.stdout == "y\n"
     assert result.returncode == 141 and "Traceback" not in result.stderr and "Error" not in result.stderr
-    assert took < 5, took
+    assert took < stretched(5), took  # `yes` is not left to fill the pipe until some timeout
     (task,) = listed(home, "p")
     assert task["state"] == "killed"
 
