@@ -126,14 +126,19 @@ def test_json_reports_task_and_output(shared_home):
 
 # --- backgrounding and following ---------------------------------------------------------------
 
-def test_background_then_sleep_until_text_status_and_close(shared_home):
-    first = shared_home.cli("exec:bash", "--wait", "0.5", "echo first; sleep 0.5; echo second; sleep 30")
+def test_background_then_sleep_until_text_status_and_close(shared_home, tmp_path):
+    # "second" waits for the test's go-ahead, not for a time: on a loaded machine a 0.5 s sleep could
+    # end inside the first answer, or "first" miss a 0.5 s wait.
+    go = tmp_path / "go"
+    first = shared_home.cli("exec:bash", "--wait", "3",
+                            f"echo first; until [ -e {go} ]; do sleep 0.05; done; echo second; sleep 30")
     assert first.returncode == 0 and first.stdout == "first\n"
     tid = backgrounded_id(first.stderr)
     for follow_up in (f"plugkit exec:status task_{tid}", f"plugkit exec:sleep task_{tid} 30",
                       f"plugkit exec:close task_{tid}"):
         assert follow_up in first.stderr
-    woke = shared_home.cli("exec:sleep", f"task_{tid}", "10", "--until", "second")
+    go.touch()
+    woke = shared_home.cli("exec:sleep", f"task_{tid}", "30", "--until", "second")
     assert woke.returncode == 0 and woke.stdout == "second\n" and "running" in woke.stderr
     status = shared_home.cli("exec:status", str(tid))
     assert status.stdout == "" and f"task_{tid} running" in status.stderr
