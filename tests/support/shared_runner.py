@@ -4,7 +4,8 @@ A runner start and stop is ~0.5-1.5 s of CPU (more on a loaded machine), paid on
 the `home` fixture; the suite is CPU-bound on two cores. A test that only runs tasks through the
 CLI does not need a runner of its own: it needs its own session (PLUGKIT_SESSION, set per test)
 and its own workspace (its tmp_path). A test that starts, stops, kills, wedges or counts runners,
-or relies on the default per-directory session, keeps `home`.
+relies on the default per-directory session, or needs a runner booted with its own environment
+(plugkit/config.py's limits, PLUGKIT_CGROUPS: read once at boot), keeps `home`.
 
 The runner is started while no test's leak mark is set, so it is not taken for a test's leftover;
 every task a test starts carries that test's mark (the CLI sends its caller's environment with
