@@ -106,8 +106,9 @@ def test_kill_port_refuses_a_process_that_is_not_this_sessions_task_unless_force
 
 
 def test_kill_port_kills_this_sessions_task_and_refuses_another_sessions(shared_home, tmp_path):
+    # One write of "port N": the task's python is unbuffered (-u); print('port', n) wrote them apart.
     code = ("import socket, time\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
-            "print('port', s.getsockname()[1], flush=True); time.sleep(60)")
+            "print(f'port {s.getsockname()[1]}', flush=True); time.sleep(60)")
     started = shared_home.cli("exec:python", "--wait", "0", "--session", "a", code)
     task = started.stderr.split("] ", 1)[1].split()[0]
     seen = shared_home.cli("exec:sleep", task, "60", "--until", "port ", "--session", "a")
