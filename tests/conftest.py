@@ -117,3 +117,24 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("PLUGKIT_PORT", str(h.port))
     yield h
     h.stop_all()
+
+
+@pytest.fixture(scope="module")
+def module_runner(tmp_path_factory):
+    """The module's one runner (tests/support/shared_runner.py), stopped after its last test."""
+    from tests.support.shared_runner import start_module_runner
+
+    h = start_module_runner(tmp_path_factory.mktemp("module-runner"))
+    yield h
+    h.stop_all()
+
+
+@pytest.fixture
+def shared_home(module_runner, monkeypatch, request):
+    """Like `home`, on the module's runner, in a session of this test's own (PLUGKIT_SESSION).
+    For tests that only run tasks; one that starts, stops or counts runners takes `home`."""
+    from tests.support import shared_runner
+
+    pid = shared_runner.enter(module_runner, monkeypatch, request.node.nodeid)
+    yield module_runner
+    shared_runner.check_still_serving(module_runner, pid)

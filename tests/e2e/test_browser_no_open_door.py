@@ -23,6 +23,7 @@ import pytest
 from plugkit.chromium import find_chromium
 from runner.system import kill as kill_mod
 from runner.system.chromium import BROWSER_TAG
+from tests.support.load import stretched
 from tests.support.runner_home import Home, rpc
 
 pytestmark = pytest.mark.e2e
@@ -223,7 +224,7 @@ def test_kill_9_of_the_runner_takes_the_browser_tree_with_it(runner):
     assert tree
     proc.kill()
     proc.wait()
-    deadline = time.monotonic() + 2.0  # the bound: gone within 2 s, not at the next boot
+    deadline = time.monotonic() + stretched(2.0)  # the bound: gone within 2 s, not at the next boot
     while browser_tree(runner_id) and time.monotonic() < deadline:
         time.sleep(0.05)
     left = browser_tree(runner_id)

@@ -105,26 +105,27 @@ def test_kill_port_refuses_a_process_that_is_not_this_sessions_task_unless_force
     assert home.runner_pids() == []
 
 
-def test_kill_port_kills_this_sessions_task_and_refuses_another_sessions(home, tmp_path):
+def test_kill_port_kills_this_sessions_task_and_refuses_another_sessions(shared_home, tmp_path):
+    # One write of "port N": the task's python is unbuffered (-u); print('port', n) wrote them apart.
     code = ("import socket, time\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
-            "print('port', s.getsockname()[1], flush=True); time.sleep(60)")
-    started = home.cli("exec:python", "--wait", "0", "--session", "a", code)
+            "print(f'port {s.getsockname()[1]}', flush=True); time.sleep(60)")
+    started = shared_home.cli("exec:python", "--wait", "0", "--session", "a", code)
     task = started.stderr.split("] ", 1)[1].split()[0]
-    seen = home.cli("exec:sleep", task, "60", "--until", "port ", "--session", "a")
+    seen = shared_home.cli("exec:sleep", task, "60", "--until", "port ", "--session", "a")
     # Under load the task may print before the start returns: then the start showed the line
     # and --until, answering what is new, says it was already seen.
     port = int((started.stdout + seen.stdout).split("port ", 1)[1].split()[0])
-    other = home.cli("kill-port", str(port), "--session", "b")
+    other = shared_home.cli("kill-port", str(port), "--session", "b")
     assert other.returncode == 1 and "not one of this session's tasks" in other.stderr, other.stderr
-    mine = home.cli("kill-port", str(port), "--session", "a")
+    mine = shared_home.cli("kill-port", str(port), "--session", "a")
     assert mine.returncode == 0 and f"port {port} is free" in mine.stdout, mine.stderr
-    listed = json.loads(home.cli("exec:tasks", "--session", "a", "--json").stdout)
+    listed = json.loads(shared_home.cli("exec:tasks", "--session", "a", "--json").stdout)
     assert all(t["state"] != "running" for t in listed["tasks"]), listed
 
 
-def test_kill_port_through_the_runner_kills_the_listener_and_its_child(home, listener):
-    assert home.cli("runner", "start").returncode == 0
-    result = home.cli("kill-port", str(listener.port), "--force")
+def test_kill_port_through_the_runner_kills_the_listener_and_its_child(shared_home, listener):
+    assert shared_home.cli("runner", "start").returncode == 0
+    result = shared_home.cli("kill-port", str(listener.port), "--force")
     assert result.returncode == 0, result.stderr
     assert f"killed pid {listener.proc.pid}" in result.stdout and "and 1 child process" in result.stdout
     assert f"port {listener.port} is free" in result.stdout
@@ -140,10 +141,10 @@ def test_kill_port_without_a_runner_works_locally_and_starts_none(home, listener
     assert listener.gone() and home.runner_pids() == []
 
 
-def test_kill_port_when_nothing_listens(home):
-    assert home.cli("runner", "start").returncode == 0
+def test_kill_port_when_nothing_listens(shared_home):
+    assert shared_home.cli("runner", "start").returncode == 0
     port = free_port()
-    result = home.cli("kill-port", str(port))
+    result = shared_home.cli("kill-port", str(port))
     assert result.returncode == 0 and result.stdout.strip() == f"nothing listens on port {port}; it is free"
 
 
@@ -153,19 +154,19 @@ def test_kill_port_rejects_what_is_not_a_port(home, word):
     assert result.returncode == 2 and "not a TCP port" in result.stderr
 
 
-def test_runner_refuses_to_kill_itself_when_asked_over_rpc(home):
-    assert home.cli("runner", "start").returncode == 0
+def test_runner_refuses_to_kill_itself_when_asked_over_rpc(shared_home):
+    assert shared_home.cli("runner", "start").returncode == 0
     with pytest.raises(RpcFailure) as refused:
-        rpc(home, "port.kill", {"port": home.port})
+        rpc(shared_home, "port.kill", {"port": shared_home.port})
     assert refused.value.code == -32002 and "the plugkit runner itself" in refused.value.message
     assert "kill-port" in refused.value.data["next"]
-    assert len(home.runner_pids()) == 1
+    assert len(shared_home.runner_pids()) == 1
 
 
-def test_runner_refuses_a_tree_holding_the_caller_and_kills_nothing(home, listener):
-    assert home.cli("runner", "start").returncode == 0
+def test_runner_refuses_a_tree_holding_the_caller_and_kills_nothing(shared_home, listener):
+    assert shared_home.cli("runner", "start").returncode == 0
     with pytest.raises(RpcFailure) as refused:
-        rpc(home, "port.kill", {"port": listener.port, "caller_pid": listener.child})
+        rpc(shared_home, "port.kill", {"port": listener.port, "caller_pid": listener.child})
     assert refused.value.code == -32002 and f"pid {listener.proc.pid}" in refused.value.message
     assert listener.proc.poll() is None and alive(listener.child)  # a zombie would not count
 
@@ -243,10 +244,10 @@ def test_doctor_fails_on_a_foreign_port_holder_and_a_loose_state_dir(home):
     assert any(f"chmod 700 {home.path}" in line for line in lines), result.stdout
 
 
-def test_doctor_reports_our_running_runner(home):
-    assert home.cli("runner", "start").returncode == 0
-    result = home.cli("doctor", "--json")
-    port = next(c for c in json.loads(result.stdout) if c["check"] == f"port {home.port}")
+def test_doctor_reports_our_running_runner(shared_home):
+    assert shared_home.cli("runner", "start").returncode == 0
+    result = shared_home.cli("doctor", "--json")
+    port = next(c for c in json.loads(result.stdout) if c["check"] == f"port {shared_home.port}")
     assert port["level"] == "ok" and "our runner" in port["detail"]
 
 

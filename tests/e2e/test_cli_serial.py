@@ -87,8 +87,8 @@ def one_line_refusal(result, code: int, said: str) -> None:
 
 # --- streaming, typing, closing --------------------------------------------------------
 
-def test_stream_until_type_with_each_eol_close_and_reopen(home, pty_pair):
-    opened = home.cli("exec:serial", pty_pair.near, "9600", "--wait", "0.3")
+def test_stream_until_type_with_each_eol_close_and_reopen(shared_home, pty_pair):
+    opened = shared_home.cli("exec:serial", pty_pair.near, "9600", "--wait", "0.3")
     tid = started_id(opened)
     assert f"{pty_pair.near} open at 9600 8N1" in opened.stderr
     for follow_up in (f"plugkit exec:status task_{tid}", f"plugkit exec:sleep task_{tid} 30 --until TEXT",
@@ -96,7 +96,7 @@ def test_stream_until_type_with_each_eol_close_and_reopen(home, pty_pair):
         assert follow_up in opened.stderr
 
     pty_pair.send(b"boot 1\nboot 2\nprompt> ")
-    woke = home.cli("exec:sleep", f"task_{tid}", "10", "--until", "prompt>")
+    woke = shared_home.cli("exec:sleep", f"task_{tid}", "10", "--until", "prompt>")
     assert woke.returncode == 0 and woke.stdout == "boot 1\nboot 2\nprompt> ", woke.stderr
 
     for args, arrives in ((["AT+GMR"], b"AT+GMR\n"),  # default: lf
@@ -104,19 +104,19 @@ def test_stream_until_type_with_each_eol_close_and_reopen(home, pty_pair):
                           (["ab", "--no-newline"], b"ab"),
                           (["cd", "--eol", "cr"], b"cd\r"),
                           (["--eol", "lf", "ef"], b"ef\n")):
-        sent = home.cli("exec:type", str(tid), *args)
+        sent = shared_home.cli("exec:type", str(tid), *args)
         assert sent.returncode == 0 and f"sent {len(arrives)} bytes to task_{tid}" in sent.stdout, sent.stderr
         assert pty_pair.receive(arrives) == arrives
 
-    closed = home.cli("exec:close", f"task_{tid}")
+    closed = shared_home.cli("exec:close", f"task_{tid}")
     assert closed.returncode == 0 and f"task_{tid} completed: closed (serial" in closed.stdout
 
     # The port was freed: a second open of the same device works, and it returns as soon
     # as --until sees the text, well inside its --wait.
-    device = threading.Thread(target=speak_once_open, args=(home, pty_pair, b"ready\n"), daemon=True)
+    device = threading.Thread(target=speak_once_open, args=(shared_home, pty_pair, b"ready\n"), daemon=True)
     device.start()
     began = time.monotonic()
-    again = home.cli("exec:serial", pty_pair.near, "--session", "s", "--json", "--until", "ready",
+    again = shared_home.cli("exec:serial", pty_pair.near, "--session", "s", "--json", "--until", "ready",
                      "--wait", "20")
     device.join()
     doc = json.loads(again.stdout)
@@ -124,7 +124,7 @@ def test_stream_until_type_with_each_eol_close_and_reopen(home, pty_pair):
     assert doc["running"] is True and doc["task"]["lang"] == "serial"
     assert [c["text"] for c in doc["output"] if c["stream"] == "stdout"] == ["ready\n"]
     assert f"plugkit exec:close task_{doc['task']['task_id']} --session s" in doc["next"]
-    assert home.cli("exec:close", str(doc["task"]["task_id"]), "--session", "s").returncode == 0
+    assert shared_home.cli("exec:close", str(doc["task"]["task_id"]), "--session", "s").returncode == 0
 
 
 def speak_once_open(home, pair: Pair, data: bytes) -> None:
@@ -138,28 +138,28 @@ def speak_once_open(home, pair: Pair, data: bytes) -> None:
         time.sleep(0.02)
 
 
-def test_device_going_away_ends_the_task_device_lost_and_the_runner_serves_on(home, pty_pair):
-    tid = started_id(home.cli("exec:serial", pty_pair.near, "--wait", "0.2"))
+def test_device_going_away_ends_the_task_device_lost_and_the_runner_serves_on(shared_home, pty_pair):
+    tid = started_id(shared_home.cli("exec:serial", pty_pair.near, "--wait", "0.2"))
     pty_pair.proc.kill()  # the other end of the line disappears, like an unplugged adapter
     pty_pair.proc.wait()
-    ended = home.cli("exec:sleep", f"task_{tid}", "10")
+    ended = shared_home.cli("exec:sleep", f"task_{tid}", "10")
     assert ended.returncode == 1 and f"task_{tid} failed: device_lost (serial" in ended.stderr, ended.stderr
     assert f"{pty_pair.near} was lost" in ended.stderr and "Traceback" not in ended.stderr
-    assert home.cli("exec:bash", "echo alive").stdout == "alive\n"
+    assert shared_home.cli("exec:bash", "echo alive").stdout == "alive\n"
 
 
-def test_hex_mode_dumps_bytes_and_types_hex_digits_with_the_eol_ignored(home, pty_pair):
-    opened = home.cli("exec:serial", pty_pair.near, "--hex", "--wait", "0.2")
+def test_hex_mode_dumps_bytes_and_types_hex_digits_with_the_eol_ignored(shared_home, pty_pair):
+    opened = shared_home.cli("exec:serial", pty_pair.near, "--hex", "--wait", "0.2")
     tid = started_id(opened)
     assert f"plugkit exec:type task_{tid} '41 54 0d 0a'" in opened.stderr
     pty_pair.send(b"OK\r\n")
-    assert home.cli("exec:sleep", str(tid), "10", "--until", "0d 0a").stdout == "4f 4b 0d 0a "
+    assert shared_home.cli("exec:sleep", str(tid), "10", "--until", "0d 0a").stdout == "4f 4b 0d 0a "
     # The default lf (and crlf) are whitespace to the runner's hex reader: only the digits go out.
-    assert home.cli("exec:type", str(tid), "41 54 0d 0a").returncode == 0
-    assert home.cli("exec:type", str(tid), "5a", "--eol", "crlf").returncode == 0
+    assert shared_home.cli("exec:type", str(tid), "41 54 0d 0a").returncode == 0
+    assert shared_home.cli("exec:type", str(tid), "5a", "--eol", "crlf").returncode == 0
     assert pty_pair.receive(b"Z") == b"AT\r\nZ"
-    one_line_refusal(home.cli("exec:type", str(tid), "hello"), 2, "hex mode")
-    assert home.cli("exec:close", str(tid)).returncode == 0
+    one_line_refusal(shared_home.cli("exec:type", str(tid), "hello"), 2, "hex mode")
+    assert shared_home.cli("exec:close", str(tid)).returncode == 0
 
 
 # --- refusals ----------------------------------------------------------------------------
@@ -179,7 +179,7 @@ def test_bad_words_are_usage_errors_before_any_runner_starts(home, pty_pair):
     assert home.runner_pids() == []
 
 
-def test_refused_ports_and_settings_give_one_line_and_leave_nothing_open(home, pty_pair):
+def test_refused_ports_and_settings_give_one_line_and_leave_nothing_open(shared_home, pty_pair):
     for args, code, said in (
         (["socket://127.0.0.1:9"], 2, "socket:// ports are refused"),
         (["rfc2217://127.0.0.1:9"], 2, "rfc2217:// ports are refused"),
@@ -190,14 +190,14 @@ def test_refused_ports_and_settings_give_one_line_and_leave_nothing_open(home, p
         ([pty_pair.near, "--stopbits", "3"], 2, "stopbits"),
         ([MISSING_DEVICE], 1, "no such device"),
     ):
-        one_line_refusal(home.cli("exec:serial", *args, "--wait", "0"), code, said)
-    assert json.loads(home.cli("exec:tasks", "--json").stdout)["tasks"] == []
+        one_line_refusal(shared_home.cli("exec:serial", *args, "--wait", "0"), code, said)
+    assert json.loads(shared_home.cli("exec:tasks", "--json").stdout)["tasks"] == []
 
-    tid = started_id(home.cli("exec:serial", pty_pair.near, "--wait", "0"))
-    one_line_refusal(home.cli("exec:serial", pty_pair.near, "--wait", "0"), 1, f"already open in task_{tid}")
-    one_line_refusal(home.cli("exec:serial", pty_pair.near, "--session", "other", "--wait", "0"), 1,
+    tid = started_id(shared_home.cli("exec:serial", pty_pair.near, "--wait", "0"))
+    one_line_refusal(shared_home.cli("exec:serial", pty_pair.near, "--wait", "0"), 1, f"already open in task_{tid}")
+    one_line_refusal(shared_home.cli("exec:serial", pty_pair.near, "--session", "other", "--wait", "0"), 1,
                      f"already open in task_{tid} of another session")
-    assert home.cli("exec:close", str(tid)).returncode == 0
+    assert shared_home.cli("exec:close", str(tid)).returncode == 0
 
 
 # --- listing and help --------------------------------------------------------------------
@@ -225,17 +225,17 @@ def test_help_documents_the_verbs_without_a_runner(home):
     assert home.runner_pids() == []
 
 
-def test_exec_serial_through_a_claude_code_hook_opens_the_port_in_the_hooks_session(home, pty_pair, tmp_path):
+def test_exec_serial_through_a_claude_code_hook_opens_the_port_in_the_hooks_session(shared_home, pty_pair, tmp_path):
     import json
 
     event = {"session_id": "hooked", "cwd": str(tmp_path), "hook_event_name": "PreToolUse",
              "tool_name": "Bash", "tool_input": {"command": f"exec:serial {pty_pair.near} 9600"}}
-    result = home.cli("hook", "PreToolUse", "--platform", "claude-code", input=json.dumps(event))
+    result = shared_home.cli("hook", "PreToolUse", "--platform", "claude-code", input=json.dumps(event))
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)["hookSpecificOutput"]
     assert answer["permissionDecision"] == "deny"  # delivered, never run in the shell
     tid = int(re.search(r"task_(\d+)", answer["permissionDecisionReason"]).group(1))
-    listed = home.cli("exec:tasks", "--json", "--session", "hooked", "--cwd", str(tmp_path))
+    listed = shared_home.cli("exec:tasks", "--json", "--session", "hooked", "--cwd", str(tmp_path))
     task = [t for t in json.loads(listed.stdout)["tasks"] if t["task_id"] == tid][0]
     assert task["lang"] == "serial" and task["state"] == "running"
-    assert home.cli("exec:close", str(tid), "--session", "hooked", "--cwd", str(tmp_path)).returncode == 0
+    assert shared_home.cli("exec:close", str(tid), "--session", "hooked", "--cwd", str(tmp_path)).returncode == 0

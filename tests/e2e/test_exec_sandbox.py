@@ -41,25 +41,25 @@ def _probe(home, ws: Path, user_home: Path, tmp_path: Path, *flags: str) -> dict
     return dict(line.split()[1:3] for line in done.stdout.splitlines() if line.startswith("ATTACK "))
 
 
-def test_a_sandboxed_task_keeps_its_workspace_and_nothing_else(home, ws, user_home, tmp_path):
-    assert set(_probe(home, ws, user_home, tmp_path, "--sandbox").values()) == {"denied"}
+def test_a_sandboxed_task_keeps_its_workspace_and_nothing_else(shared_home, ws, user_home, tmp_path):
+    assert set(_probe(shared_home, ws, user_home, tmp_path, "--sandbox").values()) == {"denied"}
     assert not (tmp_path / "outside.txt").exists()
-    assert home.cli("exec:bash", "--sandbox", "echo $((6 * 7))", cwd=ws).stdout.strip() == "42"
+    assert shared_home.cli("exec:bash", "--sandbox", "echo $((6 * 7))", cwd=ws).stdout.strip() == "42"
     # What the option adds: without it the same task reads the token.
-    assert _probe(home, ws, user_home, tmp_path)["read_token"] == "ALLOWED"
+    assert _probe(shared_home, ws, user_home, tmp_path)["read_token"] == "ALLOWED"
 
 
-def test_exec_sandbox_in_the_workspace_puts_every_task_in_the_sandbox(home, ws, user_home, tmp_path):
+def test_exec_sandbox_in_the_workspace_puts_every_task_in_the_sandbox(shared_home, ws, user_home, tmp_path):
     config = ws / ".plugkit" / "config.toml"
     config.write_text(config.read_text() + "exec_sandbox = true\n")
     git(ws, "commit", "-qam", "sandbox every task")
-    assert set(_probe(home, ws, user_home, tmp_path).values()) == {"denied"}
+    assert set(_probe(shared_home, ws, user_home, tmp_path).values()) == {"denied"}
 
 
-def test_an_agent_turning_exec_sandbox_off_in_the_file_changes_nothing(home, ws, user_home, tmp_path):
+def test_an_agent_turning_exec_sandbox_off_in_the_file_changes_nothing(shared_home, ws, user_home, tmp_path):
     config = ws / ".plugkit" / "config.toml"
     config.write_text(config.read_text() + "exec_sandbox = true\n")
     git(ws, "commit", "-qam", "sandbox every task")
-    assert home.cli("gate", "status", cwd=ws).returncode == 0  # the runner holds the setting now
+    assert shared_home.cli("gate", "status", cwd=ws).returncode == 0  # the runner holds the setting now
     config.write_text(config.read_text().replace("exec_sandbox = true", "exec_sandbox = false"))
-    assert set(_probe(home, ws, user_home, tmp_path).values()) == {"denied"}
+    assert set(_probe(shared_home, ws, user_home, tmp_path).values()) == {"denied"}

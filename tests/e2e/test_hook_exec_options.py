@@ -48,30 +48,30 @@ FORMS = ["plugkit exec:bash --sandbox '{code}'", "exec:bash --sandbox {code}", "
 # platform decides only how the command arrives).
 @pytest.mark.parametrize("platform, form", [("claude-code", f) for f in FORMS]
                          + [(p, FORMS[0]) for p in sorted(PLATFORMS) if p != "claude-code"])
-def test_sandbox_from_a_hook_runs_sandboxed(home, ws, tmp_path, platform, form):
+def test_sandbox_from_a_hook_runs_sandboxed(shared_home, ws, tmp_path, platform, form):
     user = home_with_a_key(tmp_path / "user")
     outside = tmp_path / "outside.txt"
     code = f"cat ~/.ssh/id_rsa; touch {outside}; echo inside > inside.txt; echo ran-$((6 * 7))"
-    said = reason(home, ws, platform, form.format(code=code), HOME=str(user))
+    said = reason(shared_home, ws, platform, form.format(code=code), HOME=str(user))
     assert "ran-42" in said, said
     assert FAKE_KEY.strip("-\n") not in said and not outside.exists(), said
     assert (ws / "inside.txt").read_text() == "inside\n"  # its workspace stays writable
 
 
 @pytest.mark.parametrize("platform", sorted(PLATFORMS))
-def test_an_unknown_option_from_a_hook_is_refused_by_name_and_nothing_runs(home, ws, tmp_path, platform):
+def test_an_unknown_option_from_a_hook_is_refused_by_name_and_nothing_runs(shared_home, ws, tmp_path, platform):
     marker = tmp_path / "ran.txt"
     for command in (f"plugkit exec:bash --sandbx 'touch {marker}'", f"exec:bash --sandbx touch {marker}"):
-        said = reason(home, ws, platform, command)
+        said = reason(shared_home, ws, platform, command)
         assert "was not run: unknown option --sandbx; did you mean --sandbox?" in said, said
     assert not marker.exists()
 
 
-def test_the_other_options_mean_in_a_hook_what_they_mean_on_the_command_line(home, ws):
+def test_the_other_options_mean_in_a_hook_what_they_mean_on_the_command_line(shared_home, ws):
     (ws / "sub").mkdir()
-    said = reason(home, ws, "claude-code", "exec:bash --cwd sub --timeout 1 --no-stdin\npwd; cat; sleep 30")
+    said = reason(shared_home, ws, "claude-code", "exec:bash --cwd sub --timeout 1 --no-stdin\npwd; cat; sleep 30")
     assert f"{ws}/sub" in said and "timed out" in said, said
-    refused = reason(home, ws, "claude-code", "exec:bash --session other\ntrue")
+    refused = reason(shared_home, ws, "claude-code", "exec:bash --session other\ntrue")
     assert "--session is not taken by an exec: a hook runs: a hook's session is the one its host names" in refused
-    helped = reason(home, ws, "claude-code", "plugkit exec:python --help")
+    helped = reason(shared_home, ws, "claude-code", "plugkit exec:python --help")
     assert "--sandbox" in helped and "--detach" in helped

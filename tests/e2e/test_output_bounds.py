@@ -21,8 +21,8 @@ FINAL = {"stderr": ("stdout", "done-ok\n"), "stdout": ("stderr", "final-err\n")}
 
 
 @pytest.mark.parametrize("flooded", FLOODS)
-def test_cli_keeps_the_final_line_of_the_quiet_stream(home, flooded):
-    result = home.cli("exec:python", FLOODS[flooded])
+def test_cli_keeps_the_final_line_of_the_quiet_stream(shared_home, flooded):
+    result = shared_home.cli("exec:python", FLOODS[flooded])
     assert result.returncode == 0, result.stderr
     quiet, line = FINAL[flooded]
     shown = {"stdout": result.stdout, "stderr": result.stderr}
@@ -37,14 +37,14 @@ def test_cli_keeps_the_final_line_of_the_quiet_stream(home, flooded):
     assert f"{quiet} shown whole" in note.group(0)
     tid = re.search(r"exec:status task_(\d+) --from", note.group(0)).group(1)
     assert len(result.stdout) + len(result.stderr) < 70_000
-    rest = home.cli("exec:status", f"task_{tid}", "--full")
+    rest = shared_home.cli("exec:status", f"task_{tid}", "--full")
     assert line in {"stdout": rest.stdout, "stderr": rest.stderr}[quiet]
     assert len({"stdout": rest.stdout, "stderr": rest.stderr}[flooded]) >= 900_000
 
 
 @pytest.mark.parametrize("flooded", FLOODS)
-def test_json_says_per_stream_what_was_cut(home, flooded):
-    doc = json.loads(home.cli("exec:python", "--json", FLOODS[flooded]).stdout)
+def test_json_says_per_stream_what_was_cut(shared_home, flooded):
+    doc = json.loads(shared_home.cli("exec:python", "--json", FLOODS[flooded]).stdout)
     quiet, line = FINAL[flooded]
     assert "".join(c["text"] for c in doc["output"] if c["stream"] == quiet).endswith(line)
     assert doc["cuts"][quiet]["shown"] == doc["cuts"][quiet]["total"] == len(line)
@@ -52,11 +52,11 @@ def test_json_says_per_stream_what_was_cut(home, flooded):
 
 
 @pytest.mark.parametrize("flooded", FLOODS)
-def test_hook_answer_keeps_the_final_line_of_the_quiet_stream(home, tmp_path, flooded):
+def test_hook_answer_keeps_the_final_line_of_the_quiet_stream(shared_home, tmp_path, flooded):
     event = {"session_id": "bounds", "cwd": str(tmp_path), "hook_event_name": "PreToolUse",
              "tool_name": "Bash", "tool_input": {"command": "exec:python\n" + FLOODS[flooded]}}
     done = subprocess.run(cli_argv() + ["hook", "PreToolUse", "--platform", "claude-code"],
-                          input=json.dumps(event), capture_output=True, text=True, env=home.env, timeout=90)
+                          input=json.dumps(event), capture_output=True, text=True, env=shared_home.env, timeout=90)
     assert done.returncode == 0, done.stderr
     reason = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
     quiet, line = FINAL[flooded]

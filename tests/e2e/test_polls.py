@@ -23,7 +23,7 @@ while True:
 
 
 def _start(home, code: str, lang: str = "python") -> str:
-    started = home.cli(f"exec:{lang}", "--wait", "0", code, env={"PLUGKIT_SESSION": "polls"})
+    started = home.cli(f"exec:{lang}", "--wait", "0", code)
     return re.search(r"task_\d+", started.stderr + started.stdout).group(0)
 
 
@@ -42,13 +42,13 @@ def _notes(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("[plugkit]")]
 
 
-def test_polls_on_a_chatty_task_are_small_new_and_whole(home):
-    tid = _start(home, CHATTY)
+def test_polls_on_a_chatty_task_are_small_new_and_whole(shared_home):
+    tid = _start(shared_home, CHATTY)
     try:
         seen = []
         for _ in range(2):
             time.sleep(1.5)
-            polled = home.cli("exec:status", tid, env={"PLUGKIT_SESSION": "polls"})
+            polled = shared_home.cli("exec:status", tid)
             assert polled.returncode == 0, polled.stderr
             assert len(polled.stdout) + len(polled.stderr) < 14_000, (len(polled.stdout), len(polled.stderr))
             nums = _numbers(polled.stdout)
@@ -60,49 +60,49 @@ def test_polls_on_a_chatty_task_are_small_new_and_whole(home):
         assert seen[1][0][0] > seen[0][0][-1]
         rest = re.search(r"`(plugkit exec:status .* --from (\d+) --to (\d+))`", seen[1][1])
         assert rest and int(rest.group(3)) - int(rest.group(2)) == 12000, seen[1][1]  # a bounded next step
-        again = home.cli(*rest.group(1).split()[1:], "--full", env={"PLUGKIT_SESSION": "polls"})
+        again = shared_home.cli(*rest.group(1).split()[1:], "--full")
         # The skipped range's first 12000 bytes, raw with --full (colour codes kept), starting right
         # after the first poll's last line.
         assert again.stdout.count("\x1b[32m") > 100 and len(again.stdout) <= 12000
         assert re.search(rf"line {seen[0][0][-1] + 1}\b", again.stdout[:200]), again.stdout[:200]
     finally:
-        home.cli("exec:close", tid, env={"PLUGKIT_SESSION": "polls"})
+        shared_home.cli("exec:close", tid)
 
 
-def test_sleep_is_bounded_and_repeats_nothing(home):
-    tid = _start(home, CHATTY)
+def test_sleep_is_bounded_and_repeats_nothing(shared_home):
+    tid = _start(shared_home, CHATTY)
     try:
-        first = home.cli("exec:sleep", tid, "2", env={"PLUGKIT_SESSION": "polls"})
-        second = home.cli("exec:sleep", tid, "2", env={"PLUGKIT_SESSION": "polls"})
+        first = shared_home.cli("exec:sleep", tid, "2")
+        second = shared_home.cli("exec:sleep", tid, "2")
         for answer in (first, second):
             assert len(answer.stdout) + len(answer.stderr) < 14_000
             assert len([n for n in _notes(answer.stderr) if "skipped" in n]) == 1, answer.stderr
         assert _numbers(second.stdout)[0] > _numbers(first.stdout)[-1]
     finally:
-        home.cli("exec:close", tid, env={"PLUGKIT_SESSION": "polls"})
+        shared_home.cli("exec:close", tid)
 
 
-def test_progress_keeps_its_last_state_and_colour_goes(home):
+def test_progress_keeps_its_last_state_and_colour_goes(shared_home):
     code = ('import sys\nfor p in range(0, 101, 10):\n    sys.stdout.write(f"\\x1b[1mprogress {p}%\\x1b[0m\\r")\n'
             '    sys.stdout.flush()\nprint()\nprint("\\x1b[31mdone\\x1b[0m")\n')
-    tid = _start(home, code)
+    tid = _start(shared_home, code)
     time.sleep(1.5)
-    polled = home.cli("exec:status", tid, env={"PLUGKIT_SESSION": "polls"})
+    polled = shared_home.cli("exec:status", tid)
     assert polled.stdout == "progress 100%\ndone\n", repr(polled.stdout)
-    raw = home.cli("exec:status", tid, "--from", "0", "--full", env={"PLUGKIT_SESSION": "polls"})
+    raw = shared_home.cli("exec:status", tid, "--from", "0", "--full")
     # As written (text mode reads each `\r` as a line end here): every state, colours kept.
     assert "\x1b[31mdone" in raw.stdout and raw.stdout.count("progress") == 11
 
 
-def test_sleep_until_sees_text_printed_before_the_call(home):
-    tid = _start(home, "sleep 0.5; echo listening on 8000; sleep 60", lang="bash")
+def test_sleep_until_sees_text_printed_before_the_call(shared_home):
+    tid = _start(shared_home, "sleep 0.5; echo listening on 8000; sleep 60", lang="bash")
     try:
         time.sleep(1.5)
         began = time.monotonic()
-        waited = home.cli("exec:sleep", tid, "20", "--until", "listening", env={"PLUGKIT_SESSION": "polls"})
+        waited = shared_home.cli("exec:sleep", tid, "20", "--until", "listening")
         assert time.monotonic() - began < 10
         assert "listening on 8000" in waited.stdout and "saw 'listening'" in waited.stderr
-        missed = home.cli("exec:sleep", tid, "1", "--until", "ready", env={"PLUGKIT_SESSION": "polls"})
+        missed = shared_home.cli("exec:sleep", tid, "1", "--until", "ready")
         assert "'ready' not seen in 1s" in missed.stderr, missed.stderr
     finally:
-        home.cli("exec:close", tid, env={"PLUGKIT_SESSION": "polls"})
+        shared_home.cli("exec:close", tid)

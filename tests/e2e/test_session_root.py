@@ -59,35 +59,35 @@ def test_after_cd_pkg_the_task_is_found_and_listed(home, project, session):
     home.cli("exec:close", f"task_{tid}", cwd=str(project / "pkg"), env=env)
 
 
-def test_session_end_from_pkg_kills_what_the_agent_started_at_the_root(home, project):
-    tid = start(home, project, "agent-1")
-    pid = state(home, project, "agent-1", tid)["pid"]
-    session_end_hook(home, "agent-1", project / "pkg")
+def test_session_end_from_pkg_kills_what_the_agent_started_at_the_root(shared_home, project):
+    tid = start(shared_home, project, "agent-1")
+    pid = state(shared_home, project, "agent-1", tid)["pid"]
+    session_end_hook(shared_home, "agent-1", project / "pkg")
     assert not alive(pid)  # gone or a zombie (a pid_exists then a status() raced its reaping)
     # Ended and forgotten, as a session end does: no longer this session's.
-    assert status(home, project, "agent-1", tid).returncode != 0
+    assert status(shared_home, project, "agent-1", tid).returncode != 0
 
 
-def test_session_cleanup_from_pkg_kills_it_too(home, project):
-    tid = start(home, project, "agent-1")
-    done = home.cli("session-cleanup", "--json", cwd=str(project / "pkg"), env={"PLUGKIT_SESSION": "agent-1"})
+def test_session_cleanup_from_pkg_kills_it_too(shared_home, project):
+    tid = start(shared_home, project, "agent-1")
+    done = shared_home.cli("session-cleanup", "--json", cwd=str(project / "pkg"), env={"PLUGKIT_SESSION": "agent-1"})
     assert json.loads(done.stdout)["killed"] == [tid], done.stdout + done.stderr
 
 
-def test_two_agents_in_one_directory_stay_apart(home, project):
-    mine = start(home, project / "pkg", "agent-1")
-    assert status(home, project / "pkg", "agent-2", mine).returncode != 0
-    assert "no tasks" in home.cli("exec:tasks", cwd=str(project), env={"PLUGKIT_SESSION": "agent-2"}).stdout
-    session_end_hook(home, "agent-2", project / "pkg")  # the other agent ends: mine lives on
-    assert state(home, project, "agent-1", mine)["state"] == "running"
-    home.cli("exec:close", f"task_{mine}", cwd=str(project), env={"PLUGKIT_SESSION": "agent-1"})
+def test_two_agents_in_one_directory_stay_apart(shared_home, project):
+    mine = start(shared_home, project / "pkg", "agent-1")
+    assert status(shared_home, project / "pkg", "agent-2", mine).returncode != 0
+    assert "no tasks" in shared_home.cli("exec:tasks", cwd=str(project), env={"PLUGKIT_SESSION": "agent-2"}).stdout
+    session_end_hook(shared_home, "agent-2", project / "pkg")  # the other agent ends: mine lives on
+    assert state(shared_home, project, "agent-1", mine)["state"] == "running"
+    shared_home.cli("exec:close", f"task_{mine}", cwd=str(project), env={"PLUGKIT_SESSION": "agent-1"})
 
 
-def test_a_task_runs_in_the_directory_it_was_started_from(home, project):
-    done = home.cli("exec:bash", "pwd", cwd=str(project / "pkg"), env={"PLUGKIT_SESSION": "agent-1"})
+def test_a_task_runs_in_the_directory_it_was_started_from(shared_home, project):
+    done = shared_home.cli("exec:bash", "pwd", cwd=str(project / "pkg"), env={"PLUGKIT_SESSION": "agent-1"})
     assert done.stdout.strip() == str((project / "pkg").resolve()), done.stderr
-    tid = start(home, project / "pkg", "agent-1", "true")
-    assert state(home, project, "agent-1", tid)["cwd"] == str((project / "pkg").resolve())
+    tid = start(shared_home, project / "pkg", "agent-1", "true")
+    assert state(shared_home, project, "agent-1", tid)["cwd"] == str((project / "pkg").resolve())
 
 
 def test_without_a_workspace_each_directory_is_its_own_session(home, tmp_path):

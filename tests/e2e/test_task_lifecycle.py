@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from runner.system import tags
+from tests.support.load import stretched
 from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e
@@ -50,7 +51,7 @@ def test_sigterm_with_running_tasks_exits_zero_fast_and_kills_every_tree(home, t
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=10)
     assert proc.returncode == 0
-    assert time.monotonic() - began < 2.0
+    assert time.monotonic() - began < stretched(2.0)  # 2 s on a quiet machine, more beside CPU hogs
     assert tagged_with_home(home) == []
 
 

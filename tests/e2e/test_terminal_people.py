@@ -17,10 +17,10 @@ pytestmark = pytest.mark.e2e
 
 
 
-def test_ctrl_c_in_a_terminal_stops_the_task(home, tmp_path):
+def test_ctrl_c_in_a_terminal_stops_the_task(shared_home, tmp_path):
     master, slave = os.openpty()
     proc = subprocess.Popen(cli_argv() + ["exec:bash", "--session", "tty", "--wait", "30", "echo started; sleep 60"],
-                            env=home.env, cwd=str(tmp_path), stdin=slave, stdout=slave, stderr=slave,
+                            env=shared_home.env, cwd=str(tmp_path), stdin=slave, stdout=slave, stderr=slave,
                             preexec_fn=_controlling_tty)
     os.close(slave)
     try:
@@ -33,14 +33,14 @@ def test_ctrl_c_in_a_terminal_stops_the_task(home, tmp_path):
             proc.kill()
             proc.wait()
         os.close(master)
-    (task,) = rpc(home, "task.list", {"session_id": "tty", "cwd": str(tmp_path)})["tasks"]
+    (task,) = rpc(shared_home, "task.list", {"session_id": "tty", "cwd": str(tmp_path)})["tasks"]
     assert task["state"] == "killed", said
     assert b"interrupted; task_" in said
 
 
-def test_ctrl_c_from_an_agent_leaves_the_task_running(home, tmp_path):
+def test_ctrl_c_from_an_agent_leaves_the_task_running(shared_home, tmp_path):
     proc = subprocess.Popen(cli_argv() + ["exec:bash", "--session", "agent", "--wait", "30", "echo started; sleep 60"],
-                            env=home.env, cwd=str(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            env=shared_home.env, cwd=str(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline() == "started\n"
@@ -50,9 +50,9 @@ def test_ctrl_c_from_an_agent_leaves_the_task_running(home, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    (task,) = rpc(home, "task.list", {"session_id": "agent", "cwd": str(tmp_path)})["tasks"]
+    (task,) = rpc(shared_home, "task.list", {"session_id": "agent", "cwd": str(tmp_path)})["tasks"]
     assert proc.returncode == 130 and task["state"] == "running", err
-    home.cli("exec:close", str(task["task_id"]), "--session", "agent", cwd=str(tmp_path))
+    shared_home.cli("exec:close", str(task["task_id"]), "--session", "agent", cwd=str(tmp_path))
 
 
 @pytest.mark.parametrize("argv, hint", [
@@ -80,11 +80,11 @@ def test_a_language_typo_gets_a_suggestion(home, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("go") is None, reason="no go toolchain")
-def test_a_bare_go_body_runs_like_a_bare_java_body(home, tmp_path):
+def test_a_bare_go_body_runs_like_a_bare_java_body(shared_home, tmp_path):
     body = 'import (\n\t"fmt"\n\t"strings"\n)\nfmt.Println(strings.ToUpper("hi from go"))\n'
-    result = home.cli("exec:go", body, cwd=str(tmp_path), timeout=120)
+    result = shared_home.cli("exec:go", body, cwd=str(tmp_path), timeout=120)
     assert result.returncode == 0 and result.stdout == "HI FROM GO\n", result.stderr
-    broken = home.cli("exec:go", 'import "fmt"\nfmt.Println(1)\nnope()\n', cwd=str(tmp_path), timeout=120)
+    broken = shared_home.cli("exec:go", 'import "fmt"\nfmt.Println(1)\nnope()\n', cwd=str(tmp_path), timeout=120)
     assert broken.returncode != 0 and re.search(r"main\.go:3:\d+: undefined: nope", broken.stderr), broken.stderr
 
 
@@ -137,7 +137,7 @@ def test_restart_keeps_running_tasks_and_only_force_kills_them(home, tmp_path):
 
 
 @pytest.mark.parametrize("argv", [["work", "logs", "w1"], ["work", "stop"], ["work", "rollback", "w1"]])
-def test_an_error_that_names_its_next_command_gets_no_second_hint(home, tmp_path, argv):
-    result = home.cli(*argv, cwd=str(tmp_path))
+def test_an_error_that_names_its_next_command_gets_no_second_hint(shared_home, tmp_path, argv):
+    result = shared_home.cli(*argv, cwd=str(tmp_path))
     assert result.returncode != 0 and "no plugkit work run" in result.stderr, result
     assert result.stderr.count("`plugkit ") == 1 and "next:" not in result.stderr, result.stderr

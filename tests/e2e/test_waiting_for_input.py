@@ -24,40 +24,40 @@ def waiting_id(text: str) -> int:
     return tid
 
 
-def test_a_stdin_reader_is_reported_waiting_then_eof_finishes_it(home):
+def test_a_stdin_reader_is_reported_waiting_then_eof_finishes_it(shared_home):
     # The wait ceiling is far away: only the detection can end this call early.
     # --stdin: the task's stdin stays open for exec:type (without it, the suite's own stdin would be the task's).
-    started = home.cli("exec:python", "--stdin", "--wait", "60", READER)
+    started = shared_home.cli("exec:python", "--stdin", "--wait", "60", READER)
     assert started.returncode == 0 and started.stdout == "prompt>\n", started.stderr
     tid = waiting_id(started.stderr)
     assert "still running after" not in started.stderr
     assert f"plugkit exec:type task_{tid} --eof" in started.stderr
 
-    status = home.cli("exec:status", f"task_{tid}")
+    status = shared_home.cli("exec:status", f"task_{tid}")
     assert waiting_id(status.stderr) == tid and f"task_{tid} running" in status.stderr
-    table = home.cli("exec:tasks")
+    table = shared_home.cli("exec:tasks")
     assert "waiting-input" in table.stdout and waiting_id(table.stdout) == tid
-    listed = json.loads(home.cli("exec:tasks", "--json").stdout)["tasks"]
+    listed = json.loads(shared_home.cli("exec:tasks", "--json").stdout)["tasks"]
     assert [t["waiting_for_input"] for t in listed] == [True]
 
-    assert home.cli("exec:type", f"task_{tid}", "abc", "--eof").returncode == 0
-    ended = home.cli("exec:sleep", f"task_{tid}", "30")
+    assert shared_home.cli("exec:type", f"task_{tid}", "abc", "--eof").returncode == 0
+    ended = shared_home.cli("exec:sleep", f"task_{tid}", "30")
     assert ended.returncode == 0 and ended.stdout == "4\n", ended.stderr
     assert f"task_{tid} completed" in ended.stderr
-    assert json.loads(home.cli("exec:tasks", "--json").stdout)["tasks"][0]["waiting_for_input"] is False
+    assert json.loads(shared_home.cli("exec:tasks", "--json").stdout)["tasks"][0]["waiting_for_input"] is False
 
 
-def test_sleep_on_a_waiting_task_returns_at_once_saying_so(home):
-    tid = waiting_id(home.cli("exec:bash", "--stdin", "--wait", "60", "read x; echo got $x").stderr)
-    slept = home.cli("exec:sleep", f"task_{tid}", "60")
+def test_sleep_on_a_waiting_task_returns_at_once_saying_so(shared_home):
+    tid = waiting_id(shared_home.cli("exec:bash", "--stdin", "--wait", "60", "read x; echo got $x").stderr)
+    slept = shared_home.cli("exec:sleep", f"task_{tid}", "60")
     assert slept.returncode == 0 and waiting_id(slept.stderr) == tid
-    assert home.cli("exec:type", f"task_{tid}", "hi").returncode == 0
-    done = home.cli("exec:sleep", f"task_{tid}", "30")
+    assert shared_home.cli("exec:type", f"task_{tid}", "hi").returncode == 0
+    done = shared_home.cli("exec:sleep", f"task_{tid}", "30")
     assert done.stdout == "got hi\n" and done.returncode == 0
 
 
-def test_no_stdin_gives_end_of_file_at_once(home):
-    result = home.cli("exec:python", "--no-stdin", "--wait", "60", READER)
+def test_no_stdin_gives_end_of_file_at_once(shared_home):
+    result = shared_home.cli("exec:python", "--no-stdin", "--wait", "60", READER)
     assert result.returncode == 0 and result.stdout == "prompt>\n0\n", result.stderr
     assert "waiting for input" not in result.stderr
 
@@ -72,13 +72,13 @@ def hook_reason(home, work, command: str) -> str:
     return json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
 
 
-def test_hook_reports_a_reader_waiting_and_feeds_it_through_exec_type(home, tmp_path):
-    reason = hook_reason(home, tmp_path, "exec:python\n" + READER)
+def test_hook_reports_a_reader_waiting_and_feeds_it_through_exec_type(shared_home, tmp_path):
+    reason = hook_reason(shared_home, tmp_path, "exec:python\n" + READER)
     tid = waiting_id(reason)
     assert "prompt>" in reason and "still running after" not in reason
     assert f"exec:type task_{tid} --eof" in reason
-    assert "sent 0 bytes" in hook_reason(home, tmp_path, f"exec:type task_{tid} --eof")
-    done = hook_reason(home, tmp_path, f"exec:sleep task_{tid} 30")
+    assert "sent 0 bytes" in hook_reason(shared_home, tmp_path, f"exec:type task_{tid} --eof")
+    done = hook_reason(shared_home, tmp_path, f"exec:sleep task_{tid} 30")
     assert "\n0\n" in done and f"task_{tid} completed" in done
 
 
@@ -86,13 +86,13 @@ def test_hook_reports_a_reader_waiting_and_feeds_it_through_exec_type(home, tmp_
     ("exec:bash\ncat; echo after-cat", "after-cat"),  # no sign of reading stdin: EOF at once
     ("exec:bash --no-stdin\nread x; echo read-ended $?", "read-ended 1"),
 ])
-def test_hook_code_that_does_not_ask_for_input_gets_end_of_file(home, tmp_path, command, said):
-    reason = hook_reason(home, tmp_path, command)
+def test_hook_code_that_does_not_ask_for_input_gets_end_of_file(shared_home, tmp_path, command, said):
+    reason = hook_reason(shared_home, tmp_path, command)
     assert said in reason and "completed" in reason, reason
     assert "waiting for input" not in reason
 
 
-def test_hook_stdin_flag_keeps_it_open(home, tmp_path):
-    reason = hook_reason(home, tmp_path, "exec:bash --stdin\ncat")
+def test_hook_stdin_flag_keeps_it_open(shared_home, tmp_path):
+    reason = hook_reason(shared_home, tmp_path, "exec:bash --stdin\ncat")
     tid = waiting_id(reason)
-    hook_reason(home, tmp_path, f"exec:close task_{tid}")
+    hook_reason(shared_home, tmp_path, f"exec:close task_{tid}")

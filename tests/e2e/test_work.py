@@ -23,8 +23,8 @@ from tests.support.work_cli import Work, commit_file, repo  # noqa: F401  (repo:
 pytestmark = pytest.mark.e2e
 
 
-def test_waves_in_parallel_land_only_on_green_and_halt_on_the_critical_item(home, repo):
-    w = Work(home, repo, {
+def test_waves_in_parallel_land_only_on_green_and_halt_on_the_critical_item(shared_home, repo):
+    w = Work(shared_home, repo, {
         "w1": [["sleep", 1.5], *commit_file("w1.txt")], "w2": [["sleep", 1.5], *commit_file("w2.txt")],
         "w3": [["cli", "approve", "w4"], *commit_file("w3.txt")], "w4": commit_file("w4.txt")})
     w.add("w1", "--verify", "test -f w1.txt")
@@ -74,8 +74,8 @@ def test_waves_in_parallel_land_only_on_green_and_halt_on_the_critical_item(home
     assert git(repo, "tag", "--list", "plugkit/*").split() == ["plugkit/pre-w4"]  # the rollback point stays
 
 
-def test_done_claimed_without_a_green_check_is_not_completed_and_goes_back_to_plan_after_two(home, repo):
-    w = Work(home, repo, {"w1": [["write", "notes.txt", "I think it works"], ["commit", "wip"],
+def test_done_claimed_without_a_green_check_is_not_completed_and_goes_back_to_plan_after_two(shared_home, repo):
+    w = Work(shared_home, repo, {"w1": [["write", "notes.txt", "I think it works"], ["commit", "wip"],
                                  ["say", "All done, the tests pass."]]})
     w.add("w1", "--verify", "test -f feature.txt")
     w.start("--afk")
@@ -89,8 +89,8 @@ def test_done_claimed_without_a_green_check_is_not_completed_and_goes_back_to_pl
     assert "exited with" in log or log == "" or "feature" not in log  # the check's own output, bounded
 
 
-def test_second_try_can_succeed_and_no_commits_is_rejected(home, repo):
-    w = Work(home, repo, {"w1": [[["say", "forgot to commit"], ["write", "w1.txt", "x"]],
+def test_second_try_can_succeed_and_no_commits_is_rejected(shared_home, repo):
+    w = Work(shared_home, repo, {"w1": [[["say", "forgot to commit"], ["write", "w1.txt", "x"]],
                                   commit_file("w1.txt")]})
     w.add("w1", "--verify", "test -f w1.txt")
     w.start()
@@ -100,8 +100,8 @@ def test_second_try_can_succeed_and_no_commits_is_rejected(home, repo):
     assert (repo / "w1.txt").exists()
 
 
-def test_a_silent_worker_is_ended_stalled_and_a_quiet_one_beating_through_hooks_is_not(home, repo):
-    w = Work(home, repo, {"w1": [["say", "thinking"], ["hang"]],
+def test_a_silent_worker_is_ended_stalled_and_a_quiet_one_beating_through_hooks_is_not(shared_home, repo):
+    w = Work(shared_home, repo, {"w1": [["say", "thinking"], ["hang"]],
                           "w2": [["beat", 5, 1.0], *commit_file("w2.txt")]})
     w.add("w1", "--verify", "true")
     w.add("w2", "--verify", "test -f w2.txt")
@@ -114,8 +114,8 @@ def test_a_silent_worker_is_ended_stalled_and_a_quiet_one_beating_through_hooks_
     assert items["w2"]["state"] == "completed", run
 
 
-def test_budget_halts_the_run_and_stop_returns_items_to_pending(home, repo):
-    w = Work(home, repo, {"w1": [["hang"]], "w2": [["hang"]]})
+def test_budget_halts_the_run_and_stop_returns_items_to_pending(shared_home, repo):
+    w = Work(shared_home, repo, {"w1": [["hang"]], "w2": [["hang"]]})
     w.add("w1", "--verify", "true")
     w.start("--afk", "--budget-min", "0.05", "--items", "w1")
     run = w.until(lambda r: r["ended_at"] is not None)
@@ -131,11 +131,11 @@ def test_budget_halts_the_run_and_stop_returns_items_to_pending(home, repo):
     assert w.prd()["w2"]["status"] == "pending"
 
 
-def test_the_worker_policy_denies_destructive_calls_through_the_real_hook(home, repo, tmp_path):
+def test_the_worker_policy_denies_destructive_calls_through_the_real_hook(shared_home, repo, tmp_path):
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "keep.txt").write_text("precious\n")
-    w = Work(home, repo, {"w1": [["hook", "Bash", {"command": "rm -rf .."}],
+    w = Work(shared_home, repo, {"w1": [["hook", "Bash", {"command": "rm -rf .."}],
                                  ["hook", "Bash", {"command": f"rm -rf {victim}"}],
                                  ["hook", "Write", {"file_path": str(repo / "README"), "content": "x"}],
                                  ["hook", "Bash", {"command": "sudo ls"}],
@@ -153,8 +153,8 @@ def test_the_worker_policy_denies_destructive_calls_through_the_real_hook(home, 
     assert (victim / "keep.txt").exists() and (repo / "README").read_text() == "a workspace\n"
 
 
-def test_what_a_run_refuses_up_front(home, repo, tmp_path):
-    w = Work(home, repo, {})
+def test_what_a_run_refuses_up_front(shared_home, repo, tmp_path):
+    w = Work(shared_home, repo, {})
     assert "no open work item" in w.cli("work", "--run", "true", ok=False).stderr
     w.add("w1")
     done = w.cli("work", "--run", "true", ok=False)
@@ -303,8 +303,8 @@ def test_a_workspace_that_says_work_resume_false_gets_the_run_halted_and_the_nex
     assert run["state"] == "done" and (repo / "w1.txt").exists(), run
 
 
-def test_a_branch_that_edits_the_plan_or_its_checks_never_lands(home, repo):
-    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["write", ".plugkit/config.toml", 'verify = "true"\n'],
+def test_a_branch_that_edits_the_plan_or_its_checks_never_lands(shared_home, repo):
+    w = Work(shared_home, repo, {"w1": [*commit_file("w1.txt"), ["write", ".plugkit/config.toml", 'verify = "true"\n'],
                                  ["commit", "make every check pass"]]})
     w.add("w1", "--verify", "test -f w1.txt")
     w.start()
@@ -314,8 +314,8 @@ def test_a_branch_that_edits_the_plan_or_its_checks_never_lands(home, repo):
     assert "true" not in (repo / ".plugkit" / "config.toml").read_text() and not (repo / "w1.txt").exists()
 
 
-def test_a_file_left_uncommitted_never_turns_the_check_green(home, repo):
-    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["write", "feature.txt", "not committed"]]})
+def test_a_file_left_uncommitted_never_turns_the_check_green(shared_home, repo):
+    w = Work(shared_home, repo, {"w1": [*commit_file("w1.txt"), ["write", "feature.txt", "not committed"]]})
     w.add("w1", "--verify", "test -f feature.txt")
     w.start()
     run = w.until(lambda r: r["ended_at"] is not None)

@@ -39,8 +39,8 @@ MOVES = {"update_ref_main": "git update-ref refs/heads/main HEAD",
 
 
 @pytest.mark.parametrize("move", list(MOVES))
-def test_the_sandbox_denies_a_worker_moving_refs_it_does_not_own(home, repo, move):
-    w = Work(home, repo, {"w1": [*commit_file("w1.txt"), ["shell", MOVES[move] + " || echo MOVE_DENIED"],
+def test_the_sandbox_denies_a_worker_moving_refs_it_does_not_own(shared_home, repo, move):
+    w = Work(shared_home, repo, {"w1": [*commit_file("w1.txt"), ["shell", MOVES[move] + " || echo MOVE_DENIED"],
                                  ["exit", 1]]})
     before = refs(repo)  # after Work's own commit (it grants the test agent its plan)
     w.add("w1", "--verify", "false")
@@ -71,8 +71,8 @@ def _unsandboxed_mover(home, repo, shell: str) -> tuple[Work, dict, dict, str]:
 
 
 @pytest.mark.parametrize("move", list(MOVES))
-def test_rejects_a_worker_that_moves_refs_it_does_not_own(home, repo, move):
-    w, before, it, why = _unsandboxed_mover(home, repo, MOVES[move])
+def test_rejects_a_worker_that_moves_refs_it_does_not_own(shared_home, repo, move):
+    w, before, it, why = _unsandboxed_mover(shared_home, repo, MOVES[move])
     after = refs(repo)
     evidence = {k: v for k, v in after.items() if k.startswith("refs/plugkit/evidence/")}
     own = {k: v for k, v in after.items() if k.startswith("refs/heads/plugkit/")}
@@ -83,17 +83,17 @@ def test_rejects_a_worker_that_moves_refs_it_does_not_own(home, repo, move):
     assert not (repo / "w1.txt").exists() and w.prd()["w1"]["status"] == "blocked"
 
 
-def test_a_ref_a_worker_overwrote_with_garbage_is_put_back(home, repo):
+def test_a_ref_a_worker_overwrote_with_garbage_is_put_back(shared_home, repo):
     # git lists no broken ref, so it looks deleted, and its loose file blocks recreating it.
-    _w, before, _it, why = _unsandboxed_mover(home, repo,
+    _w, before, _it, why = _unsandboxed_mover(shared_home, repo,
                                               'echo pwned > "$(git rev-parse --git-common-dir)/refs/heads/main"')
     assert "failed" not in json.loads(why)["halt"], why
     after = {k: v for k, v in refs(repo).items() if not k.startswith(("refs/heads/plugkit/", "refs/plugkit/"))}
     assert after == before, (before, after)
 
 
-def test_a_sibling_landed_commit_stays_on_the_branch_when_a_worker_moves_it(home, repo):
-    w = Work(home, repo, {"w1": commit_file("w1.txt"),
+def test_a_sibling_landed_commit_stays_on_the_branch_when_a_worker_moves_it(shared_home, repo):
+    w = Work(shared_home, repo, {"w1": commit_file("w1.txt"),
                           "w2": [["sleep", 3], *commit_file("w2.txt"),
                                  ["shell", "git update-ref refs/heads/main HEAD"]]})
     w.add("w1", "--verify", "test -f w1.txt")
@@ -108,11 +108,11 @@ def test_a_sibling_landed_commit_stays_on_the_branch_when_a_worker_moves_it(home
     assert (repo / "w1.txt").exists() and not (repo / "w2.txt").exists()
 
 
-def test_the_policy_denies_ref_moves_aimed_at_other_refs(home, repo):
+def test_the_policy_denies_ref_moves_aimed_at_other_refs(shared_home, repo):
     calls = ["git update-ref refs/heads/main HEAD", "git branch -f main HEAD", "git push . HEAD:main",
              "git checkout -B main", "git tag -f v1", "git fetch . HEAD:main",
              "git commit -qm ok", "git update-ref refs/heads/plugkit/w1 HEAD", "git branch --list"]
-    w = Work(home, repo, {"w1": [*[["hook", "Bash", {"command": c}] for c in calls], *commit_file("w1.txt")]})
+    w = Work(shared_home, repo, {"w1": [*[["hook", "Bash", {"command": c}] for c in calls], *commit_file("w1.txt")]})
     log, answers = w.hook_answers()
     assert len(answers) == len(calls), log
     for call, answer in zip(calls[:6], answers[:6]):
@@ -133,9 +133,9 @@ def check_repo(repo: Path, config: str = "") -> None:
     git(repo, "commit", "-qm", "the checks")
 
 
-def test_a_worker_rewriting_its_check_is_held_for_a_person(home, repo):
+def test_a_worker_rewriting_its_check_is_held_for_a_person(shared_home, repo):
     check_repo(repo)
-    w = Work(home, repo, {"w1": [["write", "check.sh", "exit 0\n"], ["commit", "the check passes now"]]})
+    w = Work(shared_home, repo, {"w1": [["write", "check.sh", "exit 0\n"], ["commit", "the check passes now"]]})
     w.add("w1", "--verify", "sh check.sh")
     w.start("--afk")
     run = w.settled()
@@ -156,9 +156,9 @@ def test_a_worker_rewriting_its_check_is_held_for_a_person(home, repo):
     assert (repo / "check.sh").read_text() == "exit 0\n"
 
 
-def test_the_files_a_project_names_as_its_check_are_held_too(home, repo):
+def test_the_files_a_project_names_as_its_check_are_held_too(shared_home, repo):
     check_repo(repo, 'work_check_paths = ["tests/"]\n')
-    w = Work(home, repo, {"w1": [["write", "tests/t.sh", "exit 0\n"], ["write", "src.txt", "code"],
+    w = Work(shared_home, repo, {"w1": [["write", "tests/t.sh", "exit 0\n"], ["write", "src.txt", "code"],
                                  ["commit", "code and a weaker test"]]})
     w.add("w1", "--verify", "sh tests/t.sh && test -f src.txt")
     w.start()
@@ -194,8 +194,8 @@ if {done!r}:
     return f"{sys.executable} -c {shlex.quote(script.read_text())}"
 
 
-def test_a_worker_cannot_act_on_items_that_are_not_its_own(home, repo, tmp_path):
-    w = Work(home, repo, {"w1": [["shell", attack_script(tmp_path, repo)], *commit_file("w1.txt")]})
+def test_a_worker_cannot_act_on_items_that_are_not_its_own(shared_home, repo, tmp_path):
+    w = Work(shared_home, repo, {"w1": [["shell", attack_script(tmp_path, repo)], *commit_file("w1.txt")]})
     w.add("w1", "--verify", "test -f w1.txt")
     w.add("w2", "--verify", "false")
     w.start("--items", "w1")
@@ -211,19 +211,19 @@ def test_a_worker_cannot_act_on_items_that_are_not_its_own(home, repo, tmp_path)
     assert log.count("rc 1") >= 3 and "worker" in log, log
 
 
-def test_a_worker_that_escapes_its_process_tree_and_drops_its_tags_is_still_refused(home, repo, tmp_path):
+def test_a_worker_that_escapes_its_process_tree_and_drops_its_tags_is_still_refused(shared_home, repo, tmp_path):
     """Detached (setsid, orphaned to the runner) with the task tags unset: its cgroup still says whose it is."""
     done, out = tmp_path / "attack.done", tmp_path / "attack.out"
     escape = (f"(env -u PLUGKIT_TASK_ID -u PLUGKIT_SESSION_ID setsid {attack_script(tmp_path, repo, str(done))} "
               f"> {out} 2>&1 &); for i in $(seq 300); do [ -s {done} ] && break; sleep 0.2; done")
-    w = Work(home, repo, {"w1": [["shell", escape], *commit_file("w1.txt")]})
+    w = Work(shared_home, repo, {"w1": [["shell", escape], *commit_file("w1.txt")]})
     w.add("w1", "--verify", "test -f w1.txt")
     w.add("w2", "--verify", "false")
     # --no-sandbox: its report goes to a file outside the worktree, which the sandbox forbids;
     # the runner must still know whose the process is when a person ran the workers unconfined.
     w.start("--items", "w1", "--no-sandbox")
     run = w.until(lambda r: r["ended_at"] is not None)
-    if rpc(home, "debug.snapshot")["snapshot"]["executors"]["worker"].get("isolation") != "cgroup2":
+    if rpc(shared_home, "debug.snapshot")["snapshot"]["executors"]["worker"].get("isolation") != "cgroup2":
         pytest.skip("no cgroups here: a process that drops its tags and its parents cannot be traced")
     prd = w.prd()
     why = json.dumps(run, indent=1) + out.read_text()
@@ -232,12 +232,12 @@ def test_a_worker_that_escapes_its_process_tree_and_drops_its_tags_is_still_refu
     assert out.read_text().count("a worker acts on its own item only") >= 2, why  # refused, not failed
 
 
-def test_workers_ending_together_are_never_blamed_for_the_runners_own_ref_moves(home, repo):
+def test_workers_ending_together_are_never_blamed_for_the_runners_own_ref_moves(shared_home, repo):
     """Landing an item rebases and then deletes its branch while its siblings end and are judged:
     those moves are the runner's, so no sibling is rejected refs_moved (before the fix, most runs
     of these 12 items halted on one)."""
     names = [f"w{i}" for i in range(1, 13)]
-    w = Work(home, repo, {n: commit_file(f"{n}.txt") for n in names})
+    w = Work(shared_home, repo, {n: commit_file(f"{n}.txt") for n in names})
     for n in names:
         w.add(n, "--verify", f"test -f {n}.txt")
     w.start("--afk", "--parallel", "4")

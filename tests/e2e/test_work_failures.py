@@ -19,8 +19,8 @@ def repo(tmp_path):
     return make_repo(tmp_path / "repo", 'gates = "advisory"\n')
 
 
-def test_refuses_a_worker_program_missing_from_path_at_start(home, repo):
-    w = Work(home, repo, {})
+def test_refuses_a_worker_program_missing_from_path_at_start(shared_home, repo):
+    w = Work(shared_home, repo, {})
     w.add("w1", "--verify", "true")
     w.env["PATH"] = "/usr/bin:/bin"  # no claude there
     done = w.cli("work", "--worker", "claude-code", ok=False)
@@ -30,8 +30,8 @@ def test_refuses_a_worker_program_missing_from_path_at_start(home, repo):
     assert "no plugkit work run" in w.cli("work", "status").stdout
 
 
-def test_items_an_earlier_run_blocked_say_why_and_how_to_retry(home, repo):
-    w = Work(home, repo, {"w1": commit_file("w1.txt")})
+def test_items_an_earlier_run_blocked_say_why_and_how_to_retry(shared_home, repo):
+    w = Work(shared_home, repo, {"w1": commit_file("w1.txt")})
     w.add("w1", "--verify", "false")
     w.start("--afk")
     run = w.until(lambda r: r["ended_at"] is not None)
@@ -48,8 +48,8 @@ def test_items_an_earlier_run_blocked_say_why_and_how_to_retry(home, repo):
     assert "w1" in shown and "blocked/held" in shown and "failed twice" in shown, shown
 
 
-def test_the_second_attempt_is_told_why_the_first_failed(home, repo):
-    w = Work(home, repo, {"w1": [commit_file("w1.txt"), [["prompt"], *commit_file("ok.txt")]]})
+def test_the_second_attempt_is_told_why_the_first_failed(shared_home, repo):
+    w = Work(shared_home, repo, {"w1": [commit_file("w1.txt"), [["prompt"], *commit_file("ok.txt")]]})
     w.add("w1", "--verify", "echo the check wants ok.txt; test -f ok.txt")
     w.start()
     run = w.until(lambda r: r["ended_at"] is not None)
@@ -62,8 +62,8 @@ def test_the_second_attempt_is_told_why_the_first_failed(home, repo):
 AGENT_RUN = ("--run", f"{sys.executable} {Path(__file__).resolve().parents[1] / 'support' / 'work_agent.py'}")
 
 
-def test_rollback_of_a_critical_item_revokes_its_approval(home, repo):
-    w = Work(home, repo, {"w1": commit_file("w1.txt")})
+def test_rollback_of_a_critical_item_revokes_its_approval(shared_home, repo):
+    w = Work(shared_home, repo, {"w1": commit_file("w1.txt")})
     w.add("w1", "--verify", "test -f w1.txt", "--risk", "critical")
     assert person_cli(w.home, "approve", "w1", cwd=w.repo, env=w.env).returncode == 0
     w.start()
@@ -79,8 +79,8 @@ def test_rollback_of_a_critical_item_revokes_its_approval(home, repo):
     assert w.items(run)["w1"]["state"] == "waiting" and not (repo / "w1.txt").exists(), run
 
 
-def test_wait_exits_non_zero_when_the_run_halts_and_stop_without_a_run_says_so(home, repo):
-    w = Work(home, repo, {"w1": commit_file("w1.txt")})
+def test_wait_exits_non_zero_when_the_run_halts_and_stop_without_a_run_says_so(shared_home, repo):
+    w = Work(shared_home, repo, {"w1": commit_file("w1.txt")})
     w.add("w1", "--verify", "false")
     done = w.cli("work", *AGENT_RUN, "--afk", "--wait", "90", ok=False)
     assert done.returncode == 3 and "halted" in done.stdout, (done.stdout, done.stderr)
@@ -88,8 +88,8 @@ def test_wait_exits_non_zero_when_the_run_halts_and_stop_without_a_run_says_so(h
     assert done.returncode == 1 and "no live run to stop" in done.stderr, done.stderr
 
 
-def test_logs_say_why_a_worker_never_started_and_status_wait_follows_an_approval(home, repo):
-    w = Work(home, repo, {"w1": commit_file("w1.txt")})
+def test_logs_say_why_a_worker_never_started_and_status_wait_follows_an_approval(shared_home, repo):
+    w = Work(shared_home, repo, {"w1": commit_file("w1.txt")})
     w.add("w1", "--verify", "test -f w1.txt", "--risk", "critical")
     w.start()
     w.until(lambda r: r["state"] == "waiting")

@@ -12,9 +12,16 @@ The same sessions then stop: where a headless run asks its model again after a t
 the Stop gate turns back the first stop with the open item and lets the second through (no loop),
 and the hook stdins Claude Code, Qwen Code, Gemini CLI and Codex sent are recorded and read for
 every field plugkit reads. (OpenCode's and Kilo's `run` ends on idle: test_more_hosts drives their
-Stop gate through `serve`.)"""
+Stop gate through `serve`.)
+
+Each host's default session also writes one file with the runner wedged (SIGSTOP: up, holding its
+port, answering nothing) from the model's call until the host sends its result: under enforce the
+hook refuses the write, naming `plugkit runner restart`, and the file is never written. (The
+fail-open counterpart, a workspace that never opted in, is test_real_hosts' runner-unreachable test.)"""
 
 import json
+import os
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +69,42 @@ class Session:
     stop: int  # the turn of the first stop
     item: str  # the open work item
     hooks: Path | None  # where the hook stdins were recorded (hosts with hooks in a config file)
+    wedged: list[int] | None  # the runner pids held stopped through the turn "wedged" (default sessions)
+
+
+class Wedging(Script):
+    """The script, with the session's runner held stopped from the model's call of turn `at` until
+    the host's next request (the call's result) arrives; never again after that."""
+
+    def __init__(self, turns: list, at: int | None, runner: Home) -> None:
+        super().__init__(turns)
+        self.at, self.runner = at, runner
+        self.stopped: list[int] | None = None  # the pids stopped, once they were
+        self.held = False
+
+    def play(self, seen):
+        answer = super().play(seen)
+        if seen.main and self.at is not None:
+            with self.lock:
+                if seen.turn == self.at and self.stopped is None:
+                    self.stopped = self.runner.runner_pids()
+                    self._signal(signal.SIGSTOP)
+                    self.held = True
+                elif seen.turn > self.at:
+                    self.release()
+        return answer
+
+    def release(self) -> None:
+        if self.held:
+            self._signal(signal.SIGCONT)
+            self.held = False
+
+    def _signal(self, sig: int) -> None:
+        for pid in self.stopped or ():
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 def _play(base: Path, host_name: str, model: str | None) -> Session:
@@ -89,10 +132,18 @@ def _play(base: Path, host_name: str, model: str | None) -> Session:
         if host_name in HOSTS:  # and a file that does not exist yet, written with the host's own write call
             turn["new file"] = len(turns)
             turns.append(host.write(str(work / "new.py"), "x = 1\n"))
+        if model is None:  # and one written while the runner is wedged
+            turn["wedged"] = len(turns)
+            turns.append(host.write(str(work / "wedged.py"), "x = 1\n"))
         stop = len(turns)
-        script = Script([*turns, Say("Stopping here."), Say("Stopping, really."), Say("Done.")])
+        script = Wedging([*turns, Say("Stopping here."), Say("Stopping, really."), Say("Done.")], turn.get("wedged"),
+                         runner)
         env = {"PWD": str(work), "PLUGKIT_HOME": str(runner.path), "PLUGKIT_PORT": str(runner.port)}
-        return Session(work, script, run(host, script, work, host_home, env=env), turn, stop, item, hooks)
+        try:
+            result = run(host, script, work, host_home, env=env)
+        finally:
+            script.release()
+        return Session(work, script, result, turn, stop, item, hooks, script.stopped)
     finally:
         runner.stop_all()  # the host's hooks started it; no test may leave it running
 
@@ -160,3 +211,14 @@ def test_every_hook_field_plugkit_reads_arrives_from_the_real_host(sessions, hos
         assert isinstance(stdin.get("session_id"), str) and stdin.get("cwd") == str(played.work), stdin
         if stdin.get("hook_event_name") in ("PreToolUse", "BeforeTool"):
             assert isinstance(stdin.get("tool_name"), str) and isinstance(stdin.get("tool_input"), dict), stdin
+
+
+@pytest.mark.parametrize("host_name", sorted(ALL_HOSTS))
+def test_a_wedged_runner_under_enforce_refuses_the_hosts_write(sessions, host_name):
+    played = sessions(host_name, None)
+    why = played.result.explain()
+    assert played.wedged, f"the runner should be up by the wedged turn (`plugkit prd add` started it); {why}"
+    assert played.result.proc.returncode == 0, why
+    refused = played.script.reply_to(played.turn["wedged"])
+    assert refused is not None and "plugkit runner restart" in refused.newest, why
+    assert not (played.work / "wedged.py").exists(), why

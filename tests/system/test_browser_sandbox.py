@@ -27,6 +27,7 @@ import plugkit.chromium as chromium_rule
 from plugkit.chromium import find_chromium, sandbox_for
 from runner.system.cdp_pipe import ChildPipes, PipeTransport
 from runner.system.chromium import FLAGS, NO_SANDBOX, argv
+from tests.support.load import stretched
 from tests.support.runner_home import ROOT, cli_argv
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # the created user cannot run our venv's interpreter under /root
@@ -185,7 +186,7 @@ def test_a_child_spawned_like_chromium_dies_with_its_spawner(how):
     try:
         spawner.kill()
         spawner.wait()
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + stretched(2.0)  # the control waits as long: still alive after it
         while _alive(child) and time.monotonic() < deadline:
             time.sleep(0.02)
         # Tied: SIGKILL from the kernel. Untied (the control): the orphan lives on.
