@@ -9,8 +9,8 @@ the cluster, the token check and fresh Ray worker processes on every node (4-5 s
 process stays the attempt's task, so the task machinery the runner has (live output, `work logs
 --follow`, the stall watchdog on output, the kill of the task's tree, the boot reaper) applies to
 a remote attempt unchanged: when it ends for any reason its connection closes, and the gateway
-cancels the attempt's Ray task, which kills the worker's process on its node (and its keeper
-there the worker's group).
+cancels the attempt's Ray task, which ends the worker on its node (the node's runner, whose task
+the worker is, kills its tree when the Ray worker process goes: runner/system/pidfd_watch.py).
 
 Standard library only: this runs once per attempt, and importing pydantic and Ray cost more than
 the rest of it. It hands the gateway the spec's path (the gateway reads it once and removes it),

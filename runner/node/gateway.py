@@ -14,8 +14,8 @@ Its life: it ends when the runner does (a pidfd on RUNNER_PID: no polling), when
 connection ends (Ray ends a driver whose GCS went away), or soon after it failed to reach the
 cluster or the cluster refused (its attempts are told why; the next attempt starts another
 gateway, which checks again). It does not end when idle: it is what keeps the nodes warm. Ray's ownership does the rest: when this
-process ends, Ray kills its job's worker processes on the nodes, and each worker's keeper there
-(keeper.py) its group. Why once per gateway is enough for the token check (today it was per
+process ends, Ray kills its job's worker processes on the nodes, and each node's runner the
+worker task it ran for one (it watches that process through a pidfd). Why once per gateway is enough for the token check (today it was per
 attempt): a GCS restarted open is a new cluster (a new cluster id) that this connection does not
 follow; its Ray core worker ends, and the next gateway checks the new one.
 """

@@ -121,8 +121,8 @@ def _attempt(spec: DriverSpec) -> NodeAttempt:
 
 class Cancel:
     """The attempt's way out when its driver (the runner's task) went away: its Ray task
-    cancelled with force, which kills the worker's Ray process on the node (keeper.py: and the
-    worker's group with it)."""
+    cancelled with force, which kills the worker's Ray process on the node (and the node's runner,
+    watching that process through a pidfd, kills the worker's task with it)."""
 
     def __init__(self) -> None:
         self.lock, self.gen, self.gone = threading.Lock(), None, False
