@@ -253,7 +253,10 @@ def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked:
     """The rules of query_kind applied: exact-match kinds ("identifier", "error", "why") keep the
     ranking as it is; the others reorder or filter it."""
     if kind == "concept":  # one common word's short definition is not the answer to a question
-        defs = [d for d in defs if query_kind.concept_def_ok(d.name, words)]
+        # A compound one definition spells in parts (NamedTuple) is the same compound where another
+        # writes it as one word (namedtuple): the question that names it names both.
+        compounds = frozenset(d.name.lower() for d in defs if tokens.parts(d.name) or "_" in d.name.strip("_"))
+        defs = [d for d in defs if query_kind.concept_def_ok(d.name, words, compounds)]
         # A name sharing two of the question's words is evidence only where the question's words in
         # context agree: its file among the best chunks' files, in their order.
         first = list(dict.fromkeys(h.path for h in ranked))[:AGREE]
