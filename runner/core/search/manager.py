@@ -157,7 +157,7 @@ class SearchManager:
             ranked = _rank_hits(plan.chunks(store, words, limit * 8, glob, lang, cap), words)
         phrased = []
         if kind == "error" and (phrases := exact.error_phrases(text)):  # the raise site spells the message
-            phrased = store.chunks(phrases, limit, glob, lang)
+            phrased = exact.by_message(index.root, text, store.chunks(phrases, limit, glob, lang), store)
             ranked = exact.phrase_first(phrased, ranked)
         defs, ranked = _by_kind(kind, text, words, exact.source_first(defs), ranked, index.root)
         if phrased:  # the definition that raises it first: the message's named classes are what it is about
