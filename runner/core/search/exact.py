@@ -178,4 +178,30 @@ def usage_sites(root: str, question: str, target: str, ranked: list) -> tuple[li
         body = lines[h.path][h.start - 1:h.end]
         calls = any(site.search(t) and not (own.match(t) or IMPORT.match(t) or COMMENT.match(t)) for t in body)
         (sites if calls else rest).append(h)
+    module = qualifier_of(question, target)
+    if module is not None:  # `fnmatch.translate`: its callers, not every `s.translate(`
+        sites.sort(key=lambda h: not by_module(module, target, h, lines[h.path]))
     return sites, rest
+
+
+def qualifier_of(question: str, target: str) -> str | None:
+    """The module or class a usage question writes its target with (`fnmatch` of "who calls fnmatch.translate")."""
+    m = re.search(rf"(?:^|[^\w.])(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\.{re.escape(target)}\b", question)
+    return m.group(1) if m else None
+
+
+def by_module(module: str, target: str, h, lines: list[str]) -> bool:
+    """The chunk uses `module.target` as written, or is in a file that is that module or imports the
+    target from it (where a bare `target(` is that module's)."""
+    said = re.compile(rf"\b{re.escape(module)}\.{re.escape(target)}\b")
+    if any(said.search(t) for t in lines[h.start - 1:h.end]):
+        return True
+    imported = re.compile(rf"^\s*from\s+(?:[\w.]+\.)?{re.escape(module)}\s+import\b.*\b{re.escape(target)}\b")
+    return module in title_words(h.path) or any(imported.match(t) for t in lines)
+
+
+def title_words(path: str) -> set[str]:
+    """A file's module name and, for a package's __init__.py, its package's."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1].rsplit(".", 1)[0]
+    return {name, parts[-2]} if name == "__init__" and len(parts) > 1 else {name}
