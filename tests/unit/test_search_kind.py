@@ -25,6 +25,9 @@ from runner.core.search.manager import SearchManager
     ("copy an instance with some attributes changed", "concept"),  # what code does, not its history
     ("which commit removed the retry", "why"),
     ("when was the cache introduced", "why"),
+    ("when did the retry timeout change", "why"),
+    ("when one task of a group fails how are its sibling tasks cancelled", "concept"),  # a condition, not a date
+    ("when an item is put how is a waiting reader woken", "concept"),
 ])
 def test_a_query_is_classified_by_its_shape(query, expected):
     assert kind.classify(query) == expected
@@ -36,6 +39,13 @@ def test_a_plain_words_question_needs_more_than_one_common_word_in_a_definition_
     assert kind.concept_def_ok("read_file_chunks", words)
     assert kind.concept_def_ok("read_chunks", words)
     assert not kind.concept_def_ok("__init__", ["generate", "__init__", "method"])  # a dunder is one common word
+
+
+def test_a_compound_written_as_one_word_is_the_compound_another_definition_spells_in_parts():
+    words = ["namedtuple", "generate", "tuple", "subclass"]
+    assert not kind.concept_def_ok("namedtuple", words)  # alone, one word like `read`
+    assert kind.concept_def_ok("namedtuple", words, frozenset({"namedtuple"}))  # NamedTuple spells it in parts
+    assert kind.concept_def_ok("NamedTuple", words)
 
 
 def test_a_usage_question_is_about_its_target_and_a_qualified_name_splits():
@@ -251,3 +261,30 @@ def test_a_pasted_error_lists_the_definition_that_raises_it_before_the_class_it_
         a = exact(message)
         assert a.kind == "error" and [(d.name, d.path) for d in a.definitions][:2] == [
             ("register_all", "pkg/registry.py"), ("Plugin", "pkg/plugins.py")], (message, a.definitions)
+
+
+# The factory a question names written as one word (namedtuple) and a class spelling the same compound in
+# parts (NamedTuple): the factory's file says the question, its definition leads (issue 46, stdlib-h46: the
+# one-word name was dropped as a single common word and the class's file led the answer).
+COMPOUND = {
+    "pkg/records.py": ("def namedtuple(typename, field_names):\n    \"Generate the new tuple subclass with named "
+                       "fields and its methods.\"\n    methods = {}\n    return type(typename, (tuple,), methods)\n"),
+    "pkg/typed.py": "class NamedTuple:\n    \"Typed version of namedtuple: a tuple subclass.\"\n",
+    **{f"pkg/other{i}.py": f"def other{i}():\n    return {i}\n" for i in range(3)},
+}
+
+
+def test_a_question_naming_a_one_word_compound_keeps_its_definition(tmp_path):
+    root = tmp_path / "repo"
+    for rel, text in COMPOUND.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
+    try:
+        manager.query(str(root), "start")
+        manager.workspace(str(root)).wait(60)
+        a = manager.query(str(root), "how does namedtuple generate the new tuple subclass and its methods",
+                          history=False)
+    finally:
+        manager.close()
+    assert a.kind == "concept" and [d.name for d in a.definitions][:1] == ["namedtuple"], a.definitions

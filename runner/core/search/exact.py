@@ -16,21 +16,57 @@ CALLED = re.compile(r"([A-Za-z_]\w*)\(")
 DOTTED = re.compile(r"((?:[A-Za-z_]\w*\.)+)([A-Za-z_]\w*)")
 
 
+def message_grams(text: str) -> list[str]:
+    """Every PHRASE consecutive words of a pasted message (after its exception's name), lowercased, once."""
+    found = list(MESSAGE.finditer(text))
+    message = text[found[-1].end():] if found else text
+    words = [m.group(0).lower() for m in tokens.IDENT.finditer(message)]
+    return list(dict.fromkeys(" ".join(words[i:i + PHRASE]) for i in range(len(words) - PHRASE + 1)))
+
+
 def error_phrases(text: str) -> str | None:
     """An FTS5 expression matching any PHRASE consecutive words of the message, in order (the words
     the raise statement spells; the values interpolated into it match nothing), or None when the
     message is too short to say more than its words do."""
+    grams = message_grams(text)
+    return " OR ".join(f'"{g}"' for g in grams[:MAX_PHRASES]) or None
+
+
+RAISED = re.compile(r"(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*)\s*:\s*$")
+
+
+def raised_name(text: str) -> str | None:
+    """The exception a pasted error names with its module before its message (`MarkupError` of
+    "rich.errors.MarkupError: ..."); None for a builtin's bare name (`ValueError: `, click's `Error: `),
+    which many a chunk names without raising it."""
     found = list(MESSAGE.finditer(text))
-    message = text[found[-1].end():] if found else text
-    words = [m.group(0).lower() for m in tokens.IDENT.finditer(message)]
-    if len(words) < PHRASE:
-        return None
-    grams = list(dict.fromkeys(" ".join(words[i:i + PHRASE]) for i in range(len(words) - PHRASE + 1)))
-    return " OR ".join(f'"{g}"' for g in grams[:MAX_PHRASES])
+    m = RAISED.search(text[:found[-1].end()]) if found else None
+    return m.group(1) if m else None
+
+
+def by_message(root: str, text: str, phrased: list, keep=None) -> list:
+    """The chunks spelling part of a pasted message, a raise site of the exception it names with its
+    module first (`raise errors.StyleSyntaxError(...)`, not the helper whose own error it wraps), the one
+    spelling most of the message's runs of words leading (FTS5's bm25 favoured a shorter sibling raising
+    a like message); the rest in bm25 order. keep: the index's store, which keeps files' lines."""
+    name = raised_name(text)
+    if name is None:
+        return phrased
+    grams = set(message_grams(text))
+    named = re.compile(rf"\b{re.escape(name)}\b")
+
+    def key(h) -> tuple[bool, int]:
+        lines = files.read_lines(root, h.path, keep)[h.start - 1:h.end]
+        if not any(named.search(line) for line in lines):
+            return True, 0
+        words = [m.group(0).lower() for line in lines for m in tokens.IDENT.finditer(line)]
+        return False, -len({" ".join(words[i:i + PHRASE]) for i in range(len(words) - PHRASE + 1)} & grams)
+
+    return sorted(phrased, key=key)
 
 
 def phrase_first(phrased: list, ranked: list) -> list:
-    """The chunks that spell part of the message first (by how much of it they spell), then the rest."""
+    """The chunks that spell part of the message first (in by_message's order), then the rest."""
     keys = {(h.path, h.start) for h in phrased}
     return list(phrased) + [h for h in ranked if (h.path, h.start) not in keys]
 
@@ -38,12 +74,13 @@ def phrase_first(phrased: list, ranked: list) -> list:
 def raiser_first(store, phrased: list, defs: list, glob: str | None, lang: str | None) -> list:
     """The definition whose chunk spells most of a pasted message (the function that raises it,
     issue 46: a pasted error is answered by its raise site) before the definitions the message
-    names (its exception class, the type it expected), which tell what failed but not where."""
+    names (its exception class, the type it expected), which tell what failed but not where. A long
+    function's later window is still that function's: its definition is the nearest one above."""
     for h in phrased:
         if not tokens.IDENT.fullmatch(h.symbol):  # a window of module-level code, or of several definitions
             continue
-        own = [d for d in store.defs(tokens.fts_query([h.symbol]), 20, glob, lang)
-               if d.path == h.path and d.name == h.symbol and h.start <= d.line <= h.end]
+        own = sorted((d for d in store.defs(tokens.fts_query([h.symbol]), 20, glob, lang)
+                      if d.path == h.path and d.name == h.symbol and d.line <= h.end), key=lambda d: -d.line)
         if own:
             return own[:1] + [d for d in defs if (d.path, d.line) != (own[0].path, own[0].line)]
         break
@@ -141,4 +178,30 @@ def usage_sites(root: str, question: str, target: str, ranked: list) -> tuple[li
         body = lines[h.path][h.start - 1:h.end]
         calls = any(site.search(t) and not (own.match(t) or IMPORT.match(t) or COMMENT.match(t)) for t in body)
         (sites if calls else rest).append(h)
+    module = qualifier_of(question, target)
+    if module is not None:  # `fnmatch.translate`: its callers, not every `s.translate(`
+        sites.sort(key=lambda h: not by_module(module, target, h, lines[h.path]))
     return sites, rest
+
+
+def qualifier_of(question: str, target: str) -> str | None:
+    """The module or class a usage question writes its target with (`fnmatch` of "who calls fnmatch.translate")."""
+    m = re.search(rf"(?:^|[^\w.])(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\.{re.escape(target)}\b", question)
+    return m.group(1) if m else None
+
+
+def by_module(module: str, target: str, h, lines: list[str]) -> bool:
+    """The chunk uses `module.target` as written, or is in a file that is that module or imports the
+    target from it (where a bare `target(` is that module's)."""
+    said = re.compile(rf"\b{re.escape(module)}\.{re.escape(target)}\b")
+    if any(said.search(t) for t in lines[h.start - 1:h.end]):
+        return True
+    imported = re.compile(rf"^\s*from\s+(?:[\w.]+\.)?{re.escape(module)}\s+import\b.*\b{re.escape(target)}\b")
+    return module in title_words(h.path) or any(imported.match(t) for t in lines)
+
+
+def title_words(path: str) -> set[str]:
+    """A file's module name and, for a package's __init__.py, its package's."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1].rsplit(".", 1)[0]
+    return {name, parts[-2]} if name == "__init__" and len(parts) > 1 else {name}

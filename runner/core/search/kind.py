@@ -7,10 +7,11 @@ import re
 
 from runner.core.search import tokens
 
-# A "why" question asks about the history: "why/when ...", or a change done to something ("was X
-# changed", "which commit removed X"); a question about what code does to data ("copy an instance
-# with some attributes changed") is a plain-words one.
-WHY = re.compile(r"^\s*(why|when)\b|\b(commits?|regress\w*)\b"
+# A "why" question asks about the history: "why ...", "when was/did ...", or a change done to something
+# ("was X changed", "which commit removed X"); a question about what code does to data ("copy an instance
+# with some attributes changed") is a plain-words one, and so is one that opens on a condition ("when one
+# task fails how are the others cancelled": `when` then a clause, not a question about a date).
+WHY = re.compile(r"^\s*why\b|^\s*when\s+(was|were|did|has|have|had)\b|\b(commits?|regress\w*)\b"
                  r"|\b(was|were|been|got|who|which|what)\b(\s+\S+){0,4}?\s+(changed?|introduced|removed|added)\b", re.I)
 # A usage question names its verb before its target ("who calls X", "which functions raise X", "where is
 # X used"); a question whose verb comes last after many words ("which tags can a pure package use")
@@ -58,13 +59,14 @@ def usage_target(query: str) -> list[str]:
         or tokens.query_words(query)
 
 
-def concept_def_ok(name: str, words: list[str]) -> bool:
+def concept_def_ok(name: str, words: list[str], compounds: frozenset[str] = frozenset()) -> bool:
     """A plain-words question's definition must match the question by more than one of its words,
     unless the name is itself one of the question's compound words: `read` alone does not answer
-    "how is a file read in chunks"."""
+    "how is a file read in chunks". compounds: the lowercased names some definition spells as a
+    compound (NamedTuple): the same name written as one word (namedtuple) is that compound too."""
     lowered = {w.lower() for w in words}
     name_l = name.lower()
-    if name_l in lowered and (tokens.parts(name) or "_" in name.strip("_")):  # `__init__` is one word
+    if name_l in lowered and (tokens.parts(name) or "_" in name.strip("_") or name_l in compounds):  # `__init__`: one word
         return True
     name_parts = set(tokens.parts(name)) or {name_l}
     return len(name_parts & lowered) >= 2

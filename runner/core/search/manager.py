@@ -157,7 +157,7 @@ class SearchManager:
             ranked = _rank_hits(plan.chunks(store, words, limit * 8, glob, lang, cap), words)
         phrased = []
         if kind == "error" and (phrases := exact.error_phrases(text)):  # the raise site spells the message
-            phrased = store.chunks(phrases, limit, glob, lang)
+            phrased = exact.by_message(index.root, text, store.chunks(phrases, limit, glob, lang), store)
             ranked = exact.phrase_first(phrased, ranked)
         defs, ranked = _by_kind(kind, text, words, exact.source_first(defs), ranked, index.root)
         if phrased:  # the definition that raises it first: the message's named classes are what it is about
@@ -253,7 +253,10 @@ def _by_kind(kind: str, text: str, words: list[str], defs: list[DefHit], ranked:
     """The rules of query_kind applied: exact-match kinds ("identifier", "error", "why") keep the
     ranking as it is; the others reorder or filter it."""
     if kind == "concept":  # one common word's short definition is not the answer to a question
-        defs = [d for d in defs if query_kind.concept_def_ok(d.name, words)]
+        # A compound one definition spells in parts (NamedTuple) is the same compound where another
+        # writes it as one word (namedtuple): the question that names it names both.
+        compounds = frozenset(d.name.lower() for d in defs if tokens.parts(d.name) or "_" in d.name.strip("_"))
+        defs = [d for d in defs if query_kind.concept_def_ok(d.name, words, compounds)]
         # A name sharing two of the question's words is evidence only where the question's words in
         # context agree: its file among the best chunks' files, in their order.
         first = list(dict.fromkeys(h.path for h in ranked))[:AGREE]
