@@ -119,8 +119,8 @@ def handle(kind: str, platform: str) -> Answer:
         raw = read_stdin()
     except TooBig:
         return unread(kind, f"the event is over {STDIN_CAP >> 20} MiB, more than plugkit reads")
-    if raw is None:
-        return failed(kind, f"no event JSON arrived on stdin within {STDIN_BUDGET_S:g}s")
+    if raw is None:  # no EOF in time (every host closes the hook's stdin): unread, like a cut event
+        return unread(kind, f"no whole event JSON arrived on stdin within {STDIN_BUDGET_S:g}s")
     try:
         data = codec.loads(raw)
         # Hosts that spell the fields otherwise (Cursor, Copilot, OpenCode's tools) rename them first.

@@ -79,3 +79,29 @@ def test_a_call_too_big_for_the_runner_is_checked_or_denied_never_let_through(ho
                             env={**home.env, "PLUGKIT_SESSION_ID": "a-worker"}, cwd=str(advisory), timeout=120)
     answer = json.loads(worker.stdout)
     assert _decision(answer) == "deny" and "plugkit work" in json.dumps(answer), answer
+
+
+def test_an_event_whose_stdin_never_ends_is_denied_where_gates_are_enforced(home, tmp_path):
+    """A Write event whose stdin never reaches EOF within the hook's read budget (a host stalled
+    mid-write, or a pipe held open) is a call nobody checked: it failed open as "no event arrived".
+    Under enforce it is denied like any unread event; elsewhere it still fails open."""
+    repo = make_repo(tmp_path / "repo", 'gates = "enforce"\n')
+    agent = Agent(home, repo)
+    agent.hook("SessionStart", source="startup")
+    body = _event(agent, repo, "Write", {"file_path": str(repo / "a.py"), "content": "x = 1\n"})
+    for root, decision in ((repo, "deny"), (make_repo(tmp_path / "advisory", 'gates = "advisory"\n'), "allow")):
+        err = tmp_path / f"{decision}.err"
+        with open(err, "wb") as errors:
+            hook = subprocess.Popen(cli_argv() + ["hook", "PreToolUse", "--platform", "claude-code"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                                    env={**home.env, "PLUGKIT_HOOK_STDIN_TIMEOUT": "0.5"}, cwd=str(root))
+            try:
+                hook.stdin.write(body[:-1])  # all but the closing brace, and the pipe held open
+                hook.stdin.flush()
+                out = hook.stdout.read()  # the hook answers once its read budget is spent
+            finally:
+                hook.stdin.close()
+                hook.wait(timeout=60)
+                hook.stdout.close()
+        answer = json.loads(out or b"{}")
+        assert _decision(answer) == decision, (answer, err.read_text())

@@ -247,7 +247,7 @@ def test_cli_stdin_that_never_closes_costs_the_budget_not_the_timeout(home):
         proc.stdout.close()
         proc.stderr.close()
     assert (out, proc.returncode) == (b"", 0)
-    assert "no event JSON arrived on stdin within 0.3s" in err
+    assert "no whole event JSON arrived on stdin within 0.3s" in err
 
 
 def test_fixtures_are_all_used():
