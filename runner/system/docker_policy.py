@@ -181,9 +181,9 @@ class Policy:
             await self._new_name(req.arg("repo"), req.arg("tag"), "import")
 
     async def _new_name(self, repo: str, tag: str, what: str) -> None:
-        """An image name the worker gives (build -t, tag, commit, import): a new one, or one it made.
-        The image store is shared: a worker's image under `postgres:16` or the person's own app's
-        name is what the person's next `docker run` starts."""
+        """An image name the worker gives (build -t, tag, commit, import): one it made, or a new one
+        under its project's name. The image store is shared: a worker's image under `postgres:16` (pulled
+        or not yet) or the person's own app's name is what the person's next `docker run` starts."""
         if not repo or "@" in repo:
             return
         if not tag and ":" not in repo.rsplit("/", 1)[-1]:
@@ -193,6 +193,11 @@ class Policy:
         if found is not None and not self.owner.built(found.labels):
             raise Refused(f"{what} as {ref} is refused: an image of that name exists that this worker did not "
                           "build (others run it); use a new name")
+        project, last = self.owner.project(), repo.rsplit("/", 1)[-1]
+        # A name nobody else's `docker run` reaches (and not another item's: plugkit-w1 is no plugkit-w10).
+        if not (last.startswith(project) and last[len(project):][:1] in ("", "-", "_", ":")):
+            raise Refused(f"{what} as {ref} is refused: a worker's image names begin with its project's, "
+                          f"{project} ($COMPOSE_PROJECT_NAME), e.g. {project}-app:1")
 
     async def create_volume(self, req: Request) -> None:
         body = json_body(req, {"Driver": None, "DriverOpts": None, "Labels": None})

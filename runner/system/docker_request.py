@@ -22,6 +22,17 @@ BUILT = "plugkit.built"
 MAX_BODY = 1 << 20  # a create's JSON; a build's context streams through unread
 PREDEFINED_NETWORKS = frozenset({"", "default", "bridge", "none"})
 _VERSION = re.compile(r"^/v\d+\.\d+(?=/)")
+# An image a worker names (build -t, tag, commit, import) begins with its project's name: the image
+# store is shared, and a worker's `postgres:16` built before the person ever pulled one is what the
+# person's next `docker run postgres:16` starts, outside every sandbox. The same name is the worker's
+# COMPOSE_PROJECT_NAME (sandbox.py sets it), so compose's own image names (<project>-<service>,
+# <project>_<service>) pass.
+PROJECT_PREFIX = "plugkit-"
+
+
+def project_name(worktree: str) -> str:
+    """A worker's compose project, and the start of every image name it gives: from its worktree."""
+    return PROJECT_PREFIX + re.sub(r"[^a-z0-9_-]", "-", os.path.basename(os.path.realpath(worktree)).lower())
 
 
 class Refused(Exception):
@@ -54,6 +65,9 @@ class Owner:
 
     def labels(self) -> dict[str, str]:
         return {ATTEMPT: self.attempt, RUN: self.run, ITEM: self.item, HOME: self.home, RUNNER: self.runner}
+
+    def project(self) -> str:
+        return project_name(self.worktree)
 
     def owns(self, labels: Optional[dict]) -> bool:
         return bool(labels) and labels.get(ATTEMPT) == self.attempt

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from plugkit.hosts import COMMAND, HOSTS
-from runner.system import landlock, sandbox_home, worker_objects, worker_refs
+from runner.system import docker_request, landlock, sandbox_home, worker_objects, worker_refs
 
 PROGRAM = "bwrap"
 # Under $HOME: hidden unless a scope grants them. A directory gets an empty tmpfs, a file /dev/null.
@@ -219,7 +219,8 @@ def argv(lay: Layout, kind: str, inner: list[str], granted: tuple[str, ...] = ()
     return [program, "--die-with-parent", "--unshare-pid", "--new-session",
             *mounts(lay, kind, granted, capability, sandbox_home.named_files(dict(enumerate(inner))), extra),
             *sandbox_home.environment(lay.tmp),
-            *(["--setenv", "DOCKER_HOST", f"unix://{docker}"] if docker is not None else []),
+            *(["--setenv", "DOCKER_HOST", f"unix://{docker}", "--setenv", "COMPOSE_PROJECT_NAME",
+               docker_request.project_name(lay.worktree)] if docker is not None else []),
             "--chdir", cwd or lay.worktree, "--setenv", "TMPDIR", lay.tmp, "--", *inner]
 
 

@@ -122,28 +122,28 @@ def test_a_runner_that_died_mid_attempt_leaves_the_workers_containers_to_the_nex
     try:
         w = Work(home, repo, {"w1": [["shell", f"docker run -d --name orphan {IMAGE} sleep 600 >/dev/null && "
                                                f"printf 'FROM {IMAGE}\\nLABEL o=1\\n' | DOCKER_BUILDKIT=0 docker build "
-                                               "-q -t orphanimg:1 - >/dev/null && touch report.done; sleep 600"]]})
+                                               "-q -t plugkit-w1-orphan:1 - >/dev/null && touch report.done; sleep 600"]]})
         w.env["DOCKER_HOST"] = f"unix://{engine}"
         w.add("w1", "--verify", "true")
         w.start()
         tree = repo / ".plugkit" / "worktrees" / "w1"
         w.until(lambda r: (tree / "report.done").exists() or r["ended_at"] is not None)
         assert engine_mod.inspect(engine, "container", "orphan") is not None
-        assert engine_mod.inspect(engine, "image", "orphanimg:1") is not None
+        assert engine_mod.inspect(engine, "image", "plugkit-w1-orphan:1") is not None
         pid = home.discovery()["pid"]
         os.kill(pid, signal.SIGKILL)  # no attempt gets its end: the container outlives the runner
         assert wait_gone(pid)
         assert engine_mod.inspect(engine, "container", "orphan") is not None
         home.cli("runner", "start")
         deadline = time.monotonic() + 60
-        while engine_mod.inspect(engine, "container", "orphan") or engine_mod.inspect(engine, "image", "orphanimg:1"):
+        while engine_mod.inspect(engine, "container", "orphan") or engine_mod.inspect(engine, "image", "plugkit-w1-orphan:1"):
             assert time.monotonic() < deadline, "the next runner's boot did not remove the dead attempt's container"
             time.sleep(0.1)
         assert (engine_mod.inspect(engine, "container", stranger) or {}).get("State", {}).get("Running"), stranger
         w.until(lambda r: r["ended_at"] is not None)
     finally:
         engine_mod.docker(engine, "rm", "-f", stranger, "orphan", ok=False)
-        engine_mod.docker(engine, "rmi", "orphanimg:1", ok=False)
+        engine_mod.docker(engine, "rmi", "plugkit-w1-orphan:1", ok=False)
 
 
 def test_a_workers_exec_tasks_reach_its_proxy_and_a_persons_do_not(home, tmp_path, engine):
@@ -233,7 +233,7 @@ def test_a_workers_compose_project_is_labelled_and_goes_and_a_hostile_one_is_ref
     w.add("w1", "--verify", "test -f w1.txt")
     w.start()
     tree = repo / ".plugkit" / "worktrees" / "w1"
-    made = (("container", "w1_web_1"), ("container", "w1_db_1"), ("network", "w1_back"), ("volume", "w1_data"))
+    made = (("container", "plugkit-w1_web_1"), ("container", "plugkit-w1_db_1"), ("network", "plugkit-w1_back"), ("volume", "plugkit-w1_data"))
     try:
         w.until(lambda r: (tree / "report.done").exists() or r["ended_at"] is not None)
         assert (tree / "data.out").read_text() == "from the worktree\n", (tree / "up.out").read_text()
@@ -253,9 +253,9 @@ def test_a_workers_compose_project_is_labelled_and_goes_and_a_hostile_one_is_ref
             assert engine_mod.inspect(engine, kind, name) is None, (kind, name)
             assert f"{kind} {name}" in item["teardown"], item
     finally:
-        engine_mod.docker(engine, "rm", "-f", "w1_web_1", "w1_db_1", ok=False)
-        engine_mod.docker(engine, "network", "rm", "w1_back", ok=False)
-        engine_mod.docker(engine, "volume", "rm", "-f", "w1_data", ok=False)
+        engine_mod.docker(engine, "rm", "-f", "plugkit-w1_web_1", "plugkit-w1_db_1", ok=False)
+        engine_mod.docker(engine, "network", "rm", "plugkit-w1_back", ok=False)
+        engine_mod.docker(engine, "volume", "rm", "-f", "plugkit-w1_data", ok=False)
 
 
 def test_the_images_a_worker_built_go_with_its_attempt_unless_anothers_container_uses_one(home, tmp_path, engine):
@@ -269,8 +269,10 @@ def test_the_images_a_worker_built_go_with_its_attempt_unless_anothers_container
     git(repo, "commit", "-qm", "an image to build")
     # wgone built twice: the first image's name is taken by the second.
     builds = "export DOCKER_BUILDKIT=0; " + "".join(
-        f"docker build -q {flags} -f ctx/{name}.Dockerfile -t {name}:1 ctx >> {name}.out 2>>build.err; "
-        for name, flags in (("wgone", ""), ("wgone", "--label v=2"), ("wkept", "")))
+        f"docker build -q {flags} -f ctx/{name}.Dockerfile -t plugkit-w1-{name}:1 ctx >> {name}.out 2>>build.err; "
+        for name, flags in (("wgone", ""), ("wgone", "--label v=2"), ("wkept", ""))) + (
+        # A name the person has not pulled yet: what their next `docker run redis:7` would start.
+        "docker build -q -f ctx/wkept.Dockerfile -t redis:7 ctx > shadow.out 2>&1; echo $? >> shadow.out; ")
     w = Work(home, repo, {"w1": [["shell", builds + "touch report.done; until [ -f go ]; do sleep 0.05; done"],
                                  *commit_file("w1.txt")]})
     w.env["DOCKER_HOST"] = f"unix://{engine}"
@@ -287,21 +289,24 @@ def test_the_images_a_worker_built_go_with_its_attempt_unless_anothers_container
                 labels = (engine_mod.inspect(engine, "image", image) or {}).get("Config", {}).get("Labels") or {}
                 assert json.loads(labels.get("plugkit.built", "{}")).get("plugkit.attempt", "").endswith("-w1-1"), labels
                 assert labels.get("plugkit.attempt") == "", labels  # what a container of it inherits: no owner
+        shadow = (tree / "shadow.out").read_text()
+        assert "begin with its project's, plugkit-w1" in shadow and shadow.split()[-1] != "0", shadow
+        assert engine_mod.inspect(engine, "image", "redis:7") is None
         # Someone else's container runs the worker's image: the image stays for it.
-        engine_mod.docker(engine, "run", "-d", "--name", stranger, "wkept:1", "sleep", "600")
+        engine_mod.docker(engine, "run", "-d", "--name", stranger, "plugkit-w1-wkept:1", "sleep", "600")
         (tree / "go").write_text("")
         run = w.until(lambda r: r["ended_at"] is not None)
         item = w.items(run)["w1"]
         assert item["state"] == "completed", run
         # wgone's first build too, untagged by the second
         assert [i for i in built["wgone"] if engine_mod.inspect(engine, "image", i) is not None] == [], item["teardown"]
-        assert "image wgone:1" in item["teardown"], item
-        assert len(built["wgone"]) == 2 and engine_mod.inspect(engine, "image", "wkept:1") is not None, item["teardown"]
+        assert "image plugkit-w1-wgone:1" in item["teardown"], item
+        assert len(built["wgone"]) == 2 and engine_mod.inspect(engine, "image", "plugkit-w1-wkept:1") is not None, item["teardown"]
         assert engine_mod.inspect(engine, "image", IMAGE) is not None  # the image it built on: not its own
         assert (engine_mod.inspect(engine, "container", stranger) or {}).get("State", {}).get("Running"), stranger
     finally:
         engine_mod.docker(engine, "rm", "-f", stranger, ok=False)
-        engine_mod.docker(engine, "rmi", "wgone:1", "wkept:1", ok=False)
+        engine_mod.docker(engine, "rmi", "plugkit-w1-wgone:1", "plugkit-w1-wkept:1", "redis:7", ok=False)
 
 
 def test_work_docker_is_refused_to_a_worker_outside_the_sandbox(home, tmp_path, engine):

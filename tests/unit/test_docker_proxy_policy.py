@@ -19,8 +19,8 @@ class FakeEngine:
                         ("volume", "theirvol"): Found("theirvol", stranger), ("network", "mynet"): Found("n1", mine),
                         ("network", "theirnet"): Found("n2", stranger), ("exec", "x1"): Found("x1", stranger),
                         ("image", "postgres:16"): Found("sha256:p", {}), ("image", "myapp:latest"): Found("sha256:a", {}),
-                        ("image", "mine:1"): Found("sha256:m", owner.image_labels()),
-                        ("image", "run-of-mine:1"): Found("sha256:r", mine)}  # labels a container passed on
+                        ("image", "plugkit-wt-mine:1"): Found("sha256:m", owner.image_labels()),
+                        ("image", "plugkit-wt-run:1"): Found("sha256:r", mine)}  # labels a container passed on
         self.made: list[tuple[str, dict]] = []
 
     async def lookup(self, kind: str, name: str):
@@ -178,7 +178,7 @@ async def test_a_loopback_only_worker_gets_containers_without_a_network(worktree
     body = json.loads(req.body)
     assert body["HostConfig"]["NetworkMode"] == "none" and "NetworkingConfig" not in body
     assert "loopback only" in await refused(pol, "POST", "/networks/create", {"Name": "n"})
-    assert ("networkmode", "none") in (await decide(pol, "POST", "/build?t=x")).query
+    assert ("networkmode", "none") in (await decide(pol, "POST", "/build?t=plugkit-wt-x")).query
 
 
 async def test_the_worktree_mounted_whole_keeps_its_git_pointer_read_only_and_git_itself_is_refused(worktree):
@@ -197,11 +197,18 @@ async def test_rejects_an_image_name_that_would_stand_in_for_anothers(worktree):
     assert "myapp:latest is refused" in await refused(pol, "POST", "/images/abc/tag?repo=myapp")
     assert "refused" in await refused(pol, "POST", "/commit?container=mine&repo=postgres&tag=16")
     assert "image load is refused" in await refused(pol, "POST", "/images/load")
-    req = await decide(pol, "POST", '/build?t=fresh:1&t=mine:1&labels={"app":"x","plugkit.built":"other"}')
+    req = await decide(pol, "POST", '/build?t=plugkit-wt-fresh:1&t=plugkit-wt-mine:1&labels={"app":"x","plugkit.built":"other"}')
     assert json.loads(req.arg("labels")) == {"app": "x", **pol.owner.image_labels()}  # its later tag is of its own
-    await decide(pol, "POST", "/images/mine:1/tag?repo=mine&tag=2")
+    await decide(pol, "POST", "/images/plugkit-wt-mine:1/tag?repo=plugkit-wt-mine&tag=2")
+    # A name no image has yet is still the person's to pull: a worker's names begin with its project's.
+    line = await refused(pol, "POST", "/build?t=redis:7")
+    assert "build -t as redis:7 is refused" in line and "plugkit-wt ($COMPOSE_PROJECT_NAME)" in line, line
+    assert "is refused" in await refused(pol, "POST", "/build?t=registry.example/team/redis:7")
+    assert "is refused" in await refused(pol, "POST", "/build?t=plugkit-wt2-app:1")  # another item's project
+    for name in ("plugkit-wt_web", "plugkit-wt-web:2", "registry.example/team/plugkit-wt:1"):  # compose v1, v2, pushed
+        await decide(pol, "POST", f"/build?t={name}")
     # Not an image it built: one that carries a container's labels (a person's commit, a Dockerfile's LABEL).
-    assert "is refused" in await refused(pol, "POST", "/images/abc/tag?repo=run-of-mine&tag=1")
+    assert "is refused" in await refused(pol, "POST", "/images/abc/tag?repo=plugkit-wt-run&tag=1")
 
 
 async def test_an_image_it_makes_says_so_under_its_own_keys_not_a_containers(worktree):
@@ -211,9 +218,9 @@ async def test_an_image_it_makes_says_so_under_its_own_keys_not_a_containers(wor
     image = pol.owner.image_labels()
     assert image[ATTEMPT] == image["plugkit.home"] == ""  # the keys teardown and the boot sweep match on
     assert pol.owner.built(pol.owner.image_labels()) and not pol.owner.owns(pol.owner.image_labels())
-    req = await decide(pol, "POST", "/commit?container=mine&repo=snap&tag=1", {"Labels": {"plugkit.attempt": "x"}})
+    req = await decide(pol, "POST", "/commit?container=mine&repo=plugkit-wt-snap&tag=1", {"Labels": {"plugkit.attempt": "x"}})
     assert json.loads(req.body or b"")["Labels"] == pol.owner.image_labels()
-    req = await decide(pol, "POST", "/commit?container=mine&repo=snap&tag=1")
+    req = await decide(pol, "POST", "/commit?container=mine&repo=plugkit-wt-snap&tag=1")
     assert json.loads(req.body or b"")["Labels"] == pol.owner.image_labels()
     line = await refused(pol, "POST", "/commit?container=mine&changes=ENV+A%3D1&changes=lAbEl+plugkit.built%3Dother")
     assert "commit --change LABEL is refused" in line, line
