@@ -5,6 +5,7 @@ import pytest
 
 from runner.core.search import kind
 from runner.core.search.manager import SearchManager
+from tests.support.search_files import indexed
 
 
 @pytest.mark.parametrize("query, expected", [
@@ -68,15 +69,8 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory):
-    root = tmp_path_factory.mktemp("repo")
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    manager = SearchManager(str(tmp_path_factory.mktemp("home")), semantic_layer=False)
-    manager.query(str(root), "start")
-    manager.workspace(str(root)).wait(60)
-    yield lambda q: manager.query(str(root), q, limit=10, history=False)
-    manager.close()
+    with indexed(tmp_path_factory, FILES, "repo") as ask:
+        yield ask
 
 
 def test_a_qualified_name_picks_the_definition_its_qualifier_names(searched):
@@ -210,15 +204,8 @@ EXACT = {
 
 @pytest.fixture(scope="module")
 def exact(tmp_path_factory):
-    root = tmp_path_factory.mktemp("exact")
-    for rel, text in EXACT.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    manager = SearchManager(str(tmp_path_factory.mktemp("home")), semantic_layer=False)
-    manager.query(str(root), "start")
-    manager.workspace(str(root)).wait(60)
-    yield lambda q: manager.query(str(root), q, limit=10, history=False)
-    manager.close()
+    with indexed(tmp_path_factory, EXACT, "exact") as ask:
+        yield ask
 
 
 def test_a_pasted_error_finds_the_line_that_raises_it_and_no_namesake_exception_class(exact):

@@ -5,7 +5,7 @@ callers of fnmatch.translate). Indexed for real (SQLite FTS5, no daemon)."""
 import pytest
 
 from runner.core.search import exact
-from runner.core.search.manager import SearchManager
+from tests.support.search_files import indexed
 
 FILES = {
     "pkg/globs.py": "def translate(pat):\n    \"A glob as a regular expression.\"\n    return pat\n",
@@ -23,15 +23,8 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory):
-    root = tmp_path_factory.mktemp("usage")
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    manager = SearchManager(str(tmp_path_factory.mktemp("home")), semantic_layer=False)
-    manager.query(str(root), "start")
-    manager.workspace(str(root)).wait(60)
-    yield lambda q: manager.query(str(root), q, limit=10, history=False)
-    manager.close()
+    with indexed(tmp_path_factory, FILES, "usage") as ask:
+        yield ask
 
 
 def test_a_qualified_target_s_callers_come_before_a_namesake_method_s(searched):

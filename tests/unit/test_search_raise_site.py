@@ -7,7 +7,7 @@ import pytest
 
 from runner.core.search import exact
 from runner.core.search.chunks import MAX_CHUNK
-from runner.core.search.manager import SearchManager
+from tests.support.search_files import indexed
 
 FILLER = "".join(f"    step{i} = prepare(r, {i})\n" for i in range(MAX_CHUNK + 60))  # a long second window
 FILES = {
@@ -33,15 +33,8 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory):
-    root = tmp_path_factory.mktemp("raise")
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    manager = SearchManager(str(tmp_path_factory.mktemp("home")), semantic_layer=False)
-    manager.query(str(root), "start")
-    manager.workspace(str(root)).wait(60)
-    yield lambda q: manager.query(str(root), q, limit=10, history=False)
-    manager.close()
+    with indexed(tmp_path_factory, FILES, "raise") as ask:
+        yield ask
 
 
 def test_the_raise_site_spelling_most_of_the_message_leads_with_its_long_function(searched):
