@@ -5,21 +5,13 @@ comes before a package's prose about it, and a file saved between two questions 
 import pytest
 
 from runner.core.search.manager import SearchManager
+from tests.support.search_files import ask
 
 
 def _ask(tmp_path, files: dict[str, str], question: str):
     """`question`'s answer over a repository of `files`, once its index is built (no history)."""
-    root = tmp_path / "repo"
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
-    try:
-        manager.query(str(root), "start")
-        manager.workspace(str(root)).wait(60)
-        return manager.query(str(root), question, history=False)
-    finally:
-        manager.close()
+    return ask(tmp_path, files, question)
+
 
 QUESTION = "compare the package version with a tuple"
 FILES = {

@@ -4,8 +4,7 @@ indexed for real (SQLite FTS5, no daemon): the rules are pure, the index is the 
 import pytest
 
 from runner.core.search import kind
-from runner.core.search.manager import SearchManager
-from tests.support.search_files import indexed
+from tests.support.search_files import ask, indexed
 
 
 @pytest.mark.parametrize("query, expected", [
@@ -99,17 +98,7 @@ PROSE = {
 
 
 def test_a_plain_words_question_ranks_the_chunk_that_says_most_of_it_first(tmp_path):
-    root = tmp_path / "repo"
-    for rel, text in PROSE.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
-    try:
-        manager.query(str(root), "start")
-        manager.workspace(str(root)).wait(60)
-        a = manager.query(str(root), "convert a string like yes or on to a boolean", history=False)
-    finally:
-        manager.close()
+    a = ask(tmp_path, PROSE, "convert a string like yes or on to a boolean")
     assert a.kind == "concept" and a.hits[0].path == "pkg/booleans.py", [(h.path, h.symbol) for h in a.hits]
 
 
@@ -262,16 +251,5 @@ COMPOUND = {
 
 
 def test_a_question_naming_a_one_word_compound_keeps_its_definition(tmp_path):
-    root = tmp_path / "repo"
-    for rel, text in COMPOUND.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    manager = SearchManager(str(tmp_path / "home"), semantic_layer=False)
-    try:
-        manager.query(str(root), "start")
-        manager.workspace(str(root)).wait(60)
-        a = manager.query(str(root), "how does namedtuple generate the new tuple subclass and its methods",
-                          history=False)
-    finally:
-        manager.close()
+    a = ask(tmp_path, COMPOUND, "how does namedtuple generate the new tuple subclass and its methods")
     assert a.kind == "concept" and [d.name for d in a.definitions][:1] == ["namedtuple"], a.definitions
