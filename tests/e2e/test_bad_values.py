@@ -29,6 +29,12 @@ ATTACKS = {
 }
 
 
+# Fields that take an absolute directory: a plausible one is the test's own.
+PATHS = frozenset({"cwd", "worktree"})
+# Fields whose plausible value no annotation spells (a pattern): by name.
+SHAPED = {"base": "0" * 40, "argv": ["true"]}  # work.run: a commit's hash, a command line
+
+
 def every_method() -> dict[str, type]:
     found = {}
     for module in NAMESPACES.values():
@@ -39,8 +45,10 @@ def every_method() -> dict[str, type]:
 
 def _plausible(annotation, name: str, cwd: str):
     """A value the field accepts, so the attacked field is the only thing wrong."""
-    if name == "cwd":
+    if name in PATHS:
         return cwd
+    if name in SHAPED:
+        return SHAPED[name]
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
@@ -59,7 +67,7 @@ def _plausible(annotation, name: str, cwd: str):
 def baseline(model, cwd: str) -> dict:
     params = {}
     for name, field in model.model_fields.items():
-        if field.is_required() or name == "cwd":
+        if field.is_required() or name in PATHS:
             params[name] = _plausible(field.annotation, name, cwd)
     return params
 

@@ -30,7 +30,7 @@ from runner.boot.compose import compose
 from runner.executors.base import ExecSpec
 from runner.http import conn_guard
 from runner.http.keys import CONTEXT
-from runner.system import socket_owner, worker_objects
+from runner.system import socket_owner, worker_objects, worker_refs
 from tests.hosts.hosts import HOSTS, Host, cache_dir, host_env, installed, project
 from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Hang, Say, Script, Scripts
@@ -123,6 +123,8 @@ async def make_worker(base: Path, repo: Path, name: str, item: str, home) -> Wor
     await asyncio.to_thread(git, repo, "worktree", "add", "-q", "-b", f"plugkit/{item}", str(worktree))
     # Its own object dir, shown at .git/objects in the sandbox (the real store is read-only there).
     await asyncio.to_thread(worker_objects.prepare, str(worktree), str(repo / ".git"))
+    # And its own refs dir, holding its branch (shown over refs/heads/plugkit/, which it cannot write).
+    await asyncio.to_thread(worker_refs.prepare, str(worktree), str(repo / ".git"), f"plugkit/{item}")
     args = workers.install_args(workers.row(name))
     done = await asyncio.to_thread(subprocess.run, [*cli_argv(), *args], cwd=worktree, env=home.env,
                                    capture_output=True, text=True, timeout=60)
@@ -164,6 +166,9 @@ def explain(task, script: Script | Scripts, server: ModelServer) -> str:
 def check_committed(ctx, repo: Path, w: Worker, script: Script, why: str) -> None:
     # What the engine does once a worker ends: its objects, checked, into the real store.
     worker_objects.take(str(w.worktree), str(repo / ".git"))
+    found = worker_refs.read(str(w.worktree), f"plugkit/{w.item}")  # and its branch's tip, a hash only
+    assert found.tip and not (found.links or found.strays), (found, why)
+    git(repo, "update-ref", "--no-deref", f"refs/heads/plugkit/{w.item}", found.tip)
     assert f"{w.item} was here" in git(repo, "show", f"plugkit/{w.item}:{w.item}.txt"), why
     assert git(repo, "log", "-1", "--format=%s", f"plugkit/{w.item}").strip() == w.item, why
     first = script.main[0] if script.main else None
