@@ -192,10 +192,14 @@ def _follow_fed(follower: follow.Follower, info: dict, deadline: float, feed: ex
     while True:
         seen = feed.progress if feed is not None else 0
         info = follower.follow(info, deadline)
-        if feed is None or not feed.live or not render.waiting(info):
+        if feed is None or not render.waiting(info):
             return info
-        if not feed.wait_progress(seen, deadline - time.monotonic()):
-            return info
+        if feed.progress == seen:  # nothing delivered while that answer was made: it stands
+            if not feed.live or not feed.wait_progress(seen, deadline - time.monotonic()):
+                return info
+        # Else input (or its end) reached the task while the runner answered "waiting": a pipe's
+        # last line and its EOF landing then said "waiting for input" of a task whose stdin was
+        # already closed, and left its last output unread.
         info = None  # stale: the next task.wait says whether it still waits
 
 
