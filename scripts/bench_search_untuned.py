@@ -13,9 +13,11 @@ written by another hand while the ranker changed and never shown to it. Both wer
 so issue 46's round has new ones, written and judged from the source by a hand that never touched the
 ranker: rich 13.7.1 and stdlib-h46 (the stdlib set's corpus, questions about modules no other set asks about).
 Those two were seen by the people ranking within the round, so a third hand wrote two more the same way, over
-packages no set used: docutils 0.21.2 and werkzeug 3.0.3, committed before any tool ranked them.
+packages no set used: docutils 0.21.2 and werkzeug 3.0.3, committed before any tool ranked them. Those were seen
+too, so a fourth hand wrote stdlib-h47 (the stdlib set's corpus, about modules none of the three stdlib sets asks
+about) and pygments 2.18.0 (327 files, a package no set used), committed before any tool ranked them.
 Run: .venv/bin/python scripts/bench_search_untuned.py
-     [--set attrs|packaging|click|stdlib-dev|stdlib|markdown|rich|stdlib-h46|docutils|werkzeug]
+     [--set attrs|packaging|click|stdlib-dev|stdlib|markdown|rich|stdlib-h46|docutils|werkzeug|stdlib-h47|pygments]
 """
 
 import json
@@ -48,8 +50,10 @@ SETS["stdlib"] = ("stdlib-3.11.json", "dev, held out once")
 SETS["markdown"] = ("markdown-3.6.json", "dev, held out once")
 SETS["rich"] = ("rich-13.7.1.json", "dev, held out once")
 SETS["stdlib-h46"] = ("stdlib-h46-3.11.json", "dev, held out once")
-SETS["docutils"] = ("docutils-0.21.2.json", "held-out")
-SETS["werkzeug"] = ("werkzeug-3.0.3.json", "held-out")
+SETS["docutils"] = ("docutils-0.21.2.json", "dev, held out once")
+SETS["werkzeug"] = ("werkzeug-3.0.3.json", "dev, held out once")
+SETS["stdlib-h47"] = ("stdlib-h47-3.11.json", "held-out")
+SETS["pygments"] = ("pygments-2.18.0.json", "held-out")
 # set -> (the interpreter whose standard library is the corpus, directory names left out of it): such a set
 # reads no wheel. venv is out because plugkit's file list skips it as a virtualenv; every system reads one copy.
 # The dev set's corpus keeps what its judge read: all but regrtest's support package and the build's files.
@@ -58,6 +62,7 @@ STDLIB_CORPORA = {"stdlib": ("/usr/bin/python3.11", frozenset({"site-packages", 
                   "stdlib-dev": ("/usr/bin/python3.11", frozenset({"test", "lib-dynload", "__pycache__",
                                                                    "config-3.11-x86_64-linux-gnu"}))}
 STDLIB_CORPORA["stdlib-h46"] = STDLIB_CORPORA["stdlib"]  # the same files, other questions
+STDLIB_CORPORA["stdlib-h47"] = STDLIB_CORPORA["stdlib"]
 LINE_BUDGET = 200  # lines an agent reads before it stops: the issue's fixed budget
 CHARS_PER_TOKEN = 4  # the usual estimate for code; the same for every system, so the ratio is fair
 
