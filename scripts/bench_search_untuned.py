@@ -219,7 +219,7 @@ def budgeted(root: str, read: list[tuple[str, int]], judged: set[tuple[str, int]
     for path, n in seen:
         if path not in texts:
             with open(os.path.join(root, path), errors="replace") as f:
-                texts[path] = f.read().splitlines()
+                texts[path] = f.read().split("\n")  # as files_read and grep -n number them: a form feed is no line break
         chars += len(texts[path][n - 1]) + 1 if 0 < n <= len(texts[path]) else 0
     return len(judged & set(seen)) / len(judged), chars // CHARS_PER_TOKEN
 
