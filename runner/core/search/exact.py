@@ -5,10 +5,11 @@ before a stub's declaration of it, and the class a `Class.method` qualifier name
 import re
 
 from runner.core.search import files, tokens
-from runner.core.search.kind import QUALIFIED_RAISE
+from runner.core.search.kind import DIAGNOSTIC, QUALIFIED_RAISE
 
-# Where a pasted message starts: after its exception's name ("ValueError: ", "pkg.mod.BadThing: ").
-MESSAGE = re.compile(r"\b\w*(?:Error|Exception|Warning)\b\s*:\s*|" + QUALIFIED_RAISE, re.M)
+# Where a pasted message starts: after its exception's name ("ValueError: ", "pkg.mod.BadThing: "), or
+# after a diagnostic's file, line and level ("doc.rst:3: (WARNING/2) ").
+MESSAGE = re.compile(r"\b\w*(?:Error|Exception|Warning)\b\s*:\s*|" + QUALIFIED_RAISE + "|" + DIAGNOSTIC, re.M)
 PHRASE = 3  # words a phrase of the message holds: short enough to stay inside one literal of a split string
 MAX_PHRASES = 24
 CLASS = re.compile(r"\s*class\s+([A-Za-z_]\w*)")
@@ -44,16 +45,32 @@ def raised_name(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+BARE = re.compile(r"\b(\w*(?:Error|Exception|Warning))\s*:\s*$")
+
+
+def bare_name(text: str) -> str | None:
+    """The exception a pasted error names alone before its message (`LookupError` of "LookupError: the
+    converter 'uuid4' does not exist"): many a chunk names it, only its raise sites raise it."""
+    found = list(MESSAGE.finditer(text))
+    m = BARE.search(text[:found[-1].end()]) if found else None
+    return m.group(1) if m else None
+
+
 def by_message(root: str, text: str, phrased: list, keep=None) -> list:
     """The chunks spelling part of a pasted message, a raise site of the exception it names with its
     module first (`raise errors.StyleSyntaxError(...)`, not the helper whose own error it wraps), the one
     spelling most of the message's runs of words leading (FTS5's bm25 favoured a shorter sibling raising
     a like message); the rest in bm25 order. keep: the index's store, which keeps files' lines."""
     name = raised_name(text)
-    if name is None:
+    if name is not None:
+        named = re.compile(rf"\b{re.escape(name)}\b")
+    elif (name := bare_name(text)) is not None:  # a builtin's: the chunk raising it, not one catching it
+        # (werkzeug's `raise LookupError(f"the converter {name!r} does not exist")` spells one run of the
+        # message's words, as a shorter one saying "does not exist" does: bm25 put that one first)
+        named = re.compile(rf"\braise\s+(?:[\w.]+\.)?{re.escape(name)}\b")
+    else:
         return phrased
     grams = set(message_grams(text))
-    named = re.compile(rf"\b{re.escape(name)}\b")
 
     def key(h) -> tuple[bool, int]:
         lines = files.read_lines(root, h.path, keep)[h.start - 1:h.end]
@@ -160,9 +177,9 @@ def usage_sites(root: str, question: str, target: str, ranked: list) -> tuple[li
     if not target.isidentifier():
         return [], ranked
     word = re.escape(target)
-    if re.search(r"\braises?\b", question, re.I):
+    if re.search(r"\brais(e|es|ed)\b", question, re.I):
         site = re.compile(rf"\braise\s+([\w.]+\.)?{word}\b")
-    elif re.search(r"\bcall(s|ers?)?\b", question, re.I):
+    elif re.search(r"\bcall(s|ed|ers?)?\b", question, re.I):  # "where is X called" asks for its calls too
         site = re.compile(rf"(?<![\w.])([\w.]+\.)?{word}\s*\(")
     else:
         site = re.compile(rf"\b{word}\b")

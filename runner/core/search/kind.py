@@ -19,14 +19,20 @@ WHY = re.compile(r"^\s*why\b|^\s*when\s+(was|were|did|has|have|had)\b|\b(commits
 USAGE = re.compile(r"^\s*(who|what|which)(\s+\w+)?\s+(calls?|uses?|raises?|imports?|references?)\b(?=\s+\S)"
                    r"|^\s*where\s+(is|are)\s+\S+\s+(used|called|raised|imported|referenced)\b"
                    r"|^\s*(callers|usages?|uses) of\b", re.I)
-VERBS = frozenset("call calls caller callers use uses used usage usages raise raises import imports reference "
-                  "references".split())
+# Every form USAGE accepts: "where is utils.new_document called" asked about `called` (issue 46, docutils).
+VERBS = frozenset("call calls called caller callers use uses used usage usages raise raises raised import imports "
+                  "imported reference references referenced".split())
 QUALIFIED = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\s*$")
 ERROR_NAME = re.compile(r"\w*(Error|Exception|Warning)")
 # A traceback's last line names its exception with the module it lives in ("packaging.requirements.
 # InvalidRequirement: Expected end ..."): an exception class need not end in Error to be raised.
 QUALIFIED_RAISE = r"^\s*(?:[a-z_]\w*\.)+[A-Z]\w*:\s"
-ERROR = re.compile(r"\b\w*(Error|Exception|Warning)\b\s*:|Traceback \(most recent|^\s*File \"|" + QUALIFIED_RAISE, re.M)
+# A tool's diagnostic line ("doc.rst:3: (WARNING/2) Title underline too short.", "app.py:7:1: error: ..."):
+# a file, a line (and column), then the message, after a level tag where the tool writes one. Docutils,
+# compilers, linters and type checkers report so; the message is spelled by the code that reports it.
+DIAGNOSTIC = r"^\s*[\w./\\-]+\.\w+:\d+:(?:\d+:)?\s+(?:\([A-Za-z]+/\d+\)\s*|[A-Za-z]+:\s+)?"
+ERROR = re.compile(r"\b\w*(Error|Exception|Warning)\b\s*:|Traceback \(most recent|^\s*File \"|" + QUALIFIED_RAISE
+                   + "|" + DIAGNOSTIC, re.M)
 
 
 def classify(query: str) -> str:
