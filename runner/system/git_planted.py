@@ -12,12 +12,16 @@ an admin dir it cannot sweep (too many entries, an entry it cannot remove) gets 
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 from plugkit import confined
 
-# Where `plugkit work` puts a worker's worktree (runner/core/work/attempt.py).
+# Where `plugkit work` puts a worker's worktree (runner/core/work/attempt.py), and where a Ray
+# node's runner puts an attempt's (runner/node/clone.py: <node dir>/tmp/attempt-*/wt, off the
+# node's bare clone of the project).
 WORKTREES = os.sep + os.path.join(".plugkit", "worktrees") + os.sep
+NODE_WORKTREE = re.compile(r"^(.*/tmp/attempt-[^/]+/wt)(?:/|$)")
 MAX_ENTRIES = 4096  # an admin dir holds a dozen; more is a worker's doing, refused unwalked
 # Commands run in the repository that read every worktree's admin dir (HEAD, its reflog).
 ALL_WORKTREES = frozenset({"worktree"})
@@ -39,6 +43,8 @@ def _admin_of(top: str) -> str | None:
 def _common_dir(cwd: str) -> str | None:
     """The repository's common git dir holding cwd, found as git finds it, without git."""
     probe = os.path.realpath(cwd)
+    if os.path.isfile(os.path.join(probe, "HEAD")) and os.path.isdir(os.path.join(probe, "objects")):
+        return probe  # a bare repository (a node's clone cache) or a git dir itself
     while True:
         dot_git = os.path.join(probe, ".git")
         if os.path.isdir(dot_git) and not os.path.islink(dot_git):
@@ -61,7 +67,21 @@ def _workers_admins(common: str) -> list[str]:
         names = os.listdir(folder)
     except OSError:
         return []
-    return [os.path.join(folder, n) for n in names[:MAX_ENTRIES] if WORKTREES in _read(os.path.join(folder, n), "gitdir")]
+    out = []
+    for name in names[:MAX_ENTRIES]:
+        said = _read(os.path.join(folder, name), "gitdir")
+        if WORKTREES in said or NODE_WORKTREE.match(said):
+            out.append(os.path.join(folder, name))
+    return out
+
+
+def _worker_top(real: str) -> str | None:
+    """The top of the worker's worktree holding the resolved path, else None."""
+    at = real.find(WORKTREES)
+    if at >= 0:
+        return real[:at + len(WORKTREES)] + real[at + len(WORKTREES):].split(os.sep)[0]
+    node = NODE_WORKTREE.match(real)
+    return node.group(1) if node else None
 
 
 class Unswept(Exception):
@@ -107,9 +127,8 @@ def sweep(cwd: str, args: tuple[str, ...]) -> list[str]:
     in cwd would read; what it removed. Raises Unswept for one it could not sweep."""
     real = os.path.realpath(cwd)
     admins: list[str] = []
-    at = real.find(WORKTREES)
-    if at >= 0:
-        top = real[:at + len(WORKTREES)] + real[at + len(WORKTREES):].split(os.sep)[0]
+    top = _worker_top(real)
+    if top is not None:
         admin = _admin_of(top)
         if admin is not None:
             admins.append(admin)

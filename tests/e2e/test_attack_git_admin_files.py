@@ -63,3 +63,27 @@ def test_the_runners_git_sweeps_a_workers_planted_head_instead_of_hanging_or_fol
         asyncio.run(system_git.out(str(worker), "status", "--porcelain"))  # swept: no repository left
     assert not os.path.lexists(os.path.join(admin, "HEAD")) and not os.path.lexists(os.path.join(admin, "logs", "HEAD"))
     assert victim.read_text() == "ORIGINAL\n"
+
+
+def test_a_nodes_clone_cache_sweeps_an_attempts_planted_head_before_its_worktree_git(tmp_path):
+    """A Ray node's runner makes each attempt's worktree off its bare clone of the project
+    (runner/node/clone.py: <node dir>/tmp/attempt-*/wt): `worktree prune` and `worktree add` for the
+    next attempt read every attempt's HEAD, under the clone's lock."""
+    from runner.node import clone
+
+    src = tmp_path / "src"
+    src.mkdir()
+    git(src, "init", "-q")
+    commit(src, {"a.txt": "a\n"}, "a")
+    cache = tmp_path / "node" / "clones" / "p.git"
+    git(tmp_path, "clone", "-q", "--bare", str(src), str(cache))
+    wt = tmp_path / "node" / "tmp" / "attempt-1" / "wt"
+    clone.git(str(cache), "worktree", "add", "-q", "--detach", str(wt), "HEAD")
+    admin = git(wt, "rev-parse", "--absolute-git-dir")
+    os.unlink(os.path.join(admin, "HEAD"))
+    os.mkfifo(os.path.join(admin, "HEAD"))
+    nxt = tmp_path / "node" / "tmp" / "attempt-2" / "wt"
+    # The next attempt's worktree: git read attempt-1's HEAD and waited on the FIFO for its 300 s,
+    # the clone's lock held; now the FIFO is swept first.
+    clone.git(str(cache), "worktree", "add", "-q", "--detach", str(nxt), "HEAD")
+    assert not os.path.lexists(os.path.join(admin, "HEAD")) and (nxt / "a.txt").exists()
