@@ -192,11 +192,22 @@ def _verb_typo(verb: str) -> str:
         return suggest(verb, [v for v in VERBS if v.startswith("exec:")])
 
 
+# Verbs that print what an agent wrote (item subjects and notes, mutables, receipts' notes,
+# memories, file names and lines): no control sequence or carriage return of its reaches the
+# person's terminal (client/show/terminal_text.py); `work` and `runner logs` guard their own.
+GUARDED = frozenset({"gate", "mutable", "prd", "evidence", "approve", "audit", "receipt", "memory", "search",
+                     "digest", "exec:tasks"})
+
+
 def run(argv: list[str]) -> int:
     if not argv:
         print(_usage(), file=sys.stderr)
         return 2
     verb, rest = argv[0], argv[1:]
+    if verb in GUARDED:
+        from client.show.terminal_text import guard_output
+
+        guard_output(cr=False)
     handler = VERBS.get(verb) or SPECIAL.get(verb)
     if handler is None:
         for prefix, by_prefix in PREFIXES.items():

@@ -20,9 +20,13 @@ def _controls(text: str) -> bool:
     return any(ord(c) < 32 and c not in "\t\n\r" or 0x7f <= ord(c) <= 0x9f for c in text)
 
 
-def safe(text: str, colour: bool = False) -> str:
-    """text without control sequences; with colour, SGR sequences (`ESC [ ... m`) kept."""
+def safe(text: str, colour: bool = False, cr: bool = True) -> str:
+    """text without control sequences; with colour, SGR sequences (`ESC [ ... m`) kept; without
+    cr, no carriage return either (in one-line fields of a plan a CR only serves to print a second
+    text over the first: the subject a person reads before approving)."""
     global _PATTERN
+    if not cr and "\r" in text:
+        text = text.replace("\r", "")
     if not _controls(text):
         return text
     if _PATTERN is None:
@@ -42,24 +46,26 @@ def safe(text: str, colour: bool = False) -> str:
 class Guard:
     """A text stream's write() through safe(); colour only when the stream is a terminal."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream, cr: bool = True) -> None:
         self._stream = stream
+        self._cr = cr
         try:
             self._colour = stream.isatty()
         except (AttributeError, ValueError):
             self._colour = False
 
     def write(self, text: str) -> int:
-        self._stream.write(safe(text, self._colour))
+        self._stream.write(safe(text, self._colour, self._cr))
         return len(text)
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
 
 
-def guard_output() -> None:
-    """sys.stdout and sys.stderr through Guard, for a verb that prints what others wrote."""
+def guard_output(cr: bool = True) -> None:
+    """sys.stdout and sys.stderr through Guard, for a verb that prints what others wrote (cr:
+    keep carriage returns, as a program's progress lines use them)."""
     if not isinstance(sys.stdout, Guard):
-        sys.stdout = Guard(sys.stdout)
+        sys.stdout = Guard(sys.stdout, cr)
     if not isinstance(sys.stderr, Guard):
-        sys.stderr = Guard(sys.stderr)
+        sys.stderr = Guard(sys.stderr, cr)

@@ -179,6 +179,10 @@ class Client:
                 self.conn.close()
                 self.conn = Connection(self.conn.port, timeout=timeout)
                 status, payload = self.conn.rpc(self.token, self._next_id, method, params or {}, timeout)
+        except TimeoutError:  # connected and asked: the runner is there, its answer is not (yet)
+            raise RunnerUnavailable(
+                f"the runner did not answer {method} within {timeout:g} s (busy or wedged; what was asked may "
+                "still happen); check `plugkit runner status`") from None
         except (OSError, ValueError) as exc:
             raise RunnerUnavailable(
                 f"lost the runner during {method} ({exc.__class__.__name__}); "

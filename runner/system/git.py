@@ -21,6 +21,10 @@ import signal
 import subprocess
 from dataclasses import dataclass
 
+from runner.system import git_planted, logs
+
+log = logs.get("plugkit.git")
+
 TIMEOUT_S = 120.0
 REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
             "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX", "GIT_NAMESPACE", "GIT_IMPLICIT_WORK_TREE")
@@ -71,11 +75,27 @@ def sandbox_made(cwd: str) -> str | None:
     return None
 
 
-def _refuse_sandbox_made(cwd: str) -> None:
+def _refuse_sandbox_made(cwd: str, args: tuple[str, ...] = ()) -> None:
     made = sandbox_made(cwd)
     if made is not None:
         raise NotOurs(f"{made} is a repository a sandboxed worker made inside its worktree: the runner runs "
                       "no git there (its config is the worker's); run git in the worktree itself")
+    try:
+        removed = git_planted.sweep(cwd, _command(args))
+    except git_planted.Unswept as e:
+        raise NotOurs(f"{e} in a worker's worktree admin dir could not be looked through or removed (a link, a "
+                      "FIFO or a flood its sandbox left): the runner runs no git that would read it; remove "
+                      "it by hand") from None
+    if removed:
+        log.warning("git_admin_planted_removed", cwd=cwd, removed=removed[:10])
+
+
+def _command(args: tuple[str, ...]) -> tuple[str, ...]:
+    """ARGS from git's subcommand on (its global options before it dropped)."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in ("-C", "-c") else 1
+    return args[i:]
 
 
 class GitError(Exception):
@@ -101,7 +121,7 @@ def environment() -> dict[str, str]:
 async def run(cwd: str, *args: str, input: bytes | None = None, timeout: float = TIMEOUT_S) -> Done:
     """git ARGS (under SAFE) in cwd. Raises OSError when git cannot start (not installed, cwd
     missing; NotOurs where a worker made the repository) and GitTimeout past `timeout` seconds."""
-    _refuse_sandbox_made(cwd)
+    _refuse_sandbox_made(cwd, args)
     proc = await asyncio.create_subprocess_exec(
         "git", *SAFE, *args, cwd=cwd, env=environment(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL, start_new_session=True)
@@ -121,7 +141,7 @@ async def run(cwd: str, *args: str, input: bytes | None = None, timeout: float =
 def run_sync(cwd: str, *args: str, input: bytes | None = None, timeout: float = TIMEOUT_S) -> Done:
     """run()'s synchronous face, for code already on a worker thread (search's indexer): the same
     environment rule and SAFE, its process group killed on the timeout. Raises as run() does."""
-    _refuse_sandbox_made(cwd)
+    _refuse_sandbox_made(cwd, args)
     with subprocess.Popen(["git", *SAFE, *args], cwd=cwd, env=environment(), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, start_new_session=True,
                           stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL) as proc:

@@ -13,12 +13,15 @@ import shutil
 import tempfile
 from typing import Mapping, Optional
 
+from plugkit import confined
 from runner.core.gates import weaken
 from runner.core.gates.weaken import Collected
 from runner.executors.base import ExecSpec
 from runner.system import git as system_git
 
 _DIR = ".plugkit-collect"
+OUT = "out.jsonl"
+MAX_REPORT = 64 << 20  # of collected test ids: a project of a million tests stays under it
 # The pytest plugin written beside a checkout (as text: the runner never imports it; it runs in
 # the check's own pytest) to list, without running a test, what the check collects: each test's
 # id and whether it is deselected, skipped or xfailed where it stands, into out.jsonl beside it.
@@ -70,11 +73,10 @@ def plant(where: str) -> str:
 
 
 def read(plugin_dir: str) -> Collected:
-    try:
-        with open(os.path.join(plugin_dir, "out.jsonl"), encoding="utf-8") as fh:
-            return Collected.parse(fh.read())
-    except OSError:
-        return Collected()
+    """What the plugin wrote. The checkout it lies in is the collected code's to write: a FIFO or a
+    link left there is not read (confined), and an unread report proves no test kept."""
+    data = confined.read_in(plugin_dir, OUT, MAX_REPORT)
+    return Collected.parse(data.decode("utf-8", "replace")) if data is not None else Collected()
 
 
 async def checkout(root: str, where: str, sha: str) -> None:

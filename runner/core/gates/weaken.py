@@ -9,15 +9,18 @@ test the base ran that the branch no longer collects, deselects, skips or xfails
 Adding tests is not weakening: a branch's new tests are welcome.
 """
 
+import asyncio
 import configparser
 import json
-import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from typing import Optional
 
+from plugkit import confined
 from runner.system import git as system_git
+
+WORKING_TREE_LIMIT = 4 << 20  # of a runner's config file read from the working tree
 
 _PYTEST_CMD = re.compile(r"\b(pytest|py\.test|tox|nox)\b")
 _NODE_CMD = re.compile(r"\b(jest|vitest|npm|yarn|pnpm|npx)\b|\bnode\s+[^;&|]*--test\b")
@@ -90,11 +93,12 @@ _PART = [("pytest", "pyproject.toml", _pyproject, "[tool.pytest]"),
 async def _show(root: str, rev: Optional[str], path: str) -> str:
     """`path` at commit `rev`, or in the working tree with rev None; "" where it is absent."""
     if rev is None:
-        try:
-            with open(os.path.join(root, path), encoding="utf-8", errors="replace") as fh:
-                return fh.read()
-        except OSError:
-            return ""
+        # Through confined, off the event loop: a FIFO left in place of pyproject.toml (an
+        # `exec --sandbox` task or an agent can write the working tree) held a plain open() for
+        # ever, and with it every request of the runner. What it will not read (a link, a FIFO)
+        # reads as nothing: a change, so the check is held, never waved through.
+        data = await asyncio.to_thread(confined.read_in, root, path, WORKING_TREE_LIMIT)
+        return data.decode("utf-8", "replace") if data is not None else ""
     try:
         return await git(root, "show", f"{rev}:{path}")
     except GitError:

@@ -5,6 +5,7 @@ new commit costs one short log, and a commit amended or rebased away leaves the 
 import os
 from typing import Iterable
 
+from plugkit import confined
 from runner.core.search.store import Commit
 from runner.system import git as system_git
 
@@ -32,22 +33,17 @@ def git_dir(root: str) -> str | None:
 
 def common_dir(gitdir: str) -> str:
     """The directory a linked worktree's git dir shares refs with (its `commondir` file), else itself."""
-    try:
-        with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="replace") as f:
-            return os.path.normpath(os.path.join(gitdir, f.read(4096).strip()))
-    except OSError:
-        return gitdir
+    said = confined.read_in(gitdir, "commondir", 4096)
+    return os.path.normpath(os.path.join(gitdir, said.decode(errors="replace").strip())) if said else gitdir
 
 
 def head_files(gitdir: str, commondir: str) -> tuple:
     """What moves when HEAD does, without running git: what HEAD says (a branch or a hash), that
     branch's loose ref, packed-refs and a reftable's list (a commit, a reset, an update-ref replace
     one of them: a new inode), and HEAD's reflog; each file's (inode, mtime, size)."""
-    try:
-        with open(os.path.join(gitdir, "HEAD"), "rb") as f:
-            said = f.read(4096)
-    except OSError:
-        said = b""
+    # Through confined (a regular file, no link, a non-blocking open): a linked worktree's admin dir
+    # is writable in its worker's sandbox, and a FIFO planted as HEAD held a plain open() forever.
+    said = confined.read_in(gitdir, "HEAD", 4096) or b""
     ref = said[5:].strip().decode(errors="replace") if said.startswith(b"ref: ") else ""
     ref = ref if ref.startswith("refs/") and ".." not in ref.split("/") else ""  # only stat'ed, never read
     out: list = [said]

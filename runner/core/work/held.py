@@ -9,6 +9,7 @@ import os
 from plugkit.lifecycle.workspace import PRD_FILE, STATE_DIR
 from plugkit.vocab import WORK_REJECTED as REJECTED
 from plugkit.work import scopes
+from plugkit.work.policy.paths import HOOK_CONFIGS
 from runner.core.gates import collect
 from runner.core.work import check as check_files, git
 from runner.core.work.model import Failed, ItemRun, Run
@@ -44,14 +45,31 @@ async def refs_moved(run: Run, it: ItemRun, refs: RefGuard, land_lock: asyncio.L
 
 
 async def control_files(root: str, it: ItemRun, base: str) -> None:
-    """A branch that edits the plan or the checks (`.prd`, `.plugkit/config.toml`'s verify), or
-    what reaches every later worker (.worktreeinclude), would weaken what judges or confines
-    every later item: it never lands."""
-    changed = (await git.run(root, "diff", "--name-only", "--no-renames", f"{base}..{it.branch}",
-                             "--", PRD_FILE, STATE_DIR, INCLUDE_FILE)).splitlines()
+    """A branch that edits the plan or the checks (`.prd`, `.plugkit/config.toml`'s verify), what
+    reaches every later worker (.worktreeinclude), or an agent host's project hook configuration
+    (HOOK_CONFIGS: the person's own agent reads it when it starts in the checkout and runs its
+    commands unsandboxed, or runs without plugkit's gates), or the git hooks the repository runs
+    from its tree, would weaken what judges or confines every later item and the person: it
+    never lands."""
+    changed = (await git.run(root, "--literal-pathspecs", "diff", "--name-only", "--no-renames",
+                             f"{base}..{it.branch}", "--", PRD_FILE, STATE_DIR, INCLUDE_FILE,
+                             *HOOK_CONFIGS, *await _hooks_in_tree(root))).splitlines()
     if changed:
-        raise Failed(REJECTED, "control_files", f"{it.branch} changes {', '.join(changed[:3])}: the plan and "
-                                                "its checks are changed by a person, never by a worker")
+        raise Failed(REJECTED, "control_files", f"{it.branch} changes {', '.join(changed[:3])}: the plan, "
+                                                "its checks and the agents' hooks are changed by a person, "
+                                                "never by a worker")
+
+
+async def _hooks_in_tree(root: str) -> list[str]:
+    """The git hooks dir the repository's config names, when it lies in the tree (husky-style
+    core.hooksPath): the runner's own git runs no hook, the person's next commit runs what is there."""
+    # The runner's own `-c core.hooksPath=/dev/null` is the command scope: the files' last value counts.
+    said = (await git.run(root, "config", "--get-all", "--show-scope", "core.hooksPath", check=False)).splitlines()
+    named = next((v for scope, _, v in (ln.partition("\t") for ln in reversed(said)) if scope != "command"), "")
+    if not named.strip():
+        return []
+    rel = os.path.relpath(os.path.normpath(os.path.join(root, os.path.expanduser(named))), root)
+    return [] if rel == "." or rel.startswith("..") else [rel]
 
 
 async def changes_its_check(root: str, run: Run, it: ItemRun, base: str, check: str, cfg) -> None:
