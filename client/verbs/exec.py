@@ -157,7 +157,10 @@ def follow_started(client, follower: follow.Follower, info: dict, first_output: 
         except ClientError:
             pass
         raise
-    except RunnerUnavailable:
+    except RunnerUnavailable as exc:
+        if "did not answer within" in str(exc):  # there but not answering: task_{tid} runs on
+            raise RunnerUnavailable(f"{str(exc).split('; check')[0]} while following task_{tid}; "
+                                    f"`plugkit exec:status task_{tid}` asks again") from None
         raise RunnerUnavailable(
             f"lost the runner while following task_{tid}; check `plugkit runner status` "
             f"(if the runner died, task_{tid} ended with it)") from None

@@ -179,10 +179,12 @@ class Client:
                 self.conn.close()
                 self.conn = Connection(self.conn.port, timeout=timeout)
                 status, payload = self.conn.rpc(self.token, self._next_id, method, params or {}, timeout)
-        except TimeoutError:  # connected and asked: the runner is there, its answer is not (yet)
+        except TimeoutError:  # no byte of the answer within the timeout: there, but not answering
+            # Not "lost": a runner overloaded beside CPU hogs (or flooded with connections) is still
+            # there, and the next call may be answered.
             raise RunnerUnavailable(
-                f"the runner did not answer {method} within {timeout:g} s (busy or wedged; what was asked may "
-                "still happen); check `plugkit runner status`") from None
+                f"the runner did not answer within {timeout:g}s ({method}; wedged or overloaded); "
+                "check `plugkit runner status`") from None
         except (OSError, ValueError) as exc:
             raise RunnerUnavailable(
                 f"lost the runner during {method} ({exc.__class__.__name__}); "

@@ -120,6 +120,12 @@ class ProcessRun:
         except OSError:
             return None
 
+    def input_buffered(self) -> int:
+        """Bytes written for the task that its stdin pipe has not taken yet (it was full): the
+        task blocked on the pipe meanwhile is about to be fed, not waiting for input."""
+        stdin = self.transport.get_pipe_transport(0)
+        return stdin.get_write_buffer_size() if stdin is not None else 0
+
     def write(self, data: bytes) -> None:
         stdin = self.transport.get_pipe_transport(0)
         if stdin is not None and not stdin.is_closing():

@@ -5,8 +5,8 @@ up a transport (connection_made, add_reader and the waiter each wait for the nex
 report an end closed one pass after it closed: on a short task that was three pipes' worth of
 passes before the clone and as many after the exit, on the answer's path (issue 31). These set
 up and tear down where they are called, and offer the part of a transport the executor uses
-(write, close, is_closing, get_extra_info("pipe")), so asyncio's own transports (the shell-shim
-spawn) still fit the same code above.
+(write, close, is_closing, get_write_buffer_size, get_extra_info("pipe")), so asyncio's own
+transports (the shell-shim spawn) still fit the same code above.
 """
 
 from __future__ import annotations
@@ -117,6 +117,10 @@ class WriteEnd:
 
     def get_extra_info(self, name: str, default=None):
         return self.pipe if name == "pipe" else default
+
+    def get_write_buffer_size(self) -> int:
+        """As asyncio's transport: how much is written but not yet taken by the pipe."""
+        return len(self._buffer)
 
     def pending(self) -> bytes:
         """What was written but the pipe has not taken yet (a handover carries it on)."""

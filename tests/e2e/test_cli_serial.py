@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from tests.support.load import stretched
 from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e
@@ -120,7 +121,7 @@ def test_stream_until_type_with_each_eol_close_and_reopen(shared_home, pty_pair)
                      "--wait", "20")
     device.join()
     doc = json.loads(again.stdout)
-    assert again.returncode == 0 and doc["matched"] is True and time.monotonic() - began < 15
+    assert again.returncode == 0 and doc["matched"] is True and time.monotonic() - began < stretched(15)
     assert doc["running"] is True and doc["task"]["lang"] == "serial"
     assert [c["text"] for c in doc["output"] if c["stream"] == "stdout"] == ["ready\n"]
     assert f"plugkit exec:close task_{doc['task']['task_id']} --session s" in doc["next"]

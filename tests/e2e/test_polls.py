@@ -2,10 +2,14 @@
 unread output, bounded and tail-biased, in whole lines, cleaned of colour codes and `\\r`
 progress, with one note naming what was cut and the command that prints it."""
 
+import os
 import re
 import time
 
 import pytest
+
+from tests.support.load import stretched
+from tests.support.runner_home import rpc
 
 pytestmark = pytest.mark.e2e
 
@@ -25,6 +29,13 @@ while True:
 def _start(home, code: str, lang: str = "python") -> str:
     started = home.cli(f"exec:{lang}", "--wait", "0", code)
     return re.search(r"task_\d+", started.stderr + started.stdout).group(0)
+
+
+def _waited(home, tid: str, **until) -> dict:
+    """task.wait on the test's session (the CLI's: $PLUGKIT_SESSION, this cwd): returns once the
+    task ends or the text is there, and marks nothing read, so the poll under test sees it all."""
+    ref = {"session_id": os.environ["PLUGKIT_SESSION"], "cwd": os.getcwd(), "task_id": int(tid.split("_")[1])}
+    return rpc(home, "task.wait", {**ref, "timeout_ms": 60_000, "cursor": 0, **until}, timeout=90)
 
 
 def _numbers(stdout: str) -> list[int]:
@@ -47,7 +58,10 @@ def test_polls_on_a_chatty_task_are_small_new_and_whole(shared_home):
     try:
         seen = []
         for _ in range(2):
-            time.sleep(1.5)
+            # Two bursts past the last line seen (not a fixed 1.5 s: beside CPU hogs the task's
+            # python may not have printed anything yet): more than a poll shows, so it skips.
+            after = seen[-1][0][-1] if seen else 0
+            assert _waited(shared_home, tid, until_text=f"line {after + 800}\x1b")["matched"]
             polled = shared_home.cli("exec:status", tid)
             assert polled.returncode == 0, polled.stderr
             assert len(polled.stdout) + len(polled.stderr) < 14_000, (len(polled.stdout), len(polled.stderr))
@@ -72,7 +86,10 @@ def test_polls_on_a_chatty_task_are_small_new_and_whole(shared_home):
 def test_sleep_is_bounded_and_repeats_nothing(shared_home):
     tid = _start(shared_home, CHATTY)
     try:
+        # Each sleep starts with two bursts unread (more than it may show), whatever the load.
+        assert _waited(shared_home, tid, until_text="line 800\x1b")["matched"]
         first = shared_home.cli("exec:sleep", tid, "2")
+        assert _waited(shared_home, tid, until_text=f"line {_numbers(first.stdout)[-1] + 800}\x1b")["matched"]
         second = shared_home.cli("exec:sleep", tid, "2")
         for answer in (first, second):
             assert len(answer.stdout) + len(answer.stderr) < 14_000
@@ -86,7 +103,7 @@ def test_progress_keeps_its_last_state_and_colour_goes(shared_home):
     code = ('import sys\nfor p in range(0, 101, 10):\n    sys.stdout.write(f"\\x1b[1mprogress {p}%\\x1b[0m\\r")\n'
             '    sys.stdout.flush()\nprint()\nprint("\\x1b[31mdone\\x1b[0m")\n')
     tid = _start(shared_home, code)
-    time.sleep(1.5)
+    assert _waited(shared_home, tid)["task"]["state"] == "completed"  # it ended: all it prints is there
     polled = shared_home.cli("exec:status", tid)
     assert polled.stdout == "progress 100%\ndone\n", repr(polled.stdout)
     raw = shared_home.cli("exec:status", tid, "--from", "0", "--full")
@@ -97,10 +114,10 @@ def test_progress_keeps_its_last_state_and_colour_goes(shared_home):
 def test_sleep_until_sees_text_printed_before_the_call(shared_home):
     tid = _start(shared_home, "sleep 0.5; echo listening on 8000; sleep 60", lang="bash")
     try:
-        time.sleep(1.5)
+        assert _waited(shared_home, tid, until_text="listening on 8000")["matched"]  # printed before the call
         began = time.monotonic()
         waited = shared_home.cli("exec:sleep", tid, "20", "--until", "listening")
-        assert time.monotonic() - began < 10
+        assert time.monotonic() - began < stretched(10)  # seen at once, not after the 20 s
         assert "listening on 8000" in waited.stdout and "saw 'listening'" in waited.stderr
         missed = shared_home.cli("exec:sleep", tid, "1", "--until", "ready")
         assert "'ready' not seen in 1s" in missed.stderr, missed.stderr

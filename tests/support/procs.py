@@ -8,6 +8,8 @@ unreadable /proc entry are all "not alive".
 
 import time
 
+from tests.support.load import stretched
+
 
 def state(pid: int) -> str | None:
     """The state letter of pid (R, S, Z, ...), or None when it is gone."""
@@ -24,8 +26,9 @@ def alive(pid: int) -> bool:
 
 
 def wait_gone(pid: int, timeout: float = 10.0) -> bool:
-    """True once pid is no longer alive (dead, a zombie, or reaped); False if it still lives at the deadline."""
-    deadline = time.monotonic() + timeout
+    """True once pid is no longer alive (dead, a zombie, or reaped); False if it still lives at the
+    deadline (`timeout` s stretched by the load: a killed process waits its turn for a CPU to exit)."""
+    deadline = time.monotonic() + stretched(timeout)
     while alive(pid):
         if time.monotonic() > deadline:
             return False

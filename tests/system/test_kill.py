@@ -16,6 +16,7 @@ import pytest
 
 from runner.system import tags
 from runner.system.kill import find_tagged, kill_runner_tasks, kill_tree
+from tests.support.procs import wait_gone
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -103,6 +104,7 @@ def read_line(proc: subprocess.Popen[str], timeout: float = 10.0) -> str:
 
 
 def gone(pid: int) -> bool:
+    """Dead or a zombie now (for what must still be alive: a check at once)."""
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
@@ -135,7 +137,7 @@ def test_kill_tree_catches_double_forked_setsid_daemon(spawner, runner_id):
     report = kill_task(spawner, proc, runner_id, "1")
 
     assert daemon in report.terminated
-    assert gone(daemon)
+    assert wait_gone(daemon)
 
 
 def test_kill_tree_catches_setsid_escapee(spawner, runner_id):
@@ -146,7 +148,7 @@ def test_kill_tree_catches_setsid_escapee(spawner, runner_id):
     report = kill_task(spawner, proc, runner_id, "1")
 
     assert {proc.pid, child} <= set(report.terminated)
-    assert gone(child)
+    assert wait_gone(child)
     assert proc.wait(timeout=5) == -signal.SIGTERM
 
 
@@ -158,7 +160,7 @@ def test_kill_tree_kills_forked_group(spawner, runner_id):
 
     kill_task(spawner, proc, runner_id, "1")
 
-    assert all(gone(pid) for pid in children)
+    assert all(wait_gone(pid) for pid in children)
     assert proc.wait(timeout=5) == -signal.SIGTERM
 
 
@@ -170,7 +172,7 @@ def test_kill_tree_reaches_untagged_group_members_through_killpg(spawner, runner
     report = kill_task(spawner, proc, runner_id, "1")
 
     assert report.terminated == (proc.pid,)  # the root by pid; the rest only via the group
-    assert all(gone(pid) for pid in children)
+    assert all(wait_gone(pid) for pid in children)
     proc.wait(timeout=5)
 
 

@@ -10,8 +10,20 @@ from pathlib import Path
 from runner.system import ledger_worker
 from runner.system.ledger import Ledger
 from runner.system.ledger_worker import LedgerWorker
+from tests.support.load import stretched
 from tests.support.ledger_records import NOW, ROOT, done, path, rec  # noqa: F401  (path: the fixture)
 
+
+
+async def _committed(path: str, task_id: int, within_s: float):
+    """What another connection reads of task_id once a commit holds it (None: none within_s)."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    while True:
+        with Ledger(path) as other:
+            got = other.get(task_id)
+        if got is not None or asyncio.get_running_loop().time() > deadline:
+            return got
+        await asyncio.sleep(ledger_worker.HOLD_S)
 
 
 def journal_files(path: str) -> list[str]:
@@ -32,9 +44,9 @@ async def test_journaled_records_are_read_back_at_once_and_committed_in_batches(
         assert len(journal_files(path)) == 1  # committed files are gone; the current one is empty
         assert os.path.getsize(Path(path).parent / journal_files(path)[0]) == 0
         worker.record_start(rec(301))
-        await asyncio.sleep(ledger_worker.HOLD_S * 5)  # the timer commits it with nothing awaited
-        with Ledger(path) as other:
-            assert other.get(301) == rec(301)
+        # The timer commits it with nothing awaited: it hands the batch to the worker's thread,
+        # which commits when it gets a CPU (beside CPU hogs, well after any fixed sleep).
+        assert await _committed(path, 301, stretched(10)) == rec(301)
     finally:
         await worker.close()
     assert journal_files(path) == []

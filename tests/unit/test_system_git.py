@@ -9,6 +9,7 @@ import pytest
 from runner.core.gates.witness import git_facts
 from runner.system import git as system_git
 from tests.support.git_repos import commit, g, main_repo, person_git
+from tests.support.load import stretched
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +59,8 @@ def test_the_synchronous_face_kills_what_git_started_on_its_timeout(tmp_path):
     pidfile = tmp_path / "pid"
     with pytest.raises(system_git.GitTimeout):
         system_git.run_sync(str(tmp_path), "-c", f"alias.hang=!echo $$ > {pidfile}; exec sleep 600", "hang",
-                            timeout=0.5)
+                            timeout=stretched(2.0))  # git and the alias's shell start within it, loaded or not
+    assert pidfile.exists(), "the alias's shell had not started when the timeout came"
     try:  # the SIGKILL lands: dead, or a zombie its reaper has not collected yet
         proc = psutil.Process(int(pidfile.read_text()))
         proc.wait(timeout=10)

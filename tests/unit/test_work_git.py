@@ -13,6 +13,7 @@ import pytest
 from runner.core.work import git as wg
 from runner.core.work.git import GitError, MergeConflict
 from tests.support.git_repos import commit, edited, g, main_repo, one_line, person_git, worktree_maker, write
+from tests.support.load import stretched
 
 
 @pytest.fixture(autouse=True)
@@ -70,11 +71,12 @@ def gone(pid):
 
 async def test_run_times_out_and_kills_what_git_started(repo, monkeypatch, tmp_path):
     # A hook or alias git runs must die with it, or it holds the repo's locks after we gave up.
-    monkeypatch.setattr(wg, "TIMEOUT_S", 0.5)
+    monkeypatch.setattr(wg, "TIMEOUT_S", stretched(2.0))  # git and the alias's shell start within it, loaded or not
     pidfile = tmp_path / "pid"
     with pytest.raises(GitError) as e:
         await wg.run(repo, "-c", f"alias.hang=!echo $$ > {pidfile}; exec sleep 600", "hang")
     assert "took over" in one_line(e.value)
+    assert pidfile.exists(), "the alias's shell had not started when the timeout came"
     assert gone(int(pidfile.read_text()))
 
 

@@ -24,7 +24,16 @@ def waiting(task: Task) -> bool:
         return False
     inode_of = getattr(run, "stdin_inode", None)
     inode = inode_of() if inode_of is not None else None
-    return inode is not None and procstate.waiting_for_input(task.pid, inode) is not None
+    if inode is None or _buffered(run):
+        # Input it was sent and its full pipe has not taken yet: once the task reads, the loop
+        # writes it; the task asleep on the emptied pipe meanwhile is about to be fed.
+        return False
+    return procstate.waiting_for_input(task.pid, inode) is not None
+
+
+def _buffered(run) -> int:
+    buffered = getattr(run, "input_buffered", None)
+    return buffered() if buffered is not None else 0
 
 
 async def wait(task: Task, waiter: Awaitable[W], blocked: W) -> W:
@@ -39,7 +48,12 @@ async def wait(task: Task, waiter: Awaitable[W], blocked: W) -> W:
             if waiting(task):
                 for _ in range(SETTLE_TURNS):
                     await asyncio.sleep(0)
-                return pending.result() if pending.done() else blocked
+                if pending.done():
+                    return pending.result()
+                # Seen again after those turns: input written in them (a full pipe's rest, the
+                # task's next line) woke the task, and "waiting" was already untrue when answered.
+                if waiting(task):
+                    return blocked
     finally:
         if not pending.done():
             pending.cancel()

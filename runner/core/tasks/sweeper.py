@@ -9,6 +9,7 @@ found among the runner's adopted children instead (runner/core/tasks/adopted.py)
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Callable
 
 from runner.system import logs
 from runner.core.tasks.manager import TaskManager
@@ -31,16 +32,20 @@ class SweepStats:
     recent: list[dict] = field(default_factory=list)
 
 
-def _strays(runner_id: str, live_ids: set[str]) -> list[tuple[str, int]]:
-    found = []
+def _strays(runner_id: str, live_ids: Callable[[], set[str]]) -> list[tuple[str, int]]:
+    tagged = []
     for proc in kill_mod.find_tagged(runner_id):
-        task_tags = tags.read_tags(proc.pid) or {}
-        task_id = task_tags.get(tags.TASK_ID)
+        task_id = (tags.read_tags(proc.pid) or {}).get(tags.TASK_ID)
         # Only task ids are numbers: a non-numeric tag is a runner-wide helper such as the
         # browser ("browser"), which outlives every task and is stopped by its executor.
-        if task_id and task_id.isdecimal() and task_id not in live_ids:
-            found.append((task_id, proc.pid))
-    return found
+        if task_id and task_id.isdecimal():
+            tagged.append((task_id, proc.pid))
+    # Which tasks are live is asked after the scan, never before: a task is live before its
+    # process exists, so every process the scan found belongs to a task that is in this set
+    # unless it has ended. Asked first, a task the loop started while this thread scanned
+    # was not in it, and its new process was killed as a stray of a finished task.
+    live = live_ids()
+    return [(task_id, pid) for task_id, pid in tagged if task_id not in live]
 
 
 def _helper(pid: int, runner_id: str) -> bool:
@@ -98,8 +103,7 @@ def sweep_once(manager: TaskManager, runner_id: str, grace_s: float,
     orphans = kill_orphans(due, grace_s) if due else []
     if not scan:
         return reaped, [], orphans
-    live = {str(t.id) for t in manager.running()}
-    strays = _strays(runner_id, live)
+    strays = _strays(runner_id, lambda: {str(t.id) for t in manager.running()})
     for task_id in sorted({t for t, _ in strays}):
         kill_mod.kill_tree(pgid=None, root=None, runner_id=runner_id, task_id=task_id, grace_s=grace_s)
     return reaped, strays, orphans
