@@ -14,13 +14,19 @@ from tests.support.search_repo import commit, git
 pytestmark = pytest.mark.e2e
 
 
-def test_a_fifo_for_the_worktrees_head_neither_hangs_search_nor_the_runners_stop(home, tmp_path):
+def _worker_worktree(tmp_path, name: str, files: dict) -> tuple:
+    """A project with one commit and a worker's worktree where `plugkit work` puts it."""
     main = tmp_path / "proj"
     main.mkdir()
     git(main, "init", "-q")
-    commit(main, {"src/a.py": "def alpha_handler(request):\n    return 1\n"}, "alpha")
-    worker = main / ".plugkit" / "worktrees" / "w1"
-    git(main, "worktree", "add", "-q", "-b", "plugkit/w1", str(worker))
+    commit(main, files, "first")
+    worker = main / ".plugkit" / "worktrees" / name
+    git(main, "worktree", "add", "-q", "-b", f"plugkit/{name}", str(worker))
+    return main, worker
+
+
+def test_a_fifo_for_the_worktrees_head_neither_hangs_search_nor_the_runners_stop(home, tmp_path):
+    _, worker = _worker_worktree(tmp_path, "w1", {"src/a.py": "def alpha_handler(request):\n    return 1\n"})
     first = home.cli("search", "alpha_handler", cwd=worker)
     assert first.returncode == 0 and "src/a.py" in first.stdout, first.stderr
     admin = git(worker, "rev-parse", "--absolute-git-dir")
@@ -38,12 +44,7 @@ def test_the_runners_git_sweeps_a_workers_planted_head_instead_of_hanging_or_fol
 
     from runner.system import git as system_git
 
-    main = tmp_path / "proj"
-    main.mkdir()
-    git(main, "init", "-q")
-    commit(main, {"a.txt": "a\n"}, "a")
-    worker = main / ".plugkit" / "worktrees" / "w2"
-    git(main, "worktree", "add", "-q", "-b", "plugkit/w2", str(worker))
+    main, worker = _worker_worktree(tmp_path, "w2", {"a.txt": "a\n"})
     admin = git(worker, "rev-parse", "--absolute-git-dir")
     assert asyncio.run(system_git.registered(str(main), str(worker)))  # untouched: git runs
     os.unlink(os.path.join(admin, "HEAD"))
