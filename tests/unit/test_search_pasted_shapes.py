@@ -71,6 +71,10 @@ def test_a_frame_s_path_is_its_longest_suffix_the_workspace_holds(searched, tmp_
     assert frames.indexed_path(str(tmp_path), "/etc/../pkg/mod.py") == "pkg/mod.py"  # never a `..` of its own
     assert frames.places('  File "/a/b.py", line 3, in f\n  File "/a/c.py", line 9, in g\n') == [
         ("/a/c.py", 9, "g"), ("/a/b.py", 3, "f")]
+    # a recursion error's thousand frames: each place once, the innermost few only (each costs opens)
+    deep = "".join(f'  File "/a/m{i % 50}.py", line {i % 7}, in f\n' for i in range(1000))
+    got = frames.places(deep)
+    assert len(got) == frames.MAX_PLACES and len(set(got)) == len(got) and got[0] == ("/a/m49.py", 999 % 7, "f")
 
 
 def test_a_warning_s_path_and_line_name_the_chunk_that_warned(searched):

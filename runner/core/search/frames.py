@@ -13,6 +13,9 @@ FRAME = re.compile(r'^\s*File "([^"\n]+)", line (\d+)(?:, in (\S+))?', re.M)
 # `path.py:12: DeprecationWarning: ...`, `src/app.py:7:1: error: ...`: a file with an extension, then its line.
 LOCATED = re.compile(r"^\s*([^\s:\"'<>]+\.\w+):(\d+):", re.M)
 MAX_FRAMES = 4  # the innermost frames the workspace holds that lead the answer: an outer one is its caller's
+# Places looked up at most, innermost first: each costs an open per suffix of its path, and a pasted recursion
+# error repeats one frame a thousand times.
+MAX_PLACES = 40
 GLOB_SPECIAL = re.compile(r"[*?\[\]]")
 
 
@@ -20,7 +23,7 @@ def places(text: str) -> list[tuple[str, int, str]]:
     """(path as written, line, function or "") of every frame and `path:line:` the text names, innermost first."""
     found = [(m.start(), m.group(1), int(m.group(2)), m.group(3) or "") for m in FRAME.finditer(text)]
     found += [(m.start(), m.group(1), int(m.group(2)), "") for m in LOCATED.finditer(text)]
-    return [(p, n, f) for _, p, n, f in sorted(found, reverse=True)]
+    return list(dict.fromkeys((p, n, f) for _, p, n, f in sorted(found, reverse=True)))[:MAX_PLACES]
 
 
 def indexed_path(root: str, written: str, keep=None) -> str | None:
