@@ -17,7 +17,7 @@ packages no set used: docutils 0.21.2 and werkzeug 3.0.3, committed before any t
 too, so a fourth hand wrote stdlib-h47 (the stdlib set's corpus, about modules none of the three stdlib sets asks
 about) and pygments 2.18.0 (327 files, a package no set used), committed before any tool ranked them.
 Run: .venv/bin/python scripts/bench_search_untuned.py
-     [--set attrs|packaging|click|stdlib-dev|stdlib|markdown|rich|stdlib-h46|docutils|werkzeug|stdlib-h47|pygments]
+     [--set attrs|packaging|click|stdlib-dev|stdlib|markdown|rich|stdlib-h46|docutils|werkzeug|stdlib-errors-dev|stdlib-h47|pygments]
 """
 
 import json
@@ -52,6 +52,8 @@ SETS["rich"] = ("rich-13.7.1.json", "dev, held out once")
 SETS["stdlib-h46"] = ("stdlib-h46-3.11.json", "dev, held out once")
 SETS["docutils"] = ("docutils-0.21.2.json", "dev, held out once")
 SETS["werkzeug"] = ("werkzeug-3.0.3.json", "dev, held out once")
+# Pasted errors only, in every shape an agent pastes from the standard library (session 47's rank4): dev.
+SETS["stdlib-errors-dev"] = ("stdlib-errors-dev-3.11.json", "dev")
 SETS["stdlib-h47"] = ("stdlib-h47-3.11.json", "held-out")
 SETS["pygments"] = ("pygments-2.18.0.json", "held-out")
 # set -> (the interpreter whose standard library is the corpus, directory names left out of it): such a set
@@ -63,6 +65,7 @@ STDLIB_CORPORA = {"stdlib": ("/usr/bin/python3.11", frozenset({"site-packages", 
                                                                    "config-3.11-x86_64-linux-gnu"}))}
 STDLIB_CORPORA["stdlib-h46"] = STDLIB_CORPORA["stdlib"]  # the same files, other questions
 STDLIB_CORPORA["stdlib-h47"] = STDLIB_CORPORA["stdlib"]
+STDLIB_CORPORA["stdlib-errors-dev"] = STDLIB_CORPORA["stdlib"]
 LINE_BUDGET = 200  # lines an agent reads before it stops: the issue's fixed budget
 CHARS_PER_TOKEN = 4  # the usual estimate for code; the same for every system, so the ratio is fair
 

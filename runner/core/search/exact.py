@@ -5,11 +5,12 @@ before a stub's declaration of it, and the class a `Class.method` qualifier name
 import re
 
 from runner.core.search import files, tokens
-from runner.core.search.kind import DIAGNOSTIC, QUALIFIED_RAISE
+from runner.core.search.kind import DIAGNOSTIC, LOGGED, QUALIFIED_RAISE
 
 # Where a pasted message starts: after its exception's name ("ValueError: ", "pkg.mod.BadThing: "), or
-# after a diagnostic's file, line and level ("doc.rst:3: (WARNING/2) ").
-MESSAGE = re.compile(r"\b\w*(?:Error|Exception|Warning)\b\s*:\s*|" + QUALIFIED_RAISE + "|" + DIAGNOSTIC, re.M)
+# after a diagnostic's file, line and level ("doc.rst:3: (WARNING/2) "), or a logged line's level and logger.
+MESSAGE = re.compile(r"\b\w*(?:Error|Exception|Warning)\b\s*:\s*|" + QUALIFIED_RAISE + "|" + DIAGNOSTIC + "|" + LOGGED,
+                     re.M)
 PHRASE = 3  # words a phrase of the message holds: short enough to stay inside one literal of a split string
 MAX_PHRASES = 24
 CLASS = re.compile(r"\s*class\s+([A-Za-z_]\w*)")
@@ -17,12 +18,30 @@ CALLED = re.compile(r"([A-Za-z_]\w*)\(")
 DOTTED = re.compile(r"((?:[A-Za-z_]\w*\.)+)([A-Za-z_]\w*)")
 
 
+# A value the program filled into its message (`%r`, `{}`, an f-string's part): a quoted string holding a
+# word, a repr in angle brackets, a number. The raise site spells a placeholder there, so no phrase of the
+# message spans one: "time data '2024-13-45' does not match format '%Y-%m-%d'" is "time data" and "does not
+# match format" (a quote holding no word, `Expecting ',' delimiter`, is the message's own text).
+# A colon and a space join a message to the part a formatter adds to it ("Expecting ',' delimiter: line 1").
+VALUE = re.compile(r"""(?:\b[bfr])?'[^'\n]*\w[^'\n]*'|(?:\b[bfr])?"[^"\n]*\w[^"\n]*"|<[^<>\n]*>|\b0x[0-9a-fA-F]+\b"""
+                   r"|\b\d[\w.]*|:\s")
+PAIR = 2  # the fewest words a run between two values needs to be a phrase of its own
+
+
 def message_grams(text: str) -> list[str]:
-    """Every PHRASE consecutive words of a pasted message (after its exception's name), lowercased, once."""
+    """Every PHRASE consecutive words of a pasted message (after its exception's name) that no filled-in
+    value splits, and a shorter run of PAIR words whole, lowercased, once."""
     found = list(MESSAGE.finditer(text))
-    message = text[found[-1].end():] if found else text
-    words = [m.group(0).lower() for m in tokens.IDENT.finditer(message)]
-    return list(dict.fromkeys(" ".join(words[i:i + PHRASE]) for i in range(len(words) - PHRASE + 1)))
+    message = (text[found[-1].end():] if found else text).strip()
+    if len(message) > 1 and message[0] == message[-1] and message[0] in "'\"":  # a KeyError shows its message's repr
+        message = message[1:-1]
+    out = []
+    for run in VALUE.split(message):
+        words = [m.group(0).lower() for m in tokens.IDENT.finditer(run)]
+        if PAIR <= len(words) < PHRASE:
+            out.append(" ".join(words))
+        out += [" ".join(words[i:i + PHRASE]) for i in range(len(words) - PHRASE + 1)]
+    return list(dict.fromkeys(out))
 
 
 def error_phrases(text: str) -> str | None:
@@ -72,12 +91,15 @@ def by_message(root: str, text: str, phrased: list, keep=None) -> list:
         return phrased
     grams = set(message_grams(text))
 
-    def key(h) -> tuple[bool, int]:
+    def key(h) -> tuple[bool, float]:
         lines = files.read_lines(root, h.path, keep)[h.start - 1:h.end]
         if not any(named.search(line) for line in lines):
             return True, 0
         words = [m.group(0).lower() for line in lines for m in tokens.IDENT.finditer(line)]
-        return False, -len({" ".join(words[i:i + PHRASE]) for i in range(len(words) - PHRASE + 1)} & grams)
+        # a run of two words between values ("bad request" of werkzeug's "400 Bad Request: Host '...' is not
+        # trusted", every HTTP error's prefix) says less than three in a row: it counts half
+        return False, -sum(len({" ".join(words[i:i + n]) for i in range(len(words) - n + 1)} & grams) * n / PHRASE
+                           for n in (PAIR, PHRASE))
 
     return sorted(phrased, key=key)
 

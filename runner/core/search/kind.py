@@ -31,8 +31,13 @@ QUALIFIED_RAISE = r"^\s*(?:[a-z_]\w*\.)+[A-Z]\w*:\s"
 # a file, a line (and column), then the message, after a level tag where the tool writes one. Docutils,
 # compilers, linters and type checkers report so; the message is spelled by the code that reports it.
 DIAGNOSTIC = r"^\s*[\w./\\-]+\.\w+:\d+:(?:\d+:)?\s+(?:\([A-Za-z]+/\d+\)\s*|[A-Za-z]+:\s+)?"
+# A logged line (`ERROR:asyncio:Task was destroyed but it is pending!`, logging's default format; or a
+# timestamp, the level in capitals and the logger's name: `2024-05-01 10:00:00,123 ERROR asyncio: ...`):
+# the message after them is spelled by the code that logs it.
+LOGGED = (r"^\s*(?:[\d][\d:,.\-T/ ]*\s+)?(?:CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG)"
+          r"(?::[\w.]+:|\s+[\w.]+:\s|\s*:\s|\s+-\s+(?:[\w.]+\s+-\s+)?)")
 ERROR = re.compile(r"\b\w*(Error|Exception|Warning)\b\s*:|Traceback \(most recent|^\s*File \"|" + QUALIFIED_RAISE
-                   + "|" + DIAGNOSTIC, re.M)
+                   + "|" + DIAGNOSTIC + "|" + LOGGED, re.M)
 
 
 def classify(query: str) -> str:

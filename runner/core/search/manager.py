@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from plugkit.workspace import find_root
-from runner.core.search import (concept, digest, exact, files, history as git_history, kind as query_kind, plan, semantic,
+from runner.core.search import (concept, digest, exact, files, frames, history as git_history, kind as query_kind, plan, semantic,
                                 tokens)
 from runner.core.search.index import Progress, WorkspaceIndex
 from runner.core.search.store import Commit, DefHit, Job, SearchEngine
@@ -159,6 +159,8 @@ class SearchManager:
         if kind == "error" and (phrases := exact.error_phrases(text)):  # the raise site spells the message
             phrased = exact.by_message(index.root, text, store.chunks(phrases, limit, glob, lang), store)
             ranked = exact.phrase_first(phrased, ranked)
+        if kind == "error" and (at := frames.located(store, index.root, text, glob, lang)):  # where it says it failed
+            ranked, phrased = frames.located_first(at, ranked), frames.located_first(at, phrased)
         defs, ranked = _by_kind(kind, text, words, exact.source_first(defs), ranked, index.root)
         if phrased:  # the definition that raises it first: the message's named classes are what it is about
             defs = exact.raiser_first(store, phrased, defs, glob, lang)
