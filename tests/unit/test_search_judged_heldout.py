@@ -27,7 +27,7 @@ def roots(tmp_path_factory):
     """Each set's corpus as the bench builds it, under a cache of this test's own (the wheel is fetched once)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-        yield {name: untuned.corpus_root(name) for name in HELD_OUT
+        yield {name: untuned.corpus_root(name) for name in HELD_OUT + ["stdlib-errors-dev"]
                if name not in untuned.STDLIB_CORPORA or os.path.exists(untuned.STDLIB_CORPORA[name][0])}
 
 
@@ -44,7 +44,8 @@ def test_a_held_out_set_loads_with_its_categories_and_grades(name):
 
 @pytest.mark.parametrize("name", [pytest.param("stdlib", marks=needs_stdlib), "markdown", "rich",
                                   pytest.param("stdlib-h46", marks=needs_stdlib), "docutils", "werkzeug",
-                                  pytest.param("stdlib-h47", marks=needs_stdlib), "pygments"])
+                                  pytest.param("stdlib-h47", marks=needs_stdlib), "pygments",
+                                  pytest.param("stdlib-errors-dev", marks=needs_stdlib)])
 def test_every_judged_path_and_line_range_is_in_the_corpus(roots, name):
     """Lines are numbered as grep -n and the bench's readers number them: a form feed (email/feedparser.py has
     two) is no line break, though str.splitlines counts it as one."""
