@@ -15,9 +15,11 @@ ranker: rich 13.7.1 and stdlib-h46 (the stdlib set's corpus, questions about mod
 Those two were seen by the people ranking within the round, so a third hand wrote two more the same way, over
 packages no set used: docutils 0.21.2 and werkzeug 3.0.3, committed before any tool ranked them. Those were seen
 too, so a fourth hand wrote stdlib-h47 (the stdlib set's corpus, about modules none of the three stdlib sets asks
-about) and pygments 2.18.0 (327 files, a package no set used), committed before any tool ranked them.
+about) and pygments 2.18.0 (327 files, a package no set used), committed before any tool ranked them. stdlib-h47
+went to a ranking helper in session 47, so a fifth hand wrote stdlib-h48 the same way (the stdlib set's corpus,
+about modules none of the five stdlib sets judges), committed before any tool ranked it.
 Run: .venv/bin/python scripts/bench_search_untuned.py
-     [--set attrs|packaging|click|stdlib-dev|stdlib|markdown|rich|stdlib-h46|docutils|werkzeug|stdlib-errors-dev|stdlib-h47|pygments]
+     [--set attrs|packaging|click|stdlib-dev|stdlib|markdown|rich|stdlib-h46|docutils|werkzeug|stdlib-errors-dev|stdlib-h47|pygments|stdlib-h48]
 """
 
 import json
@@ -56,6 +58,7 @@ SETS["werkzeug"] = ("werkzeug-3.0.3.json", "dev, held out once")
 SETS["stdlib-errors-dev"] = ("stdlib-errors-dev-3.11.json", "dev")
 SETS["stdlib-h47"] = ("stdlib-h47-3.11.json", "held-out")
 SETS["pygments"] = ("pygments-2.18.0.json", "held-out")
+SETS["stdlib-h48"] = ("stdlib-h48-3.11.json", "held-out")
 # set -> (the interpreter whose standard library is the corpus, directory names left out of it): such a set
 # reads no wheel. venv is out because plugkit's file list skips it as a virtualenv; every system reads one copy.
 # The dev set's corpus keeps what its judge read: all but regrtest's support package and the build's files.
@@ -65,6 +68,7 @@ STDLIB_CORPORA = {"stdlib": ("/usr/bin/python3.11", frozenset({"site-packages", 
                                                                    "config-3.11-x86_64-linux-gnu"}))}
 STDLIB_CORPORA["stdlib-h46"] = STDLIB_CORPORA["stdlib"]  # the same files, other questions
 STDLIB_CORPORA["stdlib-h47"] = STDLIB_CORPORA["stdlib"]
+STDLIB_CORPORA["stdlib-h48"] = STDLIB_CORPORA["stdlib"]
 STDLIB_CORPORA["stdlib-errors-dev"] = STDLIB_CORPORA["stdlib"]
 LINE_BUDGET = 200  # lines an agent reads before it stops: the issue's fixed budget
 CHARS_PER_TOKEN = 4  # the usual estimate for code; the same for every system, so the ratio is fair

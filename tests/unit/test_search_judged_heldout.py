@@ -1,4 +1,4 @@
-"""The held-out judged sets of scripts/bench_search_untuned.py (three over the stdlib, Python-Markdown, rich,
+"""The held-out judged sets of scripts/bench_search_untuned.py (four over the stdlib, Python-Markdown, rich,
 docutils, werkzeug, pygments):
 they load, and every judged path and line range is in the corpus the bench builds, which plugkit lists whole."""
 
@@ -16,7 +16,7 @@ import bench_search_untuned as untuned  # noqa: E402
 
 sys.path.pop(0)
 
-HELD_OUT = ["stdlib", "markdown", "rich", "stdlib-h46", "docutils", "werkzeug", "stdlib-h47", "pygments"]
+HELD_OUT = ["stdlib", "markdown", "rich", "stdlib-h46", "docutils", "werkzeug", "stdlib-h47", "pygments", "stdlib-h48"]
 CATEGORIES = {"identifier", "concept", "usage", "qualified", "error"}
 needs_stdlib = pytest.mark.skipif(not os.path.exists(untuned.STDLIB_CORPORA["stdlib"][0]),
                                   reason="needs Debian's python3.11 standard library")
@@ -45,7 +45,8 @@ def test_a_held_out_set_loads_with_its_categories_and_grades(name):
 @pytest.mark.parametrize("name", [pytest.param("stdlib", marks=needs_stdlib), "markdown", "rich",
                                   pytest.param("stdlib-h46", marks=needs_stdlib), "docutils", "werkzeug",
                                   pytest.param("stdlib-h47", marks=needs_stdlib), "pygments",
-                                  pytest.param("stdlib-errors-dev", marks=needs_stdlib)])
+                                  pytest.param("stdlib-errors-dev", marks=needs_stdlib),
+                                  pytest.param("stdlib-h48", marks=needs_stdlib)])
 def test_every_judged_path_and_line_range_is_in_the_corpus(roots, name):
     """Lines are numbered as grep -n and the bench's readers number them: a form feed (email/feedparser.py has
     two) is no line break, though str.splitlines counts it as one."""
@@ -95,8 +96,28 @@ def test_the_third_stdlib_set_asks_about_modules_no_earlier_stdlib_set_does():
         assert q["category"] == "usage" or not set(q["relevant"]) & earlier, q["query"]
 
 
+def test_the_fifth_stdlib_set_asks_about_modules_no_earlier_stdlib_set_does():
+    """stdlib-h48 was written when every earlier stdlib set, the pasted-error dev set too, had been seen by the people
+    ranking: only a callers' answer may name a file one of them judged, and it asks as agents do, in every kind."""
+    earlier = {path for name in ("stdlib", "stdlib-dev", "stdlib-h46", "stdlib-h47", "stdlib-errors-dev")
+               for q in untuned.load(name) for path in q["relevant"]}
+    queries = untuned.load("stdlib-h48")
+    assert len(queries) >= 45
+    for q in queries:
+        assert q["category"] == "usage" or not set(q["relevant"]) & earlier, q["query"]
+    for q in queries:
+        if q["category"] == "usage":  # a callers' question is about a new module: no earlier set judged its definition
+            assert any(g == 1 and path not in earlier for path, g in q["relevant"].items()), q["query"]
+    kinds = [q["category"] for q in queries]
+    assert kinds.count("concept") >= 18 and min(kinds.count(kind) for kind in CATEGORIES) >= 6
+    errors = [q["query"] for q in queries if q["category"] == "error"]
+    framed = [e for e in errors if '  File "' in e]
+    typed = [e for e in errors if e not in framed and re.match(r"[\w.]+: ", e)]
+    assert framed and typed and len(errors) > len(framed) + len(typed)  # tracebacks, `Type: msg` and bare ones
+
+
 @needs_stdlib
-@pytest.mark.parametrize("name", ["stdlib-h46", "stdlib-h47"])
+@pytest.mark.parametrize("name", ["stdlib-h46", "stdlib-h47", "stdlib-h48"])
 def test_the_later_stdlib_sets_read_the_stdlib_sets_copy(roots, name):
     assert untuned.STDLIB_CORPORA[name] == untuned.STDLIB_CORPORA["stdlib"]
     assert roots[name] == roots["stdlib"]  # one copy of the same files, not a second one
@@ -119,7 +140,8 @@ def test_every_judged_file_is_a_source_file_plugkit_lists(roots):
             assert set(q["relevant"]) <= listed, (name, q["query"], set(q["relevant"]) - listed)
 
 
-@pytest.mark.parametrize("name", [pytest.param("stdlib-h47", marks=needs_stdlib), "pygments"])
+@pytest.mark.parametrize("name", [pytest.param("stdlib-h47", marks=needs_stdlib), "pygments",
+                                  pytest.param("stdlib-h48", marks=needs_stdlib)])
 def test_a_name_query_of_the_fourth_hands_sets_is_judged_at_its_definition(roots, name):
     """An identifier or qualified name is answered where it is defined: its first judged range opens with the
     def or class of the name's last part (a range off by a few lines would point at someone else's code)."""
