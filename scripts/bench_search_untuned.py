@@ -16,8 +16,9 @@ Those two were seen by the people ranking within the round, so a third hand wrot
 packages no set used: docutils 0.21.2 and werkzeug 3.0.3, committed before any tool ranked them. Those were seen
 too, so a fourth hand wrote stdlib-h47 (the stdlib set's corpus, about modules none of the three stdlib sets asks
 about) and pygments 2.18.0 (327 files, a package no set used), committed before any tool ranked them. stdlib-h47
-went to a ranking helper in session 47, so a fifth hand wrote stdlib-h48 the same way (the stdlib set's corpus,
-about modules none of the five stdlib sets judges), committed before any tool ranked it.
+was measured held out once and is a dev set since (session 47's rank5), so a fifth hand wrote stdlib-h48 the same
+way (the stdlib set's corpus, about modules none of the five stdlib sets judges), committed before any tool ranked
+it; pygments and stdlib-h48 are held out.
 Run: .venv/bin/python scripts/bench_search_untuned.py
      [--set attrs|packaging|click|stdlib-dev|stdlib|markdown|rich|stdlib-h46|docutils|werkzeug|stdlib-errors-dev|stdlib-h47|pygments|stdlib-h48]
 """
@@ -56,7 +57,7 @@ SETS["docutils"] = ("docutils-0.21.2.json", "dev, held out once")
 SETS["werkzeug"] = ("werkzeug-3.0.3.json", "dev, held out once")
 # Pasted errors only, in every shape an agent pastes from the standard library (session 47's rank4): dev.
 SETS["stdlib-errors-dev"] = ("stdlib-errors-dev-3.11.json", "dev")
-SETS["stdlib-h47"] = ("stdlib-h47-3.11.json", "held-out")
+SETS["stdlib-h47"] = ("stdlib-h47-3.11.json", "dev, held out once")
 SETS["pygments"] = ("pygments-2.18.0.json", "held-out")
 SETS["stdlib-h48"] = ("stdlib-h48-3.11.json", "held-out")
 # set -> (the interpreter whose standard library is the corpus, directory names left out of it): such a set

@@ -131,11 +131,26 @@ def named_in(text: str, defs: list, root: str | None = None) -> list:
     that only shares the message's words (FrozenAttributeError for "attribute") is no answer."""
     named = {m.group(0) for m in tokens.IDENT.finditer(text)}
     called = {m.group(1) for m in CALLED.finditer(text)}
+    titled = title_cased(text)
     # A plain lowercase word of the message ("eq must be define ... lt, le") names nothing: only a
-    # code-shaped name (a class, snake_case, camelCase) or one written as a call does.
+    # code-shaped name (a class, snake_case, camelCase) or one written as a call does; a capitalised
+    # word of a Title Case run ("400 Bad Request") is prose too, unless written elsewhere on its own.
     found = [d for d in defs if d.name in named and (d.name in called or "_" in d.name.strip("_")
-                                                     or d.name[:1].isupper() or bool(tokens.parts(d.name)))]
+                                                     or bool(tokens.parts(d.name))
+                                                     or d.name[:1].isupper() and d.name not in titled)]
     return by_qualifier(text, found, root)
+
+
+CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+TITLE_RUN = re.compile(r"\b[A-Z][a-z]+(?:[ \t]+[A-Z][a-z]+)+\b")
+
+
+def title_cased(text: str) -> set[str]:
+    """The capitalised words a message writes only inside runs of capitalised words ("Bad Request" of
+    werkzeug's "400 Bad Request: ..."): a status line or a heading's words, not class names."""
+    inside = {w for run in TITLE_RUN.finditer(text) for w in run.group(0).split()}
+    alone = {m.group(0) for m in CAPITALISED.finditer(TITLE_RUN.sub(" ", text))}
+    return inside - alone
 
 
 def by_qualifier(text: str, defs: list, root: str | None) -> list:
