@@ -5,8 +5,8 @@ before `plugkit approve`. Real CLI and runner; stdout and stderr as pipes and at
 
 import pytest
 
-from tests.e2e.test_attack_terminal_text import _at_terminal
 from tests.support.agent import make_repo
+from tests.support.terminal import at_terminal
 
 pytestmark = pytest.mark.e2e
 SUBJECT = "drop the prod db\x1b[2K\rfix a typo\x1b]52;c;cm0gLXJmIH4=\x07\u009b2A"
@@ -25,7 +25,7 @@ def test_an_agents_subject_and_memory_carry_no_control_sequence_to_the_person(sh
         done = shared_home.cli(*args, cwd=repo)
         assert done.returncode == 0, (args, done.stderr)
         shown[" ".join(args)] = done.stdout + done.stderr
-    shown["prd list (terminal)"] = _at_terminal(shared_home, repo, "prd", "list")
+    shown["prd list (terminal)"] = at_terminal(shared_home, repo, "prd", "list")
     for verb, text in shown.items():
         assert not any(c in text for c in CONTROL), (verb, text)
         assert "\r" not in (text.replace("\r\n", "\n") if "terminal" in verb else text), (verb, text)

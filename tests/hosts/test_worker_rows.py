@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,7 @@ from tests.hosts.hosts import HOSTS, Host, cache_dir, host_env, installed, proje
 from tests.hosts.model_server import ModelServer
 from tests.hosts.script import Hang, Say, Script, Scripts
 from tests.support.runner_home import bound_socket, cli_argv
+from tests.support.load import stretched
 
 pytestmark = pytest.mark.e2e
 ROWS = {"claude-code": "claude", "codex": "codex", "qwen": "qwen", "gemini": "gemini"}
@@ -212,8 +214,13 @@ async def test_parallel_workers_share_one_fake_model_and_a_hung_one_is_ended(tmp
     with ModelServer(scripts) as server:
         tasks = [await start(runner, name, host, w, server.url) for w in ws]
         await asyncio.gather(*(runner.tasks.wait_done(t, 115) for t in tasks[:2]))
-        why = "\n\n".join(explain(t, scripts, server) for t in tasks)
         hung = tasks[2]
+        # Beside CPU hogs the third host may still be starting when the other two are done: wait for its
+        # first request to reach the model (where it hangs) rather than assume it came first.
+        until = time.monotonic() + stretched(60)
+        while not (hung.finished or scripts[ws[2].first_line].main) and time.monotonic() < until:
+            await asyncio.sleep(0.1)
+        why = "\n\n".join(explain(t, scripts, server) for t in tasks)
         assert not hung.finished and scripts[ws[2].first_line].main, why
         await runner.tasks.end(hung, "timed_out", "stalled")
         await runner.tasks.wait_done(hung, 30)

@@ -3,9 +3,13 @@ terminal window runs), and reading what the terminal shows until a text appears.
 
 import fcntl
 import os
+import pty
 import select
+import subprocess
 import termios
 import time
+
+from tests.support.runner_home import cli_argv
 
 
 def _read_until(fd: int, text: bytes, timeout: float = 20) -> bytes:
@@ -23,3 +27,19 @@ def _read_until(fd: int, text: bytes, timeout: float = 20) -> bytes:
 def _controlling_tty() -> None:
     os.setsid()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def at_terminal(home, repo, *args: str) -> str:
+    """A plugkit verb's output as a terminal receives it (stdout a pseudo-terminal)."""
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(cli_argv() + list(args), stdin=subprocess.DEVNULL, stdout=follower,
+                                stderr=subprocess.DEVNULL, env=home.env, cwd=str(repo))
+        os.close(follower)
+        follower = -1
+        seen = _read_until(leader, b"\0never\0", timeout=20) if proc.wait(60) is not None else b""
+    finally:
+        os.close(leader)
+        if follower != -1:
+            os.close(follower)
+    return seen.decode("utf-8", "replace")
