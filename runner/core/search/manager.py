@@ -17,6 +17,7 @@ from runner.system import git as system_git
 
 HISTORY = re.compile(r"\b(why|when|who|changed?|commits?|history|introduced|removed|added|regress\w*|"
                      r"revert\w*|fix(ed|es)?|broke)\b", re.I)
+PROSE_KINDS = ("concept", "why")  # the kinds whose code is ranked as plain words when they are written so
 PER_FILE = 2  # content hits per file at most: more files, not one file's every window
 SNIPPET_LINES = 3
 AGREE = 2  # a plain-words question's definitions come from its best chunks' first files
@@ -150,7 +151,10 @@ class SearchManager:
         match = tokens.fts_query(words)
         store = index.store
         defs = _rank_defs(store.defs(match, limit * 5, glob, lang), words, tokens.looks_like_identifier(text))
-        if kind == "concept" and concept.is_prose(text):  # by its words in context, not one word's symbol
+        # By its words in context, not one word's symbol; a "why" question's code too ("why does a body
+        # line starting with From get a '>'" asks what code does, in plain words): its commits lead anyway.
+        prose = kind in PROSE_KINDS and concept.is_prose(text)
+        if prose:
             ranked = concept.search(store, words, limit, glob, lang)
         else:
             cap = plan.ERROR_ROWS if kind == "error" else plan.RETRIEVE_ROWS  # common words rescore (plan.py)
@@ -161,7 +165,7 @@ class SearchManager:
             ranked = exact.phrase_first(phrased, ranked)
         if kind == "error" and (at := frames.located(store, index.root, text, glob, lang)):  # where it says it failed
             ranked, phrased = frames.located_first(at, ranked), frames.located_first(at, phrased)
-        defs, ranked = _by_kind(kind, text, words, exact.source_first(defs), ranked, index.root)
+        defs, ranked = _by_kind("concept" if prose else kind, text, words, exact.source_first(defs), ranked, index.root)
         if phrased:  # the definition that raises it first: the message's named classes are what it is about
             defs = exact.raiser_first(store, phrased, defs, glob, lang)
         if index.vectors is not None and semantic.joins(kind, text):  # plain-words questions only (semantic.py)
