@@ -40,7 +40,14 @@ def _admin_of(top: str) -> str | None:
     return os.path.normpath(os.path.join(top, said[len("gitdir:"):].strip()))
 
 
-def _common_dir(cwd: str) -> str | None:
+def common_dir(gitdir: str) -> str:
+    """The directory a linked worktree's git dir shares refs and objects with (its `commondir`
+    file, read confined), else the git dir itself."""
+    said = _read(gitdir, "commondir")
+    return os.path.normpath(os.path.join(gitdir, said)) if said else gitdir
+
+
+def _repository_dir(cwd: str) -> str | None:
     """The repository's common git dir holding cwd, found as git finds it, without git."""
     probe = os.path.realpath(cwd)
     if os.path.isfile(os.path.join(probe, "HEAD")) and os.path.isdir(os.path.join(probe, "objects")):
@@ -51,8 +58,7 @@ def _common_dir(cwd: str) -> str | None:
             return dot_git
         if os.path.isfile(dot_git):
             admin = _admin_of(probe)
-            common = _read(admin, "commondir") if admin else ""
-            return os.path.normpath(os.path.join(admin, common)) if admin and common else admin
+            return common_dir(admin) if admin else None
         parent = os.path.dirname(probe)
         if parent == probe:
             return None
@@ -133,7 +139,7 @@ def sweep(cwd: str, args: tuple[str, ...]) -> list[str]:
         if admin is not None:
             admins.append(admin)
     if args and args[0] in ALL_WORKTREES:
-        common = _common_dir(real)
+        common = _repository_dir(real)
         if common is not None:
             admins += _workers_admins(common)
     removed: list[str] = []

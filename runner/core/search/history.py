@@ -31,12 +31,6 @@ def git_dir(root: str) -> str | None:
     return out.out.decode(errors="replace").strip() if out.rc == 0 else None
 
 
-def common_dir(gitdir: str) -> str:
-    """The directory a linked worktree's git dir shares refs with (its `commondir` file), else itself."""
-    said = confined.read_in(gitdir, "commondir", 4096)
-    return os.path.normpath(os.path.join(gitdir, said.decode(errors="replace").strip())) if said else gitdir
-
-
 def head_files(gitdir: str, commondir: str) -> tuple:
     """What moves when HEAD does, without running git: what HEAD says (a branch or a hash), that
     branch's loose ref, packed-refs and a reftable's list (a commit, a reset, an update-ref replace

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from runner.core.search import chunks, files, history, semantic
 from runner.core.search.store import Job, SearchEngine
+from runner.system import git_planted
 
 BATCH = 25  # files per transaction: a query waits at most one batch for the lock
 RELIST_S = 2.0  # how often a query re-lists the workspace (new and deleted files)
@@ -345,7 +346,7 @@ class WorkspaceIndex:
         for each query an agent asks seconds apart, 10-30 ms of it)."""
         if self._gitdir is None:
             self._gitdir = history.git_dir(self.root) or ""
-            self._commondir = history.common_dir(self._gitdir) if self._gitdir else ""
+            self._commondir = git_planted.common_dir(self._gitdir) if self._gitdir else ""
         if not self._gitdir:
             return None
         return (int(time.monotonic() // HEAD_RECHECK_S), *history.head_files(self._gitdir, self._commondir))
