@@ -25,7 +25,7 @@ from client.show import render
 from client.verbs import exec_stdin
 from client.args import Help, UsageError, number
 from client.exec_args import option_lines, parse_exec
-from client.wire.rpc import ClientError, RpcFailure, RunnerUnavailable
+from client.wire.rpc import ClientError, RpcFailure, RunnerSilent, RunnerUnavailable
 from client.wire.session import Caller, connect
 
 # Long enough that short commands finish within the first request, short enough
@@ -157,10 +157,10 @@ def follow_started(client, follower: follow.Follower, info: dict, first_output: 
         except ClientError:
             pass
         raise
-    except RunnerUnavailable as exc:
-        if "did not answer within" in str(exc):  # there but not answering: task_{tid} runs on
-            raise RunnerUnavailable(f"{str(exc).split('; check')[0]} while following task_{tid}; "
-                                    f"`plugkit exec:status task_{tid}` asks again") from None
+    except RunnerSilent as exc:  # there but not answering: task_{tid} runs on
+        raise RunnerUnavailable(f"{exc.said()} while following task_{tid}; "
+                                f"`plugkit exec:status task_{tid}` asks again") from None
+    except RunnerUnavailable:
         raise RunnerUnavailable(
             f"lost the runner while following task_{tid}; check `plugkit runner status` "
             f"(if the runner died, task_{tid} ended with it)") from None

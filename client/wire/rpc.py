@@ -18,6 +18,18 @@ class RunnerUnavailable(ClientError):
     exit_code = 69  # EX_UNAVAILABLE
 
 
+class RunnerSilent(RunnerUnavailable):
+    """The runner took the call and sent no byte of its answer in time: there, but not answering
+    (busy beside CPU hogs, flooded, wedged), not lost; the next call may be answered."""
+
+    def __init__(self, method: str, timeout: float) -> None:
+        self.method, self.timeout = method, timeout
+        super().__init__(f"{self.said()}; check `plugkit runner status`")
+
+    def said(self) -> str:
+        return f"the runner did not answer within {self.timeout:g}s ({self.method}; wedged or overloaded)"
+
+
 class RpcFailure(ClientError):
     def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(message)
@@ -180,11 +192,7 @@ class Client:
                 self.conn = Connection(self.conn.port, timeout=timeout)
                 status, payload = self.conn.rpc(self.token, self._next_id, method, params or {}, timeout)
         except TimeoutError:  # no byte of the answer within the timeout: there, but not answering
-            # Not "lost": a runner overloaded beside CPU hogs (or flooded with connections) is still
-            # there, and the next call may be answered.
-            raise RunnerUnavailable(
-                f"the runner did not answer within {timeout:g}s ({method}; wedged or overloaded); "
-                "check `plugkit runner status`") from None
+            raise RunnerSilent(method, timeout) from None
         except (OSError, ValueError) as exc:
             raise RunnerUnavailable(
                 f"lost the runner during {method} ({exc.__class__.__name__}); "

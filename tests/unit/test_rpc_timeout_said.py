@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from client.wire.rpc import Client, Connection, RunnerUnavailable
+from client.wire.rpc import Client, Connection, RunnerSilent, RunnerUnavailable
 
 
 @pytest.fixture
@@ -67,8 +67,7 @@ class _Unanswered:
         pass
 
     def follow(self, info, deadline):
-        raise RunnerUnavailable("the runner did not answer within 30s (task.wait; wedged or overloaded); "
-                                "check `plugkit runner status`")
+        raise RunnerSilent("task.wait", 30)
 
 
 def test_exec_following_a_task_the_runner_did_not_answer_for_says_so_not_lost():
